@@ -1,0 +1,36 @@
+// The core's entry points: start here. Both validate the request (core/validation.h) and then
+// dispatch on Policy.fairness_model to the KAI (core/kai/) or Kueue (core/kueue/) model.
+//
+// Pure functions of their arguments: no clock, no I/O, no global state; safe to call from any
+// number of threads at once. Equal arguments give equal results (SEMANTICS.md §0.5).
+#pragma once
+
+#include <functional>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "core/model.h"
+
+namespace arbiter {
+
+// Hooks a caller may supply; the core calls them between the phases of a call.
+struct CycleHooks {
+  // Asked between phases; true aborts the call with absl::CancelledError naming the phase that
+  // was about to start. The server supplies its client's deadline here.
+  std::function<bool()> cancelled;
+  // Called when a phase ends, with its name: "validate", "fair_share", "allocate",
+  // "consolidate", "reclaim", "preempt", "admission", "respond". For timing breakdowns.
+  std::function<void(std::string_view phase)> phase_done;
+};
+
+// Fair shares of every queue (SEMANTICS.md §2, §3, §5.3, §6).
+// InvalidArgument with a field path for bad input; Cancelled when hooks.cancelled said so.
+absl::StatusOr<FairShareResult> ComputeFairShares(const Snapshot& snapshot, const Policy& policy,
+                                                  const CycleHooks& hooks = {});
+
+// One scheduling cycle (SEMANTICS.md §4 for KAI, §5.4 for Kueue, §6 for the answer).
+// InvalidArgument with a field path for bad input; Cancelled when hooks.cancelled said so.
+absl::StatusOr<ScheduleResult> Schedule(const Snapshot& snapshot, const Policy& policy,
+                                        const CycleHooks& hooks = {});
+
+}  // namespace arbiter

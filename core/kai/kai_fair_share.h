@@ -1,0 +1,43 @@
+// KAI hierarchical fair share (SEMANTICS.md §2) with time-aware fairness (§3), and the per-queue
+// amounts of §0.7 that the scheduling cycle starts from.
+#pragma once
+
+#include <vector>
+
+#include "core/model.h"
+#include "core/queue_tree.h"
+#include "core/resources.h"
+
+namespace arbiter::kai {
+
+// Per-queue vectors over R (index = ResourceSet index), for one queue of the tree.
+struct QueueAmounts {
+  std::vector<double> deserved;           // as configured, missing = 0, -1 kept
+  std::vector<double> limit;              // missing or -1 = -1 (no cap)
+  std::vector<double> over_quota_weight;  // missing = 1
+  std::vector<double> requested;          // §0.7 request(q): RUNNING + PENDING over the subtree
+  std::vector<double> allocated;          // §0.7 allocated(q): RUNNING over the subtree
+  std::vector<double> allocated_np;       // RUNNING pods of non-preemptible groups, subtree
+  std::vector<double> fair_share;         // §2.2
+  std::vector<double> allocatable_share;  // §2.3, +infinity for "no cap"
+};
+
+struct KaiFairShare {
+  ResourceSet resources;
+  QueueTree tree;
+  std::vector<double> total;          // T_r divided at the top level (§2.1)
+  std::vector<QueueAmounts> queues;   // indexed like `tree`
+};
+
+// Computes the division of a validated snapshot. The snapshot must outlive the result (the tree
+// points into it). O(queues · resources · rounds).
+KaiFairShare ComputeKaiFairShare(const Snapshot& snapshot, const Policy& policy);
+
+// The response's queue list (SEMANTICS.md §6, KAI): name order, every resource of R listed in
+// fair_share, allocated and requested; deserved echoes the configured map.
+std::vector<QueueShare> ToQueueShares(const KaiFairShare& shares);
+
+// sat(a, f) of §2.3: +inf if f == 0 < a; 0 if a == f == 0; else a / f.
+double Saturation(double allocated, double fair_share);
+
+}  // namespace arbiter::kai

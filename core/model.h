@@ -1,0 +1,235 @@
+// The core's view of a request and of its answer.
+//
+// These types mirror proto/arbiter/v1/arbiter.proto one to one, without protobuf: the server
+// converts at the edge (server/proto_convert.h) and the core never sees a protobuf type. Enum
+// fields keep the caller's raw value, so that an out-of-range value reaches validation
+// (core/validation.h) and is reported there with its field path.
+//
+// Maps are std::map so that every iteration is in bytewise key order (SEMANTICS.md §0.5).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace arbiter {
+
+// A resource name to quantity map, in the caller's units ("cpu" millicores, "memory" bytes,
+// "nvidia.com/gpu" devices by convention; the core never converts).
+using ResourceMap = std::map<std::string, double>;
+using LabelMap = std::map<std::string, std::string>;
+
+// A point in time: seconds and nanos since the Unix epoch, compared exactly.
+struct Timestamp {
+  int64_t seconds = 0;
+  int32_t nanos = 0;
+
+  friend bool operator<(const Timestamp& a, const Timestamp& b) {
+    return a.seconds != b.seconds ? a.seconds < b.seconds : a.nanos < b.nanos;
+  }
+  friend bool operator==(const Timestamp& a, const Timestamp& b) {
+    return a.seconds == b.seconds && a.nanos == b.nanos;
+  }
+  friend bool operator!=(const Timestamp& a, const Timestamp& b) { return !(a == b); }
+  friend bool operator<=(const Timestamp& a, const Timestamp& b) { return !(b < a); }
+};
+
+// A span of time, as google.protobuf.Duration.
+struct Duration {
+  int64_t seconds = 0;
+  int32_t nanos = 0;
+};
+
+// `t + d`, normalised so that 0 <= nanos < 1e9.
+Timestamp AddDuration(const Timestamp& t, const Duration& d);
+
+// ---- Enums (values equal the proto numbers; anything else is rejected by validation) ----
+
+enum class PodPhase : int32_t { kUnspecified = 0, kPending = 1, kRunning = 2, kReleasing = 3 };
+enum class Preemptibility : int32_t { kUnspecified = 0, kPreemptible = 1, kNonPreemptible = 2 };
+enum class FairnessModel : int32_t { kUnspecified = 0, kKai = 1, kKueue = 2 };
+enum class Action : int32_t {
+  kUnspecified = 0,
+  kAllocate = 1,
+  kConsolidate = 2,
+  kReclaim = 3,
+  kPreempt = 4
+};
+enum class Placement : int32_t { kUnspecified = 0, kBinpack = 1, kSpread = 2 };
+enum class KueuePreemptionStrategy : int32_t {
+  kUnspecified = 0,
+  kLessThanOrEqualToFinalShare = 1,
+  kLessThanInitialShare = 2
+};
+enum class WithinClusterQueue : int32_t {
+  kUnspecified = 0,  // = NEVER
+  kNever = 1,
+  kLowerPriority = 2,
+  kLowerOrNewerEqualPriority = 3
+};
+enum class ReclaimWithinCohort : int32_t {
+  kUnspecified = 0,  // = NEVER
+  kNever = 1,
+  kLowerPriority = 2,
+  kAny = 3
+};
+enum class EvictionReason : int32_t {
+  kUnspecified = 0,
+  kFairShareReclaim = 1,
+  kQuotaReclaim = 2,
+  kPriorityPreemption = 3,
+  kConsolidation = 4,
+  kKueueInClusterQueue = 5,
+  kKueueInCohortReclamation = 6,
+  kKueueInCohortFairSharing = 7
+};
+
+// ---- The snapshot ----
+
+struct KueuePreemption {
+  WithinClusterQueue within_cluster_queue = WithinClusterQueue::kUnspecified;
+  ReclaimWithinCohort reclaim_within_cohort = ReclaimWithinCohort::kUnspecified;
+};
+
+struct Queue {
+  std::string name;
+  std::string parent;  // "" = top level
+  ResourceMap deserved;
+  ResourceMap limit;
+  ResourceMap over_quota_weight;
+  int32_t priority = 0;
+  std::optional<Timestamp> creation_time;  // absent = epoch
+  ResourceMap borrowing_limit;
+  ResourceMap lending_limit;
+  std::optional<double> fair_sharing_weight;  // absent = 1
+  std::optional<Duration> reclaim_min_runtime;
+  std::optional<Duration> preempt_min_runtime;
+  KueuePreemption kueue_preemption;
+};
+
+struct Taint {
+  std::string key;
+  std::string value;
+  std::string effect;  // NoSchedule | PreferNoSchedule | NoExecute
+};
+
+struct Toleration {
+  std::string key;
+  std::string op;  // "" (= Equal) | Equal | Exists; proto field `operator`
+  std::string value;
+  std::string effect;  // "" = all effects
+};
+
+struct Node {
+  std::string name;
+  ResourceMap allocatable;
+  LabelMap labels;
+  std::vector<Taint> taints;
+  bool unschedulable = false;
+};
+
+struct Pod {
+  std::string name;
+  ResourceMap requests;
+  std::string node_name;
+  PodPhase phase = PodPhase::kUnspecified;
+  std::optional<Timestamp> start_time;  // absent = unknown
+  LabelMap node_selector;
+  std::vector<Toleration> tolerations;
+};
+
+struct PodGroup {
+  std::string name;
+  std::string queue;
+  int32_t priority = 0;
+  Preemptibility preemptibility = Preemptibility::kUnspecified;
+  int32_t min_member = 0;
+  std::optional<Timestamp> creation_time;  // absent = epoch
+  std::vector<Pod> pods;
+  bool admitted = false;
+  std::optional<Timestamp> admission_time;  // absent = Snapshot.now
+};
+
+struct QueueUsage {
+  std::string queue;
+  ResourceMap usage;
+};
+
+struct Snapshot {
+  std::optional<Timestamp> now;
+  std::vector<Queue> queues;
+  std::vector<Node> nodes;
+  std::vector<PodGroup> pod_groups;
+  std::vector<QueueUsage> usage;
+  ResourceMap usage_capacity;
+  ResourceMap capacity;  // empty = Σ allocatable of schedulable nodes, per resource
+};
+
+struct Policy {
+  FairnessModel fairness_model = FairnessModel::kUnspecified;
+  double k_value = 0;
+  double reclaimer_utilization_multiplier = 0;  // 0 = 1
+  Placement placement = Placement::kUnspecified;
+  std::vector<Action> actions;  // empty = allocate, consolidate, reclaim, preempt
+  std::vector<KueuePreemptionStrategy> kueue_preemption_strategies;
+  std::optional<bool> consolidating_reclaim;          // absent = true
+  std::optional<int32_t> max_consolidation_preemptees;  // absent = 16
+};
+
+// ---- The answer ----
+
+struct QueueShare {
+  std::string queue;
+  ResourceMap deserved;
+  ResourceMap fair_share;
+  ResourceMap allocated;
+  ResourceMap requested;
+  double saturation = 0;
+  double weighted_share = 0;
+  std::string dominant_resource;
+  bool borrowing = false;
+};
+
+struct Binding {
+  std::string pod_group;
+  std::string pod;
+  std::string node;
+  bool after_evictions = false;
+};
+
+struct Eviction {
+  std::string pod_group;
+  std::string pod;
+  std::string node;
+  EvictionReason reason = EvictionReason::kUnspecified;
+  std::string preemptor_pod_group;
+  std::string message;
+};
+
+struct Admission {
+  std::string pod_group;
+  std::string queue;
+  bool after_evictions = false;
+};
+
+struct PendingPodGroup {
+  std::string pod_group;
+  std::string reason;
+  std::string message;
+};
+
+struct FairShareResult {
+  std::vector<QueueShare> queues;  // name order
+};
+
+struct ScheduleResult {
+  std::vector<QueueShare> queues;          // name order
+  std::vector<Binding> bindings;           // by (pod_group, pod)
+  std::vector<Eviction> evictions;         // by (pod_group, pod)
+  std::vector<Admission> admissions;       // by pod_group
+  std::vector<PendingPodGroup> pending;    // by pod_group
+};
+
+}  // namespace arbiter

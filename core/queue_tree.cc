@@ -1,0 +1,59 @@
+#include "core/queue_tree.h"
+
+#include <algorithm>
+
+namespace arbiter {
+
+QueueTree QueueTree::Build(const Snapshot& snapshot) {
+  QueueTree tree;
+  tree.entries_.resize(snapshot.queues.size());
+  std::vector<const Queue*> sorted;
+  sorted.reserve(snapshot.queues.size());
+  for (const Queue& queue : snapshot.queues) sorted.push_back(&queue);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const Queue* a, const Queue* b) { return a->name < b->name; });
+  for (size_t i = 0; i < sorted.size(); ++i) tree.entries_[i].queue = sorted[i];
+  for (int i = 0; i < tree.size(); ++i) {
+    Entry& entry = tree.entries_[i];
+    if (entry.queue->parent.empty()) {
+      tree.roots_.push_back(i);
+      continue;
+    }
+    entry.parent = tree.Find(entry.queue->parent);
+    tree.entries_[entry.parent].children.push_back(i);
+  }
+  tree.top_down_ = tree.roots_;
+  for (size_t i = 0; i < tree.top_down_.size(); ++i) {
+    int index = tree.top_down_[i];
+    for (int child : tree.entries_[index].children) {
+      tree.entries_[child].depth = tree.entries_[index].depth + 1;
+      tree.top_down_.push_back(child);
+    }
+  }
+  return tree;
+}
+
+int QueueTree::Find(std::string_view name) const {
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), name,
+                             [](const Entry& e, std::string_view n) { return e.queue->name < n; });
+  if (it == entries_.end() || it->queue->name != name) return -1;
+  return static_cast<int>(it - entries_.begin());
+}
+
+int QueueTree::LowestCommonAncestor(int a, int b) const {
+  while (entries_[a].depth > entries_[b].depth) a = entries_[a].parent;
+  while (entries_[b].depth > entries_[a].depth) b = entries_[b].parent;
+  while (a != b) {
+    a = entries_[a].parent;
+    b = entries_[b].parent;
+    if (a < 0 || b < 0) return -1;
+  }
+  return a;
+}
+
+int QueueTree::ChildOnPath(int ancestor, int index) const {
+  while (entries_[index].parent != ancestor) index = entries_[index].parent;
+  return index;
+}
+
+}  // namespace arbiter
