@@ -1,0 +1,498 @@
+// The checks of SEMANTICS.md §1, in its order. Within each group of checks the list is walked in
+// input order and every check of that group runs on one element before the next element, so the
+// first offence (and hence the message) depends only on the request.
+#include "core/validation.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "core/status_macros.h"
+
+namespace arbiter {
+namespace {
+
+// google.protobuf.Timestamp's range: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z.
+constexpr int64_t kMinTimestampSeconds = -62135596800;
+constexpr int64_t kMaxTimestampSeconds = 253402300799;
+constexpr int32_t kMaxNanos = 999999999;
+// google.protobuf.Duration's range: ±10,000 years.
+constexpr int64_t kMaxDurationSeconds = 315576000000;
+// Kueue's API bound on fairSharing.weight: 0, or above this.
+constexpr double kMinPositiveFairSharingWeight = 1e-9;
+
+// The shortest decimal form that reads back as the same double (§0.5).
+std::string Number(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+  char buffer[32];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
+    if (std::strtod(buffer, nullptr) == value) break;
+  }
+  return buffer;
+}
+
+std::string Key(absl::string_view key) { return absl::StrCat("[\"", absl::CEscape(key), "\"]"); }
+
+absl::Status Invalid(absl::string_view path, absl::string_view problem) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", problem));
+}
+
+// ---- Rule 1: enums and policy ----
+
+template <typename Enum>
+absl::Status CheckEnum(absl::string_view path, Enum value, int32_t max) {
+  const int32_t raw = static_cast<int32_t>(value);
+  if (raw < 0 || raw > max) return Invalid(path, absl::StrCat("unknown enum value ", raw));
+  return absl::OkStatus();
+}
+
+// Every enum field of the request, policy first, then the snapshot in field order.
+absl::Status CheckEnums(const Snapshot& snapshot, const Policy& policy) {
+  RETURN_IF_ERROR(CheckEnum("policy.fairness_model", policy.fairness_model, 2));
+  RETURN_IF_ERROR(CheckEnum("policy.placement", policy.placement, 2));
+  for (size_t i = 0; i < policy.actions.size(); ++i) {
+    RETURN_IF_ERROR(CheckEnum(absl::StrCat("policy.actions[", i, "]"), policy.actions[i], 4));
+  }
+  for (size_t i = 0; i < policy.kueue_preemption_strategies.size(); ++i) {
+    RETURN_IF_ERROR(CheckEnum(absl::StrCat("policy.kueue_preemption_strategies[", i, "]"),
+                              policy.kueue_preemption_strategies[i], 2));
+  }
+  for (size_t i = 0; i < snapshot.queues.size(); ++i) {
+    const KueuePreemption& kp = snapshot.queues[i].kueue_preemption;
+    const std::string path = absl::StrCat("snapshot.queues[", i, "].kueue_preemption");
+    RETURN_IF_ERROR(
+        CheckEnum(absl::StrCat(path, ".within_cluster_queue"), kp.within_cluster_queue, 3));
+    RETURN_IF_ERROR(
+        CheckEnum(absl::StrCat(path, ".reclaim_within_cohort"), kp.reclaim_within_cohort, 3));
+  }
+  for (size_t i = 0; i < snapshot.pod_groups.size(); ++i) {
+    const PodGroup& group = snapshot.pod_groups[i];
+    const std::string path = absl::StrCat("snapshot.pod_groups[", i, "]");
+    RETURN_IF_ERROR(
+        CheckEnum(absl::StrCat(path, ".preemptibility"), group.preemptibility, 2));
+    for (size_t j = 0; j < group.pods.size(); ++j) {
+      RETURN_IF_ERROR(CheckEnum(absl::StrCat(path, ".pods[", j, "].phase"),
+                                group.pods[j].phase, 3));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckPolicy(const Policy& policy) {
+  for (size_t i = 0; i < policy.actions.size(); ++i) {
+    const std::string path = absl::StrCat("policy.actions[", i, "]");
+    if (policy.actions[i] == Action::kUnspecified) {
+      return Invalid(path, "ACTION_UNSPECIFIED is not an action");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (policy.actions[j] == policy.actions[i]) {
+        return Invalid(path, absl::StrCat("duplicate action (also policy.actions[", j, "])"));
+      }
+    }
+  }
+  const auto& strategies = policy.kueue_preemption_strategies;
+  const bool strategies_ok =
+      strategies.empty() ||
+      (strategies.size() == 1 &&
+       strategies[0] != KueuePreemptionStrategy::kUnspecified) ||
+      (strategies.size() == 2 &&
+       strategies[0] == KueuePreemptionStrategy::kLessThanOrEqualToFinalShare &&
+       strategies[1] == KueuePreemptionStrategy::kLessThanInitialShare);
+  if (!strategies_ok) {
+    return Invalid("policy.kueue_preemption_strategies",
+                   "must be empty, [LESS_THAN_OR_EQUAL_TO_FINAL_SHARE], "
+                   "[LESS_THAN_INITIAL_SHARE], or these two in this order");
+  }
+  if (!std::isfinite(policy.k_value) || policy.k_value < 0) {
+    return Invalid("policy.k_value",
+                   absl::StrCat("must be finite and not negative, got ", Number(policy.k_value)));
+  }
+  const double m = policy.reclaimer_utilization_multiplier;
+  if (!std::isfinite(m) || m < 0 || (m > 0 && m < 1)) {
+    return Invalid("policy.reclaimer_utilization_multiplier",
+                   absl::StrCat("must be 0 (= 1) or a finite value >= 1, got ", Number(m)));
+  }
+  if (policy.max_consolidation_preemptees.has_value() && *policy.max_consolidation_preemptees < -1) {
+    return Invalid("policy.max_consolidation_preemptees",
+                   absl::StrCat("must be -1 (unlimited) or more, got ",
+                                *policy.max_consolidation_preemptees));
+  }
+  return absl::OkStatus();
+}
+
+// ---- Shared value checks ----
+
+absl::Status CheckTimestamp(absl::string_view path, const std::optional<Timestamp>& t) {
+  if (!t.has_value()) return absl::OkStatus();
+  if (t->seconds < kMinTimestampSeconds || t->seconds > kMaxTimestampSeconds || t->nanos < 0 ||
+      t->nanos > kMaxNanos) {
+    return Invalid(path, absl::StrCat("outside the Timestamp range (seconds ", t->seconds,
+                                      ", nanos ", t->nanos, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckDuration(absl::string_view path, const std::optional<Duration>& d) {
+  if (!d.has_value()) return absl::OkStatus();
+  if (d->seconds < 0 || d->nanos < 0) {
+    return Invalid(path, absl::StrCat("negative duration (seconds ", d->seconds, ", nanos ",
+                                      d->nanos, ")"));
+  }
+  if (d->seconds > kMaxDurationSeconds || d->nanos > kMaxNanos) {
+    return Invalid(path, absl::StrCat("outside the Duration range (seconds ", d->seconds,
+                                      ", nanos ", d->nanos, ")"));
+  }
+  return absl::OkStatus();
+}
+
+// Every value finite and >= 0 (capacities, requests, usage).
+absl::Status CheckAmounts(absl::string_view path, const ResourceMap& map) {
+  for (const auto& [name, value] : map) {
+    if (!std::isfinite(value) || value < 0) {
+      return Invalid(absl::StrCat(path, Key(name)),
+                     absl::StrCat("must be finite and not negative, got ", Number(value)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool IsPositive(const std::optional<Duration>& d) {
+  return d.has_value() && (d->seconds > 0 || (d->seconds == 0 && d->nanos > 0));
+}
+
+bool IsTaintEffect(absl::string_view effect) {
+  return effect == "NoSchedule" || effect == "PreferNoSchedule" || effect == "NoExecute";
+}
+
+// ---- Rule 2: queues ----
+
+struct QueueIndex {
+  absl::flat_hash_map<absl::string_view, int> by_name;  // first queue with each name
+  std::vector<bool> on_cycle;                          // by input index
+  absl::flat_hash_set<absl::string_view> parents;       // names some queue names as parent
+};
+
+QueueIndex IndexQueues(const std::vector<Queue>& queues) {
+  QueueIndex index;
+  for (size_t i = 0; i < queues.size(); ++i) {
+    index.by_name.emplace(queues[i].name, static_cast<int>(i));
+    if (!queues[i].parent.empty()) index.parents.insert(queues[i].parent);
+  }
+  // Each queue's parent by input index (-1: top level or unknown); then mark the queues that
+  // lie on a cycle of parent links, visiting every queue once.
+  const int n = static_cast<int>(queues.size());
+  std::vector<int> parent(n, -1);
+  for (int i = 0; i < n; ++i) {
+    if (queues[i].parent.empty()) continue;
+    auto it = index.by_name.find(queues[i].parent);
+    if (it != index.by_name.end()) parent[i] = it->second;
+  }
+  enum : char { kUnvisited, kOnPath, kDone };
+  std::vector<char> state(n, kUnvisited);
+  index.on_cycle.assign(n, false);
+  std::vector<int> path;
+  for (int start = 0; start < n; ++start) {
+    path.clear();
+    int q = start;
+    while (q >= 0 && state[q] == kUnvisited) {
+      state[q] = kOnPath;
+      path.push_back(q);
+      q = parent[q];
+    }
+    if (q >= 0 && state[q] == kOnPath) {
+      // The path from q's position to its end is a cycle.
+      bool in_cycle = false;
+      for (int p : path) {
+        if (p == q) in_cycle = true;
+        if (in_cycle) index.on_cycle[p] = true;
+      }
+    }
+    for (int p : path) state[p] = kDone;
+  }
+  return index;
+}
+
+// NaN/±∞ in any quota map, then negatives other than -1 in the four -1 maps, then negative
+// over-quota weights (§1 rule 2, in its order).
+absl::Status CheckQuotaMaps(const std::string& path, const Queue& queue) {
+  struct NamedMap {
+    const char* field;
+    const ResourceMap* map;
+    bool allows_minus_one;
+  };
+  const NamedMap maps[] = {
+      {"deserved", &queue.deserved, true},
+      {"limit", &queue.limit, true},
+      {"over_quota_weight", &queue.over_quota_weight, false},
+      {"borrowing_limit", &queue.borrowing_limit, true},
+      {"lending_limit", &queue.lending_limit, true},
+  };
+  for (const NamedMap& m : maps) {
+    for (const auto& [name, value] : *m.map) {
+      if (!std::isfinite(value)) {
+        return Invalid(absl::StrCat(path, ".", m.field, Key(name)),
+                       absl::StrCat("must be finite, got ", Number(value)));
+      }
+    }
+  }
+  for (const NamedMap& m : maps) {
+    if (!m.allows_minus_one) continue;
+    for (const auto& [name, value] : *m.map) {
+      if (value < 0 && value != -1) {
+        return Invalid(absl::StrCat(path, ".", m.field, Key(name)),
+                       absl::StrCat("negative value other than -1 (unlimited): ", Number(value)));
+      }
+    }
+  }
+  for (const auto& [name, value] : queue.over_quota_weight) {
+    if (value < 0) {
+      return Invalid(absl::StrCat(path, ".over_quota_weight", Key(name)),
+                     absl::StrCat("must not be negative, got ", Number(value)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckQueues(const Snapshot& snapshot, const Policy& policy,
+                         const QueueIndex& index) {
+  const bool kueue = policy.fairness_model == FairnessModel::kKueue;
+  for (size_t i = 0; i < snapshot.queues.size(); ++i) {
+    const Queue& queue = snapshot.queues[i];
+    const std::string path = absl::StrCat("snapshot.queues[", i, "]");
+    if (queue.name.empty()) return Invalid(absl::StrCat(path, ".name"), "empty name");
+    const int first = index.by_name.at(queue.name);
+    if (first != static_cast<int>(i)) {
+      return Invalid(absl::StrCat(path, ".name"),
+                     absl::StrCat("duplicate queue \"", absl::CEscape(queue.name),
+                                  "\" (also snapshot.queues[", first, "])"));
+    }
+    if (!queue.parent.empty() && !index.by_name.contains(queue.parent)) {
+      return Invalid(absl::StrCat(path, ".parent"),
+                     absl::StrCat("unknown queue \"", absl::CEscape(queue.parent), "\""));
+    }
+    if (index.on_cycle[i]) {
+      return Invalid(absl::StrCat(path, ".parent"),
+                     queue.parent == queue.name
+                         ? absl::StrCat("queue \"", absl::CEscape(queue.name),
+                                        "\" is its own parent")
+                         : absl::StrCat("parent cycle through queue \"",
+                                        absl::CEscape(queue.name), "\""));
+    }
+    RETURN_IF_ERROR(CheckQuotaMaps(path, queue));
+    if (queue.fair_sharing_weight.has_value()) {
+      const double w = *queue.fair_sharing_weight;
+      if (!std::isfinite(w) || w < 0 || (w > 0 && w <= kMinPositiveFairSharingWeight)) {
+        return Invalid(absl::StrCat(path, ".fair_sharing_weight"),
+                       absl::StrCat("must be 0 or a finite value above 1e-9, got ", Number(w)));
+      }
+    }
+    RETURN_IF_ERROR(
+        CheckDuration(absl::StrCat(path, ".reclaim_min_runtime"), queue.reclaim_min_runtime));
+    RETURN_IF_ERROR(
+        CheckDuration(absl::StrCat(path, ".preempt_min_runtime"), queue.preempt_min_runtime));
+    RETURN_IF_ERROR(CheckTimestamp(absl::StrCat(path, ".creation_time"), queue.creation_time));
+    if (kueue) {
+      for (const auto& [name, value] : queue.deserved) {
+        if (value == -1) {
+          return Invalid(absl::StrCat(path, ".deserved", Key(name)),
+                         "-1 is not allowed under FAIRNESS_MODEL_KUEUE (a nominal quota is "
+                         "finite)");
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ---- Rule 3: nodes ----
+
+absl::Status CheckNodes(const Snapshot& snapshot,
+                        absl::flat_hash_map<absl::string_view, int>& nodes_by_name) {
+  for (size_t i = 0; i < snapshot.nodes.size(); ++i) {
+    const Node& node = snapshot.nodes[i];
+    const std::string path = absl::StrCat("snapshot.nodes[", i, "]");
+    if (node.name.empty()) return Invalid(absl::StrCat(path, ".name"), "empty name");
+    auto [it, inserted] = nodes_by_name.emplace(node.name, static_cast<int>(i));
+    if (!inserted) {
+      return Invalid(absl::StrCat(path, ".name"),
+                     absl::StrCat("duplicate node \"", absl::CEscape(node.name),
+                                  "\" (also snapshot.nodes[", it->second, "])"));
+    }
+    RETURN_IF_ERROR(CheckAmounts(absl::StrCat(path, ".allocatable"), node.allocatable));
+    for (size_t t = 0; t < node.taints.size(); ++t) {
+      const Taint& taint = node.taints[t];
+      const std::string taint_path = absl::StrCat(path, ".taints[", t, "]");
+      if (taint.key.empty()) return Invalid(absl::StrCat(taint_path, ".key"), "empty key");
+      if (!IsTaintEffect(taint.effect)) {
+        return Invalid(absl::StrCat(taint_path, ".effect"),
+                       absl::StrCat("unknown effect \"", absl::CEscape(taint.effect),
+                                    "\" (NoSchedule, PreferNoSchedule or NoExecute)"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ---- Rule 4: pod groups ----
+
+absl::Status CheckToleration(const std::string& path, const Toleration& toleration) {
+  if (toleration.op != "" && toleration.op != "Equal" && toleration.op != "Exists") {
+    return Invalid(absl::StrCat(path, ".operator"),
+                   absl::StrCat("unknown operator \"", absl::CEscape(toleration.op),
+                                "\" (Equal or Exists)"));
+  }
+  if (toleration.op == "Exists" && !toleration.value.empty()) {
+    return Invalid(absl::StrCat(path, ".value"), "must be empty with operator Exists");
+  }
+  if (!toleration.effect.empty() && !IsTaintEffect(toleration.effect)) {
+    return Invalid(absl::StrCat(path, ".effect"),
+                   absl::StrCat("unknown effect \"", absl::CEscape(toleration.effect),
+                                "\" (empty, NoSchedule, PreferNoSchedule or NoExecute)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckPod(const std::string& path, const Pod& pod,
+                      const absl::flat_hash_map<absl::string_view, int>& nodes_by_name) {
+  RETURN_IF_ERROR(CheckAmounts(absl::StrCat(path, ".requests"), pod.requests));
+  const bool on_node = !pod.node_name.empty();
+  if ((pod.phase == PodPhase::kRunning || pod.phase == PodPhase::kReleasing) && !on_node) {
+    return Invalid(absl::StrCat(path, ".node_name"),
+                   pod.phase == PodPhase::kRunning ? "required for a RUNNING pod"
+                                                   : "required for a RELEASING pod");
+  }
+  if (pod.phase == PodPhase::kPending && on_node) {
+    return Invalid(absl::StrCat(path, ".node_name"), "must be empty for a PENDING pod");
+  }
+  if (on_node && !nodes_by_name.contains(pod.node_name)) {
+    return Invalid(absl::StrCat(path, ".node_name"),
+                   absl::StrCat("unknown node \"", absl::CEscape(pod.node_name), "\""));
+  }
+  for (size_t t = 0; t < pod.tolerations.size(); ++t) {
+    RETURN_IF_ERROR(
+        CheckToleration(absl::StrCat(path, ".tolerations[", t, "]"), pod.tolerations[t]));
+  }
+  return CheckTimestamp(absl::StrCat(path, ".start_time"), pod.start_time);
+}
+
+absl::Status CheckPodGroups(const Snapshot& snapshot, const QueueIndex& queues,
+                            const absl::flat_hash_map<absl::string_view, int>& nodes_by_name) {
+  absl::flat_hash_map<absl::string_view, int> groups_by_name;
+  absl::flat_hash_map<absl::string_view, int> pods_by_name;
+  for (size_t i = 0; i < snapshot.pod_groups.size(); ++i) {
+    const PodGroup& group = snapshot.pod_groups[i];
+    const std::string path = absl::StrCat("snapshot.pod_groups[", i, "]");
+    if (group.name.empty()) return Invalid(absl::StrCat(path, ".name"), "empty name");
+    auto [it, inserted] = groups_by_name.emplace(group.name, static_cast<int>(i));
+    if (!inserted) {
+      return Invalid(absl::StrCat(path, ".name"),
+                     absl::StrCat("duplicate pod group \"", absl::CEscape(group.name),
+                                  "\" (also snapshot.pod_groups[", it->second, "])"));
+    }
+    if (group.queue.empty()) return Invalid(absl::StrCat(path, ".queue"), "empty queue");
+    if (!queues.by_name.contains(group.queue)) {
+      return Invalid(absl::StrCat(path, ".queue"),
+                     absl::StrCat("unknown queue \"", absl::CEscape(group.queue), "\""));
+    }
+    if (queues.parents.contains(group.queue)) {
+      return Invalid(absl::StrCat(path, ".queue"),
+                     absl::StrCat("queue \"", absl::CEscape(group.queue),
+                                  "\" is not a leaf (pod groups live only in leaf queues)"));
+    }
+    if (group.min_member < 0) {
+      return Invalid(absl::StrCat(path, ".min_member"),
+                     absl::StrCat("must not be negative, got ", group.min_member));
+    }
+    RETURN_IF_ERROR(CheckTimestamp(absl::StrCat(path, ".creation_time"), group.creation_time));
+    RETURN_IF_ERROR(CheckTimestamp(absl::StrCat(path, ".admission_time"), group.admission_time));
+    pods_by_name.clear();
+    for (size_t j = 0; j < group.pods.size(); ++j) {
+      const Pod& pod = group.pods[j];
+      const std::string pod_path = absl::StrCat(path, ".pods[", j, "]");
+      if (pod.name.empty()) return Invalid(absl::StrCat(pod_path, ".name"), "empty name");
+      auto [pod_it, pod_inserted] = pods_by_name.emplace(pod.name, static_cast<int>(j));
+      if (!pod_inserted) {
+        return Invalid(absl::StrCat(pod_path, ".name"),
+                       absl::StrCat("duplicate pod \"", absl::CEscape(pod.name), "\" (also ",
+                                    path, ".pods[", pod_it->second, "])"));
+      }
+      RETURN_IF_ERROR(CheckPod(pod_path, pod, nodes_by_name));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ---- Rule 5: usage ----
+
+absl::Status CheckUsage(const Snapshot& snapshot, const QueueIndex& queues) {
+  absl::flat_hash_map<absl::string_view, int> seen;
+  for (size_t i = 0; i < snapshot.usage.size(); ++i) {
+    const QueueUsage& usage = snapshot.usage[i];
+    const std::string path = absl::StrCat("snapshot.usage[", i, "]");
+    if (!queues.by_name.contains(usage.queue)) {
+      return Invalid(absl::StrCat(path, ".queue"),
+                     absl::StrCat("unknown queue \"", absl::CEscape(usage.queue), "\""));
+    }
+    auto [it, inserted] = seen.emplace(usage.queue, static_cast<int>(i));
+    if (!inserted) {
+      return Invalid(absl::StrCat(path, ".queue"),
+                     absl::StrCat("duplicate usage for queue \"", absl::CEscape(usage.queue),
+                                  "\" (also snapshot.usage[", it->second, "])"));
+    }
+    RETURN_IF_ERROR(CheckAmounts(absl::StrCat(path, ".usage"), usage.usage));
+  }
+  RETURN_IF_ERROR(CheckAmounts("snapshot.usage_capacity", snapshot.usage_capacity));
+  return CheckAmounts("snapshot.capacity", snapshot.capacity);
+}
+
+// ---- Rule 6: Schedule under KAI ----
+
+absl::Status CheckNowForMinRuntimes(const Snapshot& snapshot) {
+  if (snapshot.now.has_value()) return absl::OkStatus();
+  for (size_t i = 0; i < snapshot.queues.size(); ++i) {
+    const Queue& queue = snapshot.queues[i];
+    const char* field = IsPositive(queue.reclaim_min_runtime)   ? "reclaim_min_runtime"
+                        : IsPositive(queue.preempt_min_runtime) ? "preempt_min_runtime"
+                                                                : nullptr;
+    if (field != nullptr) {
+      return Invalid("snapshot.now", absl::StrCat("unset while snapshot.queues[", i, "].", field,
+                                                  " is positive"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateRequest(const Snapshot& snapshot, const Policy& policy, RequestKind kind) {
+  // 1. Policy, with every enum of the request.
+  RETURN_IF_ERROR(CheckEnums(snapshot, policy));
+  RETURN_IF_ERROR(CheckPolicy(policy));
+  // 2. Queues (Snapshot.now is checked first: the request's own timestamp).
+  RETURN_IF_ERROR(CheckTimestamp("snapshot.now", snapshot.now));
+  const QueueIndex queues = IndexQueues(snapshot.queues);
+  RETURN_IF_ERROR(CheckQueues(snapshot, policy, queues));
+  // 3. Nodes.
+  absl::flat_hash_map<absl::string_view, int> nodes_by_name;
+  RETURN_IF_ERROR(CheckNodes(snapshot, nodes_by_name));
+  // 4. Pod groups.
+  RETURN_IF_ERROR(CheckPodGroups(snapshot, queues, nodes_by_name));
+  // 5. Usage.
+  RETURN_IF_ERROR(CheckUsage(snapshot, queues));
+  // 6. Schedule under KAI.
+  if (kind == RequestKind::kSchedule && policy.fairness_model != FairnessModel::kKueue) {
+    RETURN_IF_ERROR(CheckNowForMinRuntimes(snapshot));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace arbiter

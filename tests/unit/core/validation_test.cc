@@ -1,0 +1,567 @@
+// Request validation (SEMANTICS.md §1): every rejected input answers InvalidArgument with a
+// message that starts with the field path of the first offence; the "not errors" list passes.
+#include "core/validation.h"
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+#include "tests/support/snapshot_builder.h"
+
+namespace arbiter {
+namespace {
+
+using ::arbiter::testing::SnapshotBuilder;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// A valid request that every case below breaks in one place:
+//   queues[0] dept, queues[1] team-a (dept), queues[2] team-b (dept)
+//   nodes[0] n1, nodes[1] n2
+//   pod_groups[0] job-1 in team-a: pods[0] RUNNING on n1, pods[1] PENDING
+//   pod_groups[1] job-2 in team-b: pods[0] PENDING
+//   usage[0] team-a
+Snapshot BaseSnapshot() {
+  return SnapshotBuilder()
+      .Now(1000)
+      .Capacity({{"cpu", 16000}})
+      .UsageCapacity({{"gpu", 100}})
+      .Usage("team-a", {{"gpu", 10}})
+      .Node("n1", {{"cpu", 8000}, {"gpu", 4}})
+      .Taint("dedicated", "ml", "NoSchedule")
+      .Node("n2", {{"cpu", 8000}})
+      .Queue("dept")
+      .Queue("team-a", "dept").Deserved({{"cpu", 4000}, {"gpu", -1}}).Limit({{"cpu", -1}})
+      .Queue("team-b", "dept").Weight({{"gpu", 2}})
+      .Group("job-1", "team-a").Pod({{"cpu", 1000}}, "n1", PodPhase::kRunning)
+      .Tolerate("dedicated", "Equal", "ml", "NoSchedule")
+      .Pod({{"cpu", 1000}})
+      .Group("job-2", "team-b").Pod({{"cpu", 500}})
+      .Build();
+}
+
+struct InvalidCase {
+  std::string name;
+  std::function<void(Snapshot&, Policy&)> mutate;
+  std::string path_prefix;  // the message must start with this
+  RequestKind kind = RequestKind::kFairShares;
+};
+
+std::ostream& operator<<(std::ostream& os, const InvalidCase& c) { return os << c.name; }
+
+template <typename E>
+E Raw(int32_t value) {
+  return static_cast<E>(value);
+}
+
+std::vector<InvalidCase> InvalidCases() {
+  return {
+      // ---- §1 rule 1: enums (any message) and policy ----
+      {"FairnessModelOutOfRange",
+       [](Snapshot&, Policy& p) { p.fairness_model = Raw<FairnessModel>(3); },
+       "policy.fairness_model: "},
+      {"FairnessModelNegative",
+       [](Snapshot&, Policy& p) { p.fairness_model = Raw<FairnessModel>(-1); },
+       "policy.fairness_model: "},
+      {"PlacementOutOfRange", [](Snapshot&, Policy& p) { p.placement = Raw<Placement>(3); },
+       "policy.placement: "},
+      {"ActionOutOfRange",
+       [](Snapshot&, Policy& p) { p.actions = {Action::kAllocate, Raw<Action>(5)}; },
+       "policy.actions[1]: unknown enum value 5"},
+      {"StrategyOutOfRange",
+       [](Snapshot&, Policy& p) {
+         p.kueue_preemption_strategies = {Raw<KueuePreemptionStrategy>(3)};
+       },
+       "policy.kueue_preemption_strategies[0]: "},
+      {"WithinClusterQueueOutOfRange",
+       [](Snapshot& s, Policy&) {
+         s.queues[1].kueue_preemption.within_cluster_queue = Raw<WithinClusterQueue>(4);
+       },
+       "snapshot.queues[1].kueue_preemption.within_cluster_queue: "},
+      {"ReclaimWithinCohortOutOfRange",
+       [](Snapshot& s, Policy&) {
+         s.queues[2].kueue_preemption.reclaim_within_cohort = Raw<ReclaimWithinCohort>(-2);
+       },
+       "snapshot.queues[2].kueue_preemption.reclaim_within_cohort: "},
+      {"PreemptibilityOutOfRange",
+       [](Snapshot& s, Policy&) { s.pod_groups[1].preemptibility = Raw<Preemptibility>(3); },
+       "snapshot.pod_groups[1].preemptibility: "},
+      {"PodPhaseOutOfRange",
+       [](Snapshot& s, Policy&) { s.pod_groups[0].pods[1].phase = Raw<PodPhase>(4); },
+       "snapshot.pod_groups[0].pods[1].phase: "},
+      {"EnumsAreCheckedBeforeOtherPolicyFields",
+       [](Snapshot& s, Policy& p) {
+         p.k_value = -1;
+         s.pod_groups[0].pods[0].phase = Raw<PodPhase>(9);
+       },
+       "snapshot.pod_groups[0].pods[0].phase: "},
+      {"ActionUnspecified",
+       [](Snapshot&, Policy& p) { p.actions = {Action::kAllocate, Action::kUnspecified}; },
+       "policy.actions[1]: "},
+      {"ActionDuplicate",
+       [](Snapshot&, Policy& p) {
+         p.actions = {Action::kReclaim, Action::kAllocate, Action::kReclaim};
+       },
+       "policy.actions[2]: "},
+      {"StrategiesReversed",
+       [](Snapshot&, Policy& p) {
+         p.kueue_preemption_strategies = {KueuePreemptionStrategy::kLessThanInitialShare,
+                                          KueuePreemptionStrategy::kLessThanOrEqualToFinalShare};
+       },
+       "policy.kueue_preemption_strategies: "},
+      {"StrategiesDuplicate",
+       [](Snapshot&, Policy& p) {
+         p.kueue_preemption_strategies = {KueuePreemptionStrategy::kLessThanInitialShare,
+                                          KueuePreemptionStrategy::kLessThanInitialShare};
+       },
+       "policy.kueue_preemption_strategies: "},
+      {"StrategyUnspecified",
+       [](Snapshot&, Policy& p) {
+         p.kueue_preemption_strategies = {KueuePreemptionStrategy::kUnspecified};
+       },
+       "policy.kueue_preemption_strategies: "},
+      {"StrategiesThree",
+       [](Snapshot&, Policy& p) {
+         p.kueue_preemption_strategies = {KueuePreemptionStrategy::kLessThanOrEqualToFinalShare,
+                                          KueuePreemptionStrategy::kLessThanInitialShare,
+                                          KueuePreemptionStrategy::kLessThanInitialShare};
+       },
+       "policy.kueue_preemption_strategies: "},
+      {"KValueNegative", [](Snapshot&, Policy& p) { p.k_value = -0.5; }, "policy.k_value: "},
+      {"KValueNaN", [](Snapshot&, Policy& p) { p.k_value = kNaN; }, "policy.k_value: "},
+      {"KValueInfinite", [](Snapshot&, Policy& p) { p.k_value = kInf; }, "policy.k_value: "},
+      {"MultiplierBelowOne",
+       [](Snapshot&, Policy& p) { p.reclaimer_utilization_multiplier = 0.5; },
+       "policy.reclaimer_utilization_multiplier: "},
+      {"MultiplierNegative",
+       [](Snapshot&, Policy& p) { p.reclaimer_utilization_multiplier = -1; },
+       "policy.reclaimer_utilization_multiplier: "},
+      {"MultiplierNaN",
+       [](Snapshot&, Policy& p) { p.reclaimer_utilization_multiplier = kNaN; },
+       "policy.reclaimer_utilization_multiplier: "},
+      {"MultiplierInfinite",
+       [](Snapshot&, Policy& p) { p.reclaimer_utilization_multiplier = kInf; },
+       "policy.reclaimer_utilization_multiplier: "},
+      {"MaxConsolidationPreempteesBelowMinusOne",
+       [](Snapshot&, Policy& p) { p.max_consolidation_preemptees = -2; },
+       "policy.max_consolidation_preemptees: "},
+      {"PolicyIsCheckedBeforeQueues",
+       [](Snapshot& s, Policy& p) {
+         s.queues[0].name = "";
+         p.k_value = -1;
+       },
+       "policy.k_value: "},
+
+      // ---- §1 rule 2: queues ----
+      {"NowOutsideTimestampRange",
+       [](Snapshot& s, Policy&) { s.now = Timestamp{253402300800, 0}; }, "snapshot.now: "},
+      {"QueueEmptyName", [](Snapshot& s, Policy&) { s.queues[2].name = ""; },
+       "snapshot.queues[2].name: "},
+      {"QueueDuplicateNameReportsTheLaterOne",
+       [](Snapshot& s, Policy&) {
+         Queue copy = s.queues[1];
+         s.queues.push_back(copy);
+       },
+       "snapshot.queues[3].name: duplicate queue \"team-a\""},
+      {"QueueUnknownParent", [](Snapshot& s, Policy&) { s.queues[2].parent = "team-x"; },
+       "snapshot.queues[2].parent: unknown queue \"team-x\""},
+      {"QueueIsItsOwnParent", [](Snapshot& s, Policy&) { s.queues[0].parent = "dept"; },
+       "snapshot.queues[0].parent: "},
+      {"QueueParentCycle",
+       [](Snapshot& s, Policy&) {
+         // dept -> team-b -> dept; team-a hangs below the cycle.
+         s.queues[0].parent = "team-b";
+       },
+       "snapshot.queues[0].parent: "},
+      {"QueueBelowCycleIsNotTheOffence",
+       [](Snapshot& s, Policy&) {
+         s.queues.push_back(Queue{});
+         s.queues.back().name = "x";
+         s.queues.push_back(Queue{});
+         s.queues.back().name = "y";
+         s.queues.back().parent = "x";
+         s.queues[3].parent = "y";
+         s.queues[1].parent = "x";  // team-a sits under the x <-> y cycle
+       },
+       "snapshot.queues[3].parent: "},
+      {"DeservedNaN", [](Snapshot& s, Policy&) { s.queues[1].deserved["cpu"] = kNaN; },
+       "snapshot.queues[1].deserved[\"cpu\"]: "},
+      {"LimitInfinite", [](Snapshot& s, Policy&) { s.queues[1].limit["cpu"] = kInf; },
+       "snapshot.queues[1].limit[\"cpu\"]: "},
+      {"OverQuotaWeightNaN",
+       [](Snapshot& s, Policy&) { s.queues[2].over_quota_weight["gpu"] = kNaN; },
+       "snapshot.queues[2].over_quota_weight[\"gpu\"]: "},
+      {"BorrowingLimitNegativeInfinite",
+       [](Snapshot& s, Policy&) { s.queues[2].borrowing_limit["gpu"] = -kInf; },
+       "snapshot.queues[2].borrowing_limit[\"gpu\"]: "},
+      {"LendingLimitNaN", [](Snapshot& s, Policy&) { s.queues[2].lending_limit["gpu"] = kNaN; },
+       "snapshot.queues[2].lending_limit[\"gpu\"]: "},
+      {"DeservedNegativeOtherThanMinusOne",
+       [](Snapshot& s, Policy&) { s.queues[1].deserved["gpu"] = -2; },
+       "snapshot.queues[1].deserved[\"gpu\"]: "},
+      {"LimitNegativeFraction", [](Snapshot& s, Policy&) { s.queues[1].limit["cpu"] = -0.5; },
+       "snapshot.queues[1].limit[\"cpu\"]: "},
+      {"BorrowingLimitNegative",
+       [](Snapshot& s, Policy&) { s.queues[2].borrowing_limit["cpu"] = -3; },
+       "snapshot.queues[2].borrowing_limit[\"cpu\"]: "},
+      {"LendingLimitNegative",
+       [](Snapshot& s, Policy&) { s.queues[2].lending_limit["cpu"] = -1.5; },
+       "snapshot.queues[2].lending_limit[\"cpu\"]: "},
+      {"OverQuotaWeightMinusOne",
+       [](Snapshot& s, Policy&) { s.queues[2].over_quota_weight["gpu"] = -1; },
+       "snapshot.queues[2].over_quota_weight[\"gpu\"]: "},
+      {"NonFiniteQuotaIsReportedBeforeNegative",
+       [](Snapshot& s, Policy&) {
+         s.queues[1].deserved["cpu"] = -5;
+         s.queues[1].lending_limit["cpu"] = kInf;
+       },
+       "snapshot.queues[1].lending_limit[\"cpu\"]: "},
+      {"FairSharingWeightNaN", [](Snapshot& s, Policy&) { s.queues[1].fair_sharing_weight = kNaN; },
+       "snapshot.queues[1].fair_sharing_weight: "},
+      {"FairSharingWeightInfinite",
+       [](Snapshot& s, Policy&) { s.queues[1].fair_sharing_weight = kInf; },
+       "snapshot.queues[1].fair_sharing_weight: "},
+      {"FairSharingWeightNegative",
+       [](Snapshot& s, Policy&) { s.queues[1].fair_sharing_weight = -1; },
+       "snapshot.queues[1].fair_sharing_weight: "},
+      {"FairSharingWeightAtKueueBound",
+       [](Snapshot& s, Policy&) { s.queues[1].fair_sharing_weight = 1e-9; },
+       "snapshot.queues[1].fair_sharing_weight: "},
+      {"FairSharingWeightBelowKueueBound",
+       [](Snapshot& s, Policy&) { s.queues[1].fair_sharing_weight = 1e-12; },
+       "snapshot.queues[1].fair_sharing_weight: "},
+      {"ReclaimMinRuntimeNegative",
+       [](Snapshot& s, Policy&) { s.queues[1].reclaim_min_runtime = Duration{-1, 0}; },
+       "snapshot.queues[1].reclaim_min_runtime: "},
+      {"PreemptMinRuntimeNegativeNanos",
+       [](Snapshot& s, Policy&) { s.queues[2].preempt_min_runtime = Duration{0, -5}; },
+       "snapshot.queues[2].preempt_min_runtime: "},
+      {"QueueCreationTimeBeforeYearOne",
+       [](Snapshot& s, Policy&) { s.queues[0].creation_time = Timestamp{-62135596801, 0}; },
+       "snapshot.queues[0].creation_time: "},
+      {"QueueCreationTimeNanosOutOfRange",
+       [](Snapshot& s, Policy&) { s.queues[0].creation_time = Timestamp{0, 1000000000}; },
+       "snapshot.queues[0].creation_time: "},
+      {"KueueDeservedMinusOne",
+       [](Snapshot&, Policy& p) { p.fairness_model = FairnessModel::kKueue; },
+       "snapshot.queues[1].deserved[\"gpu\"]: "},
+      {"FirstQueueInInputOrderIsReported",
+       [](Snapshot& s, Policy&) {
+         s.queues[2].parent = "nowhere";
+         s.queues[1].deserved["cpu"] = kNaN;
+       },
+       "snapshot.queues[1].deserved[\"cpu\"]: "},
+
+      // ---- §1 rule 3: nodes ----
+      {"NodeEmptyName", [](Snapshot& s, Policy&) { s.nodes[1].name = ""; },
+       "snapshot.nodes[1].name: "},
+      {"NodeDuplicateName", [](Snapshot& s, Policy&) { s.nodes[1].name = "n1"; },
+       "snapshot.nodes[1].name: duplicate node \"n1\""},
+      {"AllocatableNegative", [](Snapshot& s, Policy&) { s.nodes[0].allocatable["gpu"] = -1; },
+       "snapshot.nodes[0].allocatable[\"gpu\"]: "},
+      {"AllocatableNaN", [](Snapshot& s, Policy&) { s.nodes[1].allocatable["cpu"] = kNaN; },
+       "snapshot.nodes[1].allocatable[\"cpu\"]: "},
+      {"AllocatableInfinite", [](Snapshot& s, Policy&) { s.nodes[1].allocatable["cpu"] = kInf; },
+       "snapshot.nodes[1].allocatable[\"cpu\"]: "},
+      {"TaintEmptyKey", [](Snapshot& s, Policy&) { s.nodes[0].taints[0].key = ""; },
+       "snapshot.nodes[0].taints[0].key: "},
+      {"TaintUnknownEffect", [](Snapshot& s, Policy&) { s.nodes[0].taints[0].effect = "Evict"; },
+       "snapshot.nodes[0].taints[0].effect: "},
+      {"TaintEmptyEffect", [](Snapshot& s, Policy&) { s.nodes[0].taints[0].effect = ""; },
+       "snapshot.nodes[0].taints[0].effect: "},
+      {"QueuesAreCheckedBeforeNodes",
+       [](Snapshot& s, Policy&) {
+         s.nodes[0].name = "";
+         s.queues[2].parent = "nowhere";
+       },
+       "snapshot.queues[2].parent: "},
+
+      // ---- §1 rule 4: pod groups ----
+      {"GroupEmptyName", [](Snapshot& s, Policy&) { s.pod_groups[1].name = ""; },
+       "snapshot.pod_groups[1].name: "},
+      {"GroupDuplicateName", [](Snapshot& s, Policy&) { s.pod_groups[1].name = "job-1"; },
+       "snapshot.pod_groups[1].name: duplicate pod group \"job-1\""},
+      {"GroupEmptyQueue", [](Snapshot& s, Policy&) { s.pod_groups[0].queue = ""; },
+       "snapshot.pod_groups[0].queue: "},
+      {"GroupUnknownQueue", [](Snapshot& s, Policy&) { s.pod_groups[0].queue = "team-x"; },
+       "snapshot.pod_groups[0].queue: unknown queue \"team-x\""},
+      {"GroupInNonLeafQueue", [](Snapshot& s, Policy&) { s.pod_groups[1].queue = "dept"; },
+       "snapshot.pod_groups[1].queue: "},
+      {"MinMemberNegative", [](Snapshot& s, Policy&) { s.pod_groups[0].min_member = -1; },
+       "snapshot.pod_groups[0].min_member: "},
+      {"GroupCreationTimeOutOfRange",
+       [](Snapshot& s, Policy&) { s.pod_groups[0].creation_time = Timestamp{0, -1}; },
+       "snapshot.pod_groups[0].creation_time: "},
+      {"GroupAdmissionTimeOutOfRange",
+       [](Snapshot& s, Policy&) { s.pod_groups[1].admission_time = Timestamp{1LL << 40, 0}; },
+       "snapshot.pod_groups[1].admission_time: "},
+      {"PodEmptyName", [](Snapshot& s, Policy&) { s.pod_groups[0].pods[1].name = ""; },
+       "snapshot.pod_groups[0].pods[1].name: "},
+      {"PodDuplicateNameInGroup",
+       [](Snapshot& s, Policy&) { s.pod_groups[0].pods[1].name = s.pod_groups[0].pods[0].name; },
+       "snapshot.pod_groups[0].pods[1].name: "},
+      {"RequestNegative",
+       [](Snapshot& s, Policy&) { s.pod_groups[1].pods[0].requests["cpu"] = -1; },
+       "snapshot.pod_groups[1].pods[0].requests[\"cpu\"]: "},
+      {"RequestNaN", [](Snapshot& s, Policy&) { s.pod_groups[1].pods[0].requests["gpu"] = kNaN; },
+       "snapshot.pod_groups[1].pods[0].requests[\"gpu\"]: "},
+      {"RequestInfinite",
+       [](Snapshot& s, Policy&) { s.pod_groups[1].pods[0].requests["gpu"] = kInf; },
+       "snapshot.pod_groups[1].pods[0].requests[\"gpu\"]: "},
+      {"RunningWithoutNode",
+       [](Snapshot& s, Policy&) { s.pod_groups[1].pods[0].phase = PodPhase::kRunning; },
+       "snapshot.pod_groups[1].pods[0].node_name: "},
+      {"ReleasingWithoutNode",
+       [](Snapshot& s, Policy&) { s.pod_groups[1].pods[0].phase = PodPhase::kReleasing; },
+       "snapshot.pod_groups[1].pods[0].node_name: "},
+      {"PendingWithNode",
+       [](Snapshot& s, Policy&) {
+         s.pod_groups[1].pods[0].phase = PodPhase::kPending;
+         s.pod_groups[1].pods[0].node_name = "n1";
+       },
+       "snapshot.pod_groups[1].pods[0].node_name: "},
+      {"UnknownNode",
+       [](Snapshot& s, Policy&) { s.pod_groups[1].pods[0].node_name = "n9"; },
+       "snapshot.pod_groups[1].pods[0].node_name: unknown node \"n9\""},
+      {"TolerationUnknownOperator",
+       [](Snapshot& s, Policy&) { s.pod_groups[0].pods[0].tolerations[0].op = "In"; },
+       "snapshot.pod_groups[0].pods[0].tolerations[0].operator: "},
+      {"TolerationExistsWithValue",
+       [](Snapshot& s, Policy&) { s.pod_groups[0].pods[0].tolerations[0].op = "Exists"; },
+       "snapshot.pod_groups[0].pods[0].tolerations[0].value: "},
+      {"TolerationUnknownEffect",
+       [](Snapshot& s, Policy&) { s.pod_groups[0].pods[0].tolerations[0].effect = "Never"; },
+       "snapshot.pod_groups[0].pods[0].tolerations[0].effect: "},
+      {"PodStartTimeOutOfRange",
+       [](Snapshot& s, Policy&) { s.pod_groups[0].pods[0].start_time = Timestamp{0, 2000000000}; },
+       "snapshot.pod_groups[0].pods[0].start_time: "},
+      {"NodesAreCheckedBeforePodGroups",
+       [](Snapshot& s, Policy&) {
+         s.pod_groups[0].name = "";
+         s.nodes[1].allocatable["cpu"] = -1;
+       },
+       "snapshot.nodes[1].allocatable[\"cpu\"]: "},
+
+      // ---- §1 rule 5: usage ----
+      {"UsageUnknownQueue", [](Snapshot& s, Policy&) { s.usage[0].queue = "team-x"; },
+       "snapshot.usage[0].queue: unknown queue \"team-x\""},
+      {"UsageDuplicateQueue",
+       [](Snapshot& s, Policy&) { s.usage.push_back(QueueUsage{"team-a", {}}); },
+       "snapshot.usage[1].queue: "},
+      {"UsageNegative", [](Snapshot& s, Policy&) { s.usage[0].usage["gpu"] = -1; },
+       "snapshot.usage[0].usage[\"gpu\"]: "},
+      {"UsageNaN", [](Snapshot& s, Policy&) { s.usage[0].usage["cpu"] = kNaN; },
+       "snapshot.usage[0].usage[\"cpu\"]: "},
+      {"UsageCapacityNegative", [](Snapshot& s, Policy&) { s.usage_capacity["gpu"] = -100; },
+       "snapshot.usage_capacity[\"gpu\"]: "},
+      {"UsageCapacityInfinite", [](Snapshot& s, Policy&) { s.usage_capacity["gpu"] = kInf; },
+       "snapshot.usage_capacity[\"gpu\"]: "},
+      {"CapacityNegative", [](Snapshot& s, Policy&) { s.capacity["cpu"] = -1; },
+       "snapshot.capacity[\"cpu\"]: "},
+      {"CapacityNaN", [](Snapshot& s, Policy&) { s.capacity["gpu"] = kNaN; },
+       "snapshot.capacity[\"gpu\"]: "},
+      {"PodGroupsAreCheckedBeforeUsage",
+       [](Snapshot& s, Policy&) {
+         s.capacity["cpu"] = -1;
+         s.pod_groups[1].min_member = -3;
+       },
+       "snapshot.pod_groups[1].min_member: "},
+
+      // ---- §1 rule 6: Schedule under KAI ----
+      {"ScheduleWithoutNowAndReclaimMinRuntime",
+       [](Snapshot& s, Policy&) {
+         s.now.reset();
+         s.queues[2].reclaim_min_runtime = Duration{60, 0};
+       },
+       "snapshot.now: ", RequestKind::kSchedule},
+      {"ScheduleWithoutNowAndPreemptMinRuntime",
+       [](Snapshot& s, Policy& p) {
+         p.fairness_model = FairnessModel::kKai;
+         s.now.reset();
+         s.queues[0].preempt_min_runtime = Duration{0, 1};
+       },
+       "snapshot.now: ", RequestKind::kSchedule},
+      {"UsageIsCheckedBeforeNow",
+       [](Snapshot& s, Policy&) {
+         s.now.reset();
+         s.queues[2].reclaim_min_runtime = Duration{60, 0};
+         s.capacity["cpu"] = -1;
+       },
+       "snapshot.capacity[\"cpu\"]: ", RequestKind::kSchedule},
+  };
+}
+
+class ValidationRejectsTest : public ::testing::TestWithParam<InvalidCase> {};
+
+TEST_P(ValidationRejectsTest, InvalidArgumentWithFieldPath) {
+  const InvalidCase& c = GetParam();
+  Snapshot snapshot = BaseSnapshot();
+  Policy policy;
+  ASSERT_TRUE(ValidateRequest(snapshot, policy, c.kind).ok()) << "the base request must be valid";
+  c.mutate(snapshot, policy);
+  absl::Status status = ValidateRequest(snapshot, policy, c.kind);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_TRUE(absl::StartsWith(status.message(), c.path_prefix))
+      << "message: " << status.message() << "\nexpected prefix: " << c.path_prefix;
+  // Deterministic: the same input gives the same message.
+  EXPECT_EQ(ValidateRequest(snapshot, policy, c.kind).message(), status.message());
+}
+
+INSTANTIATE_TEST_SUITE_P(Semantics1, ValidationRejectsTest, ::testing::ValuesIn(InvalidCases()),
+                         [](const ::testing::TestParamInfo<InvalidCase>& case_info) {
+                           return case_info.param.name;
+                         });
+
+struct ValidCase {
+  std::string name;
+  std::function<void(Snapshot&, Policy&)> mutate;
+  RequestKind kind = RequestKind::kFairShares;
+};
+
+std::ostream& operator<<(std::ostream& os, const ValidCase& c) { return os << c.name; }
+
+std::vector<ValidCase> ValidCases() {
+  return {
+      // §1 "not errors".
+      {"EmptySnapshot", [](Snapshot& s, Policy&) { s = Snapshot{}; }},
+      {"EmptySnapshotSchedule", [](Snapshot& s, Policy&) { s = Snapshot{}; },
+       RequestKind::kSchedule},
+      {"QueuesWithoutPodGroups", [](Snapshot& s, Policy&) { s.pod_groups.clear(); }},
+      {"MinMemberAboveNumberOfPods", [](Snapshot& s, Policy&) { s.pod_groups[0].min_member = 10; }},
+      {"OversubscribedDeserved",
+       [](Snapshot& s, Policy&) {
+         s.queues[1].deserved["cpu"] = 1e9;
+         s.queues[2].deserved["cpu"] = 1e9;
+       }},
+      {"ZeroCapacityNodesAndResources",
+       [](Snapshot& s, Policy&) {
+         s.nodes[1].allocatable = {{"cpu", 0}, {"gpu", 0}};
+         s.capacity["gpu"] = 0;
+       }},
+      {"RequestForResourceNoNodeHas",
+       [](Snapshot& s, Policy&) { s.pod_groups[1].pods[0].requests["example.com/fpga"] = 1; }},
+      // Boundaries of the rejected ranges.
+      {"MinusOneInEveryQuotaMapUnderKai",
+       [](Snapshot& s, Policy&) {
+         s.queues[2].deserved["cpu"] = -1;
+         s.queues[2].limit["cpu"] = -1;
+         s.queues[2].borrowing_limit["cpu"] = -1;
+         s.queues[2].lending_limit["cpu"] = -1;
+       }},
+      {"ZeroWeightsAndLimits",
+       [](Snapshot& s, Policy&) {
+         s.queues[2].over_quota_weight["cpu"] = 0;
+         s.queues[2].limit["cpu"] = 0;
+         s.queues[2].fair_sharing_weight = 0;
+       }},
+      {"FairSharingWeightJustAboveKueueBound",
+       [](Snapshot& s, Policy&) { s.queues[2].fair_sharing_weight = 1.5e-9; }},
+      {"MultiplierZeroMeansOne",
+       [](Snapshot&, Policy& p) { p.reclaimer_utilization_multiplier = 0; }},
+      {"MultiplierOne", [](Snapshot&, Policy& p) { p.reclaimer_utilization_multiplier = 1; }},
+      {"MultiplierAboveOne",
+       [](Snapshot&, Policy& p) { p.reclaimer_utilization_multiplier = 1.2; }},
+      {"MaxConsolidationPreempteesUnlimited",
+       [](Snapshot&, Policy& p) { p.max_consolidation_preemptees = -1; }},
+      {"MaxConsolidationPreempteesZero",
+       [](Snapshot&, Policy& p) { p.max_consolidation_preemptees = 0; }},
+      {"KValuePositive", [](Snapshot&, Policy& p) { p.k_value = 2.5; }},
+      {"EveryActionOnce",
+       [](Snapshot&, Policy& p) {
+         p.actions = {Action::kPreempt, Action::kReclaim, Action::kConsolidate,
+                      Action::kAllocate};
+       }},
+      {"StrategyFinalShareOnly",
+       [](Snapshot&, Policy& p) {
+         p.kueue_preemption_strategies = {KueuePreemptionStrategy::kLessThanOrEqualToFinalShare};
+       }},
+      {"StrategyInitialShareOnly",
+       [](Snapshot&, Policy& p) {
+         p.kueue_preemption_strategies = {KueuePreemptionStrategy::kLessThanInitialShare};
+       }},
+      {"BothStrategiesInOrder",
+       [](Snapshot&, Policy& p) {
+         p.kueue_preemption_strategies = {KueuePreemptionStrategy::kLessThanOrEqualToFinalShare,
+                                          KueuePreemptionStrategy::kLessThanInitialShare};
+       }},
+      {"ExistsTolerationWithEmptyKeyAndEffect",
+       [](Snapshot& s, Policy&) {
+         s.pod_groups[0].pods[0].tolerations[0] = Toleration{"", "Exists", "", ""};
+       }},
+      {"ReleasingPodOnNode",
+       [](Snapshot& s, Policy&) { s.pod_groups[0].pods[0].phase = PodPhase::kReleasing; }},
+      {"UnspecifiedPhaseOnNode",
+       [](Snapshot& s, Policy&) { s.pod_groups[0].pods[0].phase = PodPhase::kUnspecified; }},
+      {"KueueModelWithoutMinusOneDeserved",
+       [](Snapshot& s, Policy& p) {
+         p.fairness_model = FairnessModel::kKueue;
+         s.queues[1].deserved["gpu"] = 4;
+       }},
+      {"UsageForParentQueue",
+       [](Snapshot& s, Policy&) { s.usage.push_back(QueueUsage{"dept", {{"gpu", 5}}}); }},
+      {"ZeroDurations",
+       [](Snapshot& s, Policy&) {
+         s.now.reset();
+         s.queues[1].reclaim_min_runtime = Duration{0, 0};
+       },
+       RequestKind::kSchedule},
+      // §1 rule 6 applies to Schedule under KAI only.
+      {"FairSharesWithoutNowAndMinRuntime",
+       [](Snapshot& s, Policy&) {
+         s.now.reset();
+         s.queues[2].reclaim_min_runtime = Duration{60, 0};
+       }},
+      {"KueueScheduleWithoutNowAndMinRuntime",
+       [](Snapshot& s, Policy& p) {
+         p.fairness_model = FairnessModel::kKueue;
+         s.queues[1].deserved["gpu"] = 4;
+         s.now.reset();
+         s.queues[2].reclaim_min_runtime = Duration{60, 0};
+       },
+       RequestKind::kSchedule},
+      {"ScheduleWithNowAndMinRuntime",
+       [](Snapshot& s, Policy&) { s.queues[2].preempt_min_runtime = Duration{60, 0}; },
+       RequestKind::kSchedule},
+  };
+}
+
+class ValidationAcceptsTest : public ::testing::TestWithParam<ValidCase> {};
+
+TEST_P(ValidationAcceptsTest, Ok) {
+  const ValidCase& c = GetParam();
+  Snapshot snapshot = BaseSnapshot();
+  Policy policy;
+  c.mutate(snapshot, policy);
+  absl::Status status = ValidateRequest(snapshot, policy, c.kind);
+  EXPECT_TRUE(status.ok()) << status;
+}
+
+INSTANTIATE_TEST_SUITE_P(Semantics1NotErrors, ValidationAcceptsTest,
+                         ::testing::ValuesIn(ValidCases()),
+                         [](const ::testing::TestParamInfo<ValidCase>& case_info) {
+                           return case_info.param.name;
+                         });
+
+TEST(ValidationTest, MessageQuotesTheUnknownParentExactly) {
+  Snapshot snapshot = BaseSnapshot();
+  snapshot.queues[2].parent = "team-x";
+  EXPECT_EQ(ValidateRequest(snapshot, Policy{}, RequestKind::kFairShares).message(),
+            "snapshot.queues[2].parent: unknown queue \"team-x\"");
+}
+
+TEST(ValidationTest, NumbersInMessagesRoundTrip) {
+  Snapshot snapshot = BaseSnapshot();
+  snapshot.pod_groups[0].pods[1].requests["cpu"] = -0.1;
+  EXPECT_EQ(ValidateRequest(snapshot, Policy{}, RequestKind::kFairShares).message(),
+            "snapshot.pod_groups[0].pods[1].requests[\"cpu\"]: must be finite and not negative, "
+            "got -0.1");
+}
+
+}  // namespace
+}  // namespace arbiter
