@@ -1,0 +1,115 @@
+#include "server/arbiter_server.h"
+
+#include <chrono>
+#include <exception>
+#include <limits>
+#include <utility>
+
+#include "absl/memory/memory.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+
+namespace arbiter::server {
+namespace {
+
+constexpr char kServiceName[] = "arbiter.v1.Arbiter";
+
+std::string HostPort(const std::string& host, int port) {
+  if (absl::StrContains(host, ':')) return absl::StrCat("[", host, "]:", port);
+  return absl::StrCat(host, ":", port);
+}
+
+absl::Status CheckOptions(const ServerOptions& options) {
+  if (options.host.empty()) return absl::InvalidArgumentError("host: must not be empty");
+  if (options.port < 0 || options.port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("port: ", options.port, " is not 0..65535"));
+  }
+  if (options.metrics_port < -1 || options.metrics_port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metrics_port: ", options.metrics_port, " is not -1..65535"));
+  }
+  if (options.max_message_bytes < 1 ||
+      options.max_message_bytes > std::numeric_limits<int32_t>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_message_bytes: ", options.max_message_bytes, " is not 1..", INT32_MAX));
+  }
+  return absl::OkStatus();
+}
+
+// prometheus-cpp reports a port it cannot bind by throwing; this is the one place that catches.
+absl::StatusOr<std::unique_ptr<prometheus::Exposer>> StartExposer(const std::string& address) {
+  try {
+    return std::make_unique<prometheus::Exposer>(address, /*num_threads=*/1);
+  } catch (const std::exception& error) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve metrics on ", address, ": ", error.what()));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ArbiterServer>> ArbiterServer::Start(const ServerOptions& options) {
+  if (absl::Status status = CheckOptions(options); !status.ok()) return status;
+  // Both are process-wide switches read when a ServerBuilder is created.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+
+  auto server = absl::WrapUnique(new ArbiterServer());
+  server->registry_ = std::make_shared<prometheus::Registry>();
+  server->metrics_ = std::make_unique<RpcMetrics>(*server->registry_);
+  if (options.metrics_port >= 0) {
+    absl::StatusOr<std::unique_ptr<prometheus::Exposer>> exposer =
+        StartExposer(HostPort(options.host, options.metrics_port));
+    if (!exposer.ok()) return exposer.status();
+    server->exposer_ = *std::move(exposer);
+    server->exposer_->RegisterCollectable(server->registry_);
+    const std::vector<int> ports = server->exposer_->GetListeningPorts();
+    if (ports.empty()) {
+      return absl::UnavailableError(absl::StrCat("cannot serve metrics on ",
+                                                 HostPort(options.host, options.metrics_port)));
+    }
+    server->metrics_port_ = ports.front();
+    server->metrics_address_ = HostPort(options.host, server->metrics_port_);
+  }
+
+  server->pool_ = std::make_unique<WorkerPool>(options.workers);
+  server->service_ = std::make_unique<ArbiterService>(server->pool_.get(), server->metrics_.get());
+
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(HostPort(options.host, options.port),
+                           grpc::InsecureServerCredentials(), &server->port_);
+  builder.RegisterService(server->service_.get());
+  builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
+  builder.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", HostPort(options.host, options.port)));
+  }
+  server->address_ = HostPort(options.host, server->port_);
+  if (grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService()) {
+    health->SetServingStatus(kServiceName, true);
+    health->SetServingStatus("", true);
+  }
+  return server;
+}
+
+ArbiterServer::~ArbiterServer() {
+  if (server_ != nullptr) Shutdown(absl::ZeroDuration());
+}
+
+void ArbiterServer::Shutdown(absl::Duration grace) {
+  absl::MutexLock lock(&shutdown_mutex_);
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService()) {
+    health->SetServingStatus(false);
+  }
+  server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(grace));
+}
+
+void ArbiterServer::Wait() { server_->Wait(); }
+
+}  // namespace arbiter::server

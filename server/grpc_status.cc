@@ -1,0 +1,29 @@
+#include "server/grpc_status.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace arbiter::server {
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+absl::Status FromGrpcStatus(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
+std::string StatusCodeName(absl::StatusCode code) {
+  const int number = static_cast<int>(code);
+  if (number < 0 || number > static_cast<int>(absl::StatusCode::kUnauthenticated)) {
+    return absl::StrCat("CODE_", number);
+  }
+  return absl::StatusCodeToString(code);
+}
+
+std::string FormatStatus(const absl::Status& status) {
+  return absl::StrCat(StatusCodeName(status.code()), ": ", status.message());
+}
+
+}  // namespace arbiter::server

@@ -1,0 +1,105 @@
+// arbiter-server: serves arbiter.v1.Arbiter, gRPC health and reflection, and /metrics.
+//
+// Prints `listening on HOST:PORT` and `metrics on HOST:PORT` as its first lines so that scripts
+// can find the ports it bound (port 0 picks a free one). SIGTERM or SIGINT drains it: health
+// turns NOT_SERVING, calls in flight get --shutdown-grace-seconds to finish, and it exits 0.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "server/arbiter_server.h"
+#include "server/command_line.h"
+#include "server/grpc_status.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: arbiter-server [flags]\n"
+    "\n"
+    "Serves arbiter.v1.Arbiter (ComputeFairShares, Schedule), grpc.health.v1.Health and server\n"
+    "reflection over gRPC, and Prometheus metrics at http://HOST:METRICS_PORT/metrics.\n"
+    "\n"
+    "flags:\n";
+
+int Run(const std::vector<std::string>& args) {
+  arbiter::server::ServerOptions options;
+  int64_t port = options.port;
+  int64_t metrics_port = options.metrics_port;
+  int64_t max_message_bytes = options.max_message_bytes;
+  int64_t workers = options.workers;
+  double grace_seconds = 5;
+  bool help = false;
+
+  arbiter::server::CommandLine flags;
+  flags.AddString("host", "HOST", &options.host, "address to bind both ports on");
+  flags.AddInt("port", "PORT", &port, "gRPC port; 0 picks a free port");
+  flags.AddInt("metrics-port", "PORT", &metrics_port,
+               "Prometheus /metrics port; 0 picks a free port, -1 disables");
+  flags.AddInt("max-message-bytes", "BYTES", &max_message_bytes,
+               "largest request or response accepted");
+  flags.AddInt("workers", "N", &workers, "decision threads; 0 = one per core");
+  flags.AddDouble("shutdown-grace-seconds", "SECONDS", &grace_seconds,
+                  "how long calls in flight may run after SIGTERM");
+  flags.AddBool("help", &help, "print this help");
+
+  std::vector<std::string> positional;
+  if (absl::Status status = flags.Parse(args, &positional); !status.ok()) {
+    std::cerr << arbiter::server::FormatStatus(status) << "\n" << kUsage << flags.Usage();
+    return 2;
+  }
+  if (help) {
+    std::cout << kUsage << flags.Usage();
+    return 0;
+  }
+  if (!positional.empty()) {
+    std::cerr << "INVALID_ARGUMENT: unexpected argument \"" << positional.front() << "\"\n"
+              << kUsage << flags.Usage();
+    return 2;
+  }
+  options.port = static_cast<int>(port);
+  options.metrics_port = static_cast<int>(metrics_port);
+  options.max_message_bytes = max_message_bytes;
+  options.workers = static_cast<int>(workers);
+
+  // Block the stop signals before any thread starts, so that only the waiter below sees them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  absl::StatusOr<std::unique_ptr<arbiter::server::ArbiterServer>> server =
+      arbiter::server::ArbiterServer::Start(options);
+  if (!server.ok()) {
+    std::cerr << arbiter::server::FormatStatus(server.status()) << "\n";
+    return server.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  std::cout << "listening on " << (*server)->address() << "\n";
+  if (!(*server)->metrics_address().empty()) {
+    std::cout << "metrics on " << (*server)->metrics_address() << "\n";
+  }
+  std::cout.flush();
+
+  arbiter::server::ArbiterServer* running = server->get();
+  std::thread waiter([running, stop_signals, grace_seconds] {
+    int signal_number = 0;
+    sigwait(&stop_signals, &signal_number);
+    running->Shutdown(absl::Seconds(grace_seconds));
+  });
+  running->Wait();
+  waiter.join();
+  std::cout << "stopped\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return Run(std::vector<std::string>(argv + 1, argv + argc));
+}
