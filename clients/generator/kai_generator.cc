@@ -25,6 +25,7 @@ constexpr double kSelectorGroups = 0.1;  // share of pod groups with a node sele
 constexpr double kUnschedulableNodes = 0.005;
 constexpr double kReleasingGroups = 0.01;  // running groups that are terminating
 constexpr double kReclaimDeservedScale = 0.6;
+constexpr double kPendingGpuShare = 0.6;  // least chance that a pending group is GPU work
 
 // Dense resource indices of the generator (the snapshot uses names).
 constexpr int kCpu = 0;
@@ -213,7 +214,6 @@ class KaiGenerator {
       free_.push_back(alloc);
       snapshot_.nodes.push_back(std::move(node));
     }
-    if (cpu_nodes_.empty()) cpu_nodes_ = gpu_nodes_;
   }
 
   // ---- Queues ----
@@ -404,7 +404,7 @@ class KaiGenerator {
       }
       case Kind::kBatch: {
         spec.pods = static_cast<int>(rng_.Between(1, 10));
-        spec.request = Request(500 * static_cast<double>(rng_.Between(1, 16)),
+        spec.request = Request(250 * static_cast<double>(rng_.Between(1, 16)),
                                static_cast<double>(rng_.Between(1, 16)), 0);
         spec.min_member = rng_.Chance(0.5) ? spec.pods : 1;
         spec.priority = rng_.Chance(0.5) ? 25 : 40;
@@ -494,27 +494,15 @@ class KaiGenerator {
   }
 
   // Places every pod of `spec` (round robin from the category's cursor, so that the fill is
-  // spread and GPU nodes end up fragmented). All or nothing: returns false and leaves no trace.
+  // spread and GPU nodes end up fragmented; CPU pods go to CPU nodes first and to GPU nodes'
+  // spare CPU last). All or nothing: returns false and leaves no trace.
   bool Place(const GroupSpec& spec, std::vector<int>& nodes_out) {
     const bool gpu = spec.request[kGpu] > 0;
-    const std::vector<int>& category = gpu ? gpu_nodes_ : cpu_nodes_;
-    size_t& cursor = gpu ? gpu_cursor_ : cpu_cursor_;
     nodes_out.clear();
-    if (category.empty()) return false;
-    const size_t n = category.size();
     for (int p = 0; p < spec.pods; ++p) {
-      int chosen = -1;
-      for (size_t step = 0; step < n; ++step) {
-        const int candidate = category[(cursor + step) % n];
-        if (Feasible(spec, candidate) && Fits(spec, candidate)) {
-          chosen = candidate;
-          cursor = (cursor + step + 1) % n;
-          break;
-        }
-        // Give up early on a full, mostly infeasible scan for a large group: it is retried as
-        // a different group, which keeps generation near-linear.
-        if (step >= 4096 && p == 0) break;
-      }
+      int chosen = FindNode(spec, gpu ? gpu_nodes_ : cpu_nodes_, gpu ? gpu_cursor_ : cpu_cursor_,
+                            p);
+      if (chosen < 0 && !gpu) chosen = FindNode(spec, gpu_nodes_, gpu_cursor_, p);
       if (chosen < 0) {
         for (size_t i = 0; i < nodes_out.size(); ++i) Release(spec, nodes_out[i]);
         nodes_out.clear();
@@ -524,6 +512,23 @@ class KaiGenerator {
       nodes_out.push_back(chosen);
     }
     return true;
+  }
+
+  // The first node from `cursor` on (cyclically) where the pod is feasible and fits, or -1.
+  int FindNode(const GroupSpec& spec, const std::vector<int>& category, size_t& cursor,
+               int pod) {
+    const size_t n = category.size();
+    for (size_t step = 0; step < n; ++step) {
+      const int candidate = category[(cursor + step) % n];
+      if (Feasible(spec, candidate) && Fits(spec, candidate)) {
+        cursor = (cursor + step + 1) % n;
+        return candidate;
+      }
+      // A group whose first pod finds nothing in a long scan is given up (it stays pending):
+      // this keeps generation near-linear when the cluster is full.
+      if (step >= 4096 && pod == 0) break;
+    }
+    return -1;
   }
 
   void Release(const GroupSpec& spec, int node_index) {
@@ -591,12 +596,10 @@ class KaiGenerator {
       const double need_pods = std::max(0.0, gpu_target - gpu_planned) / mean_gpu_per_pod;
       const bool gpu = rng_.Chance(std::min(1.0, need_pods / remaining));
       GroupSpec spec = MakeSpec(DrawKind(gpu), remaining);
-      if (gpu) {
-        const double left = gpu_target - gpu_planned;
-        while (spec.pods > 1 && spec.pods * spec.request[kGpu] > left) {
-          spec.pods /= 2;
-          spec.min_member = std::min(spec.min_member, spec.pods);
-        }
+      // Near the GPU target, draw again (smaller groups are likelier), then fall back to CPU.
+      const double left = gpu_target - gpu_planned;
+      for (int redraw = 0; gpu && spec.pods * spec.request[kGpu] > left; ++redraw) {
+        spec = MakeSpec(redraw < 4 ? DrawKind(true) : DrawKind(false), remaining);
       }
       spec.leaf = DrawLeaf(gpu);
       spec.releasing = rng_.Chance(kReleasingGroups);
@@ -624,11 +627,20 @@ class KaiGenerator {
     for (int i : order) placed[i] = Place(running[i], placements[i]);
 
     // Pending groups: mostly GPU work, so that they ask for more than is free.
+    // (at least kPendingGpuShare of the groups, more while the demand is below twice the free
+    // GPUs).
+    double free_gpu = 0;
+    for (int i : gpu_nodes_) free_gpu += free_[i][kGpu];
+    double pending_gpu = 0;
+    for (const GroupSpec& spec : pending) pending_gpu += spec.pods * spec.request[kGpu];
     while (pending_budget > 0 && !leaf_list_.empty()) {
-      const bool gpu = rng_.Chance(0.6);
+      const double need_pods = std::max(0.0, 2 * free_gpu - pending_gpu) / mean_gpu_per_pod;
+      const bool gpu = rng_.Chance(std::max(kPendingGpuShare, std::min(1.0, need_pods /
+                                                                           pending_budget)));
       GroupSpec spec = MakeSpec(DrawKind(gpu), pending_budget);
       spec.leaf = DrawLeaf(gpu);
       pending_budget -= spec.pods;
+      pending_gpu += spec.pods * spec.request[kGpu];
       pending.push_back(std::move(spec));
     }
 

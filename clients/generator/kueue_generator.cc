@@ -19,7 +19,7 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kQuotaFill = 0.85;  // admitted usage / nominal quota, over the whole tree
 constexpr double kCohortPool = 0.1;  // share of nominal quota held by cohorts themselves
-constexpr int kRelocationTries = 8;
+constexpr int kRelocationTries = 32;
 
 struct Workload {
   int cq = -1;
@@ -234,6 +234,10 @@ class KueueGenerator {
     int64_t admitted_at = kNowSeconds - 7 * 86400;
     for (Workload w : candidates) {
       bool fits = tree.Fits(w.cq, Total(w));
+      if (!fits && w.pods > 1) {  // a smaller workload of the same shape
+        w.pods = 1;
+        fits = tree.Fits(w.cq, Total(w));
+      }
       for (int attempt = 0; !fits && attempt < kRelocationTries; ++attempt) {
         const int other = leaves_[rng_.Below(leaves_.size())];
         bool covered = true;
