@@ -1,0 +1,180 @@
+#include "core/kai/feasibility.h"
+
+#include <algorithm>
+#include <set>
+#include <string_view>
+#include <tuple>
+
+#include "absl/container/flat_hash_map.h"
+
+namespace arbiter::kai {
+namespace {
+
+constexpr std::string_view kNoSchedule = "NoSchedule";
+constexpr std::string_view kPreferNoSchedule = "PreferNoSchedule";
+constexpr std::string_view kNoExecute = "NoExecute";
+
+// Length-prefixed, so that no two different inputs encode the same.
+void Append(std::string& out, std::string_view text) {
+  out += std::to_string(text.size());
+  out += ':';
+  out += text;
+}
+
+std::string NodeKey(const Node& node, const std::set<std::string>& selector_keys) {
+  std::string key = node.unschedulable ? "U" : "S";
+  for (const std::string& label : selector_keys) {
+    auto it = node.labels.find(label);
+    if (it == node.labels.end()) {
+      key += '-';
+    } else {
+      key += '+';
+      Append(key, it->second);
+    }
+  }
+  std::vector<std::tuple<std::string_view, std::string_view, std::string_view>> taints;
+  for (const Taint& taint : node.taints) taints.emplace_back(taint.key, taint.value, taint.effect);
+  std::sort(taints.begin(), taints.end());
+  for (const auto& [k, v, e] : taints) {
+    Append(key, k);
+    Append(key, v);
+    Append(key, e);
+  }
+  return key;
+}
+
+std::string PodKey(const Pod& pod) {
+  std::string key;
+  for (const auto& [k, v] : pod.node_selector) {
+    Append(key, k);
+    Append(key, v);
+  }
+  key += '|';
+  std::vector<std::string> tolerations;
+  for (const Toleration& t : pod.tolerations) {
+    std::string one;
+    Append(one, t.key);
+    Append(one, t.op);
+    Append(one, t.value);
+    Append(one, t.effect);
+    tolerations.push_back(std::move(one));
+  }
+  std::sort(tolerations.begin(), tolerations.end());
+  for (const std::string& one : tolerations) key += one;
+  return key;
+}
+
+bool Tolerated(const Pod& pod, const Taint& taint) {
+  for (const Toleration& toleration : pod.tolerations) {
+    if (Tolerates(toleration, taint)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool Tolerates(const Toleration& toleration, const Taint& taint) {
+  if (!toleration.effect.empty() && toleration.effect != taint.effect) return false;
+  if (toleration.op == "Exists") return toleration.key.empty() || toleration.key == taint.key;
+  return toleration.key == taint.key && toleration.value == taint.value;
+}
+
+Feasibility::Feasibility(const Cluster& cluster) {
+  std::set<std::string> selector_keys;
+  for (int p = 0; p < cluster.num_pods(); ++p) {
+    for (const auto& [key, value] : cluster.pod(p).pod->node_selector) selector_keys.insert(key);
+  }
+
+  absl::flat_hash_map<std::string, int> class_index;
+  node_class_.resize(cluster.num_nodes());
+  for (int n = 0; n < cluster.num_nodes(); ++n) {
+    const Node& node = *cluster.node(n).node;
+    auto [it, inserted] =
+        class_index.emplace(NodeKey(node, selector_keys), static_cast<int>(classes_.size()));
+    if (inserted) classes_.push_back(NodeClass{&node, {}});
+    classes_[it->second].nodes.push_back(n);
+    node_class_[n] = it->second;
+  }
+
+  absl::flat_hash_map<std::string, int> signature_index;
+  pod_signature_.resize(cluster.num_pods());
+  int plain = -1;  // the signature without selector or tolerations, the common case
+  for (int p = 0; p < cluster.num_pods(); ++p) {
+    const Pod& pod = *cluster.pod(p).pod;
+    if (pod.node_selector.empty() && pod.tolerations.empty() && plain >= 0) {
+      pod_signature_[p] = plain;
+      continue;
+    }
+    auto [it, inserted] =
+        signature_index.emplace(PodKey(pod), static_cast<int>(signatures_.size()));
+    if (inserted) signatures_.push_back(Signature{&pod, false, 0, {}});
+    pod_signature_[p] = it->second;
+    if (pod.node_selector.empty() && pod.tolerations.empty()) plain = it->second;
+  }
+}
+
+Feasibility::Verdict Feasibility::Judge(const Pod& pod, const NodeClass& node_class,
+                                        bool* preferred) const {
+  const Node& node = *node_class.example;
+  if (node.unschedulable) return Verdict::kUnschedulable;
+  for (const auto& [key, value] : pod.node_selector) {
+    auto it = node.labels.find(key);
+    if (it == node.labels.end() || it->second != value) return Verdict::kSelector;
+  }
+  *preferred = true;
+  for (const Taint& taint : node.taints) {
+    if (taint.effect == kNoSchedule || taint.effect == kNoExecute) {
+      if (!Tolerated(pod, taint)) return Verdict::kTaint;
+    } else if (taint.effect == kPreferNoSchedule && *preferred) {
+      *preferred = Tolerated(pod, taint);
+    }
+  }
+  return Verdict::kFeasible;
+}
+
+void Feasibility::Compute(Signature& signature) {
+  signature.computed = true;
+  for (int c = 0; c < num_classes(); ++c) {
+    bool preferred = false;
+    if (Judge(*signature.example, classes_[c], &preferred) != Verdict::kFeasible) continue;
+    signature.classes.push_back(FeasibleClass{c, preferred});
+    signature.feasible_nodes += static_cast<int>(classes_[c].nodes.size());
+  }
+}
+
+const std::vector<Feasibility::FeasibleClass>& Feasibility::FeasibleClasses(int signature) {
+  Signature& entry = signatures_[signature];
+  if (!entry.computed) Compute(entry);
+  return entry.classes;
+}
+
+int Feasibility::FeasibleNodeCount(int signature) {
+  Signature& entry = signatures_[signature];
+  if (!entry.computed) Compute(entry);
+  return entry.feasible_nodes;
+}
+
+Feasibility::Rejections Feasibility::Explain(int signature) const {
+  Rejections rejections;
+  const Pod& pod = *signatures_[signature].example;
+  for (const NodeClass& node_class : classes_) {
+    bool preferred = false;
+    int count = static_cast<int>(node_class.nodes.size());
+    switch (Judge(pod, node_class, &preferred)) {
+      case Verdict::kUnschedulable:
+        rejections.unschedulable += count;
+        break;
+      case Verdict::kSelector:
+        rejections.selector += count;
+        break;
+      case Verdict::kTaint:
+        rejections.taint += count;
+        break;
+      case Verdict::kFeasible:
+        break;
+    }
+  }
+  return rejections;
+}
+
+}  // namespace arbiter::kai

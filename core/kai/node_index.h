@@ -1,0 +1,74 @@
+// Nodes ordered by their placement score (SEMANTICS.md §4.5), per feasibility class, so that the
+// best node for a pod is found with a lookup and a short scan instead of a pass over all nodes.
+//
+// Each class keeps three ordered sets:
+//   kGpu       nodes with nvidia.com/gpu, keyed on the GPU score (for pods that request GPUs);
+//   kCpuNoGpu  nodes without GPUs, keyed on the CPU score (CPU-only pods, +10 band);
+//   kCpuGpu    nodes with GPUs, keyed on the CPU score (CPU-only pods).
+// Binpack keys on free = idle + releasing of the scoring resource (the score falls as free rises);
+// nodes whose allocatable of that resource is 0 score 0 and are kept aside in name order. Spread
+// keys on -free/allocatable (its score, negated), 0 allocatable included with key 0.
+// Within a set, entries are ordered by (key, node index), node index order being name order.
+//
+// WorkingState calls Update whenever a node's free capacity changes (and again on rollback).
+#pragma once
+
+#include <set>
+#include <vector>
+
+#include "core/kai/cluster.h"
+#include "core/kai/feasibility.h"
+#include "core/model.h"
+
+namespace arbiter::kai {
+
+class NodeIndex {
+ public:
+  enum Bucket { kGpu = 0, kCpuNoGpu = 1, kCpuGpu = 2, kNumBuckets = 3 };
+  struct Entry {
+    double key;
+    int node;
+    friend bool operator<(const Entry& a, const Entry& b) {
+      return a.key != b.key ? a.key < b.key : a.node < b.node;
+    }
+  };
+  using Set = std::set<Entry>;
+
+  // An empty index over the schedulable nodes of `feasibility`'s classes. Call Update once for
+  // every node before the first lookup. `cluster` and `feasibility` must outlive this.
+  NodeIndex(const Cluster& cluster, const Feasibility& feasibility, Placement placement);
+
+  bool spread() const { return spread_; }
+
+  // Sets the node's free amounts (idle + releasing) of nvidia.com/gpu and cpu (0 when R lacks
+  // them). O(log n), no allocation after the first call for the node.
+  void Update(int node, double free_gpu, double free_cpu);
+
+  const Set& set(int node_class, Bucket bucket) const { return sets_[Slot(node_class, bucket)]; }
+  // Binpack only: the bucket's nodes whose allocatable of the scoring resource is 0, name order.
+  const std::vector<int>& zero_nodes(int node_class, Bucket bucket) const {
+    return zero_nodes_[Slot(node_class, bucket)];
+  }
+
+  // The key a node with `free` of a resource whose allocatable is `allocatable` gets.
+  double Key(double free, double allocatable) const;
+
+ private:
+  static int Slot(int node_class, Bucket bucket) { return node_class * kNumBuckets + bucket; }
+  struct NodeSlots {
+    int gpu_slot = -1;  // -1: not in a GPU set
+    int cpu_slot = -1;  // -1: in a zero list (or unschedulable)
+    bool inserted = false;
+    Set::iterator gpu_it;
+    Set::iterator cpu_it;
+  };
+  void Place(Set& set, Set::iterator& it, bool inserted, Entry entry);
+
+  const Cluster& cluster_;
+  bool spread_;
+  std::vector<Set> sets_;
+  std::vector<std::vector<int>> zero_nodes_;
+  std::vector<NodeSlots> nodes_;
+};
+
+}  // namespace arbiter::kai

@@ -1,0 +1,147 @@
+#include "core/kai/pending_reasons.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/kai/quantity_format.h"
+
+namespace arbiter::kai {
+namespace {
+
+std::string Nodes(int count) {
+  return absl::StrCat(count, count == 1 ? " node" : " nodes");
+}
+
+PendingReason NoNodeMatches(const Cluster& cluster, const Feasibility& feasibility, int pod) {
+  const std::string& name = cluster.pod_name(pod);
+  if (cluster.num_nodes() == 0) {
+    return {kNoNodeMatchesSelector, absl::StrCat("pod ", name, " matches no node: there are no nodes")};
+  }
+  Feasibility::Rejections rejections = feasibility.Explain(feasibility.pod_signature(pod));
+  std::vector<std::string> parts;
+  if (rejections.unschedulable > 0) {
+    parts.push_back(absl::StrCat(Nodes(rejections.unschedulable), " unschedulable"));
+  }
+  if (rejections.selector > 0) {
+    std::vector<std::string> selector;
+    for (const auto& [key, value] : cluster.pod(pod).pod->node_selector) {
+      selector.push_back(absl::StrCat(key, "=", value));
+    }
+    parts.push_back(absl::StrCat(Nodes(rejections.selector), " without node_selector ",
+                                 absl::StrJoin(selector, ",")));
+  }
+  if (rejections.taint > 0) {
+    parts.push_back(absl::StrCat(Nodes(rejections.taint), " with a taint it does not tolerate"));
+  }
+  return {kNoNodeMatchesSelector,
+          absl::StrCat("pod ", name, " matches no node: ", absl::StrJoin(parts, ", "))};
+}
+
+PendingReason Insufficient(const Cluster& cluster, Feasibility& feasibility,
+                           const WorkingState& state, int pod) {
+  const double* requests = cluster.requests(pod);
+  const std::string& name = cluster.pod_name(pod);
+  const auto& classes = feasibility.FeasibleClasses(feasibility.pod_signature(pod));
+  std::vector<std::string> needs;
+  for (int r = 0; r < cluster.num_resources(); ++r) {
+    if (!(requests[r] > 0)) continue;
+    const std::string& resource = cluster.resources().name(r);
+    needs.push_back(absl::StrCat(FormatQuantity(requests[r]), " ", resource));
+    int best_node = -1;
+    double best_free = 0;
+    for (const Feasibility::FeasibleClass& feasible : classes) {
+      for (int node : feasibility.class_nodes(feasible.node_class)) {
+        const double free = state.free(node, r);
+        if (best_node < 0 || free > best_free || (free == best_free && node < best_node)) {
+          best_node = node;
+          best_free = free;
+        }
+      }
+    }
+    if (best_node >= 0 && best_free < requests[r]) {
+      return {kInsufficientResources,
+              absl::StrCat("pod ", name, " needs ", FormatQuantity(requests[r]), " ", resource,
+                           " on one node; the largest free is ", FormatQuantity(best_free),
+                           " (node ", cluster.node_name(best_node), ")")};
+    }
+  }
+  return {kInsufficientResources,
+          absl::StrCat("pod ", name, " needs ", absl::StrJoin(needs, ", "),
+                       " on one node; no feasible node has all of them free")};
+}
+
+bool SameShape(const Cluster& cluster, const Feasibility& feasibility, int a, int b) {
+  if (feasibility.pod_signature(a) != feasibility.pod_signature(b)) return false;
+  return std::equal(cluster.requests(a), cluster.requests(a) + cluster.num_resources(),
+                    cluster.requests(b));
+}
+
+}  // namespace
+
+PendingReason GangIncompleteReason(const Cluster& cluster, int group) {
+  const ClusterGroup& info = cluster.group(group);
+  return {kGangIncomplete,
+          absl::StrCat("needs ", info.gang, info.gang == 1 ? " pod" : " pods",
+                       " to start (min_member ", info.group->min_member, ") but has ",
+                       info.non_releasing, " that ", info.non_releasing == 1 ? "is" : "are",
+                       " not releasing")};
+}
+
+PendingReason NotAttemptedReason() {
+  return {kNotAttempted, "no scheduling action in the policy tried to place it"};
+}
+
+PendingReason QuotaReason(const Cluster& cluster, const QuotaBreach& breach) {
+  const std::string& queue = cluster.tree().queue(breach.queue).name;
+  const std::string& resource = cluster.resources().name(breach.resource);
+  if (breach.kind == QuotaBreach::kLimit) {
+    return {kQueueOverLimit,
+            absl::StrCat("queue ", queue, " would exceed its limit on ", resource, ": ",
+                         FormatQuantity(breach.allocated), " allocated + ",
+                         FormatQuantity(breach.requested), " requested > limit ",
+                         FormatQuantity(breach.bound))};
+  }
+  return {kNonPreemptibleOverQuota,
+          absl::StrCat("queue ", queue, " would exceed its deserved ", resource,
+                       " with non-preemptible work: ", FormatQuantity(breach.allocated),
+                       " allocated + ", FormatQuantity(breach.requested),
+                       " requested > deserved ", FormatQuantity(breach.bound))};
+}
+
+PendingReason ExplainPlacementFailure(const Cluster& cluster, Feasibility& feasibility,
+                                      Placer& placer, const WorkingState& state,
+                                      const Unit& unit, int placed) {
+  for (int pod : unit.pods) {
+    if (feasibility.FeasibleNodeCount(feasibility.pod_signature(pod)) == 0) {
+      return NoNodeMatches(cluster, feasibility, pod);
+    }
+  }
+  int previous = -1;
+  for (int pod : unit.pods) {
+    if (previous >= 0 && SameShape(cluster, feasibility, pod, previous)) continue;
+    previous = pod;
+    if (placer.Choose(pod).node < 0) return Insufficient(cluster, feasibility, state, pod);
+  }
+  const int size = static_cast<int>(unit.pods.size());
+  return {kGangDoesNotFit,
+          absl::StrCat("each of the ", size, " pods of the gang fits on some node alone, but only ",
+                       placed, " fit together")};
+}
+
+void PendingReasons::Record(int group, PendingReason reason) {
+  reasons_[group] = std::move(reason);
+}
+
+void PendingReasons::RecordOutcome(int group, std::string_view action, std::string_view outcome,
+                                   PendingReason fallback) {
+  PendingReason& reason = reasons_[group];
+  if (reason.code.empty()) {
+    reason = std::move(fallback);
+    return;
+  }
+  absl::StrAppend(&reason.message, "; ", std::string(action), ": ", std::string(outcome));
+}
+
+}  // namespace arbiter::kai

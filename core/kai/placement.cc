@@ -1,0 +1,158 @@
+#include "core/kai/placement.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace arbiter::kai {
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+bool Better(const double score, int node, const double best_score, int best_node) {
+  if (best_node < 0) return true;
+  if (score != best_score) return score > best_score;
+  return node < best_node;
+}
+
+}  // namespace
+
+double BinpackScore(double free, double allocatable, double min, double max) {
+  if (allocatable == 0 || max == 0) return 0;
+  if (max == min) return 9;
+  return 9 * (1 - (free - min) / (max - min));
+}
+
+double SpreadScore(double free, double allocatable) {
+  return allocatable == 0 ? 0 : free / allocatable;
+}
+
+Placer::Placer(const Cluster& cluster, Feasibility& feasibility, const NodeIndex& index,
+               const WorkingState& state)
+    : cluster_(cluster),
+      feasibility_(feasibility),
+      index_(index),
+      state_(state),
+      bands_(2 * static_cast<size_t>(feasibility.num_signatures())),
+      bands_ready_(bands_.size(), false) {}
+
+const std::vector<Placer::BandGroup>& Placer::Bands(int pod) {
+  const bool gpu_pod = cluster_.pod(pod).requests_gpu;
+  const size_t slot = 2 * static_cast<size_t>(feasibility_.pod_signature(pod)) + (gpu_pod ? 1 : 0);
+  std::vector<BandGroup>& groups = bands_[slot];
+  if (bands_ready_[slot]) return groups;
+  bands_ready_[slot] = true;
+  std::vector<std::pair<int, BucketRef>> refs;  // (band, bucket)
+  for (const Feasibility::FeasibleClass& feasible :
+       feasibility_.FeasibleClasses(feasibility_.pod_signature(pod))) {
+    const int prefer = feasible.preferred ? 50 : 0;
+    if (gpu_pod) {
+      refs.push_back({prefer, BucketRef{feasible.node_class, NodeIndex::kGpu}});
+    } else {
+      refs.push_back({prefer + 10, BucketRef{feasible.node_class, NodeIndex::kCpuNoGpu}});
+      refs.push_back({prefer, BucketRef{feasible.node_class, NodeIndex::kCpuGpu}});
+    }
+  }
+  std::stable_sort(refs.begin(), refs.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (const auto& [band, ref] : refs) {
+    if (groups.empty() || groups.back().band != band) groups.push_back(BandGroup{band, {}});
+    groups.back().buckets.push_back(ref);
+  }
+  return groups;
+}
+
+bool Placer::Fits(int node, const double* requests, bool now) const {
+  return now ? state_.FitsNow(node, requests) : state_.FitsPipelined(node, requests);
+}
+
+Placer::Candidate Placer::SearchBinpack(const BandGroup& group, const double* requests,
+                                        int resource, bool now, double min, double max) const {
+  const double needed = resource >= 0 && requests[resource] > 0 ? requests[resource] : -kInfinity;
+  Candidate best;
+  for (const BucketRef& ref : group.buckets) {
+    const NodeIndex::Set& set = index_.set(ref.node_class, ref.bucket);
+    for (auto it = set.lower_bound(NodeIndex::Entry{needed, -1}); it != set.end(); ++it) {
+      if (!Fits(it->node, requests, now)) continue;
+      const double allocatable = cluster_.allocatable(it->node)[resource];
+      const double score = BinpackScore(it->key, allocatable, min, max);
+      if (Better(score, it->node, best.score, best.node)) best = Candidate{it->node, score};
+      // Nodes with more free score lower, except where rounding makes two scores equal: follow
+      // those too, since an equal score is decided by the name.
+      auto next = set.upper_bound(NodeIndex::Entry{it->key, std::numeric_limits<int>::max()});
+      for (; next != set.end(); ++next) {
+        const double next_score =
+            BinpackScore(next->key, cluster_.allocatable(next->node)[resource], min, max);
+        if (next_score != score) break;
+        if (Better(next_score, next->node, best.score, best.node) &&
+            Fits(next->node, requests, now)) {
+          best = Candidate{next->node, next_score};
+        }
+      }
+      break;
+    }
+    for (int node : index_.zero_nodes(ref.node_class, ref.bucket)) {
+      if (best.node >= 0 && (best.score > 0 || node > best.node)) break;
+      if (Fits(node, requests, now)) {
+        if (Better(0, node, best.score, best.node)) best = Candidate{node, 0};
+        break;
+      }
+    }
+  }
+  return best;
+}
+
+Placer::Candidate Placer::SearchSpread(const BandGroup& group, const double* requests,
+                                       bool now) const {
+  Candidate best;
+  for (const BucketRef& ref : group.buckets) {
+    const NodeIndex::Set& set = index_.set(ref.node_class, ref.bucket);
+    for (auto it = set.begin(); it != set.end(); ++it) {
+      const double score = -it->key;
+      if (best.node >= 0 && score < best.score) break;  // nothing later can win
+      if (!Fits(it->node, requests, now)) continue;
+      if (Better(score, it->node, best.score, best.node)) best = Candidate{it->node, score};
+      break;
+    }
+  }
+  return best;
+}
+
+NodeChoice Placer::Choose(int pod) {
+  const std::vector<BandGroup>& groups = Bands(pod);
+  const double* requests = cluster_.requests(pod);
+  const int resource = cluster_.pod(pod).requests_gpu ? cluster_.gpu() : cluster_.cpu();
+  double min = kInfinity;
+  double max = -kInfinity;
+  if (!index_.spread()) {
+    for (const BandGroup& group : groups) {
+      for (const BucketRef& ref : group.buckets) {
+        const NodeIndex::Set& set = index_.set(ref.node_class, ref.bucket);
+        if (set.empty()) continue;
+        min = std::min(min, set.begin()->key);
+        max = std::max(max, set.rbegin()->key);
+      }
+    }
+  }
+  for (bool now : {true, false}) {
+    for (const BandGroup& group : groups) {
+      Candidate best = index_.spread()
+                           ? SearchSpread(group, requests, now)
+                           : SearchBinpack(group, requests, resource, now, min, max);
+      if (best.node >= 0) return NodeChoice{best.node, now};
+    }
+  }
+  return NodeChoice{};
+}
+
+int PlaceUnit(Placer& placer, WorkingState& state, const Unit& unit, bool all_pipelined) {
+  int placed = 0;
+  for (int pod : unit.pods) {
+    const NodeChoice choice = placer.Choose(pod);
+    if (choice.node < 0) break;
+    state.Bind(pod, choice.node, choice.fits_now, all_pipelined || !choice.fits_now);
+    ++placed;
+  }
+  return placed;
+}
+
+}  // namespace arbiter::kai

@@ -1,0 +1,76 @@
+// Node choice for one pod (SEMANTICS.md §4.5).
+//
+// Nodes are ordered by descending score, then name: 100 (fits now) + 50 (every PreferNoSchedule
+// taint tolerated) + 10 (the pod requests no nvidia.com/gpu and the node has none) + the placement
+// score (0-9, on nvidia.com/gpu when the pod requests it, else on cpu). The pod takes the first
+// node in that order where it fits now or pipelined. The bands never overlap, so the search runs
+// band by band through the NodeIndex sets: the first pass looks for a node that fits now, the
+// second (only if the first found none) for one that fits once releasing pods are gone.
+#pragma once
+
+#include <vector>
+
+#include "core/kai/cluster.h"
+#include "core/kai/feasibility.h"
+#include "core/kai/node_index.h"
+#include "core/kai/unit.h"
+#include "core/kai/working_state.h"
+
+namespace arbiter::kai {
+
+// Binpack's placement score: 0 if allocatable == 0 or max == 0; 9 if max == min; else
+// 9 · (1 − (free − min) / (max − min)), min and max of free over the feasible nodes with
+// allocatable > 0.
+double BinpackScore(double free, double allocatable, double min, double max);
+// Spread's placement score: free / allocatable (0 if allocatable == 0).
+double SpreadScore(double free, double allocatable);
+
+struct NodeChoice {
+  int node = -1;          // -1: the pod fits no feasible node, not even pipelined
+  bool fits_now = false;  // false: fits only once releasing pods are gone
+};
+
+class Placer {
+ public:
+  // Everything must outlive the Placer; `state` must keep `index` up to date.
+  Placer(const Cluster& cluster, Feasibility& feasibility, const NodeIndex& index,
+         const WorkingState& state);
+
+  // The node `pod` takes in the current state. O(bands · buckets · log n) plus the nodes skipped
+  // because they lack some resource; no allocation after the first pod of each signature.
+  NodeChoice Choose(int pod);
+
+ private:
+  struct BucketRef {
+    int node_class;
+    NodeIndex::Bucket bucket;
+  };
+  struct BandGroup {
+    int band;  // 50 + 10 bands of §4.5
+    std::vector<BucketRef> buckets;
+  };
+  struct Candidate {
+    int node = -1;
+    double score = 0;
+  };
+  const std::vector<BandGroup>& Bands(int pod);
+  bool Fits(int node, const double* requests, bool now) const;
+  Candidate SearchBinpack(const BandGroup& group, const double* requests, int resource, bool now,
+                          double min, double max) const;
+  Candidate SearchSpread(const BandGroup& group, const double* requests, bool now) const;
+
+  const Cluster& cluster_;
+  Feasibility& feasibility_;
+  const NodeIndex& index_;
+  const WorkingState& state_;
+  std::vector<std::vector<BandGroup>> bands_;  // per (signature, requests_gpu)
+  std::vector<bool> bands_ready_;
+};
+
+// Places the unit's pods one at a time, in pod order, each seeing the previous placements: each
+// takes the node Choose picks, bound now if it fits now and pipelined otherwise, or pipelined in
+// any case when `all_pipelined`. Stops at the first pod that fits nowhere and returns the number
+// of pods placed (== unit.pods.size() on success); the caller rolls back a partial unit.
+int PlaceUnit(Placer& placer, WorkingState& state, const Unit& unit, bool all_pipelined);
+
+}  // namespace arbiter::kai

@@ -1,0 +1,59 @@
+// Everything one KAI cycle works on (SEMANTICS.md §4.1), built once by ScheduleKai and handed to
+// each action: the interned snapshot, the fair share computed at the start, the feasibility
+// classes, the node index, the working state and the pending reasons.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/kai/cluster.h"
+#include "core/kai/feasibility.h"
+#include "core/kai/kai_fair_share.h"
+#include "core/kai/node_index.h"
+#include "core/kai/pending_reasons.h"
+#include "core/kai/placement.h"
+#include "core/kai/working_state.h"
+#include "core/model.h"
+
+namespace arbiter::kai {
+
+// Why and for whom a pod was evicted (or moved) in this response.
+struct EvictionNote {
+  int pod = -1;
+  EvictionReason reason = EvictionReason::kUnspecified;
+  int preemptor = -1;  // the pod group the eviction makes room for
+  std::string message;
+};
+
+class Session {
+ public:
+  // Builds the cycle's state over a validated snapshot and its fair share; all three must outlive
+  // the session. O(size · log size).
+  Session(const Snapshot& snapshot, const Policy& policy, const KaiFairShare& shares);
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const Policy& policy() const { return policy_; }
+  const KaiFairShare& shares() const { return shares_; }
+  const Cluster& cluster() const { return cluster_; }
+  Feasibility& feasibility() { return feasibility_; }
+  WorkingState& state() { return *state_; }
+  Placer& placer() { return *placer_; }
+  PendingReasons& reasons() { return reasons_; }
+  // Evictions and moves committed so far, one per pod.
+  std::vector<EvictionNote>& evictions() { return evictions_; }
+
+ private:
+  const Policy& policy_;
+  const KaiFairShare& shares_;
+  Cluster cluster_;
+  Feasibility feasibility_;
+  NodeIndex index_;
+  std::unique_ptr<WorkingState> state_;
+  std::unique_ptr<Placer> placer_;
+  PendingReasons reasons_;
+  std::vector<EvictionNote> evictions_;
+};
+
+}  // namespace arbiter::kai

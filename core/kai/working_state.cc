@@ -1,0 +1,216 @@
+#include "core/kai/working_state.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace arbiter::kai {
+
+WorkingState::WorkingState(const Cluster& cluster, const KaiFairShare& shares, NodeIndex* index)
+    : cluster_(cluster), index_(index), r_(cluster.num_resources()) {
+  const int nodes = cluster.num_nodes();
+  const int pods = cluster.num_pods();
+  const int groups = cluster.num_groups();
+  used_.assign(static_cast<size_t>(nodes) * r_, 0.0);
+  releasing_.assign(static_cast<size_t>(nodes) * r_, 0.0);
+  const int queues = cluster.tree().size();
+  allocated_.assign(static_cast<size_t>(queues) * r_, 0.0);
+  allocated_np_.assign(static_cast<size_t>(queues) * r_, 0.0);
+  for (int q = 0; q < queues; ++q) {
+    const QueueAmounts& amounts = shares.queues[q];
+    std::copy(amounts.allocated.begin(), amounts.allocated.end(), &allocated_[q * r_]);
+    std::copy(amounts.allocated_np.begin(), amounts.allocated_np.end(), &allocated_np_[q * r_]);
+  }
+
+  pod_state_.assign(pods, 0);
+  pod_node_.assign(pods, -1);
+  after_evictions_.assign(pods, 0);
+  running_.assign(groups, 0);
+  bound_.assign(groups, 0);
+  bound_now_.assign(groups, 0);
+  moved_.assign(groups, 0);
+  evicted_.assign(groups, 0);
+  pending_next_.assign(groups, 0);
+  pending_end_.assign(groups, 0);
+  pending_pods_.reserve(pods);
+  for (int g = 0; g < groups; ++g) {
+    const ClusterGroup& group = cluster.group(g);
+    pending_next_[g] = static_cast<int32_t>(pending_pods_.size());
+    for (int p = group.first_pod; p < group.first_pod + group.pod_count; ++p) {
+      const ClusterPod& pod = cluster.pod(p);
+      const double* requests = cluster.requests(p);
+      pod_node_[p] = pod.node;
+      switch (pod.phase) {
+        case PodPhase::kRunning:
+          pod_state_[p] = static_cast<int32_t>(PodState::kRunning);
+          ++running_[g];
+          for (int r = 0; r < r_; ++r) used_[pod.node * r_ + r] += requests[r];
+          break;
+        case PodPhase::kReleasing:
+          pod_state_[p] = static_cast<int32_t>(PodState::kReleasing);
+          for (int r = 0; r < r_; ++r) releasing_[pod.node * r_ + r] += requests[r];
+          break;
+        default:
+          pod_state_[p] = static_cast<int32_t>(PodState::kPending);
+          pending_pods_.push_back(p);
+          break;
+      }
+    }
+    pending_end_[g] = static_cast<int32_t>(pending_pods_.size());
+  }
+  if (index_ != nullptr) {
+    for (int n = 0; n < nodes; ++n) TouchNode(n);
+  }
+}
+
+bool WorkingState::FitsNow(int node, const double* requests) const {
+  for (int r = 0; r < r_; ++r) {
+    if (requests[r] > 0 && !(requests[r] <= idle(node, r))) return false;
+  }
+  return true;
+}
+
+bool WorkingState::FitsPipelined(int node, const double* requests) const {
+  for (int r = 0; r < r_; ++r) {
+    if (requests[r] > 0 && !(requests[r] <= free(node, r))) return false;
+  }
+  return true;
+}
+
+void WorkingState::SetDouble(double& slot, double value) {
+  if (open_statements_ > 0) double_journal_.emplace_back(&slot, slot);
+  slot = value;
+}
+
+void WorkingState::SetInt(int32_t& slot, int32_t value) {
+  if (open_statements_ > 0) int_journal_.emplace_back(&slot, slot);
+  slot = value;
+}
+
+void WorkingState::TouchNode(int node) {
+  if (index_ == nullptr) return;
+  if (open_statements_ > 0) node_journal_.push_back(node);
+  const int gpu = cluster_.gpu();
+  const int cpu = cluster_.cpu();
+  index_->Update(node, gpu < 0 ? 0.0 : free(node, gpu), cpu < 0 ? 0.0 : free(node, cpu));
+}
+
+void WorkingState::AddToQueues(int group, const double* requests, double sign) {
+  const ClusterGroup& info = cluster_.group(group);
+  const QueueTree& tree = cluster_.tree();
+  for (int q = info.queue; q >= 0; q = tree.parent(q)) {
+    for (int r = 0; r < r_; ++r) {
+      if (requests[r] == 0) continue;
+      double& slot = allocated_[q * r_ + r];
+      SetDouble(slot, slot + sign * requests[r]);
+      if (!info.preemptible) {
+        double& np = allocated_np_[q * r_ + r];
+        SetDouble(np, np + sign * requests[r]);
+      }
+    }
+  }
+}
+
+void WorkingState::OccupyNode(int node, const double* requests, bool fits_now) {
+  for (int r = 0; r < r_; ++r) {
+    if (!(requests[r] > 0)) continue;
+    double& used = used_[node * r_ + r];
+    if (fits_now) {
+      SetDouble(used, used + requests[r]);
+      continue;
+    }
+    double& releasing = releasing_[node * r_ + r];
+    double claim = std::min(requests[r], std::max(releasing, 0.0));
+    if (claim > 0) SetDouble(releasing, releasing - claim);
+    if (requests[r] - claim > 0) SetDouble(used, used + (requests[r] - claim));
+  }
+  TouchNode(node);
+}
+
+void WorkingState::Bind(int pod, int node, bool fits_now, bool after_evictions) {
+  const int group = cluster_.pod(pod).group;
+  // Units are taken in pod order, so the pod bound is always the group's next PENDING pod.
+  assert(pending_left(group) > 0 && pending_pod(group, 0) == pod);
+  const double* requests = cluster_.requests(pod);
+  OccupyNode(node, requests, fits_now);
+  AddToQueues(group, requests, +1);
+  SetInt(pod_state_[pod], static_cast<int32_t>(PodState::kBound));
+  SetInt(pod_node_[pod], node);
+  SetInt(after_evictions_[pod], after_evictions ? 1 : 0);
+  SetInt(bound_[group], bound_[group] + 1);
+  if (!after_evictions) SetInt(bound_now_[group], bound_now_[group] + 1);
+  SetInt(pending_next_[group], pending_next_[group] + 1);
+}
+
+void WorkingState::MarkPipelined(int pod) {
+  if (after_evictions_[pod] != 0) return;
+  const int group = cluster_.pod(pod).group;
+  SetInt(after_evictions_[pod], 1);
+  SetInt(bound_now_[group], bound_now_[group] - 1);
+}
+
+void WorkingState::Evict(int pod) {
+  assert(pod_state(pod) == PodState::kRunning);
+  const int group = cluster_.pod(pod).group;
+  const int node = pod_node_[pod];
+  const double* requests = cluster_.requests(pod);
+  for (int r = 0; r < r_; ++r) {
+    if (requests[r] == 0) continue;
+    double& used = used_[node * r_ + r];
+    double& releasing = releasing_[node * r_ + r];
+    SetDouble(used, used - requests[r]);
+    SetDouble(releasing, releasing + requests[r]);
+  }
+  TouchNode(node);
+  AddToQueues(group, requests, -1);
+  SetInt(pod_state_[pod], static_cast<int32_t>(PodState::kEvicted));
+  SetInt(running_[group], running_[group] - 1);
+  SetInt(evicted_[group], evicted_[group] + 1);
+}
+
+void WorkingState::Relocate(int pod, int node, bool fits_now) {
+  assert(pod_state(pod) == PodState::kEvicted);
+  const int group = cluster_.pod(pod).group;
+  const double* requests = cluster_.requests(pod);
+  OccupyNode(node, requests, fits_now);
+  AddToQueues(group, requests, +1);
+  SetInt(pod_state_[pod], static_cast<int32_t>(PodState::kMoved));
+  SetInt(pod_node_[pod], node);
+  SetInt(after_evictions_[pod], 1);
+  SetInt(evicted_[group], evicted_[group] - 1);
+  SetInt(moved_[group], moved_[group] + 1);
+}
+
+WorkingState::Mark WorkingState::Checkpoint() {
+  ++open_statements_;
+  return Mark{double_journal_.size(), int_journal_.size(), node_journal_.size()};
+}
+
+void WorkingState::Rollback(const Mark& mark) {
+  for (size_t i = double_journal_.size(); i > mark.doubles; --i) {
+    *double_journal_[i - 1].first = double_journal_[i - 1].second;
+  }
+  for (size_t i = int_journal_.size(); i > mark.ints; --i) {
+    *int_journal_[i - 1].first = int_journal_[i - 1].second;
+  }
+  double_journal_.resize(mark.doubles);
+  int_journal_.resize(mark.ints);
+  // Re-key the touched nodes from their restored values, without journaling the re-keying.
+  --open_statements_;
+  const int saved = open_statements_;
+  open_statements_ = 0;
+  for (size_t i = mark.nodes; i < node_journal_.size(); ++i) TouchNode(node_journal_[i]);
+  open_statements_ = saved;
+  node_journal_.resize(mark.nodes);
+}
+
+void WorkingState::Commit(const Mark& mark) {
+  (void)mark;
+  --open_statements_;
+  if (open_statements_ == 0) {
+    double_journal_.clear();
+    int_journal_.clear();
+    node_journal_.clear();
+  }
+}
+
+}  // namespace arbiter::kai

@@ -1,0 +1,140 @@
+// The mutable state of one KAI cycle (SEMANTICS.md §4.1), with statements: a checkpoint, any
+// number of binds, evictions and moves, then either a rollback that restores every value exactly
+// (bit for bit, from a journal of old values) or a commit.
+//
+// Per node: `used` (RUNNING pods, pods bound now, and the part of a pipelined claim that had to
+// come from idle), `releasing` (RELEASING and evicted pods, minus what pipelined bindings have
+// claimed) and idle = allocatable - used - releasing. A pod that fits now (req <= idle) is added to
+// used; a pipelined pod claims releasing capacity first and the rest from idle, so that two pods
+// never claim the same releasing amount and idle + releasing is always what the node will have
+// free once its releasing pods are gone.
+// Per queue: allocated and allocated_np over the subtree (§0.7), following the decisions.
+// Per pod group: RUNNING, bound and moved counts, and a cursor over its PENDING pods in pod order.
+//
+// Not thread-safe. Every mutation is O(R · depth) plus a NodeIndex update, without allocation
+// once the journal has grown.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/kai/cluster.h"
+#include "core/kai/kai_fair_share.h"
+#include "core/kai/node_index.h"
+
+namespace arbiter::kai {
+
+enum class PodState : int32_t {
+  kPending = 0,    // waits for a node
+  kRunning = 1,    // RUNNING in the input and still there
+  kReleasing = 2,  // RELEASING in the input
+  kBound = 3,      // bound in this response (see after_evictions)
+  kEvicted = 4,    // RUNNING in the input, evicted in this response
+  kMoved = 5,      // RUNNING in the input, evicted and re-placed in this response
+};
+
+class WorkingState {
+ public:
+  // The state at the start of the cycle: nodes from the pods' phases, queues from `shares`
+  // (allocated, allocated_np). Calls index->Update for every node when `index` is not null.
+  // Everything must outlive this.
+  WorkingState(const Cluster& cluster, const KaiFairShare& shares, NodeIndex* index);
+
+  const Cluster& cluster() const { return cluster_; }
+  int num_resources() const { return r_; }
+
+  // ---- Nodes ----
+  double idle(int node, int r) const {
+    return cluster_.allocatable(node)[r] - used_[node * r_ + r] - releasing_[node * r_ + r];
+  }
+  double releasing(int node, int r) const { return releasing_[node * r_ + r]; }
+  // idle + releasing: what the node has once its releasing pods are gone.
+  double free(int node, int r) const { return idle(node, r) + releasing(node, r); }
+  // req_r <= idle_r for every r with req_r > 0.
+  bool FitsNow(int node, const double* requests) const;
+  // req_r <= idle_r + releasing_r for every r with req_r > 0.
+  bool FitsPipelined(int node, const double* requests) const;
+
+  // ---- Queues (subtree amounts) ----
+  const double* allocated(int queue) const { return &allocated_[queue * r_]; }
+  const double* allocated_np(int queue) const { return &allocated_np_[queue * r_]; }
+
+  // ---- Pods ----
+  PodState pod_state(int pod) const { return static_cast<PodState>(pod_state_[pod]); }
+  // The node a pod holds or will hold: its input node, or the node it was bound or moved to.
+  int pod_node(int pod) const { return pod_node_[pod]; }
+  bool after_evictions(int pod) const { return after_evictions_[pod] != 0; }
+
+  // ---- Pod groups ----
+  int running(int group) const { return running_[group]; }
+  int bound(int group) const { return bound_[group]; }          // bound now or pipelined
+  int bound_now(int group) const { return bound_now_[group]; }  // without after_evictions
+  int moved(int group) const { return moved_[group]; }
+  int evicted(int group) const { return evicted_[group]; }
+  // active(G) of §0.7: RUNNING pods plus pods bound (or moved) in this response.
+  int active(int group) const { return running_[group] + bound_[group] + moved_[group]; }
+  // The PENDING pods not yet bound, in pod order.
+  int pending_left(int group) const { return pending_end_[group] - pending_next_[group]; }
+  // The i-th PENDING pod not yet bound (0 = next).
+  int pending_pod(int group, int i) const { return pending_pods_[pending_next_[group] + i]; }
+
+  // ---- Mutations (journaled while a statement is open) ----
+  // Binds a PENDING pod (the group's next one) to `node`. `fits_now` says how the pod fits and so
+  // how it is accounted (used, or a pipelined claim); `after_evictions` is what the binding says.
+  void Bind(int pod, int node, bool fits_now, bool after_evictions);
+  // Turns a binding made now into a pipelined one (the gang rule of §4.5); accounting unchanged.
+  void MarkPipelined(int pod);
+  // Evicts a RUNNING pod: its requests move from used to releasing on its node; its queue and
+  // ancestors stop counting it.
+  void Evict(int pod);
+  // Re-places a pod evicted in this response on `node` (pipelined): the pod is "moved" (§4.8)
+  // and counts for its queue again.
+  void Relocate(int pod, int node, bool fits_now);
+
+  // ---- Statements ----
+  struct Mark {
+    size_t doubles = 0;
+    size_t ints = 0;
+    size_t nodes = 0;
+  };
+  // Opens a statement. Statements nest; each must end with Rollback or Commit, innermost first.
+  Mark Checkpoint();
+  // Restores every value changed since `mark`, exactly, and closes the statement.
+  void Rollback(const Mark& mark);
+  // Keeps the changes since `mark` and closes the statement.
+  void Commit(const Mark& mark);
+
+ private:
+  void SetDouble(double& slot, double value);
+  void SetInt(int32_t& slot, int32_t value);
+  void TouchNode(int node);
+  void AddToQueues(int group, const double* requests, double sign);
+  void OccupyNode(int node, const double* requests, bool fits_now);
+
+  const Cluster& cluster_;
+  NodeIndex* index_;
+  int r_;
+  std::vector<double> used_;          // nodes × R
+  std::vector<double> releasing_;     // nodes × R
+  std::vector<double> allocated_;     // queues × R
+  std::vector<double> allocated_np_;  // queues × R
+  std::vector<int32_t> pod_state_;
+  std::vector<int32_t> pod_node_;
+  std::vector<int32_t> after_evictions_;
+  std::vector<int32_t> running_;
+  std::vector<int32_t> bound_;
+  std::vector<int32_t> bound_now_;
+  std::vector<int32_t> moved_;
+  std::vector<int32_t> evicted_;
+  std::vector<int32_t> pending_next_;
+  std::vector<int32_t> pending_end_;
+  std::vector<int32_t> pending_pods_;
+
+  // The journal: old values, restored in reverse order on rollback.
+  int open_statements_ = 0;
+  std::vector<std::pair<double*, double>> double_journal_;
+  std::vector<std::pair<int32_t*, int32_t>> int_journal_;
+  std::vector<int> node_journal_;  // nodes whose free capacity changed (for the index)
+};
+
+}  // namespace arbiter::kai

@@ -1,0 +1,66 @@
+// Helpers for the KAI cycle's table tests: run one validated cycle and read its decisions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/kai/kai_schedule.h"
+#include "core/model.h"
+#include "core/validation.h"
+#include "gtest/gtest.h"
+
+namespace arbiter::testing {
+
+inline const std::map<std::string, double> Gpu(double n) { return {{"nvidia.com/gpu", n}}; }
+inline const std::map<std::string, double> Cpu(double n) { return {{"cpu", n}}; }
+
+inline Policy PolicyWith(std::vector<Action> actions, Placement placement = Placement::kBinpack) {
+  Policy policy;
+  policy.actions = std::move(actions);
+  policy.placement = placement;
+  return policy;
+}
+
+inline Policy AllocateOnly(Placement placement = Placement::kBinpack) {
+  return PolicyWith({Action::kAllocate}, placement);
+}
+
+// Validates the request (a test snapshot must be valid) and runs one KAI cycle.
+inline ScheduleResult RunCycle(const Snapshot& snapshot, const Policy& policy) {
+  absl::Status valid = ValidateRequest(snapshot, policy, RequestKind::kSchedule);
+  EXPECT_TRUE(valid.ok()) << valid;
+  absl::StatusOr<ScheduleResult> result = kai::ScheduleKai(snapshot, policy, CycleHooks{});
+  EXPECT_TRUE(result.ok()) << result.status();
+  return result.ok() ? *std::move(result) : ScheduleResult{};
+}
+
+// "pod@node" per binding, "pod@node+" when pipelined, in response order.
+inline std::vector<std::string> Bindings(const ScheduleResult& result) {
+  std::vector<std::string> out;
+  for (const Binding& b : result.bindings) {
+    out.push_back(absl::StrCat(b.pod, "@", b.node, b.after_evictions ? "+" : ""));
+  }
+  return out;
+}
+
+// "group:reason" per pending group, in response order.
+inline std::vector<std::string> Pending(const ScheduleResult& result) {
+  std::vector<std::string> out;
+  for (const PendingPodGroup& p : result.pending) out.push_back(p.pod_group + ":" + p.reason);
+  return out;
+}
+
+inline const PendingPodGroup* FindPending(const ScheduleResult& result, const std::string& group) {
+  for (const PendingPodGroup& p : result.pending) {
+    if (p.pod_group == group) return &p;
+  }
+  return nullptr;
+}
+
+inline std::string PendingMessage(const ScheduleResult& result, const std::string& group) {
+  const PendingPodGroup* p = FindPending(result, group);
+  return p == nullptr ? "<not pending>" : p->message;
+}
+
+}  // namespace arbiter::testing
