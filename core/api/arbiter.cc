@@ -14,7 +14,7 @@ bool IsKueue(const Policy& policy) { return policy.fairness_model == FairnessMod
 
 absl::Status CheckCancelled(const CycleHooks& hooks, std::string_view next_phase) {
   if (hooks.cancelled && hooks.cancelled()) {
-    return absl::CancelledError(absl::StrCat("cancelled before phase ", next_phase));
+    return absl::CancelledError(absl::StrCat("cancelled before phase ", std::string(next_phase)));
   }
   return absl::OkStatus();
 }
