@@ -1,34 +1,70 @@
-// The Kueue model's entry points (SEMANTICS.md §5, §6 KUEUE). Provisional: every queue is listed
-// with its configured quota until the quota tree lands.
-#include <algorithm>
-
-#include "absl/status/status.h"
+// ComputeKueueShares (SEMANTICS.md §5.3, §6 KUEUE) and the queue list both entry points answer.
+#include "core/kueue/dominant_resource_share.h"
 #include "core/kueue/kueue.h"
+#include "core/kueue/queue_shares.h"
 
 namespace arbiter::kueue {
 
-std::vector<QueueShare> ComputeKueueShares(const Snapshot& snapshot) {
+std::vector<QueueShare> BuildQueueShares(const QuotaTree& tree,
+                                         const std::vector<Workload>& workloads,
+                                         const std::vector<char>& holds_quota) {
+  const int n = tree.size();
+  const int resource_count = tree.resource_count();
+  // The demand still waiting: workloads that hold no quota, summed up the tree (no lending).
+  std::vector<char> waiting(workloads.size(), 0);
+  for (size_t i = 0; i < workloads.size(); ++i) waiting[i] = holds_quota[i] ? 0 : 1;
+  std::vector<double> pending = LeafUsage(workloads, waiting, n, resource_count);
+  const std::vector<int>& top_down = tree.queues().top_down();
+  for (auto it = top_down.rbegin(); it != top_down.rend(); ++it) {
+    const int node = *it;
+    for (int child : tree.queues().children(node)) {
+      for (int r = 0; r < resource_count; ++r) {
+        pending[static_cast<size_t>(node) * resource_count + r] +=
+            pending[static_cast<size_t>(child) * resource_count + r];
+      }
+    }
+  }
+
   std::vector<QueueShare> shares;
-  shares.reserve(snapshot.queues.size());
-  for (const Queue& queue : snapshot.queues) {
+  shares.reserve(n);
+  std::vector<double> allocated(resource_count);
+  std::vector<double> requested(resource_count);
+  for (int node = 0; node < n; ++node) {
     QueueShare share;
-    share.queue = queue.name;
-    share.deserved = queue.deserved;
+    share.queue = tree.name(node);
+    share.deserved = tree.queues().queue(node).deserved;
+    for (int r = 0; r < resource_count; ++r) {
+      allocated[r] = tree.usage(node, r);
+      requested[r] = allocated[r] + pending[static_cast<size_t>(node) * resource_count + r];
+    }
+    share.allocated = tree.resources().ToMap(allocated);
+    share.requested = tree.resources().ToMap(requested);
+    const DominantResourceShare drs = ComputeDrs(tree, node);
+    share.weighted_share = drs.weighted;
+    share.borrowing = drs.borrowing;
+    if (drs.dominant_resource >= 0) {
+      share.dominant_resource = tree.resources().name(drs.dominant_resource);
+    }
     shares.push_back(std::move(share));
   }
-  std::sort(shares.begin(), shares.end(),
-            [](const QueueShare& a, const QueueShare& b) { return a.queue < b.queue; });
   return shares;
 }
 
-absl::StatusOr<ScheduleResult> ScheduleKueue(const Snapshot& snapshot, const Policy& /*policy*/,
-                                             const CycleHooks& hooks) {
-  if (hooks.cancelled && hooks.cancelled()) {
-    return absl::CancelledError("cancelled before phase fair_share");
-  }
-  ScheduleResult result;
-  result.queues = ComputeKueueShares(snapshot);
-  return result;
+std::vector<KueuePreemptionStrategy> ResolveStrategies(const Policy& policy) {
+  if (!policy.kueue_preemption_strategies.empty()) return policy.kueue_preemption_strategies;
+  return {KueuePreemptionStrategy::kLessThanOrEqualToFinalShare,
+          KueuePreemptionStrategy::kLessThanInitialShare};
+}
+
+std::vector<QueueShare> ComputeKueueShares(const Snapshot& snapshot) {
+  const QueueTree queues = QueueTree::Build(snapshot);
+  const ResourceSet resources = ResourceSet::Collect(snapshot);
+  QuotaTree tree = QuotaTree::Build(queues, resources);
+  const std::vector<Workload> workloads = CollectWorkloads(snapshot, queues, resources);
+  std::vector<char> holds(workloads.size(), 0);
+  for (size_t i = 0; i < workloads.size(); ++i) holds[i] = workloads[i].admitted ? 1 : 0;
+  tree.SetLeafUsage(LeafUsage(workloads, holds, tree.size(), tree.resource_count()));
+  return BuildQueueShares(tree, workloads, holds);
 }
 
 }  // namespace arbiter::kueue

@@ -1,0 +1,362 @@
+#include "core/kueue/admission.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/kueue/fair_preemption.h"
+#include "core/kueue/nomination.h"
+#include "core/kueue/pending_reasons.h"
+#include "core/kueue/tournament.h"
+
+namespace arbiter::kueue {
+namespace {
+
+class Rounds {
+ public:
+  Rounds(QuotaTree& tree, const std::vector<Workload>& workloads,
+         const std::vector<KueuePreemptionStrategy>& strategies)
+      : tree_(tree), workloads_(workloads) {
+    const int n = tree.size();
+    const size_t count = workloads.size();
+    holds_.assign(count, 0);
+    admitted_now_.assign(count, 0);
+    evicted_.assign(count, 0);
+    set_aside_.assign(count, 0);
+    waited_.assign(count, 0);
+    ever_head_.assign(count, 0);
+    available_.assign(count, 0);
+    claimed_by_.assign(count, -1);
+    reason_.assign(count, "");
+    message_.assign(count, "");
+    pending_order_.assign(n, {});
+    for (size_t i = 0; i < count; ++i) {
+      holds_[i] = workloads[i].admitted ? 1 : 0;
+      if (!workloads[i].admitted && workloads[i].has_pods) {
+        pending_order_[workloads[i].cq].push_back(static_cast<int>(i));
+      }
+    }
+    for (std::vector<int>& order : pending_order_) {
+      std::sort(order.begin(), order.end(), [&workloads](int a, int b) {
+        return AdmissionOrderBefore(workloads[a], workloads[b]);
+      });
+    }
+    root_of_.assign(n, -1);
+    for (int node : tree.queues().top_down()) {
+      const int parent = tree.parent(node);
+      root_of_[node] = parent < 0 ? node : root_of_[parent];
+    }
+    index_ = CandidateIndex::Build(workloads, n);
+    context_.tree = &tree_;
+    context_.workloads = &workloads_;
+    context_.index = &index_;
+    context_.available = &available_;
+    context_.strategies = strategies;
+  }
+
+  absl::StatusOr<AdmissionOutcome> Run(const CycleHooks& hooks);
+
+ private:
+  struct Claim {
+    int target;
+    int preemptor;
+    EvictionReason reason;
+    std::string message;
+  };
+
+  void RebuildTree() {
+    tree_.SetLeafUsage(LeafUsage(workloads_, holds_, tree_.size(), tree_.resource_count()));
+  }
+  // One Kueue cycle; true when it admitted, evicted or set aside something.
+  bool RunRound();
+  // §5.4 step 5 for one entry; true when it admitted, claimed targets or was set aside.
+  bool Process(int w, Nomination nomination);
+  bool OverlapsClaims(const std::vector<PreemptionTarget>& targets) const;
+  std::string ClaimersOf(const std::vector<PreemptionTarget>& targets) const;
+  void Record(int w, const char* reason, std::string message) {
+    reason_[w] = reason;
+    message_[w] = std::move(message);
+  }
+  void SetAside(int w, const std::string& reason, std::string message) {
+    set_aside_[w] = 1;
+    reason_[w] = reason;
+    message_[w] = std::move(message);
+  }
+  void Reserve(int w);
+  PendingDecision Pending(int w) const;
+
+  QuotaTree& tree_;
+  const std::vector<Workload>& workloads_;
+  CandidateIndex index_;
+  PreemptionContext context_;
+  std::vector<int> root_of_;
+  std::vector<std::vector<int>> pending_order_;  // per ClusterQueue, admission order
+  // Per workload.
+  std::vector<char> holds_;         // holds quota now (admitted, not evicted)
+  std::vector<char> admitted_now_;  // admitted in this call
+  std::vector<char> evicted_;       // evicted in this call
+  std::vector<char> set_aside_;
+  std::vector<char> waited_;        // was waiting for evictions made in this call
+  std::vector<char> ever_head_;
+  std::vector<char> available_;     // may be a preemption target now
+  std::vector<int> claimed_by_;     // this round: the preemptor that claimed it, or -1
+  std::vector<std::string> reason_;
+  std::vector<std::string> message_;
+  // This round.
+  std::vector<int> claimed_;
+  std::vector<Claim> claims_;
+  // The call.
+  std::vector<AdmissionDecision> admissions_;
+  std::vector<EvictionDecision> evictions_;
+};
+
+bool Rounds::OverlapsClaims(const std::vector<PreemptionTarget>& targets) const {
+  for (const PreemptionTarget& target : targets) {
+    if (claimed_by_[target.workload] >= 0) return true;
+  }
+  return false;
+}
+
+std::string Rounds::ClaimersOf(const std::vector<PreemptionTarget>& targets) const {
+  std::vector<int> claimers;
+  for (const PreemptionTarget& target : targets) {
+    if (claimed_by_[target.workload] >= 0) claimers.push_back(claimed_by_[target.workload]);
+  }
+  std::sort(claimers.begin(), claimers.end());
+  claimers.erase(std::unique(claimers.begin(), claimers.end()), claimers.end());
+  std::vector<std::string> names;
+  for (int claimer : claimers) names.push_back(workloads_[claimer].name());
+  return absl::StrJoin(names, ", ");
+}
+
+void Rounds::Reserve(int w) {
+  const Workload& workload = workloads_[w];
+  const int x = workload.cq;
+  bool would_borrow = false;
+  for (const ResourceAmount& request : workload.usage) {
+    if (tree_.usage(x, request.resource) + request.amount > tree_.nominal(x, request.resource)) {
+      would_borrow = true;
+    }
+  }
+  Usage reservation;
+  for (const ResourceAmount& request : workload.usage) {
+    const int r = request.resource;
+    const double used = tree_.usage(x, r);
+    const double nominal = tree_.nominal(x, r);
+    double amount = 0;
+    if (would_borrow) {
+      amount = tree_.has_borrowing_limit(x, r)
+                   ? std::min(request.amount, nominal + tree_.borrowing_limit(x, r) - used)
+                   : request.amount;
+    } else {
+      amount = std::min(request.amount, nominal - used);
+    }
+    // Over-admitted queues reserve nothing rather than hand quota back.
+    if (amount > 0) reservation.push_back(ResourceAmount{r, amount});
+  }
+  tree_.AddUsage(x, reservation);
+}
+
+bool Rounds::Process(int w, Nomination nomination) {
+  const Workload& workload = workloads_[w];
+  const int x = workload.cq;
+  bool deferred = false;
+  if (nomination.mode == NominationMode::kPreempt && OverlapsClaims(nomination.targets)) {
+    const std::string claimers = ClaimersOf(nomination.targets);
+    const size_t mark = tree_.Mark();
+    for (int c : claimed_) tree_.RemoveUsage(workloads_[c].cq, workloads_[c].usage);
+    nomination = Nominate(context_, w);
+    tree_.Rollback(mark);
+    if (nomination.mode == NominationMode::kFit) {
+      deferred = true;
+      nomination.message = claimers;
+    }
+  }
+  if (nomination.mode == NominationMode::kNoFit) {
+    SetAside(w, nomination.reason, std::move(nomination.message));
+    return true;
+  }
+  if (nomination.mode == NominationMode::kPreempt && nomination.targets.empty()) {
+    SetAside(w, nomination.reason, std::move(nomination.message));
+    if (tree_.queues().queue(x).kueue_preemption.reclaim_within_cohort !=
+        ReclaimWithinCohort::kAny) {
+      Reserve(w);
+    }
+    return true;
+  }
+  if (deferred) {
+    tree_.AddUsage(x, workload.usage);
+    waited_[w] = 1;
+    Record(w, kWaitingForPreemptions,
+           absl::StrCat("fits once the workloads preempted for ", nomination.message,
+                        " in this cycle are gone"));
+    return false;
+  }
+  if (OverlapsClaims(nomination.targets)) {
+    Record(w, kOverlappingPreemptionTargets,
+           absl::StrCat("its preemption targets are already claimed by ",
+                        ClaimersOf(nomination.targets)));
+    return false;
+  }
+  const bool fits_before_evictions = tree_.Fits(x, workload.usage);
+  const size_t mark = tree_.Mark();
+  for (int c : claimed_) tree_.RemoveUsage(workloads_[c].cq, workloads_[c].usage);
+  for (const PreemptionTarget& target : nomination.targets) {
+    tree_.RemoveUsage(workloads_[target.workload].cq, workloads_[target.workload].usage);
+  }
+  const bool fits = tree_.Fits(x, workload.usage);
+  std::string shortfall;
+  if (!fits) {
+    for (const ResourceAmount& request : workload.usage) {
+      if (request.amount > tree_.Available(x, request.resource)) {
+        shortfall = ShortfallMessage(tree_, x, request.resource, request.amount);
+        break;
+      }
+    }
+  }
+  tree_.Rollback(mark);
+  if (!fits) {
+    Record(w, kNoLongerFits,
+           absl::StrCat("no longer fits after earlier workloads of this cycle: ", shortfall));
+    return false;
+  }
+  std::vector<std::string> victims;
+  for (PreemptionTarget& target : nomination.targets) {
+    claimed_by_[target.workload] = w;
+    available_[target.workload] = 0;
+    claimed_.push_back(target.workload);
+    victims.push_back(workloads_[target.workload].name());
+    claims_.push_back(Claim{target.workload, w, target.reason, std::move(target.message)});
+  }
+  tree_.AddUsage(x, workload.usage);
+  if (nomination.mode == NominationMode::kFit) {
+    holds_[w] = 1;
+    admitted_now_[w] = 1;
+    admissions_.push_back(AdmissionDecision{w, waited_[w] != 0 || !fits_before_evictions});
+    reason_[w].clear();
+    message_[w].clear();
+    return true;
+  }
+  waited_[w] = 1;
+  Record(w, kWaitingForPreemptions,
+         absl::StrCat("waiting for ", victims.size(), " preempted workload",
+                      victims.size() == 1 ? "" : "s", " to release quota: ",
+                      absl::StrJoin(victims, ", ")));
+  return true;
+}
+
+bool Rounds::RunRound() {
+  RebuildTree();
+  const int n = tree_.size();
+  bool changed = false;
+  std::vector<int> heads;
+  for (int cq = 0; cq < n; ++cq) {
+    for (int w : pending_order_[cq]) {
+      if (holds_[w] || evicted_[w] || set_aside_[w]) continue;
+      heads.push_back(w);
+      ever_head_[w] = 1;
+      break;
+    }
+  }
+  for (size_t i = 0; i < workloads_.size(); ++i) {
+    available_[i] = holds_[i] && !admitted_now_[i] ? 1 : 0;
+    claimed_by_[i] = -1;
+  }
+  claimed_.clear();
+  claims_.clear();
+
+  // Nominate every head on the round's starting tree. A NoFit entry changes nothing when it is
+  // processed, so setting it aside now leaves the order of the others as it is.
+  std::vector<Nomination> nominations(workloads_.size());
+  std::vector<std::vector<int>> entries_of_root(n);
+  for (int w : heads) {
+    Nomination nomination = Nominate(context_, w);
+    if (nomination.mode == NominationMode::kNoFit) {
+      SetAside(w, nomination.reason, std::move(nomination.message));
+      changed = true;
+      continue;
+    }
+    nominations[w] = std::move(nomination);
+    entries_of_root[root_of_[workloads_[w].cq]].push_back(w);
+  }
+  for (int root : tree_.queues().roots()) {
+    if (entries_of_root[root].empty()) continue;
+    Tournament tournament(&tree_, &workloads_, root, entries_of_root[root]);
+    while (!tournament.empty()) {
+      const int w = tournament.Winner();
+      if (Process(w, std::move(nominations[w]))) changed = true;
+      tournament.Remove(w);
+    }
+  }
+
+  if (!claims_.empty()) {
+    for (Claim& claim : claims_) {
+      evicted_[claim.target] = 1;
+      holds_[claim.target] = 0;
+      evictions_.push_back(
+          EvictionDecision{claim.target, claim.preemptor, claim.reason, std::move(claim.message)});
+    }
+    std::fill(set_aside_.begin(), set_aside_.end(), 0);  // capacity was released
+    changed = true;
+  }
+  return changed;
+}
+
+PendingDecision Rounds::Pending(int w) const {
+  const Workload& workload = workloads_[w];
+  if (!workload.has_pods) return PendingDecision{w, kGangIncomplete, "the workload has no pods"};
+  if (!ever_head_[w]) {
+    int ahead = 0;
+    for (int other : pending_order_[workload.cq]) {
+      if (other == w) break;
+      if (!holds_[other] && !evicted_[other]) ++ahead;
+    }
+    return PendingDecision{
+        w, kNotReached,
+        absl::StrCat("never at the head of ", NodeLabel(tree_, workload.cq), " in this cycle: ",
+                     ahead, " pending workload", ahead == 1 ? " is" : "s are", " ahead of it")};
+  }
+  return PendingDecision{w, reason_[w], message_[w]};
+}
+
+absl::StatusOr<AdmissionOutcome> Rounds::Run(const CycleHooks& hooks) {
+  AdmissionOutcome outcome;
+  while (true) {
+    if (hooks.cancelled && hooks.cancelled()) {
+      return absl::CancelledError(
+          absl::StrCat("cancelled in phase admission after ", outcome.rounds, " rounds"));
+    }
+    ++outcome.rounds;
+    if (!RunRound()) break;
+  }
+  RebuildTree();
+  std::sort(admissions_.begin(), admissions_.end(),
+            [](const AdmissionDecision& a, const AdmissionDecision& b) {
+              return a.workload < b.workload;
+            });
+  std::sort(evictions_.begin(), evictions_.end(),
+            [](const EvictionDecision& a, const EvictionDecision& b) {
+              return a.workload < b.workload;
+            });
+  for (size_t i = 0; i < workloads_.size(); ++i) {
+    if (holds_[i] || evicted_[i]) continue;
+    outcome.pending.push_back(Pending(static_cast<int>(i)));
+  }
+  outcome.admissions = std::move(admissions_);
+  outcome.evictions = std::move(evictions_);
+  outcome.holds_quota = holds_;
+  return outcome;
+}
+
+}  // namespace
+
+absl::StatusOr<AdmissionOutcome> RunAdmission(
+    QuotaTree& tree, const std::vector<Workload>& workloads,
+    const std::vector<KueuePreemptionStrategy>& strategies, const CycleHooks& hooks) {
+  Rounds rounds(tree, workloads, strategies);
+  return rounds.Run(hooks);
+}
+
+}  // namespace arbiter::kueue

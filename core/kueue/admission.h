@@ -1,0 +1,51 @@
+// Admission rounds (SEMANTICS.md §5.4): Kueue cycles repeated within one call until a round
+// admits, evicts and sets aside nothing. Each round nominates one head per ClusterQueue, orders
+// the entries by the fair-sharing tournament and processes them in that order: admit, claim
+// preemption targets, defer, reserve, or leave pending with a reason.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/api/arbiter.h"
+#include "core/kueue/quota_tree.h"
+#include "core/kueue/workload.h"
+#include "core/model.h"
+
+namespace arbiter::kueue {
+
+struct AdmissionDecision {
+  int workload = -1;
+  bool after_evictions = false;  // it waited for evictions made in this call
+};
+
+struct EvictionDecision {
+  int workload = -1;
+  int preemptor = -1;
+  EvictionReason reason = EvictionReason::kUnspecified;
+  std::string message;
+};
+
+struct PendingDecision {
+  int workload = -1;
+  std::string reason;
+  std::string message;
+};
+
+struct AdmissionOutcome {
+  std::vector<AdmissionDecision> admissions;  // workload (= name) order
+  std::vector<EvictionDecision> evictions;    // workload order
+  std::vector<PendingDecision> pending;       // workload order
+  std::vector<char> holds_quota;              // per workload, at the end of the call
+  int rounds = 0;
+};
+
+// Runs the rounds on `tree` (quotas of the snapshot; its usage is rebuilt every round and, on
+// return, describes the end of the call). `strategies` are the resolved Policy strategies.
+// Cancelled when hooks.cancelled() says so between rounds.
+absl::StatusOr<AdmissionOutcome> RunAdmission(
+    QuotaTree& tree, const std::vector<Workload>& workloads,
+    const std::vector<KueuePreemptionStrategy>& strategies, const CycleHooks& hooks);
+
+}  // namespace arbiter::kueue

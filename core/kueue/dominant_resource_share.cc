@@ -1,0 +1,72 @@
+#include "core/kueue/dominant_resource_share.h"
+
+#include <limits>
+
+namespace arbiter::kueue {
+
+DominantResourceShare ComputeDrs(const QuotaTree& tree, int node) {
+  DominantResourceShare drs;
+  drs.weight = tree.weight(node);
+  const int parent = tree.parent(node);
+  if (parent < 0) return drs;
+  for (int r : tree.covered(node)) {
+    const double borrowed = tree.usage(node, r) - tree.subtree_quota(node, r);
+    if (!(borrowed > 0)) continue;
+    drs.borrowing = true;
+    // Every resource n covers is covered by its root, so the lendable amount is pot(P(n)).
+    const double lendable = tree.PotentialAvailable(parent, r);
+    if (!(lendable > 0)) continue;
+    const double ratio = borrowed * 1000.0 / lendable;
+    // Resources ascend by name, so a later equal ratio keeps the smaller name.
+    if (ratio > drs.unweighted) {
+      drs.unweighted = ratio;
+      drs.dominant_resource = r;
+    }
+  }
+  if (drs.unweighted == 0) {
+    drs.weighted = 0;
+  } else if (drs.weight == 0) {
+    drs.weighted = std::numeric_limits<double>::infinity();
+  } else {
+    drs.weighted = drs.unweighted / drs.weight;
+  }
+  return drs;
+}
+
+bool BorrowsAnyOf(const QuotaTree& tree, int node, const Usage& request) {
+  for (const ResourceAmount& amount : request) {
+    if (amount.amount > 0 && tree.covers(node, amount.resource) &&
+        tree.Borrows(node, amount.resource)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+int CompareDrs(const DominantResourceShare& a, const DominantResourceShare& b) {
+  const bool a_zero = a.ZeroWeightBorrower();
+  const bool b_zero = b.ZeroWeightBorrower();
+  double left = a.weighted;
+  double right = b.weighted;
+  if (a_zero && b_zero) {
+    left = a.unweighted;
+    right = b.unweighted;
+  } else if (a_zero != b_zero) {
+    return a_zero ? 1 : -1;
+  }
+  if (left < right) return -1;
+  if (right < left) return 1;
+  return 0;
+}
+
+DominantResourceShare DrsWith(QuotaTree& tree, int node, int cq, const Usage& usage,
+                              bool* borrows_requested) {
+  const size_t mark = tree.Mark();
+  tree.AddUsage(cq, usage);
+  DominantResourceShare drs = ComputeDrs(tree, node);
+  if (borrows_requested != nullptr) *borrows_requested = BorrowsAnyOf(tree, node, usage);
+  tree.Rollback(mark);
+  return drs;
+}
+
+}  // namespace arbiter::kueue

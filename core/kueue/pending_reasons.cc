@@ -1,0 +1,29 @@
+#include "core/kueue/pending_reasons.h"
+
+#include <charconv>
+
+#include "absl/strings/str_cat.h"
+
+namespace arbiter::kueue {
+
+std::string FormatQuantity(double value) {
+  if (value == 0) return "0";
+  char buffer[64];
+  const std::to_chars_result result = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  return std::string(buffer, result.ptr);
+}
+
+std::string NodeLabel(const QuotaTree& tree, int node) {
+  return absl::StrCat(tree.kind(node), " ", tree.name(node));
+}
+
+std::string ShortfallMessage(const QuotaTree& tree, int cq, int r, double amount) {
+  const QuotaTree::Bound bound = tree.AvailableBound(cq, r);
+  const double shortfall = amount - tree.Available(cq, r);
+  const char* what = "its borrowing limit";
+  if (!bound.borrowing_limit) what = tree.is_leaf(bound.node) ? "its nominal quota" : "its quota";
+  return absl::StrCat(NodeLabel(tree, bound.node), " would exceed ", what, " on ",
+                      tree.resources().name(r), " by ", FormatQuantity(shortfall));
+}
+
+}  // namespace arbiter::kueue

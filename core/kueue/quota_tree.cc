@@ -1,0 +1,210 @@
+#include "core/kueue/quota_tree.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace arbiter::kueue {
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+// A limit map entry: absent or -1 means "no limit".
+bool LimitSet(const ResourceMap& limits, const std::string& resource, double* value) {
+  auto it = limits.find(resource);
+  if (it == limits.end() || it->second == -1) return false;
+  *value = it->second;
+  return true;
+}
+
+}  // namespace
+
+QuotaTree QuotaTree::Build(const QueueTree& queues, const ResourceSet& resources) {
+  QuotaTree tree;
+  tree.queues_ = &queues;
+  tree.resources_ = &resources;
+  tree.resource_count_ = resources.size();
+  const int n = queues.size();
+  const size_t cells = static_cast<size_t>(n) * static_cast<size_t>(tree.resource_count_);
+  tree.covered_.assign(n, {});
+  tree.covers_.assign(cells, 0);
+  tree.weight_.assign(n, 1.0);
+  tree.nominal_.assign(cells, 0.0);
+  tree.subtree_quota_.assign(cells, 0.0);
+  tree.local_quota_.assign(cells, 0.0);
+  tree.borrowing_limit_.assign(cells, kInfinity);
+  tree.potential_.assign(cells, 0.0);
+  tree.usage_.assign(cells, 0.0);
+
+  std::vector<double> lending_limit(cells, kInfinity);
+  for (int node = 0; node < n; ++node) {
+    const Queue& queue = queues.queue(node);
+    if (queue.fair_sharing_weight.has_value()) tree.weight_[node] = *queue.fair_sharing_weight;
+    for (const auto& [name, value] : queue.deserved) {
+      int r = resources.Find(name);
+      if (r < 0) continue;
+      tree.covers_[tree.At(node, r)] = 1;
+      tree.nominal_[tree.At(node, r)] = value;
+    }
+    // Limits have no effect on top-level queues (§5.1).
+    if (queues.parent(node) < 0) continue;
+    for (int r = 0; r < tree.resource_count_; ++r) {
+      double value = 0;
+      if (LimitSet(queue.borrowing_limit, resources.name(r), &value)) {
+        tree.borrowing_limit_[tree.At(node, r)] = value;
+      }
+      if (LimitSet(queue.lending_limit, resources.name(r), &value)) {
+        lending_limit[tree.At(node, r)] = value;
+      }
+    }
+  }
+
+  // Bottom up (children by name): covered keys, subtree quota, local quota.
+  const std::vector<int>& top_down = queues.top_down();
+  for (auto it = top_down.rbegin(); it != top_down.rend(); ++it) {
+    const int node = *it;
+    for (int r = 0; r < tree.resource_count_; ++r) {
+      double quota = tree.nominal_[tree.At(node, r)];
+      for (int child : queues.children(node)) {
+        quota += tree.subtree_quota_[tree.At(child, r)] - tree.local_quota_[tree.At(child, r)];
+        if (tree.covers_[tree.At(child, r)]) tree.covers_[tree.At(node, r)] = 1;
+      }
+      tree.subtree_quota_[tree.At(node, r)] = quota;
+      const double limit = lending_limit[tree.At(node, r)];
+      if (limit != kInfinity) tree.local_quota_[tree.At(node, r)] = std::max(0.0, quota - limit);
+      if (tree.covers_[tree.At(node, r)]) tree.covered_[node].push_back(r);
+    }
+  }
+
+  // Top down: potential available.
+  for (int node : top_down) {
+    const int parent = queues.parent(node);
+    for (int r = 0; r < tree.resource_count_; ++r) {
+      const size_t at = tree.At(node, r);
+      if (parent < 0) {
+        tree.potential_[at] = tree.subtree_quota_[at];
+        continue;
+      }
+      double potential = tree.local_quota_[at] + tree.potential_[tree.At(parent, r)];
+      if (tree.borrowing_limit_[at] != kInfinity) {
+        potential = std::min(potential, tree.subtree_quota_[at] + tree.borrowing_limit_[at]);
+      }
+      tree.potential_[at] = potential;
+    }
+  }
+  return tree;
+}
+
+bool QuotaTree::has_borrowing_limit(int node, int r) const {
+  return borrowing_limit_[At(node, r)] != kInfinity;
+}
+
+double QuotaTree::LocalAvailable(int node, int r) const {
+  return std::max(0.0, local_quota_[At(node, r)] - usage_[At(node, r)]);
+}
+
+double QuotaTree::Avail(int node, int r, Bound* bound) const {
+  const size_t at = At(node, r);
+  const int parent = queues_->parent(node);
+  if (parent < 0) {
+    if (bound != nullptr) *bound = Bound{node, false};
+    return subtree_quota_[at] - usage_[at];
+  }
+  double from_parent = Avail(parent, r, bound);
+  if (borrowing_limit_[at] != kInfinity) {
+    const double local = local_quota_[at];
+    const double stored_in_parent = subtree_quota_[at] - local;
+    const double used_in_parent = std::max(0.0, usage_[at] - local);
+    const double cap = stored_in_parent - used_in_parent + borrowing_limit_[at];
+    if (cap < from_parent) {
+      from_parent = cap;
+      if (bound != nullptr) *bound = Bound{node, true};
+    }
+  }
+  return LocalAvailable(node, r) + from_parent;
+}
+
+double QuotaTree::Available(int node, int r) const {
+  return std::max(0.0, Avail(node, r, nullptr));
+}
+
+QuotaTree::Bound QuotaTree::AvailableBound(int node, int r) const {
+  Bound bound;
+  Avail(node, r, &bound);
+  return bound;
+}
+
+bool QuotaTree::Fits(int cq, const Usage& request) const {
+  for (const ResourceAmount& amount : request) {
+    if (amount.amount > 0 && amount.amount > Available(cq, amount.resource)) return false;
+  }
+  return true;
+}
+
+void QuotaTree::SetUsage(size_t index, double value) {
+  journal_.emplace_back(index, usage_[index]);
+  usage_[index] = value;
+}
+
+void QuotaTree::AddUsage(int node, const Usage& usage) {
+  for (const ResourceAmount& amount : usage) {
+    const int r = amount.resource;
+    double value = amount.amount;
+    int at_node = node;
+    while (true) {
+      const size_t at = At(at_node, r);
+      const double local_available = LocalAvailable(at_node, r);
+      SetUsage(at, usage_[at] + value);
+      const int parent = queues_->parent(at_node);
+      if (parent < 0 || value <= local_available) break;
+      value -= local_available;
+      at_node = parent;
+    }
+  }
+}
+
+void QuotaTree::RemoveUsage(int node, const Usage& usage) {
+  for (const ResourceAmount& amount : usage) {
+    const int r = amount.resource;
+    double value = amount.amount;
+    int at_node = node;
+    while (true) {
+      const size_t at = At(at_node, r);
+      const double stored_in_parent = usage_[at] - local_quota_[at];
+      SetUsage(at, usage_[at] - value);
+      const int parent = queues_->parent(at_node);
+      if (parent < 0 || stored_in_parent <= 0) break;
+      value = std::min(value, stored_in_parent);
+      at_node = parent;
+    }
+  }
+}
+
+void QuotaTree::SetLeafUsage(const std::vector<double>& leaf_usage) {
+  journal_.clear();
+  const std::vector<int>& top_down = queues_->top_down();
+  for (auto it = top_down.rbegin(); it != top_down.rend(); ++it) {
+    const int node = *it;
+    for (int r = 0; r < resource_count_; ++r) {
+      const size_t at = At(node, r);
+      if (queues_->is_leaf(node)) {
+        usage_[at] = leaf_usage[at];
+        continue;
+      }
+      double sum = 0;
+      for (int child : queues_->children(node)) {
+        const size_t child_at = At(child, r);
+        sum += std::max(0.0, usage_[child_at] - local_quota_[child_at]);
+      }
+      usage_[at] = sum;
+    }
+  }
+}
+
+void QuotaTree::Rollback(size_t mark) {
+  while (journal_.size() > mark) {
+    usage_[journal_.back().first] = journal_.back().second;
+    journal_.pop_back();
+  }
+}
+
+}  // namespace arbiter::kueue

@@ -1,0 +1,67 @@
+#include "core/kueue/tournament.h"
+
+namespace arbiter::kueue {
+
+Tournament::Tournament(QuotaTree* tree, const std::vector<Workload>* workloads, int root,
+                       const std::vector<int>& entries)
+    : tree_(tree), workloads_(workloads), root_(root) {
+  const int n = tree->size();
+  entry_of_queue_.assign(n, -1);
+  best_.assign(n, -1);
+  drs_.assign(n, DominantResourceShare{});
+  borrows_requested_.assign(n, 0);
+  for (int workload : entries) entry_of_queue_[(*workloads)[workload].cq] = workload;
+  // Post-order over the root's subtree: children before their parent.
+  std::vector<std::pair<int, bool>> stack = {{root, false}};
+  while (!stack.empty()) {
+    auto [node, expanded] = stack.back();
+    stack.pop_back();
+    if (expanded) {
+      Evaluate(node);
+      continue;
+    }
+    stack.emplace_back(node, true);
+    const std::vector<int>& children = tree->queues().children(node);
+    for (auto it = children.rbegin(); it != children.rend(); ++it) stack.emplace_back(*it, false);
+  }
+}
+
+void Tournament::Remove(int workload) {
+  const int cq = (*workloads_)[workload].cq;
+  entry_of_queue_[cq] = -1;
+  for (int node = cq; node >= 0; node = tree_->parent(node)) {
+    Evaluate(node);
+    if (node == root_) break;
+  }
+}
+
+bool Tournament::Beats(int a, int b) const {
+  if (borrows_requested_[a] != borrows_requested_[b]) return !borrows_requested_[a];
+  const int order = CompareDrs(drs_[a], drs_[b]);
+  if (order != 0) return order < 0;
+  const Workload& wa = (*workloads_)[best_[a]];
+  const Workload& wb = (*workloads_)[best_[b]];
+  if (wa.priority != wb.priority) return wa.priority > wb.priority;
+  if (wa.creation != wb.creation) return wa.creation < wb.creation;
+  return wa.name() < wb.name();
+}
+
+void Tournament::Evaluate(int node) {
+  if (tree_->is_leaf(node)) {
+    best_[node] = entry_of_queue_[node];
+  } else {
+    int best_child = -1;
+    for (int child : tree_->queues().children(node)) {
+      if (best_[child] < 0) continue;
+      if (best_child < 0 || Beats(child, best_child)) best_child = child;
+    }
+    best_[node] = best_child < 0 ? -1 : best_[best_child];
+  }
+  if (node == root_ || best_[node] < 0) return;
+  const Workload& w = (*workloads_)[best_[node]];
+  bool borrows = false;
+  drs_[node] = DrsWith(*tree_, node, w.cq, w.usage, &borrows);
+  borrows_requested_[node] = borrows ? 1 : 0;
+}
+
+}  // namespace arbiter::kueue

@@ -1,0 +1,100 @@
+// The user stories of KEP-1714 (the seed of SEMANTICS.md §5), run through ScheduleKueue from an
+// empty cluster: the admitted usage the rounds reach is the fair division the story asks for.
+#include <cstdio>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tests/unit/kueue/kueue_test_util.h"
+
+namespace arbiter::kueue {
+namespace {
+
+using testing::Allocated;
+using testing::Evicted;
+using testing::RunKueue;
+using testing::SnapshotBuilder;
+
+constexpr char kGpu[] = "nvidia.com/gpu";
+
+// Adds `count` one-GPU workloads to `queue`, named "<queue>-NNN", all created at once; admitted
+// (at time 0) when `admitted`.
+void OneGpuWorkloads(SnapshotBuilder& b, const std::string& queue, int count, bool admitted, int first = 0) {
+  for (int i = first; i < first + count; ++i) {
+    char name[64];
+    snprintf(name, sizeof(name), "%s-%03d", queue.c_str(), i);
+    b.Group(name, queue).Pod({{kGpu, 1}});
+    if (admitted) b.Admitted(0);
+  }
+}
+
+// §5.3 check, KEP story 3: CS lends 300 GPUs; C1 and C2 split them 150/150; inside C1 the
+// weight-3 queue 1C gets three times what 1A and 1B get (30/30/90); 2A alone gets C2's 150.
+// Builds story 3's tree: org holds CS (one queue with 300 GPUs), C1 {1A, 1B, 1C weight 3} and
+// C2 {2A}; the teams have no quota of their own and may reclaim from anyone.
+SnapshotBuilder Story3Tree() {
+  SnapshotBuilder b;
+  b.Queue("org");
+  b.Queue("CS", "org").Queue("cs-cq", "CS").Deserved({{kGpu, 300}});
+  b.Queue("C1", "org");
+  b.Queue("1A", "C1").Deserved({{kGpu, 0}});
+  b.KueuePolicy(WithinClusterQueue::kNever, ReclaimWithinCohort::kAny);
+  b.Queue("1B", "C1").Deserved({{kGpu, 0}});
+  b.KueuePolicy(WithinClusterQueue::kNever, ReclaimWithinCohort::kAny);
+  b.Queue("1C", "C1").Deserved({{kGpu, 0}}).FairSharingWeight(3);
+  b.KueuePolicy(WithinClusterQueue::kNever, ReclaimWithinCohort::kAny);
+  b.Queue("C2", "org");
+  b.Queue("2A", "C2").Deserved({{kGpu, 0}});
+  b.KueuePolicy(WithinClusterQueue::kNever, ReclaimWithinCohort::kAny);
+  return b;
+}
+
+void ExpectStory3Division(const ScheduleResult& result) {
+  EXPECT_EQ(Allocated(result.queues, "C1", kGpu), 150);
+  EXPECT_EQ(Allocated(result.queues, "C2", kGpu), 150);
+  EXPECT_EQ(Allocated(result.queues, "1A", kGpu), 30);
+  EXPECT_EQ(Allocated(result.queues, "1B", kGpu), 30);
+  EXPECT_EQ(Allocated(result.queues, "1C", kGpu), 90);
+  EXPECT_EQ(Allocated(result.queues, "2A", kGpu), 150);
+}
+
+// §5.3 check, KEP story 3: C1 and C2 split CS's 300 GPUs 150/150; inside C1 the weight-3 queue
+// 1C ends with three times what 1A and 1B keep (30/30/90); 2A alone gets C2's 150. C1's queues
+// hold the whole pool at the start (1A 120, 1B 120, 1C 60) and 1C and 2A have long backlogs.
+// Workloads admitted in a call are never preempted in it, so the division is reached by
+// preempting 1A and 1B (and none of 1C: with weight 3 its share stays the lowest) while 1C and 2A
+// are admitted.
+TEST(KueueStoriesTest, Story3WeightedHierarchicalDivisionOfALentPool) {
+  SnapshotBuilder b = Story3Tree();
+  OneGpuWorkloads(b, "1A", 120, true);
+  OneGpuWorkloads(b, "1B", 120, true);
+  OneGpuWorkloads(b, "1C", 60, true);
+  OneGpuWorkloads(b, "1C", 100, false, 60);
+  OneGpuWorkloads(b, "2A", 200, false);
+  const ScheduleResult result = RunKueue(b.Build());
+  ExpectStory3Division(result);
+  // Every victim was admitted before the call: 1A, 1B, or 1C's first 60.
+  for (const auto& [group, reason] : Evicted(result)) {
+    EXPECT_EQ(reason, EvictionReason::kKueueInCohortFairSharing) << group;
+    EXPECT_TRUE(group.rfind("1A-", 0) == 0 || group.rfind("1B-", 0) == 0 ||
+                (group.rfind("1C-0", 0) == 0 && group < "1C-060"))
+        << group;
+  }
+}
+
+// The same division when 1C already holds its 90: the weight keeps 1C out of the victims (with
+// weight 1 its 90 would be the largest share in C1) while 2A takes 75 from each of 1A and 1B.
+TEST(KueueStoriesTest, Story3WeightShieldsTheHeavierQueueFromPreemption) {
+  SnapshotBuilder b = Story3Tree();
+  OneGpuWorkloads(b, "1A", 105, true);
+  OneGpuWorkloads(b, "1B", 105, true);
+  OneGpuWorkloads(b, "1C", 90, true);
+  OneGpuWorkloads(b, "2A", 200, false);
+  const ScheduleResult result = RunKueue(b.Build());
+  ExpectStory3Division(result);
+  int from_1c = 0;
+  for (const auto& [group, reason] : Evicted(result)) from_1c += group.rfind("1C-", 0) == 0;
+  EXPECT_EQ(from_1c, 0);
+}
+
+}  // namespace
+}  // namespace arbiter::kueue
