@@ -12,6 +12,7 @@ WorkingState::WorkingState(const Cluster& cluster, const KaiFairShare& shares, N
   const int groups = cluster.num_groups();
   used_.assign(static_cast<size_t>(nodes) * r_, 0.0);
   releasing_.assign(static_cast<size_t>(nodes) * r_, 0.0);
+  claimed_.assign(static_cast<size_t>(nodes) * r_, 0.0);
   const int queues = cluster.tree().size();
   allocated_.assign(static_cast<size_t>(queues) * r_, 0.0);
   allocated_np_.assign(static_cast<size_t>(queues) * r_, 0.0);
@@ -118,9 +119,9 @@ void WorkingState::OccupyNode(int node, const double* requests, bool fits_now) {
       SetDouble(used, used + requests[r]);
       continue;
     }
-    double& releasing = releasing_[node * r_ + r];
-    double claim = std::min(requests[r], std::max(releasing, 0.0));
-    if (claim > 0) SetDouble(releasing, releasing - claim);
+    double& claimed = claimed_[node * r_ + r];
+    const double claim = std::min(requests[r], std::max(releasing(node, r), 0.0));
+    if (claim > 0) SetDouble(claimed, claimed + claim);
     if (requests[r] - claim > 0) SetDouble(used, used + (requests[r] - claim));
   }
   TouchNode(node);

@@ -3,11 +3,12 @@
 // (bit for bit, from a journal of old values) or a commit.
 //
 // Per node: `used` (RUNNING pods, pods bound now, and the part of a pipelined claim that had to
-// come from idle), `releasing` (RELEASING and evicted pods, minus what pipelined bindings have
-// claimed) and idle = allocatable - used - releasing. A pod that fits now (req <= idle) is added to
-// used; a pipelined pod claims releasing capacity first and the rest from idle, so that two pods
-// never claim the same releasing amount and idle + releasing is always what the node will have
-// free once its releasing pods are gone.
+// come from idle), the requests of the pods that are releasing (RELEASING and evicted now), and
+// the part of those that pipelined bindings have claimed. idle = allocatable - used - releasing
+// pods; releasing() = releasing pods - claimed, the releasing capacity still unclaimed. A pod that
+// fits now (req <= idle) is added to used; a pipelined pod claims unclaimed releasing capacity
+// first and the rest from idle, so that two pods never claim the same releasing amount and
+// idle + releasing() is always what the node will have free once its releasing pods are gone.
 // Per queue: allocated and allocated_np over the subtree (§0.7), following the decisions.
 // Per pod group: RUNNING, bound and moved counts, and a cursor over its PENDING pods in pod order.
 //
@@ -47,7 +48,10 @@ class WorkingState {
   double idle(int node, int r) const {
     return cluster_.allocatable(node)[r] - used_[node * r_ + r] - releasing_[node * r_ + r];
   }
-  double releasing(int node, int r) const { return releasing_[node * r_ + r]; }
+  // Releasing capacity not yet claimed by a pipelined binding.
+  double releasing(int node, int r) const {
+    return releasing_[node * r_ + r] - claimed_[node * r_ + r];
+  }
   // idle + releasing: what the node has once its releasing pods are gone.
   double free(int node, int r) const { return idle(node, r) + releasing(node, r); }
   // req_r <= idle_r for every r with req_r > 0.
@@ -115,7 +119,8 @@ class WorkingState {
   NodeIndex* index_;
   int r_;
   std::vector<double> used_;          // nodes × R
-  std::vector<double> releasing_;     // nodes × R
+  std::vector<double> releasing_;     // nodes × R: requests of releasing pods
+  std::vector<double> claimed_;       // nodes × R: releasing capacity claimed by pipelined pods
   std::vector<double> allocated_;     // queues × R
   std::vector<double> allocated_np_;  // queues × R
   std::vector<int32_t> pod_state_;
