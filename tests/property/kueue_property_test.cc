@@ -1,0 +1,83 @@
+// Kueue-model properties over generated quota trees (issue 5; SEMANTICS.md §5.2, §5.4, §5.5).
+#include <vector>
+
+#include "core/api/arbiter.h"
+#include "gtest/gtest.h"
+#include "tests/property/property_runs.h"
+#include "tests/property/property_support.h"
+
+namespace arbiter::testing {
+namespace {
+
+using generator::GeneratorModel;
+
+constexpr int kCases = 1000;
+
+const std::vector<PropertyRun>& Runs() {
+  static const std::vector<PropertyRun>* runs =
+      new std::vector<PropertyRun>(RunPropertyCases(kCases, GeneratorModel::kKueue, nullptr));
+  return *runs;
+}
+
+TEST(KueueProperty, DecisionsApplyCleanly) {
+  for (const PropertyRun& run : Runs()) {
+    ASSERT_TRUE(run.first.ok()) << run.description << ": " << run.first.status();
+    ASSERT_TRUE(run.applied.ok()) << run.description << ": " << run.applied.status();
+    ASSERT_TRUE(run.second.ok()) << run.description << ": " << run.second.status();
+  }
+}
+
+// The generator's input is within the quota tree, so this checks the checker's premise.
+TEST(KueueProperty, GeneratedInputIsWithinLimits) {
+  for (const PropertyRun& run : Runs()) {
+    const absl::Status status = CheckKueueLimits(run.request.snapshot);
+    EXPECT_TRUE(status.ok()) << run.description << ": " << status;
+  }
+}
+
+// §5.2: after admissions and evictions, no queue or cohort is beyond its quota, borrowing or
+// lending limits at any level.
+TEST(KueueProperty, NoQueueOrCohortBeyondItsLimits) {
+  for (const PropertyRun& run : Runs()) {
+    if (!run.applied.ok()) continue;
+    const absl::Status status = CheckKueueLimits(*run.applied);
+    EXPECT_TRUE(status.ok()) << run.description << ": " << status;
+  }
+}
+
+// §5.5 step 8, §6: a workload is evicted whole, for a pending preemptor; no workload is both
+// admitted and evicted; non-preemptible workloads are never evicted.
+TEST(KueueProperty, EvictionsAreAllOrNothing) {
+  for (const PropertyRun& run : Runs()) {
+    if (!run.first.ok()) continue;
+    absl::Status status = CheckKueueEvictionsWhole(run.request.snapshot, *run.first);
+    EXPECT_TRUE(status.ok()) << run.description << ": " << status;
+    status = CheckNonPreemptibleKept(run.request.snapshot, *run.first, FairnessModel::kKueue);
+    EXPECT_TRUE(status.ok()) << run.description << ": " << status;
+  }
+}
+
+// §0.5: the same request gives the same answer, whatever the order of its repeated fields.
+TEST(KueueProperty, SameRequestGivesSameAnswerInAnyInputOrder) {
+  int index = 0;
+  for (const PropertyRun& run : Runs()) {
+    if (!run.first.ok() || index++ % 4 != 0) continue;
+    auto again = Schedule(run.request.snapshot, run.request.policy);
+    auto permuted = Schedule(Permuted(run.request.snapshot, run.index), run.request.policy);
+    ASSERT_TRUE(again.ok() && permuted.ok()) << run.description;
+    EXPECT_EQ(DiffResults(*run.first, *again), "") << run.description;
+    EXPECT_EQ(DiffResults(*run.first, *permuted), "") << run.description << " (permuted input)";
+  }
+}
+
+// §5.5: no workload evicted for P in one call evicts P in the next.
+TEST(KueueProperty, NoPingPong) {
+  for (const PropertyRun& run : Runs()) {
+    if (!run.second.ok()) continue;
+    const absl::Status status = CheckNoPingPong(*run.first, *run.second);
+    EXPECT_TRUE(status.ok()) << run.description << ": " << status;
+  }
+}
+
+}  // namespace
+}  // namespace arbiter::testing

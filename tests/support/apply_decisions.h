@@ -1,0 +1,28 @@
+// Applying a Schedule response to its snapshot, as the next scheduling cycle would see it
+// (issue 3, "applying the decisions"):
+//   - a bound pod becomes RUNNING on its node with start_time = now (a moved pod, which has an
+//     eviction and a binding, ends RUNNING on its new node);
+//   - an evicted pod without a binding becomes PENDING again, in its own group, with no node and
+//     no start time;
+//   - RELEASING pods of the input disappear (their termination is done);
+//   - KUEUE: an admitted group gets admitted = true and admission_time = now; a group with an
+//     evicted pod loses its admission (admitted = false, no admission_time);
+//   - `now` and everything else stay the same.
+#pragma once
+
+#include "absl/status/statusor.h"
+#include "core/model.h"
+
+namespace arbiter::testing {
+
+// The snapshot after the decisions. InvalidArgument when the response names an unknown pod
+// group, pod or node, binds or evicts a pod twice, binds a pod that is neither PENDING nor
+// evicted in the same response (a move), or evicts a pod that is not RUNNING (KAI) or of a group
+// that was not admitted (KUEUE).
+absl::StatusOr<Snapshot> ApplyDecisions(const Snapshot& snapshot, const Policy& policy,
+                                        const ScheduleResult& result);
+
+// The phase a pod has under SEMANTICS.md §0.2 (UNSPECIFIED resolved from node_name).
+PodPhase EffectivePhase(const Pod& pod);
+
+}  // namespace arbiter::testing
