@@ -1,12 +1,32 @@
 #include "core/resources.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <utility>
 
 namespace arbiter {
 namespace {
 
-void AddKeys(const ResourceMap& map, std::vector<std::string>& out) {
-  for (const auto& [name, value] : map) out.push_back(name);
+// Merges the keys of `map` (ascending, as std::map iterates) into the sorted, unique `names`.
+// Maps usually repeat the same few resources, so the next key is first compared with the name
+// after the previous one; a new name is inserted in place. O(|map| + |names|) per map in the
+// common case, without allocating for names already present.
+void AddKeys(const ResourceMap& map, std::vector<std::string>& names) {
+  size_t pos = 0;
+  for (const auto& entry : map) {
+    const std::string& name = entry.first;
+    if (pos < names.size() && names[pos] == name) {
+      ++pos;
+      continue;
+    }
+    pos = static_cast<size_t>(
+        std::lower_bound(names.begin() + static_cast<std::ptrdiff_t>(pos), names.end(), name) -
+        names.begin());
+    if (pos == names.size() || names[pos] != name) {
+      names.insert(names.begin() + static_cast<std::ptrdiff_t>(pos), name);
+    }
+    ++pos;
+  }
 }
 
 }  // namespace
@@ -25,8 +45,12 @@ ResourceSet ResourceSet::Collect(const Snapshot& snapshot) {
     AddKeys(queue.borrowing_limit, names);
     AddKeys(queue.lending_limit, names);
   }
-  std::sort(names.begin(), names.end());
-  names.erase(std::unique(names.begin(), names.end()), names.end());
+  ResourceSet set;
+  set.names_ = std::move(names);
+  return set;
+}
+
+ResourceSet ResourceSet::FromSortedNames(std::vector<std::string> names) {
   ResourceSet set;
   set.names_ = std::move(names);
   return set;

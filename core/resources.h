@@ -18,6 +18,10 @@ class ResourceSet {
   // every queue's deserved, limit, over_quota_weight, borrowing_limit and lending_limit.
   static ResourceSet Collect(const Snapshot& snapshot);
 
+  // A set of `names` that are already sorted bytewise and unique, for callers that gather R
+  // while reading the snapshot for other purposes.
+  static ResourceSet FromSortedNames(std::vector<std::string> names);
+
   int size() const { return static_cast<int>(names_.size()); }
   const std::string& name(int index) const { return names_[index]; }
   const std::vector<std::string>& names() const { return names_; }

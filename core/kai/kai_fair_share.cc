@@ -6,6 +6,9 @@
 #include <string>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
+
 namespace arbiter::kai {
 namespace {
 
@@ -29,75 +32,207 @@ bool IsPreemptible(const PodGroup& group) {
   }
 }
 
-void AddRequests(const ResourceSet& resources, const ResourceMap& requests,
-                 std::vector<double>& into) {
-  for (const auto& [name, value] : requests) {
-    int r = resources.Find(name);
-    if (r >= 0) into[r] += value;
+// Resource names in the order first met while reading the snapshot. Maps tend to repeat the
+// same keys in the same order, so the name after the previous key is tried first.
+class ResourceInterner {
+ public:
+  int Intern(const std::string& name, int& hint) {
+    const int n = static_cast<int>(names_.size());
+    if (hint < n && *names_[hint] == name) return hint++;
+    int id = -1;
+    if (n <= kLinearLimit) {
+      for (int i = 0; i < n; ++i) {
+        if (*names_[i] == name) {
+          id = i;
+          break;
+        }
+      }
+    } else {
+      auto it = index_.find(name);
+      if (it != index_.end()) id = it->second;
+    }
+    if (id < 0) {
+      id = n;
+      names_.push_back(&name);
+      if (n + 1 == kLinearLimit + 1) {
+        for (int i = 0; i <= n; ++i) index_.emplace(*names_[i], i);
+      } else if (n + 1 > kLinearLimit + 1) {
+        index_.emplace(name, id);
+      }
+    }
+    hint = id + 1;
+    return id;
+  }
+
+  int size() const { return static_cast<int>(names_.size()); }
+
+  // The names sorted bytewise, and each first-met id's position among them.
+  ResourceSet Sorted(std::vector<int>& position) const {
+    std::vector<int> order(names_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return *names_[a] < *names_[b]; });
+    position.assign(names_.size(), 0);
+    std::vector<std::string> sorted;
+    sorted.reserve(order.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+      position[order[i]] = static_cast<int>(i);
+      sorted.push_back(*names_[order[i]]);
+    }
+    return ResourceSet::FromSortedNames(std::move(sorted));
+  }
+
+ private:
+  static constexpr int kLinearLimit = 16;
+  std::vector<const std::string*> names_;  // point at map keys of the snapshot
+  absl::flat_hash_map<absl::string_view, int> index_;  // filled past kLinearLimit names
+};
+
+// One value of a map in the snapshot: its owner (a queue, pod or node by input index), the
+// resource's first-met id, and the value.
+struct MapEntry {
+  int owner;
+  int id;
+  double value;
+};
+
+void ReadMap(const ResourceMap& map, int owner, ResourceInterner& interner,
+             std::vector<MapEntry>* out) {
+  int hint = 0;
+  for (const auto& [name, value] : map) {
+    const int id = interner.Intern(name, hint);
+    if (out != nullptr) out->push_back(MapEntry{owner, id, value});
   }
 }
 
-// T_r of §2.1: Snapshot.capacity[r] where present, else Σ allocatable[r] over schedulable nodes
-// (node order is the input order; each resource is summed on its own).
-std::vector<double> TopLevelTotal(const Snapshot& snapshot, const ResourceSet& resources) {
-  const int n = resources.size();
-  std::vector<double> total(n, 0.0);
-  std::vector<bool> given(n, false);
-  for (const auto& [name, value] : snapshot.capacity) {
-    int r = resources.Find(name);
-    total[r] = value;
-    given[r] = true;
+// Everything the division reads from the snapshot's maps, gathered in one pass so that each
+// map is walked once: R is the union of the keys (§0.1).
+struct SnapshotMaps {
+  std::vector<MapEntry> capacity;
+  std::vector<MapEntry> allocatable;  // owner = node
+  std::vector<MapEntry> deserved;     // owner = queue (input index)
+  std::vector<MapEntry> limit;
+  std::vector<MapEntry> weight;
+  std::vector<MapEntry> requests;     // owner = pod, numbered through the groups in input order
+  std::vector<size_t> pod_entries;    // per pod, its first entry in `requests`; one extra at the end
+  std::vector<size_t> group_pods;     // per group, its first pod number
+  std::vector<int> position;          // first-met id -> index in R
+};
+
+SnapshotMaps ReadMaps(const Snapshot& snapshot, ResourceSet& resources) {
+  SnapshotMaps maps;
+  ResourceInterner interner;
+  ReadMap(snapshot.capacity, -1, interner, &maps.capacity);
+  for (size_t i = 0; i < snapshot.nodes.size(); ++i) {
+    ReadMap(snapshot.nodes[i].allocatable, static_cast<int>(i), interner, &maps.allocatable);
   }
-  // Nodes summed in name order so the total does not depend on the input order (§0.5).
-  std::vector<const Node*> nodes;
+  maps.group_pods.reserve(snapshot.pod_groups.size());
+  int pod = 0;
+  for (const PodGroup& group : snapshot.pod_groups) {
+    maps.group_pods.push_back(static_cast<size_t>(pod));
+    for (const Pod& p : group.pods) {
+      maps.pod_entries.push_back(maps.requests.size());
+      ReadMap(p.requests, pod++, interner, &maps.requests);
+    }
+  }
+  maps.pod_entries.push_back(maps.requests.size());
+  maps.deserved.reserve(snapshot.queues.size());
+  maps.weight.reserve(snapshot.queues.size());
+  for (size_t i = 0; i < snapshot.queues.size(); ++i) {
+    const Queue& queue = snapshot.queues[i];
+    const int owner = static_cast<int>(i);
+    ReadMap(queue.deserved, owner, interner, &maps.deserved);
+    ReadMap(queue.limit, owner, interner, &maps.limit);
+    ReadMap(queue.over_quota_weight, owner, interner, &maps.weight);
+    ReadMap(queue.borrowing_limit, owner, interner, nullptr);
+    ReadMap(queue.lending_limit, owner, interner, nullptr);
+  }
+  resources = interner.Sorted(maps.position);
+  return maps;
+}
+
+// T_r of §2.1: Snapshot.capacity[r] where present, else Σ allocatable[r] over schedulable nodes
+// in name order (each resource summed on its own, independent of the input order).
+std::vector<double> TopLevelTotal(const Snapshot& snapshot, const SnapshotMaps& maps, int n) {
+  std::vector<double> total(n, 0.0);
+  std::vector<char> given(n, 0);
+  for (const MapEntry& e : maps.capacity) {
+    total[maps.position[e.id]] = e.value;
+    given[maps.position[e.id]] = 1;
+  }
+  std::vector<int> nodes;
   nodes.reserve(snapshot.nodes.size());
-  for (const Node& node : snapshot.nodes) {
-    if (!node.unschedulable) nodes.push_back(&node);
+  for (size_t i = 0; i < snapshot.nodes.size(); ++i) {
+    if (!snapshot.nodes[i].unschedulable) nodes.push_back(static_cast<int>(i));
   }
   std::sort(nodes.begin(), nodes.end(),
-            [](const Node* a, const Node* b) { return a->name < b->name; });
-  for (const Node* node : nodes) {
-    for (const auto& [name, value] : node->allocatable) {
-      int r = resources.Find(name);
-      if (!given[r]) total[r] += value;
+            [&](int a, int b) { return snapshot.nodes[a].name < snapshot.nodes[b].name; });
+  // Entries are grouped by node in input order: find each node's range once.
+  std::vector<size_t> first(snapshot.nodes.size() + 1, maps.allocatable.size());
+  for (size_t k = maps.allocatable.size(); k-- > 0;) first[maps.allocatable[k].owner] = k;
+  for (size_t i = snapshot.nodes.size(); i-- > 0;) first[i] = std::min(first[i], first[i + 1]);
+  for (int node : nodes) {
+    for (size_t k = first[node]; k < first[node + 1]; ++k) {
+      const int r = maps.position[maps.allocatable[k].id];
+      if (!given[r]) total[r] += maps.allocatable[k].value;
     }
   }
   return total;
 }
 
+// Writes each entry's value into its queue's vector.
+void Scatter(const std::vector<MapEntry>& entries, const std::vector<int>& tree_index,
+             const std::vector<int>& position, std::vector<double> QueueAmounts::*field,
+             std::vector<QueueAmounts>& queues) {
+  for (const MapEntry& e : entries) (queues[tree_index[e.owner]].*field)[position[e.id]] = e.value;
+}
+
+void AddPod(const SnapshotMaps& maps, size_t pod, std::vector<double>& into) {
+  for (size_t k = maps.pod_entries[pod]; k < maps.pod_entries[pod + 1]; ++k) {
+    into[maps.position[maps.requests[k].id]] += maps.requests[k].value;
+  }
+}
+
 // §0.7 amounts: each leaf sums its pods in (pod group, pod) name order; each parent sums its
 // children in name order.
-void ComputeQueueAmounts(const Snapshot& snapshot, KaiFairShare& shares) {
+void ComputeQueueAmounts(const Snapshot& snapshot, const SnapshotMaps& maps,
+                         KaiFairShare& shares) {
   const int n = shares.resources.size();
-  for (QueueAmounts& amounts : shares.queues) {
-    amounts.requested.assign(n, 0.0);
-    amounts.allocated.assign(n, 0.0);
-    amounts.allocated_np.assign(n, 0.0);
-  }
-  std::vector<const PodGroup*> groups;
+  // Groups in (leaf, name) order.
+  struct LeafGroup {
+    int leaf;
+    int group;
+  };
+  std::vector<LeafGroup> groups;
   groups.reserve(snapshot.pod_groups.size());
-  for (const PodGroup& group : snapshot.pod_groups) groups.push_back(&group);
-  std::sort(groups.begin(), groups.end(),
-            [](const PodGroup* a, const PodGroup* b) { return a->name < b->name; });
-  std::vector<const Pod*> pods;
-  for (const PodGroup* group : groups) {
-    int leaf = shares.tree.Find(group->queue);
-    if (leaf < 0) continue;  // unreachable after validation
-    QueueAmounts& amounts = shares.queues[leaf];
-    const bool preemptible = IsPreemptible(*group);
-    pods.clear();
-    for (const Pod& pod : group->pods) pods.push_back(&pod);
-    std::sort(pods.begin(), pods.end(),
-              [](const Pod* a, const Pod* b) { return a->name < b->name; });
-    for (const Pod* pod : pods) {
-      switch (EffectivePhase(*pod)) {
+  for (size_t g = 0; g < snapshot.pod_groups.size(); ++g) {
+    int leaf = shares.tree.Find(snapshot.pod_groups[g].queue);
+    if (leaf >= 0) groups.push_back({leaf, static_cast<int>(g)});  // always, after validation
+  }
+  std::sort(groups.begin(), groups.end(), [&](const LeafGroup& a, const LeafGroup& b) {
+    if (a.leaf != b.leaf) return a.leaf < b.leaf;
+    return snapshot.pod_groups[a.group].name < snapshot.pod_groups[b.group].name;
+  });
+  std::vector<int> pods;
+  for (const LeafGroup& entry : groups) {
+    const PodGroup& group = snapshot.pod_groups[entry.group];
+    QueueAmounts& amounts = shares.queues[entry.leaf];
+    const bool preemptible = IsPreemptible(group);
+    pods.resize(group.pods.size());
+    for (size_t i = 0; i < pods.size(); ++i) pods[i] = static_cast<int>(i);
+    auto by_name = [&](int a, int b) { return group.pods[a].name < group.pods[b].name; };
+    if (!std::is_sorted(pods.begin(), pods.end(), by_name)) {
+      std::sort(pods.begin(), pods.end(), by_name);
+    }
+    for (int i : pods) {
+      const size_t pod = maps.group_pods[entry.group] + static_cast<size_t>(i);
+      switch (EffectivePhase(group.pods[i])) {
         case PodPhase::kPending:
-          AddRequests(shares.resources, pod->requests, amounts.requested);
+          AddPod(maps, pod, amounts.requested);
           break;
         case PodPhase::kRunning:
-          AddRequests(shares.resources, pod->requests, amounts.requested);
-          AddRequests(shares.resources, pod->requests, amounts.allocated);
-          if (!preemptible) AddRequests(shares.resources, pod->requests, amounts.allocated_np);
+          AddPod(maps, pod, amounts.requested);
+          AddPod(maps, pod, amounts.allocated);
+          if (!preemptible) AddPod(maps, pod, amounts.allocated_np);
           break;
         default:  // RELEASING counts in neither (§0.7)
           break;
@@ -252,7 +387,7 @@ class LevelDivider {
   // Indexed by position in the priority-ordered sibling list.
   std::vector<double> requestable_;
   std::vector<double> fraction_;
-  std::vector<bool> has_fraction_;
+  std::vector<char> has_fraction_;
   std::vector<size_t> active_;
   std::vector<double> portion_;
   std::vector<size_t> order_;
@@ -282,9 +417,12 @@ void DivideSiblings(const std::vector<int>& siblings, const std::vector<double>&
   if (siblings.empty()) return;
   groups = siblings;
   // Priority groups, highest first; the stable sort keeps name order within a group.
-  std::stable_sort(groups.begin(), groups.end(), [&](int a, int b) {
+  auto higher_priority = [&](int a, int b) {
     return shares.tree.queue(a).priority > shares.tree.queue(b).priority;
-  });
+  };
+  if (!std::is_sorted(groups.begin(), groups.end(), higher_priority)) {
+    std::stable_sort(groups.begin(), groups.end(), higher_priority);
+  }
   ends.clear();
   for (size_t i = 1; i <= groups.size(); ++i) {
     if (i == groups.size() ||
@@ -316,21 +454,30 @@ double Saturation(double allocated, double fair_share) {
 
 KaiFairShare ComputeKaiFairShare(const Snapshot& snapshot, const Policy& policy) {
   KaiFairShare shares;
-  shares.resources = ResourceSet::Collect(snapshot);
+  const SnapshotMaps maps = ReadMaps(snapshot, shares.resources);
   shares.tree = QueueTree::Build(snapshot);
-  shares.total = TopLevelTotal(snapshot, shares.resources);
   const int n = shares.resources.size();
+  shares.total = TopLevelTotal(snapshot, maps, n);
 
+  // Input index of each queue -> its index in the tree (name order).
+  std::vector<int> tree_index(snapshot.queues.size());
   shares.queues.resize(shares.tree.size());
   for (int q = 0; q < shares.tree.size(); ++q) {
-    const Queue& queue = shares.tree.queue(q);
+    tree_index[&shares.tree.queue(q) - snapshot.queues.data()] = q;
     QueueAmounts& a = shares.queues[q];
-    a.deserved = shares.resources.Dense(queue.deserved, 0.0);
-    a.limit = shares.resources.Dense(queue.limit, -1.0);
-    a.over_quota_weight = shares.resources.Dense(queue.over_quota_weight, 1.0);
+    a.deserved.assign(n, 0.0);
+    a.limit.assign(n, -1.0);
+    a.over_quota_weight.assign(n, 1.0);
+    a.requested.assign(n, 0.0);
+    a.allocated.assign(n, 0.0);
+    a.allocated_np.assign(n, 0.0);
     a.fair_share.assign(n, 0.0);
   }
-  ComputeQueueAmounts(snapshot, shares);
+  Scatter(maps.deserved, tree_index, maps.position, &QueueAmounts::deserved, shares.queues);
+  Scatter(maps.limit, tree_index, maps.position, &QueueAmounts::limit, shares.queues);
+  Scatter(maps.weight, tree_index, maps.position, &QueueAmounts::over_quota_weight,
+          shares.queues);
+  ComputeQueueAmounts(snapshot, maps, shares);
 
   const double k = policy.k_value > 0 ? policy.k_value : 0.0;
   std::vector<std::vector<double>> usage_share;
