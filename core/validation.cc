@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -49,39 +48,57 @@ absl::Status Invalid(absl::string_view path, absl::string_view problem) {
 // ---- Rule 1: enums and policy ----
 
 template <typename Enum>
-absl::Status CheckEnum(absl::string_view path, Enum value, int32_t max) {
+bool InRange(Enum value, int32_t max) {
   const int32_t raw = static_cast<int32_t>(value);
-  if (raw < 0 || raw > max) return Invalid(path, absl::StrCat("unknown enum value ", raw));
-  return absl::OkStatus();
+  return raw >= 0 && raw <= max;
+}
+
+template <typename Enum>
+absl::Status EnumError(absl::string_view path, Enum value) {
+  return Invalid(path, absl::StrCat("unknown enum value ", static_cast<int32_t>(value)));
 }
 
 // Every enum field of the request, policy first, then the snapshot in field order.
 absl::Status CheckEnums(const Snapshot& snapshot, const Policy& policy) {
-  RETURN_IF_ERROR(CheckEnum("policy.fairness_model", policy.fairness_model, 2));
-  RETURN_IF_ERROR(CheckEnum("policy.placement", policy.placement, 2));
+  if (!InRange(policy.fairness_model, 2)) {
+    return EnumError("policy.fairness_model", policy.fairness_model);
+  }
+  if (!InRange(policy.placement, 2)) return EnumError("policy.placement", policy.placement);
   for (size_t i = 0; i < policy.actions.size(); ++i) {
-    RETURN_IF_ERROR(CheckEnum(absl::StrCat("policy.actions[", i, "]"), policy.actions[i], 4));
+    if (!InRange(policy.actions[i], 4)) {
+      return EnumError(absl::StrCat("policy.actions[", i, "]"), policy.actions[i]);
+    }
   }
   for (size_t i = 0; i < policy.kueue_preemption_strategies.size(); ++i) {
-    RETURN_IF_ERROR(CheckEnum(absl::StrCat("policy.kueue_preemption_strategies[", i, "]"),
-                              policy.kueue_preemption_strategies[i], 2));
+    if (!InRange(policy.kueue_preemption_strategies[i], 2)) {
+      return EnumError(absl::StrCat("policy.kueue_preemption_strategies[", i, "]"),
+                       policy.kueue_preemption_strategies[i]);
+    }
   }
   for (size_t i = 0; i < snapshot.queues.size(); ++i) {
     const KueuePreemption& kp = snapshot.queues[i].kueue_preemption;
-    const std::string path = absl::StrCat("snapshot.queues[", i, "].kueue_preemption");
-    RETURN_IF_ERROR(
-        CheckEnum(absl::StrCat(path, ".within_cluster_queue"), kp.within_cluster_queue, 3));
-    RETURN_IF_ERROR(
-        CheckEnum(absl::StrCat(path, ".reclaim_within_cohort"), kp.reclaim_within_cohort, 3));
+    if (!InRange(kp.within_cluster_queue, 3)) {
+      return EnumError(
+          absl::StrCat("snapshot.queues[", i, "].kueue_preemption.within_cluster_queue"),
+          kp.within_cluster_queue);
+    }
+    if (!InRange(kp.reclaim_within_cohort, 3)) {
+      return EnumError(
+          absl::StrCat("snapshot.queues[", i, "].kueue_preemption.reclaim_within_cohort"),
+          kp.reclaim_within_cohort);
+    }
   }
   for (size_t i = 0; i < snapshot.pod_groups.size(); ++i) {
     const PodGroup& group = snapshot.pod_groups[i];
-    const std::string path = absl::StrCat("snapshot.pod_groups[", i, "]");
-    RETURN_IF_ERROR(
-        CheckEnum(absl::StrCat(path, ".preemptibility"), group.preemptibility, 2));
+    if (!InRange(group.preemptibility, 2)) {
+      return EnumError(absl::StrCat("snapshot.pod_groups[", i, "].preemptibility"),
+                       group.preemptibility);
+    }
     for (size_t j = 0; j < group.pods.size(); ++j) {
-      RETURN_IF_ERROR(CheckEnum(absl::StrCat(path, ".pods[", j, "].phase"),
-                                group.pods[j].phase, 3));
+      if (!InRange(group.pods[j].phase, 3)) {
+        return EnumError(absl::StrCat("snapshot.pod_groups[", i, "].pods[", j, "].phase"),
+                         group.pods[j].phase);
+      }
     }
   }
   return absl::OkStatus();
@@ -131,34 +148,40 @@ absl::Status CheckPolicy(const Policy& policy) {
 
 // ---- Shared value checks ----
 
-absl::Status CheckTimestamp(absl::string_view path, const std::optional<Timestamp>& t) {
-  if (!t.has_value()) return absl::OkStatus();
-  if (t->seconds < kMinTimestampSeconds || t->seconds > kMaxTimestampSeconds || t->nanos < 0 ||
-      t->nanos > kMaxNanos) {
-    return Invalid(path, absl::StrCat("outside the Timestamp range (seconds ", t->seconds,
-                                      ", nanos ", t->nanos, ")"));
-  }
-  return absl::OkStatus();
+bool TimestampInRange(const std::optional<Timestamp>& t) {
+  return !t.has_value() || (t->seconds >= kMinTimestampSeconds &&
+                            t->seconds <= kMaxTimestampSeconds && t->nanos >= 0 &&
+                            t->nanos <= kMaxNanos);
 }
 
-absl::Status CheckDuration(absl::string_view path, const std::optional<Duration>& d) {
+// `path_fn()` is called only on an offence, so valid requests build no strings.
+template <typename PathFn>
+absl::Status CheckTimestamp(const PathFn& path_fn, const std::optional<Timestamp>& t) {
+  if (TimestampInRange(t)) return absl::OkStatus();
+  return Invalid(path_fn(), absl::StrCat("outside the Timestamp range (seconds ", t->seconds,
+                                         ", nanos ", t->nanos, ")"));
+}
+
+template <typename PathFn>
+absl::Status CheckDuration(const PathFn& path_fn, const std::optional<Duration>& d) {
   if (!d.has_value()) return absl::OkStatus();
   if (d->seconds < 0 || d->nanos < 0) {
-    return Invalid(path, absl::StrCat("negative duration (seconds ", d->seconds, ", nanos ",
-                                      d->nanos, ")"));
+    return Invalid(path_fn(), absl::StrCat("negative duration (seconds ", d->seconds,
+                                           ", nanos ", d->nanos, ")"));
   }
   if (d->seconds > kMaxDurationSeconds || d->nanos > kMaxNanos) {
-    return Invalid(path, absl::StrCat("outside the Duration range (seconds ", d->seconds,
-                                      ", nanos ", d->nanos, ")"));
+    return Invalid(path_fn(), absl::StrCat("outside the Duration range (seconds ", d->seconds,
+                                           ", nanos ", d->nanos, ")"));
   }
   return absl::OkStatus();
 }
 
-// Every value finite and >= 0 (capacities, requests, usage).
-absl::Status CheckAmounts(absl::string_view path, const ResourceMap& map) {
+// Every value finite and >= 0 (capacities, requests, usage); `path_fn()` names the map.
+template <typename PathFn>
+absl::Status CheckAmounts(const PathFn& path_fn, const ResourceMap& map) {
   for (const auto& [name, value] : map) {
-    if (!std::isfinite(value) || value < 0) {
-      return Invalid(absl::StrCat(path, Key(name)),
+    if (!(value >= 0) || !std::isfinite(value)) {
+      return Invalid(absl::StrCat(path_fn(), Key(name)),
                      absl::StrCat("must be finite and not negative, got ", Number(value)));
     }
   }
@@ -177,28 +200,29 @@ bool IsTaintEffect(absl::string_view effect) {
 
 struct QueueIndex {
   absl::flat_hash_map<absl::string_view, int> by_name;  // first queue with each name
-  std::vector<bool> on_cycle;                          // by input index
-  absl::flat_hash_set<absl::string_view> parents;       // names some queue names as parent
+  std::vector<char> on_cycle;                           // by input index
+  std::vector<char> has_children;                       // by input index of the first name
 };
 
 QueueIndex IndexQueues(const std::vector<Queue>& queues) {
   QueueIndex index;
-  for (size_t i = 0; i < queues.size(); ++i) {
-    index.by_name.emplace(queues[i].name, static_cast<int>(i));
-    if (!queues[i].parent.empty()) index.parents.insert(queues[i].parent);
-  }
+  const int n = static_cast<int>(queues.size());
+  index.by_name.reserve(queues.size());
+  for (int i = 0; i < n; ++i) index.by_name.emplace(queues[i].name, i);
   // Each queue's parent by input index (-1: top level or unknown); then mark the queues that
   // lie on a cycle of parent links, visiting every queue once.
-  const int n = static_cast<int>(queues.size());
   std::vector<int> parent(n, -1);
+  index.has_children.assign(n, 0);
   for (int i = 0; i < n; ++i) {
     if (queues[i].parent.empty()) continue;
     auto it = index.by_name.find(queues[i].parent);
-    if (it != index.by_name.end()) parent[i] = it->second;
+    if (it == index.by_name.end()) continue;
+    parent[i] = it->second;
+    index.has_children[it->second] = 1;
   }
   enum : char { kUnvisited, kOnPath, kDone };
   std::vector<char> state(n, kUnvisited);
-  index.on_cycle.assign(n, false);
+  index.on_cycle.assign(n, 0);
   std::vector<int> path;
   for (int start = 0; start < n; ++start) {
     path.clear();
@@ -213,7 +237,7 @@ QueueIndex IndexQueues(const std::vector<Queue>& queues) {
       bool in_cycle = false;
       for (int p : path) {
         if (p == q) in_cycle = true;
-        if (in_cycle) index.on_cycle[p] = true;
+        if (in_cycle) index.on_cycle[p] = 1;
       }
     }
     for (int p : path) state[p] = kDone;
@@ -223,7 +247,7 @@ QueueIndex IndexQueues(const std::vector<Queue>& queues) {
 
 // NaN/±∞ in any quota map, then negatives other than -1 in the four -1 maps, then negative
 // over-quota weights (§1 rule 2, in its order).
-absl::Status CheckQuotaMaps(const std::string& path, const Queue& queue) {
+absl::Status CheckQuotaMaps(size_t i, const Queue& queue) {
   struct NamedMap {
     const char* field;
     const ResourceMap* map;
@@ -236,11 +260,13 @@ absl::Status CheckQuotaMaps(const std::string& path, const Queue& queue) {
       {"borrowing_limit", &queue.borrowing_limit, true},
       {"lending_limit", &queue.lending_limit, true},
   };
+  auto path = [&](const char* field, const std::string& key) {
+    return absl::StrCat("snapshot.queues[", i, "].", field, Key(key));
+  };
   for (const NamedMap& m : maps) {
     for (const auto& [name, value] : *m.map) {
       if (!std::isfinite(value)) {
-        return Invalid(absl::StrCat(path, ".", m.field, Key(name)),
-                       absl::StrCat("must be finite, got ", Number(value)));
+        return Invalid(path(m.field, name), absl::StrCat("must be finite, got ", Number(value)));
       }
     }
   }
@@ -248,14 +274,14 @@ absl::Status CheckQuotaMaps(const std::string& path, const Queue& queue) {
     if (!m.allows_minus_one) continue;
     for (const auto& [name, value] : *m.map) {
       if (value < 0 && value != -1) {
-        return Invalid(absl::StrCat(path, ".", m.field, Key(name)),
+        return Invalid(path(m.field, name),
                        absl::StrCat("negative value other than -1 (unlimited): ", Number(value)));
       }
     }
   }
   for (const auto& [name, value] : queue.over_quota_weight) {
     if (value < 0) {
-      return Invalid(absl::StrCat(path, ".over_quota_weight", Key(name)),
+      return Invalid(path("over_quota_weight", name),
                      absl::StrCat("must not be negative, got ", Number(value)));
     }
   }
@@ -267,43 +293,42 @@ absl::Status CheckQueues(const Snapshot& snapshot, const Policy& policy,
   const bool kueue = policy.fairness_model == FairnessModel::kKueue;
   for (size_t i = 0; i < snapshot.queues.size(); ++i) {
     const Queue& queue = snapshot.queues[i];
-    const std::string path = absl::StrCat("snapshot.queues[", i, "]");
-    if (queue.name.empty()) return Invalid(absl::StrCat(path, ".name"), "empty name");
+    auto at = [i](const char* field) { return absl::StrCat("snapshot.queues[", i, "].", field); };
+    if (queue.name.empty()) return Invalid(at("name"), "empty name");
     const int first = index.by_name.at(queue.name);
     if (first != static_cast<int>(i)) {
-      return Invalid(absl::StrCat(path, ".name"),
-                     absl::StrCat("duplicate queue \"", absl::CEscape(queue.name),
-                                  "\" (also snapshot.queues[", first, "])"));
+      return Invalid(at("name"), absl::StrCat("duplicate queue \"", absl::CEscape(queue.name),
+                                              "\" (also snapshot.queues[", first, "])"));
     }
     if (!queue.parent.empty() && !index.by_name.contains(queue.parent)) {
-      return Invalid(absl::StrCat(path, ".parent"),
+      return Invalid(at("parent"),
                      absl::StrCat("unknown queue \"", absl::CEscape(queue.parent), "\""));
     }
     if (index.on_cycle[i]) {
-      return Invalid(absl::StrCat(path, ".parent"),
+      return Invalid(at("parent"),
                      queue.parent == queue.name
                          ? absl::StrCat("queue \"", absl::CEscape(queue.name),
                                         "\" is its own parent")
                          : absl::StrCat("parent cycle through queue \"",
                                         absl::CEscape(queue.name), "\""));
     }
-    RETURN_IF_ERROR(CheckQuotaMaps(path, queue));
+    RETURN_IF_ERROR(CheckQuotaMaps(i, queue));
     if (queue.fair_sharing_weight.has_value()) {
       const double w = *queue.fair_sharing_weight;
       if (!std::isfinite(w) || w < 0 || (w > 0 && w <= kMinPositiveFairSharingWeight)) {
-        return Invalid(absl::StrCat(path, ".fair_sharing_weight"),
+        return Invalid(at("fair_sharing_weight"),
                        absl::StrCat("must be 0 or a finite value above 1e-9, got ", Number(w)));
       }
     }
     RETURN_IF_ERROR(
-        CheckDuration(absl::StrCat(path, ".reclaim_min_runtime"), queue.reclaim_min_runtime));
+        CheckDuration([&] { return at("reclaim_min_runtime"); }, queue.reclaim_min_runtime));
     RETURN_IF_ERROR(
-        CheckDuration(absl::StrCat(path, ".preempt_min_runtime"), queue.preempt_min_runtime));
-    RETURN_IF_ERROR(CheckTimestamp(absl::StrCat(path, ".creation_time"), queue.creation_time));
+        CheckDuration([&] { return at("preempt_min_runtime"); }, queue.preempt_min_runtime));
+    RETURN_IF_ERROR(CheckTimestamp([&] { return at("creation_time"); }, queue.creation_time));
     if (kueue) {
       for (const auto& [name, value] : queue.deserved) {
         if (value == -1) {
-          return Invalid(absl::StrCat(path, ".deserved", Key(name)),
+          return Invalid(absl::StrCat(at("deserved"), Key(name)),
                          "-1 is not allowed under FAIRNESS_MODEL_KUEUE (a nominal quota is "
                          "finite)");
         }
@@ -317,23 +342,25 @@ absl::Status CheckQueues(const Snapshot& snapshot, const Policy& policy,
 
 absl::Status CheckNodes(const Snapshot& snapshot,
                         absl::flat_hash_map<absl::string_view, int>& nodes_by_name) {
+  nodes_by_name.reserve(snapshot.nodes.size());
   for (size_t i = 0; i < snapshot.nodes.size(); ++i) {
     const Node& node = snapshot.nodes[i];
-    const std::string path = absl::StrCat("snapshot.nodes[", i, "]");
-    if (node.name.empty()) return Invalid(absl::StrCat(path, ".name"), "empty name");
+    auto at = [i](const char* field) { return absl::StrCat("snapshot.nodes[", i, "].", field); };
+    if (node.name.empty()) return Invalid(at("name"), "empty name");
     auto [it, inserted] = nodes_by_name.emplace(node.name, static_cast<int>(i));
     if (!inserted) {
-      return Invalid(absl::StrCat(path, ".name"),
-                     absl::StrCat("duplicate node \"", absl::CEscape(node.name),
-                                  "\" (also snapshot.nodes[", it->second, "])"));
+      return Invalid(at("name"), absl::StrCat("duplicate node \"", absl::CEscape(node.name),
+                                              "\" (also snapshot.nodes[", it->second, "])"));
     }
-    RETURN_IF_ERROR(CheckAmounts(absl::StrCat(path, ".allocatable"), node.allocatable));
+    RETURN_IF_ERROR(CheckAmounts([&] { return at("allocatable"); }, node.allocatable));
     for (size_t t = 0; t < node.taints.size(); ++t) {
       const Taint& taint = node.taints[t];
-      const std::string taint_path = absl::StrCat(path, ".taints[", t, "]");
-      if (taint.key.empty()) return Invalid(absl::StrCat(taint_path, ".key"), "empty key");
+      auto taint_at = [&](const char* field) {
+        return absl::StrCat("snapshot.nodes[", i, "].taints[", t, "].", field);
+      };
+      if (taint.key.empty()) return Invalid(taint_at("key"), "empty key");
       if (!IsTaintEffect(taint.effect)) {
-        return Invalid(absl::StrCat(taint_path, ".effect"),
+        return Invalid(taint_at("effect"),
                        absl::StrCat("unknown effect \"", absl::CEscape(taint.effect),
                                     "\" (NoSchedule, PreferNoSchedule or NoExecute)"));
       }
@@ -344,88 +371,117 @@ absl::Status CheckNodes(const Snapshot& snapshot,
 
 // ---- Rule 4: pod groups ----
 
-absl::Status CheckToleration(const std::string& path, const Toleration& toleration) {
+template <typename PathFn>
+absl::Status CheckToleration(const PathFn& at, const Toleration& toleration) {
   if (toleration.op != "" && toleration.op != "Equal" && toleration.op != "Exists") {
-    return Invalid(absl::StrCat(path, ".operator"),
-                   absl::StrCat("unknown operator \"", absl::CEscape(toleration.op),
-                                "\" (Equal or Exists)"));
+    return Invalid(at("operator"), absl::StrCat("unknown operator \"",
+                                                absl::CEscape(toleration.op),
+                                                "\" (Equal or Exists)"));
   }
   if (toleration.op == "Exists" && !toleration.value.empty()) {
-    return Invalid(absl::StrCat(path, ".value"), "must be empty with operator Exists");
+    return Invalid(at("value"), "must be empty with operator Exists");
   }
   if (!toleration.effect.empty() && !IsTaintEffect(toleration.effect)) {
-    return Invalid(absl::StrCat(path, ".effect"),
+    return Invalid(at("effect"),
                    absl::StrCat("unknown effect \"", absl::CEscape(toleration.effect),
                                 "\" (empty, NoSchedule, PreferNoSchedule or NoExecute)"));
   }
   return absl::OkStatus();
 }
 
-absl::Status CheckPod(const std::string& path, const Pod& pod,
+// Checks pod j of group i, except its name.
+absl::Status CheckPod(size_t i, size_t j, const Pod& pod,
                       const absl::flat_hash_map<absl::string_view, int>& nodes_by_name) {
-  RETURN_IF_ERROR(CheckAmounts(absl::StrCat(path, ".requests"), pod.requests));
+  auto at = [i, j](const char* field) {
+    return absl::StrCat("snapshot.pod_groups[", i, "].pods[", j, "].", field);
+  };
+  RETURN_IF_ERROR(CheckAmounts([&] { return at("requests"); }, pod.requests));
   const bool on_node = !pod.node_name.empty();
   if ((pod.phase == PodPhase::kRunning || pod.phase == PodPhase::kReleasing) && !on_node) {
-    return Invalid(absl::StrCat(path, ".node_name"),
-                   pod.phase == PodPhase::kRunning ? "required for a RUNNING pod"
-                                                   : "required for a RELEASING pod");
+    return Invalid(at("node_name"), pod.phase == PodPhase::kRunning
+                                        ? "required for a RUNNING pod"
+                                        : "required for a RELEASING pod");
   }
   if (pod.phase == PodPhase::kPending && on_node) {
-    return Invalid(absl::StrCat(path, ".node_name"), "must be empty for a PENDING pod");
+    return Invalid(at("node_name"), "must be empty for a PENDING pod");
   }
   if (on_node && !nodes_by_name.contains(pod.node_name)) {
-    return Invalid(absl::StrCat(path, ".node_name"),
+    return Invalid(at("node_name"),
                    absl::StrCat("unknown node \"", absl::CEscape(pod.node_name), "\""));
   }
   for (size_t t = 0; t < pod.tolerations.size(); ++t) {
-    RETURN_IF_ERROR(
-        CheckToleration(absl::StrCat(path, ".tolerations[", t, "]"), pod.tolerations[t]));
+    RETURN_IF_ERROR(CheckToleration(
+        [&](const char* field) {
+          return absl::StrCat("snapshot.pod_groups[", i, "].pods[", j, "].tolerations[", t,
+                              "].", field);
+        },
+        pod.tolerations[t]));
   }
-  return CheckTimestamp(absl::StrCat(path, ".start_time"), pod.start_time);
+  return CheckTimestamp([&] { return at("start_time"); }, pod.start_time);
+}
+
+// The index of an earlier pod of `pods` named like pods[j], or -1.
+int EarlierPodNamed(const std::vector<Pod>& pods, size_t j,
+                    absl::flat_hash_map<absl::string_view, int>& seen) {
+  constexpr size_t kPairwiseLimit = 16;  // small groups: compare pairwise, no hashing
+  if (pods.size() <= kPairwiseLimit) {
+    for (size_t k = 0; k < j; ++k) {
+      if (pods[k].name == pods[j].name) return static_cast<int>(k);
+    }
+    return -1;
+  }
+  auto [it, inserted] = seen.emplace(pods[j].name, static_cast<int>(j));
+  return inserted ? -1 : it->second;
 }
 
 absl::Status CheckPodGroups(const Snapshot& snapshot, const QueueIndex& queues,
                             const absl::flat_hash_map<absl::string_view, int>& nodes_by_name) {
   absl::flat_hash_map<absl::string_view, int> groups_by_name;
+  groups_by_name.reserve(snapshot.pod_groups.size());
   absl::flat_hash_map<absl::string_view, int> pods_by_name;
   for (size_t i = 0; i < snapshot.pod_groups.size(); ++i) {
     const PodGroup& group = snapshot.pod_groups[i];
-    const std::string path = absl::StrCat("snapshot.pod_groups[", i, "]");
-    if (group.name.empty()) return Invalid(absl::StrCat(path, ".name"), "empty name");
+    auto at = [i](const char* field) {
+      return absl::StrCat("snapshot.pod_groups[", i, "].", field);
+    };
+    if (group.name.empty()) return Invalid(at("name"), "empty name");
     auto [it, inserted] = groups_by_name.emplace(group.name, static_cast<int>(i));
     if (!inserted) {
-      return Invalid(absl::StrCat(path, ".name"),
-                     absl::StrCat("duplicate pod group \"", absl::CEscape(group.name),
-                                  "\" (also snapshot.pod_groups[", it->second, "])"));
+      return Invalid(at("name"), absl::StrCat("duplicate pod group \"", absl::CEscape(group.name),
+                                              "\" (also snapshot.pod_groups[", it->second, "])"));
     }
-    if (group.queue.empty()) return Invalid(absl::StrCat(path, ".queue"), "empty queue");
-    if (!queues.by_name.contains(group.queue)) {
-      return Invalid(absl::StrCat(path, ".queue"),
+    if (group.queue.empty()) return Invalid(at("queue"), "empty queue");
+    auto queue = queues.by_name.find(group.queue);
+    if (queue == queues.by_name.end()) {
+      return Invalid(at("queue"),
                      absl::StrCat("unknown queue \"", absl::CEscape(group.queue), "\""));
     }
-    if (queues.parents.contains(group.queue)) {
-      return Invalid(absl::StrCat(path, ".queue"),
+    if (queues.has_children[queue->second]) {
+      return Invalid(at("queue"),
                      absl::StrCat("queue \"", absl::CEscape(group.queue),
                                   "\" is not a leaf (pod groups live only in leaf queues)"));
     }
     if (group.min_member < 0) {
-      return Invalid(absl::StrCat(path, ".min_member"),
+      return Invalid(at("min_member"),
                      absl::StrCat("must not be negative, got ", group.min_member));
     }
-    RETURN_IF_ERROR(CheckTimestamp(absl::StrCat(path, ".creation_time"), group.creation_time));
-    RETURN_IF_ERROR(CheckTimestamp(absl::StrCat(path, ".admission_time"), group.admission_time));
+    RETURN_IF_ERROR(CheckTimestamp([&] { return at("creation_time"); }, group.creation_time));
+    RETURN_IF_ERROR(CheckTimestamp([&] { return at("admission_time"); }, group.admission_time));
     pods_by_name.clear();
     for (size_t j = 0; j < group.pods.size(); ++j) {
       const Pod& pod = group.pods[j];
-      const std::string pod_path = absl::StrCat(path, ".pods[", j, "]");
-      if (pod.name.empty()) return Invalid(absl::StrCat(pod_path, ".name"), "empty name");
-      auto [pod_it, pod_inserted] = pods_by_name.emplace(pod.name, static_cast<int>(j));
-      if (!pod_inserted) {
-        return Invalid(absl::StrCat(pod_path, ".name"),
-                       absl::StrCat("duplicate pod \"", absl::CEscape(pod.name), "\" (also ",
-                                    path, ".pods[", pod_it->second, "])"));
+      auto pod_at = [i, j](const char* field) {
+        return absl::StrCat("snapshot.pod_groups[", i, "].pods[", j, "].", field);
+      };
+      if (pod.name.empty()) return Invalid(pod_at("name"), "empty name");
+      const int earlier = EarlierPodNamed(group.pods, j, pods_by_name);
+      if (earlier >= 0) {
+        return Invalid(pod_at("name"),
+                       absl::StrCat("duplicate pod \"", absl::CEscape(pod.name),
+                                    "\" (also snapshot.pod_groups[", i, "].pods[", earlier,
+                                    "])"));
       }
-      RETURN_IF_ERROR(CheckPod(pod_path, pod, nodes_by_name));
+      RETURN_IF_ERROR(CheckPod(i, j, pod, nodes_by_name));
     }
   }
   return absl::OkStatus();
@@ -435,23 +491,25 @@ absl::Status CheckPodGroups(const Snapshot& snapshot, const QueueIndex& queues,
 
 absl::Status CheckUsage(const Snapshot& snapshot, const QueueIndex& queues) {
   absl::flat_hash_map<absl::string_view, int> seen;
+  seen.reserve(snapshot.usage.size());
   for (size_t i = 0; i < snapshot.usage.size(); ++i) {
     const QueueUsage& usage = snapshot.usage[i];
-    const std::string path = absl::StrCat("snapshot.usage[", i, "]");
+    auto at = [i](const char* field) { return absl::StrCat("snapshot.usage[", i, "].", field); };
     if (!queues.by_name.contains(usage.queue)) {
-      return Invalid(absl::StrCat(path, ".queue"),
+      return Invalid(at("queue"),
                      absl::StrCat("unknown queue \"", absl::CEscape(usage.queue), "\""));
     }
     auto [it, inserted] = seen.emplace(usage.queue, static_cast<int>(i));
     if (!inserted) {
-      return Invalid(absl::StrCat(path, ".queue"),
+      return Invalid(at("queue"),
                      absl::StrCat("duplicate usage for queue \"", absl::CEscape(usage.queue),
                                   "\" (also snapshot.usage[", it->second, "])"));
     }
-    RETURN_IF_ERROR(CheckAmounts(absl::StrCat(path, ".usage"), usage.usage));
+    RETURN_IF_ERROR(CheckAmounts([&] { return at("usage"); }, usage.usage));
   }
-  RETURN_IF_ERROR(CheckAmounts("snapshot.usage_capacity", snapshot.usage_capacity));
-  return CheckAmounts("snapshot.capacity", snapshot.capacity);
+  RETURN_IF_ERROR(
+      CheckAmounts([] { return std::string("snapshot.usage_capacity"); }, snapshot.usage_capacity));
+  return CheckAmounts([] { return std::string("snapshot.capacity"); }, snapshot.capacity);
 }
 
 // ---- Rule 6: Schedule under KAI ----
@@ -478,7 +536,7 @@ absl::Status ValidateRequest(const Snapshot& snapshot, const Policy& policy, Req
   RETURN_IF_ERROR(CheckEnums(snapshot, policy));
   RETURN_IF_ERROR(CheckPolicy(policy));
   // 2. Queues (Snapshot.now is checked first: the request's own timestamp).
-  RETURN_IF_ERROR(CheckTimestamp("snapshot.now", snapshot.now));
+  RETURN_IF_ERROR(CheckTimestamp([] { return std::string("snapshot.now"); }, snapshot.now));
   const QueueIndex queues = IndexQueues(snapshot.queues);
   RETURN_IF_ERROR(CheckQueues(snapshot, policy, queues));
   // 3. Nodes.
