@@ -3,9 +3,10 @@
 // Prints `listening on HOST:PORT` and `metrics on HOST:PORT` as its first lines so that scripts
 // can find the ports it bound (port 0 picks a free one). SIGTERM or SIGINT drains it: health
 // turns NOT_SERVING, calls in flight get --shutdown-grace-seconds to finish, and it exits 0.
-#include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -18,6 +19,29 @@
 #include "server/grpc_status.h"
 
 namespace {
+
+// The write end of a pipe that the stop-signal handler writes to; the waiter thread reads it.
+// A pipe is async-signal-safe, unlike any lock or condition variable.
+int stop_pipe_write = -1;
+
+void OnStopSignal(int signal_number) {
+  const char byte = static_cast<char>(signal_number);
+  [[maybe_unused]] const ssize_t written = write(stop_pipe_write, &byte, 1);
+}
+
+// Makes SIGTERM and SIGINT readable from the returned descriptor; -1 on failure.
+int WatchStopSignals() {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  stop_pipe_write = fds[1];
+  struct sigaction action = {};
+  action.sa_handler = OnStopSignal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+  return fds[0];
+}
 
 constexpr char kUsage[] =
     "usage: arbiter-server [flags]\n"
@@ -67,12 +91,11 @@ int Run(const std::vector<std::string>& args) {
   options.max_message_bytes = max_message_bytes;
   options.workers = static_cast<int>(workers);
 
-  // Block the stop signals before any thread starts, so that only the waiter below sees them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const int stop_signals = WatchStopSignals();
+  if (stop_signals < 0) {
+    std::cerr << "INTERNAL: cannot watch for stop signals\n";
+    return 1;
+  }
 
   absl::StatusOr<std::unique_ptr<arbiter::server::ArbiterServer>> server =
       arbiter::server::ArbiterServer::Start(options);
@@ -88,8 +111,9 @@ int Run(const std::vector<std::string>& args) {
 
   arbiter::server::ArbiterServer* running = server->get();
   std::thread waiter([running, stop_signals, grace_seconds] {
-    int signal_number = 0;
-    sigwait(&stop_signals, &signal_number);
+    char signal_number = 0;
+    while (read(stop_signals, &signal_number, 1) < 0 && errno == EINTR) {
+    }
     running->Shutdown(absl::Seconds(grace_seconds));
   });
   running->Wait();

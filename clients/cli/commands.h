@@ -1,0 +1,32 @@
+// The subcommands of the `arbiter` CLI. Each takes its arguments after the subcommand name,
+// writes its result to `out` and its errors (and --timing) to `err`, and returns the exit code:
+// 0 success, 2 invalid input (INVALID_ARGUMENT: a bad request, bad JSON, a bad flag), 1 anything
+// else. Failures are printed as "CODE_NAME: message", whether the call ran in-process or not.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace arbiter::cli {
+
+using Args = std::vector<std::string>;
+
+// `arbiter fairshare REQUEST [--format table|json] [--server HOST:PORT] [--timing]`
+int RunFairShare(const Args& args, std::ostream& out, std::ostream& err);
+
+// `arbiter schedule REQUEST [--format table|json] [--server HOST:PORT] [--timing]`
+int RunSchedule(const Args& args, std::ostream& out, std::ostream& err);
+
+// `arbiter generate [--size S|M|L|XL] [--nodes N] ... [--out FILE]`
+int RunGenerate(const Args& args, std::ostream& out, std::ostream& err);
+
+// The exit code for a command that ended with `status`.
+int ExitCode(const absl::Status& status);
+
+// Prints `status` on `err` as "CODE_NAME: message" and returns its exit code.
+int Fail(const absl::Status& status, std::ostream& err);
+
+}  // namespace arbiter::cli
