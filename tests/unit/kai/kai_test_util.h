@@ -63,4 +63,30 @@ inline std::string PendingMessage(const ScheduleResult& result, const std::strin
   return p == nullptr ? "<not pending>" : p->message;
 }
 
+// Every field of a result, for equality checks (maps print in key order).
+inline std::string Describe(const ScheduleResult& result) {
+  std::string out;
+  auto map = [](const ResourceMap& m) {
+    std::string text;
+    for (const auto& [k, v] : m) absl::StrAppend(&text, k, "=", v, ";");
+    return text;
+  };
+  for (const QueueShare& q : result.queues) {
+    absl::StrAppend(&out, "Q ", q.queue, " d{", map(q.deserved), "} fs{", map(q.fair_share),
+                    "} a{", map(q.allocated), "} r{", map(q.requested), "} s", q.saturation, "\n");
+  }
+  for (const Binding& b : result.bindings) {
+    absl::StrAppend(&out, "B ", b.pod_group, "/", b.pod, "@", b.node, b.after_evictions, "\n");
+  }
+  for (const Eviction& e : result.evictions) {
+    absl::StrAppend(&out, "E ", e.pod_group, "/", e.pod, "@", e.node, " ",
+                    static_cast<int>(e.reason), " for ", e.preemptor_pod_group, ": ", e.message,
+                    "\n");
+  }
+  for (const PendingPodGroup& p : result.pending) {
+    absl::StrAppend(&out, "P ", p.pod_group, " ", p.reason, ": ", p.message, "\n");
+  }
+  return out;
+}
+
 }  // namespace arbiter::testing

@@ -1,0 +1,143 @@
+// The working state of a cycle (SEMANTICS.md §4.1) and its statements: rollback restores every
+// value exactly, statements nest, evictions move requests from used to releasing.
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "core/kai/kai_fair_share.h"
+#include "core/kai/session.h"
+#include "tests/support/snapshot_builder.h"
+
+namespace arbiter::kai {
+namespace {
+
+using ::arbiter::testing::SnapshotBuilder;
+
+Snapshot Cluster3() {
+  return SnapshotBuilder()
+      .Node("n1", {{"cpu", 10}, {"nvidia.com/gpu", 1}})
+      .Node("n2", {{"cpu", 10}, {"nvidia.com/gpu", 1}})
+      .Queue("dept").Queue("team", "dept").Queue("other", "dept")
+      .Group("np", "team").Preemptible(Preemptibility::kNonPreemptible)
+      .RunningPods(1, {{"cpu", 0.1}}, "n1")
+      .Group("run", "other").RunningPods(2, {{"cpu", 0.2}}, "n2")
+      .Group("job", "team").Pods(3, {{"cpu", 0.3}, {"nvidia.com/gpu", 0.1}})
+      .Build();
+}
+
+// Everything observable, as a string of exact values.
+std::string Dump(const Cluster& cluster, const WorkingState& state) {
+  std::string out;
+  for (int n = 0; n < cluster.num_nodes(); ++n) {
+    for (int r = 0; r < cluster.num_resources(); ++r) {
+      out += std::to_string(state.idle(n, r)) + "/" + std::to_string(state.releasing(n, r)) + " ";
+    }
+  }
+  for (int q = 0; q < cluster.tree().size(); ++q) {
+    for (int r = 0; r < cluster.num_resources(); ++r) {
+      out += std::to_string(state.allocated(q)[r]) + "," + std::to_string(state.allocated_np(q)[r]);
+    }
+  }
+  for (int p = 0; p < cluster.num_pods(); ++p) {
+    out += std::to_string(static_cast<int>(state.pod_state(p))) + std::to_string(state.pod_node(p));
+  }
+  for (int g = 0; g < cluster.num_groups(); ++g) {
+    out += std::to_string(state.active(g)) + std::to_string(state.pending_left(g));
+  }
+  return out;
+}
+
+struct Fixture {
+  Snapshot snapshot = Cluster3();
+  KaiFairShare shares = ComputeKaiFairShare(snapshot, Policy{});
+  Session session{snapshot, Policy{}, shares};
+  const Cluster& cluster = session.cluster();
+  WorkingState& state = session.state();
+  int Group(const std::string& name) {
+    for (int g = 0; g < cluster.num_groups(); ++g) {
+      if (cluster.group_name(g) == name) return g;
+    }
+    return -1;
+  }
+};
+
+TEST(WorkingState, RollbackRestoresEveryValueExactly) {
+  Fixture f;
+  const std::string before = Dump(f.cluster, f.state);
+  const int job = f.Group("job");
+  const int run = f.Group("run");
+  WorkingState::Mark mark = f.state.Checkpoint();
+  f.state.Bind(f.state.pending_pod(job, 0), 0, true, false);
+  f.state.Bind(f.state.pending_pod(job, 0), 1, false, true);
+  f.state.Evict(f.cluster.group(run).first_pod);
+  f.state.Relocate(f.cluster.group(run).first_pod, 0, false);
+  EXPECT_NE(Dump(f.cluster, f.state), before);
+  f.state.Rollback(mark);
+  EXPECT_EQ(Dump(f.cluster, f.state), before);
+  // The node index was re-keyed too: the pod is placed as before the statement.
+  EXPECT_EQ(f.session.placer().Choose(f.state.pending_pod(job, 0)).node, 0);
+}
+
+TEST(WorkingState, StatementsNest) {
+  Fixture f;
+  const std::string before = Dump(f.cluster, f.state);
+  const int job = f.Group("job");
+  WorkingState::Mark outer = f.state.Checkpoint();
+  f.state.Bind(f.state.pending_pod(job, 0), 0, true, false);
+  const std::string middle = Dump(f.cluster, f.state);
+  WorkingState::Mark inner = f.state.Checkpoint();
+  f.state.Bind(f.state.pending_pod(job, 0), 0, true, false);
+  f.state.Rollback(inner);
+  EXPECT_EQ(Dump(f.cluster, f.state), middle);
+  inner = f.state.Checkpoint();
+  f.state.Bind(f.state.pending_pod(job, 0), 0, true, false);
+  f.state.Commit(inner);
+  f.state.Rollback(outer);  // undoes the committed inner statement too
+  EXPECT_EQ(Dump(f.cluster, f.state), before);
+}
+
+TEST(WorkingState, EvictionMovesRequestsFromUsedToReleasing) {
+  Fixture f;
+  const int run = f.Group("run");
+  const int pod = f.cluster.group(run).first_pod;
+  const int cpu = f.cluster.resources().Find("cpu");
+  const int other = f.cluster.tree().Find("other");
+  const double idle = f.state.idle(1, cpu);
+  const double free = f.state.free(1, cpu);
+  f.state.Evict(pod);
+  // Decimal amounts round in the last bit: compare within an ulp here.
+  EXPECT_DOUBLE_EQ(f.state.idle(1, cpu), idle);
+  EXPECT_EQ(f.state.releasing(1, cpu), 0.2);
+  EXPECT_GT(f.state.free(1, cpu), free);
+  EXPECT_EQ(f.state.allocated(other)[cpu], 0.2);
+  EXPECT_EQ(f.state.active(run), 1);
+  EXPECT_EQ(f.state.pod_state(pod), PodState::kEvicted);
+}
+
+TEST(WorkingState, PipelinedClaimTakesReleasingFirstThenIdle) {
+  Fixture f;
+  const int run = f.Group("run");
+  const int job = f.Group("job");
+  const int cpu = f.cluster.resources().Find("cpu");
+  f.state.Evict(f.cluster.group(run).first_pod);  // 0.2 cpu releasing on n2
+  const double idle = f.state.idle(1, cpu);
+  f.state.Bind(f.state.pending_pod(job, 0), 1, false, true);  // needs 0.3 cpu
+  EXPECT_EQ(f.state.releasing(1, cpu), 0);
+  EXPECT_DOUBLE_EQ(f.state.idle(1, cpu), idle - (0.3 - 0.2));
+}
+
+TEST(WorkingState, NonPreemptibleAllocationFollowsDecisions) {
+  Fixture f;
+  const int np = f.Group("np");
+  const int cpu = f.cluster.resources().Find("cpu");
+  const int team = f.cluster.tree().Find("team");
+  const int dept = f.cluster.tree().Find("dept");
+  EXPECT_EQ(f.state.allocated_np(team)[cpu], 0.1);
+  EXPECT_EQ(f.state.allocated_np(dept)[cpu], 0.1);
+  f.state.Evict(f.cluster.group(np).first_pod);
+  EXPECT_EQ(f.state.allocated_np(team)[cpu], 0);
+  EXPECT_EQ(f.state.allocated_np(dept)[cpu], 0);
+}
+
+}  // namespace
+}  // namespace arbiter::kai
