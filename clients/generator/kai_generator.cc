@@ -297,6 +297,12 @@ class KaiGenerator {
       info.activity = std::pow(rng_.Real(0.3, 1.7), 2);
       leaf_list_.push_back(q);
     }
+    // At least one leaf takes GPU work (a CPU-only team has GPU limit 0).
+    if (!leaf_list_.empty() &&
+        std::all_of(leaf_list_.begin(), leaf_list_.end(),
+                    [&](int q) { return queues_[q].cpu_only; })) {
+      queues_[leaf_list_.front()].cpu_only = false;
+    }
     SetDeserved();
   }
 

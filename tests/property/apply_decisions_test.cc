@@ -1,0 +1,147 @@
+// How a response is applied to its snapshot for the next cycle (issue 3's definition, used by
+// every property test): tests/support/apply_decisions.h.
+#include "tests/support/apply_decisions.h"
+
+#include "gtest/gtest.h"
+#include "tests/support/snapshot_builder.h"
+
+namespace arbiter::testing {
+namespace {
+
+Snapshot Cluster() {
+  return SnapshotBuilder()
+      .Now(1000)
+      .Node("n1", {{"cpu", 8}})
+      .Node("n2", {{"cpu", 8}})
+      .Queue("team")
+      .Group("running", "team")
+      .RunningPods(2, {{"cpu", 2}}, "n1")
+      .Started(10)
+      .Group("waiting", "team")
+      .Pods(2, {{"cpu", 1}})
+      .Group("leaving", "team")
+      .Pod({{"cpu", 1}}, "n2", PodPhase::kReleasing)
+      .Build();
+}
+
+const Pod& FindPod(const Snapshot& s, const std::string& group, const std::string& pod) {
+  for (const PodGroup& g : s.pod_groups) {
+    if (g.name != group) continue;
+    for (const Pod& p : g.pods) {
+      if (p.name == pod) return p;
+    }
+  }
+  ADD_FAILURE() << "no pod " << group << "/" << pod;
+  static const Pod kNone;
+  return kNone;
+}
+
+TEST(ApplyDecisions, BoundPodRunsOnItsNodeFromNow) {
+  ScheduleResult result;
+  result.bindings.push_back({"waiting", "waiting-0", "n2", false});
+  auto next = ApplyDecisions(Cluster(), Policy{}, result);
+  ASSERT_TRUE(next.ok()) << next.status();
+  const Pod& pod = FindPod(*next, "waiting", "waiting-0");
+  EXPECT_EQ(pod.phase, PodPhase::kRunning);
+  EXPECT_EQ(pod.node_name, "n2");
+  ASSERT_TRUE(pod.start_time.has_value());
+  EXPECT_EQ(*pod.start_time, Seconds(1000));
+  EXPECT_EQ(EffectivePhase(FindPod(*next, "waiting", "waiting-1")), PodPhase::kPending);
+  EXPECT_EQ(*next->now, Seconds(1000));
+}
+
+TEST(ApplyDecisions, EvictedPodIsPendingAgainInItsGroup) {
+  ScheduleResult result;
+  result.evictions.push_back({"running", "running-0", "n1", EvictionReason::kFairShareReclaim,
+                              "waiting", "reclaimed"});
+  auto next = ApplyDecisions(Cluster(), Policy{}, result);
+  ASSERT_TRUE(next.ok()) << next.status();
+  const Pod& pod = FindPod(*next, "running", "running-0");
+  EXPECT_EQ(pod.phase, PodPhase::kPending);
+  EXPECT_TRUE(pod.node_name.empty());
+  EXPECT_FALSE(pod.start_time.has_value());
+  EXPECT_EQ(EffectivePhase(FindPod(*next, "running", "running-1")), PodPhase::kRunning);
+}
+
+TEST(ApplyDecisions, MovedPodRunsOnItsNewNode) {
+  ScheduleResult result;
+  result.evictions.push_back(
+      {"running", "running-1", "n1", EvictionReason::kConsolidation, "waiting", "moved"});
+  result.bindings.push_back({"running", "running-1", "n2", true});
+  auto next = ApplyDecisions(Cluster(), Policy{}, result);
+  ASSERT_TRUE(next.ok()) << next.status();
+  const Pod& pod = FindPod(*next, "running", "running-1");
+  EXPECT_EQ(pod.phase, PodPhase::kRunning);
+  EXPECT_EQ(pod.node_name, "n2");
+}
+
+TEST(ApplyDecisions, ReleasingPodsDisappear) {
+  auto next = ApplyDecisions(Cluster(), Policy{}, ScheduleResult{});
+  ASSERT_TRUE(next.ok()) << next.status();
+  for (const PodGroup& g : next->pod_groups) {
+    if (g.name == "leaving") EXPECT_TRUE(g.pods.empty());
+  }
+}
+
+TEST(ApplyDecisions, RejectsInconsistentResponses) {
+  ScheduleResult twice;
+  twice.bindings.push_back({"waiting", "waiting-0", "n2", false});
+  twice.bindings.push_back({"waiting", "waiting-0", "n1", false});
+  EXPECT_EQ(ApplyDecisions(Cluster(), Policy{}, twice).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  ScheduleResult running_bound;  // a RUNNING pod bound without being moved
+  running_bound.bindings.push_back({"running", "running-0", "n2", false});
+  EXPECT_EQ(ApplyDecisions(Cluster(), Policy{}, running_bound).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  ScheduleResult pending_evicted;
+  pending_evicted.evictions.push_back({"waiting", "waiting-0", "", EvictionReason::kQuotaReclaim,
+                                       "running", ""});
+  EXPECT_EQ(ApplyDecisions(Cluster(), Policy{}, pending_evicted).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  ScheduleResult unknown_node;
+  unknown_node.bindings.push_back({"waiting", "waiting-0", "n9", false});
+  EXPECT_EQ(ApplyDecisions(Cluster(), Policy{}, unknown_node).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ApplyDecisions, KueueAdmitsAndEvictsWholeWorkloads) {
+  Snapshot s = SnapshotBuilder()
+                   .Now(500)
+                   .Queue("cq")
+                   .Deserved({{"cpu", 4}})
+                   .Group("old", "cq")
+                   .Admitted(100)
+                   .Pods(2, {{"cpu", 1}})
+                   .Group("new", "cq")
+                   .Pods(1, {{"cpu", 4}})
+                   .Build();
+  Policy policy;
+  policy.fairness_model = FairnessModel::kKueue;
+  ScheduleResult result;
+  result.evictions.push_back(
+      {"old", "old-0", "", EvictionReason::kKueueInClusterQueue, "new", ""});
+  result.evictions.push_back(
+      {"old", "old-1", "", EvictionReason::kKueueInClusterQueue, "new", ""});
+  result.admissions.push_back({"new", "cq", true});
+  auto next = ApplyDecisions(s, policy, result);
+  ASSERT_TRUE(next.ok()) << next.status();
+  for (const PodGroup& g : next->pod_groups) {
+    if (g.name == "old") {
+      EXPECT_FALSE(g.admitted);
+      EXPECT_FALSE(g.admission_time.has_value());
+    } else {
+      EXPECT_TRUE(g.admitted);
+      EXPECT_EQ(*g.admission_time, Seconds(500));
+    }
+  }
+  ScheduleResult again;
+  again.admissions.push_back({"old", "cq", false});  // already admitted
+  EXPECT_EQ(ApplyDecisions(s, policy, again).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace arbiter::testing
