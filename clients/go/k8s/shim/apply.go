@@ -1,0 +1,291 @@
+package shim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	arbiterv1 "arbiter.dev/clients/go/arbiterv1"
+	"arbiter.dev/clients/go/k8s/translate"
+)
+
+// apply carries out one answer, in this order: evictions; bindings (immediate ones bound,
+// pipelined ones kept as nominations, those of moved pods kept as hints); nominations the
+// answer no longer makes are dropped, and those whose victims are gone are bound; then pending
+// reasons are written. Every call that fails is left for the next cycle, whose answer decides
+// again; nothing that succeeded is ever issued twice.
+func (s *Shim) apply(ctx context.Context, res *translate.Result, resp *arbiterv1.ScheduleResponse, now time.Time) {
+	key := func(group, pod string) translate.PodKey { return translate.PodKey{Group: group, Pod: pod} }
+
+	evictedNow := map[translate.PodKey]bool{}
+	victimsOn := map[string]map[types.UID]podRef{} // node -> pods evicted now or releasing there
+	for _, e := range resp.GetEvictions() {
+		k := key(e.GetPodGroup(), e.GetPod())
+		evictedNow[k] = true
+		pod := res.Pods[k]
+		if pod == nil {
+			s.log.Error("answer evicts a pod that is not in the snapshot", "group", k.Group, "pod", k.Pod)
+			continue
+		}
+		addVictim(victimsOn, e.GetNode(), pod)
+		s.evict(ctx, pod, e)
+	}
+	for _, g := range res.Snapshot.GetPodGroups() {
+		for _, p := range g.GetPods() {
+			if p.GetPhase() == arbiterv1.PodPhase_POD_PHASE_RELEASING {
+				addVictim(victimsOn, p.GetNodeName(), res.Pods[key(g.GetName(), p.GetName())])
+			}
+		}
+	}
+
+	inAnswer := map[types.UID]bool{}
+	for _, b := range resp.GetBindings() {
+		k := key(b.GetPodGroup(), b.GetPod())
+		pod := res.Pods[k]
+		if pod == nil {
+			s.log.Error("answer binds a pod that is not in the snapshot", "group", k.Group, "pod", k.Pod)
+			continue
+		}
+		if evictedNow[k] {
+			// A move: the pod itself is evicted; its controller's replacement takes the node.
+			s.addHint(res, b.GetPodGroup(), b.GetNode(), now)
+			continue
+		}
+		inAnswer[pod.UID] = true
+		if b.GetAfterEvictions() {
+			s.state.nominations[pod.UID] = &nomination{
+				namespace: pod.Namespace, name: pod.Name, node: b.GetNode(),
+				victims: victimsOn[b.GetNode()],
+			}
+			continue
+		}
+		delete(s.state.nominations, pod.UID)
+		s.bind(ctx, pod, b.GetNode())
+	}
+
+	for _, uid := range sortedUIDs(s.state.nominations) {
+		n := s.state.nominations[uid]
+		switch {
+		case !inAnswer[uid]:
+			delete(s.state.nominations, uid) // the later answer disagrees
+		case s.victimsGone(n):
+			delete(s.state.nominations, uid)
+			if pod, err := s.pods.Pods(n.namespace).Get(n.name); err == nil && pod.UID == uid {
+				s.bind(ctx, pod, n.node)
+			}
+		}
+	}
+	s.deps.Metrics.Nominations.Set(float64(len(s.state.nominations)))
+	s.deps.Metrics.PendingGroups.Set(float64(len(resp.GetPending())))
+	s.writePending(ctx, res, resp)
+	s.applyHints(ctx, res)
+}
+
+func addVictim(m map[string]map[types.UID]podRef, node string, pod *corev1.Pod) {
+	if node == "" || pod == nil {
+		return
+	}
+	if m[node] == nil {
+		m[node] = map[types.UID]podRef{}
+	}
+	m[node][pod.UID] = podRef{namespace: pod.Namespace, name: pod.Name}
+}
+
+// victimsGone asks the live cache (which may be newer than this cycle's snapshot) whether every
+// victim of n has left.
+func (s *Shim) victimsGone(n *nomination) bool {
+	for uid, v := range n.victims {
+		if p, err := s.pods.Pods(v.namespace).Get(v.name); err == nil && p.UID == uid && !terminal(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// bind issues one binding unless one was already issued for the pod.
+func (s *Shim) bind(ctx context.Context, pod *corev1.Pod, node string) {
+	if _, done := s.state.bound[pod.UID]; done || pod.Spec.NodeName != "" {
+		return
+	}
+	err := s.deps.Kube.CoreV1().Pods(pod.Namespace).Bind(ctx, &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
+	}, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		s.state.bound[pod.UID] = node
+		s.deps.Metrics.Binds.Inc()
+		s.deps.Recorder.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node)
+	case apierrors.IsNotFound(err):
+		// Gone (or replaced under the same name): nothing to bind.
+	case apierrors.IsConflict(err):
+		// Already bound (by an earlier call whose answer was lost): the cache will show where.
+		s.state.bound[pod.UID] = node
+	default:
+		s.deps.Metrics.Errors.WithLabelValues("bind").Inc()
+		s.log.Error("bind failed; retried next cycle", "pod", pod.Namespace+"/"+pod.Name, "node", node, "err", err)
+	}
+}
+
+// evict issues one eviction unless one was already issued for the pod. The UID precondition
+// keeps it from hitting a replacement with the same name.
+func (s *Shim) evict(ctx context.Context, pod *corev1.Pod, e *arbiterv1.Eviction) {
+	if s.state.evicted[pod.UID] || pod.DeletionTimestamp != nil {
+		return
+	}
+	uid := pod.UID
+	err := s.deps.Kube.PolicyV1().Evictions(pod.Namespace).Evict(ctx, &policyv1.Eviction{
+		ObjectMeta:    metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name},
+		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}},
+	})
+	switch {
+	case err == nil:
+		s.state.evicted[pod.UID] = true
+		s.deps.Metrics.Evictions.Inc()
+		msg := e.GetMessage()
+		if msg == "" {
+			msg = fmt.Sprintf("evicted for %s", e.GetPreemptorPodGroup())
+		}
+		s.deps.Recorder.Eventf(pod, corev1.EventTypeNormal, "Preempted", "%s (%s)", msg, e.GetReason())
+	case apierrors.IsNotFound(err):
+		// Already gone.
+	default:
+		// 429 TooManyRequests means a PodDisruptionBudget forbids it for now.
+		s.deps.Metrics.Errors.WithLabelValues("evict").Inc()
+		s.log.Error("eviction failed; retried next cycle", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+	}
+}
+
+// writePending writes each pending group's reason to its unplaced pods, and the nomination of
+// every pod waiting on a pipelined binding.
+func (s *Shim) writePending(ctx context.Context, res *translate.Result, resp *arbiterv1.ScheduleResponse) {
+	groups := map[string]*arbiterv1.PodGroup{}
+	for _, g := range res.Snapshot.GetPodGroups() {
+		groups[g.GetName()] = g
+	}
+	for _, p := range resp.GetPending() {
+		g := groups[p.GetPodGroup()]
+		for _, pp := range g.GetPods() {
+			pod := res.Pods[translate.PodKey{Group: g.GetName(), Pod: pp.GetName()}]
+			if pp.GetPhase() != arbiterv1.PodPhase_POD_PHASE_PENDING || pod == nil || s.state.nominations[pod.UID] != nil {
+				continue
+			}
+			s.writeCondition(ctx, pod, fmt.Sprintf("%s: %s", p.GetReason(), p.GetMessage()), "")
+		}
+	}
+	for _, uid := range sortedUIDs(s.state.nominations) {
+		n := s.state.nominations[uid]
+		pod, err := s.pods.Pods(n.namespace).Get(n.name)
+		if err != nil || pod.UID != uid {
+			continue
+		}
+		s.writeCondition(ctx, pod, fmt.Sprintf("waiting for %d pod(s) to leave node %s", len(n.victims), n.node), n.node)
+	}
+}
+
+// writeExcluded writes why a pending pod of this scheduler could not be sent to arbiter.
+func (s *Shim) writeExcluded(ctx context.Context, excluded []translate.Excluded) {
+	for _, e := range excluded {
+		if e.Pod.Spec.NodeName == "" && s.state.bound[e.Pod.UID] == "" {
+			s.writeCondition(ctx, e.Pod, fmt.Sprintf("%s: %s", e.Reason, e.Message), "")
+		}
+	}
+}
+
+// writeCondition sets PodScheduled=False (reason Unschedulable, as kube-scheduler does) with
+// message, and status.nominatedNodeName to nominated, and emits a FailedScheduling event; only
+// when the message changed since it was last written.
+func (s *Shim) writeCondition(ctx context.Context, pod *corev1.Pod, message, nominated string) {
+	if s.state.written[pod.UID] == message+"\x00"+nominated {
+		return
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse &&
+			c.Reason == corev1.PodReasonUnschedulable && c.Message == message && pod.Status.NominatedNodeName == nominated {
+			s.state.written[pod.UID] = message + "\x00" + nominated
+			return
+		}
+	}
+	status := map[string]any{"conditions": []any{map[string]any{
+		"type":               corev1.PodScheduled,
+		"status":             corev1.ConditionFalse,
+		"reason":             corev1.PodReasonUnschedulable,
+		"message":            message,
+		"lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339),
+	}}}
+	if nominated != "" {
+		status["nominatedNodeName"] = nominated
+	} else if pod.Status.NominatedNodeName != "" {
+		status["nominatedNodeName"] = nil
+	}
+	patch, err := json.Marshal(map[string]any{"status": status})
+	if err == nil {
+		_, err = s.deps.Kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	}
+	if err != nil {
+		if !apierrors.IsNotFound(err) {
+			s.deps.Metrics.Errors.WithLabelValues("status").Inc()
+			s.log.Error("writing pod condition failed", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		}
+		return
+	}
+	s.state.written[pod.UID] = message + "\x00" + nominated
+	s.deps.Recorder.Eventf(pod, corev1.EventTypeWarning, "FailedScheduling", "%s", message)
+}
+
+// addHint remembers that a pod of group moved to node.
+func (s *Shim) addHint(res *translate.Result, group, node string, now time.Time) {
+	known := map[types.UID]bool{}
+	for k, p := range res.Pods {
+		if k.Group == group {
+			known[p.UID] = true
+		}
+	}
+	s.state.hints[group] = append(s.state.hints[group], hint{node: node, known: known, expires: now.Add(hintTTL)})
+}
+
+// applyHints nominates each new pending pod of a group with hints to the next hinted node. The
+// pod is then placed by the next cycles like any other; the nomination only tells users and
+// other tools where its predecessor's move was headed.
+func (s *Shim) applyHints(ctx context.Context, res *translate.Result) {
+	if len(s.state.hints) == 0 {
+		return
+	}
+	for _, g := range res.Snapshot.GetPodGroups() {
+		hs := s.state.hints[g.GetName()]
+		for _, pp := range g.GetPods() {
+			if len(hs) == 0 {
+				break
+			}
+			pod := res.Pods[translate.PodKey{Group: g.GetName(), Pod: pp.GetName()}]
+			if pp.GetPhase() != arbiterv1.PodPhase_POD_PHASE_PENDING || pod == nil || hs[0].known[pod.UID] ||
+				s.state.nominations[pod.UID] != nil || s.state.bound[pod.UID] != "" {
+				continue
+			}
+			s.writeCondition(ctx, pod, fmt.Sprintf("replaces a pod moved to node %s", hs[0].node), hs[0].node)
+			hs = hs[1:]
+		}
+		if len(hs) == 0 {
+			delete(s.state.hints, g.GetName())
+		} else {
+			s.state.hints[g.GetName()] = hs
+		}
+	}
+}
+
+func sortedUIDs[V any](m map[types.UID]V) []types.UID {
+	out := make([]types.UID, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}

@@ -1,0 +1,190 @@
+package shim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	arbiterv1 "arbiter.dev/clients/go/arbiterv1"
+	"arbiter.dev/clients/go/k8s/translate"
+	"arbiter.dev/clients/go/k8s/usage"
+)
+
+// RunCycle runs one scheduling cycle: snapshot, Schedule, apply. Pods that cannot be sent get
+// their reason written even when the Schedule call fails.
+func (s *Shim) RunCycle(ctx context.Context) error {
+	start := time.Now()
+	defer func() { s.deps.Metrics.CycleDuration.Observe(time.Since(start).Seconds()) }()
+	now := s.deps.Clock.Now()
+
+	allPods, err := s.pods.List(labels.Everything())
+	if err != nil {
+		s.deps.Metrics.Errors.WithLabelValues("snapshot").Inc()
+		return fmt.Errorf("list pods: %w", err)
+	}
+	byUID := make(map[types.UID]*corev1.Pod, len(allPods))
+	for _, p := range allPods {
+		byUID[p.UID] = p
+	}
+	s.state.reconcile(byUID, now)
+
+	queueCfg, err := s.queueConfig()
+	if err != nil {
+		s.deps.Metrics.Errors.WithLabelValues("queues").Inc()
+		return err
+	}
+	nodes, err := s.nodes.List(labels.Everything())
+	if err != nil {
+		s.deps.Metrics.Errors.WithLabelValues("snapshot").Inc()
+		return fmt.Errorf("list nodes: %w", err)
+	}
+	ignored := map[string]bool{}
+	for _, r := range s.cfg.IgnoredResources {
+		ignored[r] = true
+	}
+	res := translate.Build(translate.Input{
+		Now:              now,
+		SchedulerName:    s.cfg.SchedulerName,
+		DefaultQueue:     s.cfg.DefaultQueue,
+		Queues:           queueCfg.Queues,
+		Nodes:            nodes,
+		Pods:             allPods,
+		IgnoredResources: ignored,
+		Assumed:          s.state.bound,
+		Evicting:         s.state.evicted,
+	})
+	s.writeExcluded(ctx, res.Excluded)
+
+	if err := s.advanceUsage(ctx, now, res); err != nil {
+		s.deps.Metrics.Errors.WithLabelValues("usage").Inc()
+		return err
+	}
+	policy := queueCfg.Policy
+	if policy == nil {
+		policy = &arbiterv1.Policy{}
+	}
+	req := &arbiterv1.ScheduleRequest{Snapshot: res.Snapshot, Policy: policy}
+	if s.cfg.DumpDir != "" {
+		if err := dumpRequest(s.cfg.DumpDir, now, req); err != nil {
+			s.log.Error("dump snapshot", "err", err) // diagnostics only: schedule anyway
+		}
+	}
+	callCtx, cancel := context.WithTimeout(ctx, s.cfg.ScheduleTimeout)
+	resp, err := s.deps.Scheduler.Schedule(callCtx, req)
+	cancel()
+	if err != nil {
+		s.deps.Metrics.Errors.WithLabelValues("schedule").Inc()
+		return fmt.Errorf("schedule: %w", err)
+	}
+	s.apply(ctx, res, resp, now)
+	return nil
+}
+
+// queueConfig reads the queue ConfigMap and, when enabled, KAI's Queue resources. A missing
+// ConfigMap means no queues of its own; a malformed one stops scheduling until it is fixed
+// (better than scheduling against half a configuration). A malformed KAI queue is skipped.
+func (s *Shim) queueConfig() (*translate.QueueConfig, error) {
+	cfg := &translate.QueueConfig{}
+	cm, err := s.configMaps.ConfigMaps(s.cfg.Namespace).Get(s.cfg.QueueConfigMap)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return nil, fmt.Errorf("queue configmap: %w", err)
+	default:
+		if cfg, err = translate.ParseQueueConfig([]byte(cm.Data[translate.QueueConfigKey])); err != nil {
+			return nil, fmt.Errorf("configmap %s/%s: %w", s.cfg.Namespace, s.cfg.QueueConfigMap, err)
+		}
+	}
+	if cfg.Policy.GetFairnessModel() == arbiterv1.FairnessModel_FAIRNESS_MODEL_KUEUE {
+		return nil, errors.New("queue config: the Kubernetes scheduler places pods, which only the KAI model does (policy.fairnessModel)")
+	}
+	if s.kaiQueues != nil {
+		objs, err := s.kaiQueues.List(labels.Everything())
+		if err != nil {
+			return nil, fmt.Errorf("list KAI queues: %w", err)
+		}
+		var kai []*arbiterv1.Queue
+		for _, o := range objs {
+			u, ok := o.(*unstructured.Unstructured)
+			if !ok {
+				continue
+			}
+			q, err := translate.QueueFromKAI(u)
+			if err != nil {
+				s.deps.Metrics.Errors.WithLabelValues("queues").Inc()
+				s.log.Error("skipping KAI queue", "err", err)
+				continue
+			}
+			kai = append(kai, q)
+		}
+		cfg.Queues = translate.MergeQueues(cfg.Queues, kai)
+	} else {
+		cfg.Queues = translate.MergeQueues(cfg.Queues, nil)
+	}
+	return cfg, nil
+}
+
+// advanceUsage moves the usage ledger to now and puts it in the snapshot; the ledger is loaded
+// from its store on the first cycle and saved every UsageSaveInterval.
+func (s *Shim) advanceUsage(ctx context.Context, now time.Time, res *translate.Result) error {
+	if s.ledger == nil {
+		s.ledger = &usage.Ledger{}
+		if s.deps.Store != nil {
+			l, err := s.deps.Store.Load(ctx)
+			if err != nil {
+				s.ledger = nil
+				return err
+			}
+			s.ledger = l
+		}
+		s.lastSaved = now
+	}
+	if err := s.ledger.Advance(now, res.Allocated, res.Capacity, s.cfg.Usage); err != nil {
+		return err
+	}
+	res.Snapshot.Usage = s.ledger.Usage()
+	res.Snapshot.UsageCapacity = s.ledger.UsageCapacity()
+	if s.deps.Store != nil && now.Sub(s.lastSaved) >= s.cfg.UsageSaveInterval {
+		if err := s.deps.Store.Save(ctx, s.ledger); err != nil {
+			s.deps.Metrics.Errors.WithLabelValues("usage").Inc()
+			s.log.Error("save usage", "err", err) // retried at the next interval
+		} else {
+			s.lastSaved = now
+		}
+	}
+	return nil
+}
+
+// dumpRequest writes req as proto3 JSON to dir/schedule-<now>.json (atomically), a file that
+// `arbiter schedule` replays.
+func dumpRequest(dir string, now time.Time, req *arbiterv1.ScheduleRequest) error {
+	data, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(req)
+	if err != nil {
+		return err
+	}
+	name := filepath.Join(dir, "schedule-"+now.UTC().Format("20060102T150405.000000000Z")+".json")
+	tmp, err := os.CreateTemp(dir, ".schedule-*.json")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(append(data, '\n')); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), name)
+}

@@ -1,0 +1,57 @@
+package shim
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are the shim's Prometheus metrics. No label carries a pod, node or queue name.
+type Metrics struct {
+	CycleDuration prometheus.Histogram
+	Binds         prometheus.Counter
+	Evictions     prometheus.Counter
+	// Errors counts failures by stage: queues, snapshot, usage, schedule, bind, evict, status.
+	Errors        *prometheus.CounterVec
+	Nominations   prometheus.Gauge
+	PendingGroups prometheus.Gauge
+	Leader        prometheus.Gauge
+}
+
+// NewMetrics creates the metrics and registers them with reg (nil: not registered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		CycleDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "arbiter_k8s_cycle_duration_seconds",
+			Help:    "Duration of one scheduling cycle: snapshot, Schedule call and applying the answer.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15), // 1 ms to 16 s
+		}),
+		Binds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "arbiter_k8s_binds_total",
+			Help: "Pods bound to a node through the binding subresource.",
+		}),
+		Evictions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "arbiter_k8s_evictions_total",
+			Help: "Pods evicted through the Eviction API.",
+		}),
+		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "arbiter_k8s_errors_total",
+			Help: "Failures by stage of the cycle; failed binds and evictions are retried next cycle.",
+		}, []string{"stage"}),
+		Nominations: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "arbiter_k8s_nominations",
+			Help: "Pipelined bindings waiting for their victims to leave the node.",
+		}),
+		PendingGroups: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "arbiter_k8s_pending_pod_groups",
+			Help: "Pod groups that the last answer left pending.",
+		}),
+		Leader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "arbiter_k8s_leader",
+			Help: "1 while this replica holds the leader lease and schedules.",
+		}),
+	}
+	for _, stage := range []string{"queues", "snapshot", "usage", "schedule", "bind", "evict", "status"} {
+		m.Errors.WithLabelValues(stage) // export every stage from the start, at 0
+	}
+	if reg != nil {
+		reg.MustRegister(m.CycleDuration, m.Binds, m.Evictions, m.Errors, m.Nominations, m.PendingGroups, m.Leader)
+	}
+	return m
+}
