@@ -70,13 +70,31 @@ TEST(KueueProperty, SameRequestGivesSameAnswerInAnyInputOrder) {
   }
 }
 
+// Excused: a victim of KUEUE_IN_COHORT_RECLAMATION taking its quota back by
+// KUEUE_IN_COHORT_FAIR_SHARING in the next call. Reclamation (§5.5 step 5, `withinNominal`)
+// evicts with no share test, and a later admission round of the same call may let P's
+// ClusterQueue borrow (§5.4 runs rounds until nothing changes), so P's queue becomes a fair-sharing
+// target. Kueue's no-ping-pong argument covers its fair-sharing strategies only.
+// Counterexample: property case 184 (seed 185, 17 ClusterQueues): wl-0000089 (cq-0012) is
+// reclaimed for wl-0000110 while cq-0000 is within nominal quota; a later round admits
+// wl-0000155 into cq-0000, borrowing 12 example.com/res-0 (share 500); the next call evicts
+// wl-0000110 for wl-0000089 by fair sharing.
+bool ReclaimedThenFairShared(const Eviction& first, const Eviction& second) {
+  return first.reason == EvictionReason::kKueueInCohortReclamation &&
+         second.reason == EvictionReason::kKueueInCohortFairSharing;
+}
+
 // §5.5: no workload evicted for P in one call evicts P in the next.
 TEST(KueueProperty, NoPingPong) {
+  int evictions = 0;
   for (const PropertyRun& run : Runs()) {
     if (!run.second.ok()) continue;
-    const absl::Status status = CheckNoPingPong(*run.first, *run.second);
+    evictions += static_cast<int>(run.first->evictions.size());
+    const absl::Status status =
+        CheckNoPingPong(*run.first, *run.second, ReclaimedThenFairShared);
     EXPECT_TRUE(status.ok()) << run.description << ": " << status;
   }
+  EXPECT_GT(evictions, 0) << "the generated cases never preempt: the property is vacuous";
 }
 
 }  // namespace

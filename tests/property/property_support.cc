@@ -477,14 +477,23 @@ std::vector<std::pair<std::string, std::string>> EvictionPairs(const ScheduleRes
   return {pairs.begin(), pairs.end()};
 }
 
-absl::Status CheckNoPingPong(const ScheduleResult& first, const ScheduleResult& second) {
-  const auto before = EvictionPairs(first);
-  const std::set<std::pair<std::string, std::string>> earlier(before.begin(), before.end());
-  for (const auto& [victim, preemptor] : EvictionPairs(second)) {
-    if (earlier.count({preemptor, victim})) {
-      return absl::FailedPreconditionError(absl::StrCat(preemptor, " was evicted for ", victim,
-                                                        " and now evicts it back"));
-    }
+absl::Status CheckNoPingPong(const ScheduleResult& first, const ScheduleResult& second,
+                             PingPongExcuse excuse) {
+  // (victim, preemptor) -> the first such eviction of the first call.
+  std::map<std::pair<std::string, std::string>, const Eviction*> earlier;
+  for (const Eviction& e : first.evictions) {
+    if (e.reason == EvictionReason::kConsolidation) continue;
+    earlier.emplace(std::make_pair(e.pod_group, e.preemptor_pod_group), &e);
+  }
+  for (const Eviction& e : second.evictions) {
+    if (e.reason == EvictionReason::kConsolidation) continue;
+    auto it = earlier.find({e.preemptor_pod_group, e.pod_group});
+    if (it == earlier.end()) continue;
+    if (excuse != nullptr && excuse(*it->second, e)) continue;
+    return absl::FailedPreconditionError(absl::StrCat(
+        e.preemptor_pod_group, " was evicted for ", e.pod_group, " (reason ",
+        static_cast<int>(it->second->reason), ") and now evicts it back (reason ",
+        static_cast<int>(e.reason), ")"));
   }
   return absl::OkStatus();
 }

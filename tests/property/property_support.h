@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -70,7 +71,14 @@ absl::Status CheckKueueEvictionsWhole(const Snapshot& before, const ScheduleResu
 
 // (victim group, preemptor group) of every eviction other than a CONSOLIDATION move.
 std::vector<std::pair<std::string, std::string>> EvictionPairs(const ScheduleResult& result);
-// Issues 4 and 5: no group evicted for P in the first call evicts P in the second.
-absl::Status CheckNoPingPong(const ScheduleResult& first, const ScheduleResult& second);
+
+// A known, specified reversal: the first call's eviction of V for P and the second call's
+// eviction of P for V (each test names the scenario it excuses).
+using PingPongExcuse = bool (*)(const Eviction& first, const Eviction& second);
+
+// Issues 4 and 5: no group evicted for P in the first call evicts P in the second, unless
+// `excuse` (when given) accepts the pair of evictions.
+absl::Status CheckNoPingPong(const ScheduleResult& first, const ScheduleResult& second,
+                             PingPongExcuse excuse = nullptr);
 
 }  // namespace arbiter::testing
