@@ -57,8 +57,13 @@ const CommandLine::Flag* CommandLine::Find(const std::string& name) const {
   return nullptr;
 }
 
+bool CommandLine::IsSet(const std::string& name) const {
+  return std::find(set_.begin(), set_.end(), name) != set_.end();
+}
+
 absl::Status CommandLine::Parse(absl::Span<const std::string> args,
                                 std::vector<std::string>* positional) {
+  set_.clear();
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg == "--") {
@@ -86,6 +91,7 @@ absl::Status CommandLine::Parse(absl::Span<const std::string> args,
           absl::StrCat("--", name, ": missing value ", flag->placeholder));
     }
     if (absl::Status status = flag->set(text); !status.ok()) return status;
+    set_.push_back(name);
   }
   return absl::OkStatus();
 }

@@ -32,6 +32,9 @@ class CommandLine {
   // value, or a value that does not parse.
   absl::Status Parse(absl::Span<const std::string> args, std::vector<std::string>* positional);
 
+  // Whether the last Parse set `--name` explicitly (to let explicit flags override presets).
+  bool IsSet(const std::string& name) const;
+
   // One line per flag, in declaration order: "  --port PORT    help (default: 50051)".
   std::string Usage() const;
 
@@ -47,6 +50,7 @@ class CommandLine {
   const Flag* Find(const std::string& name) const;
 
   std::vector<Flag> flags_;
+  std::vector<std::string> set_;  // names given on the command line
 };
 
 }  // namespace arbiter::server

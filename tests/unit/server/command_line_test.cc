@@ -48,6 +48,18 @@ TEST(CommandLine, AcceptsSeparateAndJoinedValues) {
   EXPECT_EQ(parsed.positional, std::vector<std::string>{"-"});
 }
 
+TEST(CommandLine, RemembersWhichFlagsWereGiven) {
+  std::string server;
+  bool timing = false;
+  CommandLine flags;
+  flags.AddString("server", "HOST:PORT", &server, "");
+  flags.AddBool("timing", &timing, "");
+  std::vector<std::string> positional;
+  ASSERT_TRUE(flags.Parse({"--server=x"}, &positional).ok());
+  EXPECT_TRUE(flags.IsSet("server"));
+  EXPECT_FALSE(flags.IsSet("timing"));
+}
+
 TEST(CommandLine, BooleanTakesAnExplicitValueAfterEquals) {
   EXPECT_FALSE(Parse({"--timing=false"}).timing);
   EXPECT_TRUE(Parse({"--timing=true"}).timing);

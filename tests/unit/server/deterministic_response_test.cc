@@ -16,7 +16,10 @@ namespace {
 
 using ::google::protobuf::Map;
 
-Snapshot ClusterSnapshot() {
+// A small GPU cluster under two top-level queues. KAI reads "everything" as -1 for cpu and memory;
+// Kueue's nominal quotas are finite (SEMANTICS.md §1.2), so they get large finite ones.
+Snapshot ClusterSnapshot(FairnessModel model) {
+  const double all = model == FairnessModel::kKueue ? 1e12 : -1;
   return testing::SnapshotBuilder()
       .Now(10000)
       .Node("gpu-a", {{"cpu", 32000}, {"memory", 256e9}, {"nvidia.com/gpu", 8}})
@@ -26,14 +29,14 @@ Snapshot ClusterSnapshot() {
       .Taint("dedicated", "ml", "NoSchedule")
       .Node("cpu-a", {{"cpu", 64000}, {"memory", 128e9}})
       .Queue("research")
-      .Deserved({{"nvidia.com/gpu", 10}, {"cpu", -1}, {"memory", -1}})
+      .Deserved({{"nvidia.com/gpu", 10}, {"cpu", all}, {"memory", all}})
       .Queue("vision", "research")
-      .Deserved({{"nvidia.com/gpu", 6}, {"cpu", -1}, {"memory", -1}})
+      .Deserved({{"nvidia.com/gpu", 6}, {"cpu", all}, {"memory", all}})
       .Weight({{"nvidia.com/gpu", 2}})
       .Queue("nlp", "research")
-      .Deserved({{"nvidia.com/gpu", 4}, {"cpu", -1}, {"memory", -1}})
+      .Deserved({{"nvidia.com/gpu", 4}, {"cpu", all}, {"memory", all}})
       .Queue("prod")
-      .Deserved({{"nvidia.com/gpu", 6}, {"cpu", -1}, {"memory", -1}})
+      .Deserved({{"nvidia.com/gpu", 6}, {"cpu", all}, {"memory", all}})
       .Group("vision-train", "vision")
       .MinMember(2)
       .RunningPods(2, {{"cpu", 4000}, {"nvidia.com/gpu", 4}}, "gpu-a")
@@ -109,7 +112,7 @@ Bytes BytesOf(const absl::StatusOr<Response>& response) {
 class DeterministicResponse : public ::testing::TestWithParam<FairnessModel> {};
 
 TEST_P(DeterministicResponse, FairSharesIgnoreInputOrder) {
-  const v1::Snapshot snapshot = ToProto(ClusterSnapshot());
+  const v1::Snapshot snapshot = ToProto(ClusterSnapshot(GetParam()));
   const Bytes first = BytesOf(CallComputeFairShares(
       MakeRequest<v1::FairShareRequest>(snapshot, GetParam())));
   const Bytes again = BytesOf(CallComputeFairShares(
@@ -123,7 +126,7 @@ TEST_P(DeterministicResponse, FairSharesIgnoreInputOrder) {
 }
 
 TEST_P(DeterministicResponse, ScheduleIgnoresInputOrder) {
-  const v1::Snapshot snapshot = ToProto(ClusterSnapshot());
+  const v1::Snapshot snapshot = ToProto(ClusterSnapshot(GetParam()));
   const Bytes first =
       BytesOf(CallSchedule(MakeRequest<v1::ScheduleRequest>(snapshot, GetParam())));
   const Bytes again =
@@ -138,8 +141,8 @@ TEST_P(DeterministicResponse, ScheduleIgnoresInputOrder) {
 
 INSTANTIATE_TEST_SUITE_P(Models, DeterministicResponse,
                          ::testing::Values(FairnessModel::kKai, FairnessModel::kKueue),
-                         [](const ::testing::TestParamInfo<FairnessModel>& info) {
-                           return info.param == FairnessModel::kKai ? std::string("Kai")
+                         [](const ::testing::TestParamInfo<FairnessModel>& param) {
+                           return param.param == FairnessModel::kKai ? std::string("Kai")
                                                                     : std::string("Kueue");
                          });
 

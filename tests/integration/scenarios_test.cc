@@ -1,0 +1,59 @@
+// Every scenario under tests/scenarios/ (see scenario_matcher.h for the file format): run the
+// request through Schedule in-process, compare the decisions with expected.json, and run it a
+// second time to check that the answer's bytes are the same (SEMANTICS.md §0.5).
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "server/calls.h"
+#include "server/wire.h"
+#include "tests/integration/scenario_matcher.h"
+
+namespace arbiter::testing {
+namespace {
+
+std::string ScenarioRoot() { return std::string(ARBITER_SOURCE_DIR) + "/tests/scenarios"; }
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+}
+
+class Scenario : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Scenario, DecisionsMatchExpectedAndRepeatByteForByte) {
+  const std::string& dir = GetParam();
+  v1::ScheduleRequest request;
+  const absl::Status read = server::ReadMessageFile(dir + "/request.json", &request);
+  ASSERT_TRUE(read.ok()) << read;
+
+  const absl::StatusOr<v1::ScheduleResponse> first = server::CallSchedule(request);
+  ASSERT_TRUE(first.ok()) << first.status();
+  const absl::StatusOr<v1::ScheduleResponse> second = server::CallSchedule(request);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(server::SerializeDeterministic(*first), server::SerializeDeterministic(*second))
+      << "two runs of the same request gave different bytes";
+
+  const absl::Status matched = MatchExpected(ReadAll(dir + "/expected.json"), *first);
+  EXPECT_TRUE(matched.ok()) << dir << "\n"
+                            << matched.message() << "\nthe answer was:\n"
+                            << server::ToJson(*first).value_or("<unprintable>");
+}
+
+// "tests/scenarios/kai/gang-fits-whole" -> "kai_gang_fits_whole".
+std::string TestName(const ::testing::TestParamInfo<std::string>& param) {
+  std::string name = param.param.substr(ScenarioRoot().size() + 1);
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, Scenario, ::testing::ValuesIn(FindScenarios(ScenarioRoot())),
+                         TestName);
+// No scenario files yet is not an error of the runner.
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Scenario);
+
+}  // namespace
+}  // namespace arbiter::testing
