@@ -138,7 +138,8 @@ absl::Status CheckPolicy(const Policy& policy) {
     return Invalid("policy.reclaimer_utilization_multiplier",
                    absl::StrCat("must be 0 (= 1) or a finite value >= 1, got ", Number(m)));
   }
-  if (policy.max_consolidation_preemptees.has_value() && *policy.max_consolidation_preemptees < -1) {
+  const std::optional<int32_t>& max_preemptees = policy.max_consolidation_preemptees;
+  if (max_preemptees.has_value() && *max_preemptees < -1) {
     return Invalid("policy.max_consolidation_preemptees",
                    absl::StrCat("must be -1 (unlimited) or more, got ",
                                 *policy.max_consolidation_preemptees));

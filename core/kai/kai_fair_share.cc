@@ -113,7 +113,7 @@ struct SnapshotMaps {
   std::vector<MapEntry> limit;
   std::vector<MapEntry> weight;
   std::vector<MapEntry> requests;     // owner = pod, numbered through the groups in input order
-  std::vector<size_t> pod_entries;    // per pod, its first entry in `requests`; one extra at the end
+  std::vector<size_t> pod_entries;    // per pod, its first entry in `requests`; then the end
   std::vector<size_t> group_pods;     // per group, its first pod number
   std::vector<int> position;          // first-met id -> index in R
 };
@@ -126,6 +126,9 @@ SnapshotMaps ReadMaps(const Snapshot& snapshot, ResourceSet& resources) {
     ReadMap(snapshot.nodes[i].allocatable, static_cast<int>(i), interner, &maps.allocatable);
   }
   maps.group_pods.reserve(snapshot.pod_groups.size());
+  size_t pod_count = 0;
+  for (const PodGroup& group : snapshot.pod_groups) pod_count += group.pods.size();
+  maps.pod_entries.reserve(pod_count + 1);
   int pod = 0;
   for (const PodGroup& group : snapshot.pod_groups) {
     maps.group_pods.push_back(static_cast<size_t>(pod));

@@ -182,7 +182,8 @@ void BM_ValidateFairShareRespond(benchmark::State& state) {
       state.SkipWithError(std::string(status.message()).c_str());
       break;
     }
-    std::vector<QueueShare> queues = kai::ToQueueShares(kai::ComputeKaiFairShare(snapshot, Policy{}));
+    std::vector<QueueShare> queues =
+        kai::ToQueueShares(kai::ComputeKaiFairShare(snapshot, Policy{}));
     benchmark::DoNotOptimize(queues);
   }
   SetCounters(state, snapshot);

@@ -655,7 +655,8 @@ TEST(KaiFairShareTest, SaturationIsMaxOverResources) {
 }
 
 TEST(KaiFairShareTest, NegativeZeroIsWrittenAsZero) {
-  Snapshot s = SnapshotBuilder().Capacity({{"gpu", 1}}).Queue("a").Deserved({{"gpu", -0.0}}).Build();
+  Snapshot s =
+      SnapshotBuilder().Capacity({{"gpu", 1}}).Queue("a").Deserved({{"gpu", -0.0}}).Build();
   std::vector<QueueShare> queues = ToQueueShares(ComputeKaiFairShare(s, Policy{}));
   ASSERT_EQ(queues.size(), 1u);
   EXPECT_FALSE(std::signbit(queues[0].deserved.at("gpu")));
