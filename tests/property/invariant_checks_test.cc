@@ -1,0 +1,154 @@
+// The invariant checks of the property tests catch what they claim to: each is shown a small
+// hand-made violation (and its lawful counterpart), so that a passing property is not vacuous.
+#include "gtest/gtest.h"
+#include "tests/property/property_support.h"
+#include "tests/support/apply_decisions.h"
+#include "tests/support/snapshot_builder.h"
+
+namespace arbiter::testing {
+namespace {
+
+Snapshot Cluster() {
+  return SnapshotBuilder()
+      .Now(1000)
+      .Node("n1", {{"cpu", 4}})
+      .Node("n2", {{"cpu", 4}})
+      .Taint("dedicated", "infer", "NoSchedule")
+      .Queue("dept")
+      .Limit({{"cpu", 5}})
+      .Queue("team", "dept")
+      .ReclaimMinRuntime(600)
+      .Queue("other", "dept")
+      .Group("run", "team")
+      .MinMember(2)
+      .RunningPods(2, {{"cpu", 2}}, "n1")
+      .Started(900)
+      .Group("wait", "other")
+      .MinMember(2)
+      .Pods(2, {{"cpu", 2}})
+      .Group("vip", "team")
+      .Priority(200)
+      .RunningPods(1, {{"cpu", 1}}, "n2")
+      .Build();
+}
+
+Snapshot Applied(const Snapshot& s, const ScheduleResult& r) {
+  absl::StatusOr<Snapshot> next = ApplyDecisions(s, Policy{}, r);
+  EXPECT_TRUE(next.ok()) << next.status();
+  return next.ok() ? *next : s;
+}
+
+TEST(InvariantChecks, NodeCapacityCatchesAnOverfullNode) {
+  const Snapshot s = Cluster();
+  ScheduleResult r;
+  r.bindings.push_back({"wait", "wait-0", "n1", false});  // n1 already holds 4 of 4
+  EXPECT_FALSE(CheckNodeCapacity(s, Applied(s, r)).ok());
+  r.evictions.push_back({"run", "run-0", "n1", EvictionReason::kFairShareReclaim, "wait", ""});
+  EXPECT_TRUE(CheckNodeCapacity(s, Applied(s, r)).ok());
+}
+
+TEST(InvariantChecks, QueueLimitsCatchAParentOverItsLimit) {
+  const Snapshot s = Cluster();  // dept holds 5 of its limit 5
+  ScheduleResult r;
+  r.bindings.push_back({"wait", "wait-0", "n2", false});
+  EXPECT_FALSE(CheckQueueLimits(s, Applied(s, r)).ok());
+}
+
+TEST(InvariantChecks, GangsCatchAPartlyPlacedGroup) {
+  const Snapshot s = Cluster();
+  ScheduleResult r;
+  r.bindings.push_back({"wait", "wait-0", "n2", false});
+  EXPECT_FALSE(CheckGangs(Applied(s, r), r).ok());
+  r.bindings.push_back({"wait", "wait-1", "n2", false});
+  EXPECT_TRUE(CheckGangs(Applied(s, r), r).ok());
+}
+
+TEST(InvariantChecks, BindingsCatchAnUntoleratedTaint) {
+  ScheduleResult r;
+  r.bindings.push_back({"wait", "wait-0", "n2", false});
+  EXPECT_FALSE(CheckBindings(Cluster(), r).ok());
+}
+
+TEST(InvariantChecks, NonPreemptibleCatchesAnEvictedHighPriorityGroup) {
+  ScheduleResult r;
+  r.evictions.push_back({"vip", "vip-0", "n2", EvictionReason::kFairShareReclaim, "wait", ""});
+  EXPECT_FALSE(CheckNonPreemptibleKept(Cluster(), r, FairnessModel::kKai).ok());
+  EXPECT_TRUE(CheckNonPreemptibleKept(Cluster(), r, FairnessModel::kKueue).ok());
+}
+
+TEST(InvariantChecks, MinRuntimeCatchesAReclaimedYoungGang) {
+  const Snapshot s = Cluster();  // "run" started at 900, team protects 600 s: until 1500
+  ScheduleResult r;
+  for (const char* pod : {"run-0", "run-1"}) {
+    r.evictions.push_back({"run", pod, "n1", EvictionReason::kFairShareReclaim, "wait", ""});
+  }
+  EXPECT_FALSE(CheckMinRuntime(s, Applied(s, r), r).ok());
+  for (Eviction& e : r.evictions) e.reason = EvictionReason::kPriorityPreemption;
+  EXPECT_TRUE(CheckMinRuntime(s, Applied(s, r), r).ok());  // no preempt min-runtime set
+}
+
+TEST(InvariantChecks, PreemptorsMustBeBound) {
+  ScheduleResult r;
+  r.evictions.push_back({"run", "run-0", "n1", EvictionReason::kFairShareReclaim, "wait", ""});
+  EXPECT_FALSE(CheckPreemptorsBound(r).ok());
+  r.bindings.push_back({"wait", "wait-0", "n1", true});
+  EXPECT_TRUE(CheckPreemptorsBound(r).ok());
+}
+
+TEST(InvariantChecks, PingPongCatchesAReversal) {
+  ScheduleResult first, second;
+  first.evictions.push_back({"run", "run-0", "n1", EvictionReason::kFairShareReclaim, "wait", ""});
+  second.evictions.push_back(
+      {"wait", "wait-0", "n1", EvictionReason::kFairShareReclaim, "run", ""});
+  EXPECT_FALSE(CheckNoPingPong(first, second).ok());
+  second.evictions[0].reason = EvictionReason::kConsolidation;  // a move is not a reversal
+  EXPECT_TRUE(CheckNoPingPong(first, second).ok());
+}
+
+TEST(InvariantChecks, KueueLimitsCatchAnOverfullRoot) {
+  Snapshot s = SnapshotBuilder()
+                   .Queue("cohort")
+                   .Queue("cq", "cohort")
+                   .Deserved({{"cpu", 4}})
+                   .Group("a", "cq")
+                   .Admitted(10)
+                   .Pods(1, {{"cpu", 3}})
+                   .Group("b", "cq")
+                   .Admitted(10)
+                   .Pods(1, {{"cpu", 2}})
+                   .Build();
+  EXPECT_FALSE(CheckKueueLimits(s).ok());
+  s.pod_groups[1].admitted = false;
+  EXPECT_TRUE(CheckKueueLimits(s).ok());
+}
+
+TEST(InvariantChecks, KueueEvictionsCatchAPartialWorkload) {
+  const Snapshot s = SnapshotBuilder()
+                         .Queue("cq")
+                         .Deserved({{"cpu", 4}})
+                         .Group("a", "cq")
+                         .Admitted(10)
+                         .Pods(2, {{"cpu", 1}})
+                         .Group("b", "cq")
+                         .Pods(1, {{"cpu", 4}})
+                         .Build();
+  ScheduleResult r;
+  r.evictions.push_back({"a", "a-0", "", EvictionReason::kKueueInClusterQueue, "b", ""});
+  EXPECT_FALSE(CheckKueueEvictionsWhole(s, r).ok());
+  r.evictions.push_back({"a", "a-1", "", EvictionReason::kKueueInClusterQueue, "b", ""});
+  EXPECT_TRUE(CheckKueueEvictionsWhole(s, r).ok());
+}
+
+TEST(InvariantChecks, DiffResultsTellsNegativeZeroFromZero) {
+  ScheduleResult a, b;
+  a.queues.push_back({});
+  b.queues.push_back({});
+  a.queues[0].fair_share["cpu"] = 0.0;
+  b.queues[0].fair_share["cpu"] = -0.0;
+  EXPECT_NE(DiffResults(a, b), "");
+  b.queues[0].fair_share["cpu"] = 0.0;
+  EXPECT_EQ(DiffResults(a, b), "");
+}
+
+}  // namespace
+}  // namespace arbiter::testing
