@@ -21,8 +21,8 @@ bool TryUnit(Session& session, int group, const Unit& unit) {
   if (placed < static_cast<int>(unit.pods.size())) {
     state.Rollback(mark);
     session.reasons().Record(group, ExplainPlacementFailure(cluster, session.feasibility(),
-                                                            session.placer(), state, unit,
-                                                            placed));
+                                                            session.index(), session.placer(),
+                                                            unit, placed));
     return false;
   }
   // KAI pipelines a gang as a whole: once G has a pipelined pod, a unit that leaves fewer than g

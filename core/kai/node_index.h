@@ -40,9 +40,23 @@ class NodeIndex {
 
   bool spread() const { return spread_; }
 
-  // Sets the node's free amounts (idle + releasing) of nvidia.com/gpu and cpu (0 when R lacks
-  // them). O(log n), no allocation after the first call for the node.
-  void Update(int node, double free_gpu, double free_cpu);
+  // Sets the node's free amounts (idle + releasing), one per resource of R. O(R · log n), no
+  // allocation after the first call for the node.
+  void Update(int node, const double* free);
+
+  // The largest free amount of resource r in the class, and the node holding it (the smaller
+  // name on ties); node -1 for an empty class. O(1).
+  struct MaxFree {
+    double free = 0;
+    int node = -1;
+  };
+  MaxFree LargestFree(int node_class, int r) const {
+    const ClassMaxima& maxima = maxima_[node_class];
+    return maxima.size == 0 ? MaxFree{} : maxima.tree[r * 2 * maxima.size + 1];
+  }
+  // False when some r with requests[r] > 0 exceeds the class's largest free amount: no node of
+  // the class can take the pod, now or pipelined. O(R).
+  bool MayFit(int node_class, const double* requests) const;
 
   const Set& set(int node_class, Bucket bucket) const { return sets_[Slot(node_class, bucket)]; }
   // Binpack only: the bucket's nodes whose allocatable of the scoring resource is 0, name order.
@@ -62,9 +76,18 @@ class NodeIndex {
     Set::iterator gpu_it;
     Set::iterator cpu_it;
   };
+  // Per class and resource, a max segment tree over the class's nodes (leaves at [size, 2·size)).
+  struct ClassMaxima {
+    int size = 0;               // leaves: a power of two >= the class's node count
+    std::vector<MaxFree> tree;  // R × 2·size
+  };
   void Place(Set& set, Set::iterator& it, bool inserted, Entry entry);
 
   const Cluster& cluster_;
+  int r_;
+  std::vector<ClassMaxima> maxima_;
+  std::vector<int> class_of_;     // per node
+  std::vector<int> class_slot_;   // per node: its leaf index within the class
   bool spread_;
   std::vector<Set> sets_;
   std::vector<std::vector<int>> zero_nodes_;

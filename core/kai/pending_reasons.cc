@@ -40,7 +40,7 @@ PendingReason NoNodeMatches(const Cluster& cluster, const Feasibility& feasibili
 }
 
 PendingReason Insufficient(const Cluster& cluster, Feasibility& feasibility,
-                           const WorkingState& state, int pod) {
+                           const NodeIndex& index, int pod) {
   const double* requests = cluster.requests(pod);
   const std::string& name = cluster.pod_name(pod);
   const auto& classes = feasibility.FeasibleClasses(feasibility.pod_signature(pod));
@@ -52,12 +52,12 @@ PendingReason Insufficient(const Cluster& cluster, Feasibility& feasibility,
     int best_node = -1;
     double best_free = 0;
     for (const Feasibility::FeasibleClass& feasible : classes) {
-      for (int node : feasibility.class_nodes(feasible.node_class)) {
-        const double free = state.free(node, r);
-        if (best_node < 0 || free > best_free || (free == best_free && node < best_node)) {
-          best_node = node;
-          best_free = free;
-        }
+      const NodeIndex::MaxFree largest = index.LargestFree(feasible.node_class, r);
+      if (largest.node < 0) continue;
+      if (best_node < 0 || largest.free > best_free ||
+          (largest.free == best_free && largest.node < best_node)) {
+        best_node = largest.node;
+        best_free = largest.free;
       }
     }
     if (best_node >= 0 && best_free < requests[r]) {
@@ -111,18 +111,20 @@ PendingReason QuotaReason(const Cluster& cluster, const QuotaBreach& breach) {
 }
 
 PendingReason ExplainPlacementFailure(const Cluster& cluster, Feasibility& feasibility,
-                                      Placer& placer, const WorkingState& state,
-                                      const Unit& unit, int placed) {
+                                      const NodeIndex& index, Placer& placer, const Unit& unit,
+                                      int placed) {
   for (int pod : unit.pods) {
     if (feasibility.FeasibleNodeCount(feasibility.pod_signature(pod)) == 0) {
       return NoNodeMatches(cluster, feasibility, pod);
     }
   }
+  // The first pod failed on this very state, so it fits nowhere alone.
+  if (placed == 0) return Insufficient(cluster, feasibility, index, unit.pods[0]);
   int previous = -1;
   for (int pod : unit.pods) {
     if (previous >= 0 && SameShape(cluster, feasibility, pod, previous)) continue;
     previous = pod;
-    if (placer.Choose(pod).node < 0) return Insufficient(cluster, feasibility, state, pod);
+    if (placer.Choose(pod).node < 0) return Insufficient(cluster, feasibility, index, pod);
   }
   const int size = static_cast<int>(unit.pods.size());
   return {kGangDoesNotFit,

@@ -9,6 +9,7 @@
 
 #include "core/kai/cluster.h"
 #include "core/kai/feasibility.h"
+#include "core/kai/node_index.h"
 #include "core/kai/placement.h"
 #include "core/kai/quota_check.h"
 #include "core/kai/unit.h"
@@ -42,10 +43,10 @@ PendingReason QuotaReason(const Cluster& cluster, const QuotaBreach& breach);
 //   insufficient-resources: some pod fits no feasible node even alone, even pipelined;
 //   gang-does-not-fit: each pod fits alone but the unit does not fit as a whole.
 // Each test runs over the unit's pods in pod order and the first pod that fails it is named.
-// O(unit · placement), plus a pass over the feasible nodes for the insufficient-resources message.
+// O(unit · placement + feasible classes · R).
 PendingReason ExplainPlacementFailure(const Cluster& cluster, Feasibility& feasibility,
-                                      Placer& placer, const WorkingState& state,
-                                      const Unit& unit, int placed);
+                                      const NodeIndex& index, Placer& placer, const Unit& unit,
+                                      int placed);
 
 // The reason recorded so far for every group (the last one wins, §6).
 class PendingReasons {

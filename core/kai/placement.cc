@@ -70,6 +70,7 @@ Placer::Candidate Placer::SearchBinpack(const BandGroup& group, const double* re
   const double needed = resource >= 0 && requests[resource] > 0 ? requests[resource] : -kInfinity;
   Candidate best;
   for (const BucketRef& ref : group.buckets) {
+    if (!index_.MayFit(ref.node_class, requests)) continue;
     const NodeIndex::Set& set = index_.set(ref.node_class, ref.bucket);
     for (auto it = set.lower_bound(NodeIndex::Entry{needed, -1}); it != set.end(); ++it) {
       if (!Fits(it->node, requests, now)) continue;
@@ -105,6 +106,7 @@ Placer::Candidate Placer::SearchSpread(const BandGroup& group, const double* req
                                        bool now) const {
   Candidate best;
   for (const BucketRef& ref : group.buckets) {
+    if (!index_.MayFit(ref.node_class, requests)) continue;
     const NodeIndex::Set& set = index_.set(ref.node_class, ref.bucket);
     for (auto it = set.begin(); it != set.end(); ++it) {
       const double score = -it->key;

@@ -40,6 +40,7 @@ class Session {
   Feasibility& feasibility() { return feasibility_; }
   WorkingState& state() { return *state_; }
   Placer& placer() { return *placer_; }
+  const NodeIndex& index() const { return index_; }
   PendingReasons& reasons() { return reasons_; }
   // Evictions and moves committed so far, one per pod.
   std::vector<EvictionNote>& evictions() { return evictions_; }
