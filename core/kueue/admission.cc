@@ -32,8 +32,11 @@ class Rounds {
     reason_.assign(count, "");
     message_.assign(count, "");
     pending_order_.assign(n, {});
+    members_.assign(n, {});
     for (size_t i = 0; i < count; ++i) {
       holds_[i] = workloads[i].admitted ? 1 : 0;
+      available_[i] = holds_[i];
+      members_[workloads[i].cq].push_back(static_cast<int>(i));
       if (!workloads[i].admitted && workloads[i].has_pods) {
         pending_order_[workloads[i].cq].push_back(static_cast<int>(i));
       }
@@ -48,7 +51,10 @@ class Rounds {
       const int parent = tree.parent(node);
       root_of_[node] = parent < 0 ? node : root_of_[parent];
     }
-    index_ = CandidateIndex::Build(workloads, n);
+    index_ = CandidateIndex::Build(workloads, tree.queues(), tree.resource_count());
+    leaf_usage_ = LeafUsage(workloads, holds_, n, tree.resource_count());
+    index_.RefreshSums(workloads, available_, {});
+    slot_of_.assign(count, -1);
     context_.tree = &tree_;
     context_.workloads = &workloads_;
     context_.index = &index_;
@@ -66,9 +72,9 @@ class Rounds {
     std::string message;
   };
 
-  void RebuildTree() {
-    tree_.SetLeafUsage(LeafUsage(workloads_, holds_, tree_.size(), tree_.resource_count()));
-  }
+  // The tree of the admitted workloads (§5.4 step 1). Only the queues in `changed_` are summed
+  // again (their workloads in name order, as LeafUsage does); cohorts are always re-summed.
+  void RebuildTree();
   // One Kueue cycle; true when it admitted, evicted or set aside something.
   bool RunRound();
   // §5.4 step 5 for one entry; true when it admitted, claimed targets or was set aside.
@@ -93,6 +99,10 @@ class Rounds {
   PreemptionContext context_;
   std::vector<int> root_of_;
   std::vector<std::vector<int>> pending_order_;  // per ClusterQueue, admission order
+  std::vector<std::vector<int>> members_;        // per ClusterQueue, its workloads, name order
+  std::vector<double> leaf_usage_;               // per ClusterQueue, Use of what it holds
+  std::vector<int> changed_;                     // queues whose holdings changed last round
+  std::vector<int> slot_of_;                     // workload -> its nomination this round
   // Per workload.
   std::vector<char> holds_;         // holds quota now (admitted, not evicted)
   std::vector<char> admitted_now_;  // admitted in this call
@@ -234,6 +244,7 @@ bool Rounds::Process(int w, Nomination nomination) {
   if (nomination.mode == NominationMode::kFit) {
     holds_[w] = 1;
     admitted_now_[w] = 1;
+    changed_.push_back(x);
     admissions_.push_back(AdmissionDecision{w, waited_[w] != 0 || !fits_before_evictions});
     reason_[w].clear();
     message_[w].clear();
@@ -245,6 +256,22 @@ bool Rounds::Process(int w, Nomination nomination) {
                       victims.size() == 1 ? "" : "s", " to release quota: ",
                       absl::StrJoin(victims, ", ")));
   return true;
+}
+
+void Rounds::RebuildTree() {
+  const int resource_count = tree_.resource_count();
+  std::sort(changed_.begin(), changed_.end());
+  changed_.erase(std::unique(changed_.begin(), changed_.end()), changed_.end());
+  for (int cq : changed_) {
+    double* row = leaf_usage_.data() + static_cast<size_t>(cq) * resource_count;
+    std::fill(row, row + resource_count, 0.0);
+    for (int w : members_[cq]) {
+      if (!holds_[w]) continue;
+      for (const ResourceAmount& amount : workloads_[w].usage) row[amount.resource] += amount.amount;
+    }
+  }
+  changed_.clear();
+  tree_.SetLeafUsage(leaf_usage_);
 }
 
 bool Rounds::RunRound() {
@@ -260,16 +287,16 @@ bool Rounds::RunRound() {
       break;
     }
   }
-  for (size_t i = 0; i < workloads_.size(); ++i) {
-    available_[i] = holds_[i] && !admitted_now_[i] ? 1 : 0;
-    claimed_by_[i] = -1;
-  }
+  // Claims became evictions at the end of the last round: nothing is claimed any more, and what
+  // is available (held since before the call, not evicted) only lost the evicted workloads.
+  for (int c : claimed_) claimed_by_[c] = -1;
   claimed_.clear();
   claims_.clear();
 
   // Nominate every head on the round's starting tree. A NoFit entry changes nothing when it is
   // processed, so setting it aside now leaves the order of the others as it is.
-  std::vector<Nomination> nominations(workloads_.size());
+  std::vector<Nomination> nominations;
+  nominations.reserve(heads.size());
   std::vector<std::vector<int>> entries_of_root(n);
   for (int w : heads) {
     Nomination nomination = Nominate(context_, w);
@@ -278,7 +305,8 @@ bool Rounds::RunRound() {
       changed = true;
       continue;
     }
-    nominations[w] = std::move(nomination);
+    slot_of_[w] = static_cast<int>(nominations.size());
+    nominations.push_back(std::move(nomination));
     entries_of_root[root_of_[workloads_[w].cq]].push_back(w);
   }
   for (int root : tree_.queues().roots()) {
@@ -286,19 +314,25 @@ bool Rounds::RunRound() {
     Tournament tournament(&tree_, &workloads_, root, entries_of_root[root]);
     while (!tournament.empty()) {
       const int w = tournament.Winner();
-      if (Process(w, std::move(nominations[w]))) changed = true;
+      if (Process(w, std::move(nominations[slot_of_[w]]))) changed = true;
       tournament.Remove(w);
     }
   }
 
   if (!claims_.empty()) {
+    std::vector<int> evicted_from;
     for (Claim& claim : claims_) {
       evicted_[claim.target] = 1;
       holds_[claim.target] = 0;
+      evicted_from.push_back(workloads_[claim.target].cq);
+      changed_.push_back(workloads_[claim.target].cq);
       evictions_.push_back(
           EvictionDecision{claim.target, claim.preemptor, claim.reason, std::move(claim.message)});
     }
     std::fill(set_aside_.begin(), set_aside_.end(), 0);  // capacity was released
+    std::sort(evicted_from.begin(), evicted_from.end());
+    evicted_from.erase(std::unique(evicted_from.begin(), evicted_from.end()), evicted_from.end());
+    index_.RefreshSums(workloads_, available_, evicted_from);
     changed = true;
   }
   return changed;
