@@ -1,6 +1,7 @@
 #include "core/kai/node_index.h"
 
 #include <utility>
+#include <vector>
 
 namespace arbiter::kai {
 namespace {
@@ -15,7 +16,7 @@ NodeIndex::NodeIndex(const Cluster& cluster, const Feasibility& feasibility, Pla
     : cluster_(cluster),
       r_(cluster.num_resources()),
       spread_(placement == Placement::kSpread),
-      sets_(feasibility.num_classes() * kNumBuckets),
+      trees_(feasibility.num_classes() * kNumBuckets),
       zero_nodes_(feasibility.num_classes() * kNumBuckets),
       nodes_(cluster.num_nodes()) {
   maxima_.resize(feasibility.num_classes());
@@ -32,36 +33,33 @@ NodeIndex::NodeIndex(const Cluster& cluster, const Feasibility& feasibility, Pla
       class_slot_[members[i]] = static_cast<int>(i);
     }
   }
+  std::vector<std::vector<int>> members(trees_.size());
   for (int n = 0; n < cluster.num_nodes(); ++n) {
     if (cluster.node(n).node->unschedulable) continue;  // never feasible
     int node_class = feasibility.node_class(n);
     NodeSlots& slots = nodes_[n];
     bool has_gpu = cluster.node(n).has_gpu;
-    if (has_gpu) slots.gpu_slot = Slot(node_class, kGpu);
-    int cpu_slot = Slot(node_class, has_gpu ? kCpuGpu : kCpuNoGpu);
+    if (has_gpu) {
+      slots.gpu_tree = Slot(node_class, kGpu);
+      slots.gpu_pos = static_cast<int>(members[slots.gpu_tree].size());
+      members[slots.gpu_tree].push_back(n);
+    }
+    int cpu_tree = Slot(node_class, has_gpu ? kCpuGpu : kCpuNoGpu);
     if (spread_ || AllocatableOf(cluster, n, cluster.cpu()) > 0) {
-      slots.cpu_slot = cpu_slot;
+      slots.cpu_tree = cpu_tree;
+      slots.cpu_pos = static_cast<int>(members[cpu_tree].size());
+      members[cpu_tree].push_back(n);
     } else {
-      zero_nodes_[cpu_slot].push_back(n);  // n ascends, so the list is in name order
+      zero_nodes_[cpu_tree].push_back(n);  // n ascends, so the list is in name order
     }
   }
+  for (size_t t = 0; t < trees_.size(); ++t) trees_[t].Init(members[t], r_);
 }
 
 double NodeIndex::Key(double free, double allocatable) const {
   if (!spread_) return free;
   if (allocatable == 0) return 0;
   return -(free / allocatable);
-}
-
-void NodeIndex::Place(Set& set, Set::iterator& it, bool inserted, Entry entry) {
-  if (!inserted) {
-    it = set.insert(entry).first;
-    return;
-  }
-  if (it->key == entry.key) return;
-  auto handle = set.extract(it);
-  handle.value().key = entry.key;
-  it = set.insert(std::move(handle)).position;
 }
 
 bool NodeIndex::MayFit(int node_class, const double* requests) const {
@@ -76,11 +74,9 @@ bool NodeIndex::MayFit(int node_class, const double* requests) const {
   return true;
 }
 
-void NodeIndex::Update(int node, const double* free) {
+void NodeIndex::Update(int node, const double* idle, const double* free) {
   const int gpu = cluster_.gpu();
   const int cpu = cluster_.cpu();
-  const double free_gpu = gpu < 0 ? 0.0 : free[gpu];
-  const double free_cpu = cpu < 0 ? 0.0 : free[cpu];
   const int node_class = class_of_[node];
   if (node_class >= 0) {
     ClassMaxima& maxima = maxima_[node_class];
@@ -97,16 +93,16 @@ void NodeIndex::Update(int node, const double* free) {
       }
     }
   }
-  NodeSlots& slots = nodes_[node];
-  if (slots.gpu_slot >= 0) {
-    Place(sets_[slots.gpu_slot], slots.gpu_it, slots.inserted,
-          Entry{Key(free_gpu, AllocatableOf(cluster_, node, cluster_.gpu())), node});
+  const NodeSlots& slots = nodes_[node];
+  if (slots.gpu_tree >= 0) {
+    trees_[slots.gpu_tree].Set(slots.gpu_pos,
+                               Key(free[gpu], AllocatableOf(cluster_, node, gpu)), idle, free);
   }
-  if (slots.cpu_slot >= 0) {
-    Place(sets_[slots.cpu_slot], slots.cpu_it, slots.inserted,
-          Entry{Key(free_cpu, AllocatableOf(cluster_, node, cluster_.cpu())), node});
+  if (slots.cpu_tree >= 0) {
+    const double free_cpu = cpu < 0 ? 0.0 : free[cpu];
+    trees_[slots.cpu_tree].Set(slots.cpu_pos, Key(free_cpu, AllocatableOf(cluster_, node, cpu)),
+                               idle, free);
   }
-  slots.inserted = true;
 }
 
 }  // namespace arbiter::kai

@@ -1,21 +1,22 @@
 // Nodes ordered by their placement score (SEMANTICS.md §4.5), per feasibility class, so that the
-// best node for a pod is found with a lookup and a short scan instead of a pass over all nodes.
+// best node for a pod is found without visiting every node.
 //
-// Each class keeps three ordered sets:
+// Each class keeps three CapacityTrees (ordered sets that also know their subtrees' largest idle
+// and free amounts, so a search skips whole subtrees where the pod cannot fit):
 //   kGpu       nodes with nvidia.com/gpu, keyed on the GPU score (for pods that request GPUs);
 //   kCpuNoGpu  nodes without GPUs, keyed on the CPU score (CPU-only pods, +10 band);
 //   kCpuGpu    nodes with GPUs, keyed on the CPU score (CPU-only pods).
 // Binpack keys on free = idle + releasing of the scoring resource (the score falls as free rises);
 // nodes whose allocatable of that resource is 0 score 0 and are kept aside in name order. Spread
 // keys on -free/allocatable (its score, negated), 0 allocatable included with key 0.
-// Within a set, entries are ordered by (key, node index), node index order being name order.
+// Entries are ordered by (key, node index), node index order being name order.
 //
 // WorkingState calls Update whenever a node's free capacity changes (and again on rollback).
 #pragma once
 
-#include <set>
 #include <vector>
 
+#include "core/kai/capacity_tree.h"
 #include "core/kai/cluster.h"
 #include "core/kai/feasibility.h"
 #include "core/model.h"
@@ -25,14 +26,6 @@ namespace arbiter::kai {
 class NodeIndex {
  public:
   enum Bucket { kGpu = 0, kCpuNoGpu = 1, kCpuGpu = 2, kNumBuckets = 3 };
-  struct Entry {
-    double key;
-    int node;
-    friend bool operator<(const Entry& a, const Entry& b) {
-      return a.key != b.key ? a.key < b.key : a.node < b.node;
-    }
-  };
-  using Set = std::set<Entry>;
 
   // An empty index over the schedulable nodes of `feasibility`'s classes. Call Update once for
   // every node before the first lookup. `cluster` and `feasibility` must outlive this.
@@ -40,9 +33,9 @@ class NodeIndex {
 
   bool spread() const { return spread_; }
 
-  // Sets the node's free amounts (idle + releasing), one per resource of R. O(R · log n), no
-  // allocation after the first call for the node.
-  void Update(int node, const double* free);
+  // Sets the node's idle and free (idle + releasing) amounts, one per resource of R each.
+  // O(R · log n), no allocation.
+  void Update(int node, const double* idle, const double* free);
 
   // The largest free amount of resource r in the class, and the node holding it (the smaller
   // name on ties); node -1 for an empty class. O(1).
@@ -58,7 +51,9 @@ class NodeIndex {
   // the class can take the pod, now or pipelined. O(R).
   bool MayFit(int node_class, const double* requests) const;
 
-  const Set& set(int node_class, Bucket bucket) const { return sets_[Slot(node_class, bucket)]; }
+  const CapacityTree& tree(int node_class, Bucket bucket) const {
+    return trees_[Slot(node_class, bucket)];
+  }
   // Binpack only: the bucket's nodes whose allocatable of the scoring resource is 0, name order.
   const std::vector<int>& zero_nodes(int node_class, Bucket bucket) const {
     return zero_nodes_[Slot(node_class, bucket)];
@@ -70,18 +65,16 @@ class NodeIndex {
  private:
   static int Slot(int node_class, Bucket bucket) { return node_class * kNumBuckets + bucket; }
   struct NodeSlots {
-    int gpu_slot = -1;  // -1: not in a GPU set
-    int cpu_slot = -1;  // -1: in a zero list (or unschedulable)
-    bool inserted = false;
-    Set::iterator gpu_it;
-    Set::iterator cpu_it;
+    int gpu_tree = -1;  // -1: not in a GPU tree
+    int gpu_pos = -1;
+    int cpu_tree = -1;  // -1: in a zero list (or unschedulable)
+    int cpu_pos = -1;
   };
   // Per class and resource, a max segment tree over the class's nodes (leaves at [size, 2·size)).
   struct ClassMaxima {
     int size = 0;               // leaves: a power of two >= the class's node count
     std::vector<MaxFree> tree;  // R × 2·size
   };
-  void Place(Set& set, Set::iterator& it, bool inserted, Entry entry);
 
   const Cluster& cluster_;
   int r_;
@@ -89,7 +82,7 @@ class NodeIndex {
   std::vector<int> class_of_;     // per node
   std::vector<int> class_slot_;   // per node: its leaf index within the class
   bool spread_;
-  std::vector<Set> sets_;
+  std::vector<CapacityTree> trees_;
   std::vector<std::vector<int>> zero_nodes_;
   std::vector<NodeSlots> nodes_;
 };

@@ -70,26 +70,26 @@ Placer::Candidate Placer::SearchBinpack(const BandGroup& group, const double* re
   const double needed = resource >= 0 && requests[resource] > 0 ? requests[resource] : -kInfinity;
   Candidate best;
   for (const BucketRef& ref : group.buckets) {
-    if (!index_.MayFit(ref.node_class, requests)) continue;
-    const NodeIndex::Set& set = index_.set(ref.node_class, ref.bucket);
-    for (auto it = set.lower_bound(NodeIndex::Entry{needed, -1}); it != set.end(); ++it) {
-      if (!Fits(it->node, requests, now)) continue;
-      const double allocatable = cluster_.allocatable(it->node)[resource];
-      const double score = BinpackScore(it->key, allocatable, min, max);
-      if (Better(score, it->node, best.score, best.node)) best = Candidate{it->node, score};
-      // Nodes with more free score lower, except where rounding makes two scores equal: follow
-      // those too, since an equal score is decided by the name.
-      auto next = set.upper_bound(NodeIndex::Entry{it->key, std::numeric_limits<int>::max()});
-      for (; next != set.end(); ++next) {
-        const double next_score =
-            BinpackScore(next->key, cluster_.allocatable(next->node)[resource], min, max);
-        if (next_score != score) break;
-        if (Better(next_score, next->node, best.score, best.node) &&
-            Fits(next->node, requests, now)) {
-          best = Candidate{next->node, next_score};
+    const CapacityTree& tree = index_.tree(ref.node_class, ref.bucket);
+    if (!tree.empty()) {
+      CapacityTree::Found found = tree.FindFirst(needed, -1, requests, now);
+      if (found.slot >= 0) {
+        int node = tree.member(found.slot);
+        const double score =
+            BinpackScore(found.key, cluster_.allocatable(node)[resource], min, max);
+        if (Better(score, node, best.score, best.node)) best = Candidate{node, score};
+        // Nodes with more free score lower, except where rounding makes two scores equal: follow
+        // those too, since an equal score is decided by the name.
+        while (true) {
+          found = tree.FindFirst(found.key, std::numeric_limits<int>::max(), requests, now);
+          if (found.slot < 0) break;
+          node = tree.member(found.slot);
+          const double next_score =
+              BinpackScore(found.key, cluster_.allocatable(node)[resource], min, max);
+          if (next_score != score) break;
+          if (Better(next_score, node, best.score, best.node)) best = Candidate{node, next_score};
         }
       }
-      break;
     }
     for (int node : index_.zero_nodes(ref.node_class, ref.bucket)) {
       if (best.node >= 0 && (best.score > 0 || node > best.node)) break;
@@ -106,15 +106,12 @@ Placer::Candidate Placer::SearchSpread(const BandGroup& group, const double* req
                                        bool now) const {
   Candidate best;
   for (const BucketRef& ref : group.buckets) {
-    if (!index_.MayFit(ref.node_class, requests)) continue;
-    const NodeIndex::Set& set = index_.set(ref.node_class, ref.bucket);
-    for (auto it = set.begin(); it != set.end(); ++it) {
-      const double score = -it->key;
-      if (best.node >= 0 && score < best.score) break;  // nothing later can win
-      if (!Fits(it->node, requests, now)) continue;
-      if (Better(score, it->node, best.score, best.node)) best = Candidate{it->node, score};
-      break;
-    }
+    const CapacityTree& tree = index_.tree(ref.node_class, ref.bucket);
+    if (tree.empty()) continue;
+    const CapacityTree::Found found = tree.FindFirst(-kInfinity, -1, requests, now);
+    if (found.slot < 0) continue;
+    const int node = tree.member(found.slot);
+    if (Better(-found.key, node, best.score, best.node)) best = Candidate{node, -found.key};
   }
   return best;
 }
@@ -128,10 +125,10 @@ NodeChoice Placer::Choose(int pod) {
   if (!index_.spread()) {
     for (const BandGroup& group : groups) {
       for (const BucketRef& ref : group.buckets) {
-        const NodeIndex::Set& set = index_.set(ref.node_class, ref.bucket);
-        if (set.empty()) continue;
-        min = std::min(min, set.begin()->key);
-        max = std::max(max, set.rbegin()->key);
+        const CapacityTree& tree = index_.tree(ref.node_class, ref.bucket);
+        if (tree.empty()) continue;
+        min = std::min(min, tree.MinKey());
+        max = std::max(max, tree.MaxKey());
       }
     }
   }

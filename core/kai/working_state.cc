@@ -13,7 +13,7 @@ WorkingState::WorkingState(const Cluster& cluster, const KaiFairShare& shares, N
   used_.assign(static_cast<size_t>(nodes) * r_, 0.0);
   releasing_.assign(static_cast<size_t>(nodes) * r_, 0.0);
   claimed_.assign(static_cast<size_t>(nodes) * r_, 0.0);
-  free_scratch_.assign(r_, 0.0);
+  free_scratch_.assign(2 * static_cast<size_t>(r_), 0.0);
   const int queues = cluster.tree().size();
   allocated_.assign(static_cast<size_t>(queues) * r_, 0.0);
   allocated_np_.assign(static_cast<size_t>(queues) * r_, 0.0);
@@ -91,8 +91,11 @@ void WorkingState::SetInt(int32_t& slot, int32_t value) {
 void WorkingState::TouchNode(int node) {
   if (index_ == nullptr) return;
   if (open_statements_ > 0) node_journal_.push_back(node);
-  for (int r = 0; r < r_; ++r) free_scratch_[r] = free(node, r);
-  index_->Update(node, free_scratch_.data());
+  for (int r = 0; r < r_; ++r) {
+    free_scratch_[r] = idle(node, r);
+    free_scratch_[r_ + r] = free(node, r);
+  }
+  index_->Update(node, free_scratch_.data(), free_scratch_.data() + r_);
 }
 
 void WorkingState::AddToQueues(int group, const double* requests, double sign) {

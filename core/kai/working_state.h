@@ -140,7 +140,7 @@ class WorkingState {
   std::vector<std::pair<double*, double>> double_journal_;
   std::vector<std::pair<int32_t*, int32_t>> int_journal_;
   std::vector<int> node_journal_;  // nodes whose free capacity changed (for the index)
-  std::vector<double> free_scratch_;  // one node's free amounts, for the index
+  std::vector<double> free_scratch_;  // one node's idle, then free amounts, for the index
 };
 
 }  // namespace arbiter::kai

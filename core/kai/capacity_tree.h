@@ -1,0 +1,64 @@
+// An ordered set of nodes that also knows, for every subtree, the largest idle and free amount of
+// each resource, so that "the first node in key order where this pod fits" skips whole subtrees
+// that cannot hold it instead of visiting every node that does not fit (SEMANTICS.md §4.5's
+// placement order, issue 3's "pick a node without scanning every node").
+//
+// A treap over a fixed membership (the nodes of one NodeIndex bucket), keyed by (key, node);
+// nodes are addressed by their position in the member list. Arrays only: no allocation after
+// Init. Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace arbiter::kai {
+
+class CapacityTree {
+ public:
+  // `members` are global node indices; `resources` is |R|.
+  void Init(const std::vector<int>& members, int resources);
+
+  bool empty() const { return root_ < 0; }
+  int size() const { return static_cast<int>(members_.size()); }
+  int member(int slot) const { return members_[slot]; }
+
+  // Inserts the member at `slot`, or moves it when already present, with its key and its idle
+  // and free amounts (R values each). O(R · log n) expected.
+  void Set(int slot, double key, const double* idle, const double* free);
+
+  struct Found {
+    int slot = -1;
+    double key = 0;
+  };
+  // The first member in (key, node) order that is after (key, node) = (bound_key, bound_node) or
+  // equal to it, and where req_r <= idle_r (now) or req_r <= free_r (otherwise) for every r with
+  // req_r > 0. slot -1 when none.
+  Found FindFirst(double bound_key, int bound_node, const double* requests, bool now) const;
+  // The smallest and largest keys (the tree must not be empty). O(log n).
+  double MinKey() const;
+  double MaxKey() const;
+
+ private:
+  bool Before(int a, double key, int node) const {
+    return keys_[a] != key ? keys_[a] < key : members_[a] < node;
+  }
+  bool MayHold(int t, const double* requests, bool now) const;
+  bool Holds(int t, const double* requests, bool now) const;
+  void Pull(int t);
+  void Split(int t, double key, int node, int* left, int* right);  // left: < (key, node)
+  int Merge(int a, int b);
+  int Erase(int t, int slot);
+  int Find(int t, double bound_key, int bound_node, const double* requests, bool now) const;
+
+  int r_ = 0;
+  int root_ = -1;
+  std::vector<int> members_;
+  std::vector<double> keys_;
+  std::vector<uint32_t> priority_;
+  std::vector<int> left_, right_;
+  std::vector<bool> present_;
+  std::vector<double> values_;  // slot × 2R: idle, then free
+  std::vector<double> maxima_;  // slot × 2R: subtree maxima of the same
+};
+
+}  // namespace arbiter::kai
