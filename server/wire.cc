@@ -5,7 +5,6 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
-#include <iterator>
 #include <memory>
 #include <sstream>
 
@@ -109,10 +108,16 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
     if (std::cin.bad()) return absl::UnknownError("reading standard input failed");
     return std::move(content).str();
   }
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return ReadError(path, errno);
-  std::string content((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  if (file.bad()) return ReadError(path, errno);
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) return ReadError(path, errno);
+  std::string content;
+  char chunk[1 << 16];
+  size_t n;
+  while ((n = std::fread(chunk, 1, sizeof(chunk), file)) > 0) content.append(chunk, n);
+  const bool failed = std::ferror(file) != 0;
+  const int error = errno;
+  std::fclose(file);
+  if (failed) return ReadError(path, error);
   return content;
 }
 
