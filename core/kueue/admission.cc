@@ -1,6 +1,7 @@
 #include "core/kueue/admission.h"
 
 #include <algorithm>
+#include <memory>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -60,6 +61,8 @@ class Rounds {
     context_.index = &index_;
     context_.available = &available_;
     context_.strategies = strategies;
+    buffers_ = MakeSearchBuffers(tree);
+    context_.buffers = buffers_.get();
   }
 
   absl::StatusOr<AdmissionOutcome> Run(const CycleHooks& hooks);
@@ -97,6 +100,7 @@ class Rounds {
   const std::vector<Workload>& workloads_;
   CandidateIndex index_;
   PreemptionContext context_;
+  std::shared_ptr<SearchBuffers> buffers_;
   std::vector<int> root_of_;
   std::vector<std::vector<int>> pending_order_;  // per ClusterQueue, admission order
   std::vector<std::vector<int>> members_;        // per ClusterQueue, its workloads, name order

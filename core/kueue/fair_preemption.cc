@@ -22,14 +22,90 @@ bool SameQueueBefore(const Workload& a, const Workload& b) {
 // The candidates of one queue for one pass, in candidate order: listed `items`, then, when
 // `from_index` is set, the queue's index list from position `index_from` on, filtered lazily by
 // the search's candidate test (a whole queue's remaining candidates move between passes without
-// being enumerated).
+// being enumerated). `item_at` and `index_at` are the pass's read positions.
 struct CandidateRun {
   std::vector<int> items;
   bool from_index = false;
   size_t index_from = 0;
+  size_t item_at = 0;
+  size_t index_at = 0;
   bool empty() const { return items.empty() && !from_index; }
 };
-using Candidates = std::vector<CandidateRun>;  // per queue
+
+// Candidate runs per queue for one pass, reset in O(queues touched) by bumping a stamp.
+struct RunTable {
+  std::vector<CandidateRun> runs;
+  std::vector<uint32_t> stamp;
+  uint32_t current = 1;
+  std::vector<int> touched;  // queues with a run under the current stamp
+
+  void Reset() {
+    ++current;
+    touched.clear();
+  }
+  CandidateRun* Find(int cq) { return stamp[cq] == current ? &runs[cq] : nullptr; }
+  CandidateRun& Touch(int cq) {
+    CandidateRun& run = runs[cq];
+    if (stamp[cq] != current) {
+      stamp[cq] = current;
+      run.items.clear();
+      run.from_index = false;
+      run.index_from = run.item_at = run.index_at = 0;
+      touched.push_back(cq);
+    }
+    return run;
+  }
+};
+
+}  // namespace
+
+struct SearchBuffers {
+  RunTable tables[3];
+  std::vector<DominantResourceShare> drs;
+  std::vector<uint32_t> drs_stamp;
+  uint32_t drs_current = 1;
+  std::vector<uint32_t> alive;  // ordering: a node is unpruned iff alive[node] == alive_current
+  uint32_t alive_current = 1;
+  std::vector<double> removal;  // the feasibility bound: usage removed per node and resource
+  std::vector<uint32_t> removal_stamp;
+  uint32_t removal_current = 1;
+  std::vector<std::vector<int>> by_depth;
+};
+
+std::shared_ptr<SearchBuffers> MakeSearchBuffers(const QuotaTree& tree) {
+  auto buffers = std::make_shared<SearchBuffers>();
+  const size_t n = static_cast<size_t>(tree.size());
+  for (RunTable& table : buffers->tables) {
+    table.runs.assign(n, CandidateRun{});
+    table.stamp.assign(n, 0);
+  }
+  buffers->drs.assign(n, DominantResourceShare{});
+  buffers->drs_stamp.assign(n, 0);
+  buffers->alive.assign(n, 0);
+  buffers->removal.assign(n * static_cast<size_t>(tree.resource_count()), 0.0);
+  buffers->removal_stamp.assign(n, 0);
+  int max_depth = 0;
+  for (int node = 0; node < tree.size(); ++node) {
+    max_depth = std::max(max_depth, tree.queues().entry(node).depth);
+  }
+  buffers->by_depth.assign(max_depth + 1, {});
+  return buffers;
+}
+
+namespace {
+
+// A target as the search chose it; its sentence is written only if it survives fill-back.
+struct TargetRecord {
+  int workload = -1;
+  EvictionReason reason = EvictionReason::kUnspecified;
+  KueuePreemptionStrategy strategy = KueuePreemptionStrategy::kUnspecified;
+  int target_queue = -1;
+  int a_x = -1;  // the children of the lowest common ancestor on x's and the target's side
+  int a_y = -1;
+  double preemptor_new = 0;
+  double target_old = 0;
+  double target_new = 0;
+};
 
 // One search: the preemptor w in x, its contested resources F, the simulated tree and the
 // targets found so far.
@@ -41,6 +117,7 @@ class Search {
         index_(*context.index),
         available_(*context.available),
         strategies_(context.strategies),
+        buffers_(*context.buffers),
         w_(workloads_[preemptor]),
         x_(w_.cq),
         contested_(contested),
@@ -61,31 +138,26 @@ class Search {
   // them, start pruned: `next` would prune them on its way without ever returning them.
   class Ordering {
    public:
-    Ordering(Search& search, const Candidates* source);
+    Ordering(Search& search, RunTable* source);
     int Next();  // the next target queue, -1 when every queue is pruned
     int Head(int cq);
-    int Pop(int cq) {
-      const int head = Head(cq);
-      if (head >= 0) Advance(cq);
-      return head;
-    }
+    int Pop(int cq);
     // Moves every candidate of cq not popped yet to the end of `out`'s run for cq.
-    void MoveRest(int cq, Candidates* out);
+    void MoveRest(int cq, RunTable* out);
     // Prunes the subtree of `top`, first moving (when `out` is set) the rest of every queue that
     // `next` would still return from it: borrowing queues below borrowing, unpruned cohorts.
     // Used when every such queue would meet the same fate because the shares compared for it
     // are those of `top` itself, which nothing changes in the meantime.
-    void PruneSubtree(int top, Candidates* out);
-    void Drop(int cq) { pruned_[cq] = 1; }
+    void PruneSubtree(int top, RunTable* out);
+    void Drop(int cq) { alive_[cq] = 0; }
 
    private:
-    void Advance(int cq);
+    bool pruned(int node) const { return alive_[node] != id_; }
 
     Search& search_;
-    const Candidates* source_;
-    std::vector<char> pruned_;
-    std::vector<size_t> item_at_;   // per queue: position in items
-    std::vector<size_t> index_at_;  // per queue: position in the index list
+    RunTable* source_;
+    std::vector<uint32_t>& alive_;
+    uint32_t id_;
   };
 
   bool MayPreemptInOwnQueue() const {
@@ -99,28 +171,32 @@ class Search {
   }
   bool BorrowsContested(int cq) const;
   bool IsCandidate(int workload) const;
-  // The queues that may give candidates (§5.5 step 1), as runs over the index. False when
-  // evicting every candidate still would not make w fit: then no target set exists.
-  bool FindCandidates(Candidates* candidates);
+  bool OnXPath(int node) const {
+    const int depth = tree_.queues().entry(node).depth;
+    return depth < static_cast<int>(x_path_.size()) && x_path_[x_path_.size() - 1 - depth] == node;
+  }
+  // The queues that may give candidates (§5.5 step 1), as lazy runs over the index in `out`.
+  // False when evicting every candidate still would not make w fit: then no target set exists.
+  bool FindCandidates(RunTable* out);
+  // Whether w could fit in x with `removal` taken off each touched queue (bubbled like
+  // RemoveUsage, but summed per node first).
+  bool CouldFitAfterRemoval(const std::vector<int>& touched_queues);
   // DRS(n) on the current tree, cached until an eviction below n.
   const DominantResourceShare& Drs(int node);
   bool FitsWithoutPreemptor();
   bool WithinNominal() const;
-  void Evict(int workload, EvictionReason reason, std::string message);
+  void Evict(TargetRecord target);
   // The first-strategy pass (§5.5 steps 5 and 6) over `source`; fills `retry`. True when w fits.
-  bool FirstPass(const Candidates& source, Candidates* retry, bool* evicted_from_x);
-  bool SecondPass(const Candidates& retry);
-  std::string ContestedNames() const;
-  std::string FairSharingMessage(KueuePreemptionStrategy strategy, int a_x, int a_y,
-                                 const DominantResourceShare& preemptor_new,
-                                 const DominantResourceShare& target_old,
-                                 const DominantResourceShare& target_new) const;
+  bool FirstPass(RunTable* source, RunTable* retry, bool* evicted_from_x);
+  bool SecondPass(RunTable* retry);
+  std::string Message(const TargetRecord& target) const;
 
   QuotaTree& tree_;
   const std::vector<Workload>& workloads_;
   const CandidateIndex& index_;
   const std::vector<char>& available_;
   const std::vector<KueuePreemptionStrategy>& strategies_;
+  SearchBuffers& buffers_;
   const Workload& w_;
   int x_;
   int root_ = -1;
@@ -128,9 +204,7 @@ class Search {
   const std::vector<int>& contested_;
   KueuePreemption policy_;
   std::vector<char> contested_mask_;
-  std::vector<DominantResourceShare> drs_;
-  std::vector<char> drs_valid_;
-  std::vector<PreemptionTarget> targets_;
+  std::vector<TargetRecord> targets_;
 };
 
 bool Search::BorrowsContested(int cq) const {
@@ -163,119 +237,186 @@ bool Search::IsCandidate(int index) const {
   return true;
 }
 
-bool Search::FindCandidates(Candidates* candidates) {
-  // Bound first: remove from each queue everything its candidates could free (the per-round sums
-  // of the index cover a superset of them) and see whether w could fit at all.
-  const size_t mark = tree_.Mark();
+bool Search::FindCandidates(RunTable* out) {
+  // Bound first: take off each queue everything its candidates could free (the per-round sums of
+  // the index cover a superset of them) and see whether w could fit at all.
+  const int resource_count = tree_.resource_count();
+  ++buffers_.removal_current;
   std::vector<int> target_queues;
+  auto removal_row = [this, resource_count](int node) {
+    double* row = buffers_.removal.data() + static_cast<size_t>(node) * resource_count;
+    if (buffers_.removal_stamp[node] != buffers_.removal_current) {
+      buffers_.removal_stamp[node] = buffers_.removal_current;
+      for (int r : contested_) row[r] = 0;
+    }
+    return row;
+  };
   if (MayPreemptInOwnQueue()) {
     for (int c : index_.of(x_)) {
       if (!IsCandidate(c)) continue;
-      tree_.RemoveUsage(x_, workloads_[c].usage);
+      double* row = removal_row(x_);
+      for (const ResourceAmount& amount : workloads_[c].usage) {
+        if (contested_mask_[amount.resource]) row[amount.resource] += amount.amount;
+      }
       if (target_queues.empty()) target_queues.push_back(x_);
     }
   }
   if (MayReclaimFromOthers()) {
     const bool lower_only = policy_.reclaim_within_cohort == ReclaimWithinCohort::kLowerPriority;
-    Usage bound;
     for (int cq : index_.leaves_under(root_)) {
       // A queue's own usage changes only by evictions from it, so whether it borrows is the same
       // here as when `next` first looks at it.
       if (cq == x_ || !BorrowsContested(cq)) continue;
       const double* sums = lower_only ? index_.SumBelow(cq, w_.priority) : index_.SumAll(cq);
-      bound.clear();
-      for (int r : contested_) {
-        if (sums[r] > 0) bound.push_back(ResourceAmount{r, sums[r]});
-      }
-      if (bound.empty()) continue;
-      tree_.RemoveUsage(cq, bound);
+      bool any = false;
+      for (int r : contested_) any = any || sums[r] > 0;
+      if (!any) continue;
+      double* row = removal_row(cq);
+      for (int r : contested_) row[r] += sums[r];
       target_queues.push_back(cq);
     }
   }
-  bool feasible = !target_queues.empty();
-  for (int r : contested_) {
-    if (!feasible) break;
-    // The sums group additions differently from the one-by-one simulation; a relative margin far
-    // above rounding keeps this bound from ruling out a search that could succeed.
-    const double need = w_.Amount(r);
-    const double can = tree_.Available(x_, r);
-    if (need - can > 1e-9 * std::max({1.0, std::abs(need), std::abs(can)})) feasible = false;
+  if (target_queues.empty() || !CouldFitAfterRemoval(target_queues)) return false;
+  out->Reset();
+  for (int cq : target_queues) out->Touch(cq).from_index = true;
+  return true;
+}
+
+bool Search::CouldFitAfterRemoval(const std::vector<int>& touched_queues) {
+  const int resource_count = tree_.resource_count();
+  auto row = [this, resource_count](int node) {
+    return buffers_.removal.data() + static_cast<size_t>(node) * resource_count;
+  };
+  // Bubble the removals up, deepest nodes first: a node passes to its parent at most what it
+  // stored there (Use − LQ), as RemoveUsage does for one removal at a time.
+  for (std::vector<int>& level : buffers_.by_depth) level.clear();
+  for (int cq : touched_queues) buffers_.by_depth[tree_.queues().entry(cq).depth].push_back(cq);
+  for (int depth = static_cast<int>(buffers_.by_depth.size()) - 1; depth > 0; --depth) {
+    for (size_t i = 0; i < buffers_.by_depth[depth].size(); ++i) {
+      const int node = buffers_.by_depth[depth][i];
+      const int parent = tree_.parent(node);
+      const bool fresh = buffers_.removal_stamp[parent] != buffers_.removal_current;
+      double* parent_row = row(parent);
+      if (fresh) {
+        buffers_.removal_stamp[parent] = buffers_.removal_current;
+        for (int r : contested_) parent_row[r] = 0;
+        buffers_.by_depth[depth - 1].push_back(parent);
+      }
+      for (int r : contested_) {
+        const double stored = tree_.usage(node, r) - tree_.local_quota(node, r);
+        if (stored > 0) parent_row[r] += std::min(row(node)[r], stored);
+      }
+    }
   }
-  tree_.Rollback(mark);
-  if (!feasible) return false;
-  candidates->assign(tree_.size(), CandidateRun{});
-  for (int cq : target_queues) (*candidates)[cq].from_index = true;
+  // Available(x) top down with the reduced usage on x's path.
+  for (int r : contested_) {
+    double avail = 0;
+    for (auto it = x_path_.rbegin(); it != x_path_.rend(); ++it) {
+      const int node = *it;
+      double used = tree_.usage(node, r);
+      if (buffers_.removal_stamp[node] == buffers_.removal_current) used -= row(node)[r];
+      if (node == root_) {
+        avail = tree_.subtree_quota(node, r) - used;
+        continue;
+      }
+      const double local = tree_.local_quota(node, r);
+      if (tree_.has_borrowing_limit(node, r)) {
+        avail = std::min(avail, tree_.subtree_quota(node, r) - local -
+                                    std::max(0.0, used - local) +
+                                    tree_.borrowing_limit(node, r));
+      }
+      avail += std::max(0.0, local - used);
+    }
+    // Summing per node groups the additions differently from the one-by-one simulation; a
+    // relative margin far above rounding keeps this bound from ruling out a search that could
+    // succeed.
+    const double need = w_.Amount(r);
+    const double can = std::max(0.0, avail);
+    if (need - can > 1e-9 * std::max({1.0, std::abs(need), std::abs(can)})) return false;
+  }
   return true;
 }
 
 const DominantResourceShare& Search::Drs(int node) {
-  if (!drs_valid_[node]) {
-    drs_[node] = ComputeDrs(tree_, node);
-    drs_valid_[node] = 1;
+  if (buffers_.drs_stamp[node] != buffers_.drs_current) {
+    buffers_.drs[node] = ComputeDrs(tree_, node);
+    buffers_.drs_stamp[node] = buffers_.drs_current;
   }
-  return drs_[node];
+  return buffers_.drs[node];
 }
 
-Search::Ordering::Ordering(Search& search, const Candidates* source)
-    : search_(search), source_(source) {
-  const int n = search.tree_.size();
-  pruned_.assign(n, 1);
-  item_at_.assign(n, 0);
-  index_at_.assign(n, 0);
-  for (int cq = 0; cq < n; ++cq) {
-    const CandidateRun& run = (*source)[cq];
+Search::Ordering::Ordering(Search& search, RunTable* source)
+    : search_(search),
+      source_(source),
+      alive_(search.buffers_.alive),
+      id_(++search.buffers_.alive_current) {
+  for (int cq : source->touched) {
+    CandidateRun& run = source->runs[cq];
     if (run.empty()) continue;
-    index_at_[cq] = run.index_from;
-    for (int node = cq; node >= 0 && pruned_[node]; node = search.tree_.parent(node)) {
-      pruned_[node] = 0;
+    run.item_at = 0;
+    run.index_at = run.index_from;
+    for (int node = cq; node >= 0 && alive_[node] != id_; node = search.tree_.parent(node)) {
+      alive_[node] = id_;
     }
   }
 }
 
 int Search::Ordering::Head(int cq) {
-  const CandidateRun& run = (*source_)[cq];
-  if (item_at_[cq] < run.items.size()) return run.items[item_at_[cq]];
-  if (!run.from_index) return -1;
+  CandidateRun* run = source_->Find(cq);
+  if (run == nullptr) return -1;
+  if (run->item_at < run->items.size()) return run->items[run->item_at];
+  if (!run->from_index) return -1;
   const std::vector<int>& list = search_.index_.of(cq);
-  size_t& at = index_at_[cq];
-  while (at < list.size() && !search_.IsCandidate(list[at])) ++at;
-  return at < list.size() ? list[at] : -1;
+  while (run->index_at < list.size() && !search_.IsCandidate(list[run->index_at])) {
+    ++run->index_at;
+  }
+  return run->index_at < list.size() ? list[run->index_at] : -1;
 }
 
-void Search::Ordering::Advance(int cq) {
-  if (item_at_[cq] < (*source_)[cq].items.size()) {
-    ++item_at_[cq];
+int Search::Ordering::Pop(int cq) {
+  const int head = Head(cq);
+  if (head < 0) return head;
+  CandidateRun& run = *source_->Find(cq);
+  if (run.item_at < run.items.size()) {
+    ++run.item_at;
   } else {
-    ++index_at_[cq];
+    ++run.index_at;
   }
+  return head;
 }
 
-void Search::Ordering::MoveRest(int cq, Candidates* out) {
-  const CandidateRun& run = (*source_)[cq];
-  CandidateRun& target = (*out)[cq];
-  for (; item_at_[cq] < run.items.size(); ++item_at_[cq]) {
-    target.items.push_back(run.items[item_at_[cq]]);
+void Search::Ordering::MoveRest(int cq, RunTable* out) {
+  CandidateRun* run = source_->Find(cq);
+  if (run == nullptr) return;
+  CandidateRun& target = out->Touch(cq);
+  for (; run->item_at < run->items.size(); ++run->item_at) {
+    target.items.push_back(run->items[run->item_at]);
   }
-  if (run.from_index) {
+  if (run->from_index) {
     // Nothing follows a queue's whole remainder in the same pass: the tail stays lazy.
     target.from_index = true;
-    target.index_from = index_at_[cq];
-    index_at_[cq] = search_.index_.of(cq).size();
+    target.index_from = run->index_at;
+    run->index_at = search_.index_.of(cq).size();
   }
 }
 
-void Search::Ordering::PruneSubtree(int top, Candidates* out) {
+void Search::Ordering::PruneSubtree(int top, RunTable* out) {
+  if (out == nullptr) {
+    alive_[top] = 0;  // nothing below a pruned node is reached again
+    return;
+  }
   std::vector<int> stack = {top};
   while (!stack.empty()) {
     const int node = stack.back();
     stack.pop_back();
-    if (pruned_[node]) continue;
-    pruned_[node] = 1;
-    if (!search_.Drs(node).borrowing && node != search_.x_) continue;
+    if (pruned(node)) continue;
+    alive_[node] = 0;
     if (search_.tree_.is_leaf(node)) {
-      if (out != nullptr) MoveRest(node, out);
+      const CandidateRun* run = source_->Find(node);
+      if (run != nullptr && !run->empty() && search_.Drs(node).borrowing) MoveRest(node, out);
       continue;
     }
+    if (!search_.Drs(node).borrowing) continue;  // `next` prunes it without descending
     const std::vector<int>& children = search_.tree_.queues().children(node);
     stack.insert(stack.end(), children.begin(), children.end());
   }
@@ -286,17 +427,17 @@ int Search::Ordering::Next() {
   const int x = search_.x_;
   if (tree.parent(x) < 0) return Head(x) >= 0 ? x : -1;
   const int root = search_.root_;
-  while (!pruned_[root]) {
+  while (!pruned(root)) {
     int cohort = root;
     while (true) {
       int best_cq = -1;
       int best_cohort = -1;
       for (int child : tree.queues().children(cohort)) {
-        if (pruned_[child]) continue;
+        if (pruned(child)) continue;
         const DominantResourceShare& drs = search_.Drs(child);
         if (tree.is_leaf(child)) {
           if ((!drs.borrowing && child != x) || Head(child) < 0) {
-            pruned_[child] = 1;
+            alive_[child] = 0;
             continue;
           }
           if (best_cq < 0) {
@@ -309,10 +450,8 @@ int Search::Ordering::Next() {
             best_cq = child;
           }
         } else {
-          const bool on_x_path = std::find(search_.x_path_.begin(), search_.x_path_.end(),
-                                           child) != search_.x_path_.end();
-          if (!drs.borrowing && !on_x_path) {
-            pruned_[child] = 1;
+          if (!drs.borrowing && !search_.OnXPath(child)) {
+            alive_[child] = 0;
             continue;
           }
           // Children come in name order: an equal share keeps the smaller name.
@@ -322,7 +461,7 @@ int Search::Ordering::Next() {
         }
       }
       if (best_cq < 0 && best_cohort < 0) {
-        pruned_[cohort] = 1;
+        alive_[cohort] = 0;
         break;
       }
       if (best_cohort >= 0 &&
@@ -351,86 +490,98 @@ bool Search::WithinNominal() const {
   return true;
 }
 
-void Search::Evict(int workload, EvictionReason reason, std::string message) {
-  const int cq = workloads_[workload].cq;
-  tree_.RemoveUsage(cq, workloads_[workload].usage);
-  for (int node = cq; node >= 0; node = tree_.parent(node)) drs_valid_[node] = 0;
-  targets_.push_back(PreemptionTarget{workload, reason, std::move(message)});
+void Search::Evict(TargetRecord target) {
+  const int cq = workloads_[target.workload].cq;
+  tree_.RemoveUsage(cq, workloads_[target.workload].usage);
+  for (int node = cq; node >= 0; node = tree_.parent(node)) buffers_.drs_stamp[node] = 0;
+  targets_.push_back(target);
 }
 
-std::string Search::ContestedNames() const {
-  std::vector<std::string> names;
-  for (int r : contested_) names.push_back(tree_.resources().name(r));
-  return absl::StrJoin(names, ", ");
-}
-
-std::string Search::FairSharingMessage(KueuePreemptionStrategy strategy, int a_x, int a_y,
-                                       const DominantResourceShare& preemptor_new,
-                                       const DominantResourceShare& target_old,
-                                       const DominantResourceShare& target_new) const {
-  if (strategy == KueuePreemptionStrategy::kLessThanInitialShare) {
-    return absl::StrCat("preempted for ", w_.name(), " by fair sharing: ", NodeLabel(tree_, a_y),
-                        " has share ", FormatQuantity(target_old.weighted), " above ",
-                        FormatQuantity(preemptor_new.weighted), " of ", NodeLabel(tree_, a_x),
-                        " with the workload");
+std::string Search::Message(const TargetRecord& target) const {
+  switch (target.reason) {
+    case EvictionReason::kKueueInClusterQueue:
+      return absl::StrCat("preempted within ", NodeLabel(tree_, x_), " for ", w_.name(),
+                          " (priority ", workloads_[target.workload].priority, " against ",
+                          w_.priority, ")");
+    case EvictionReason::kKueueInCohortReclamation: {
+      std::vector<std::string> names;
+      for (int r : contested_) names.push_back(tree_.resources().name(r));
+      return absl::StrCat("reclaimed for ", w_.name(), ": ", NodeLabel(tree_, x_),
+                          " stays within its nominal quota on ", absl::StrJoin(names, ", "),
+                          " while ", NodeLabel(tree_, target.target_queue), " borrows");
+    }
+    default:
+      break;
   }
-  return absl::StrCat("preempted for ", w_.name(), " by fair sharing: ", NodeLabel(tree_, a_y),
-                      " keeps share ", FormatQuantity(target_new.weighted),
-                      " without it, at least the ", FormatQuantity(preemptor_new.weighted),
-                      " of ", NodeLabel(tree_, a_x), " with the workload");
+  if (target.strategy == KueuePreemptionStrategy::kLessThanInitialShare) {
+    return absl::StrCat("preempted for ", w_.name(), " by fair sharing: ",
+                        NodeLabel(tree_, target.a_y), " has share ",
+                        FormatQuantity(target.target_old), " above ",
+                        FormatQuantity(target.preemptor_new), " of ",
+                        NodeLabel(tree_, target.a_x), " with the workload");
+  }
+  return absl::StrCat("preempted for ", w_.name(), " by fair sharing: ",
+                      NodeLabel(tree_, target.a_y), " keeps share ",
+                      FormatQuantity(target.target_new), " without it, at least the ",
+                      FormatQuantity(target.preemptor_new), " of ", NodeLabel(tree_, target.a_x),
+                      " with the workload");
 }
 
-bool Search::FirstPass(const Candidates& source, Candidates* retry, bool* evicted_from_x) {
+bool Search::FirstPass(RunTable* source, RunTable* retry, bool* evicted_from_x) {
   const KueuePreemptionStrategy strategy = strategies_.front();
-  Ordering ordering(*this, &source);
+  Ordering ordering(*this, source);
   const bool within_nominal = WithinNominal();
   for (int y = ordering.Next(); y >= 0; y = ordering.Next()) {
+    TargetRecord target;
+    target.target_queue = y;
     if (y == x_) {
-      const int c = ordering.Pop(y);
+      target.workload = ordering.Pop(y);
+      target.reason = EvictionReason::kKueueInClusterQueue;
       *evicted_from_x = true;
-      Evict(c, EvictionReason::kKueueInClusterQueue,
-            absl::StrCat("preempted within ", NodeLabel(tree_, x_), " for ", w_.name(),
-                         " (priority ", workloads_[c].priority, " against ", w_.priority, ")"));
+      Evict(target);
       if (FitsWithoutPreemptor()) return true;
       continue;
     }
     if (within_nominal) {
-      const int c = ordering.Pop(y);
-      Evict(c, EvictionReason::kKueueInCohortReclamation,
-            absl::StrCat("reclaimed for ", w_.name(), ": ", NodeLabel(tree_, x_),
-                         " stays within its nominal quota on ", ContestedNames(), " while ",
-                         NodeLabel(tree_, y), " borrows"));
+      target.workload = ordering.Pop(y);
+      target.reason = EvictionReason::kKueueInCohortReclamation;
+      Evict(target);
       if (FitsWithoutPreemptor()) return true;
       continue;
     }
     const int lca = tree_.queues().LowestCommonAncestor(x_, y);
-    const int a_x = tree_.queues().ChildOnPath(lca, x_);
-    const int a_y = tree_.queues().ChildOnPath(lca, y);
-    const DominantResourceShare preemptor_new = Drs(a_x);
-    const DominantResourceShare target_old = Drs(a_y);
+    target.a_x = tree_.queues().ChildOnPath(lca, x_);
+    target.a_y = tree_.queues().ChildOnPath(lca, y);
+    const DominantResourceShare preemptor_new = Drs(target.a_x);
+    const DominantResourceShare target_old = Drs(target.a_y);
     // Removing a candidate never raises y's side, so when w's side is already above it (or is a
     // zero-weight borrower while y's is not) no candidate of y can pass either strategy: keep
     // them all for a later pass without simulating each.
     if ((preemptor_new.ZeroWeightBorrower() && !target_old.ZeroWeightBorrower()) ||
         CompareDrs(preemptor_new, target_old) > 0) {
       // The same holds for every queue under a_y: `next` visits them all before leaving a_y.
-      ordering.PruneSubtree(a_y, retry);
+      ordering.PruneSubtree(target.a_y, retry);
       continue;
     }
     for (int c = ordering.Pop(y); c >= 0; c = ordering.Pop(y)) {
       const size_t mark = tree_.Mark();
       tree_.RemoveUsage(y, workloads_[c].usage);
-      const DominantResourceShare target_new = ComputeDrs(tree_, a_y);
+      const DominantResourceShare target_new = ComputeDrs(tree_, target.a_y);
       tree_.Rollback(mark);
       const bool passes = strategy == KueuePreemptionStrategy::kLessThanInitialShare
                               ? CompareDrs(preemptor_new, target_old) < 0
                               : CompareDrs(preemptor_new, target_new) <= 0;
       if (!passes) {
-        (*retry)[y].items.push_back(c);
+        retry->Touch(y).items.push_back(c);
         continue;
       }
-      Evict(c, EvictionReason::kKueueInCohortFairSharing,
-            FairSharingMessage(strategy, a_x, a_y, preemptor_new, target_old, target_new));
+      target.workload = c;
+      target.reason = EvictionReason::kKueueInCohortFairSharing;
+      target.strategy = strategy;
+      target.preemptor_new = preemptor_new.weighted;
+      target.target_old = target_old.weighted;
+      target.target_new = target_new.weighted;
+      Evict(target);
       if (FitsWithoutPreemptor()) return true;
       break;  // shares moved: pick the target queue again from the root
     }
@@ -438,22 +589,27 @@ bool Search::FirstPass(const Candidates& source, Candidates* retry, bool* evicte
   return false;
 }
 
-bool Search::SecondPass(const Candidates& retry) {
-  Ordering ordering(*this, &retry);
+bool Search::SecondPass(RunTable* retry) {
+  Ordering ordering(*this, retry);
   for (int y = ordering.Next(); y >= 0; y = ordering.Next()) {
     const int lca = tree_.queues().LowestCommonAncestor(x_, y);
-    const int a_x = tree_.queues().ChildOnPath(lca, x_);
-    const int a_y = tree_.queues().ChildOnPath(lca, y);
-    const DominantResourceShare preemptor_new = Drs(a_x);
-    const DominantResourceShare target_old = Drs(a_y);
+    TargetRecord target;
+    target.target_queue = y;
+    target.a_x = tree_.queues().ChildOnPath(lca, x_);
+    target.a_y = tree_.queues().ChildOnPath(lca, y);
+    const DominantResourceShare preemptor_new = Drs(target.a_x);
+    const DominantResourceShare target_old = Drs(target.a_y);
     if (CompareDrs(preemptor_new, target_old) >= 0) {
       // Fails for every queue under a_y alike; `next` would visit and drop them one by one.
-      ordering.PruneSubtree(a_y, nullptr);
+      ordering.PruneSubtree(target.a_y, nullptr);
       continue;
     }
-    Evict(ordering.Pop(y), EvictionReason::kKueueInCohortFairSharing,
-          FairSharingMessage(KueuePreemptionStrategy::kLessThanInitialShare, a_x, a_y,
-                             preemptor_new, target_old, target_old));
+    target.workload = ordering.Pop(y);
+    target.reason = EvictionReason::kKueueInCohortFairSharing;
+    target.strategy = KueuePreemptionStrategy::kLessThanInitialShare;
+    target.preemptor_new = preemptor_new.weighted;
+    target.target_old = target_old.weighted;
+    Evict(target);
     if (FitsWithoutPreemptor()) return true;
     ordering.Drop(y);  // at most one eviction per queue in this pass
   }
@@ -461,22 +617,22 @@ bool Search::SecondPass(const Candidates& retry) {
 }
 
 std::vector<PreemptionTarget> Search::Run() {
-  Candidates candidates;
-  if (!FindCandidates(&candidates)) return {};
-  const int n = tree_.size();
+  RunTable* candidates = &buffers_.tables[0];
+  RunTable* retry = &buffers_.tables[1];
+  RunTable* rerun_retry = &buffers_.tables[2];
+  if (!FindCandidates(candidates)) return {};
   const size_t start = tree_.Mark();
   tree_.AddUsage(x_, w_.usage);  // every share below is "with w"
-  drs_.assign(n, DominantResourceShare{});
-  drs_valid_.assign(n, 0);
-  Candidates retry(n);
+  ++buffers_.drs_current;
+  retry->Reset();
   bool evicted_from_x = false;
-  bool fits = FirstPass(candidates, &retry, &evicted_from_x);
+  bool fits = FirstPass(candidates, retry, &evicted_from_x);
   if (!fits && evicted_from_x) {
     // Kueue's later fix: x's share dropped, so the candidates the strategy refused may pass now.
-    Candidates rerun_retry(n);
+    rerun_retry->Reset();
     bool unused = false;
-    fits = FirstPass(retry, &rerun_retry, &unused);
-    retry.swap(rerun_retry);
+    fits = FirstPass(retry, rerun_retry, &unused);
+    std::swap(retry, rerun_retry);
   }
   if (!fits && strategies_.size() > 1) fits = SecondPass(retry);
   if (!fits) {
@@ -500,7 +656,9 @@ std::vector<PreemptionTarget> Search::Run() {
   tree_.Rollback(start);
   std::vector<PreemptionTarget> result;
   for (size_t i = 0; i < targets_.size(); ++i) {
-    if (keep[i]) result.push_back(std::move(targets_[i]));
+    if (!keep[i]) continue;
+    result.push_back(
+        PreemptionTarget{targets_[i].workload, targets_[i].reason, Message(targets_[i])});
   }
   return result;
 }

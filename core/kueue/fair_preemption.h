@@ -3,6 +3,7 @@
 // first, all or nothing, then filled back to a minimal set.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,11 @@ struct PreemptionTarget {
   std::string message;
 };
 
+// Buffers the searches of one call reuse, so that a search costs what it visits rather than the
+// size of the tree. Searches sharing them run one at a time.
+struct SearchBuffers;
+std::shared_ptr<SearchBuffers> MakeSearchBuffers(const QuotaTree& tree);
+
 struct PreemptionContext {
   QuotaTree* tree = nullptr;  // simulated on, restored before returning
   const std::vector<Workload>* workloads = nullptr;
@@ -64,6 +70,7 @@ struct PreemptionContext {
   const std::vector<char>* available = nullptr;
   // The strategies in order: one or two, Policy defaults resolved.
   std::vector<KueuePreemptionStrategy> strategies;
+  SearchBuffers* buffers = nullptr;  // from MakeSearchBuffers(*tree)
 };
 
 // The targets for workload `preemptor` (index into workloads) over the contested resources
