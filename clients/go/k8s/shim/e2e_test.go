@@ -1,0 +1,145 @@
+package shim
+
+import (
+	"bufio"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
+	"arbiter.dev/clients/go/client"
+)
+
+// startArbiterServer runs the arbiter-server binary named by ARBITER_SERVER_BIN on a free
+// loopback port and returns its gRPC address, read from its first line of output.
+func startArbiterServer(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("ARBITER_SERVER_BIN")
+	if bin == "" {
+		t.Skip("ARBITER_SERVER_BIN is not set: build arbiter-server and point it at the binary to run the end-to-end test")
+	}
+	cmd := exec.Command(bin, "--host", "127.0.0.1", "--port", "0", "--metrics-port", "-1")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", bin, err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		if sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		for sc.Scan() { // keep draining so the server never blocks on stdout
+		}
+	}()
+	select {
+	case line, ok := <-lines:
+		addr, found := strings.CutPrefix(line, "listening on ")
+		if !ok || !found {
+			t.Fatalf("arbiter-server's first line is %q, want \"listening on HOST:PORT\"", line)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			t.Fatalf("arbiter-server listens on %q: %v", addr, err)
+		}
+		return addr
+	case <-time.After(30 * time.Second):
+		t.Fatal("arbiter-server printed nothing within 30s")
+	}
+	return ""
+}
+
+// TestEndToEndWithArbiterServer runs the shim against the real arbiter-server built from this
+// repository: a fake cluster, real informers, two cycles each, and the Binding and Eviction calls
+// that result.
+func TestEndToEndWithArbiterServer(t *testing.T) {
+	addr := startArbiterServer(t)
+	arbiter, err := client.Dial(client.Config{Target: addr, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer arbiter.Close()
+
+	t.Run("GangIsBoundWholeAndAGangThatCannotFitIsNot", func(t *testing.T) {
+		h := newHarness(t, harnessOpts{scheduler: arbiter}, queueConfigMap(twoTeams),
+			node("n1", "8", 4), node("n2", "8", 4),
+			pod(podSpec{name: "train-0", group: "train", minMember: 2, queue: "team-a", gpus: 4}),
+			pod(podSpec{name: "train-1", group: "train", minMember: 2, queue: "team-a", gpus: 4}),
+			pod(podSpec{name: "huge-0", group: "huge", minMember: 3, queue: "team-b", gpus: 4}),
+			pod(podSpec{name: "huge-1", group: "huge", minMember: 3, queue: "team-b", gpus: 4}),
+			pod(podSpec{name: "huge-2", group: "huge", minMember: 3, queue: "team-b", gpus: 4}))
+		h.cycle()
+		h.waitBound("ml", "train-0")
+		h.waitBound("ml", "train-1")
+		h.cycle()
+
+		got := h.calls()
+		if len(got) != 2 {
+			t.Fatalf("calls = %v, want one binding per gang member", got)
+		}
+		nodes := map[string]string{}
+		for _, c := range got {
+			if c.verb != "bind" {
+				t.Errorf("unexpected %v", c)
+			}
+			nodes[c.name] = c.node
+		}
+		if nodes["train-0"] == "" || nodes["train-1"] == "" || nodes["train-0"] == nodes["train-1"] {
+			t.Errorf("gang placed as %v, want train-0 and train-1 on different nodes", nodes)
+		}
+		h.waitPod("ml", "huge-0", func(p *corev1.Pod) bool {
+			return p != nil && len(p.Status.Conditions) == 1 && p.Status.Conditions[0].Status == corev1.ConditionFalse
+		})
+	})
+
+	t.Run("ReclaimEvictsAVictimThenBindsTheReclaimerInItsPlace", func(t *testing.T) {
+		h := newHarness(t, harnessOpts{scheduler: arbiter}, queueConfigMap(twoTeams),
+			node("n1", "8", 4), node("n2", "8", 4),
+			// team-a borrowed team-b's share while team-b had nothing to run.
+			pod(podSpec{name: "a-0", queue: "team-a", gpus: 4, node: "n1"}),
+			pod(podSpec{name: "a-1", queue: "team-a", gpus: 4, node: "n2"}),
+			pod(podSpec{name: "b-0", queue: "team-b", gpus: 4}))
+		h.cycle() // evicts one of team-a's pods; b-0 waits for it (pipelined)
+		first := h.calls()
+		if len(first) != 1 || first[0].verb != "evict" {
+			t.Fatalf("first cycle calls = %v, want one eviction", first)
+		}
+		victim := first[0].name
+		victimNode := map[string]string{"a-0": "n1", "a-1": "n2"}[victim]
+		h.waitGone("ml", victim)
+		h.cycle() // the victim is gone: b-0 is bound where it ran
+
+		want := []call{{"evict", "ml", victim, ""}, {"bind", "ml", "b-0", victimNode}}
+		if diff := cmp.Diff(want, h.calls(), cmp.AllowUnexported(call{})); diff != "" {
+			t.Errorf("calls (-want +got):\n%s", diff)
+		}
+		var reclaimed bool
+		for _, e := range h.events() {
+			reclaimed = reclaimed || strings.Contains(e, "Preempted") && strings.Contains(e, "FAIR_SHARE_RECLAIM")
+		}
+		if !reclaimed {
+			t.Error("no Preempted event naming FAIR_SHARE_RECLAIM")
+		}
+	})
+}
