@@ -30,6 +30,8 @@ void CapacityTree::Init(const std::vector<int>& members, int resources) {
   present_.assign(n, false);
   values_.assign(n * 2 * r_, 0.0);
   maxima_.assign(n * 2 * r_, 0.0);
+  min_key_.assign(n, 0.0);
+  max_key_.assign(n, 0.0);
 }
 
 void CapacityTree::Pull(int t) {
@@ -37,6 +39,8 @@ void CapacityTree::Pull(int t) {
   double* maxima = &maxima_[t * w];
   const double* values = &values_[t * w];
   std::copy(values, values + w, maxima);
+  min_key_[t] = left_[t] >= 0 ? min_key_[left_[t]] : keys_[t];
+  max_key_[t] = right_[t] >= 0 ? max_key_[right_[t]] : keys_[t];
   for (int child : {left_[t], right_[t]}) {
     if (child < 0) continue;
     const double* sub = &maxima_[child * w];
@@ -113,38 +117,27 @@ bool CapacityTree::Holds(int t, const double* requests, bool now) const {
   return true;
 }
 
-int CapacityTree::Find(int t, double bound_key, int bound_node, const double* requests,
-                       bool now) const {
+int CapacityTree::Find(int t, double bound_key, int bound_node, double max_key,
+                       const double* requests, bool now) const {
   while (t >= 0) {
     if (!MayHold(t, requests, now)) return -1;
     if (Before(t, bound_key, bound_node)) {  // t and its left subtree are before the bound
       t = right_[t];
       continue;
     }
-    const int in_left = Find(left_[t], bound_key, bound_node, requests, now);
+    const int in_left = Find(left_[t], bound_key, bound_node, max_key, requests, now);
     if (in_left >= 0) return in_left;
+    if (keys_[t] > max_key) return -1;  // t and its right subtree are past the limit
     if (Holds(t, requests, now)) return t;
     t = right_[t];
   }
   return -1;
 }
 
-CapacityTree::Found CapacityTree::FindFirst(double bound_key, int bound_node,
+CapacityTree::Found CapacityTree::FindFirst(double bound_key, int bound_node, double max_key,
                                             const double* requests, bool now) const {
-  const int slot = Find(root_, bound_key, bound_node, requests, now);
+  const int slot = Find(root_, bound_key, bound_node, max_key, requests, now);
   return slot < 0 ? Found{} : Found{slot, keys_[slot]};
-}
-
-double CapacityTree::MinKey() const {
-  int t = root_;
-  while (left_[t] >= 0) t = left_[t];
-  return keys_[t];
-}
-
-double CapacityTree::MaxKey() const {
-  int t = root_;
-  while (right_[t] >= 0) t = right_[t];
-  return keys_[t];
 }
 
 }  // namespace arbiter::kai

@@ -30,13 +30,14 @@ class CapacityTree {
     int slot = -1;
     double key = 0;
   };
-  // The first member in (key, node) order that is after (key, node) = (bound_key, bound_node) or
-  // equal to it, and where req_r <= idle_r (now) or req_r <= free_r (otherwise) for every r with
-  // req_r > 0. slot -1 when none.
-  Found FindFirst(double bound_key, int bound_node, const double* requests, bool now) const;
-  // The smallest and largest keys (the tree must not be empty). O(log n).
-  double MinKey() const;
-  double MaxKey() const;
+  // The first member in (key, node) order that is at or after (bound_key, bound_node), has a key
+  // <= max_key, and where req_r <= idle_r (now) or req_r <= free_r (otherwise) for every r with
+  // req_r > 0. slot -1 when none. O(log n) when subtrees that cannot hold the pod are rare.
+  Found FindFirst(double bound_key, int bound_node, double max_key, const double* requests,
+                  bool now) const;
+  // The smallest and largest keys (the tree must not be empty). O(1).
+  double MinKey() const { return min_key_[root_]; }
+  double MaxKey() const { return max_key_[root_]; }
 
  private:
   bool Before(int a, double key, int node) const {
@@ -48,7 +49,8 @@ class CapacityTree {
   void Split(int t, double key, int node, int* left, int* right);  // left: < (key, node)
   int Merge(int a, int b);
   int Erase(int t, int slot);
-  int Find(int t, double bound_key, int bound_node, const double* requests, bool now) const;
+  int Find(int t, double bound_key, int bound_node, double max_key, const double* requests,
+           bool now) const;
 
   int r_ = 0;
   int root_ = -1;
@@ -59,6 +61,8 @@ class CapacityTree {
   std::vector<bool> present_;
   std::vector<double> values_;  // slot × 2R: idle, then free
   std::vector<double> maxima_;  // slot × 2R: subtree maxima of the same
+  std::vector<double> min_key_;  // per slot: the subtree's smallest and largest keys
+  std::vector<double> max_key_;
 };
 
 }  // namespace arbiter::kai

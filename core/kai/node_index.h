@@ -54,6 +54,9 @@ class NodeIndex {
   const CapacityTree& tree(int node_class, Bucket bucket) const {
     return trees_[Slot(node_class, bucket)];
   }
+  // A dense id for each (class, bucket) tree, in [0, num_trees()).
+  static int TreeId(int node_class, Bucket bucket) { return Slot(node_class, bucket); }
+  int num_trees() const { return static_cast<int>(trees_.size()); }
   // Binpack only: the bucket's nodes whose allocatable of the scoring resource is 0, name order.
   const std::vector<int>& zero_nodes(int node_class, Bucket bucket) const {
     return zero_nodes_[Slot(node_class, bucket)];

@@ -14,6 +14,15 @@ bool Better(const double score, int node, const double best_score, int best_node
   return node < best_node;
 }
 
+// Keys further than this above a binpack candidate's key score strictly lower: the exact score
+// difference, 9 · (f' − f) / (max − min) >= 9 · 2^-40, is far above the few ulps (<= 2^-46) that
+// the score's roundings can lose. Closer keys are scored and compared exactly. When max is 0 or
+// max == min every score is the same constant, so every key ties.
+double TieReach(double min, double max) {
+  if (max == 0 || max == min) return kInfinity;
+  return (max - min) * 0x1p-40;
+}
+
 }  // namespace
 
 double BinpackScore(double free, double allocatable, double min, double max) {
@@ -33,7 +42,45 @@ Placer::Placer(const Cluster& cluster, Feasibility& feasibility, const NodeIndex
       index_(index),
       state_(state),
       bands_(2 * static_cast<size_t>(feasibility.num_signatures())),
-      bands_ready_(bands_.size(), false) {}
+      bands_ready_(bands_.size(), false),
+      failures_(2 * static_cast<size_t>(index.num_trees())) {}
+
+bool Placer::KnownToFail(int tree, bool now, const double* requests) {
+  Failures& failures = failures_[2 * tree + (now ? 0 : 1)];
+  if (failures.epoch != state_.capacity_epoch()) {
+    failures.count = 0;
+    return false;
+  }
+  const int r_count = cluster_.num_resources();
+  for (int i = 0; i < failures.count; ++i) {
+    const double* failed = &failures.requests[i * r_count];
+    bool dominated = true;
+    for (int r = 0; r < r_count && dominated; ++r) dominated = failed[r] <= requests[r];
+    if (dominated) return true;
+  }
+  return false;
+}
+
+void Placer::RecordFailure(int tree, bool now, const double* requests) {
+  // Only a state no rollback can grow beyond gives a fact that outlives the statement.
+  if (!state_.clean()) return;
+  Failures& failures = failures_[2 * tree + (now ? 0 : 1)];
+  const int r_count = cluster_.num_resources();
+  if (failures.epoch != state_.capacity_epoch()) {
+    failures.epoch = state_.capacity_epoch();
+    failures.count = 0;
+    failures.next = 0;
+  }
+  if (failures.requests.empty()) failures.requests.assign(kMaxFailures * r_count, 0.0);
+  int slot;
+  if (failures.count < kMaxFailures) {
+    slot = failures.count++;
+  } else {
+    slot = failures.next;
+    failures.next = (failures.next + 1) % kMaxFailures;
+  }
+  std::copy(requests, requests + r_count, &failures.requests[slot * r_count]);
+}
 
 const std::vector<Placer::BandGroup>& Placer::Bands(int pod) {
   const bool gpu_pod = cluster_.pod(pod).requests_gpu;
@@ -66,35 +113,54 @@ bool Placer::Fits(int node, const double* requests, bool now) const {
 }
 
 Placer::Candidate Placer::SearchBinpack(const BandGroup& group, const double* requests,
-                                        int resource, bool now, double min, double max) const {
+                                        int resource, bool now, double min, double max) {
   const double needed = resource >= 0 && requests[resource] > 0 ? requests[resource] : -kInfinity;
+  const double reach = TieReach(min, max);
   Candidate best;
+  double best_key = kInfinity;  // the key of `best` when it came from a tree
   for (const BucketRef& ref : group.buckets) {
     const CapacityTree& tree = index_.tree(ref.node_class, ref.bucket);
-    if (!tree.empty()) {
-      CapacityTree::Found found = tree.FindFirst(needed, -1, requests, now);
+    const int tree_id = NodeIndex::TreeId(ref.node_class, ref.bucket);
+    if (!tree.empty() && !KnownToFail(tree_id, now, requests)) {
+      // A node scoring below `best` cannot win: look no further than best_key's tie reach.
+      const double limit = best.node >= 0 && best_key != kInfinity ? best_key + reach : kInfinity;
+      CapacityTree::Found found = tree.FindFirst(needed, -1, limit, requests, now);
+      // Keys below `needed` belong to nodes without enough of the scoring resource, so a search
+      // without limit that finds nothing proves that no node of the tree can take the pod.
+      if (found.slot < 0 && limit == kInfinity) RecordFailure(tree_id, now, requests);
       if (found.slot >= 0) {
         int node = tree.member(found.slot);
         const double score =
             BinpackScore(found.key, cluster_.allocatable(node)[resource], min, max);
-        if (Better(score, node, best.score, best.node)) best = Candidate{node, score};
+        if (Better(score, node, best.score, best.node)) {
+          best = Candidate{node, score};
+          best_key = found.key;
+        }
         // Nodes with more free score lower, except where rounding makes two scores equal: follow
-        // those too, since an equal score is decided by the name.
+        // those too (within the tie reach), since an equal score is decided by the name.
+        const double tie_limit = found.key + reach;
         while (true) {
-          found = tree.FindFirst(found.key, std::numeric_limits<int>::max(), requests, now);
+          found = tree.FindFirst(found.key, std::numeric_limits<int>::max(), tie_limit, requests,
+                                 now);
           if (found.slot < 0) break;
           node = tree.member(found.slot);
           const double next_score =
               BinpackScore(found.key, cluster_.allocatable(node)[resource], min, max);
           if (next_score != score) break;
-          if (Better(next_score, node, best.score, best.node)) best = Candidate{node, next_score};
+          if (Better(next_score, node, best.score, best.node)) {
+            best = Candidate{node, next_score};
+            best_key = found.key;
+          }
         }
       }
     }
     for (int node : index_.zero_nodes(ref.node_class, ref.bucket)) {
       if (best.node >= 0 && (best.score > 0 || node > best.node)) break;
       if (Fits(node, requests, now)) {
-        if (Better(0, node, best.score, best.node)) best = Candidate{node, 0};
+        if (Better(0, node, best.score, best.node)) {
+          best = Candidate{node, 0};
+          best_key = kInfinity;
+        }
         break;
       }
     }
@@ -103,12 +169,16 @@ Placer::Candidate Placer::SearchBinpack(const BandGroup& group, const double* re
 }
 
 Placer::Candidate Placer::SearchSpread(const BandGroup& group, const double* requests,
-                                       bool now) const {
+                                       bool now) {
   Candidate best;
   for (const BucketRef& ref : group.buckets) {
     const CapacityTree& tree = index_.tree(ref.node_class, ref.bucket);
-    if (tree.empty()) continue;
-    const CapacityTree::Found found = tree.FindFirst(-kInfinity, -1, requests, now);
+    const int tree_id = NodeIndex::TreeId(ref.node_class, ref.bucket);
+    if (tree.empty() || KnownToFail(tree_id, now, requests)) continue;
+    // The key is the negated score, exactly: a later bucket wins only with a key <= the best's.
+    const double limit = best.node >= 0 ? -best.score : kInfinity;
+    const CapacityTree::Found found = tree.FindFirst(-kInfinity, -1, limit, requests, now);
+    if (found.slot < 0 && limit == kInfinity) RecordFailure(tree_id, now, requests);
     if (found.slot < 0) continue;
     const int node = tree.member(found.slot);
     if (Better(-found.key, node, best.score, best.node)) best = Candidate{node, -found.key};

@@ -8,6 +8,7 @@
 // second (only if the first found none) for one that fits once releasing pods are gone.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "core/kai/cluster.h"
@@ -56,8 +57,20 @@ class Placer {
   const std::vector<BandGroup>& Bands(int pod);
   bool Fits(int node, const double* requests, bool now) const;
   Candidate SearchBinpack(const BandGroup& group, const double* requests, int resource, bool now,
-                          double min, double max) const;
-  Candidate SearchSpread(const BandGroup& group, const double* requests, bool now) const;
+                          double min, double max);
+  Candidate SearchSpread(const BandGroup& group, const double* requests, bool now);
+
+  // Request vectors known to fit nowhere in one tree (per pass): a pod asking at least as much
+  // of every resource cannot fit there either, as long as capacity has not grown since.
+  struct Failures {
+    uint64_t epoch = 0;
+    int count = 0;
+    int next = 0;
+    std::vector<double> requests;  // kMaxFailures × R
+  };
+  static constexpr int kMaxFailures = 8;
+  bool KnownToFail(int tree, bool now, const double* requests);
+  void RecordFailure(int tree, bool now, const double* requests);
 
   const Cluster& cluster_;
   Feasibility& feasibility_;
@@ -65,6 +78,7 @@ class Placer {
   const WorkingState& state_;
   std::vector<std::vector<BandGroup>> bands_;  // per (signature, requests_gpu)
   std::vector<bool> bands_ready_;
+  std::vector<Failures> failures_;  // per tree × {now, pipelined}
 };
 
 // Places the unit's pods one at a time, in pod order, each seeing the previous placements: each

@@ -154,6 +154,7 @@ void WorkingState::MarkPipelined(int pod) {
 
 void WorkingState::Evict(int pod) {
   assert(pod_state(pod) == PodState::kRunning);
+  ++capacity_epoch_;
   const int group = cluster_.pod(pod).group;
   const int node = pod_node_[pod];
   const double* requests = cluster_.requests(pod);

@@ -95,6 +95,15 @@ class WorkingState {
   // and counts for its queue again.
   void Relocate(int pod, int node, bool fits_now);
 
+  // ---- Monotonicity ----
+  // Changes whenever some node's idle or free amount may have grown (an eviction); binds and
+  // moves only shrink them. Facts of the form "this pod fits nowhere in these nodes" learnt while
+  // clean() hold until the epoch changes.
+  uint64_t capacity_epoch() const { return capacity_epoch_; }
+  // True when no open statement has changed a node: the state is one that a rollback can only
+  // shrink from, never grow beyond (while the epoch holds).
+  bool clean() const { return node_journal_.empty(); }
+
   // ---- Statements ----
   struct Mark {
     size_t doubles = 0;
@@ -135,6 +144,7 @@ class WorkingState {
   std::vector<int32_t> pending_end_;
   std::vector<int32_t> pending_pods_;
 
+  uint64_t capacity_epoch_ = 0;
   // The journal: old values, restored in reverse order on rollback.
   int open_statements_ = 0;
   std::vector<std::pair<double*, double>> double_journal_;
