@@ -608,7 +608,9 @@ class KaiGenerator {
         spec = MakeSpec(redraw < 4 ? DrawKind(true) : DrawKind(false), remaining);
       }
       spec.leaf = DrawLeaf(gpu);
-      spec.releasing = rng_.Chance(kReleasingGroups);
+      // With reclaim groups, nothing is releasing: a pipelined binding onto releasing pods would
+      // let a reclaim group run without evicting anyone.
+      spec.releasing = rng_.Chance(kReleasingGroups) && reclaim_leaf_list_.empty();
       if (spec.kind == Kind::kInference && pending_budget > 0 && rng_.Chance(0.15)) {
         spec.pending_extra = static_cast<int>(std::min<int64_t>(rng_.Between(1, 2),
                                                                 pending_budget));

@@ -292,6 +292,7 @@ TEST(Generator, ReclaimGroupsCanOnlyRunByEvicting) {
   std::map<std::string, double> gpu_used;
   for (const PodGroup& g : r.snapshot.pod_groups) {
     for (const Pod& p : g.pods) {
+      EXPECT_NE(EffectivePhase(p), PodPhase::kReleasing) << g.name << " frees a node pipelined";
       if (!p.node_name.empty()) gpu_used[p.node_name] += Get(p.requests, "nvidia.com/gpu");
     }
   }
