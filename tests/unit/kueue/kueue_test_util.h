@@ -2,12 +2,16 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "core/kueue/kueue.h"
+#include "core/kueue/quota_tree.h"
 #include "core/model.h"
+#include "core/queue_tree.h"
+#include "core/resources.h"
 #include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
 
@@ -75,6 +79,53 @@ inline const PendingPodGroup* FindPending(const ScheduleResult& result, const st
     if (p.pod_group == group) return &p;
   }
   return nullptr;
+}
+
+// A snapshot with its queue tree, resource set and quota tree (usage from the admitted groups),
+// kept together because the trees point into the snapshot.
+struct BuiltTree {
+  Snapshot snapshot;
+  QueueTree queues;
+  ResourceSet resources;
+  QuotaTree tree;
+
+  int q(const std::string& name) const {
+    const int index = queues.Find(name);
+    EXPECT_GE(index, 0) << name;
+    return index;
+  }
+  int r(const std::string& name) const {
+    const int index = resources.Find(name);
+    EXPECT_GE(index, 0) << name;
+    return index;
+  }
+  // A Usage of one resource.
+  Usage Of(const std::string& resource, double amount) const {
+    return Usage{ResourceAmount{r(resource), amount}};
+  }
+};
+
+inline std::unique_ptr<BuiltTree> BuildTree(Snapshot snapshot) {
+  auto built = std::make_unique<BuiltTree>();
+  built->snapshot = std::move(snapshot);
+  built->queues = QueueTree::Build(built->snapshot);
+  built->resources = ResourceSet::Collect(built->snapshot);
+  built->tree = QuotaTree::Build(built->queues, built->resources);
+  std::vector<double> leaf(static_cast<size_t>(built->tree.size()) *
+                               built->tree.resource_count(),
+                           0.0);
+  for (const PodGroup& group : built->snapshot.pod_groups) {
+    if (!group.admitted) continue;
+    const int cq = built->queues.Find(group.queue);
+    for (const Pod& pod : group.pods) {
+      for (const auto& [name, value] : pod.requests) {
+        leaf[static_cast<size_t>(cq) * built->tree.resource_count() +
+             built->resources.Find(name)] += value;
+      }
+    }
+  }
+  built->tree.SetLeafUsage(leaf);
+  return built;
 }
 
 }  // namespace arbiter::kueue::testing
