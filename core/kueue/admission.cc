@@ -65,7 +65,7 @@ class Rounds {
     context_.buffers = buffers_.get();
   }
 
-  absl::StatusOr<AdmissionOutcome> Run(const CycleHooks& hooks);
+  absl::StatusOr<AdmissionOutcome> Run(const CycleHooks& hooks, int max_rounds);
 
  private:
   struct Claim {
@@ -359,7 +359,7 @@ PendingDecision Rounds::Pending(int w) const {
   return PendingDecision{w, reason_[w], message_[w]};
 }
 
-absl::StatusOr<AdmissionOutcome> Rounds::Run(const CycleHooks& hooks) {
+absl::StatusOr<AdmissionOutcome> Rounds::Run(const CycleHooks& hooks, int max_rounds) {
   AdmissionOutcome outcome;
   while (true) {
     if (hooks.cancelled && hooks.cancelled()) {
@@ -367,7 +367,7 @@ absl::StatusOr<AdmissionOutcome> Rounds::Run(const CycleHooks& hooks) {
           absl::StrCat("cancelled in phase admission after ", outcome.rounds, " rounds"));
     }
     ++outcome.rounds;
-    if (!RunRound()) break;
+    if (!RunRound() || outcome.rounds == max_rounds) break;
   }
   RebuildTree();
   std::sort(admissions_.begin(), admissions_.end(),
@@ -392,9 +392,10 @@ absl::StatusOr<AdmissionOutcome> Rounds::Run(const CycleHooks& hooks) {
 
 absl::StatusOr<AdmissionOutcome> RunAdmission(
     QuotaTree& tree, const std::vector<Workload>& workloads,
-    const std::vector<KueuePreemptionStrategy>& strategies, const CycleHooks& hooks) {
+    const std::vector<KueuePreemptionStrategy>& strategies, const CycleHooks& hooks,
+    int max_rounds) {
   Rounds rounds(tree, workloads, strategies);
-  return rounds.Run(hooks);
+  return rounds.Run(hooks, max_rounds);
 }
 
 }  // namespace arbiter::kueue

@@ -43,9 +43,11 @@ struct AdmissionOutcome {
 
 // Runs the rounds on `tree` (quotas of the snapshot; its usage is rebuilt every round and, on
 // return, describes the end of the call). `strategies` are the resolved Policy strategies.
-// Cancelled when hooks.cancelled() says so between rounds.
+// Cancelled when hooks.cancelled() says so between rounds. `max_rounds` > 0 stops after that
+// many rounds (for tests that look at a round's transient reasons); 0 runs until quiet.
 absl::StatusOr<AdmissionOutcome> RunAdmission(
     QuotaTree& tree, const std::vector<Workload>& workloads,
-    const std::vector<KueuePreemptionStrategy>& strategies, const CycleHooks& hooks);
+    const std::vector<KueuePreemptionStrategy>& strategies, const CycleHooks& hooks,
+    int max_rounds = 0);
 
 }  // namespace arbiter::kueue

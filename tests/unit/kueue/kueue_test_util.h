@@ -7,7 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "core/kueue/admission.h"
 #include "core/kueue/kueue.h"
+#include "core/kueue/queue_shares.h"
+#include "core/kueue/workload.h"
 #include "core/kueue/quota_tree.h"
 #include "core/model.h"
 #include "core/queue_tree.h"
@@ -126,6 +129,47 @@ inline std::unique_ptr<BuiltTree> BuildTree(Snapshot snapshot) {
   }
   built->tree.SetLeafUsage(leaf);
   return built;
+}
+
+// The decisions after at most `max_rounds` admission rounds (0: until quiet), by group name.
+struct RoundsResult {
+  std::map<std::string, bool> admitted;  // name -> after_evictions
+  std::map<std::string, EvictionReason> evicted;
+  std::map<std::string, std::string> preemptor;  // victim -> the group it made room for
+  std::map<std::string, std::string> reason;     // pending group -> reason code
+  std::map<std::string, std::string> message;    // pending group -> sentence
+  int rounds = 0;
+};
+
+inline RoundsResult RunRounds(const Snapshot& snapshot, int max_rounds,
+                              const Policy& policy = KueuePolicy()) {
+  auto built = BuildTree(snapshot);
+  const std::vector<Workload> workloads =
+      CollectWorkloads(built->snapshot, built->queues, built->resources);
+  absl::StatusOr<AdmissionOutcome> outcome = RunAdmission(
+      built->tree, workloads, ResolveStrategies(policy), CycleHooks{}, max_rounds);
+  EXPECT_TRUE(outcome.ok()) << outcome.status();
+  RoundsResult result;
+  if (!outcome.ok()) return result;
+  result.rounds = outcome->rounds;
+  for (const AdmissionDecision& a : outcome->admissions) {
+    result.admitted[workloads[a.workload].name()] = a.after_evictions;
+  }
+  for (const EvictionDecision& e : outcome->evictions) {
+    result.evicted[workloads[e.workload].name()] = e.reason;
+    result.preemptor[workloads[e.workload].name()] = workloads[e.preemptor].name();
+  }
+  for (const PendingDecision& p : outcome->pending) {
+    result.reason[workloads[p.workload].name()] = p.reason;
+    result.message[workloads[p.workload].name()] = p.message;
+  }
+  return result;
+}
+
+inline std::set<std::string> Keys(const std::map<std::string, bool>& map) {
+  std::set<std::string> keys;
+  for (const auto& [key, value] : map) keys.insert(key);
+  return keys;
 }
 
 }  // namespace arbiter::kueue::testing
