@@ -2,6 +2,7 @@ package shim
 
 import (
 	"bufio"
+	"context"
 	"net"
 	"os"
 	"os/exec"
@@ -11,8 +12,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/encoding/protojson"
 	corev1 "k8s.io/api/core/v1"
 
+	arbiterv1 "arbiter.dev/clients/go/arbiterv1"
 	"arbiter.dev/clients/go/client"
 )
 
@@ -70,6 +73,23 @@ func startArbiterServer(t *testing.T) string {
 	return ""
 }
 
+// recordingScheduler keeps the last exchange so that a failing assertion can show it.
+type recordingScheduler struct {
+	Scheduler
+	req  *arbiterv1.ScheduleRequest
+	resp *arbiterv1.ScheduleResponse
+}
+
+func (r *recordingScheduler) Schedule(ctx context.Context, req *arbiterv1.ScheduleRequest) (*arbiterv1.ScheduleResponse, error) {
+	resp, err := r.Scheduler.Schedule(ctx, req)
+	r.req, r.resp = req, resp
+	return resp, err
+}
+
+func (r *recordingScheduler) String() string {
+	return "request: " + protojson.Format(r.req) + "\nresponse: " + protojson.Format(r.resp)
+}
+
 // TestEndToEndWithArbiterServer runs the shim against the real arbiter-server built from this
 // repository: a fake cluster, real informers, two cycles each, and the Binding and Eviction calls
 // that result.
@@ -82,7 +102,13 @@ func TestEndToEndWithArbiterServer(t *testing.T) {
 	defer arbiter.Close()
 
 	t.Run("GangIsBoundWholeAndAGangThatCannotFitIsNot", func(t *testing.T) {
-		h := newHarness(t, harnessOpts{scheduler: arbiter}, queueConfigMap(twoTeams),
+		rec := &recordingScheduler{Scheduler: arbiter}
+		defer func() {
+			if t.Failed() {
+				t.Logf("last exchange with arbiter-server:\n%s", rec)
+			}
+		}()
+		h := newHarness(t, harnessOpts{scheduler: rec}, queueConfigMap(twoTeams),
 			node("n1", "8", 4), node("n2", "8", 4),
 			pod(podSpec{name: "train-0", group: "train", minMember: 2, queue: "team-a", gpus: 4}),
 			pod(podSpec{name: "train-1", group: "train", minMember: 2, queue: "team-a", gpus: 4}),
@@ -114,7 +140,13 @@ func TestEndToEndWithArbiterServer(t *testing.T) {
 	})
 
 	t.Run("ReclaimEvictsAVictimThenBindsTheReclaimerInItsPlace", func(t *testing.T) {
-		h := newHarness(t, harnessOpts{scheduler: arbiter}, queueConfigMap(twoTeams),
+		rec := &recordingScheduler{Scheduler: arbiter}
+		defer func() {
+			if t.Failed() {
+				t.Logf("last exchange with arbiter-server:\n%s", rec)
+			}
+		}()
+		h := newHarness(t, harnessOpts{scheduler: rec}, queueConfigMap(twoTeams),
 			node("n1", "8", 4), node("n2", "8", 4),
 			// team-a borrowed team-b's share while team-b had nothing to run.
 			pod(podSpec{name: "a-0", queue: "team-a", gpus: 4, node: "n1"}),
