@@ -7,7 +7,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/kai/allocate.h"
+#include "core/kai/consolidate.h"
 #include "core/kai/kai_fair_share.h"
+#include "core/kai/preempt.h"
+#include "core/kai/reclaim.h"
 #include "core/kai/response.h"
 #include "core/kai/session.h"
 #include "core/status_macros.h"
@@ -63,9 +66,17 @@ absl::StatusOr<ScheduleResult> ScheduleKai(const Snapshot& snapshot, const Polic
       case Action::kAllocate:
         Allocate(session);
         break;
-      default:
-        // CONSOLIDATE, RECLAIM and PREEMPT (§4.9-4.11) run on the same session.
+      case Action::kConsolidate:
+        Consolidate(session);
         break;
+      case Action::kReclaim:
+        Reclaim(session);
+        break;
+      case Action::kPreempt:
+        Preempt(session);
+        break;
+      default:
+        break;  // validation rejects other values
     }
     PhaseDone(hooks, name);
   }

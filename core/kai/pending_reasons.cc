@@ -136,6 +136,13 @@ void PendingReasons::Record(int group, PendingReason reason) {
   reasons_[group] = std::move(reason);
 }
 
+void PendingReasons::AppendOutcome(int group, std::string_view action,
+                                   std::string_view outcome) {
+  PendingReason& reason = reasons_[group];
+  if (reason.code.empty()) return;
+  absl::StrAppend(&reason.message, "; ", std::string(action), ": ", std::string(outcome));
+}
+
 void PendingReasons::RecordOutcome(int group, std::string_view action, std::string_view outcome,
                                    PendingReason fallback) {
   PendingReason& reason = reasons_[group];

@@ -59,6 +59,8 @@ class PendingReasons {
   // "; <action>: <outcome>" to its message, or, with no earlier reason, records `fallback`.
   void RecordOutcome(int group, std::string_view action, std::string_view outcome,
                      PendingReason fallback);
+  // Appends "; <action>: <outcome>" to G's reason when it has one; records nothing otherwise.
+  void AppendOutcome(int group, std::string_view action, std::string_view outcome);
   // G's reason, or nullptr when none was recorded.
   const PendingReason* Get(int group) const {
     return reasons_[group].code.empty() ? nullptr : &reasons_[group];

@@ -39,6 +39,7 @@ class Session {
   const Cluster& cluster() const { return cluster_; }
   Feasibility& feasibility() { return feasibility_; }
   WorkingState& state() { return *state_; }
+  const WorkingState& state() const { return *state_; }
   Placer& placer() { return *placer_; }
   const NodeIndex& index() const { return index_; }
   PendingReasons& reasons() { return reasons_; }

@@ -1,0 +1,65 @@
+#include "core/kai/consolidate.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/kai/eviction_action.h"
+#include "core/kai/quantity_format.h"
+
+namespace arbiter::kai {
+namespace {
+
+constexpr int kDefaultMaxPreemptees = 16;
+
+// Σ over schedulable nodes of idle + releasing, per resource, in node name order.
+std::vector<double> TotalFree(const Session& session) {
+  const Cluster& cluster = session.cluster();
+  std::vector<double> total(cluster.num_resources(), 0.0);
+  for (int n = 0; n < cluster.num_nodes(); ++n) {
+    if (cluster.node(n).node->unschedulable) continue;
+    for (int r = 0; r < cluster.num_resources(); ++r) total[r] += session.state().free(n, r);
+  }
+  return total;
+}
+
+}  // namespace
+
+void Consolidate(Session& session) {
+  const int max_preemptees =
+      session.policy().max_consolidation_preemptees.value_or(kDefaultMaxPreemptees);
+  if (max_preemptees == 0) return;  // disabled
+  const Cluster& cluster = session.cluster();
+  EvictionAction action;
+  action.name = "consolidate";
+  action.candidate = [&cluster](int g) { return cluster.group(g).preemptible; };
+  // Skipped when the cluster as a whole lacks some resource for the unit: moving pods cannot help.
+  action.precheck = [&session, &cluster](int, const Unit& unit) -> std::optional<std::string> {
+    const std::vector<double> total = TotalFree(session);
+    for (int r = 0; r < cluster.num_resources(); ++r) {
+      if (total[r] < unit.requests[r]) {
+        return absl::StrCat("the cluster has ", FormatQuantity(total[r]), " ",
+                            cluster.resources().name(r), " free in all, below the ",
+                            FormatQuantity(unit.requests[r]), " requested");
+      }
+    }
+    return std::nullopt;
+  };
+  action.options = [max_preemptees](int) {
+    SolverOptions options;
+    options.reason = EvictionReason::kConsolidation;
+    options.max_victim_groups = max_preemptees;
+    options.eligible = [](int) { return true; };  // any queue; min-runtime does not apply
+    options.validate = [](const Solver&, Attempt& attempt) {
+      for (bool moved : attempt.moved) {
+        if (!moved) return false;  // nobody may lose allocation
+      }
+      return true;
+    };
+    return options;
+  };
+  RunEvictionAction(session, action);
+}
+
+}  // namespace arbiter::kai

@@ -1,0 +1,59 @@
+#include "core/kai/eviction_action.h"
+
+#include <vector>
+
+#include "core/kai/pending_reasons.h"
+#include "core/kai/placement.h"
+#include "core/kai/queue_order.h"
+#include "core/kai/quota_check.h"
+
+namespace arbiter::kai {
+
+PendingReason ExplainUnitFailure(Session& session, int group, const Unit& unit) {
+  const Cluster& cluster = session.cluster();
+  WorkingState& state = session.state();
+  if (auto breach = CheckQuota(cluster, session.shares(), state, group, unit.requests.data())) {
+    return QuotaReason(cluster, *breach);
+  }
+  const WorkingState::Mark mark = state.Checkpoint();
+  const int placed = PlaceUnit(session.placer(), state, unit, /*all_pipelined=*/true);
+  state.Rollback(mark);
+  return ExplainPlacementFailure(cluster, session.feasibility(), session.index(),
+                                 session.placer(), unit, placed);
+}
+
+void RunEvictionAction(Session& session, const EvictionAction& action) {
+  const Cluster& cluster = session.cluster();
+  QueueOrder order(cluster, session.shares(), session.state());
+  std::vector<int> groups;
+  for (int g = 0; g < cluster.num_groups(); ++g) {
+    if (action.candidate(g)) groups.push_back(g);
+  }
+  order.AddAll(groups);
+  std::vector<int> victims;
+  for (int group = order.Next(); group >= 0; group = order.Next()) {
+    const Unit unit = order.unit(group);
+    if (std::optional<std::string> skip = action.precheck(group, unit)) {
+      session.reasons().AppendOutcome(group, action.name, *skip);
+      order.Update(group, /*keep=*/false);
+      continue;
+    }
+    Solver solver(session, order.chain(), action.options(group));
+    victims.clear();
+    const Solver::Outcome outcome = solver.Solve(group, unit, &victims);
+    if (outcome == Solver::Outcome::kPlaced) {
+      order.Update(group, /*keep=*/true);
+      for (int victim : victims) order.Update(victim, /*keep=*/false);
+      continue;
+    }
+    if (outcome == Solver::Outcome::kNeedsNoVictims) {
+      order.Update(group, /*keep=*/false);
+      continue;
+    }
+    session.reasons().RecordOutcome(group, action.name, "no set of victims lets it fit",
+                                    ExplainUnitFailure(session, group, unit));
+    order.Update(group, /*keep=*/false);
+  }
+}
+
+}  // namespace arbiter::kai

@@ -1,0 +1,190 @@
+#include "core/kai/reclaim.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/kai/eviction_action.h"
+#include "core/kai/kai_fair_share.h"
+#include "core/kai/quantity_format.h"
+#include "core/kai/victims.h"
+
+namespace arbiter::kai {
+namespace {
+
+// a <= b in every resource, -1 in b read as +infinity.
+bool AllWithin(const std::vector<double>& a, const std::vector<double>& b) {
+  for (size_t r = 0; r < a.size(); ++r) {
+    if (b[r] != -1 && !(a[r] <= b[r])) return false;
+  }
+  return true;
+}
+
+// The first resource where a > b (-1 in b = +infinity), or -1.
+int FirstAbove(const std::vector<double>& a, const std::vector<double>& b) {
+  for (size_t r = 0; r < a.size(); ++r) {
+    if (b[r] != -1 && !(a[r] <= b[r])) return static_cast<int>(r);
+  }
+  return -1;
+}
+
+}  // namespace
+
+bool ValidateReclaim(const Session& session, const Solver& solver, Attempt& attempt) {
+  const Cluster& cluster = session.cluster();
+  const QueueTree& tree = cluster.tree();
+  const KaiFairShare& shares = session.shares();
+  const int r_count = cluster.num_resources();
+  const int leaf = cluster.group(attempt.preemptor).queue;
+  const std::vector<double>& a = attempt.unit_requests;
+  const std::vector<double>& start = solver.start_allocated();
+
+  std::map<int, std::vector<double>> rem;
+  std::map<int, std::vector<bool>> involved;
+  auto read = [&](int q) -> std::vector<double>& {
+    auto it = rem.find(q);
+    if (it == rem.end()) {
+      it = rem.emplace(q, std::vector<double>(&start[q * r_count], &start[q * r_count] + r_count))
+               .first;
+    }
+    return it->second;
+  };
+  auto start_of = [&](int q) {
+    return std::vector<double>(&start[q * r_count], &start[q * r_count] + r_count);
+  };
+
+  // Victim leaves in name order, each one's units in draw order.
+  std::map<int, std::vector<size_t>> by_leaf;
+  for (size_t k = 0; k < attempt.victims.size(); ++k) {
+    if (!attempt.moved[k]) by_leaf[cluster.group(attempt.victims[k].group).queue].push_back(k);
+  }
+  for (const auto& [victim_leaf, units] : by_leaf) {
+    const int lca = tree.LowestCommonAncestor(leaf, victim_leaf);
+    const int x = tree.ChildOnPath(lca, leaf);
+    const int y = tree.ChildOnPath(lca, victim_leaf);
+    for (size_t k : units) {
+      std::vector<double>& rem_y = read(y);
+      const QueueAmounts& ay = shares.queues[y];
+      std::vector<double> x_with(start_of(x));
+      for (int r = 0; r < r_count; ++r) x_with[r] += a[r];
+      const bool fair = !AllWithin(rem_y, ay.allocatable_share);
+      const bool quota = AllWithin(x_with, shares.queues[x].deserved) && !AllWithin(rem_y, ay.deserved);
+      if (!fair && !quota) return false;
+      const std::string& y_name = tree.queue(y).name;
+      const std::string& p_name = cluster.group_name(attempt.preemptor);
+      if (fair) {
+        const int r = FirstAbove(rem_y, ay.allocatable_share);
+        attempt.reasons[k] = EvictionReason::kFairShareReclaim;
+        attempt.messages[k] = absl::StrCat("reclaimed for ", p_name, ": queue ", y_name, " holds ",
+                                           FormatQuantity(rem_y[r]), " ", cluster.resources().name(r),
+                                           ", above its allocatable share ",
+                                           FormatQuantity(ay.allocatable_share[r]));
+      } else {
+        const int r = FirstAbove(rem_y, ay.deserved);
+        attempt.reasons[k] = EvictionReason::kQuotaReclaim;
+        attempt.messages[k] = absl::StrCat("reclaimed for ", p_name, ": queue ", y_name, " holds ",
+                                           FormatQuantity(rem_y[r]), " ", cluster.resources().name(r),
+                                           ", above its deserved ", FormatQuantity(ay.deserved[r]));
+      }
+      std::vector<double> unit_requests(r_count, 0.0);
+      for (int pod : attempt.victims[k].pods) {
+        const double* requests = cluster.requests(pod);
+        for (int r = 0; r < r_count; ++r) unit_requests[r] += requests[r];
+      }
+      for (int q = victim_leaf; q >= 0; q = tree.parent(q)) {
+        std::vector<double>& rem_q = read(q);
+        std::vector<bool>& inv = involved[q];
+        inv.resize(r_count, false);
+        for (int r = 0; r < r_count; ++r) {
+          rem_q[r] -= unit_requests[r];
+          if (unit_requests[r] > 0) inv[r] = true;
+        }
+      }
+    }
+  }
+
+  double m = session.policy().reclaimer_utilization_multiplier;
+  if (m == 0) m = 1;
+  const bool non_preemptible = !cluster.group(attempt.preemptor).preemptible;
+  const std::vector<double>& start_np = solver.start_allocated_np();
+  for (int x = leaf; x >= 0; x = tree.parent(x)) {
+    std::vector<double> x_with = read(x);
+    for (int r = 0; r < r_count; ++r) x_with[r] += a[r];
+    const std::vector<int>& siblings = tree.parent(x) < 0 ? tree.roots() : tree.children(tree.parent(x));
+    for (int z : siblings) {
+      if (z == x || rem.find(z) == rem.end()) continue;
+      const std::vector<double>& rem_z = rem.at(z);
+      const std::vector<bool>* inv = involved.count(z) ? &involved.at(z) : nullptr;
+      for (int r = 0; r < r_count; ++r) {
+        if (!(a[r] > 0) && (inv == nullptr || !(*inv)[r])) continue;
+        const double fs_x = shares.queues[x].fair_share[r];
+        const double fs_z = shares.queues[z].fair_share[r];
+        const double rho_x = Saturation(x_with[r], fs_x);
+        const double rho_z = Saturation(rem_z[r], fs_z);
+        if (rho_x > 1 && fs_z > 0 && rho_x * m >= rho_z) return false;
+      }
+    }
+    if (non_preemptible) {
+      std::vector<double> np(&start_np[x * r_count], &start_np[x * r_count] + r_count);
+      for (int r = 0; r < r_count; ++r) np[r] += a[r];
+      if (!AllWithin(np, shares.queues[x].deserved)) return false;
+    }
+  }
+  return true;
+}
+
+void Reclaim(Session& session) {
+  const Cluster& cluster = session.cluster();
+  EvictionAction action;
+  action.name = "reclaim";
+  action.candidate = [](int) { return true; };
+  action.precheck = [&session, &cluster](int group, const Unit& unit) -> std::optional<std::string> {
+    const int leaf = cluster.group(group).queue;
+    const QueueAmounts& amounts = session.shares().queues[leaf];
+    const double* allocated = session.state().allocated(leaf);
+    for (int r = 0; r < cluster.num_resources(); ++r) {
+      if (!(allocated[r] + unit.requests[r] <= amounts.fair_share[r])) {
+        return absl::StrCat("queue ", cluster.tree().queue(leaf).name,
+                            " would exceed its fair share of ", cluster.resources().name(r), ": ",
+                            FormatQuantity(allocated[r]), " allocated + ",
+                            FormatQuantity(unit.requests[r]), " requested > ",
+                            FormatQuantity(amounts.fair_share[r]));
+      }
+    }
+    if (!cluster.group(group).preemptible) {
+      const double* np = session.state().allocated_np(leaf);
+      for (int r = 0; r < cluster.num_resources(); ++r) {
+        if (amounts.deserved[r] != -1 && !(np[r] + unit.requests[r] <= amounts.deserved[r])) {
+          return absl::StrCat("queue ", cluster.tree().queue(leaf).name,
+                              " would exceed its deserved ", cluster.resources().name(r),
+                              " with non-preemptible work");
+        }
+      }
+    }
+    return std::nullopt;
+  };
+  action.options = [&session, &cluster](int group) {
+    SolverOptions options;
+    options.reason = EvictionReason::kFairShareReclaim;
+    options.replace_victims = session.policy().consolidating_reclaim.value_or(true);
+    const int leaf = cluster.group(group).queue;
+    options.is_protected = [&session, &cluster, leaf](int g) {
+      return Protected(session, g, ReclaimMinRuntime(session, leaf, cluster.group(g).queue));
+    };
+    options.eligible = [&session, &cluster, leaf, protect = options.is_protected](int g) {
+      if (cluster.group(g).queue == leaf) return false;  // other leaves only
+      // A protected group is a victim only while elastic (it may shrink to g, §4.7).
+      const bool elastic = session.state().active(g) > cluster.group(g).gang;
+      return elastic || !protect(g);
+    };
+    options.validate = [&session](const Solver& solver, Attempt& attempt) {
+      return ValidateReclaim(session, solver, attempt);
+    };
+    return options;
+  };
+  RunEvictionAction(session, action);
+}
+
+}  // namespace arbiter::kai

@@ -1,0 +1,85 @@
+// The victim search of CONSOLIDATE, RECLAIM and PREEMPT (SEMANTICS.md §4.8): KAI's incremental,
+// per-node scenario search on statements of the working state.
+//
+//   solve(P): U = unit(P), R = {}
+//     for i in 1..|U|: part = first i pods of U
+//       try(part, R); then draw victims in a fresh order (skipping R), and after each draw u try
+//       R plus the drawn units with a pod on n, for each node n of u's pods (name order)
+//       none → fail; else R = the victims of the solution
+//   try(part, S): evict S; in §4.3 order over {P} ∪ groups(S): P passes §4.4 and places part
+//     (pipelined), or the try fails; every other group re-places its pods of S as one unit
+//     (§4.4, pipelined) and is then "moved"; the action's validator judges the rest.
+// Every try runs in a statement and is rolled back; the final solution is replayed and committed.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/kai/queue_order.h"
+#include "core/kai/session.h"
+#include "core/kai/unit.h"
+#include "core/kai/victims.h"
+
+namespace arbiter::kai {
+
+// One try, handed to the action's validator.
+struct Attempt {
+  int preemptor = -1;
+  std::vector<double> unit_requests;   // unitReq(P) of the whole unit
+  std::vector<EvictionUnit> victims;   // S, in draw order
+  std::vector<bool> moved;             // per victim unit: its group was re-placed
+  // Set by the validator for each victim unit that is evicted (not moved).
+  std::vector<EvictionReason> reasons;
+  std::vector<std::string> messages;
+};
+
+struct SolverOptions {
+  EvictionReason reason = EvictionReason::kUnspecified;  // default reason of evicted victims
+  bool replace_victims = true;       // re-place victims where they fit (moves)
+  int max_victim_groups = -1;        // -1: no cap (CONSOLIDATE's max_consolidation_preemptees)
+  std::function<bool(int group)> eligible;  // the action's victim filter
+  // Whether a victim group is protected by min-runtime (on the state before the try); null for
+  // none. A protected group evicted in a try must keep at least g active pods (§4.7).
+  std::function<bool(int group)> is_protected;
+  // The action's validator; null accepts every try.
+  std::function<bool(const class Solver& solver, Attempt& attempt)> validate;
+};
+
+class Solver {
+ public:
+  // `chain` must outlive the solver.
+  Solver(Session& session, const QueueChain& chain, SolverOptions options);
+
+  enum class Outcome {
+    kPlaced,           // committed: the unit bound with after_evictions, victims evicted or moved
+    kNeedsNoVictims,   // the unit fits as things are: ALLOCATE's job, not this action's (§4.1)
+    kFailed,           // no victim set lets it fit; the state is unchanged
+  };
+  // Searches victims for `group`'s `unit`. `victims_out` receives the groups evicted or moved.
+  Outcome Solve(int group, const Unit& unit, std::vector<int>* victims_out);
+
+  // Allocations of every queue at the start of the current Solve (queues × R), for validators.
+  const std::vector<double>& start_allocated() const { return start_allocated_; }
+  const std::vector<double>& start_allocated_np() const { return start_allocated_np_; }
+
+ private:
+  // One try with the first `part` pods of `unit` and victims `victims`; keeps the state when
+  // `keep`, else rolls back. Fills `attempt` on success.
+  bool Try(int group, const Unit& unit, int part, const std::vector<EvictionUnit>& victims,
+           bool keep, Attempt* attempt);
+  // {P} ∪ groups(S) in §4.3 order on the current state; requests: each job's unit.
+  std::vector<int> OrderJobs(const std::vector<int>& groups,
+                             const std::vector<std::vector<double>>& requests);
+  // The index (into groups) of the best of `jobs` under `queue` (-1: the top level).
+  int BestJob(int queue, const std::vector<int>& jobs, const std::vector<int>& groups,
+              const std::vector<std::vector<double>>& requests);
+
+  Session& session_;
+  const QueueChain& chain_;
+  SolverOptions options_;
+  std::vector<double> start_allocated_;
+  std::vector<double> start_allocated_np_;
+};
+
+}  // namespace arbiter::kai
