@@ -1,6 +1,8 @@
 // The user stories of KEP-1714 (the seed of SEMANTICS.md §5), run through ScheduleKueue from an
 // empty cluster: the admitted usage the rounds reach is the fair division the story asks for.
 #include <cstdio>
+#include <map>
+#include <set>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -29,6 +31,88 @@ void OneGpuWorkloads(SnapshotBuilder& b, const std::string& queue, int count, bo
 
 // §5.3 check, KEP story 3: CS lends 300 GPUs; C1 and C2 split them 150/150; inside C1 the
 // weight-3 queue 1C gets three times what 1A and 1B get (30/30/90); 2A alone gets C2's 150.
+// KEP story 1: TeamE and TeamW each hold 10 guaranteed cpus and share the company pool of 100.
+// TeamE took everything while TeamW was away; when TeamW submits, TeamE's least important
+// workloads are preempted until both have the same extra space: 50 each on top of their 10.
+TEST(KueueStoriesTest, Story1ReturningTeamGetsAnEqualShareOfThePool) {
+  SnapshotBuilder b;
+  b.Queue("company").Deserved({{"cpu", 100}});
+  b.Queue("teamE", "company").Deserved({{"cpu", 10}});
+  b.KueuePolicy(WithinClusterQueue::kNever, ReclaimWithinCohort::kAny);
+  b.Queue("teamW", "company").Deserved({{"cpu", 10}});
+  b.KueuePolicy(WithinClusterQueue::kNever, ReclaimWithinCohort::kAny);
+  for (int i = 0; i <= 10; ++i) {
+    b.Group("e-" + std::to_string(100 + i), "teamE").Priority(i).Pod({{"cpu", 10}}).Admitted(0);
+  }
+  for (int i = 0; i < 10; ++i) b.Group("w-" + std::to_string(100 + i), "teamW").Pod({{"cpu", 10}});
+  const ScheduleResult result = RunKueue(b.Build());
+  EXPECT_EQ(Allocated(result.queues, "teamE", "cpu"), 60);
+  EXPECT_EQ(Allocated(result.queues, "teamW", "cpu"), 60);
+  std::map<std::string, EvictionReason> expected;
+  for (int i = 0; i < 5; ++i) {  // the five lowest priorities
+    expected["e-" + std::to_string(100 + i)] = EvictionReason::kKueueInCohortFairSharing;
+  }
+  EXPECT_EQ(Evicted(result), expected);
+}
+
+// KEP story 2, first example: 1A's unused quota goes to its own department first. 1B's request
+// stays within D1's quota, so it is admitted before 2A's, although 2A's is older and of higher
+// priority; the other department's entry is left waiting.
+TEST(KueueStoriesTest, Story2FreeQuotaStaysInTheDepartmentThatNeedsIt) {
+  SnapshotBuilder b;
+  b.Queue("company").Queue("D1", "company").Queue("D2", "company");
+  for (const char* queue : {"1A", "1B", "1C"}) b.Queue(queue, "D1").Deserved({{"cpu", 10}});
+  for (const char* queue : {"2A", "2B", "2C"}) b.Queue(queue, "D2").Deserved({{"cpu", 10}});
+  for (const char* queue : {"1B", "1C", "2A", "2B", "2C"}) {
+    b.Group(std::string(queue) + "-run", queue).Pod({{"cpu", 10}}).Admitted(0);
+  }
+  b.Group("1B-next", "1B").Priority(0).Created(5).Pod({{"cpu", 10}});
+  b.Group("1C-next", "1C").Priority(0).Created(6).Pod({{"cpu", 10}});
+  b.Group("2A-next", "2A").Priority(100).Created(0).Pod({{"cpu", 10}});
+  const ScheduleResult result = RunKueue(b.Build());
+  EXPECT_EQ(testing::Admitted(result), (std::set<std::string>{"1B-next"}));
+  EXPECT_EQ(testing::PendingReasons(result).at("2A-next"), "no-preemption-candidates");
+}
+
+// KEP story 2, second example: D1 needs none of 1A's 30 unused cpus (1C's only request is too
+// big ever to fit), so D2's teams share them equally: 2A had taken all 30, and 2B and 2C reclaim
+// until each of the three borrows 10.
+TEST(KueueStoriesTest, Story2UnneededQuotaIsSharedEquallyByTheOtherDepartment) {
+  SnapshotBuilder b;
+  b.Queue("company").Queue("D1", "company").Queue("D2", "company");
+  b.Queue("1A", "D1").Deserved({{"cpu", 30}});
+  b.Queue("1B", "D1").Deserved({{"cpu", 10}});
+  b.Queue("1C", "D1").Deserved({{"cpu", 10}});
+  b.Queue("2A", "D2").Deserved({{"cpu", 10}});
+  for (const char* queue : {"2B", "2C"}) {
+    b.Queue(queue, "D2").Deserved({{"cpu", 10}});
+    b.KueuePolicy(WithinClusterQueue::kNever, ReclaimWithinCohort::kAny);
+  }
+  auto fives = [&b](const std::string& queue, int count, bool admitted) {
+    for (int i = 0; i < count; ++i) {
+      b.Group(queue + (admitted ? "-run-" : "-new-") + std::to_string(i), queue)
+          .Pod({{"cpu", 5}});
+      if (admitted) b.Admitted(0);
+    }
+  };
+  fives("1B", 2, true);
+  fives("1C", 2, true);
+  fives("2A", 8, true);
+  fives("2B", 2, true);
+  fives("2C", 2, true);
+  fives("2B", 4, false);
+  fives("2C", 4, false);
+  b.Group("1C-huge", "1C").Pod({{"cpu", 100}});
+  const ScheduleResult result = RunKueue(b.Build());
+  EXPECT_EQ(Allocated(result.queues, "2A", "cpu"), 20);
+  EXPECT_EQ(Allocated(result.queues, "2B", "cpu"), 20);
+  EXPECT_EQ(Allocated(result.queues, "2C", "cpu"), 20);
+  EXPECT_EQ(testing::PendingReasons(result).at("1C-huge"), "exceeds-max-quota");
+  for (const auto& [group, reason] : Evicted(result)) {
+    EXPECT_EQ(group.rfind("2A-run-", 0), 0u) << group;
+  }
+}
+
 // Builds story 3's tree: org holds CS (one queue with 300 GPUs), C1 {1A, 1B, 1C weight 3} and
 // C2 {2A}; the teams have no quota of their own and may reclaim from anyone.
 SnapshotBuilder Story3Tree() {
