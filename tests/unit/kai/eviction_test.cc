@@ -166,26 +166,38 @@ TEST(Reclaim, MinRuntimeLetsAnElasticGroupShrinkToMinMember) {
   EXPECT_THAT(Bindings(result), ElementsAre("job-0@n1+"));
 }
 
-// §4.10: the reclaimer ending above its fair share must stay strictly less saturated than the
-// sibling it takes from, by the multiplier.
-TEST(Reclaim, SaturationGuardWithMultiplier) {
-  // team-a: fair share 2 of cpu... holds 2 already and asks 1 more? It would end above its fair
-  // share and fail the pre-check. Instead the guard is exercised at the parent level: dept-a
-  // ends above its fair share while dept-b is less saturated.
-  Snapshot s = SnapshotBuilder()
-                   .Node("n1", Gpu(8))
-                   .Queue("dept-a").Deserved(Gpu(2))
-                   .Queue("dept-b").Deserved(Gpu(6))
-                   .Queue("team-a", "dept-a").Deserved(Gpu(-1))
-                   .Group("borrower", "dept-b").RunningPods(4, Gpu(2), "n1")
-                   .Group("job", "team-a").Pods(1, Gpu(2))
-                   .Build();
-  // dept-b is a leaf here; dept-a's fair share is 2 (its request), so the reclaimer ends at
-  // saturation 1, not above it: the guard does not apply, but dept-b (8 of fair share 6) is
-  // above its allocatable share: reclaim succeeds with any multiplier.
+// §4.10: a reclaimer side that ends above its fair share must stay strictly less saturated
+// than the sibling it takes from, by the multiplier m. dept-a (fair share 4) holds 4 and would
+// hold 6 (saturation 1.5); dept-b (fair share 4) drops from 10 to 8 (saturation 2). With m = 1,
+// 1.5 < 2 and team-b gives a pod; with m = 1.5, 2.25 >= 2 rejects every set drawn from dept-b,
+// and team-a2, a sibling inside dept-a, gives one instead.
+Snapshot SaturationCluster() {
+  return SnapshotBuilder()
+      .Capacity(Gpu(8))
+      .Node("n1", Gpu(10)).Node("n2", Gpu(4))
+      .Queue("dept-a").Deserved(Gpu(4))
+      .Queue("dept-b").Deserved(Gpu(4))
+      .Queue("team-a1", "dept-a").Deserved(Gpu(2))
+      .Queue("team-a2", "dept-a").Deserved(Gpu(2))
+      .Queue("team-b", "dept-b").Deserved(Gpu(4))
+      .Group("b-run", "team-b").RunningPods(5, Gpu(2), "n1")
+      .Group("a2-run", "team-a2").RunningPods(2, Gpu(2), "n2")
+      .Group("job", "team-a1").Pods(1, Gpu(2))
+      .Build();
+}
+
+TEST(Reclaim, SaturationGuardAllowsALessSaturatedReclaimer) {
   Policy policy = Actions(kAllocateReclaim);
-  policy.reclaimer_utilization_multiplier = 3;
-  EXPECT_EQ(RunCycle(s, policy).evictions.size(), 1u);
+  policy.reclaimer_utilization_multiplier = 1;
+  EXPECT_THAT(Evictions(RunCycle(SaturationCluster(), policy)),
+              ElementsAre("b-run-4@n1 FAIR_SHARE_RECLAIM for job"));
+}
+
+TEST(Reclaim, SaturationGuardWithLargerMultiplierRejects) {
+  Policy policy = Actions(kAllocateReclaim);
+  policy.reclaimer_utilization_multiplier = 1.5;
+  EXPECT_THAT(Evictions(RunCycle(SaturationCluster(), policy)),
+              ElementsAre("a2-run-1@n2 FAIR_SHARE_RECLAIM for job"));
 }
 
 // §4.8: with consolidating reclaim (the default) a victim that fits elsewhere is moved there
