@@ -1,0 +1,178 @@
+// libFuzzer target: bytes -> arbiter.v1.ScheduleRequest (binary protobuf) -> the core's model
+// (server/proto_convert.h) -> ValidateRequest -> ComputeFairShares and Schedule.
+//
+// Besides "no crash, no sanitizer report, no hang", every input is held to what SEMANTICS.md
+// promises for any request:
+// - §1: the entry points answer exactly what validation answers for bad input (InvalidArgument,
+//   the message starting with a "snapshot." or "policy." field path), and succeed otherwise;
+// - §0.5: the answer holds no NaN, +inf only in saturation and weighted_share, no -0.0;
+// - §6: bindings and evictions name pods and nodes of the request; the lists are in order.
+// A broken promise aborts with a message, which libFuzzer records as a crash.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "arbiter/v1/arbiter.pb.h"
+#include "core/api/arbiter.h"
+#include "core/validation.h"
+#include "google/protobuf/map.h"
+#include "server/proto_convert.h"
+
+namespace arbiter::fuzz {
+namespace {
+
+[[noreturn]] void Fail(const std::string& what) {
+  std::fprintf(stderr, "request_fuzzer: %s\n", what.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+void Require(bool holds, const std::string& what) {
+  if (!holds) Fail(what);
+}
+
+// §1: a rejection is InvalidArgument and names the offending field first.
+void CheckRejection(const absl::Status& status, const char* kind) {
+  Require(status.code() == absl::StatusCode::kInvalidArgument,
+          std::string(kind) + " validation answered " + status.ToString());
+  Require(absl::StartsWith(status.message(), "snapshot.") ||
+              absl::StartsWith(status.message(), "policy."),
+          std::string(kind) + " rejection without a field path: " + status.ToString());
+}
+
+// §1: the entry point returns the validator's verdict for bad input, and succeeds for good input.
+template <typename T>
+void CheckAgreesWithValidation(const absl::StatusOr<T>& answer, const absl::Status& validation,
+                               const char* kind) {
+  if (validation.ok()) {
+    Require(answer.ok(), std::string(kind) + " failed on a valid request: " +
+                             answer.status().ToString());
+  } else {
+    Require(answer.status() == validation,
+            std::string(kind) + " answered " + answer.status().ToString() +
+                " where validation said " + validation.ToString());
+  }
+}
+
+// §0.5: no NaN, no -0.0, and +inf only where `infinity_allowed`.
+void CheckNumber(double value, bool infinity_allowed, const std::string& where) {
+  Require(!std::isnan(value), where + " is NaN");
+  Require(infinity_allowed || !std::isinf(value), where + " is infinite");
+  Require(!(value == 0 && std::signbit(value)), where + " is -0.0");
+}
+
+void CheckNumbers(const google::protobuf::Map<std::string, double>& map, const std::string& where) {
+  for (const auto& [resource, value] : map) {
+    CheckNumber(value, /*infinity_allowed=*/false, where + "[" + resource + "]");
+  }
+}
+
+// `items` strictly ascending by `key` (§6 ordering; one entry per pod, group or queue).
+template <typename Items, typename KeyFn>
+void CheckStrictlyAscending(const Items& items, const KeyFn& key, const std::string& what) {
+  for (int i = 1; i < items.size(); ++i) {
+    Require(key(items[i - 1]) < key(items[i]), what + " out of order or repeated at " +
+                                                   std::to_string(i));
+  }
+}
+
+// §6: one QueueShare per queue of the request, in name order; §0.5 for every number.
+void CheckShares(const google::protobuf::RepeatedPtrField<v1::QueueShare>& shares,
+                 const v1::ScheduleRequest& request) {
+  Require(shares.size() == request.snapshot().queues_size(),
+          std::to_string(shares.size()) + " queue shares for " +
+              std::to_string(request.snapshot().queues_size()) + " queues");
+  CheckStrictlyAscending(shares, [](const v1::QueueShare& q) { return q.queue(); }, "queues");
+  for (const v1::QueueShare& share : shares) {
+    const std::string where = "queue " + share.queue();
+    CheckNumbers(share.deserved(), where + " deserved");
+    CheckNumbers(share.fair_share(), where + " fair_share");
+    CheckNumbers(share.allocated(), where + " allocated");
+    CheckNumbers(share.requested(), where + " requested");
+    CheckNumber(share.saturation(), /*infinity_allowed=*/true, where + " saturation");
+    CheckNumber(share.weighted_share(), /*infinity_allowed=*/true, where + " weighted_share");
+  }
+}
+
+// §6: every binding names a pod of the request and a node of the request;
+// every eviction names a pod of the request and the node it is on (empty for a Kueue pod without
+// one); each list in its documented order.
+void CheckScheduleAnswer(const v1::ScheduleRequest& request, const v1::ScheduleResponse& response) {
+  std::set<std::string> nodes;
+  for (const v1::Node& node : request.snapshot().nodes()) nodes.insert(node.name());
+  std::map<std::pair<std::string, std::string>, std::string> pod_nodes;
+  for (const v1::PodGroup& group : request.snapshot().pod_groups()) {
+    for (const v1::Pod& pod : group.pods()) {
+      pod_nodes.emplace(std::make_pair(group.name(), pod.name()), pod.node_name());
+    }
+  }
+  for (const v1::Binding& binding : response.bindings()) {
+    Require(pod_nodes.count({binding.pod_group(), binding.pod()}) == 1,
+            "binding of unknown pod " + binding.pod_group() + "/" + binding.pod());
+    Require(nodes.count(binding.node()) == 1, "binding to unknown node " + binding.node());
+  }
+  for (const v1::Eviction& eviction : response.evictions()) {
+    const auto pod = pod_nodes.find({eviction.pod_group(), eviction.pod()});
+    Require(pod != pod_nodes.end(),
+            "eviction of unknown pod " + eviction.pod_group() + "/" + eviction.pod());
+    Require(eviction.node() == pod->second, "eviction of " + eviction.pod_group() + "/" +
+                                                eviction.pod() + " from node \"" +
+                                                eviction.node() + "\", not its node \"" +
+                                                pod->second + "\"");
+  }
+  const auto by_pod = [](const auto& item) { return std::make_pair(item.pod_group(), item.pod()); };
+  const auto by_group = [](const auto& item) { return item.pod_group(); };
+  CheckStrictlyAscending(response.bindings(), by_pod, "bindings");
+  CheckStrictlyAscending(response.evictions(), by_pod, "evictions");
+  CheckStrictlyAscending(response.admissions(), by_group, "admissions");
+  CheckStrictlyAscending(response.pending(), by_group, "pending");
+}
+
+void Run(const uint8_t* data, size_t size) {
+  v1::ScheduleRequest request;
+  if (!request.ParseFromArray(data, static_cast<int>(size))) return;
+  const Snapshot snapshot = server::FromProto(request.snapshot());
+  const Policy policy = server::FromProto(request.policy());
+
+  const absl::Status fair_share_validation =
+      ValidateRequest(snapshot, policy, RequestKind::kFairShares);
+  const absl::Status schedule_validation = ValidateRequest(snapshot, policy, RequestKind::kSchedule);
+  if (!fair_share_validation.ok()) CheckRejection(fair_share_validation, "fair-share");
+  if (!schedule_validation.ok()) CheckRejection(schedule_validation, "schedule");
+  // Schedule checks everything ComputeFairShares checks, in the same order, then §1 item 6.
+  if (!fair_share_validation.ok()) {
+    Require(schedule_validation == fair_share_validation,
+            "Schedule validation answered " + schedule_validation.ToString() +
+                " where fair-share validation said " + fair_share_validation.ToString());
+  }
+
+  const absl::StatusOr<FairShareResult> shares = ComputeFairShares(snapshot, policy);
+  CheckAgreesWithValidation(shares, fair_share_validation, "ComputeFairShares");
+  if (shares.ok()) CheckShares(server::ToProto(*shares).queues(), request);
+
+  const absl::StatusOr<ScheduleResult> result = Schedule(snapshot, policy);
+  CheckAgreesWithValidation(result, schedule_validation, "Schedule");
+  if (result.ok()) {
+    const v1::ScheduleResponse response = server::ToProto(*result);
+    CheckShares(response.queues(), request);
+    CheckScheduleAnswer(request, response);
+  }
+}
+
+}  // namespace
+}  // namespace arbiter::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size > (size_t{1} << 30)) return 0;  // far above any -max_len; keeps the int cast exact
+  arbiter::fuzz::Run(data, size);
+  return 0;
+}
