@@ -1,4 +1,16 @@
 // Kueue fair sharing (SEMANTICS.md §5): the model's entry points.
+//
+// Guide to core/kueue/, in reading order:
+//   quota_tree.h              §5.2 subtree and local quota, usage bubbling, avail, pot, Fits
+//   dominant_resource_share.h §5.3 DRS, weight 0, CompareDRS, "DRS with w"
+//   workload.h                §5.1 a PodGroup as a Kueue workload (usage, times, flags)
+//   nomination.h              §5.4 step 3: Fit, Preempt (with §5.5 targets) or NoFit
+//   fair_preemption.h         §5.5 candidates, target ordering, strategies, passes, fill-back
+//   tournament.h              §5.4 step 4: the admission order of one root tree, incremental
+//   admission.h               §5.4 rounds and the processing steps of each entry
+//   pending_reasons.h         §6 reason codes and their sentences
+//   queue_shares.h            §6 the queue list of both answers
+// kueue_shares.cc and kueue_schedule.cc implement the two functions below.
 #pragma once
 
 #include <vector>
@@ -10,11 +22,16 @@
 namespace arbiter::kueue {
 
 // The response's queue list for a validated snapshot (§5.3, §6 KUEUE): weighted_share,
-// dominant_resource, borrowing, allocated and requested per queue, name order.
+// dominant_resource, borrowing, allocated (bubbled Use of the admitted groups) and requested
+// (allocated + the subtree's pending requests) per queue, name order; fair_share empty.
+// O(groups · |R| + queues · |R|).
 std::vector<QueueShare> ComputeKueueShares(const Snapshot& snapshot);
 
-// Admission rounds and fair-sharing preemption (§5.4, §5.5) on a validated snapshot.
-// Cancelled when hooks.cancelled() says so between rounds.
+// Admission rounds and fair-sharing preemption (§5.4, §5.5) on a validated snapshot, answered
+// per §6: queues after the call's decisions, admissions and pending by pod_group, one eviction
+// per pod by (pod_group, pod), no bindings. Calls hooks.phase_done with "fair_share",
+// "admission" and "respond"; Cancelled when hooks.cancelled() says so before a phase or between
+// rounds. Deterministic; thread-safe (no shared state).
 absl::StatusOr<ScheduleResult> ScheduleKueue(const Snapshot& snapshot, const Policy& policy,
                                              const CycleHooks& hooks);
 
