@@ -15,7 +15,7 @@
 namespace arbiter::kueue {
 namespace {
 
-TEST(KueueSpeedTest, IssueSizeSchedulesWithinBudget) {
+TEST(KueueSpeedTest, IssueSizeCycleIsTimed) {
   const Snapshot snapshot = testing::GenerateKueueSnapshot(testing::KueueShape{});
   int admitted = 0;
   for (const PodGroup& g : snapshot.pod_groups) admitted += g.admitted;
@@ -39,7 +39,8 @@ TEST(KueueSpeedTest, IssueSizeSchedulesWithinBudget) {
          snapshot.queues.size(), admitted, snapshot.pod_groups.size() - admitted,
          result.admissions.size(), result.evictions.size(), result.pending.size(), millis[2],
          millis[0], millis[4], cpu_millis[2]);
-  EXPECT_LT(millis[2], 5000);
+  EXPECT_GT(result.evictions.size(), 0u);  // the case exercises preemption, not only admission
+  EXPECT_LT(millis[2], 5000);             // ten times the goal: fails only on a real regression
 }
 
 }  // namespace
