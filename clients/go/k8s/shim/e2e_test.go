@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/testing/protocmp"
 	corev1 "k8s.io/api/core/v1"
 
 	arbiterv1 "arbiter.dev/clients/go/arbiterv1"
@@ -174,4 +176,45 @@ func TestEndToEndWithArbiterServer(t *testing.T) {
 			t.Error("no Preempted event naming FAIR_SHARE_RECLAIM")
 		}
 	})
+}
+
+// TestDumpedSnapshotReplaysWithTheCLI checks that a --dump-snapshot file is a request that
+// `arbiter schedule` (the CLI built next to arbiter-server) answers as the server did.
+func TestDumpedSnapshotReplaysWithTheCLI(t *testing.T) {
+	addr := startArbiterServer(t)
+	cli := filepath.Join(filepath.Dir(os.Getenv("ARBITER_SERVER_BIN")), "arbiter")
+	if _, err := os.Stat(cli); err != nil {
+		t.Skipf("no arbiter CLI next to ARBITER_SERVER_BIN (%v)", err)
+	}
+	arbiter, err := client.Dial(client.Config{Target: addr, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer arbiter.Close()
+	rec := &recordingScheduler{Scheduler: arbiter}
+	dir := t.TempDir()
+	h := newHarness(t, harnessOpts{scheduler: rec, cfg: Config{DumpDir: dir}}, queueConfigMap(twoTeams),
+		node("n1", "8", 4), node("n2", "8", 4),
+		pod(podSpec{name: "train-0", group: "train", minMember: 2, queue: "team-a", gpus: 2, cpu: "1"}),
+		pod(podSpec{name: "train-1", group: "train", minMember: 2, queue: "team-a", gpus: 2, cpu: "1"}),
+		pod(podSpec{name: "solo", queue: "team-b", gpus: 4}))
+	h.cycle()
+	files, err := filepath.Glob(filepath.Join(dir, "schedule-*.json"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("dumps = %v (%v), want 1", files, err)
+	}
+	out, err := exec.Command(cli, "schedule", files[0], "--format", "json").Output()
+	if err != nil {
+		t.Fatalf("arbiter schedule %s: %v", files[0], err)
+	}
+	replayed := &arbiterv1.ScheduleResponse{}
+	if err := protojson.Unmarshal(out, replayed); err != nil {
+		t.Fatalf("CLI output is not a ScheduleResponse: %v\n%s", err, out)
+	}
+	if len(rec.resp.GetBindings()) == 0 {
+		t.Fatalf("the server bound nothing; the replay would prove little:\n%s", rec)
+	}
+	if diff := cmp.Diff(rec.resp, replayed, protocmp.Transform()); diff != "" {
+		t.Errorf("replayed answer differs from the server's (-server +cli):\n%s", diff)
+	}
 }

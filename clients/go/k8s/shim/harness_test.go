@@ -3,6 +3,8 @@ package shim
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -105,7 +107,8 @@ func newHarness(t *testing.T, opts harnessOpts, objs ...runtime.Object) *harness
 		applyBinds: true,
 	}
 	h.kube.PrependReactor("create", "pods", h.react)
-	deps := Deps{Kube: h.kube, Scheduler: h.sched, Recorder: h.recorder, Clock: h.clock, Metrics: h.metrics}
+	deps := Deps{Kube: h.kube, Scheduler: h.sched, Recorder: h.recorder, Clock: h.clock, Metrics: h.metrics,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))} // failures are asserted through metrics
 	if opts.scheduler != nil {
 		deps.Scheduler = opts.scheduler
 	}

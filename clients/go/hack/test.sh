@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Vets and tests every Go module of the repository, with the race detector.
+#
+#   clients/go/hack/test.sh [ARBITER_SERVER_BIN]
+#
+# ARBITER_SERVER_BIN (the argument, else the environment variable) is the arbiter-server binary
+# the cross-language end-to-end test starts on loopback, e.g. build/bin/arbiter-server; without
+# it that test is skipped (and says so). Needs only Go: modules come from the module proxy.
+set -euo pipefail
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
+modules=(clients/go deploy)
+
+if ! command -v go >/dev/null 2>&1; then
+  echo "test.sh: go is not installed" >&2
+  exit 1
+fi
+
+server_bin="${1:-${ARBITER_SERVER_BIN:-}}"
+if [[ -n "${server_bin}" ]]; then
+  if [[ ! -x "${server_bin}" ]]; then
+    echo "test.sh: ${server_bin} is not an executable arbiter-server" >&2
+    exit 1
+  fi
+  ARBITER_SERVER_BIN="$(cd "$(dirname "${server_bin}")" && pwd)/$(basename "${server_bin}")"
+  export ARBITER_SERVER_BIN
+else
+  unset ARBITER_SERVER_BIN
+  echo "test.sh: no arbiter-server given: the end-to-end test will be skipped"
+fi
+
+start=${SECONDS}
+failed=()
+for module in "${modules[@]}"; do
+  echo "== ${module}: go vet"
+  # -race makes vet compile the packages exactly as the race-enabled test build below does, so
+  # that every dependency is compiled once, not twice.
+  (cd "${repo_root}/${module}" && go vet -race ./...) || failed+=("${module}: go vet")
+  echo "== ${module}: go test -race"
+  (cd "${repo_root}/${module}" && go test -race -count=1 ./...) || failed+=("${module}: go test")
+done
+echo "== Go modules done in $((SECONDS - start))s"
+if ((${#failed[@]} > 0)); then
+  printf 'test.sh: FAILED: %s\n' "${failed[@]}" >&2
+  exit 1
+fi
