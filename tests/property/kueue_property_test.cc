@@ -11,11 +11,20 @@ namespace {
 
 using generator::GeneratorModel;
 
-constexpr int kCases = 1000;
+// Safety properties over 300 generated quota trees; ping-pong over 1,000, each scheduled twice.
+// Each TEST is its own process under ctest, so each computes only the runs it needs.
+constexpr int kCases = 300;
+constexpr int kPingPongCases = 1000;
 
 const std::vector<PropertyRun>& Runs() {
-  static const std::vector<PropertyRun>* runs =
-      new std::vector<PropertyRun>(RunPropertyCases(kCases, GeneratorModel::kKueue, nullptr));
+  static const std::vector<PropertyRun>* runs = new std::vector<PropertyRun>(
+      RunPropertyCases(kCases, GeneratorModel::kKueue, nullptr, /*second_call=*/false));
+  return *runs;
+}
+
+const std::vector<PropertyRun>& PingPongRuns() {
+  static const std::vector<PropertyRun>* runs = new std::vector<PropertyRun>(
+      RunPropertyCases(kPingPongCases, GeneratorModel::kKueue, nullptr));
   return *runs;
 }
 
@@ -23,7 +32,6 @@ TEST(KueueProperty, DecisionsApplyCleanly) {
   for (const PropertyRun& run : Runs()) {
     ASSERT_TRUE(run.first.ok()) << run.description << ": " << run.first.status();
     ASSERT_TRUE(run.applied.ok()) << run.description << ": " << run.applied.status();
-    ASSERT_TRUE(run.second.ok()) << run.description << ": " << run.second.status();
   }
 }
 
@@ -61,7 +69,7 @@ TEST(KueueProperty, EvictionsAreAllOrNothing) {
 TEST(KueueProperty, SameRequestGivesSameAnswerInAnyInputOrder) {
   int index = 0;
   for (const PropertyRun& run : Runs()) {
-    if (!run.first.ok() || index++ % 4 != 0) continue;
+    if (!run.first.ok() || index++ % 2 != 0) continue;
     auto again = Schedule(run.request.snapshot, run.request.policy);
     auto permuted = Schedule(Permuted(run.request.snapshot, run.index), run.request.policy);
     ASSERT_TRUE(again.ok() && permuted.ok()) << run.description;
@@ -87,8 +95,8 @@ bool ReclaimedThenFairShared(const Eviction& first, const Eviction& second) {
 // §5.5: no workload evicted for P in one call evicts P in the next.
 TEST(KueueProperty, NoPingPong) {
   int evictions = 0;
-  for (const PropertyRun& run : Runs()) {
-    if (!run.second.ok()) continue;
+  for (const PropertyRun& run : PingPongRuns()) {
+    ASSERT_TRUE(run.second.ok()) << run.description << ": " << run.second.status();
     evictions += static_cast<int>(run.first->evictions.size());
     const absl::Status status =
         CheckNoPingPong(*run.first, *run.second, ReclaimedThenFairShared);

@@ -19,11 +19,14 @@ struct PropertyRun {
   generator::GeneratedRequest request;
   absl::StatusOr<ScheduleResult> first;
   absl::StatusOr<Snapshot> applied;          // the decisions of `first` applied
-  absl::StatusOr<ScheduleResult> second;     // Schedule on `applied`
+  absl::StatusOr<ScheduleResult> second;     // Schedule on `applied`, when asked for
 };
 
 // Runs cases [0, count) of `model`; `adjust` may change each request's policy before the calls.
+// With `second_call`, each case is scheduled again on its applied snapshot (for ping-pong);
+// otherwise `second` holds FailedPrecondition.
 std::vector<PropertyRun> RunPropertyCases(int count, generator::GeneratorModel model,
-                                          void (*adjust)(uint64_t index, Policy& policy));
+                                          void (*adjust)(uint64_t index, Policy& policy),
+                                          bool second_call = true);
 
 }  // namespace arbiter::testing

@@ -499,7 +499,8 @@ absl::Status CheckNoPingPong(const ScheduleResult& first, const ScheduleResult& 
 }
 
 std::vector<PropertyRun> RunPropertyCases(int count, GeneratorModel model,
-                                          void (*adjust)(uint64_t index, Policy& policy)) {
+                                          void (*adjust)(uint64_t index, Policy& policy),
+                                          bool second_call) {
   std::vector<PropertyRun> runs;
   runs.reserve(count);
   for (int i = 0; i < count; ++i) {
@@ -515,7 +516,9 @@ std::vector<PropertyRun> RunPropertyCases(int count, GeneratorModel model,
     } else {
       run.applied = run.first.status();
     }
-    if (run.applied.ok()) {
+    if (!second_call) {
+      run.second = absl::FailedPreconditionError("no second call was asked for");
+    } else if (run.applied.ok()) {
       run.second = Schedule(*run.applied, run.request.policy);
     } else {
       run.second = run.applied.status();

@@ -33,7 +33,8 @@ void VaryPolicy(uint64_t index, Policy& policy) {
 
 const std::vector<PropertyRun>& Runs() {
   static const std::vector<PropertyRun>* runs =
-      new std::vector<PropertyRun>(RunPropertyCases(kCases, GeneratorModel::kKai, VaryPolicy));
+      new std::vector<PropertyRun>(RunPropertyCases(kCases, GeneratorModel::kKai, VaryPolicy,
+                                                    /*second_call=*/false));
   return *runs;
 }
 
