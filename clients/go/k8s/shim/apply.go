@@ -62,7 +62,7 @@ func (s *Shim) apply(ctx context.Context, res *translate.Result, resp *arbiterv1
 		inAnswer[pod.UID] = true
 		if b.GetAfterEvictions() {
 			s.state.nominations[pod.UID] = &nomination{
-				namespace: pod.Namespace, name: pod.Name, node: b.GetNode(),
+				namespace: pod.Namespace, name: pod.Name, group: b.GetPodGroup(), node: b.GetNode(),
 				victims: victimsOn[b.GetNode()],
 			}
 			continue
@@ -71,16 +71,25 @@ func (s *Shim) apply(ctx context.Context, res *translate.Result, resp *arbiterv1
 		s.bind(ctx, pod, b.GetNode())
 	}
 
+	for uid := range s.state.nominations {
+		if !inAnswer[uid] {
+			delete(s.state.nominations, uid) // the later answer disagrees
+		}
+	}
+	waiting := map[string]bool{} // groups with a nominated pod whose victims are still there
+	for _, n := range s.state.nominations {
+		if !s.victimsGone(n) {
+			waiting[n.group] = true
+		}
+	}
 	for _, uid := range sortedUIDs(s.state.nominations) {
 		n := s.state.nominations[uid]
-		switch {
-		case !inAnswer[uid]:
-			delete(s.state.nominations, uid) // the later answer disagrees
-		case s.victimsGone(n):
-			delete(s.state.nominations, uid)
-			if pod, err := s.pods.Pods(n.namespace).Get(n.name); err == nil && pod.UID == uid {
-				s.bind(ctx, pod, n.node)
-			}
+		if waiting[n.group] {
+			continue
+		}
+		delete(s.state.nominations, uid)
+		if pod, err := s.pods.Pods(n.namespace).Get(n.name); err == nil && pod.UID == uid {
+			s.bind(ctx, pod, n.node)
 		}
 	}
 	s.deps.Metrics.Nominations.Set(float64(len(s.state.nominations)))

@@ -195,6 +195,31 @@ func TestPipelinedBindingWaitsUntilItsVictimsAreGone(t *testing.T) {
 	}
 }
 
+func TestPipelinedGangIsBoundTogether(t *testing.T) {
+	h := newHarness(t, harnessOpts{}, queueConfigMap(twoTeams), node("n1", "8", 4), node("n2", "8", 4),
+		pod(podSpec{name: "victim", queue: "team-a", gpus: 4, node: "n1"}),
+		pod(podSpec{name: "g-0", group: "g", minMember: 2, queue: "team-b", gpus: 4}),
+		pod(podSpec{name: "g-1", group: "g", minMember: 2, queue: "team-b", gpus: 4}))
+	h.set(func(h *harness) { h.evictMode = evictTerminate })
+	// g-1 fits on n2 now, but the gang is pipelined as a whole behind g-0's victim on n1.
+	pipelined := []*arbiterv1.Binding{binding("ml/g", "g-0", "n1", true), binding("ml/g", "g-1", "n2", true)}
+	h.sched.answer = answer(pipelined, []*arbiterv1.Eviction{
+		eviction("ml/victim", "victim", "n1", arbiterv1.EvictionReason_FAIR_SHARE_RECLAIM, "ml/g")})
+	h.cycle()
+	h.waitPod("ml", "victim", func(p *corev1.Pod) bool { return p != nil && p.DeletionTimestamp != nil })
+	h.sched.answer = answer(pipelined, nil)
+	h.cycle()
+	if got := h.calls(); len(got) != 1 {
+		t.Fatalf("calls while the victim terminates = %v, want only the eviction: the gang waits as a whole", got)
+	}
+	h.deletePod("ml", "victim")
+	h.cycle()
+	want := []call{{"evict", "ml", "victim", ""}, {"bind", "ml", "g-0", "n1"}, {"bind", "ml", "g-1", "n2"}}
+	if diff := cmp.Diff(want, h.calls(), cmp.AllowUnexported(call{})); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
+
 func TestNominationIsDroppedWhenALaterAnswerDisagrees(t *testing.T) {
 	h := newHarness(t, harnessOpts{}, queueConfigMap(twoTeams), node("n1", "8", 4), node("n2", "8", 4),
 		pod(podSpec{name: "victim", queue: "team-a", gpus: 4, node: "n1"}),

@@ -10,9 +10,11 @@ import (
 // hintTTL bounds how long a moved pod's new node waits for the pod's replacement.
 const hintTTL = 5 * time.Minute
 
-// nomination is a pipelined binding: bind pod to node once every victim has left the cache.
+// nomination is a pipelined binding: bind pod to node once every victim has left the cache, and
+// those of the other nominated pods of its group too (a gang starts together).
 type nomination struct {
 	namespace, name string
+	group           string
 	node            string
 	victims         map[types.UID]podRef
 }
