@@ -79,7 +79,9 @@ TEST(ApplyDecisions, ReleasingPodsDisappear) {
   auto next = ApplyDecisions(Cluster(), Policy{}, ScheduleResult{});
   ASSERT_TRUE(next.ok()) << next.status();
   for (const PodGroup& g : next->pod_groups) {
-    if (g.name == "leaving") EXPECT_TRUE(g.pods.empty());
+    if (g.name == "leaving") {
+      EXPECT_TRUE(g.pods.empty());
+    }
   }
 }
 
