@@ -1,6 +1,8 @@
 #include "core/kai/solver.h"
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <utility>
 
 #include "core/kai/placement.h"
@@ -174,6 +176,153 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
   return ok;
 }
 
+namespace {
+
+// How many pods of `requests` fit in `free` (min over requested resources), capped at `cap`.
+int PodsThatFit(const double* requests, const std::vector<double>& free, int cap) {
+  int count = cap;
+  for (size_t r = 0; r < free.size(); ++r) {
+    if (!(requests[r] > 0)) continue;
+    if (!(free[r] >= requests[r])) return 0;
+    const double fit = std::floor(free[r] / requests[r]);
+    if (fit < count) count = static_cast<int>(fit);
+  }
+  return count;
+}
+
+}  // namespace
+
+bool Solver::CountPart(const Unit& unit, int part, const std::vector<EvictionUnit>& chosen,
+                       const std::function<bool(int)>& eligible, PartCapacity* capacity) {
+  const Cluster& cluster = session_.cluster();
+  const WorkingState& state = session_.state();
+  Feasibility& feasibility = session_.feasibility();
+  const int r_count = cluster.num_resources();
+  const int pod = unit.pods[0];
+  const double* requests = cluster.requests(pod);
+  for (int k = 1; k < part; ++k) {
+    const int other = unit.pods[k];
+    if (feasibility.pod_signature(other) != feasibility.pod_signature(pod) ||
+        !std::equal(requests, requests + r_count, cluster.requests(other))) {
+      return false;  // not identical: no count bound
+    }
+  }
+  bool requests_something = false;
+  for (int r = 0; r < r_count; ++r) requests_something |= requests[r] > 0;
+  if (!requests_something) return false;
+  capacity->pod = pod;
+  capacity->feasible_class.assign(feasibility.num_classes(), false);
+  for (const auto& c : feasibility.FeasibleClasses(feasibility.pod_signature(pod))) {
+    capacity->feasible_class[c.node_class] = true;
+  }
+  // Free per node once R is evicted, and once every eligible victim is evicted too.
+  const int nodes = cluster.num_nodes();
+  capacity->base_free.assign(static_cast<size_t>(nodes) * r_count, 0.0);
+  std::vector<double> all_free(static_cast<size_t>(nodes) * r_count, 0.0);
+  for (int n = 0; n < nodes; ++n) {
+    for (int r = 0; r < r_count; ++r) {
+      capacity->base_free[n * r_count + r] = state.free(n, r);
+    }
+  }
+  std::vector<bool> in_chosen(cluster.num_pods(), false);
+  for (const EvictionUnit& victim : chosen) {
+    for (int p : victim.pods) {
+      in_chosen[p] = true;
+      const double* victim_requests = cluster.requests(p);
+      for (int r = 0; r < r_count; ++r) {
+        capacity->base_free[state.pod_node(p) * r_count + r] += victim_requests[r];
+      }
+    }
+  }
+  all_free = capacity->base_free;
+  for (int g = 0; g < cluster.num_groups(); ++g) {
+    const ClusterGroup& info = cluster.group(g);
+    if (!info.preemptible || state.running(g) == 0 || state.bound(g) > 0 || state.moved(g) > 0 ||
+        !eligible(g)) {
+      continue;
+    }
+    for (int p = info.first_pod; p < info.first_pod + info.pod_count; ++p) {
+      if (state.pod_state(p) != PodState::kRunning || in_chosen[p]) continue;
+      const double* victim_requests = cluster.requests(p);
+      for (int r = 0; r < r_count; ++r) all_free[state.pod_node(p) * r_count + r] += victim_requests[r];
+    }
+  }
+  capacity->base_count.assign(nodes, 0);
+  capacity->base_total = 0;
+  capacity->with_all_victims = 0;
+  std::vector<double> free(r_count);
+  for (int n = 0; n < nodes; ++n) {
+    if (cluster.node(n).node->unschedulable ||
+        !capacity->feasible_class[feasibility.node_class(n)]) {
+      continue;
+    }
+    std::copy(&capacity->base_free[n * r_count], &capacity->base_free[n * r_count] + r_count,
+              free.begin());
+    capacity->base_count[n] = PodsThatFit(requests, free, part);
+    capacity->base_total += capacity->base_count[n];
+    std::copy(&all_free[n * r_count], &all_free[n * r_count] + r_count, free.begin());
+    capacity->with_all_victims += PodsThatFit(requests, free, part);
+  }
+  return true;
+}
+
+bool Solver::MayHoldPart(const PartCapacity& capacity, int part,
+                         const std::vector<EvictionUnit>& victims, size_t first_new) {
+  if (capacity.base_total >= part) return true;  // the count does not rule it out
+  const Cluster& cluster = session_.cluster();
+  const WorkingState& state = session_.state();
+  Feasibility& feasibility = session_.feasibility();
+  const int r_count = cluster.num_resources();
+  std::vector<int> nodes;
+  for (size_t k = first_new; k < victims.size(); ++k) {
+    for (int p : victims[k].pods) nodes.push_back(state.pod_node(p));
+  }
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  int total = capacity.base_total;
+  std::vector<double> free(r_count);
+  for (int node : nodes) {
+    if (cluster.node(node).node->unschedulable ||
+        !capacity.feasible_class[feasibility.node_class(node)]) {
+      continue;
+    }
+    std::copy(&capacity.base_free[node * r_count], &capacity.base_free[node * r_count] + r_count,
+              free.begin());
+    for (size_t k = first_new; k < victims.size(); ++k) {
+      for (int p : victims[k].pods) {
+        if (state.pod_node(p) != node) continue;
+        const double* victim_requests = cluster.requests(p);
+        for (int r = 0; r < r_count; ++r) free[r] += victim_requests[r];
+      }
+    }
+    total += PodsThatFit(cluster.requests(capacity.pod), free, part) - capacity.base_count[node];
+  }
+  return total >= part;
+}
+
+bool Solver::Under(int leaf, int queue) const {
+  const QueueTree& tree = session_.cluster().tree();
+  for (int q = leaf; q >= 0; q = tree.parent(q)) {
+    if (q == queue) return true;
+  }
+  return false;
+}
+
+std::optional<QuotaBreach> Solver::QuotaAfter(int group, const Unit& unit, int part,
+                                              const std::vector<EvictionUnit>& victims) {
+  const Cluster& cluster = session_.cluster();
+  WorkingState& state = session_.state();
+  const WorkingState::Mark mark = state.Checkpoint();
+  for (const EvictionUnit& victim : victims) {
+    for (int p : victim.pods) state.Evict(p);
+  }
+  const std::vector<double> requests = SumRequests(cluster, unit.pods.data(), part);
+  std::optional<QuotaBreach> breach =
+      CheckQuota(cluster, session_.shares(), state, group, requests.data());
+  state.Rollback(mark);
+  return breach;
+}
+
 Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* victims_out) {
   const Cluster& cluster = session_.cluster();
   const WorkingState& state = session_.state();
@@ -193,8 +342,29 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
   const int size = static_cast<int>(unit.pods.size());
   for (int part = 1; part <= size; ++part) {
     if (Try(group, unit, part, chosen, false, &attempt)) continue;
+    // §4.8 allows skipping a try that provably cannot place the part. For a part of identical
+    // pods, k pods fit only if the nodes can hold k of them counted node by node (an upper bound,
+    // since re-placed victims only take room): give up at once if evicting every eligible victim
+    // could not make that room, and skip tries whose freed nodes cannot make up the shortfall.
+    PartCapacity capacity;
+    const bool counted = CountPart(unit, part, chosen, eligible, &capacity);
+    if (counted && capacity.with_all_victims < part) return Outcome::kFailed;
+    // The same for §4.4: evictions lower a queue's allocation only inside its subtree, and never
+    // its non-preemptible allocation. While P's part breaches a limit once R is evicted, only a
+    // set with a victim under the breached queue can lift it.
+    const std::optional<QuotaBreach> breach = QuotaAfter(group, unit, part, chosen);
+    if (breach.has_value()) {
+      if (breach->kind == QuotaBreach::kNonPreemptible) return Outcome::kFailed;
+      bool any = false;
+      for (int g = 0; g < cluster.num_groups() && !any; ++g) {
+        any = cluster.group(g).preemptible && state.running(g) > 0 &&
+              Under(cluster.group(g).queue, breach->queue) && eligible(g);
+      }
+      if (!any) return Outcome::kFailed;
+    }
     VictimOrder order(session_, chain_, eligible, chosen);
     std::vector<EvictionUnit> drawn;
+    std::map<int, std::vector<int>> drawn_on_node;  // node -> indices into drawn, draw order
     std::vector<int> groups_seen;
     for (const EvictionUnit& v : chosen) {
       if (std::find(groups_seen.begin(), groups_seen.end(), v.group) == groups_seen.end()) {
@@ -203,6 +373,7 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
     }
     bool found = false;
     EvictionUnit next;
+    std::vector<int> nodes;
     while (!found && order.Next(&next)) {
       if (std::find(groups_seen.begin(), groups_seen.end(), next.group) == groups_seen.end()) {
         if (options_.max_victim_groups >= 0 &&
@@ -211,18 +382,23 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
         }
         groups_seen.push_back(next.group);
       }
+      const int index = static_cast<int>(drawn.size());
       drawn.push_back(next);
-      std::vector<int> nodes;
+      nodes.clear();
       for (int pod : next.pods) nodes.push_back(state.pod_node(pod));
       std::sort(nodes.begin(), nodes.end());
       nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+      for (int node : nodes) drawn_on_node[node].push_back(index);
       for (int node : nodes) {
         std::vector<EvictionUnit> candidate = chosen;
-        for (const EvictionUnit& v : drawn) {
-          const bool on_node = std::any_of(v.pods.begin(), v.pods.end(), [&](int pod) {
-            return state.pod_node(pod) == node;
-          });
-          if (on_node) candidate.push_back(v);
+        for (int k : drawn_on_node[node]) candidate.push_back(drawn[k]);
+        if (counted && !MayHoldPart(capacity, part, candidate, chosen.size())) continue;
+        if (breach.has_value()) {
+          bool lifts = false;
+          for (size_t k = chosen.size(); k < candidate.size() && !lifts; ++k) {
+            lifts = Under(cluster.group(candidate[k].group).queue, breach->queue);
+          }
+          if (!lifts) continue;
         }
         if (Try(group, unit, part, candidate, false, &attempt)) {
           chosen = std::move(candidate);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/kai/queue_order.h"
+#include "core/kai/quota_check.h"
 #include "core/kai/session.h"
 #include "core/kai/unit.h"
 #include "core/kai/victims.h"
@@ -68,6 +69,27 @@ class Solver {
   // `keep`, else rolls back. Fills `attempt` on success.
   bool Try(int group, const Unit& unit, int part, const std::vector<EvictionUnit>& victims,
            bool keep, Attempt* attempt);
+  // Node-by-node room for a part of identical pods (see Solve).
+  struct PartCapacity {
+    int pod = -1;                     // the part's (identical) pod
+    std::vector<bool> feasible_class;  // per node class
+    std::vector<double> base_free;    // nodes × R: free once R is evicted
+    std::vector<int> base_count;      // per node: pods that fit in base_free
+    int base_total = 0;
+    int with_all_victims = 0;         // pods that fit once every eligible victim is evicted
+  };
+  // Fills `capacity` for the first `part` pods of `unit`; false when they are not identical.
+  bool CountPart(const Unit& unit, int part, const std::vector<EvictionUnit>& chosen,
+                 const std::function<bool(int)>& eligible, PartCapacity* capacity);
+  // False when the part provably cannot fit once `victims` are evicted, counted node by node:
+  // only nodes holding victims[first_new..] gain room over the base.
+  bool MayHoldPart(const PartCapacity& capacity, int part, const std::vector<EvictionUnit>& victims,
+                   size_t first_new);
+  // The §4.4 breach of P's first `part` pods once `victims` are evicted, if any.
+  std::optional<QuotaBreach> QuotaAfter(int group, const Unit& unit, int part,
+                                        const std::vector<EvictionUnit>& victims);
+  // Whether `leaf` is `queue` or lies under it.
+  bool Under(int leaf, int queue) const;
   // {P} ∪ groups(S) in §4.3 order on the current state; requests: each job's unit.
   std::vector<int> OrderJobs(const std::vector<int>& groups,
                              const std::vector<std::vector<double>>& requests);

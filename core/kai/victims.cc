@@ -41,150 +41,154 @@ std::optional<Duration> ReclaimMinRuntime(const Session& session, int reclaimer_
 VictimOrder::VictimOrder(Session& session, const QueueChain& chain,
                          std::function<bool(int group)> eligible,
                          const std::vector<EvictionUnit>& drawn_already)
-    : session_(session), chain_(chain) {
+    : session_(session), chain_(chain), r_(session.cluster().num_resources()) {
   const Cluster& cluster = session.cluster();
   const WorkingState& state = session.state();
   const QueueTree& tree = cluster.tree();
-  const int r_count = cluster.num_resources();
-  by_leaf_.resize(tree.size());
-  victims_in_subtree_.assign(tree.size(), 0);
-  drawn_pods_.assign(cluster.num_groups(), 0);
+  const int groups = cluster.num_groups();
+  drawn_pods_.assign(groups, 0);
   pod_drawn_.assign(cluster.num_pods(), false);
-  drawn_.assign(static_cast<size_t>(tree.size()) * r_count, 0.0);
+  drawn_.assign(static_cast<size_t>(tree.size()) * r_, 0.0);
+  units_.resize(groups);
+  unit_requests_.resize(groups);
+  eligible_.assign(groups, false);
+  jobs_.resize(tree.size());
+  job_listed_.assign(groups, false);
+  job_it_.resize(groups);
+  children_.resize(tree.size());
+  best_.assign(tree.size(), -1);
+  queue_listed_.assign(tree.size(), false);
+  queue_it_.resize(tree.size());
+  scratch_.assign(r_, 0.0);
   for (const EvictionUnit& unit : drawn_already) {
     for (int pod : unit.pods) {
       pod_drawn_[pod] = true;
       ++drawn_pods_[unit.group];
       const double* requests = cluster.requests(pod);
       for (int q = cluster.group(unit.group).queue; q >= 0; q = tree.parent(q)) {
-        for (int r = 0; r < r_count; ++r) drawn_[q * r_count + r] += requests[r];
+        for (int r = 0; r < r_; ++r) drawn_[q * r_ + r] += requests[r];
       }
     }
   }
-  for (int g = 0; g < cluster.num_groups(); ++g) {
+  for (int g = 0; g < groups; ++g) {
     const ClusterGroup& info = cluster.group(g);
     if (!info.preemptible || state.running(g) == 0) continue;
     if (state.bound(g) > 0 || state.moved(g) > 0) continue;  // no eviction unit (§4.7)
     if (!eligible(g)) continue;
-    by_leaf_[info.queue].push_back(g);
-    if (RemainingRunning(g) > 0) {
-      for (int q = info.queue; q >= 0; q = tree.parent(q)) ++victims_in_subtree_[q];
-    }
+    eligible_[g] = true;
+    if (!ComputeUnit(g)) continue;
+    JobKey key = MakeJobKey(cluster, state, g);
+    const int active = state.active(g) - drawn_pods_[g];
+    key.elastic = active < info.gang ? 0 : active == info.gang ? 1 : 2;
+    job_it_[g] = jobs_[info.queue].insert(JobEntry{key}).first;
+    job_listed_[g] = true;
   }
+  const std::vector<int>& top_down = tree.top_down();
+  for (auto it = top_down.rbegin(); it != top_down.rend(); ++it) Rekey(*it);
 }
 
 int VictimOrder::RemainingRunning(int group) const {
   return session_.state().running(group) - drawn_pods_[group];
 }
 
-void VictimOrder::UnitOf(int group, EvictionUnit* unit) const {
+bool VictimOrder::ComputeUnit(int group) {
   const Cluster& cluster = session_.cluster();
   const WorkingState& state = session_.state();
   const ClusterGroup& info = cluster.group(group);
-  unit->group = group;
-  unit->pods.clear();
+  EvictionUnit& unit = units_[group];
+  unit.group = group;
+  unit.pods.clear();
   const int active = state.active(group) - drawn_pods_[group];
   for (int p = info.first_pod; p < info.first_pod + info.pod_count; ++p) {
-    if (state.pod_state(p) == PodState::kRunning && !pod_drawn_[p]) unit->pods.push_back(p);
+    if (state.pod_state(p) == PodState::kRunning && !pod_drawn_[p]) unit.pods.push_back(p);
   }
-  if (active > info.gang && !unit->pods.empty()) {
-    const int last = unit->pods.back();  // elastic shrink: the last RUNNING pod in pod order
-    unit->pods.assign(1, last);
+  if (unit.pods.empty()) return false;
+  if (active > info.gang) {
+    const int last = unit.pods.back();  // elastic shrink: the last RUNNING pod in pod order
+    unit.pods.assign(1, last);
   }
+  std::vector<double>& requests = unit_requests_[group];
+  requests.assign(r_, 0.0);
+  for (int pod : unit.pods) {
+    const double* pod_requests = cluster.requests(pod);
+    for (int r = 0; r < r_; ++r) requests[r] += pod_requests[r];
+  }
+  return true;
 }
 
-int VictimOrder::BestVictim(int queue, std::vector<double>* unit_requests) {
+void VictimOrder::RekeyJob(int group) {
   const Cluster& cluster = session_.cluster();
   const WorkingState& state = session_.state();
-  const QueueTree& tree = cluster.tree();
-  const int r_count = cluster.num_resources();
-  int best = -1;
-  if (tree.is_leaf(queue)) {
-    // Reversed job order: the job that would be served last gives first.
-    JobKey best_key;
-    for (int g : by_leaf_[queue]) {
-      if (RemainingRunning(g) == 0) continue;
-      JobKey key = MakeJobKey(cluster, state, g);
-      const int active = state.active(g) - drawn_pods_[g];
-      const int gang = cluster.group(g).gang;
-      key.elastic = active < gang ? 0 : active == gang ? 1 : 2;
-      if (best < 0 || best_key < key) {
-        best = g;
-        best_key = key;
-      }
-    }
-  } else {
-    int best_child = -1;
-    ChainKey best_key;
-    std::vector<double> child_requests;
-    for (int child : tree.children(queue)) {
-      if (victims_in_subtree_[child] == 0) continue;
-      const int victim = BestVictim(child, &child_requests);
-      if (victim < 0) continue;
-      std::vector<double> allocated(state.allocated(child), state.allocated(child) + r_count);
-      for (int r = 0; r < r_count; ++r) allocated[r] -= drawn_[child * r_count + r];
-      const ChainKey key = chain_.Key(child, allocated.data(), child_requests.data());
-      // Keep the child served last: replace the incumbent when it would be served first.
-      const bool served_later =
-          best_child < 0 || best_key < key ||
-          (!(key < best_key) && chain_.TieBreakBefore(best_child, child));
-      if (served_later) {
-        best_child = child;
-        best_key = key;
-        best = victim;
-      }
-    }
+  const ClusterGroup& info = cluster.group(group);
+  JobSet& jobs = jobs_[info.queue];
+  if (job_listed_[group]) {
+    jobs.erase(job_it_[group]);
+    job_listed_[group] = false;
   }
-  if (best >= 0) {
-    EvictionUnit unit;
-    UnitOf(best, &unit);
-    unit_requests->assign(r_count, 0.0);
-    for (int pod : unit.pods) {
-      const double* requests = cluster.requests(pod);
-      for (int r = 0; r < r_count; ++r) (*unit_requests)[r] += requests[r];
-    }
+  if (!eligible_[group] || !ComputeUnit(group)) return;
+  JobKey key = MakeJobKey(cluster, state, group);
+  const int active = state.active(group) - drawn_pods_[group];
+  key.elastic = active < info.gang ? 0 : active == info.gang ? 1 : 2;
+  job_it_[group] = jobs.insert(JobEntry{key}).first;
+  job_listed_[group] = true;
+}
+
+VictimOrder::ChildSet& VictimOrder::Container(int queue) {
+  const int parent = session_.cluster().tree().parent(queue);
+  return parent < 0 ? roots_ : children_[parent];
+}
+
+int VictimOrder::LastServed(const ChildSet& set) const {
+  if (set.empty()) return -1;
+  auto it = set.begin();
+  const ChainKey& first = it->key;
+  int best = it->queue;
+  // Among equal keys, keep the child served last: replace the incumbent when it goes first.
+  for (++it; it != set.end() && it->key == first; ++it) {
+    if (chain_.TieBreakBefore(best, it->queue)) best = it->queue;
   }
   return best;
+}
+
+void VictimOrder::Rekey(int queue) {
+  const QueueTree& tree = session_.cluster().tree();
+  const WorkingState& state = session_.state();
+  if (tree.is_leaf(queue)) {
+    best_[queue] = jobs_[queue].empty() ? -1 : jobs_[queue].begin()->key.group;
+  } else {
+    const int child = LastServed(children_[queue]);
+    best_[queue] = child < 0 ? -1 : best_[child];
+  }
+  ChildSet& container = Container(queue);
+  if (queue_listed_[queue]) {
+    container.erase(queue_it_[queue]);
+    queue_listed_[queue] = false;
+  }
+  if (best_[queue] < 0) return;
+  const double* allocated = state.allocated(queue);
+  for (int r = 0; r < r_; ++r) scratch_[r] = allocated[r] - drawn_[queue * r_ + r];
+  const ChainKey key = chain_.Key(queue, scratch_.data(), unit_requests_[best_[queue]].data());
+  queue_it_[queue] = container.insert(ChildEntry{key, queue}).first;
+  queue_listed_[queue] = true;
 }
 
 bool VictimOrder::Next(EvictionUnit* unit) {
   const Cluster& cluster = session_.cluster();
   const QueueTree& tree = cluster.tree();
-  const WorkingState& state = session_.state();
-  const int r_count = cluster.num_resources();
-  // The top level is compared like siblings under a virtual root.
-  int best = -1;
-  int best_root = -1;
-  ChainKey best_key;
-  std::vector<double> requests;
-  for (int root : tree.roots()) {
-    if (victims_in_subtree_[root] == 0) continue;
-    const int victim = BestVictim(root, &requests);
-    if (victim < 0) continue;
-    std::vector<double> allocated(state.allocated(root), state.allocated(root) + r_count);
-    for (int r = 0; r < r_count; ++r) allocated[r] -= drawn_[root * r_count + r];
-    const ChainKey key = chain_.Key(root, allocated.data(), requests.data());
-    const bool served_later = best_root < 0 || best_key < key ||
-                              (!(key < best_key) && chain_.TieBreakBefore(best_root, root));
-    if (served_later) {
-      best_root = root;
-      best_key = key;
-      best = victim;
-    }
-  }
-  if (best < 0) return false;
-  UnitOf(best, unit);
+  const int root = LastServed(roots_);
+  if (root < 0) return false;
+  const int group = best_[root];
+  *unit = units_[group];
   for (int pod : unit->pods) {
     pod_drawn_[pod] = true;
-    ++drawn_pods_[best];
-    const double* pod_requests = cluster.requests(pod);
-    for (int q = cluster.group(best).queue; q >= 0; q = tree.parent(q)) {
-      for (int r = 0; r < r_count; ++r) drawn_[q * r_count + r] += pod_requests[r];
+    ++drawn_pods_[group];
+    const double* requests = cluster.requests(pod);
+    for (int q = cluster.group(group).queue; q >= 0; q = tree.parent(q)) {
+      for (int r = 0; r < r_; ++r) drawn_[q * r_ + r] += requests[r];
     }
   }
-  if (RemainingRunning(best) == 0) {
-    for (int q = cluster.group(best).queue; q >= 0; q = tree.parent(q)) --victims_in_subtree_[q];
-  }
+  RekeyJob(group);
+  for (int q = cluster.group(group).queue; q >= 0; q = tree.parent(q)) Rekey(q);
   return true;
 }
 

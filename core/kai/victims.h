@@ -12,7 +12,9 @@
 #pragma once
 
 #include <functional>
+#include <cstdint>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "core/kai/queue_order.h"
@@ -37,7 +39,8 @@ std::optional<Duration> ReclaimMinRuntime(const Session& session, int reclaimer_
 
 // A fresh victim order over the groups `eligible` accepts (on top of the generic rules), with the
 // pods of `drawn_already` counted as drawn. Each call to Next draws the next eviction unit.
-// O(queues with victims · R) per draw.
+// Kept incrementally like QueueOrder, in reverse: a draw re-keys only the drawn group's leaf and
+// its ancestors, O(depth · (log n + ties)); construction is O(groups + queues).
 class VictimOrder {
  public:
   VictimOrder(Session& session, const QueueChain& chain, std::function<bool(int group)> eligible,
@@ -47,18 +50,49 @@ class VictimOrder {
   bool Next(EvictionUnit* unit);
 
  private:
+  // Leaf entries: begin() is the job that gives first (reversed job order).
+  struct JobEntry {
+    JobKey key;
+    friend bool operator<(const JobEntry& a, const JobEntry& b) { return b.key < a.key; }
+  };
+  // Child entries: begin() is the child served last (descending chain key), ties by index.
+  struct ChildEntry {
+    ChainKey key;
+    int32_t queue;
+    friend bool operator<(const ChildEntry& a, const ChildEntry& b) {
+      if (a.key == b.key) return a.queue < b.queue;
+      return b.key < a.key;
+    }
+  };
+  using JobSet = std::set<JobEntry>;
+  using ChildSet = std::set<ChildEntry>;
+
   int RemainingRunning(int group) const;
-  void UnitOf(int group, EvictionUnit* unit) const;
-  // The victim a queue's subtree gives next, or group -1.
-  int BestVictim(int queue, std::vector<double>* unit_requests);
+  // Fills units_[group] (its next eviction unit) and unit_requests_[group]; false when none.
+  bool ComputeUnit(int group);
+  void RekeyJob(int group);
+  void Rekey(int queue);
+  int LastServed(const ChildSet& set) const;
+  ChildSet& Container(int queue);
 
   Session& session_;
   const QueueChain& chain_;
-  std::vector<std::vector<int>> by_leaf_;  // eligible groups per leaf
-  std::vector<int> victims_in_subtree_;   // per queue
-  std::vector<int> drawn_pods_;           // per group: RUNNING pods drawn so far
+  int r_;
+  std::vector<int> drawn_pods_;   // per group: RUNNING pods drawn so far
   std::vector<bool> pod_drawn_;
-  std::vector<double> drawn_;             // per queue × R: requests drawn from the subtree
+  std::vector<double> drawn_;     // per queue × R: requests drawn from the subtree
+  std::vector<EvictionUnit> units_;                 // per group
+  std::vector<std::vector<double>> unit_requests_;  // per group
+  std::vector<bool> eligible_;
+  std::vector<JobSet> jobs_;              // per leaf
+  std::vector<bool> job_listed_;
+  std::vector<JobSet::iterator> job_it_;  // per group
+  std::vector<ChildSet> children_;        // per non-leaf
+  ChildSet roots_;
+  std::vector<int> best_;                 // per queue: the group its subtree gives next
+  std::vector<bool> queue_listed_;
+  std::vector<ChildSet::iterator> queue_it_;
+  std::vector<double> scratch_;
 };
 
 }  // namespace arbiter::kai
