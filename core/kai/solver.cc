@@ -267,15 +267,15 @@ bool Solver::CountPart(const Unit& unit, int part, const std::vector<EvictionUni
 }
 
 bool Solver::MayHoldPart(const PartCapacity& capacity, int part,
-                         const std::vector<EvictionUnit>& victims, size_t first_new) {
+                         const std::vector<const EvictionUnit*>& fresh) {
   if (capacity.base_total >= part) return true;  // the count does not rule it out
   const Cluster& cluster = session_.cluster();
   const WorkingState& state = session_.state();
   Feasibility& feasibility = session_.feasibility();
   const int r_count = cluster.num_resources();
   std::vector<int> nodes;
-  for (size_t k = first_new; k < victims.size(); ++k) {
-    for (int p : victims[k].pods) nodes.push_back(state.pod_node(p));
+  for (const EvictionUnit* victim : fresh) {
+    for (int p : victim->pods) nodes.push_back(state.pod_node(p));
   }
   std::sort(nodes.begin(), nodes.end());
   nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
@@ -288,8 +288,8 @@ bool Solver::MayHoldPart(const PartCapacity& capacity, int part,
     }
     std::copy(&capacity.base_free[node * r_count], &capacity.base_free[node * r_count] + r_count,
               free.begin());
-    for (size_t k = first_new; k < victims.size(); ++k) {
-      for (int p : victims[k].pods) {
+    for (const EvictionUnit* victim : fresh) {
+      for (int p : victim->pods) {
         if (state.pod_node(p) != node) continue;
         const double* victim_requests = cluster.requests(p);
         for (int r = 0; r < r_count; ++r) free[r] += victim_requests[r];
@@ -365,22 +365,23 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
     VictimOrder order(session_, chain_, eligible, chosen);
     std::vector<EvictionUnit> drawn;
     std::map<int, std::vector<int>> drawn_on_node;  // node -> indices into drawn, draw order
-    std::vector<int> groups_seen;
+    std::vector<bool> group_seen(cluster.num_groups(), false);
+    int groups_seen = 0;
     for (const EvictionUnit& v : chosen) {
-      if (std::find(groups_seen.begin(), groups_seen.end(), v.group) == groups_seen.end()) {
-        groups_seen.push_back(v.group);
+      if (!group_seen[v.group]) {
+        group_seen[v.group] = true;
+        ++groups_seen;
       }
     }
     bool found = false;
     EvictionUnit next;
     std::vector<int> nodes;
+    std::vector<const EvictionUnit*> fresh;
     while (!found && order.Next(&next)) {
-      if (std::find(groups_seen.begin(), groups_seen.end(), next.group) == groups_seen.end()) {
-        if (options_.max_victim_groups >= 0 &&
-            static_cast<int>(groups_seen.size()) >= options_.max_victim_groups) {
-          break;
-        }
-        groups_seen.push_back(next.group);
+      if (!group_seen[next.group]) {
+        if (options_.max_victim_groups >= 0 && groups_seen >= options_.max_victim_groups) break;
+        group_seen[next.group] = true;
+        ++groups_seen;
       }
       const int index = static_cast<int>(drawn.size());
       drawn.push_back(next);
@@ -390,16 +391,18 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
       nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
       for (int node : nodes) drawn_on_node[node].push_back(index);
       for (int node : nodes) {
-        std::vector<EvictionUnit> candidate = chosen;
-        for (int k : drawn_on_node[node]) candidate.push_back(drawn[k]);
-        if (counted && !MayHoldPart(capacity, part, candidate, chosen.size())) continue;
+        fresh.clear();
+        for (int k : drawn_on_node[node]) fresh.push_back(&drawn[k]);
+        if (counted && !MayHoldPart(capacity, part, fresh)) continue;
         if (breach.has_value()) {
           bool lifts = false;
-          for (size_t k = chosen.size(); k < candidate.size() && !lifts; ++k) {
-            lifts = Under(cluster.group(candidate[k].group).queue, breach->queue);
+          for (const EvictionUnit* v : fresh) {
+            lifts = lifts || Under(cluster.group(v->group).queue, breach->queue);
           }
           if (!lifts) continue;
         }
+        std::vector<EvictionUnit> candidate = chosen;
+        for (const EvictionUnit* v : fresh) candidate.push_back(*v);
         if (Try(group, unit, part, candidate, false, &attempt)) {
           chosen = std::move(candidate);
           found = true;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,10 +82,10 @@ class Solver {
   // Fills `capacity` for the first `part` pods of `unit`; false when they are not identical.
   bool CountPart(const Unit& unit, int part, const std::vector<EvictionUnit>& chosen,
                  const std::function<bool(int)>& eligible, PartCapacity* capacity);
-  // False when the part provably cannot fit once `victims` are evicted, counted node by node:
-  // only nodes holding victims[first_new..] gain room over the base.
-  bool MayHoldPart(const PartCapacity& capacity, int part, const std::vector<EvictionUnit>& victims,
-                   size_t first_new);
+  // False when the part provably cannot fit once R and `fresh` are evicted, counted node by
+  // node: only nodes holding a pod of `fresh` gain room over the base.
+  bool MayHoldPart(const PartCapacity& capacity, int part,
+                   const std::vector<const EvictionUnit*>& fresh);
   // The §4.4 breach of P's first `part` pods once `victims` are evicted, if any.
   std::optional<QuotaBreach> QuotaAfter(int group, const Unit& unit, int part,
                                         const std::vector<EvictionUnit>& victims);
