@@ -30,10 +30,18 @@ absl::Status CheckOptions(const ServerOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("metrics_port: ", options.metrics_port, " is not -1..65535"));
   }
+  if (options.limits.max_nodes < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_nodes: ", options.limits.max_nodes, " is negative"));
+  }
+  if (options.limits.max_pods < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_pods: ", options.limits.max_pods, " is negative"));
+  }
   if (options.max_message_bytes < 1 ||
       options.max_message_bytes > std::numeric_limits<int32_t>::max()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "max_message_bytes: ", options.max_message_bytes, " is not 1..", INT32_MAX));
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_message_bytes: ", options.max_message_bytes, " is not 1..", INT32_MAX));
   }
   return absl::OkStatus();
 }
@@ -52,11 +60,16 @@ absl::StatusOr<std::unique_ptr<prometheus::Exposer>> StartExposer(const std::str
 
 absl::StatusOr<std::unique_ptr<ArbiterServer>> ArbiterServer::Start(const ServerOptions& options) {
   if (absl::Status status = CheckOptions(options); !status.ok()) return status;
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      MakeServerCredentials(options.tls);
+  if (!credentials.ok()) return credentials.status();
   // Both are process-wide switches read when a ServerBuilder is created.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
 
   auto server = absl::WrapUnique(new ArbiterServer());
+  server->logger_ = options.log_sink ? std::make_unique<Logger>(options.log_level, options.log_sink)
+                                     : std::make_unique<Logger>(options.log_level);
   server->registry_ = std::make_shared<prometheus::Registry>();
   server->metrics_ = std::make_unique<RpcMetrics>(*server->registry_);
   if (options.metrics_port >= 0) {
@@ -67,19 +80,20 @@ absl::StatusOr<std::unique_ptr<ArbiterServer>> ArbiterServer::Start(const Server
     server->exposer_->RegisterCollectable(server->registry_);
     const std::vector<int> ports = server->exposer_->GetListeningPorts();
     if (ports.empty()) {
-      return absl::UnavailableError(absl::StrCat("cannot serve metrics on ",
-                                                 HostPort(options.host, options.metrics_port)));
+      return absl::UnavailableError(
+          absl::StrCat("cannot serve metrics on ", HostPort(options.host, options.metrics_port)));
     }
     server->metrics_port_ = ports.front();
     server->metrics_address_ = HostPort(options.host, server->metrics_port_);
   }
 
   server->pool_ = std::make_unique<WorkerPool>(options.workers);
-  server->service_ = std::make_unique<ArbiterService>(server->pool_.get(), server->metrics_.get());
+  server->service_ = std::make_unique<ArbiterService>(server->pool_.get(), server->metrics_.get(),
+                                                      server->logger_.get(), options.limits,
+                                                      options.phase_observer);
 
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(HostPort(options.host, options.port),
-                           grpc::InsecureServerCredentials(), &server->port_);
+  builder.AddListeningPort(HostPort(options.host, options.port), *credentials, &server->port_);
   builder.RegisterService(server->service_.get());
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
@@ -93,6 +107,15 @@ absl::StatusOr<std::unique_ptr<ArbiterServer>> ArbiterServer::Start(const Server
     health->SetServingStatus(kServiceName, true);
     health->SetServingStatus("", true);
   }
+  server->logger_->Log(
+      LogLevel::kInfo, "serving",
+      {{"address", server->address_},
+       {"metrics", server->metrics_address_.empty() ? "off" : server->metrics_address_},
+       {"tls", options.tls.client_ca.empty() ? (UsesTls(options.tls) ? "tls" : "off") : "mutual"},
+       {"workers", absl::StrCat(server->pool_->size())},
+       {"max_nodes", absl::StrCat(options.limits.max_nodes)},
+       {"max_pods", absl::StrCat(options.limits.max_pods)},
+       {"max_message_bytes", absl::StrCat(options.max_message_bytes)}});
   return server;
 }
 
@@ -100,14 +123,30 @@ ArbiterServer::~ArbiterServer() {
   if (server_ != nullptr) Shutdown(absl::ZeroDuration());
 }
 
-void ArbiterServer::Shutdown(absl::Duration grace) {
+void ArbiterServer::Drain() {
   absl::MutexLock lock(&shutdown_mutex_);
-  if (shut_down_) return;
-  shut_down_ = true;
+  DrainLocked();
+}
+
+void ArbiterServer::DrainLocked() {
+  if (draining_) return;
+  draining_ = true;
   if (grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService()) {
     health->SetServingStatus(false);
   }
+  logger_->Log(LogLevel::kInfo, "draining", {{"address", address_}});
+}
+
+void ArbiterServer::Shutdown(absl::Duration grace) {
+  absl::MutexLock lock(&shutdown_mutex_);
+  if (shut_down_) return;
+  DrainLocked();
+  shut_down_ = true;
+  logger_->Log(
+      LogLevel::kInfo, "shutting down",
+      {{"address", address_}, {"grace_seconds", absl::StrCat(absl::ToDoubleSeconds(grace))}});
   server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(grace));
+  logger_->Log(LogLevel::kInfo, "stopped", {{"address", address_}});
 }
 
 void ArbiterServer::Wait() { server_->Wait(); }

@@ -7,31 +7,43 @@
 #include <memory>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
 #include "server/arbiter_service.h"
+#include "server/call_log.h"
+#include "server/request_limits.h"
 #include "server/rpc_metrics.h"
+#include "server/tls.h"
 #include "server/worker_pool.h"
 
 namespace arbiter::server {
 
 struct ServerOptions {
   std::string host = "0.0.0.0";
-  int port = 50051;          // 0 picks a free port
-  int metrics_port = 9464;   // 0 picks a free port; -1 serves no metrics
+  int port = 50051;         // 0 picks a free port
+  int metrics_port = 9464;  // 0 picks a free port; -1 serves no metrics
   // Largest request or response, in bytes. 512 MiB holds a 20,000-node, 240,000-pod snapshot
   // with room to spare.
   int64_t max_message_bytes = int64_t{512} << 20;
-  int workers = 0;           // decision threads; 0 = one per core
+  int workers = 0;       // decision threads; 0 = one per core
+  RequestLimits limits;  // --max-nodes, --max-pods
+  ServerTlsFiles tls;    // no files: plaintext; cert and key: TLS; client CA too: mutual TLS
+  LogLevel log_level = LogLevel::kInfo;
+  Logger::Sink log_sink;         // empty: standard error
+  PhaseObserver phase_observer;  // for tests: told when each phase of each call ends
 };
 
 class ArbiterServer {
  public:
-  // Binds both ports and starts serving; health reports SERVING once this returns.
-  // InvalidArgument for bad options, Unavailable when a port cannot be bound.
+  // Builds the service, binds both ports and starts serving. Everything a call needs exists
+  // before the gRPC port opens, so health answers SERVING from the first call it can receive.
+  // InvalidArgument for bad options, the errors of MakeServerCredentials for the TLS files,
+  // Unavailable when a port cannot be bound.
   static absl::StatusOr<std::unique_ptr<ArbiterServer>> Start(const ServerOptions& options);
 
   // Shuts down (no grace) if Shutdown was not called.
@@ -47,15 +59,24 @@ class ArbiterServer {
   const std::string& metrics_address() const { return metrics_address_; }
   int metrics_port() const { return metrics_port_; }
 
-  // Reports NOT_SERVING, stops accepting calls, and lets the calls in flight finish for up to
-  // `grace` before cancelling them. Returns once every call is done. Idempotent; thread-safe.
+  // Starts draining: health reports NOT_SERVING (for the whole server and for
+  // arbiter.v1.Arbiter) while calls are still accepted and answered, so that load balancers and
+  // readiness probes move traffic away before Shutdown. Idempotent; thread-safe.
+  void Drain();
+
+  // Drains, stops accepting calls, and lets the calls in flight finish for up to `grace` before
+  // cancelling them. Returns once every call is done. Idempotent; thread-safe.
   void Shutdown(absl::Duration grace);
+
+  // The server's log (calls, start, drain, stop).
+  Logger& logger() { return *logger_; }
 
   // Blocks until Shutdown has completed.
   void Wait();
 
  private:
   ArbiterServer() = default;
+  void DrainLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(shutdown_mutex_);
 
   std::string address_;
   int port_ = 0;
@@ -63,7 +84,9 @@ class ArbiterServer {
   int metrics_port_ = -1;
 
   // Declared in dependency order: destroyed bottom-up, so the gRPC server goes first, then the
-  // service it calls, then the pool that still finishes queued calls, then the metrics.
+  // service it calls, then the pool that still finishes queued calls, then the metrics and the
+  // log that those calls write to.
+  std::unique_ptr<Logger> logger_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   std::unique_ptr<RpcMetrics> metrics_;
@@ -72,6 +95,7 @@ class ArbiterServer {
   std::unique_ptr<grpc::Server> server_;
 
   absl::Mutex shutdown_mutex_;
+  bool draining_ ABSL_GUARDED_BY(shutdown_mutex_) = false;
   bool shut_down_ ABSL_GUARDED_BY(shutdown_mutex_) = false;
 };
 

@@ -1,35 +1,74 @@
 #include "server/arbiter_service.h"
 
 #include <chrono>
+#include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "core/api/arbiter.h"
 #include "google/protobuf/arena.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "grpcpp/support/proto_buffer_writer.h"
-#include "server/calls.h"
 #include "server/grpc_status.h"
+#include "server/proto_convert.h"
+#include "server/request_id.h"
 
 namespace arbiter::server {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The caller's deadline and cancellation, checked by the core between the phases of a cycle.
-CycleHooks HooksFor(grpc::CallbackServerContext* context) {
-  CycleHooks hooks;
-  hooks.cancelled = [context] {
-    return context->IsCancelled() || std::chrono::system_clock::now() > context->deadline();
-  };
-  return hooks;
+double Seconds(Clock::duration duration) { return std::chrono::duration<double>(duration).count(); }
+
+// Times consecutive phases into a CallRecord, each from the end of the one before, and tells
+// the observer (if any) that a phase ended.
+class PhaseClock {
+ public:
+  PhaseClock(Clock::time_point start, CallRecord* record, const PhaseObserver& observer)
+      : last_(start), record_(record), observer_(observer) {}
+
+  void Mark(std::string_view phase) {
+    const Clock::time_point now = Clock::now();
+    record_->phase_seconds.emplace_back(std::string(phase), Seconds(now - last_));
+    last_ = now;
+    if (observer_) observer_(record_->method, phase);
+  }
+
+ private:
+  Clock::time_point last_;
+  CallRecord* record_;
+  const PhaseObserver& observer_;
+};
+
+bool DeadlinePassed(grpc::CallbackServerContext* context) {
+  return std::chrono::system_clock::now() > context->deadline();
 }
 
-// A Cancelled answer from the core means the hooks stopped it: say why in the client's terms.
-absl::Status ExplainCancellation(const absl::Status& status,
-                                 grpc::CallbackServerContext* context) {
+// OK while the caller still waits for the answer; checked before each of the server's phases.
+absl::Status CheckStillWanted(grpc::CallbackServerContext* context, const char* phase) {
+  if (DeadlinePassed(context)) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("the call's deadline passed before phase ", phase));
+  }
+  if (context->IsCancelled()) {
+    return absl::CancelledError(absl::StrCat("the caller cancelled before phase ", phase));
+  }
+  return absl::OkStatus();
+}
+
+// The caller's deadline and cancellation, checked by the core between the phases of a cycle.
+bool StoppedByCaller(grpc::CallbackServerContext* context) {
+  return context->IsCancelled() || DeadlinePassed(context);
+}
+
+// A Cancelled answer from the core means the hooks stopped it: say why in the caller's terms.
+absl::Status ExplainCancellation(const absl::Status& status, grpc::CallbackServerContext* context) {
   if (status.code() != absl::StatusCode::kCancelled) return status;
-  if (std::chrono::system_clock::now() > context->deadline()) {
+  if (DeadlinePassed(context)) {
     return absl::DeadlineExceededError(
         absl::StrCat("the call's deadline passed: ", status.message()));
   }
@@ -41,9 +80,9 @@ absl::Status ParseRequest(const grpc::ByteBuffer& bytes, Request* request) {
   grpc::ByteBuffer copy(bytes);  // shares the slices; the reader needs a mutable buffer
   grpc::ProtoBufferReader reader(&copy);
   if (!reader.status().ok() || !request->ParseFromZeroCopyStream(&reader)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "request: not a valid binary ", Request::descriptor()->full_name(), " (",
-        bytes.Length(), " bytes)"));
+    return absl::InvalidArgumentError(absl::StrCat("request: not a valid binary ",
+                                                   Request::descriptor()->full_name(), " (",
+                                                   bytes.Length(), " bytes)"));
   }
   return absl::OkStatus();
 }
@@ -65,51 +104,188 @@ absl::Status WriteResponse(const google::protobuf::Message& message, grpc::ByteB
   return absl::OkStatus();
 }
 
-template <typename Request, typename Response,
-          absl::StatusOr<Response> (*kCall)(const Request&, const CycleHooks&)>
-absl::Status DecideCall(const grpc::ByteBuffer& bytes, grpc::CallbackServerContext* context,
-                    grpc::ByteBuffer* out) {
-  google::protobuf::Arena arena;
-  Request* request = google::protobuf::Arena::CreateMessage<Request>(&arena);
-  if (absl::Status parsed = ParseRequest(bytes, request); !parsed.ok()) return parsed;
-  absl::StatusOr<Response> response = kCall(*request, HooksFor(context));
-  if (!response.ok()) return ExplainCancellation(response.status(), context);
-  return WriteResponse(*response, out);
+// ---- Decision counts for the log line and arbiter_decisions_total ----
+
+// A reason code as a metric label: the code itself when it is a short lower-case code such as
+// "gang-does-not-fit" (SEMANTICS.md §6 fixes them), "other" for anything else, so that no caller
+// input can widen the label's range.
+std::string ReasonLabel(std::string_view code) {
+  if (code.empty() || code.size() > 40) return "other";
+  for (const char c : code) {
+    if (!absl::ascii_islower(static_cast<unsigned char>(c)) &&
+        !absl::ascii_isdigit(static_cast<unsigned char>(c)) && c != '-') {
+      return "other";
+    }
+  }
+  return std::string(code);
+}
+
+// FAIR_SHARE_RECLAIM -> "fair-share-reclaim"; "other" for a value outside the enum.
+std::string EvictionReasonLabel(v1::EvictionReason reason) {
+  std::string name = v1::EvictionReason_Name(reason);
+  if (name.empty()) return "other";
+  for (char& c : name) c = c == '_' ? '-' : absl::ascii_tolower(static_cast<unsigned char>(c));
+  return name;
+}
+
+void CountDecisions(const v1::FairShareResponse&, DecisionCounts*) {}
+
+void CountDecisions(const v1::ScheduleResponse& response, DecisionCounts* counts) {
+  auto& by = counts->by_kind_and_reason;
+  counts->bindings = response.bindings_size();
+  for (const v1::Binding& binding : response.bindings()) {
+    ++by[{"bind", binding.after_evictions() ? "after-evictions" : "free-capacity"}];
+  }
+  counts->evictions = response.evictions_size();
+  for (const v1::Eviction& eviction : response.evictions()) {
+    ++by[{"evict", EvictionReasonLabel(eviction.reason())}];
+  }
+  counts->pending = response.pending_size();
+  for (const v1::PendingPodGroup& pending : response.pending()) {
+    ++by[{"pending", ReasonLabel(pending.reason())}];
+  }
+  counts->admissions = response.admissions_size();
+  for (const v1::Admission& admission : response.admissions()) {
+    ++by[{"admit", admission.after_evictions() ? "after-evictions" : "fits-quota"}];
+  }
+}
+
+// ---- The two methods ----
+
+struct FairShareMethod {
+  using Request = v1::FairShareRequest;
+  using Response = v1::FairShareResponse;
+  using Result = FairShareResult;
+  static constexpr std::string_view kName = "ComputeFairShares";
+  static absl::StatusOr<Result> Decide(const Snapshot& snapshot, const Policy& policy,
+                                       const CycleHooks& hooks) {
+    return arbiter::ComputeFairShares(snapshot, policy, hooks);
+  }
+};
+
+struct ScheduleMethod {
+  using Request = v1::ScheduleRequest;
+  using Response = v1::ScheduleResponse;
+  using Result = ScheduleResult;
+  static constexpr std::string_view kName = "Schedule";
+  static absl::StatusOr<Result> Decide(const Snapshot& snapshot, const Policy& policy,
+                                       const CycleHooks& hooks) {
+    return arbiter::Schedule(snapshot, policy, hooks);
+  }
+};
+
+// Everything large that one call builds. Freed only after the call is answered, so that the
+// caller does not wait for the request, the model and the answer to be torn down.
+template <typename Method>
+class Workspace {
+ public:
+  // Runs the phases of the file comment in arbiter_service.h, writing the answer to `out` and
+  // what happened to `record`.
+  absl::Status Run(const grpc::ByteBuffer& bytes, grpc::CallbackServerContext* context,
+                   const RequestLimits& limits, const PhaseObserver& observer,
+                   Clock::time_point start, CallRecord* record, grpc::ByteBuffer* out) {
+    PhaseClock clock(start, record, observer);
+    if (absl::Status wanted = CheckStillWanted(context, "parse"); !wanted.ok()) return wanted;
+    auto* request = google::protobuf::Arena::CreateMessage<typename Method::Request>(&arena_);
+    if (absl::Status parsed = ParseRequest(bytes, request); !parsed.ok()) return parsed;
+    record->size = SizeOf(request->snapshot());
+    record->parsed = true;
+    if (absl::Status within = CheckLimits(record->size, limits); !within.ok()) return within;
+    clock.Mark("parse");
+
+    if (absl::Status wanted = CheckStillWanted(context, "from_proto"); !wanted.ok()) {
+      return wanted;
+    }
+    snapshot_ = FromProto(request->snapshot());
+    policy_ = FromProto(request->policy());
+    clock.Mark("from_proto");
+
+    CycleHooks hooks;
+    hooks.cancelled = [context] { return StoppedByCaller(context); };
+    hooks.phase_done = [&clock](std::string_view phase) { clock.Mark(phase); };
+    result_ = Method::Decide(snapshot_, policy_, hooks);
+    if (!result_->ok()) return ExplainCancellation(result_->status(), context);
+
+    if (absl::Status wanted = CheckStillWanted(context, "to_proto"); !wanted.ok()) return wanted;
+    auto* response = google::protobuf::Arena::CreateMessage<typename Method::Response>(&arena_);
+    *response = ToProto(**result_);
+    CountDecisions(*response, &record->decisions);
+    clock.Mark("to_proto");
+
+    if (absl::Status written = WriteResponse(*response, out); !written.ok()) return written;
+    record->response_bytes = static_cast<int64_t>(out->Length());
+    clock.Mark("serialize");
+    return absl::OkStatus();
+  }
+
+ private:
+  google::protobuf::Arena arena_;  // the request and the response
+  Snapshot snapshot_;
+  Policy policy_;
+  std::optional<absl::StatusOr<typename Method::Result>> result_;
+};
+
+// The caller's x-request-id when acceptable, a fresh id otherwise.
+std::string RequestIdFor(const grpc::CallbackServerContext& context) {
+  const auto& metadata = context.client_metadata();
+  const auto found = metadata.find(kRequestIdKey);
+  if (found == metadata.end()) return NewRequestId();
+  return ChooseRequestId(std::string_view(found->second.data(), found->second.size()));
 }
 
 }  // namespace
 
-ArbiterService::ArbiterService(WorkerPool* pool, RpcMetrics* metrics)
-    : pool_(pool), metrics_(metrics) {}
+ArbiterService::ArbiterService(WorkerPool* pool, RpcMetrics* metrics, Logger* logger,
+                               RequestLimits limits, PhaseObserver phase_observer)
+    : pool_(pool),
+      metrics_(metrics),
+      logger_(logger),
+      limits_(limits),
+      phase_observer_(std::move(phase_observer)) {}
 
 grpc::ServerUnaryReactor* ArbiterService::ComputeFairShares(grpc::CallbackServerContext* context,
                                                             const grpc::ByteBuffer* request,
                                                             grpc::ByteBuffer* response) {
-  return Dispatch("ComputeFairShares",
-                  &DecideCall<v1::FairShareRequest, v1::FairShareResponse, &CallComputeFairShares>,
-                  context, request, response);
+  return Dispatch<FairShareMethod>(context, request, response);
 }
 
 grpc::ServerUnaryReactor* ArbiterService::Schedule(grpc::CallbackServerContext* context,
                                                    const grpc::ByteBuffer* request,
                                                    grpc::ByteBuffer* response) {
-  return Dispatch("Schedule", &DecideCall<v1::ScheduleRequest, v1::ScheduleResponse, &CallSchedule>,
-                  context, request, response);
+  return Dispatch<ScheduleMethod>(context, request, response);
 }
 
-grpc::ServerUnaryReactor* ArbiterService::Dispatch(std::string_view method, Decide decide,
-                                                   grpc::CallbackServerContext* context,
+template <typename Method>
+grpc::ServerUnaryReactor* ArbiterService::Dispatch(grpc::CallbackServerContext* context,
                                                    const grpc::ByteBuffer* request,
                                                    grpc::ByteBuffer* response) {
   const Clock::time_point start = Clock::now();
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  // The request, response and context stay valid until Finish; the pool and metrics outlive
-  // every accepted call (see the constructor's contract).
-  pool_->Submit([this, method, decide, context, request, response, reactor, start] {
-    const absl::Status status = decide(*request, context, response);
-    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    metrics_->RecordCall(method, status.code(), seconds);
-    reactor->Finish(ToGrpcStatus(status));
+  metrics_->CallStarted();
+  // The request, response and context stay valid until Finish. The pool, metrics and logger
+  // outlive every accepted call (see the constructor's contract), but the service itself may be
+  // destroyed once the last call is answered: the task copies what it needs after Finish.
+  pool_->Submit([metrics = metrics_, logger = logger_, limits = limits_, observer = phase_observer_,
+                 context, request, response, reactor, start] {
+    CallRecord record;
+    record.method = Method::kName;
+    record.request_id = RequestIdFor(*context);
+    record.request_bytes = static_cast<int64_t>(request->Length());
+    if (logger->Enabled(LogLevel::kDebug)) {
+      logger->Log(LogLevel::kDebug, "call started",
+                  {{"method", std::string(Method::kName)},
+                   {"request_id", record.request_id},
+                   {"request_bytes", absl::StrCat(record.request_bytes)}});
+    }
+    auto workspace = std::make_unique<Workspace<Method>>();
+    record.status = workspace->Run(*request, context, limits, observer, start, &record, response);
+    record.seconds = Seconds(Clock::now() - start);
+    metrics->RecordCall(record);
+    logger->LogCall(record);
+    metrics->CallFinished();
+    context->AddTrailingMetadata(kRequestIdKey, record.request_id);
+    reactor->Finish(ToGrpcStatus(record.status));
+    workspace.reset();  // after answering: the caller does not wait for the memory to be freed
   });
   return reactor;
 }

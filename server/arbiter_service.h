@@ -1,34 +1,53 @@
 // The arbiter.v1.Arbiter gRPC service on the callback API.
 //
-// Each call is received as raw bytes and handed whole to a WorkerPool: the worker parses the
-// request on an arena, runs the decision (server/calls.h), and writes the answer with protobuf's
-// deterministic serialisation (map entries in key order, SEMANTICS.md §0.5) — the generated
-// message handlers would serialise maps in hash order. gRPC's own threads only hand calls over.
+// Each call is received as raw bytes and handed whole to a WorkerPool; gRPC's own threads only
+// hand calls over. The worker, in phases (each timed for the metrics and the log):
+//   parse       the bytes into the request message, on an arena; then the size limits;
+//   from_proto  the request into the core's model (server/proto_convert.h);
+//   ...         the core's phases (CycleHooks::phase_done: validate, fair_share, ...);
+//   to_proto    the core's answer into the response message;
+//   serialize   protobuf's deterministic serialisation (map entries in key order, SEMANTICS.md
+//               §0.5); the generated handlers would serialise maps in hash order.
+// The call is answered before the request and the core's model are freed.
 //
-// Errors: bytes that do not parse as the request message answer INVALID_ARGUMENT; the core's
-// errors are mapped by ToGrpcStatus (server/grpc_status.h); a call whose client deadline passes
-// between two phases of the cycle answers DEADLINE_EXCEEDED, one the client cancelled CANCELLED.
+// Errors: bytes that do not parse as the request message answer INVALID_ARGUMENT; a snapshot over
+// a RequestLimits bound answers RESOURCE_EXHAUSTED; the core's errors are mapped by ToGrpcStatus
+// (server/grpc_status.h); a call whose deadline passes before a phase answers DEADLINE_EXCEEDED,
+// one the client cancelled CANCELLED.
+//
+// Every call gets a request id (the caller's `x-request-id` metadata when acceptable, a fresh one
+// otherwise; server/request_id.h), echoed in the `x-request-id` trailing metadata, and gives one
+// log line (server/call_log.h) and one RpcMetrics::RecordCall.
 #pragma once
 
+#include <functional>
 #include <string_view>
 
 #include "absl/status/status.h"
 #include "arbiter/v1/arbiter.grpc.pb.h"
-#include "core/api/arbiter.h"
 #include "grpcpp/grpcpp.h"
+#include "server/call_log.h"
+#include "server/call_record.h"
+#include "server/request_limits.h"
 #include "server/rpc_metrics.h"
 #include "server/worker_pool.h"
 
 namespace arbiter::server {
+
+// Called on the worker thread when a phase of a call ends, with the method's short name and the
+// phase's name; the call waits for it to return. For tests (to hold a call between two phases)
+// and tracing. Must be thread-safe.
+using PhaseObserver = std::function<void(std::string_view method, std::string_view phase)>;
 
 using ArbiterRawService = v1::Arbiter::WithRawCallbackMethod_ComputeFairShares<
     v1::Arbiter::WithRawCallbackMethod_Schedule<v1::Arbiter::Service>>;
 
 class ArbiterService final : public ArbiterRawService {
  public:
-  // `pool` runs the decisions and `metrics` counts the calls; both must outlive the service and
-  // every call it has accepted.
-  ArbiterService(WorkerPool* pool, RpcMetrics* metrics);
+  // `pool` runs the decisions, `metrics` counts the calls and `logger` writes their lines; all
+  // three must outlive the service and every call it has accepted. `phase_observer` may be empty.
+  ArbiterService(WorkerPool* pool, RpcMetrics* metrics, Logger* logger, RequestLimits limits,
+                 PhaseObserver phase_observer = {});
 
   grpc::ServerUnaryReactor* ComputeFairShares(grpc::CallbackServerContext* context,
                                               const grpc::ByteBuffer* request,
@@ -38,17 +57,15 @@ class ArbiterService final : public ArbiterRawService {
                                      grpc::ByteBuffer* response) override;
 
  private:
-  // Hands the call to the pool; `decide(bytes, context, response)` does the work.
-  using Decide = absl::Status (*)(const grpc::ByteBuffer& request,
-                                  grpc::CallbackServerContext* context,
-                                  grpc::ByteBuffer* response);
-  grpc::ServerUnaryReactor* Dispatch(std::string_view method, Decide decide,
-                                     grpc::CallbackServerContext* context,
-                                     const grpc::ByteBuffer* request,
-                                     grpc::ByteBuffer* response);
+  template <typename Method>
+  grpc::ServerUnaryReactor* Dispatch(grpc::CallbackServerContext* context,
+                                     const grpc::ByteBuffer* request, grpc::ByteBuffer* response);
 
   WorkerPool* pool_;
   RpcMetrics* metrics_;
+  Logger* logger_;
+  const RequestLimits limits_;
+  const PhaseObserver phase_observer_;
 };
 
 }  // namespace arbiter::server

@@ -1,8 +1,10 @@
 // arbiter-server: serves arbiter.v1.Arbiter, gRPC health and reflection, and /metrics.
 //
-// Prints `listening on HOST:PORT` and `metrics on HOST:PORT` as its first lines so that scripts
-// can find the ports it bound (port 0 picks a free one). SIGTERM or SIGINT drains it: health
-// turns NOT_SERVING, calls in flight get --shutdown-grace-seconds to finish, and it exits 0.
+// Prints `listening on HOST:PORT` and `metrics on HOST:PORT` as its first lines on standard
+// output so that scripts can find the ports it bound (port 0 picks a free one); its log goes to
+// standard error (server/call_log.h). SIGTERM or SIGINT drains it: health turns NOT_SERVING while
+// calls are still served for --drain-seconds, then it stops accepting calls, gives the calls in
+// flight --shutdown-grace-seconds to finish, and exits 0.
 #include <signal.h>
 #include <unistd.h>
 
@@ -13,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "server/arbiter_server.h"
 #include "server/command_line.h"
@@ -48,6 +52,11 @@ constexpr char kUsage[] =
     "\n"
     "Serves arbiter.v1.Arbiter (ComputeFairShares, Schedule), grpc.health.v1.Health and server\n"
     "reflection over gRPC, and Prometheus metrics at http://HOST:METRICS_PORT/metrics.\n"
+    "Prints \"listening on HOST:PORT\" and \"metrics on HOST:PORT\" on standard output; logs one\n"
+    "line per call (logfmt) on standard error. TLS: --tls-cert and --tls-key; mutual TLS: add\n"
+    "--tls-client-ca. Requests over --max-nodes or --max-pods answer RESOURCE_EXHAUSTED.\n"
+    "SIGTERM: health turns NOT_SERVING, calls are still served for --drain-seconds, then calls\n"
+    "in flight get --shutdown-grace-seconds to finish, and the server exits 0.\n"
     "\n"
     "flags:\n";
 
@@ -57,6 +66,10 @@ int Run(const std::vector<std::string>& args) {
   int64_t metrics_port = options.metrics_port;
   int64_t max_message_bytes = options.max_message_bytes;
   int64_t workers = options.workers;
+  int64_t max_nodes = options.limits.max_nodes;
+  int64_t max_pods = options.limits.max_pods;
+  std::string log_level = "info";
+  double drain_seconds = 0;
   double grace_seconds = 5;
   bool help = false;
 
@@ -67,9 +80,23 @@ int Run(const std::vector<std::string>& args) {
                "Prometheus /metrics port; 0 picks a free port, -1 disables");
   flags.AddInt("max-message-bytes", "BYTES", &max_message_bytes,
                "largest request or response accepted");
+  flags.AddInt("max-nodes", "N", &max_nodes,
+               "largest snapshot accepted, in nodes (RESOURCE_EXHAUSTED above)");
+  flags.AddInt("max-pods", "N", &max_pods,
+               "largest snapshot accepted, in pods over all pod groups (RESOURCE_EXHAUSTED above)");
   flags.AddInt("workers", "N", &workers, "decision threads; 0 = one per core");
+  flags.AddString("tls-cert", "FILE", &options.tls.cert,
+                  "PEM certificate chain: serve TLS (needs --tls-key)");
+  flags.AddString("tls-key", "FILE", &options.tls.key, "PEM private key of --tls-cert");
+  flags.AddString("tls-client-ca", "FILE", &options.tls.client_ca,
+                  "PEM CA: mutual TLS, every client must present a certificate it signed");
+  flags.AddString("log-level", "debug|info|warn|error", &log_level,
+                  "least level logged on stderr; info logs one line per call");
+  flags.AddDouble("drain-seconds", "SECONDS", &drain_seconds,
+                  "after SIGTERM, how long health reports NOT_SERVING while calls are still "
+                  "served");
   flags.AddDouble("shutdown-grace-seconds", "SECONDS", &grace_seconds,
-                  "how long calls in flight may run after SIGTERM");
+                  "then, how long calls in flight may run before they are cancelled");
   flags.AddBool("help", &help, "print this help");
 
   std::vector<std::string> positional;
@@ -90,6 +117,21 @@ int Run(const std::vector<std::string>& args) {
   options.metrics_port = static_cast<int>(metrics_port);
   options.max_message_bytes = max_message_bytes;
   options.workers = static_cast<int>(workers);
+  options.limits.max_nodes = max_nodes;
+  options.limits.max_pods = max_pods;
+  absl::StatusOr<arbiter::server::LogLevel> level = arbiter::server::ParseLogLevel(log_level);
+  if (!level.ok()) {
+    std::cerr << arbiter::server::FormatStatus(absl::InvalidArgumentError(
+                     absl::StrCat("--log-level: ", level.status().message())))
+              << "\n";
+    return 2;
+  }
+  options.log_level = *level;
+  if (drain_seconds < 0 || grace_seconds < 0) {
+    std::cerr << "INVALID_ARGUMENT: --drain-seconds and --shutdown-grace-seconds must not be "
+                 "negative\n";
+    return 2;
+  }
 
   const int stop_signals = WatchStopSignals();
   if (stop_signals < 0) {
@@ -110,10 +152,14 @@ int Run(const std::vector<std::string>& args) {
   std::cout.flush();
 
   arbiter::server::ArbiterServer* running = server->get();
-  std::thread waiter([running, stop_signals, grace_seconds] {
+  std::thread waiter([running, stop_signals, drain_seconds, grace_seconds] {
     char signal_number = 0;
     while (read(stop_signals, &signal_number, 1) < 0 && errno == EINTR) {
     }
+    running->logger().Log(arbiter::server::LogLevel::kInfo, "stop signal",
+                          {{"signal", absl::StrCat(static_cast<int>(signal_number))}});
+    running->Drain();
+    if (drain_seconds > 0) absl::SleepFor(absl::Seconds(drain_seconds));
     running->Shutdown(absl::Seconds(grace_seconds));
   });
   running->Wait();
@@ -124,6 +170,4 @@ int Run(const std::vector<std::string>& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  return Run(std::vector<std::string>(argv + 1, argv + argc));
-}
+int main(int argc, char** argv) { return Run(std::vector<std::string>(argv + 1, argv + argc)); }

@@ -1,0 +1,69 @@
+// --max-nodes and --max-pods: counting a snapshot and refusing one over a limit.
+#include "server/request_limits.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace arbiter::server {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+v1::Snapshot SnapshotOf(int nodes, const std::vector<int>& pods_per_group, int queues) {
+  v1::Snapshot snapshot;
+  for (int i = 0; i < nodes; ++i) snapshot.add_nodes()->set_name("node-" + std::to_string(i));
+  for (size_t g = 0; g < pods_per_group.size(); ++g) {
+    v1::PodGroup* group = snapshot.add_pod_groups();
+    group->set_name("group-" + std::to_string(g));
+    for (int p = 0; p < pods_per_group[g]; ++p) group->add_pods()->set_name(std::to_string(p));
+  }
+  for (int i = 0; i < queues; ++i) snapshot.add_queues()->set_name("q-" + std::to_string(i));
+  return snapshot;
+}
+
+TEST(SizeOf, CountsPodsOverEveryGroup) {
+  const SnapshotSize size = SizeOf(SnapshotOf(3, {2, 0, 5}, 4));
+  EXPECT_EQ(size.nodes, 3);
+  EXPECT_EQ(size.pods, 7);
+  EXPECT_EQ(size.pod_groups, 3);
+  EXPECT_EQ(size.queues, 4);
+}
+
+TEST(CheckLimits, AtTheLimitIsAccepted) {
+  RequestLimits limits;
+  limits.max_nodes = 3;
+  limits.max_pods = 7;
+  EXPECT_TRUE(CheckLimits(SizeOf(SnapshotOf(3, {2, 0, 5}, 4)), limits).ok());
+}
+
+TEST(CheckLimits, MoreNodesIsResourceExhaustedNamingCountLimitAndFlag) {
+  RequestLimits limits;
+  limits.max_nodes = 20000;
+  SnapshotSize size;
+  size.nodes = 25000;
+  const absl::Status status = CheckLimits(size, limits);
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(status.message(),
+            "snapshot.nodes: 25000 nodes; this server accepts at most 20000 (--max-nodes)");
+}
+
+TEST(CheckLimits, MorePodsIsResourceExhaustedNamingCountLimitAndFlag) {
+  RequestLimits limits;
+  limits.max_pods = 6;
+  const absl::Status status = CheckLimits(SizeOf(SnapshotOf(1, {2, 0, 5}, 1)), limits);
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(status.message()), StartsWith("snapshot.pod_groups: 7 pods"));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("at most 6 (--max-pods)"));
+}
+
+TEST(RequestLimits, DefaultsAreGenerous) {
+  const RequestLimits limits;
+  EXPECT_EQ(limits.max_nodes, 100000);
+  EXPECT_EQ(limits.max_pods, 1000000);
+}
+
+}  // namespace
+}  // namespace arbiter::server
