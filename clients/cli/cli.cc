@@ -1,5 +1,6 @@
 #include "clients/cli/cli.h"
 
+#include "absl/strings/str_cat.h"
 #include "clients/cli/commands.h"
 #include "server/grpc_status.h"
 
@@ -16,10 +17,20 @@ constexpr char kUsage[] =
     "  fairshare REQUEST   fair share of every queue (KAI or Kueue)\n"
     "  schedule REQUEST    one scheduling cycle: bindings, evictions, admissions, pending reasons\n"
     "  generate            write a synthetic ScheduleRequest\n"
-    "  help [COMMAND]      this text, or a command's flags\n"
+    "  help [COMMAND]      this text, or one command's help\n"
+    "\n"
+    "REQUEST is a file holding an arbiter.v1 request as proto3 JSON, or binary protobuf when its\n"
+    "name ends in .pb; - reads JSON from standard input. With --server the request goes to an\n"
+    "arbiter-server, over TLS when --tls-ca, --tls-cert or --tls-key is given.\n"
     "\n"
     "Exit status: 0 success, 2 invalid input (INVALID_ARGUMENT), 1 any other failure; failures\n"
     "are printed on stderr as \"CODE: message\".\n";
+
+// The overview and every command's flags.
+std::string FullUsage() {
+  return absl::StrCat(kUsage, "\nflags of fairshare and schedule:\n", DecideFlagsUsage(),
+                      "\nflags of generate:\n", GenerateFlagsUsage());
+}
 
 }  // namespace
 
@@ -35,7 +46,7 @@ int Fail(const absl::Status& status, std::ostream& err) {
 
 int RunCli(const Args& args, std::ostream& out, std::ostream& err) {
   if (args.empty()) {
-    err << kUsage;
+    err << FullUsage();
     return 2;
   }
   const std::string& command = args.front();
@@ -45,13 +56,12 @@ int RunCli(const Args& args, std::ostream& out, std::ostream& err) {
   if (command == "generate") return RunGenerate(rest, out, err);
   if (command == "help" || command == "--help" || command == "-h") {
     if (rest.empty()) {
-      out << kUsage;
+      out << FullUsage();
       return 0;
     }
     return RunCli({rest.front(), "--help"}, out, err);
   }
-  return Fail(absl::InvalidArgumentError("unknown command \"" + command +
-                                         "\"; run `arbiter help`"),
+  return Fail(absl::InvalidArgumentError("unknown command \"" + command + "\"; run `arbiter help`"),
               err);
 }
 

@@ -14,14 +14,18 @@ namespace arbiter::cli {
 
 using Args = std::vector<std::string>;
 
-// `arbiter fairshare REQUEST [--format table|json] [--server HOST:PORT] [--timing]`
+// `arbiter fairshare REQUEST [--format table|json] [--server HOST:PORT] [--timing] [TLS flags]`
 int RunFairShare(const Args& args, std::ostream& out, std::ostream& err);
 
-// `arbiter schedule REQUEST [--format table|json] [--server HOST:PORT] [--timing]`
+// `arbiter schedule REQUEST [--format table|json] [--server HOST:PORT] [--timing] [TLS flags]`
 int RunSchedule(const Args& args, std::ostream& out, std::ostream& err);
 
 // `arbiter generate [--size S|M|L|XL] [--nodes N] ... [--out FILE]`
 int RunGenerate(const Args& args, std::ostream& out, std::ostream& err);
+
+// The flag lines of `fairshare` and `schedule` (the same flags), and of `generate`.
+std::string DecideFlagsUsage();
+std::string GenerateFlagsUsage();
 
 // The exit code for a command that ended with `status`.
 int ExitCode(const absl::Status& status);

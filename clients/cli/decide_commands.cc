@@ -18,6 +18,8 @@
 #include "server/command_line.h"
 #include "server/grpc_status.h"
 #include "server/proto_convert.h"
+#include "server/request_id.h"
+#include "server/tls.h"
 #include "server/wire.h"
 
 namespace arbiter::cli {
@@ -38,8 +40,7 @@ class PhaseTimer {
 
   // "timing (in-process):" then one aligned line per phase and the total, in milliseconds.
   std::string Render(std::string_view mode) const {
-    std::string out = absl::StrCat("timing (", absl::string_view(mode.data(), mode.size()),
-                                   "):\n");
+    std::string out = absl::StrCat("timing (", absl::string_view(mode.data(), mode.size()), "):\n");
     for (const auto& [phase, seconds] : phases_) {
       absl::StrAppendFormat(&out, "  %-12s %10.3f ms\n", phase, seconds * 1e3);
     }
@@ -104,7 +105,35 @@ struct DecideOptions {
   std::string server;
   bool timing = false;
   double deadline_seconds = 0;
+  server::ClientTlsFiles tls;
+  std::string tls_server_name;
+  std::string request_id;
 };
+
+// The flags of `fairshare` and `schedule`, bound to `options` and `help`.
+void DeclareFlags(server::CommandLine* flags, DecideOptions* options, bool* help) {
+  flags->AddString("format", "table|json", &options->format, "how to print the answer");
+  flags->AddString("server", "HOST:PORT", &options->server,
+                   "ask this arbiter-server instead of computing in-process");
+  flags->AddBool("timing", &options->timing,
+                 "print on stderr how long each phase took (parse, validate, fair share, each "
+                 "action, serialise)");
+  flags->AddDouble("deadline-seconds", "SECONDS", &options->deadline_seconds,
+                   "give up after this long (0 = no deadline)");
+  flags->AddString("tls-ca", "FILE", &options->tls.ca,
+                   "with --server: use TLS, verifying the server's certificate against this PEM "
+                   "CA");
+  flags->AddString("tls-cert", "FILE", &options->tls.cert,
+                   "with --server: use TLS and present this PEM certificate (mutual TLS; needs "
+                   "--tls-key)");
+  flags->AddString("tls-key", "FILE", &options->tls.key, "PEM private key of --tls-cert");
+  flags->AddString("tls-server-name", "NAME", &options->tls_server_name,
+                   "with TLS: the name the server's certificate must carry, when not the host of "
+                   "--server");
+  flags->AddString("request-id", "ID", &options->request_id,
+                   "with --server: send this x-request-id (the server logs it with the call)");
+  flags->AddBool("help", help, "print this help");
+}
 
 std::string Usage(const char* command, const server::CommandLine& flags) {
   return absl::StrCat("usage: arbiter ", command, " REQUEST [flags]\n\n",
@@ -142,13 +171,20 @@ template <typename Call>
 absl::StatusOr<typename Call::Response> AnswerRemotely(const typename Call::Request& request,
                                                        const DecideOptions& options,
                                                        PhaseTimer* timer) {
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      server::MakeChannelCredentials(options.tls);
+  if (!credentials.ok()) return credentials.status();
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(-1);
   arguments.SetMaxSendMessageSize(-1);
-  std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(
-      options.server, grpc::InsecureChannelCredentials(), arguments);
+  if (!options.tls_server_name.empty()) {
+    arguments.SetSslTargetNameOverride(options.tls_server_name);
+  }
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateCustomChannel(options.server, *credentials, arguments);
   std::unique_ptr<v1::Arbiter::Stub> stub = v1::Arbiter::NewStub(channel);
   grpc::ClientContext context;
+  if (!options.request_id.empty()) context.AddMetadata(server::kRequestIdKey, options.request_id);
   if (options.deadline_seconds > 0) {
     context.set_deadline(std::chrono::system_clock::now() +
                          std::chrono::duration_cast<std::chrono::system_clock::duration>(
@@ -166,15 +202,7 @@ int RunDecide(const Args& args, std::ostream& out, std::ostream& err) {
   DecideOptions options;
   bool help = false;
   server::CommandLine flags;
-  flags.AddString("format", "table|json", &options.format, "how to print the answer");
-  flags.AddString("server", "HOST:PORT", &options.server,
-                  "ask this arbiter-server instead of computing in-process");
-  flags.AddBool("timing", &options.timing,
-                "print on stderr how long each phase took (parse, validate, fair share, each "
-                "action, serialise)");
-  flags.AddDouble("deadline-seconds", "SECONDS", &options.deadline_seconds,
-                  "give up after this long (0 = no deadline)");
-  flags.AddBool("help", &help, "print this help");
+  DeclareFlags(&flags, &options, &help);
 
   std::vector<std::string> positional;
   absl::Status parsed = flags.Parse(args, &positional);
@@ -186,6 +214,11 @@ int RunDecide(const Args& args, std::ostream& out, std::ostream& err) {
     parsed = absl::InvalidArgumentError(
         positional.empty() ? "missing REQUEST file"
                            : absl::StrCat("expected one REQUEST file, got ", positional.size()));
+  }
+  if (parsed.ok() && options.server.empty() &&
+      (server::UsesTls(options.tls) || !options.request_id.empty())) {
+    parsed = absl::InvalidArgumentError(
+        "--tls-ca, --tls-cert, --tls-key and --request-id need --server");
   }
   if (parsed.ok() && options.format != "table" && options.format != "json") {
     parsed = absl::InvalidArgumentError(
@@ -235,6 +268,14 @@ int RunDecide(const Args& args, std::ostream& out, std::ostream& err) {
 }
 
 }  // namespace
+
+std::string DecideFlagsUsage() {
+  DecideOptions options;
+  bool help = false;
+  server::CommandLine flags;
+  DeclareFlags(&flags, &options, &help);
+  return flags.Usage();
+}
 
 int RunFairShare(const Args& args, std::ostream& out, std::ostream& err) {
   return RunDecide<FairShareCall>(args, out, err);

@@ -21,10 +21,9 @@ constexpr char kUsage[] =
     "override.\n\n"
     "flags:\n";
 
-}  // namespace
-
-int RunGenerate(const Args& args, std::ostream& out, std::ostream& err) {
-  const generator::GeneratorOptions defaults;
+// The values `generate` reads from its flags.
+struct GenerateFlags {
+  generator::GeneratorOptions defaults;
   int64_t nodes = defaults.nodes;
   int64_t queues = defaults.queues;
   int64_t depth = defaults.depth;
@@ -38,27 +37,46 @@ int RunGenerate(const Args& args, std::ostream& out, std::ostream& err) {
   std::string model_name = "kai";
   std::string out_path = "-";
   bool help = false;
+};
 
+void DeclareFlags(server::CommandLine* flags, GenerateFlags* values) {
+  flags->AddInt("nodes", "N", &values->nodes, "nodes (KAI)");
+  flags->AddInt("queues", "Q", &values->queues,
+                "queues, non-leaf ones included (Kueue: ClusterQueues)");
+  flags->AddInt("depth", "D", &values->depth, "levels of the queue tree (1 = flat)");
+  flags->AddInt("pods", "P", &values->pods, "pods, running and pending (Kueue: workloads)");
+  flags->AddInt("seed", "S", &values->seed, "random seed");
+  flags->AddDouble("pending-fraction", "F", &values->pending_fraction,
+                   "share of pods that is pending");
+  flags->AddInt("resources", "R", &values->resources,
+                "extra resource kinds beyond cpu, memory and nvidia.com/gpu");
+  flags->AddString("size", "S|M|L|XL", &values->size, "start from a size preset");
+  flags->AddString("model", "kai|kueue", &values->model_name,
+                   "which fairness model to generate for");
+  flags->AddInt("reclaim-groups", "N", &values->reclaim_groups,
+                "pending groups that can only run by reclaim (KAI)");
+  flags->AddInt("cohorts", "N", &values->cohorts, "cohorts over all levels (Kueue)");
+  flags->AddString("out", "FILE", &values->out_path,
+                   "where to write; .pb = binary, - = standard output");
+  flags->AddBool("help", &values->help, "print this help");
+}
+
+}  // namespace
+
+std::string GenerateFlagsUsage() {
+  GenerateFlags values;
   server::CommandLine flags;
-  flags.AddInt("nodes", "N", &nodes, "nodes (KAI)");
-  flags.AddInt("queues", "Q", &queues, "queues, non-leaf ones included (Kueue: ClusterQueues)");
-  flags.AddInt("depth", "D", &depth, "levels of the queue tree (1 = flat)");
-  flags.AddInt("pods", "P", &pods, "pods, running and pending (Kueue: workloads)");
-  flags.AddInt("seed", "S", &seed, "random seed");
-  flags.AddDouble("pending-fraction", "F", &pending_fraction, "share of pods that is pending");
-  flags.AddInt("resources", "R", &resources,
-               "extra resource kinds beyond cpu, memory and nvidia.com/gpu");
-  flags.AddString("size", "S|M|L|XL", &size, "start from a size preset");
-  flags.AddString("model", "kai|kueue", &model_name, "which fairness model to generate for");
-  flags.AddInt("reclaim-groups", "N", &reclaim_groups,
-               "pending groups that can only run by reclaim (KAI)");
-  flags.AddInt("cohorts", "N", &cohorts, "cohorts over all levels (Kueue)");
-  flags.AddString("out", "FILE", &out_path, "where to write; .pb = binary, - = standard output");
-  flags.AddBool("help", &help, "print this help");
+  DeclareFlags(&flags, &values);
+  return flags.Usage();
+}
 
+int RunGenerate(const Args& args, std::ostream& out, std::ostream& err) {
+  GenerateFlags values;
+  server::CommandLine flags;
+  DeclareFlags(&flags, &values);
   std::vector<std::string> positional;
   absl::Status parsed = flags.Parse(args, &positional);
-  if (parsed.ok() && help) {
+  if (parsed.ok() && values.help) {
     out << kUsage << flags.Usage();
     return 0;
   }
@@ -66,16 +84,18 @@ int RunGenerate(const Args& args, std::ostream& out, std::ostream& err) {
     parsed = absl::InvalidArgumentError(
         absl::StrCat("unexpected argument \"", positional.front(), "\""));
   }
-  if (parsed.ok() && seed < 0) parsed = absl::InvalidArgumentError("--seed: must not be negative");
+  if (parsed.ok() && values.seed < 0) {
+    parsed = absl::InvalidArgumentError("--seed: must not be negative");
+  }
   absl::StatusOr<generator::GeneratorModel> model = generator::GeneratorModel::kKai;
   if (parsed.ok()) {
-    model = generator::ParseModel(model_name);
-    if (!model.ok()) parsed = absl::InvalidArgumentError(absl::StrCat("--model: ",
-                                                                      model.status().message()));
+    model = generator::ParseModel(values.model_name);
+    if (!model.ok())
+      parsed = absl::InvalidArgumentError(absl::StrCat("--model: ", model.status().message()));
   }
   generator::GeneratorOptions options;
   if (parsed.ok() && flags.IsSet("size")) {
-    absl::StatusOr<generator::GeneratorOptions> preset = generator::SizePreset(size, *model);
+    absl::StatusOr<generator::GeneratorOptions> preset = generator::SizePreset(values.size, *model);
     if (preset.ok()) {
       options = *preset;
     } else {
@@ -87,21 +107,23 @@ int RunGenerate(const Args& args, std::ostream& out, std::ostream& err) {
     return ExitCode(parsed);
   }
   options.model = *model;
-  if (flags.IsSet("nodes")) options.nodes = static_cast<int>(nodes);
-  if (flags.IsSet("queues")) options.queues = static_cast<int>(queues);
-  if (flags.IsSet("depth")) options.depth = static_cast<int>(depth);
-  if (flags.IsSet("pods")) options.pods = static_cast<int>(pods);
-  if (flags.IsSet("seed")) options.seed = static_cast<uint64_t>(seed);
-  if (flags.IsSet("pending-fraction")) options.pending_fraction = pending_fraction;
-  if (flags.IsSet("resources")) options.extra_resources = static_cast<int>(resources);
-  if (flags.IsSet("reclaim-groups")) options.reclaim_groups = static_cast<int>(reclaim_groups);
-  if (flags.IsSet("cohorts")) options.cohorts = static_cast<int>(cohorts);
+  if (flags.IsSet("nodes")) options.nodes = static_cast<int>(values.nodes);
+  if (flags.IsSet("queues")) options.queues = static_cast<int>(values.queues);
+  if (flags.IsSet("depth")) options.depth = static_cast<int>(values.depth);
+  if (flags.IsSet("pods")) options.pods = static_cast<int>(values.pods);
+  if (flags.IsSet("seed")) options.seed = static_cast<uint64_t>(values.seed);
+  if (flags.IsSet("pending-fraction")) options.pending_fraction = values.pending_fraction;
+  if (flags.IsSet("resources")) options.extra_resources = static_cast<int>(values.resources);
+  if (flags.IsSet("reclaim-groups")) {
+    options.reclaim_groups = static_cast<int>(values.reclaim_groups);
+  }
+  if (flags.IsSet("cohorts")) options.cohorts = static_cast<int>(values.cohorts);
 
   const generator::GeneratedRequest generated = generator::Generate(options);
   v1::ScheduleRequest request;
   *request.mutable_snapshot() = server::ToProto(generated.snapshot);
   *request.mutable_policy() = server::ToProto(generated.policy);
-  if (absl::Status written = server::WriteMessageFile(out_path, request); !written.ok()) {
+  if (absl::Status written = server::WriteMessageFile(values.out_path, request); !written.ok()) {
     return Fail(written, err);
   }
   return 0;
