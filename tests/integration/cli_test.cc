@@ -178,6 +178,28 @@ TEST_F(CliTest, HelpListsTheCommands) {
   EXPECT_THAT(schedule_help.out, HasSubstr("--timing"));
 }
 
+TEST_F(CliTest, HelpListsEveryFlagOfEveryCommand) {
+  const ProcessResult result = Cli({"help"});
+  ASSERT_EQ(result.exit_code, 0);
+  for (const char* flag :
+       {"--format ",     "--server ",   "--timing",          "--deadline-seconds ",
+        "--tls-ca ",     "--tls-cert ", "--tls-key ",        "--tls-server-name ",
+        "--request-id ", "--size ",     "--nodes ",          "--queues ",
+        "--depth ",      "--pods ",     "--seed ",           "--pending-fraction ",
+        "--resources ",  "--model ",    "--reclaim-groups ", "--cohorts ",
+        "--out "}) {
+    EXPECT_THAT(result.out, HasSubstr(flag));
+  }
+  EXPECT_EQ(Cli({"--help"}).out, result.out);
+}
+
+TEST_F(CliTest, TlsFlagsNeedAServer) {
+  const ProcessResult result = Cli({"schedule", DemoPath(), "--tls-ca", "/nonexistent/ca.pem"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.err, StartsWith("INVALID_ARGUMENT: --tls-ca, --tls-cert, --tls-key and "
+                                     "--request-id need --server"));
+}
+
 TEST_F(CliTest, BinaryRequestGivesTheSameAnswerAsJson) {
   v1::ScheduleRequest request;
   ReadSourceMessage("examples/demo.json", &request);
@@ -213,8 +235,8 @@ TEST_F(CliTest, TimingReportsEveryPhaseOnStderr) {
 }
 
 TEST_F(CliTest, GenerateIsDeterministicPerSeed) {
-  const std::vector<std::string> flags = {"generate", "--nodes", "20", "--queues", "6",
-                                          "--depth", "2", "--pods", "80"};
+  const std::vector<std::string> flags = {"generate", "--nodes", "20",     "--queues", "6",
+                                          "--depth",  "2",       "--pods", "80"};
   auto with_seed = [&](const char* seed) {
     std::vector<std::string> args = flags;
     args.insert(args.end(), {"--seed", seed});
@@ -237,8 +259,7 @@ TEST_F(CliTest, GenerateIsDeterministicPerSeed) {
 
 TEST_F(CliTest, GenerateWritesBinaryForPbFiles) {
   const std::string path = TempPath("generated.pb");
-  const ProcessResult result =
-      Cli({"generate", "--size", "S", "--seed", "3", "--out", path});
+  const ProcessResult result = Cli({"generate", "--size", "S", "--seed", "3", "--out", path});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   v1::ScheduleRequest request;
   ASSERT_TRUE(server::ReadMessageFile(path, &request).ok());
@@ -259,8 +280,8 @@ TEST_F(CliTest, KueueTableShowsQuotaColumns) {
   const ProcessResult result = Cli({"schedule", "-"}, generated.out);
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_THAT(result.out, StartsWith("Queues (Kueue fair sharing)\n"));
-  for (const char* column : {"NOMINAL", "BORROWING LIMIT", "LENDING LIMIT", "USAGE",
-                             "WEIGHTED SHARE", "BORROWING\n"}) {
+  for (const char* column :
+       {"NOMINAL", "BORROWING LIMIT", "LENDING LIMIT", "USAGE", "WEIGHTED SHARE", "BORROWING\n"}) {
     EXPECT_THAT(result.out, HasSubstr(column));
   }
   EXPECT_THAT(result.out, HasSubstr("\nAdmissions"));

@@ -7,12 +7,18 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "arbiter/v1/arbiter.pb.h"
+#include "clients/generator/generator.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/dynamic_message.h"
 #include "grpcpp/generic/generic_stub.h"
+#include "server/proto_convert.h"
 #include "server/wire.h"
 
 namespace arbiter::testing {
@@ -60,6 +66,39 @@ bool Await(grpc::CompletionQueue* queue, intptr_t tag) {
 
 }  // namespace
 
+std::string GeneratedScheduleBytes(const std::string& size, bool allocate_only) {
+  const absl::StatusOr<generator::GeneratorOptions> options = generator::SizePreset(size);
+  if (!options.ok()) {
+    std::cerr << "no generator size " << size << ": " << options.status() << "\n";
+    std::abort();
+  }
+  const generator::GeneratedRequest generated = generator::Generate(*options);
+  v1::ScheduleRequest request;
+  *request.mutable_snapshot() = server::ToProto(generated.snapshot);
+  *request.mutable_policy() = server::ToProto(generated.policy);
+  if (allocate_only) {
+    request.mutable_policy()->clear_actions();
+    request.mutable_policy()->add_actions(v1::ACTION_ALLOCATE);
+  }
+  return server::SerializeDeterministic(request);
+}
+
+TempDir::TempDir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string pattern =
+      absl::StrCat(base != nullptr && *base != '\0' ? base : "/tmp", "/arbiter-test-XXXXXX");
+  if (mkdtemp(pattern.data()) == nullptr) {
+    std::cerr << "cannot make a temporary directory from " << pattern << "\n";
+    std::abort();
+  }
+  path_ = pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
 std::string SourcePath(const std::string& relative) {
   return absl::StrCat(ARBITER_SOURCE_DIR, "/", relative);
 }
@@ -73,18 +112,27 @@ void ReadSourceMessage(const std::string& relative, pb::Message* message) {
 }
 
 std::shared_ptr<grpc::Channel> Connect(const std::string& address) {
+  return ConnectWith(address, grpc::InsecureChannelCredentials());
+}
+
+std::shared_ptr<grpc::Channel> ConnectWith(
+    const std::string& address, const std::shared_ptr<grpc::ChannelCredentials>& credentials,
+    const std::string& server_name) {
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(-1);
   arguments.SetMaxSendMessageSize(-1);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), arguments);
+  if (!server_name.empty()) arguments.SetSslTargetNameOverride(server_name);
+  return grpc::CreateCustomChannel(address, credentials, arguments);
 }
 
 RawAnswer CallRaw(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
-                  const std::string& request, absl::Duration timeout) {
+                  const std::string& request, absl::Duration timeout,
+                  const std::map<std::string, std::string>& metadata) {
   grpc::GenericStub stub(channel);
   grpc::ClientContext context;
   context.set_deadline(DeadlineAfter(timeout));
   context.set_wait_for_ready(true);
+  for (const auto& [key, value] : metadata) context.AddMetadata(key, value);
   grpc::CompletionQueue queue;
   const grpc::ByteBuffer request_buffer = ToByteBuffer(request);
   std::unique_ptr<grpc::GenericClientAsyncResponseReader> call =
@@ -97,11 +145,15 @@ RawAnswer CallRaw(const std::shared_ptr<grpc::Channel>& channel, const std::stri
   bool ok = false;
   queue.Next(&tag, &ok);
   if (answer.status.ok()) answer.bytes = FromByteBuffer(response);
+  for (const auto& [key, value] : context.GetServerTrailingMetadata()) {
+    answer.trailers.emplace(std::string(key.data(), key.size()),
+                            std::string(value.data(), value.size()));
+  }
   return answer;
 }
 
-HealthAnswer CheckHealth(const std::shared_ptr<grpc::Channel>& channel,
-                         const std::string& service, absl::Duration timeout) {
+HealthAnswer CheckHealth(const std::shared_ptr<grpc::Channel>& channel, const std::string& service,
+                         absl::Duration timeout) {
   // grpc.health.v1.HealthCheckRequest {string service = 1;}, written by hand: Debian ships no
   // health.proto.
   std::string request;
@@ -149,8 +201,8 @@ absl::StatusOr<std::vector<std::string>> ListServicesByReflection(
   }
   pb::DynamicMessageFactory factory(pool);
   std::unique_ptr<pb::Message> request(factory.GetPrototype(request_type)->New());
-  request->GetReflection()->SetString(request.get(),
-                                      request_type->FindFieldByName("list_services"), "*");
+  request->GetReflection()->SetString(request.get(), request_type->FindFieldByName("list_services"),
+                                      "*");
 
   grpc::GenericStub stub(channel);
   grpc::ClientContext context;
@@ -176,8 +228,7 @@ absl::StatusOr<std::vector<std::string>> ListServicesByReflection(
   if (!response->ParseFromString(FromByteBuffer(response_buffer))) {
     return absl::DataLossError("reflection response does not parse");
   }
-  const pb::FieldDescriptor* list_field =
-      response_type->FindFieldByName("list_services_response");
+  const pb::FieldDescriptor* list_field = response_type->FindFieldByName("list_services_response");
   if (!response->GetReflection()->HasField(*response, list_field)) {
     return absl::NotFoundError(absl::StrCat("no service list in ", response->DebugString()));
   }
@@ -215,7 +266,8 @@ absl::StatusOr<std::string> HttpGet(int port, const std::string& path) {
   while ((n = read(fd, chunk, sizeof(chunk))) > 0) response.append(chunk, static_cast<size_t>(n));
   close(fd);
   const size_t body = response.find("\r\n\r\n");
-  if (response.compare(0, 12, "HTTP/1.1 200") != 0 && response.compare(0, 12, "HTTP/1.0 200") != 0) {
+  if (response.compare(0, 12, "HTTP/1.1 200") != 0 &&
+      response.compare(0, 12, "HTTP/1.0 200") != 0) {
     return absl::UnavailableError(absl::StrCat("unexpected answer: ", response.substr(0, 80)));
   }
   return body == std::string::npos ? "" : response.substr(body + 4);
@@ -223,20 +275,96 @@ absl::StatusOr<std::string> HttpGet(int port, const std::string& path) {
 
 std::unique_ptr<server::ArbiterServer> StartTestServer(bool metrics) {
   server::ServerOptions options;
+  options.metrics_port = metrics ? 0 : -1;
+  return StartTestServer(options);
+}
+
+std::unique_ptr<server::ArbiterServer> StartTestServer(
+    server::ServerOptions options,
+    const std::function<std::shared_ptr<grpc::Channel>(const std::string&)>& connect) {
   options.host = "127.0.0.1";
   options.port = 0;
-  options.metrics_port = metrics ? 0 : -1;
   absl::StatusOr<std::unique_ptr<server::ArbiterServer>> started =
       server::ArbiterServer::Start(options);
   if (!started.ok()) {
     std::cerr << "cannot start arbiter-server: " << started.status() << "\n";
     std::abort();
   }
-  if (!WaitUntilServing(Connect((*started)->address()))) {
-    std::cerr << "arbiter-server on " << (*started)->address() << " never became SERVING\n";
+  const std::string& address = (*started)->address();
+  if (!WaitUntilServing(connect ? connect(address) : Connect(address))) {
+    std::cerr << "arbiter-server on " << address << " never became SERVING\n";
     std::abort();
   }
   return *std::move(started);
+}
+
+server::Logger::Sink LogCapture::Sink() {
+  return [this](std::string_view line) {
+    absl::MutexLock lock(&mutex_);
+    lines_.emplace_back(line);
+  };
+}
+
+std::vector<std::string> LogCapture::Lines() const {
+  absl::MutexLock lock(&mutex_);
+  return lines_;
+}
+
+std::vector<std::string> LogCapture::LinesWith(const std::vector<std::string>& parts) const {
+  std::vector<std::string> found;
+  for (const std::string& line : Lines()) {
+    bool all = true;
+    for (const std::string& part : parts) all = all && line.find(part) != std::string::npos;
+    if (all) found.push_back(line);
+  }
+  return found;
+}
+
+bool PollUntil(const std::function<bool()>& condition, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!condition()) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return true;
+}
+
+std::string LogField(const std::string& line, const std::string& key) {
+  size_t at = line.compare(0, key.size() + 1, key + "=") == 0 ? 0 : std::string::npos;
+  if (at == std::string::npos) {
+    const size_t found = line.find(" " + key + "=");
+    if (found == std::string::npos) return "";
+    at = found + 1;
+  }
+  size_t pos = at + key.size() + 1;
+  std::string value;
+  if (pos < line.size() && line[pos] == '"') {
+    for (++pos; pos < line.size() && line[pos] != '"'; ++pos) {
+      if (line[pos] == '\\' && pos + 1 < line.size()) {
+        const char next = line[++pos];
+        value.push_back(next == 'n' ? '\n' : next == 't' ? '\t' : next == 'r' ? '\r' : next);
+      } else {
+        value.push_back(line[pos]);
+      }
+    }
+    return value;
+  }
+  const size_t end = line.find(' ', pos);
+  return line.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+}
+
+double MetricValue(const std::string& metrics, const std::string& series) {
+  const std::string head = series + " ";
+  size_t at = 0;
+  while (at < metrics.size()) {
+    const size_t end = metrics.find('\n', at);
+    const std::string line =
+        metrics.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    if (line.compare(0, head.size(), head) == 0) return std::stod(line.substr(head.size()));
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  return -1;
 }
 
 }  // namespace arbiter::testing

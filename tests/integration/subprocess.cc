@@ -100,12 +100,19 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string
   return result;
 }
 
-BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv) {
+BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv,
+                                     const std::string& stderr_path) {
   int out[2];
   if (pipe(out) != 0) std::abort();
+  int err = -1;
+  if (!stderr_path.empty()) {
+    err = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (err < 0) std::abort();
+  }
   const std::vector<char*> args = Argv(argv);
   pid_ = fork();
   if (pid_ == 0) {
+    if (err >= 0) dup2(err, 2);
     dup2(out[1], 1);
     close(out[0]);
     close(out[1]);
@@ -113,6 +120,7 @@ BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv) {
     _exit(127);
   }
   close(out[1]);
+  if (err >= 0) close(err);
   stdout_fd_ = out[0];
 }
 
@@ -141,7 +149,16 @@ bool BackgroundProcess::ReadLine(std::string* line) {
 }
 
 int BackgroundProcess::SignalAndWait(int signal_number) {
-  kill(pid_, signal_number);
+  Signal(signal_number);
+  return Wait();
+}
+
+void BackgroundProcess::Signal(int signal_number) {
+  if (pid_ > 0) kill(pid_, signal_number);
+}
+
+int BackgroundProcess::Wait() {
+  if (pid_ <= 0) return -1;
   const int code = WaitFor(pid_);
   pid_ = -1;
   return code;
@@ -152,7 +169,8 @@ std::string BackgroundProcess::ReadRest() {
   buffer_.clear();
   char chunk[4096];
   ssize_t n;
-  while ((n = read(stdout_fd_, chunk, sizeof(chunk))) > 0) rest.append(chunk, static_cast<size_t>(n));
+  while ((n = read(stdout_fd_, chunk, sizeof(chunk))) > 0)
+    rest.append(chunk, static_cast<size_t>(n));
   return rest;
 }
 

@@ -21,8 +21,10 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, const std::string
 // A program left running in the background with its standard output readable line by line.
 class BackgroundProcess {
  public:
-  // Starts `argv`; its stderr is inherited, its stdout is a pipe read by ReadLine.
-  explicit BackgroundProcess(const std::vector<std::string>& argv);
+  // Starts `argv`; its stdout is a pipe read by ReadLine; its stderr is inherited, or written to
+  // the file `stderr_path` (created or truncated) when that is not empty.
+  explicit BackgroundProcess(const std::vector<std::string>& argv,
+                             const std::string& stderr_path = "");
   // Kills the process (SIGKILL) if it is still running.
   ~BackgroundProcess();
 
@@ -33,6 +35,10 @@ class BackgroundProcess {
   bool ReadLine(std::string* line);
   // Sends `signal_number` and returns the exit code as ProcessResult does.
   int SignalAndWait(int signal_number);
+  // Sends `signal_number` without waiting.
+  void Signal(int signal_number);
+  // Waits for the process to exit and returns the exit code as ProcessResult does.
+  int Wait();
   // Everything left on its stdout (call after it exited).
   std::string ReadRest();
 
