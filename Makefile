@@ -14,11 +14,23 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
+# Every test: the Go modules (vet, go test -race, the cross-language end-to-end test against the
+# server just built), then every C++ test through ctest.
 test: build
+	bash clients/go/hack/test.sh $(BUILD)/bin/arbiter-server
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600
 
 demo: build
 	@bash examples/demo.sh $(BUILD)/bin
+
+# Google Benchmark harnesses in a Release build (figures go to docs/benchmarks.md).
+RELEASE_BUILD ?= build-release
+bench: deps
+	cmake -S . -B $(RELEASE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON >/dev/null
+	cmake --build $(RELEASE_BUILD) -j $(JOBS) --target fair_share_bench schedule_bench kueue_bench
+	$(RELEASE_BUILD)/bin/fair_share_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+	$(RELEASE_BUILD)/bin/schedule_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+	$(RELEASE_BUILD)/bin/kueue_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 
 clean:
 	rm -rf $(BUILD)
