@@ -46,6 +46,7 @@ void Consolidate(Session& session) {
     }
     return std::nullopt;
   };
+  action.shared_eligible = [](int) { return true; };  // any queue; P itself has no RUNNING pod
   action.options = [max_preemptees](int) {
     SolverOptions options;
     options.reason = EvictionReason::kConsolidation;

@@ -1,11 +1,14 @@
 #include "core/kai/eviction_action.h"
 
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/kai/pending_reasons.h"
 #include "core/kai/placement.h"
 #include "core/kai/queue_order.h"
 #include "core/kai/quota_check.h"
+#include "core/kai/victims.h"
 
 namespace arbiter::kai {
 
@@ -31,6 +34,7 @@ void RunEvictionAction(Session& session, const EvictionAction& action) {
   }
   order.AddAll(groups);
   std::vector<int> victims;
+  std::unique_ptr<VictimOrder> shared;  // built lazily, dropped when the state changes
   for (int group = order.Next(); group >= 0; group = order.Next()) {
     const Unit unit = order.unit(group);
     if (std::optional<std::string> skip = action.precheck(group, unit)) {
@@ -38,10 +42,19 @@ void RunEvictionAction(Session& session, const EvictionAction& action) {
       order.Update(group, /*keep=*/false);
       continue;
     }
-    Solver solver(session, order.chain(), action.options(group));
+    SolverOptions options = action.options(group);
+    if (action.shared_eligible) {
+      if (shared == nullptr) {
+        shared = std::make_unique<VictimOrder>(session, order.chain(), action.shared_eligible,
+                                               std::vector<EvictionUnit>{});
+      }
+      options.shared_order = shared.get();
+    }
+    Solver solver(session, order.chain(), std::move(options));
     victims.clear();
     const Solver::Outcome outcome = solver.Solve(group, unit, &victims);
     if (outcome == Solver::Outcome::kPlaced) {
+      shared.reset();
       order.Update(group, /*keep=*/true);
       for (int victim : victims) order.Update(victim, /*keep=*/false);
       continue;

@@ -22,6 +22,9 @@ struct EvictionAction {
   std::function<std::optional<std::string>(int group, const Unit& unit)> precheck;
   // The solver's options for one preemptor.
   std::function<SolverOptions(int group)> options;
+  // When set, the victims' eligibility does not depend on the preemptor: one victim order is
+  // built per state and shared by the candidates (rebuilt after every placed unit).
+  std::function<bool(int group)> shared_eligible;
 };
 
 // Runs the action until no candidate is left. A candidate whose unit is placed competes again

@@ -184,6 +184,21 @@ void Reclaim(Session& session) {
     };
     return options;
   };
+  // Without any reclaim min-runtime, a victim's eligibility depends on the reclaimer only
+  // through its leaf, so one order can be shared with that leaf excluded per reclaimer.
+  bool any_min_runtime = false;
+  for (const Queue& queue : session.cluster().snapshot().queues) {
+    any_min_runtime = any_min_runtime || queue.reclaim_min_runtime.has_value();
+  }
+  if (!any_min_runtime) {
+    action.shared_eligible = [](int) { return true; };
+    auto options = action.options;
+    action.options = [options, &cluster](int group) {
+      SolverOptions solver_options = options(group);
+      solver_options.exclude_leaf = cluster.group(group).queue;
+      return solver_options;
+    };
+  }
   RunEvictionAction(session, action);
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <utility>
 
 #include "core/kai/placement.h"
@@ -362,7 +363,20 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
       }
       if (!any) return Outcome::kFailed;
     }
-    VictimOrder order(session_, chain_, eligible, chosen);
+    std::unique_ptr<VictimOrder> own;
+    VictimOrder* order = options_.shared_order;
+    if (order == nullptr || !chosen.empty() || state.running(group) > 0) {
+      own = std::make_unique<VictimOrder>(session_, chain_, eligible, chosen);
+      order = own.get();
+    }
+    struct ResetOnExit {
+      VictimOrder* order;
+      bool shared;
+      ~ResetOnExit() {
+        if (shared) order->Reset();
+      }
+    } reset{order, own == nullptr};
+    if (own == nullptr && options_.exclude_leaf >= 0) order->ExcludeLeaf(options_.exclude_leaf);
     std::vector<EvictionUnit> drawn;
     std::map<int, std::vector<int>> drawn_on_node;  // node -> indices into drawn, draw order
     std::vector<bool> group_seen(cluster.num_groups(), false);
@@ -377,7 +391,7 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
     EvictionUnit next;
     std::vector<int> nodes;
     std::vector<const EvictionUnit*> fresh;
-    while (!found && order.Next(&next)) {
+    while (!found && order->Next(&next)) {
       if (!group_seen[next.group]) {
         if (options_.max_victim_groups >= 0 && groups_seen >= options_.max_victim_groups) break;
         group_seen[next.group] = true;

@@ -40,6 +40,11 @@ struct SolverOptions {
   EvictionReason reason = EvictionReason::kUnspecified;  // default reason of evicted victims
   bool replace_victims = true;       // re-place victims where they fit (moves)
   int max_victim_groups = -1;        // -1: no cap (CONSOLIDATE's max_consolidation_preemptees)
+  // A victim order the solver may use for a preemptor with no RUNNING pod when nothing is drawn
+  // yet (it must have been built with eligibility independent of the preemptor, on the current
+  // state); the solver resets it after use. Null: build a fresh order every time.
+  VictimOrder* shared_order = nullptr;
+  int exclude_leaf = -1;  // with shared_order: the leaf whose groups are not victims
   std::function<bool(int group)> eligible;  // the action's victim filter
   // Whether a victim group is protected by min-runtime (on the state before the try); null for
   // none. A protected group evicted in a try must keep at least g active pods (§4.7).

@@ -1,5 +1,6 @@
 #include "core/kai/victims.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace arbiter::kai {
@@ -179,6 +180,7 @@ bool VictimOrder::Next(EvictionUnit* unit) {
   if (root < 0) return false;
   const int group = best_[root];
   *unit = units_[group];
+  touched_.push_back(group);
   for (int pod : unit->pods) {
     pod_drawn_[pod] = true;
     ++drawn_pods_[group];
@@ -190,6 +192,41 @@ bool VictimOrder::Next(EvictionUnit* unit) {
   RekeyJob(group);
   for (int q = cluster.group(group).queue; q >= 0; q = tree.parent(q)) Rekey(q);
   return true;
+}
+
+void VictimOrder::ExcludeLeaf(int leaf) {
+  const QueueTree& tree = session_.cluster().tree();
+  for (const JobEntry& entry : jobs_[leaf]) excluded_.push_back(entry.key.group);
+  for (int group : excluded_) {
+    if (!eligible_[group]) continue;
+    eligible_[group] = false;
+    RekeyJob(group);
+  }
+  for (int q = leaf; q >= 0; q = tree.parent(q)) Rekey(q);
+}
+
+void VictimOrder::Reset() {
+  const Cluster& cluster = session_.cluster();
+  const QueueTree& tree = cluster.tree();
+  for (int group : touched_) {
+    const ClusterGroup& info = cluster.group(group);
+    for (int p = info.first_pod; p < info.first_pod + info.pod_count; ++p) pod_drawn_[p] = false;
+    drawn_pods_[group] = 0;
+    for (int q = info.queue; q >= 0; q = tree.parent(q)) {
+      std::fill(&drawn_[q * r_], &drawn_[q * r_] + r_, 0.0);
+    }
+  }
+  for (int group : touched_) {
+    RekeyJob(group);
+    for (int q = cluster.group(group).queue; q >= 0; q = tree.parent(q)) Rekey(q);
+  }
+  touched_.clear();
+  for (int group : excluded_) {
+    eligible_[group] = true;
+    RekeyJob(group);
+    for (int q = cluster.group(group).queue; q >= 0; q = tree.parent(q)) Rekey(q);
+  }
+  excluded_.clear();
 }
 
 }  // namespace arbiter::kai

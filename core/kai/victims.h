@@ -48,6 +48,12 @@ class VictimOrder {
 
   // The next eviction unit, or false when no victim is left.
   bool Next(EvictionUnit* unit);
+  // Takes every group of `leaf` out of the order until Reset.
+  void ExcludeLeaf(int leaf);
+  // Undoes every draw and exclusion, back to the order as constructed. Only for an order
+  // constructed with no pods drawn already, on a state that has not changed since.
+  // O(changes · depth · log n).
+  void Reset();
 
  private:
   // Leaf entries: begin() is the job that gives first (reversed job order).
@@ -93,6 +99,8 @@ class VictimOrder {
   std::vector<bool> queue_listed_;
   std::vector<ChildSet::iterator> queue_it_;
   std::vector<double> scratch_;
+  std::vector<int> touched_;   // groups drawn from since construction
+  std::vector<int> excluded_;  // groups taken out by ExcludeLeaf
 };
 
 }  // namespace arbiter::kai
