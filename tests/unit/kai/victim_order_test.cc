@@ -1,0 +1,96 @@
+// Victim order and eviction units (SEMANTICS.md §4.7): drawn with every §4.3 comparison reversed,
+// reversed job order in a leaf, elastic groups shrinking one pod at a time down to g.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "core/kai/kai_fair_share.h"
+#include "core/kai/queue_order.h"
+#include "core/kai/session.h"
+#include "core/kai/victims.h"
+#include "core/validation.h"
+#include "tests/support/snapshot_builder.h"
+
+namespace arbiter::kai {
+namespace {
+
+using ::arbiter::testing::SnapshotBuilder;
+using ::testing::ElementsAre;
+
+// Every draw as "pod+pod", until no victim is left.
+std::vector<std::string> Draws(const Snapshot& snapshot) {
+  Policy policy;
+  EXPECT_TRUE(ValidateRequest(snapshot, policy, RequestKind::kSchedule).ok());
+  KaiFairShare shares = ComputeKaiFairShare(snapshot, policy);
+  Session session(snapshot, policy, shares);
+  QueueChain chain(shares);
+  VictimOrder order(session, chain, [](int) { return true; }, {});
+  std::vector<std::string> draws;
+  EvictionUnit unit;
+  while (order.Next(&unit)) {
+    std::vector<std::string> pods;
+    for (int pod : unit.pods) pods.push_back(session.cluster().pod_name(pod));
+    draws.push_back(absl::StrJoin(pods, "+"));
+  }
+  return draws;
+}
+
+TEST(VictimOrder, QueueServedLastGivesFirst) {
+  // team-b is over its fair share (it holds 6 of a total 8 with equal deserved), so it would be
+  // served last and gives first; then the order follows the remaining allocations.
+  Snapshot s = SnapshotBuilder()
+                   .Node("n1", {{"cpu", 8}})
+                   .Queue("team-a").Deserved({{"cpu", 4}})
+                   .Queue("team-b").Deserved({{"cpu", 4}})
+                   .Group("a", "team-a").RunningPods(2, {{"cpu", 1}}, "n1")
+                   .Group("b", "team-b").RunningPods(6, {{"cpu", 1}}, "n1")
+                   .Build();
+  std::vector<std::string> draws = Draws(s);
+  // b shrinks one pod at a time down to g = 1 and then gives its last pod; a likewise.
+  ASSERT_EQ(draws.size(), 8u);
+  EXPECT_EQ(draws[0], "b-5");
+  EXPECT_EQ(draws[1], "b-4");
+}
+
+TEST(VictimOrder, ReversedJobOrderInALeaf) {
+  // Lower priority first; then > g before = g; then newer; then the larger name.
+  Snapshot s = SnapshotBuilder()
+                   .Node("n1", {{"cpu", 100}})
+                   .Queue("team")
+                   .Group("high", "team").Priority(5).MinMember(1).RunningPods(1, {{"cpu", 1}}, "n1")
+                   .Group("at-gang", "team").MinMember(1).RunningPods(1, {{"cpu", 1}}, "n1")
+                   .Group("above-gang", "team").MinMember(1).RunningPods(2, {{"cpu", 1}}, "n1")
+                   .Group("new", "team").Created(9).MinMember(1).RunningPods(1, {{"cpu", 1}}, "n1")
+                   .Group("z-name", "team").MinMember(1).RunningPods(1, {{"cpu", 1}}, "n1")
+                   .Build();
+  // above-gang (> g) gives its last pod and drops to = g; then among = g: newest first ("new"),
+  // then larger names ("z-name", "at-gang", "above-gang"); "high" (priority 5) last.
+  EXPECT_THAT(Draws(s), ElementsAre("above-gang-1", "new-0", "z-name-0", "at-gang-0",
+                                    "above-gang-0", "high-0"));
+}
+
+TEST(VictimOrder, ElasticGroupShrinksToGangThenGivesTheWholeGang) {
+  Snapshot s = SnapshotBuilder()
+                   .Node("n1", {{"cpu", 100}})
+                   .Queue("team")
+                   .Group("elastic", "team").MinMember(2).RunningPods(4, {{"cpu", 1}}, "n1")
+                   .Build();
+  EXPECT_THAT(Draws(s), ElementsAre("elastic-3", "elastic-2", "elastic-0+elastic-1"));
+}
+
+TEST(VictimOrder, NonPreemptibleGroupsAreNeverDrawn) {
+  Snapshot s = SnapshotBuilder()
+                   .Node("n1", {{"cpu", 100}})
+                   .Queue("team")
+                   .Group("np", "team").Priority(100).RunningPods(1, {{"cpu", 1}}, "n1")
+                   .Group("p", "team").Priority(99).RunningPods(1, {{"cpu", 1}}, "n1")
+                   .Build();
+  EXPECT_THAT(Draws(s), ElementsAre("p-0"));
+}
+
+}  // namespace
+}  // namespace arbiter::kai
