@@ -1,6 +1,7 @@
 #include "core/kai/reclaim.h"
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -184,21 +185,49 @@ void Reclaim(Session& session) {
     };
     return options;
   };
-  // Without any reclaim min-runtime, a victim's eligibility depends on the reclaimer only
-  // through its leaf, so one order can be shared with that leaf excluded per reclaimer.
-  bool any_min_runtime = false;
-  for (const Queue& queue : session.cluster().snapshot().queues) {
-    any_min_runtime = any_min_runtime || queue.reclaim_min_runtime.has_value();
+  // A victim's eligibility depends on the reclaimer only through its leaf and, for groups a
+  // reclaim min-runtime may protect, through the min-runtime resolved from both leaves. So one
+  // order over every victim is shared, and each reclaimer takes out its own leaf and the groups
+  // protected from it (non-elastic groups with a start time under some reclaim min-runtime).
+  const QueueTree& tree = cluster.tree();
+  std::vector<bool> under_min_runtime(tree.size(), false);
+  for (int q : tree.top_down()) {
+    under_min_runtime[q] = tree.queue(q).reclaim_min_runtime.has_value() ||
+                           (tree.parent(q) >= 0 && under_min_runtime[tree.parent(q)]);
   }
-  if (!any_min_runtime) {
-    action.shared_eligible = [](int) { return true; };
-    auto options = action.options;
-    action.options = [options, &cluster](int group) {
-      SolverOptions solver_options = options(group);
-      solver_options.exclude_leaf = cluster.group(group).queue;
-      return solver_options;
+  // Groups a reclaim min-runtime could protect: some RUNNING pod with a start time, under a
+  // queue that sets one. Whether they are protected from a reclaimer is checked per reclaimer.
+  auto protectable = std::make_shared<std::vector<int>>();
+  for (int g = 0; g < cluster.num_groups(); ++g) {
+    const ClusterGroup& info = cluster.group(g);
+    if (!info.preemptible || !under_min_runtime[info.queue]) continue;
+    for (int p = info.first_pod; p < info.first_pod + info.pod_count; ++p) {
+      if (cluster.pod(p).phase == PodPhase::kRunning && cluster.pod(p).pod->start_time) {
+        protectable->push_back(g);
+        break;
+      }
+    }
+  }
+  action.shared_eligible = [](int) { return true; };
+  auto options = action.options;
+  action.options = [options, &session, &cluster, protectable](int group) {
+    SolverOptions solver_options = options(group);
+    const int leaf = cluster.group(group).queue;
+    solver_options.prepare_shared_order = [&session, &cluster, protectable, leaf](
+                                              VictimOrder& order) {
+      order.ExcludeLeaf(leaf);
+      const WorkingState& state = session.state();
+      for (int g : *protectable) {
+        const ClusterGroup& info = cluster.group(g);
+        if (info.queue == leaf || state.running(g) == 0) continue;
+        if (state.active(g) > info.gang) continue;  // elastic: may shrink to g (§4.7)
+        if (Protected(session, g, ReclaimMinRuntime(session, leaf, info.queue))) {
+          order.ExcludeGroup(g);
+        }
+      }
     };
-  }
+    return solver_options;
+  };
   RunEvictionAction(session, action);
 }
 

@@ -376,7 +376,7 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
         if (shared) order->Reset();
       }
     } reset{order, own == nullptr};
-    if (own == nullptr && options_.exclude_leaf >= 0) order->ExcludeLeaf(options_.exclude_leaf);
+    if (own == nullptr && options_.prepare_shared_order) options_.prepare_shared_order(*order);
     std::vector<EvictionUnit> drawn;
     std::map<int, std::vector<int>> drawn_on_node;  // node -> indices into drawn, draw order
     std::vector<bool> group_seen(cluster.num_groups(), false);

@@ -44,7 +44,8 @@ struct SolverOptions {
   // yet (it must have been built with eligibility independent of the preemptor, on the current
   // state); the solver resets it after use. Null: build a fresh order every time.
   VictimOrder* shared_order = nullptr;
-  int exclude_leaf = -1;  // with shared_order: the leaf whose groups are not victims
+  // With shared_order: takes this preemptor's ineligible victims out of it before drawing.
+  std::function<void(VictimOrder& order)> prepare_shared_order;
   std::function<bool(int group)> eligible;  // the action's victim filter
   // Whether a victim group is protected by min-runtime (on the state before the try); null for
   // none. A protected group evicted in a try must keep at least g active pods (§4.7).

@@ -196,13 +196,23 @@ bool VictimOrder::Next(EvictionUnit* unit) {
 
 void VictimOrder::ExcludeLeaf(int leaf) {
   const QueueTree& tree = session_.cluster().tree();
-  for (const JobEntry& entry : jobs_[leaf]) excluded_.push_back(entry.key.group);
-  for (int group : excluded_) {
-    if (!eligible_[group]) continue;
+  std::vector<int> groups;
+  for (const JobEntry& entry : jobs_[leaf]) groups.push_back(entry.key.group);
+  for (int group : groups) {
     eligible_[group] = false;
+    excluded_.push_back(group);
     RekeyJob(group);
   }
   for (int q = leaf; q >= 0; q = tree.parent(q)) Rekey(q);
+}
+
+void VictimOrder::ExcludeGroup(int group) {
+  if (!eligible_[group]) return;
+  const QueueTree& tree = session_.cluster().tree();
+  eligible_[group] = false;
+  excluded_.push_back(group);
+  RekeyJob(group);
+  for (int q = session_.cluster().group(group).queue; q >= 0; q = tree.parent(q)) Rekey(q);
 }
 
 void VictimOrder::Reset() {

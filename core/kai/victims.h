@@ -50,6 +50,8 @@ class VictimOrder {
   bool Next(EvictionUnit* unit);
   // Takes every group of `leaf` out of the order until Reset.
   void ExcludeLeaf(int leaf);
+  // Takes one group out of the order until Reset.
+  void ExcludeGroup(int group);
   // Undoes every draw and exclusion, back to the order as constructed. Only for an order
   // constructed with no pods drawn already, on a state that has not changed since.
   // O(changes · depth · log n).
