@@ -242,6 +242,35 @@ TEST(Reclaim, LastVictimMayTakeTheQueueBelowItsShare) {
               ElementsAre("borrower-0@n1 QUOTA_RECLAIM for job"));
 }
 
+// §6: a failed eviction action with no earlier reason records the placement reason it ended on.
+TEST(Reclaim, FailureWithoutEarlierReasonRecordsThePlacementReason) {
+  Snapshot s = SnapshotBuilder()
+                   .Node("n1", Gpu(8))
+                   .Queue("team-a").Deserved(Gpu(4))
+                   .Queue("team-b").Deserved(Gpu(4))
+                   .Group("borrower", "team-b").Preemptible(Preemptibility::kNonPreemptible)
+                   .RunningPods(4, Gpu(2), "n1")
+                   .Group("job", "team-a").Pods(1, Gpu(2))
+                   .Build();
+  ScheduleResult result = RunCycle(s, Actions({Action::kReclaim}));
+  EXPECT_THAT(Pending(result), ElementsAre("job:insufficient-resources"));
+  EXPECT_EQ(PendingMessage(result, "job"),
+            "pod job-0 needs 2 nvidia.com/gpu on one node; the largest free is 0 (node n1)");
+}
+
+// §4.1: a unit that fits without victims is ALLOCATE's job; without ALLOCATE it stays pending.
+TEST(Reclaim, UnitThatNeedsNoVictimIsLeftToAllocate) {
+  Snapshot s = SnapshotBuilder()
+                   .Node("n1", Gpu(8))
+                   .Queue("team-a").Deserved(Gpu(4))
+                   .Group("job", "team-a").Pods(1, Gpu(2))
+                   .Build();
+  ScheduleResult result = RunCycle(s, Actions({Action::kReclaim, Action::kPreempt,
+                                               Action::kConsolidate}));
+  EXPECT_THAT(result.bindings, IsEmpty());
+  EXPECT_THAT(Pending(result), ElementsAre("job:not-attempted"));
+}
+
 // ---- PREEMPT ----
 
 TEST(Preempt, HigherPriorityJobEvictsLowerPriorityInTheSameQueue) {
