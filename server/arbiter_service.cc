@@ -11,10 +11,10 @@
 #include "core/api/arbiter.h"
 #include "google/protobuf/arena.h"
 #include "google/protobuf/io/coded_stream.h"
-#include "grpcpp/support/proto_buffer_reader.h"
 #include "grpcpp/support/proto_buffer_writer.h"
 #include "server/grpc_status.h"
 #include "server/proto_convert.h"
+#include "server/request_decoder.h"
 #include "server/request_id.h"
 
 namespace arbiter::server {
@@ -75,14 +75,18 @@ absl::Status ExplainCancellation(const absl::Status& status, grpc::CallbackServe
   return status;
 }
 
-template <typename Request>
-absl::Status ParseRequest(const grpc::ByteBuffer& bytes, Request* request) {
-  grpc::ByteBuffer copy(bytes);  // shares the slices; the reader needs a mutable buffer
-  grpc::ProtoBufferReader reader(&copy);
-  if (!reader.status().ok() || !request->ParseFromZeroCopyStream(&reader)) {
-    return absl::InvalidArgumentError(absl::StrCat("request: not a valid binary ",
-                                                   Request::descriptor()->full_name(), " (",
-                                                   bytes.Length(), " bytes)"));
+// Decodes the request's bytes into the core's model (server/request_decoder.h).
+absl::Status DecodeRequestBytes(const grpc::ByteBuffer& bytes, std::string_view type_name,
+                                Snapshot* snapshot, Policy* policy) {
+  // The bytes in one piece: gRPC's own slice when it delivered one, a copy otherwise.
+  grpc::Slice flat;
+  const bool whole = bytes.TrySingleSlice(&flat).ok() || bytes.DumpToSingleSlice(&flat).ok() ||
+                     bytes.Length() == 0;
+  const std::string_view view(reinterpret_cast<const char*>(flat.begin()), flat.size());
+  if (!whole || !DecodeRequest(view, snapshot, policy)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "request: not a valid binary ", absl::string_view(type_name.data(), type_name.size()), " (",
+        bytes.Length(), " bytes)"));
   }
   return absl::OkStatus();
 }
@@ -185,20 +189,16 @@ class Workspace {
                    const RequestLimits& limits, const PhaseObserver& observer,
                    Clock::time_point start, CallRecord* record, grpc::ByteBuffer* out) {
     PhaseClock clock(start, record, observer);
-    if (absl::Status wanted = CheckStillWanted(context, "parse"); !wanted.ok()) return wanted;
-    auto* request = google::protobuf::Arena::CreateMessage<typename Method::Request>(&arena_);
-    if (absl::Status parsed = ParseRequest(bytes, request); !parsed.ok()) return parsed;
-    record->size = SizeOf(request->snapshot());
+    if (absl::Status wanted = CheckStillWanted(context, "decode"); !wanted.ok()) return wanted;
+    if (absl::Status decoded = DecodeRequestBytes(bytes, Method::Request::descriptor()->full_name(),
+                                                  &snapshot_, &policy_);
+        !decoded.ok()) {
+      return decoded;
+    }
+    record->size = SizeOf(snapshot_);
     record->parsed = true;
     if (absl::Status within = CheckLimits(record->size, limits); !within.ok()) return within;
-    clock.Mark("parse");
-
-    if (absl::Status wanted = CheckStillWanted(context, "from_proto"); !wanted.ok()) {
-      return wanted;
-    }
-    snapshot_ = FromProto(request->snapshot());
-    policy_ = FromProto(request->policy());
-    clock.Mark("from_proto");
+    clock.Mark("decode");
 
     CycleHooks hooks;
     hooks.cancelled = [context] { return StoppedByCaller(context); };
@@ -208,7 +208,7 @@ class Workspace {
 
     if (absl::Status wanted = CheckStillWanted(context, "to_proto"); !wanted.ok()) return wanted;
     auto* response = google::protobuf::Arena::CreateMessage<typename Method::Response>(&arena_);
-    *response = ToProto(**result_);
+    MoveToProto(*std::move(*result_), response);
     CountDecisions(*response, &record->decisions);
     clock.Mark("to_proto");
 
@@ -219,7 +219,7 @@ class Workspace {
   }
 
  private:
-  google::protobuf::Arena arena_;  // the request and the response
+  google::protobuf::Arena arena_;  // the response
   Snapshot snapshot_;
   Policy policy_;
   std::optional<absl::StatusOr<typename Method::Result>> result_;

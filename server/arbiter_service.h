@@ -2,8 +2,8 @@
 //
 // Each call is received as raw bytes and handed whole to a WorkerPool; gRPC's own threads only
 // hand calls over. The worker, in phases (each timed for the metrics and the log):
-//   parse       the bytes into the request message, on an arena; then the size limits;
-//   from_proto  the request into the core's model (server/proto_convert.h);
+//   decode      the bytes straight into the core's model (server/request_decoder.h); then the
+//               size limits;
 //   ...         the core's phases (CycleHooks::phase_done: validate, fair_share, ...);
 //   to_proto    the core's answer into the response message;
 //   serialize   protobuf's deterministic serialisation (map entries in key order, SEMANTICS.md

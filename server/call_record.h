@@ -41,7 +41,7 @@ struct CallRecord {
   SnapshotSize size;
   DecisionCounts decisions;  // empty unless the call succeeded
   // Consecutive phases in order, each measured from the end of the one before: the server's
-  // "parse", "from_proto", the core's phases (CycleHooks::phase_done), "to_proto", "serialize".
+  // "decode", the core's phases (CycleHooks::phase_done), "to_proto", "serialize".
   std::vector<std::pair<std::string, double>> phase_seconds;
   absl::Status status;
   double seconds = 0;  // from receiving the call to answering it

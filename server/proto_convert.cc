@@ -216,6 +216,18 @@ void ToProto(const QueueShare& share, v1::QueueShare* proto) {
   proto->set_borrowing(share.borrowing);
 }
 
+void MoveToProto(QueueShare&& share, v1::QueueShare* proto) {
+  proto->set_queue(std::move(share.queue));
+  ToProtoMap(share.deserved, proto->mutable_deserved());
+  ToProtoMap(share.fair_share, proto->mutable_fair_share());
+  ToProtoMap(share.allocated, proto->mutable_allocated());
+  ToProtoMap(share.requested, proto->mutable_requested());
+  proto->set_saturation(Canonical(share.saturation));
+  proto->set_weighted_share(Canonical(share.weighted_share));
+  proto->set_dominant_resource(std::move(share.dominant_resource));
+  proto->set_borrowing(share.borrowing);
+}
+
 QueueShare FromProto(const v1::QueueShare& proto) {
   QueueShare share;
   share.queue = proto.queue();
@@ -234,6 +246,12 @@ void ToProtoShares(const std::vector<QueueShare>& shares,
                    pb::RepeatedPtrField<v1::QueueShare>* proto) {
   proto->Reserve(static_cast<int>(shares.size()));
   for (const QueueShare& share : shares) ToProto(share, proto->Add());
+}
+
+void MoveToProtoShares(std::vector<QueueShare>&& shares,
+                       pb::RepeatedPtrField<v1::QueueShare>* proto) {
+  proto->Reserve(static_cast<int>(shares.size()));
+  for (QueueShare& share : shares) MoveToProto(std::move(share), proto->Add());
 }
 
 std::vector<QueueShare> FromProtoShares(const pb::RepeatedPtrField<v1::QueueShare>& proto) {
@@ -366,6 +384,46 @@ v1::ScheduleResponse ToProto(const ScheduleResult& result) {
     out->set_message(pending.message);
   }
   return proto;
+}
+
+void MoveToProto(FairShareResult&& result, v1::FairShareResponse* proto) {
+  MoveToProtoShares(std::move(result.queues), proto->mutable_queues());
+}
+
+void MoveToProto(ScheduleResult&& result, v1::ScheduleResponse* proto) {
+  MoveToProtoShares(std::move(result.queues), proto->mutable_queues());
+  proto->mutable_bindings()->Reserve(static_cast<int>(result.bindings.size()));
+  for (Binding& binding : result.bindings) {
+    v1::Binding* out = proto->add_bindings();
+    out->set_pod_group(std::move(binding.pod_group));
+    out->set_pod(std::move(binding.pod));
+    out->set_node(std::move(binding.node));
+    out->set_after_evictions(binding.after_evictions);
+  }
+  proto->mutable_evictions()->Reserve(static_cast<int>(result.evictions.size()));
+  for (Eviction& eviction : result.evictions) {
+    v1::Eviction* out = proto->add_evictions();
+    out->set_pod_group(std::move(eviction.pod_group));
+    out->set_pod(std::move(eviction.pod));
+    out->set_node(std::move(eviction.node));
+    out->set_reason(ProtoRawEnum<v1::EvictionReason>(eviction.reason));
+    out->set_preemptor_pod_group(std::move(eviction.preemptor_pod_group));
+    out->set_message(std::move(eviction.message));
+  }
+  proto->mutable_admissions()->Reserve(static_cast<int>(result.admissions.size()));
+  for (Admission& admission : result.admissions) {
+    v1::Admission* out = proto->add_admissions();
+    out->set_pod_group(std::move(admission.pod_group));
+    out->set_queue(std::move(admission.queue));
+    out->set_after_evictions(admission.after_evictions);
+  }
+  proto->mutable_pending()->Reserve(static_cast<int>(result.pending.size()));
+  for (PendingPodGroup& pending : result.pending) {
+    v1::PendingPodGroup* out = proto->add_pending();
+    out->set_pod_group(std::move(pending.pod_group));
+    out->set_reason(std::move(pending.reason));
+    out->set_message(std::move(pending.message));
+  }
 }
 
 FairShareResult FromProto(const v1::FairShareResponse& proto) {

@@ -33,6 +33,12 @@ v1::Policy ToProto(const Policy& policy);
 v1::FairShareResponse ToProto(const FairShareResult& result);
 v1::ScheduleResponse ToProto(const ScheduleResult& result);
 
+// The same answers written into `proto` (which may live on an arena and must be empty), moving
+// the strings out of `result` instead of copying them: the server's path, which drops the result
+// once it is converted.
+void MoveToProto(FairShareResult&& result, v1::FairShareResponse* proto);
+void MoveToProto(ScheduleResult&& result, v1::ScheduleResponse* proto);
+
 // ---- Answers: proto -> core (clients and tests that read a response back) ----
 
 FairShareResult FromProto(const v1::FairShareResponse& proto);

@@ -13,6 +13,17 @@ SnapshotSize SizeOf(const v1::Snapshot& snapshot) {
   return size;
 }
 
+SnapshotSize SizeOf(const Snapshot& snapshot) {
+  SnapshotSize size;
+  size.nodes = static_cast<int64_t>(snapshot.nodes.size());
+  size.queues = static_cast<int64_t>(snapshot.queues.size());
+  size.pod_groups = static_cast<int64_t>(snapshot.pod_groups.size());
+  for (const PodGroup& group : snapshot.pod_groups) {
+    size.pods += static_cast<int64_t>(group.pods.size());
+  }
+  return size;
+}
+
 absl::Status CheckLimits(const SnapshotSize& size, const RequestLimits& limits) {
   if (size.nodes > limits.max_nodes) {
     return absl::ResourceExhaustedError(absl::StrCat("snapshot.nodes: ", size.nodes,

@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "arbiter/v1/arbiter.pb.h"
+#include "core/model.h"
 #include "server/call_record.h"
 
 namespace arbiter::server {
@@ -16,6 +17,7 @@ struct RequestLimits {
 
 // Counts the snapshot's nodes, pods, queues and pod groups. O(pod groups).
 SnapshotSize SizeOf(const v1::Snapshot& snapshot);
+SnapshotSize SizeOf(const Snapshot& snapshot);
 
 // ResourceExhausted when `size` is over a limit, naming the field, the count, the limit and the
 // flag, e.g. "snapshot.nodes: 25000 nodes; this server accepts at most 20000 (--max-nodes)".

@@ -7,9 +7,8 @@
 //                                                       nodes | pods | queues | pod_groups
 //   arbiter_decisions_total{kind,reason}                counter; kind is bind | evict | pending |
 //                                                       admit, reason a fixed short code
-//   arbiter_cycle_phase_duration_seconds{phase}         histogram, 10 µs .. 10 s: parse,
-//                                                       from_proto, the core's phases, to_proto,
-//                                                       serialize
+//   arbiter_cycle_phase_duration_seconds{phase}         histogram, 10 µs .. 10 s: decode, the
+//                                                       core's phases, to_proto, serialize
 //   arbiter_internal_errors_total                       counter: calls that ended in UNKNOWN,
 //                                                       INTERNAL, UNIMPLEMENTED or DATA_LOSS
 //

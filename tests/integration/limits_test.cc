@@ -167,14 +167,15 @@ class Deadlines : public ::testing::Test {
   std::shared_ptr<grpc::Channel> channel_;
 };
 
-// The deadline passes while the server parses: it stops before converting the request.
-TEST_F(Deadlines, DeadlinePassedDuringParseStopsBeforeTheNextPhase) {
-  Start(/*gate_after=*/"parse");
-  const RawAnswer answer = HeldCall("held-after-parse", absl::Milliseconds(500));
+// The deadline passes while the server decodes the request: it stops before validating it.
+TEST_F(Deadlines, DeadlinePassedDuringDecodeStopsBeforeTheNextPhase) {
+  Start(/*gate_after=*/"decode");
+  const RawAnswer answer = HeldCall("held-after-decode", absl::Milliseconds(500));
   EXPECT_EQ(answer.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
-  const std::string line = CallLine("held-after-parse");
+  const std::string line = CallLine("held-after-decode");
   EXPECT_EQ(LogField(line, "code"), "DEADLINE_EXCEEDED") << line;
-  EXPECT_THAT(LogField(line, "error"), HasSubstr("deadline passed before phase from_proto"));
+  EXPECT_THAT(LogField(line, "error"),
+              HasSubstr("deadline passed: cancelled before phase validate"));
 }
 
 // The deadline passes during the core's fair-share phase: the core's cancellation check stops
@@ -210,7 +211,7 @@ TEST_F(Deadlines, ALargeRequestWithATinyDeadlineFailsPromptly) {
 
 // A call whose deadline passes while it waits for the only worker is not started at all.
 TEST_F(Deadlines, ACallWhoseDeadlinePassesInTheQueueIsNotStarted) {
-  Start(/*gate_after=*/"parse");
+  Start(/*gate_after=*/"decode");
   RawAnswer busy;
   std::thread occupier([&] {
     busy = CallRaw(channel_, kSchedule, server::SerializeDeterministic(Demo()), absl::Seconds(120),
@@ -226,7 +227,7 @@ TEST_F(Deadlines, ACallWhoseDeadlinePassesInTheQueueIsNotStarted) {
   EXPECT_EQ(queued.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   const std::string line = CallLine("queued");
   EXPECT_EQ(LogField(line, "code"), "DEADLINE_EXCEEDED") << line;
-  EXPECT_THAT(LogField(line, "error"), HasSubstr("before phase parse")) << line;
+  EXPECT_THAT(LogField(line, "error"), HasSubstr("before phase decode")) << line;
 }
 
 }  // namespace

@@ -221,8 +221,8 @@ TEST_F(Observability, EverySeriesIsExposed) {
         MetricValue(metrics, std::string("arbiter_snapshot_size_count{kind=\"") + kind + "\"}"), 1)
         << kind;
   }
-  for (const char* phase : {"parse", "from_proto", "validate", "fair_share", "allocate", "respond",
-                            "to_proto", "serialize"}) {
+  for (const char* phase :
+       {"decode", "validate", "fair_share", "allocate", "respond", "to_proto", "serialize"}) {
     EXPECT_GE(MetricValue(metrics, std::string("arbiter_cycle_phase_duration_seconds_count{"
                                                "phase=\"") +
                                        phase + "\"}"),

@@ -5,7 +5,9 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 
+#include "google/protobuf/arena.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "server/wire.h"
@@ -221,8 +223,8 @@ ScheduleResult SampleResult() {
   share.borrowing = true;
   result.queues.push_back(share);
   result.bindings.push_back({"job", "job-0", "n1", true});
-  result.evictions.push_back({"old", "old-0", "n1", EvictionReason::kFairShareReclaim, "job",
-                              "reclaimed for team-a/job"});
+  result.evictions.push_back(
+      {"old", "old-0", "n1", EvictionReason::kFairShareReclaim, "job", "reclaimed for team-a/job"});
   result.admissions.push_back({"wl", "cq", true});
   result.pending.push_back({"big", "insufficient-resources", "needs 4 cpu"});
   return result;
@@ -247,6 +249,24 @@ TEST(ProtoConvert, FairShareResultRoundTripKeepsEveryField) {
   EXPECT_TRUE(MessageDifferencer::Equals(proto, ToProto(FromProto(proto))));
 }
 
+// The server's path (strings moved, answer built on an arena) writes the same bytes as ToProto.
+TEST(ProtoConvert, MoveToProtoWritesWhatToProtoWrites) {
+  ScheduleResult result = SampleResult();
+  result.queues[0].fair_share["cpu"] = -0.0;  // canonicalised on both paths
+  const v1::ScheduleResponse copied = ToProto(result);
+  google::protobuf::Arena arena;
+  auto* moved = google::protobuf::Arena::CreateMessage<v1::ScheduleResponse>(&arena);
+  MoveToProto(std::move(result), moved);
+  EXPECT_EQ(SerializeDeterministic(*moved), SerializeDeterministic(copied));
+
+  FairShareResult shares;
+  shares.queues = SampleResult().queues;
+  const v1::FairShareResponse shares_copied = ToProto(shares);
+  v1::FairShareResponse shares_moved;
+  MoveToProto(std::move(shares), &shares_moved);
+  EXPECT_EQ(SerializeDeterministic(shares_moved), SerializeDeterministic(shares_copied));
+}
+
 // SEMANTICS.md §0.5: -0.0 is written as 0.
 TEST(ProtoConvert, WritesNegativeZeroAsZero) {
   ScheduleResult result;
@@ -260,8 +280,7 @@ TEST(ProtoConvert, WritesNegativeZeroAsZero) {
   EXPECT_FALSE(std::signbit(proto.queues(0).fair_share().at("cpu")));
   EXPECT_FALSE(std::signbit(proto.queues(0).saturation()));
   EXPECT_FALSE(std::signbit(proto.queues(0).weighted_share()));
-  EXPECT_EQ(SerializeDeterministic(proto),
-            SerializeDeterministic(ToProto([&] {
+  EXPECT_EQ(SerializeDeterministic(proto), SerializeDeterministic(ToProto([&] {
               ScheduleResult positive = result;
               positive.queues[0].fair_share["cpu"] = 0.0;
               positive.queues[0].saturation = 0.0;

@@ -2,9 +2,11 @@
 #include "server/request_limits.h"
 
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/proto_convert.h"
 
 namespace arbiter::server {
 namespace {
@@ -30,6 +32,16 @@ TEST(SizeOf, CountsPodsOverEveryGroup) {
   EXPECT_EQ(size.pods, 7);
   EXPECT_EQ(size.pod_groups, 3);
   EXPECT_EQ(size.queues, 4);
+}
+
+TEST(SizeOf, CountsTheModelAsTheMessage) {
+  const v1::Snapshot proto = SnapshotOf(3, {2, 0, 5}, 4);
+  const SnapshotSize from_proto = SizeOf(proto);
+  const SnapshotSize from_model = SizeOf(FromProto(proto));
+  EXPECT_EQ(from_model.nodes, from_proto.nodes);
+  EXPECT_EQ(from_model.pods, from_proto.pods);
+  EXPECT_EQ(from_model.queues, from_proto.queues);
+  EXPECT_EQ(from_model.pod_groups, from_proto.pod_groups);
 }
 
 TEST(CheckLimits, AtTheLimitIsAccepted) {

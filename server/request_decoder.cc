@@ -1,0 +1,575 @@
+#include "server/request_decoder.h"
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "google/protobuf/io/coded_stream.h"
+
+namespace arbiter::server {
+namespace {
+
+// Wire types (protobuf encoding).
+constexpr int kVarint = 0;
+constexpr int kFixed64 = 1;
+constexpr int kLength = 2;
+constexpr int kStartGroup = 3;
+constexpr int kEndGroup = 4;
+constexpr int kFixed32 = 5;
+
+// Protobuf's default recursion limit.
+constexpr int kMaxDepth = 100;
+
+// What a field handler did with one field.
+enum class Step {
+  kRead,     // the field was read
+  kUnknown,  // not a field of this message (or not with this wire type): skip it
+  kBad,      // the bytes are not a valid message
+};
+
+class Decoder {
+ public:
+  explicit Decoder(std::string_view bytes)
+      : in_(reinterpret_cast<const uint8_t*>(bytes.data()), static_cast<int>(bytes.size())) {
+    // A limit at the end of the input, so that BytesUntilLimit always says what is left.
+    in_.PushLimit(static_cast<int>(bytes.size()));
+  }
+
+  bool Request(Snapshot* snapshot, Policy* policy) {
+    return Fields([&](uint32_t number, int wire) {
+      if (wire != kLength) return Step::kUnknown;
+      if (number == 1) return Embedded([&] { return SnapshotFields(snapshot); });
+      if (number == 2) return Embedded([&] { return PolicyFields(policy); });
+      return Step::kUnknown;
+    });
+  }
+
+ private:
+  // ---- Framing ----
+
+  // Reads fields until the current limit, giving each to `handler(number, wire_type)`. False
+  // when a field is bad or the fields do not end exactly at the limit.
+  template <typename Handler>
+  bool Fields(Handler&& handler) {
+    while (in_.BytesUntilLimit() > 0) {
+      const uint32_t tag = in_.ReadTag();
+      if (tag == 0) return false;  // a zero or malformed tag
+      const uint32_t number = tag >> 3;
+      const int wire = static_cast<int>(tag & 7);
+      if (number == 0 || wire == kEndGroup) return false;
+      switch (handler(number, wire)) {
+        case Step::kRead:
+          break;
+        case Step::kUnknown:
+          if (!Skip(number, wire)) return false;
+          break;
+        case Step::kBad:
+          return false;
+      }
+    }
+    return true;
+  }
+
+  // Reads a length and runs `body` (which calls Fields) within it.
+  template <typename Body>
+  Step Embedded(Body&& body) {
+    uint32_t length = 0;
+    if (!ReadLength(&length)) return Step::kBad;
+    if (++depth_ > kMaxDepth) return Step::kBad;
+    const google::protobuf::io::CodedInputStream::Limit limit =
+        in_.PushLimit(static_cast<int>(length));
+    const bool read = body();
+    in_.PopLimit(limit);
+    --depth_;
+    return read ? Step::kRead : Step::kBad;
+  }
+
+  bool ReadLength(uint32_t* length) {
+    return in_.ReadVarint32(length) &&
+           static_cast<int64_t>(*length) <= static_cast<int64_t>(in_.BytesUntilLimit());
+  }
+
+  // Skips an unknown field whose tag was just read.
+  bool Skip(uint32_t number, int wire) {
+    switch (wire) {
+      case kVarint: {
+        uint64_t ignored = 0;
+        return in_.ReadVarint64(&ignored);
+      }
+      case kFixed64:
+        return in_.Skip(8);
+      case kLength: {
+        uint32_t length = 0;
+        return ReadLength(&length) && in_.Skip(static_cast<int>(length));
+      }
+      case kStartGroup:
+        return SkipGroup(number);
+      case kFixed32:
+        return in_.Skip(4);
+      default:
+        return false;
+    }
+  }
+
+  bool SkipGroup(uint32_t number) {
+    if (++depth_ > kMaxDepth) return false;
+    while (true) {
+      const uint32_t tag = in_.ReadTag();
+      if (tag == 0) return false;  // the group is not closed
+      const uint32_t inner = tag >> 3;
+      const int wire = static_cast<int>(tag & 7);
+      if (inner == 0) return false;
+      if (wire == kEndGroup) {
+        --depth_;
+        return inner == number;
+      }
+      if (!Skip(inner, wire)) return false;
+    }
+  }
+
+  // ---- Values (the wire type was checked by the caller) ----
+
+  Step String(std::string* out) {
+    uint32_t length = 0;
+    if (!ReadLength(&length)) return Step::kBad;
+    // The input is one array, so the stream's buffer holds everything up to the limit: copy
+    // from it directly (ReadString would zero-fill the string before copying).
+    const void* data = nullptr;
+    int available = 0;
+    if (!in_.GetDirectBufferPointer(&data, &available) ||
+        static_cast<int64_t>(available) < static_cast<int64_t>(length)) {
+      if (!in_.ReadString(out, static_cast<int>(length))) return Step::kBad;
+    } else {
+      out->assign(static_cast<const char*>(data), length);
+      in_.Skip(static_cast<int>(length));
+    }
+    return IsValidUtf8(*out) ? Step::kRead : Step::kBad;
+  }
+
+  Step Double(double* out) {
+    uint64_t bits = 0;
+    if (!in_.ReadLittleEndian64(&bits)) return Step::kBad;
+    std::memcpy(out, &bits, sizeof(*out));
+    return Step::kRead;
+  }
+
+  bool Varint(uint64_t* value) { return in_.ReadVarint64(value); }
+
+  Step Int32(int32_t* out) {
+    uint64_t value = 0;
+    if (!Varint(&value)) return Step::kBad;
+    *out = static_cast<int32_t>(static_cast<uint32_t>(value));
+    return Step::kRead;
+  }
+
+  Step Int64(int64_t* out) {
+    uint64_t value = 0;
+    if (!Varint(&value)) return Step::kBad;
+    *out = static_cast<int64_t>(value);
+    return Step::kRead;
+  }
+
+  Step Bool(bool* out) {
+    uint64_t value = 0;
+    if (!Varint(&value)) return Step::kBad;
+    *out = value != 0;
+    return Step::kRead;
+  }
+
+  // An enum keeps the caller's raw value (proto3 enums are open).
+  template <typename Enum>
+  Step EnumValue(Enum* out) {
+    int32_t raw = 0;
+    const Step step = Int32(&raw);
+    *out = static_cast<Enum>(raw);
+    return step;
+  }
+
+  // A repeated enum, one value (unpacked) or a packed run.
+  template <typename Enum>
+  Step RepeatedEnum(int wire, std::vector<Enum>* out) {
+    if (wire == kVarint) {
+      Enum value{};
+      const Step step = EnumValue(&value);
+      out->push_back(value);
+      return step;
+    }
+    if (wire != kLength) return Step::kUnknown;
+    uint32_t length = 0;
+    if (!ReadLength(&length)) return Step::kBad;
+    const google::protobuf::io::CodedInputStream::Limit limit =
+        in_.PushLimit(static_cast<int>(length));
+    bool read = true;
+    while (read && in_.BytesUntilLimit() > 0) {
+      Enum value{};
+      read = EnumValue(&value) == Step::kRead;
+      out->push_back(value);
+    }
+    in_.PopLimit(limit);
+    return read ? Step::kRead : Step::kBad;
+  }
+
+  // The bytes that the stream can hand out directly, up to the current limit (all of them, as
+  // the input is one array).
+  std::string_view Ahead() {
+    const void* data = nullptr;
+    int size = 0;
+    if (!in_.GetDirectBufferPointer(&data, &size)) return {};
+    return std::string_view(static_cast<const char*>(data), static_cast<size_t>(size));
+  }
+
+  Step MapEntry(ResourceMap* map) {
+    // Fast path for the entry every encoder writes: a one-byte length, then key (field 1, a
+    // key shorter than 128 bytes) and value (field 2, fixed64), nothing else.
+    const std::string_view ahead = Ahead();
+    if (ahead.size() >= 3) {
+      const auto length = static_cast<uint8_t>(ahead[0]);
+      const auto key_length = static_cast<uint8_t>(ahead[2]);
+      if (length < 0x80 && ahead[1] == '\x0a' && key_length < 0x80 && length == 11 + key_length &&
+          ahead.size() >= 1u + length && ahead[3 + key_length] == '\x11') {
+        const std::string_view key = ahead.substr(3, key_length);
+        if (!IsValidUtf8(key)) return Step::kBad;
+        double value = 0;
+        std::memcpy(&value, ahead.data() + 4 + key_length, sizeof(value));
+        Put(map, std::string(key), value);
+        in_.Skip(1 + length);
+        return Step::kRead;
+      }
+    }
+    std::string key;
+    double value = 0;
+    const Step step = Embedded([&] {
+      return Fields([&](uint32_t number, int wire) {
+        if (number == 1 && wire == kLength) return String(&key);
+        if (number == 2 && wire == kFixed64) return Double(&value);
+        return Step::kUnknown;
+      });
+    });
+    if (step == Step::kRead) Put(map, std::move(key), value);
+    return step;
+  }
+
+  // map[key] = value, with a shortcut for keys that arrive in order (as deterministic
+  // serialisation writes them).
+  template <typename Value>
+  static void Put(std::map<std::string, Value>* map, std::string key, Value value) {
+    if (map->empty() || map->rbegin()->first < key) {
+      map->emplace_hint(map->end(), std::move(key), std::move(value));
+    } else {
+      (*map)[std::move(key)] = std::move(value);
+    }
+  }
+
+  Step MapEntry(LabelMap* map) {
+    // Fast path as for ResourceMap: one-byte length, key, then value (field 2, string), both
+    // shorter than 128 bytes.
+    const std::string_view ahead = Ahead();
+    if (ahead.size() >= 3) {
+      const auto length = static_cast<uint8_t>(ahead[0]);
+      const auto key_length = static_cast<uint8_t>(ahead[2]);
+      if (length < 0x80 && ahead[1] == '\x0a' && key_length < 0x80 &&
+          ahead.size() >= 5u + key_length && ahead[3 + key_length] == '\x12') {
+        const auto value_length = static_cast<uint8_t>(ahead[4 + key_length]);
+        if (value_length < 0x80 && length == 4 + key_length + value_length &&
+            ahead.size() >= 1u + length) {
+          const std::string_view key = ahead.substr(3, key_length);
+          const std::string_view value = ahead.substr(5 + key_length, value_length);
+          if (!IsValidUtf8(key) || !IsValidUtf8(value)) return Step::kBad;
+          Put(map, std::string(key), std::string(value));
+          in_.Skip(1 + length);
+          return Step::kRead;
+        }
+      }
+    }
+    std::string key;
+    std::string value;
+    const Step step = Embedded([&] {
+      return Fields([&](uint32_t number, int wire) {
+        if (number == 1 && wire == kLength) return String(&key);
+        if (number == 2 && wire == kLength) return String(&value);
+        return Step::kUnknown;
+      });
+    });
+    if (step == Step::kRead) Put(map, std::move(key), std::move(value));
+    return step;
+  }
+
+  // A Timestamp or Duration (seconds = 1, nanos = 2), merged into `*out`.
+  template <typename Time>
+  Step TimeValue(std::optional<Time>* out) {
+    if (!out->has_value()) out->emplace();
+    Time& time = **out;
+    return Embedded([&] {
+      return Fields([&](uint32_t number, int wire) {
+        if (wire != kVarint) return Step::kUnknown;
+        if (number == 1) return Int64(&time.seconds);
+        if (number == 2) return Int32(&time.nanos);
+        return Step::kUnknown;
+      });
+    });
+  }
+
+  // ---- Messages ----
+
+  bool SnapshotFields(Snapshot* snapshot) {
+    return Fields([&](uint32_t number, int wire) {
+      if (wire != kLength) return Step::kUnknown;
+      switch (number) {
+        case 1:
+          return TimeValue(&snapshot->now);
+        case 2:
+          return Embedded([&] { return QueueFields(&snapshot->queues.emplace_back()); });
+        case 3:
+          return Embedded([&] { return NodeFields(&snapshot->nodes.emplace_back()); });
+        case 4:
+          return Embedded([&] { return PodGroupFields(&snapshot->pod_groups.emplace_back()); });
+        case 5:
+          return Embedded([&] { return QueueUsageFields(&snapshot->usage.emplace_back()); });
+        case 6:
+          return MapEntry(&snapshot->usage_capacity);
+        case 7:
+          return MapEntry(&snapshot->capacity);
+        default:
+          return Step::kUnknown;
+      }
+    });
+  }
+
+  bool QueueFields(Queue* queue) {
+    return Fields([&](uint32_t number, int wire) {
+      switch (number) {
+        case 1:
+          return wire == kLength ? String(&queue->name) : Step::kUnknown;
+        case 2:
+          return wire == kLength ? String(&queue->parent) : Step::kUnknown;
+        case 3:
+          return wire == kLength ? MapEntry(&queue->deserved) : Step::kUnknown;
+        case 4:
+          return wire == kLength ? MapEntry(&queue->limit) : Step::kUnknown;
+        case 5:
+          return wire == kLength ? MapEntry(&queue->over_quota_weight) : Step::kUnknown;
+        case 6:
+          return wire == kVarint ? Int32(&queue->priority) : Step::kUnknown;
+        case 7:
+          return wire == kLength ? TimeValue(&queue->creation_time) : Step::kUnknown;
+        case 8:
+          return wire == kLength ? MapEntry(&queue->borrowing_limit) : Step::kUnknown;
+        case 9:
+          return wire == kLength ? MapEntry(&queue->lending_limit) : Step::kUnknown;
+        case 10:
+          if (wire != kFixed64) return Step::kUnknown;
+          return Double(&queue->fair_sharing_weight.emplace());
+        case 11:
+          return wire == kLength ? TimeValue(&queue->reclaim_min_runtime) : Step::kUnknown;
+        case 12:
+          return wire == kLength ? TimeValue(&queue->preempt_min_runtime) : Step::kUnknown;
+        case 13:
+          if (wire != kLength) return Step::kUnknown;
+          return Embedded([&] { return KueuePreemptionFields(&queue->kueue_preemption); });
+        default:
+          return Step::kUnknown;
+      }
+    });
+  }
+
+  bool KueuePreemptionFields(KueuePreemption* preemption) {
+    return Fields([&](uint32_t number, int wire) {
+      if (wire != kVarint) return Step::kUnknown;
+      if (number == 1) return EnumValue(&preemption->within_cluster_queue);
+      if (number == 2) return EnumValue(&preemption->reclaim_within_cohort);
+      return Step::kUnknown;
+    });
+  }
+
+  bool NodeFields(Node* node) {
+    return Fields([&](uint32_t number, int wire) {
+      switch (number) {
+        case 1:
+          return wire == kLength ? String(&node->name) : Step::kUnknown;
+        case 2:
+          return wire == kLength ? MapEntry(&node->allocatable) : Step::kUnknown;
+        case 3:
+          return wire == kLength ? MapEntry(&node->labels) : Step::kUnknown;
+        case 4:
+          if (wire != kLength) return Step::kUnknown;
+          return Embedded([&] { return TaintFields(&node->taints.emplace_back()); });
+        case 5:
+          return wire == kVarint ? Bool(&node->unschedulable) : Step::kUnknown;
+        default:
+          return Step::kUnknown;
+      }
+    });
+  }
+
+  bool TaintFields(Taint* taint) {
+    return Fields([&](uint32_t number, int wire) {
+      if (wire != kLength) return Step::kUnknown;
+      if (number == 1) return String(&taint->key);
+      if (number == 2) return String(&taint->value);
+      if (number == 3) return String(&taint->effect);
+      return Step::kUnknown;
+    });
+  }
+
+  bool PodGroupFields(PodGroup* group) {
+    return Fields([&](uint32_t number, int wire) {
+      switch (number) {
+        case 1:
+          return wire == kLength ? String(&group->name) : Step::kUnknown;
+        case 2:
+          return wire == kLength ? String(&group->queue) : Step::kUnknown;
+        case 3:
+          return wire == kVarint ? Int32(&group->priority) : Step::kUnknown;
+        case 4:
+          return wire == kVarint ? EnumValue(&group->preemptibility) : Step::kUnknown;
+        case 5:
+          return wire == kVarint ? Int32(&group->min_member) : Step::kUnknown;
+        case 6:
+          return wire == kLength ? TimeValue(&group->creation_time) : Step::kUnknown;
+        case 7:
+          if (wire != kLength) return Step::kUnknown;
+          return Embedded([&] { return PodFields(&group->pods.emplace_back()); });
+        case 8:
+          return wire == kVarint ? Bool(&group->admitted) : Step::kUnknown;
+        case 9:
+          return wire == kLength ? TimeValue(&group->admission_time) : Step::kUnknown;
+        default:
+          return Step::kUnknown;
+      }
+    });
+  }
+
+  bool PodFields(Pod* pod) {
+    return Fields([&](uint32_t number, int wire) {
+      switch (number) {
+        case 1:
+          return wire == kLength ? String(&pod->name) : Step::kUnknown;
+        case 2:
+          return wire == kLength ? MapEntry(&pod->requests) : Step::kUnknown;
+        case 3:
+          return wire == kLength ? String(&pod->node_name) : Step::kUnknown;
+        case 4:
+          return wire == kVarint ? EnumValue(&pod->phase) : Step::kUnknown;
+        case 5:
+          return wire == kLength ? TimeValue(&pod->start_time) : Step::kUnknown;
+        case 6:
+          return wire == kLength ? MapEntry(&pod->node_selector) : Step::kUnknown;
+        case 7:
+          if (wire != kLength) return Step::kUnknown;
+          return Embedded([&] { return TolerationFields(&pod->tolerations.emplace_back()); });
+        default:
+          return Step::kUnknown;
+      }
+    });
+  }
+
+  bool TolerationFields(Toleration* toleration) {
+    return Fields([&](uint32_t number, int wire) {
+      if (wire != kLength) return Step::kUnknown;
+      if (number == 1) return String(&toleration->key);
+      if (number == 2) return String(&toleration->op);
+      if (number == 3) return String(&toleration->value);
+      if (number == 4) return String(&toleration->effect);
+      return Step::kUnknown;
+    });
+  }
+
+  bool QueueUsageFields(QueueUsage* usage) {
+    return Fields([&](uint32_t number, int wire) {
+      if (wire != kLength) return Step::kUnknown;
+      if (number == 1) return String(&usage->queue);
+      if (number == 2) return MapEntry(&usage->usage);
+      return Step::kUnknown;
+    });
+  }
+
+  bool PolicyFields(Policy* policy) {
+    return Fields([&](uint32_t number, int wire) {
+      switch (number) {
+        case 1:
+          return wire == kVarint ? EnumValue(&policy->fairness_model) : Step::kUnknown;
+        case 2:
+          return wire == kFixed64 ? Double(&policy->k_value) : Step::kUnknown;
+        case 3:
+          if (wire != kFixed64) return Step::kUnknown;
+          return Double(&policy->reclaimer_utilization_multiplier);
+        case 4:
+          return wire == kVarint ? EnumValue(&policy->placement) : Step::kUnknown;
+        case 5:
+          return RepeatedEnum(wire, &policy->actions);
+        case 6:
+          return RepeatedEnum(wire, &policy->kueue_preemption_strategies);
+        case 7:
+          return wire == kVarint ? Bool(&policy->consolidating_reclaim.emplace()) : Step::kUnknown;
+        case 8:
+          if (wire != kVarint) return Step::kUnknown;
+          return Int32(&policy->max_consolidation_preemptees.emplace());
+        default:
+          return Step::kUnknown;
+      }
+    });
+  }
+
+  google::protobuf::io::CodedInputStream in_;
+  int depth_ = 0;
+};
+
+}  // namespace
+
+bool IsValidUtf8(std::string_view text) {
+  const size_t size = text.size();
+  size_t i = 0;
+  // ASCII eight bytes at a time: most names and keys are plain ASCII.
+  while (size - i >= 8) {
+    uint64_t word = 0;
+    std::memcpy(&word, text.data() + i, sizeof(word));
+    if ((word & 0x8080808080808080ULL) != 0) break;
+    i += 8;
+  }
+  while (i < size) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    if (lead < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t length = 0;
+    uint32_t code = 0;
+    uint32_t least = 0;
+    if ((lead & 0xE0) == 0xC0) {
+      length = 2;
+      code = lead & 0x1F;
+      least = 0x80;
+    } else if ((lead & 0xF0) == 0xE0) {
+      length = 3;
+      code = lead & 0x0F;
+      least = 0x800;
+    } else if ((lead & 0xF8) == 0xF0) {
+      length = 4;
+      code = lead & 0x07;
+      least = 0x10000;
+    } else {
+      return false;
+    }
+    if (size - i < length) return false;
+    for (size_t k = 1; k < length; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      if ((next & 0xC0) != 0x80) return false;
+      code = (code << 6) | (next & 0x3F);
+    }
+    if (code < least || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return false;
+    i += length;
+  }
+  return true;
+}
+
+bool DecodeRequest(std::string_view bytes, Snapshot* snapshot, Policy* policy) {
+  if (bytes.size() > static_cast<size_t>(INT32_MAX)) return false;
+  Decoder decoder(bytes);
+  return decoder.Request(snapshot, policy);
+}
+
+}  // namespace arbiter::server

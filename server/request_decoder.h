@@ -1,0 +1,37 @@
+// Decoding a binary arbiter.v1 request straight into the core's model (core/model.h).
+//
+// The server's fast path. It gives the same Snapshot and Policy as parsing the bytes with
+// protobuf into a ScheduleRequest (or FairShareRequest) and converting that with FromProto
+// (server/proto_convert.h), and rejects exactly the bytes protobuf rejects, without building the
+// message first: protobuf's map fields are hash maps and every string and message is an arena
+// object, which together cost more than the conversion itself.
+//
+// Wire rules followed, as protobuf's parser follows them:
+// - unknown fields are skipped (groups included); a known field number with an unexpected wire
+//   type counts as unknown;
+// - a singular message given twice is merged, a scalar given twice keeps the last value, a
+//   repeated field given twice is appended to, a map key given twice keeps the last value; a map
+//   entry without key or value takes the default;
+// - repeated enums are accepted packed and unpacked; enum values outside the declared range are
+//   kept (validation reports them);
+// - every string, map keys and string values included, must be valid UTF-8 (RFC 3629);
+// - truncated data, lengths past the end of their message, field number 0, a stray end-group
+//   tag, wire types 6 and 7, and nesting deeper than 100 are rejected.
+// Both request messages hold the snapshot in field 1 and the policy in field 2.
+#pragma once
+
+#include <string_view>
+
+#include "core/model.h"
+
+namespace arbiter::server {
+
+// Decodes `bytes` into `snapshot` and `policy`, which should be empty (the request is merged
+// into them, as protobuf merges). False when `bytes` is not a valid binary request; the two are
+// then partly filled. Thread-safe; O(bytes).
+bool DecodeRequest(std::string_view bytes, Snapshot* snapshot, Policy* policy);
+
+// Whether `text` is valid UTF-8 (RFC 3629: no overlong forms, no surrogates, at most U+10FFFF).
+bool IsValidUtf8(std::string_view text);
+
+}  // namespace arbiter::server

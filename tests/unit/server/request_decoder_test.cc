@@ -1,0 +1,319 @@
+// The request decoder against protobuf itself: for every input, DecodeRequest must accept
+// exactly what ScheduleRequest::ParseFromString accepts, and give the model that FromProto gives
+// (compared as deterministic bytes of ToProto, which writes every field of the model).
+#include "server/request_decoder.h"
+
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "arbiter/v1/arbiter.pb.h"
+#include "clients/generator/generator.h"
+#include "gtest/gtest.h"
+#include "server/proto_convert.h"
+#include "server/wire.h"
+
+namespace arbiter::server {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Decoded {
+  bool ok = false;
+  std::string model;  // deterministic bytes of the snapshot and policy, when ok
+};
+
+std::string ModelBytes(const Snapshot& snapshot, const Policy& policy) {
+  v1::ScheduleRequest request;
+  *request.mutable_snapshot() = ToProto(snapshot);
+  *request.mutable_policy() = ToProto(policy);
+  return SerializeDeterministic(request);
+}
+
+Decoded WithProtobuf(const std::string& bytes) {
+  v1::ScheduleRequest request;
+  Decoded decoded;
+  decoded.ok = request.ParseFromString(bytes);
+  if (decoded.ok) {
+    decoded.model = ModelBytes(FromProto(request.snapshot()), FromProto(request.policy()));
+  }
+  return decoded;
+}
+
+Decoded WithDecoder(const std::string& bytes) {
+  Snapshot snapshot;
+  Policy policy;
+  Decoded decoded;
+  decoded.ok = DecodeRequest(bytes, &snapshot, &policy);
+  if (decoded.ok) decoded.model = ModelBytes(snapshot, policy);
+  return decoded;
+}
+
+// Decodes `bytes` both ways; `what` names the case in failures. Returns whether protobuf
+// accepted the bytes.
+bool ExpectSameAsProtobuf(const std::string& bytes, const std::string& what) {
+  const Decoded expected = WithProtobuf(bytes);
+  const Decoded actual = WithDecoder(bytes);
+  EXPECT_EQ(actual.ok, expected.ok) << what;
+  EXPECT_TRUE(actual.model == expected.model) << what << ": the decoded models differ";
+  return expected.ok;
+}
+
+std::string SourcePath(const std::string& relative) {
+  return std::string(ARBITER_SOURCE_DIR) + "/" + relative;
+}
+
+std::string DemoBytes() {
+  v1::ScheduleRequest request;
+  EXPECT_TRUE(ReadMessageFile(SourcePath("examples/demo.json"), &request).ok());
+  return SerializeDeterministic(request);
+}
+
+// ---- Small wire writer for hand-made inputs ----
+
+std::string Varint(uint64_t value) {
+  std::string out;
+  while (value >= 0x80) {
+    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
+    value >>= 7;
+  }
+  out.push_back(static_cast<char>(value));
+  return out;
+}
+
+std::string Tag(uint32_t number, int wire) { return Varint((uint64_t{number} << 3) | wire); }
+
+std::string Len(uint32_t number, const std::string& payload) {
+  return Tag(number, 2) + Varint(payload.size()) + payload;
+}
+
+std::string Fixed64(uint32_t number, double value) {
+  std::string out = Tag(number, 1);
+  char bytes[8];
+  std::memcpy(bytes, &value, 8);
+  out.append(bytes, 8);
+  return out;
+}
+
+std::string VarintField(uint32_t number, uint64_t value) { return Tag(number, 0) + Varint(value); }
+
+// Unknown fields of every wire type, to sprinkle into any message.
+std::string UnknownFields() {
+  return VarintField(900, 7) + Tag(901, 1) + std::string(8, '\x01') + Len(902, "opaque") +
+         Tag(903, 3) + VarintField(1, 5) + Len(2, "in a group") + Tag(903, 4) + Tag(904, 5) +
+         std::string(4, '\x02');
+}
+
+// ---- Tests ----
+
+TEST(IsValidUtf8, FollowsRfc3629) {
+  EXPECT_TRUE(IsValidUtf8(""));
+  EXPECT_TRUE(IsValidUtf8("plain ascii"));
+  EXPECT_TRUE(IsValidUtf8("caf\xc3\xa9"));        // é
+  EXPECT_TRUE(IsValidUtf8("\xe2\x82\xac"));       // €
+  EXPECT_TRUE(IsValidUtf8("\xf0\x9f\x98\x80"));   // U+1F600
+  EXPECT_TRUE(IsValidUtf8("\xf4\x8f\xbf\xbf"));   // U+10FFFF
+  EXPECT_FALSE(IsValidUtf8("\xc3"));              // truncated
+  EXPECT_FALSE(IsValidUtf8("\xc0\x80"));          // overlong NUL
+  EXPECT_FALSE(IsValidUtf8("\xe0\x80\xaf"));      // overlong '/'
+  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));      // surrogate U+D800
+  EXPECT_FALSE(IsValidUtf8("\xf4\x90\x80\x80"));  // above U+10FFFF
+  EXPECT_FALSE(IsValidUtf8("\x80"));              // stray continuation
+  EXPECT_FALSE(IsValidUtf8("\xff"));
+}
+
+TEST(DecodeRequest, TheExamplesAndScenariosDecodeAsProtobufDecodesThem) {
+  ASSERT_TRUE(ExpectSameAsProtobuf(DemoBytes(), "examples/demo.json"));
+  int scenarios = 0;
+  for (const fs::directory_entry& entry :
+       fs::recursive_directory_iterator(SourcePath("tests/scenarios"))) {
+    if (entry.path().filename() != "request.json") continue;
+    v1::ScheduleRequest request;
+    ASSERT_TRUE(ReadMessageFile(entry.path().string(), &request).ok()) << entry.path();
+    EXPECT_TRUE(ExpectSameAsProtobuf(SerializeDeterministic(request), entry.path().string()));
+    ++scenarios;
+  }
+  EXPECT_GT(scenarios, 0);
+}
+
+TEST(DecodeRequest, GeneratedRequestsOfBothModelsDecodeAsProtobufDecodesThem) {
+  for (const generator::GeneratorModel model :
+       {generator::GeneratorModel::kKai, generator::GeneratorModel::kKueue}) {
+    for (const char* size : {"S", "M"}) {
+      absl::StatusOr<generator::GeneratorOptions> options = generator::SizePreset(size, model);
+      ASSERT_TRUE(options.ok());
+      options->extra_resources = 2;
+      const generator::GeneratedRequest generated = generator::Generate(*options);
+      EXPECT_TRUE(ExpectSameAsProtobuf(ModelBytes(generated.snapshot, generated.policy),
+                                       std::string("generated ") + size));
+    }
+  }
+}
+
+// Every field of the model set to something other than its default.
+TEST(DecodeRequest, EveryFieldIsRead) {
+  const std::string json = R"({
+    "snapshot": {
+      "now": "2026-01-01T00:00:00.5Z",
+      "queues": [{
+        "name": "q", "parent": "root", "deserved": {"cpu": 1, "memory": -1},
+        "limit": {"cpu": 2}, "over_quota_weight": {"cpu": 3}, "priority": -4,
+        "creation_time": "2025-01-01T00:00:01Z", "borrowing_limit": {"cpu": 5},
+        "lending_limit": {"cpu": 6}, "fair_sharing_weight": 0,
+        "reclaim_min_runtime": "7.25s", "preempt_min_runtime": "-8s",
+        "kueue_preemption": {"within_cluster_queue": 2, "reclaim_within_cohort": 77}
+      }],
+      "nodes": [{
+        "name": "n", "allocatable": {"cpu": 1e300, "gpu": 0.5},
+        "labels": {"zone": "a", "caf\u00e9": "\u20ac"},
+        "taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}, {"key": "k2"}],
+        "unschedulable": true
+      }],
+      "pod_groups": [{
+        "name": "g", "queue": "q", "priority": 2147483647, "preemptibility": 2,
+        "min_member": -1, "creation_time": "1970-01-01T00:00:00Z",
+        "pods": [{
+          "name": "p", "requests": {"cpu": 1}, "node_name": "n", "phase": 3,
+          "start_time": "2025-06-01T00:00:00Z", "node_selector": {"zone": "a"},
+          "tolerations": [{"key": "k", "operator": "Exists", "value": "v", "effect": "x"}]
+        }, {"name": "p2", "phase": 99}],
+        "admitted": true, "admission_time": "2025-06-02T00:00:00Z"
+      }],
+      "usage": [{"queue": "q", "usage": {"cpu": 9}}],
+      "usage_capacity": {"cpu": 10}, "capacity": {"cpu": 11}
+    },
+    "policy": {
+      "fairness_model": 2, "k_value": 0.25, "reclaimer_utilization_multiplier": 1.5,
+      "placement": 2, "actions": [1, 3, 42], "kueue_preemption_strategies": [2, 1],
+      "consolidating_reclaim": false, "max_consolidation_preemptees": -1
+    }
+  })";
+  v1::ScheduleRequest request;
+  ASSERT_TRUE(ParseJson(json, &request).ok());
+  const std::string bytes = SerializeDeterministic(request);
+  ASSERT_TRUE(ExpectSameAsProtobuf(bytes, "every field"));
+  Snapshot snapshot;
+  Policy policy;
+  ASSERT_TRUE(DecodeRequest(bytes, &snapshot, &policy));
+  EXPECT_EQ(snapshot.queues[0].fair_sharing_weight, 0.0);  // present though zero
+  EXPECT_EQ(static_cast<int>(snapshot.queues[0].kueue_preemption.reclaim_within_cohort), 77);
+  EXPECT_EQ(static_cast<int>(snapshot.pod_groups[0].pods[1].phase), 99);
+  EXPECT_EQ(policy.consolidating_reclaim, false);
+  EXPECT_EQ(policy.max_consolidation_preemptees, -1);
+  ASSERT_EQ(policy.actions.size(), 3u);
+  EXPECT_EQ(static_cast<int>(policy.actions[2]), 42);
+}
+
+TEST(DecodeRequest, UnknownFieldsAreSkippedAtEveryLevel) {
+  const std::string pod = Len(1, "p") + UnknownFields() + Len(2, Len(1, "cpu") + Fixed64(2, 3));
+  const std::string group = Len(1, "g") + UnknownFields() + Len(7, pod);
+  const std::string node = Len(1, "n") + Len(3, Len(1, "zone") + UnknownFields() + Len(2, "a"));
+  const std::string snapshot = UnknownFields() + Len(3, node) + Len(4, group);
+  const std::string request = Len(1, snapshot) + UnknownFields() + Len(2, VarintField(1, 2));
+  EXPECT_TRUE(ExpectSameAsProtobuf(request, "unknown fields"));
+}
+
+TEST(DecodeRequest, AKnownFieldWithAnotherWireTypeCountsAsUnknown) {
+  // Pod.name as a varint, Pod.phase as length-delimited, Node.unschedulable as fixed64,
+  // Policy.k_value as a varint, Queue.fair_sharing_weight as fixed32.
+  const std::string pod = VarintField(1, 5) + Len(4, "x") + Len(1, "p");
+  const std::string node = Len(1, "n") + Tag(5, 1) + std::string(8, '\x01');
+  const std::string queue = Len(1, "q") + Tag(10, 5) + std::string(4, '\x00');
+  const std::string snapshot = Len(2, queue) + Len(3, node) + Len(4, Len(1, "g") + Len(7, pod));
+  const std::string request = Len(1, snapshot) + Len(2, VarintField(2, 9));
+  EXPECT_TRUE(ExpectSameAsProtobuf(request, "mismatched wire types"));
+}
+
+TEST(DecodeRequest, RepeatedMessagesMergeScalarsKeepTheLastAndMapKeysTheLastValue) {
+  const std::string first =
+      Len(1, VarintField(1, 100)) + Len(2, Len(1, "a")) + Len(7, Len(1, "cpu") + Fixed64(2, 1));
+  const std::string second = Len(1, VarintField(2, 5)) + Len(2, Len(1, "b")) +
+                             Len(7, Len(1, "cpu") + Fixed64(2, 2)) + Len(7, Fixed64(2, 4));
+  const std::string policy_a = VarintField(1, 1) + VarintField(5, 1) + VarintField(8, 3);
+  const std::string policy_b = VarintField(1, 2) + Len(5, Varint(3) + Varint(4));
+  const std::string request = Len(1, first) + Len(2, policy_a) + Len(1, second) + Len(2, policy_b);
+  ASSERT_TRUE(ExpectSameAsProtobuf(request, "merged"));
+  Snapshot snapshot;
+  Policy policy;
+  ASSERT_TRUE(DecodeRequest(request, &snapshot, &policy));
+  ASSERT_TRUE(snapshot.now.has_value());
+  EXPECT_EQ(snapshot.now->seconds, 100);
+  EXPECT_EQ(snapshot.now->nanos, 5);
+  EXPECT_EQ(snapshot.queues.size(), 2u);
+  EXPECT_EQ(snapshot.capacity.at("cpu"), 2);
+  EXPECT_EQ(snapshot.capacity.at(""), 4);  // an entry without a key has the empty key
+  EXPECT_EQ(policy.actions.size(), 3u);
+  EXPECT_EQ(policy.max_consolidation_preemptees, 3);
+}
+
+TEST(DecodeRequest, RejectsWhatProtobufRejects) {
+  const std::string pod = Len(1, "p");
+  struct Case {
+    std::string name;
+    std::string bytes;
+  };
+  const std::vector<Case> cases = {
+      {"invalid UTF-8 name", Len(1, Len(4, Len(1, "g\xc0\x80")))},
+      {"invalid UTF-8 map key", Len(1, Len(7, Len(1, "\xff") + Fixed64(2, 1)))},
+      {"invalid UTF-8 label value", Len(1, Len(3, Len(3, Len(1, "k") + Len(2, "\xed\xa0\x80"))))},
+      {"zero tag", Len(1, std::string("\x00", 1))},
+      {"field number zero", Tag(0, 2) + Varint(0)},
+      {"stray end group", Len(1, Tag(5, 4))},
+      {"unclosed group", Len(1, Tag(9, 3) + VarintField(1, 1))},
+      {"group closed by another number", Len(1, Tag(9, 3) + Tag(8, 4))},
+      {"wire type 6", Tag(3, 6)},
+      {"wire type 7", Tag(3, 7)},
+      {"length past the end", Tag(1, 2) + Varint(50) + "short"},
+      {"embedded length past its message", Len(1, Tag(2, 2) + Varint(9) + "abc") + "abcdefgh"},
+      {"truncated varint", Len(2, std::string("\x08\xff", 2))},
+      {"truncated double", Len(2, Tag(2, 1) + "\x01\x02")},
+      {"packed run cut in a varint", Len(2, Len(5, std::string("\x01\x82", 2)))},
+      {"malformed tag", std::string("\xff\xff\xff\xff\xff\xff", 6)},
+  };
+  for (const Case& c : cases) {
+    EXPECT_FALSE(ExpectSameAsProtobuf(c.bytes, c.name)) << c.name << ": protobuf accepted it";
+  }
+  EXPECT_TRUE(ExpectSameAsProtobuf(Len(1, Len(4, Len(7, pod))), "the same made valid"));
+}
+
+TEST(DecodeRequest, EveryPrefixOfARequestIsDecidedAsProtobufDecidesIt) {
+  const std::string bytes = DemoBytes();
+  for (size_t size = 0; size <= bytes.size(); ++size) {
+    ExpectSameAsProtobuf(bytes.substr(0, size), "prefix of " + std::to_string(size) + " bytes");
+  }
+}
+
+TEST(DecodeRequest, MutatedRequestsAreDecidedAsProtobufDecidesThem) {
+  const std::string original = DemoBytes();
+  std::mt19937_64 random(20260101);
+  int accepted = 0;
+  for (int round = 0; round < 4000; ++round) {
+    std::string bytes = original;
+    const int edits = 1 + static_cast<int>(random() % 4);
+    for (int e = 0; e < edits && !bytes.empty(); ++e) {
+      const size_t at = random() % bytes.size();
+      switch (random() % 4) {
+        case 0:
+          bytes[at] = static_cast<char>(random());
+          break;
+        case 1:
+          bytes[at] = static_cast<char>(bytes[at] ^ (1 << (random() % 8)));
+          break;
+        case 2:
+          bytes.erase(at, 1 + random() % 3);
+          break;
+        default:
+          bytes.insert(at, 1, static_cast<char>(random()));
+      }
+    }
+    if (ExpectSameAsProtobuf(bytes, "mutation round " + std::to_string(round))) ++accepted;
+    if (::testing::Test::HasFailure()) break;  // one case is enough to debug
+  }
+  EXPECT_GT(accepted, 100);  // the mutations exercise both outcomes
+}
+
+}  // namespace
+}  // namespace arbiter::server
