@@ -210,6 +210,8 @@ class KaiGenerator {
       if (!node.unschedulable) {
         schedulable_gpu_ += shape.gpu;
         (shape.gpu > 0 ? gpu_nodes_ : cpu_nodes_).push_back(i);
+        if (shape.gpu >= 8) large_gpu_nodes_.push_back(i);
+        if (shape.gpu > 0 && shape.gpu < 8) small_gpu_nodes_.push_back(i);
       }
       free_.push_back(alloc);
       snapshot_.nodes.push_back(std::move(node));
@@ -506,9 +508,19 @@ class KaiGenerator {
     const bool gpu = spec.request[kGpu] > 0;
     nodes_out.clear();
     for (int p = 0; p < spec.pods; ++p) {
-      int chosen = FindNode(spec, gpu ? gpu_nodes_ : cpu_nodes_, gpu ? gpu_cursor_ : cpu_cursor_,
-                            p);
-      if (chosen < 0 && !gpu) chosen = FindNode(spec, gpu_nodes_, gpu_cursor_, p);
+      // Training goes to the 8-GPU nodes first; inference, notebooks and spilled CPU work to
+      // the smaller GPU nodes first, as clusters keep serving apart from training.
+      const bool train = spec.kind == Kind::kTrain;
+      int chosen = -1;
+      if (!gpu) chosen = FindNode(spec, cpu_nodes_, cpu_cursor_, p);
+      if (chosen < 0) {
+        chosen = train ? FindNode(spec, large_gpu_nodes_, large_cursor_, p)
+                       : FindNode(spec, small_gpu_nodes_, small_cursor_, p);
+      }
+      if (chosen < 0) {
+        chosen = train ? FindNode(spec, small_gpu_nodes_, small_cursor_, p)
+                       : FindNode(spec, large_gpu_nodes_, large_cursor_, p);
+      }
       if (chosen < 0) {
         for (size_t i = 0; i < nodes_out.size(); ++i) Release(spec, nodes_out[i]);
         nodes_out.clear();
@@ -776,7 +788,8 @@ class KaiGenerator {
   Snapshot snapshot_;
   std::vector<std::vector<double>> free_;  // per node, dense
   std::vector<int> gpu_nodes_, cpu_nodes_;
-  size_t gpu_cursor_ = 0, cpu_cursor_ = 0;
+  std::vector<int> large_gpu_nodes_, small_gpu_nodes_;  // 8 GPUs; fewer
+  size_t large_cursor_ = 0, small_cursor_ = 0, cpu_cursor_ = 0;
   double schedulable_gpu_ = 0;
   std::vector<QueueInfo> queues_;
   std::vector<int> leaf_list_, reclaim_leaf_list_;
