@@ -1,5 +1,6 @@
 #include "server/request_decoder.h"
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -222,6 +223,59 @@ class Decoder {
     return std::string_view(static_cast<const char*>(data), static_cast<size_t>(size));
   }
 
+  // How many times each field number below kCounted occurs among the fields ahead, up to the
+  // current limit: a hint for reserving vectors, read without decoding the fields. The scan
+  // stops early (undercounting) at a group or at bytes that do not parse, which the decoding
+  // itself then reports.
+  static constexpr uint32_t kCounted = 16;
+  std::array<int, kCounted> CountAhead() {
+    std::array<int, kCounted> counts{};
+    const std::string_view bytes = Ahead();
+    size_t pos = 0;
+    while (pos < bytes.size()) {
+      uint64_t tag = 0;
+      if (!RawVarint(bytes, &pos, &tag)) break;
+      const uint64_t number = tag >> 3;
+      if (number < kCounted) ++counts[number];
+      uint64_t skip = 0;
+      switch (tag & 7) {
+        case kVarint:
+          if (!RawVarint(bytes, &pos, &skip)) return counts;
+          skip = 0;
+          break;
+        case kFixed64:
+          skip = 8;
+          break;
+        case kLength:
+          if (!RawVarint(bytes, &pos, &skip)) return counts;
+          break;
+        case kFixed32:
+          skip = 4;
+          break;
+        default:
+          return counts;
+      }
+      if (skip > bytes.size() - pos) break;
+      pos += skip;
+    }
+    return counts;
+  }
+
+  static bool RawVarint(std::string_view bytes, size_t* pos, uint64_t* value) {
+    *value = 0;
+    for (int shift = 0; shift < 64 && *pos < bytes.size(); shift += 7) {
+      const auto byte = static_cast<uint8_t>(bytes[(*pos)++]);
+      *value |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      if ((byte & 0x80) == 0) return true;
+    }
+    return false;
+  }
+
+  template <typename T>
+  static void ReserveMore(std::vector<T>* items, int more) {
+    if (more > 0) items->reserve(items->size() + static_cast<size_t>(more));
+  }
+
   Step MapEntry(ResourceMap* map) {
     // Fast path for the entry every encoder writes: a one-byte length, then key (field 1, a
     // key shorter than 128 bytes) and value (field 2, fixed64), nothing else.
@@ -316,6 +370,11 @@ class Decoder {
   // ---- Messages ----
 
   bool SnapshotFields(Snapshot* snapshot) {
+    const std::array<int, kCounted> counts = CountAhead();
+    ReserveMore(&snapshot->queues, counts[2]);
+    ReserveMore(&snapshot->nodes, counts[3]);
+    ReserveMore(&snapshot->pod_groups, counts[4]);
+    ReserveMore(&snapshot->usage, counts[5]);
     return Fields([&](uint32_t number, int wire) {
       if (wire != kLength) return Step::kUnknown;
       switch (number) {
@@ -416,6 +475,7 @@ class Decoder {
   }
 
   bool PodGroupFields(PodGroup* group) {
+    ReserveMore(&group->pods, CountAhead()[7]);
     return Fields([&](uint32_t number, int wire) {
       switch (number) {
         case 1:
