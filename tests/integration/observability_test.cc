@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "arbiter/v1/arbiter.pb.h"
+#include "clients/generator/generator.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/proto_convert.h"
 #include "server/wire.h"
 #include "tests/integration/server_harness.h"
 
@@ -178,6 +180,9 @@ std::map<std::string, int> ExpectedDecisionSeries(const v1::ScheduleResponse& re
     add("evict", reason);
   }
   for (const v1::PendingPodGroup& pending : response.pending()) add("pending", pending.reason());
+  for (const v1::Admission& admission : response.admissions()) {
+    add("admit", admission.after_evictions() ? "after-evictions" : "fits-quota");
+  }
   return series;
 }
 
@@ -200,6 +205,29 @@ TEST_F(Observability, DecisionsAreCountedByKindAndReason) {
   for (const auto& [series, count] : expected) {
     EXPECT_EQ(ValueOrZero(after, series) - ValueOrZero(before, series), count) << series;
   }
+}
+
+TEST_F(Observability, KueueAdmissionsAreCountedByReason) {
+  absl::StatusOr<generator::GeneratorOptions> options =
+      generator::SizePreset("S", generator::GeneratorModel::kKueue);
+  ASSERT_TRUE(options.ok());
+  const generator::GeneratedRequest generated = generator::Generate(*options);
+  v1::ScheduleRequest request;
+  *request.mutable_snapshot() = server::ToProto(generated.snapshot);
+  *request.mutable_policy() = server::ToProto(generated.policy);
+
+  const std::string before = Scrape();
+  const RawAnswer answer = CallRaw(channel_, kSchedule, server::SerializeDeterministic(request));
+  ASSERT_TRUE(answer.status.ok()) << answer.status.error_message();
+  const std::string after = Scrape();
+  v1::ScheduleResponse response;
+  ASSERT_TRUE(response.ParseFromString(answer.bytes));
+  ASSERT_GT(response.admissions_size(), 0);
+  for (const auto& [series, count] : ExpectedDecisionSeries(response)) {
+    EXPECT_EQ(ValueOrZero(after, series) - ValueOrZero(before, series), count) << series;
+  }
+  EXPECT_GE(MetricValue(after, "arbiter_cycle_phase_duration_seconds_count{phase=\"admission\"}"),
+            1);
 }
 
 TEST_F(Observability, EverySeriesIsExposed) {
