@@ -45,8 +45,6 @@ leaf client ca "arbiter test client" "extendedKeyUsage=clientAuth"
 leaf other-client other-ca "someone else" "extendedKeyUsage=clientAuth"
 )";
 
-constexpr char kSchedule[] = "/arbiter.v1.Arbiter/Schedule";
-
 class Tls : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
