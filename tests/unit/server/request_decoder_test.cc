@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -137,6 +139,21 @@ TEST(DecodeRequest, TheExamplesAndScenariosDecodeAsProtobufDecodesThem) {
     ++scenarios;
   }
   EXPECT_GT(scenarios, 0);
+}
+
+// The fuzzer's seeds (tests/fuzz/corpus/): binary requests of both models, some of them odd.
+TEST(DecodeRequest, TheFuzzSeedsDecodeAsProtobufDecodesThem) {
+  const fs::path corpus = SourcePath("tests/fuzz/corpus");
+  if (!fs::exists(corpus)) GTEST_SKIP() << "no seed corpus in this checkout";
+  int seeds = 0;
+  for (const fs::directory_entry& entry : fs::directory_iterator(corpus)) {
+    std::ifstream file(entry.path(), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(file)),
+                            std::istreambuf_iterator<char>());
+    ExpectSameAsProtobuf(bytes, entry.path().filename().string());
+    ++seeds;
+  }
+  EXPECT_GT(seeds, 0);
 }
 
 TEST(DecodeRequest, GeneratedRequestsOfBothModelsDecodeAsProtobufDecodesThem) {
