@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -191,6 +192,22 @@ TEST_F(CliTest, HelpListsEveryFlagOfEveryCommand) {
     EXPECT_THAT(result.out, HasSubstr(flag));
   }
   EXPECT_EQ(Cli({"--help"}).out, result.out);
+}
+
+// --request-id reaches the server as x-request-id and names the call in its log.
+TEST(CliRequestId, TheServerLogsTheCallUnderTheGivenId) {
+  LogCapture logs;
+  server::ServerOptions options;
+  options.metrics_port = -1;
+  options.log_sink = logs.Sink();
+  const std::unique_ptr<server::ArbiterServer> server = StartTestServer(options);
+  const ProcessResult result =
+      Cli({"schedule", DemoPath(), "--server", server->address(), "--request-id", "cli-request-7"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const std::vector<std::string> lines =
+      logs.LinesWith({" msg=call ", " request_id=cli-request-7 "});
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(LogField(lines[0], "method"), "Schedule");
 }
 
 TEST_F(CliTest, TlsFlagsNeedAServer) {

@@ -187,6 +187,25 @@ TEST_F(Tls, ServerAndCliBinariesSpeakMutualTls) {
   EXPECT_THAT(plaintext.err, StartsWith("UNAVAILABLE: "));
 }
 
+// --tls-server-name: the name checked against the server's certificate instead of the host.
+TEST_F(Tls, CliChecksTheServerNameItIsGiven) {
+  const std::unique_ptr<server::ArbiterServer> server = StartTlsServer(/*mutual=*/false);
+  const std::string request = SourcePath("examples/demo.json");
+  const std::vector<std::string> base = {ARBITER_CLI_PATH, "fairshare",          request,
+                                         "--server",       server->address(),    "--tls-ca",
+                                         File("ca.pem"),   "--deadline-seconds", "60"};
+  std::vector<std::string> named = base;
+  named.insert(named.end(), {"--tls-server-name", "localhost"});
+  const ProcessResult right = RunProcess(named);
+  EXPECT_EQ(right.exit_code, 0) << right.err;
+
+  std::vector<std::string> misnamed = base;
+  misnamed.insert(misnamed.end(), {"--tls-server-name", "elsewhere.example"});
+  const ProcessResult wrong = RunProcess(misnamed);
+  EXPECT_EQ(wrong.exit_code, 1);
+  EXPECT_THAT(wrong.err, StartsWith("UNAVAILABLE: "));
+}
+
 TEST_F(Tls, ServerRefusesToStartWithACertificateButNoKey) {
   const ProcessResult result =
       RunProcess({ARBITER_SERVER_PATH, "--host", "127.0.0.1", "--port", "0", "--metrics-port", "-1",
