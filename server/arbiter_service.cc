@@ -44,31 +44,44 @@ class PhaseClock {
   const PhaseObserver& observer_;
 };
 
-bool DeadlinePassed(grpc::CallbackServerContext* context) {
-  return std::chrono::system_clock::now() > context->deadline();
+// The server's view of the deadline starts when the call arrives, so the client's own timer
+// fires a little earlier and cancels the call: a cancellation this close to the deadline is the
+// deadline passing.
+constexpr std::chrono::milliseconds kDeadlineSlack(250);
+
+// Why the caller no longer waits for the answer: kOk while it does, kDeadlineExceeded when its
+// deadline passed, kCancelled when it cancelled the call.
+absl::StatusCode CallerGaveUp(grpc::CallbackServerContext* context) {
+  const std::chrono::system_clock::time_point now = std::chrono::system_clock::now();
+  const std::chrono::system_clock::time_point deadline = context->deadline();
+  if (now > deadline) return absl::StatusCode::kDeadlineExceeded;
+  if (!context->IsCancelled()) return absl::StatusCode::kOk;
+  if (now > deadline - kDeadlineSlack) return absl::StatusCode::kDeadlineExceeded;
+  return absl::StatusCode::kCancelled;
 }
 
 // OK while the caller still waits for the answer; checked before each of the server's phases.
 absl::Status CheckStillWanted(grpc::CallbackServerContext* context, const char* phase) {
-  if (DeadlinePassed(context)) {
-    return absl::DeadlineExceededError(
-        absl::StrCat("the call's deadline passed before phase ", phase));
+  switch (CallerGaveUp(context)) {
+    case absl::StatusCode::kOk:
+      return absl::OkStatus();
+    case absl::StatusCode::kDeadlineExceeded:
+      return absl::DeadlineExceededError(
+          absl::StrCat("the call's deadline passed before phase ", phase));
+    default:
+      return absl::CancelledError(absl::StrCat("the caller cancelled before phase ", phase));
   }
-  if (context->IsCancelled()) {
-    return absl::CancelledError(absl::StrCat("the caller cancelled before phase ", phase));
-  }
-  return absl::OkStatus();
 }
 
 // The caller's deadline and cancellation, checked by the core between the phases of a cycle.
 bool StoppedByCaller(grpc::CallbackServerContext* context) {
-  return context->IsCancelled() || DeadlinePassed(context);
+  return CallerGaveUp(context) != absl::StatusCode::kOk;
 }
 
 // A Cancelled answer from the core means the hooks stopped it: say why in the caller's terms.
 absl::Status ExplainCancellation(const absl::Status& status, grpc::CallbackServerContext* context) {
   if (status.code() != absl::StatusCode::kCancelled) return status;
-  if (DeadlinePassed(context)) {
+  if (CallerGaveUp(context) == absl::StatusCode::kDeadlineExceeded) {
     return absl::DeadlineExceededError(
         absl::StrCat("the call's deadline passed: ", status.message()));
   }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "arbiter/v1/arbiter.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -151,14 +152,24 @@ class Deadlines : public ::testing::Test {
   // the gate is released once the client has seen the deadline pass.
   RawAnswer HeldCall(const std::string& id, absl::Duration deadline) {
     RawAnswer answer;
+    const absl::Time sent = absl::Now();
     std::thread caller([&] {
       answer = CallRaw(channel_, kSchedule, server::SerializeDeterministic(Demo()), deadline,
                        {{"x-request-id", id}});
     });
     EXPECT_TRUE(gate_->WaitUntilHeld(absl::Seconds(60)));
     caller.join();  // returns when the client's deadline passes, the server still holding
+    LetTheServersDeadlinePass(sent + deadline);
     gate_->Release();
     return answer;
+  }
+
+  // The server's view of a deadline starts when the call arrives, a little after the client's:
+  // let it pass too (plus a margin for a loaded machine) before releasing the call, so that the
+  // server's check sees it whether or not the client's cancellation has arrived yet.
+  static void LetTheServersDeadlinePass(absl::Time client_deadline) {
+    const absl::Duration left = client_deadline + absl::Milliseconds(500) - absl::Now();
+    if (left > absl::ZeroDuration()) absl::SleepFor(left);
   }
 
   LogCapture logs_;
@@ -218,8 +229,10 @@ TEST_F(Deadlines, ACallWhoseDeadlinePassesInTheQueueIsNotStarted) {
                    {{"x-request-id", "busy"}});
   });
   ASSERT_TRUE(gate_->WaitUntilHeld(absl::Seconds(60)));  // the only worker is held
+  const absl::Time sent = absl::Now();
   const RawAnswer queued = CallRaw(channel_, kSchedule, server::SerializeDeterministic(Demo()),
                                    absl::Milliseconds(200), {{"x-request-id", "queued"}});
+  LetTheServersDeadlinePass(sent + absl::Milliseconds(200));
   gate_->Release();
   occupier.join();
 
