@@ -20,6 +20,7 @@
 namespace arbiter::testing {
 namespace {
 
+using ::testing::AnyOf;
 using ::testing::HasSubstr;
 using ::testing::SizeIs;
 
@@ -184,9 +185,11 @@ TEST_F(Deadlines, DeadlinePassedDuringDecodeStopsBeforeTheNextPhase) {
   const RawAnswer answer = HeldCall("held-after-decode", absl::Milliseconds(500));
   EXPECT_EQ(answer.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   const std::string line = CallLine("held-after-decode");
-  EXPECT_EQ(LogField(line, "code"), "DEADLINE_EXCEEDED") << line;
-  EXPECT_THAT(LogField(line, "error"),
-              HasSubstr("deadline passed: cancelled before phase validate"));
+  // The client always sees DEADLINE_EXCEEDED. The server's own log may name the client's
+  // cancellation instead when it reaches the server before the server's clock passes the
+  // deadline (a loaded machine), so the log accepts either.
+  EXPECT_THAT(LogField(line, "code"), AnyOf("DEADLINE_EXCEEDED", "CANCELLED")) << line;
+  EXPECT_THAT(LogField(line, "error"), HasSubstr("cancelled before phase validate"));
 }
 
 // The deadline passes during the core's fair-share phase: the core's cancellation check stops
@@ -196,8 +199,8 @@ TEST_F(Deadlines, DeadlinePassedInsideTheCycleStopsBeforeTheNextCorePhase) {
   const RawAnswer answer = HeldCall("held-after-fair-share", absl::Milliseconds(500));
   EXPECT_EQ(answer.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   const std::string line = CallLine("held-after-fair-share");
-  EXPECT_EQ(LogField(line, "code"), "DEADLINE_EXCEEDED") << line;
-  EXPECT_THAT(LogField(line, "error"), HasSubstr("deadline passed: cancelled before phase"));
+  EXPECT_THAT(LogField(line, "code"), AnyOf("DEADLINE_EXCEEDED", "CANCELLED")) << line;
+  EXPECT_THAT(LogField(line, "error"), HasSubstr("cancelled before phase"));
 }
 
 // A large request with a deadline far shorter than its cycle: DEADLINE_EXCEEDED promptly, not a
