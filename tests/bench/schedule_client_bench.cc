@@ -150,11 +150,11 @@ void BM_ScheduleThroughServer(benchmark::State& state, std::string size, bool al
   state.counters["pods"] = request.pods;
 }
 
-#define ARBITER_CLIENT_BENCH(name, size, allocate_only)                          \
-  BENCHMARK_CAPTURE(BM_ScheduleThroughServer, name, size, allocate_only)         \
-      ->Unit(benchmark::kMillisecond)                                            \
-      ->UseRealTime()                                                            \
-      ->Repetitions(5)                                                           \
+#define ARBITER_CLIENT_BENCH(name, size, allocate_only)                  \
+  BENCHMARK_CAPTURE(BM_ScheduleThroughServer, name, size, allocate_only) \
+      ->Unit(benchmark::kMillisecond)                                    \
+      ->UseRealTime()                                                    \
+      ->Repetitions(5)                                                   \
       ->ReportAggregatesOnly(true)
 
 ARBITER_CLIENT_BENCH(S, "S", false);

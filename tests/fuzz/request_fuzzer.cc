@@ -1,5 +1,8 @@
-// libFuzzer target: bytes -> arbiter.v1.ScheduleRequest (binary protobuf) -> the core's model
-// (server/proto_convert.h) -> ValidateRequest -> ComputeFairShares and Schedule.
+// libFuzzer target: bytes -> the core's model -> ValidateRequest -> ComputeFairShares and
+// Schedule, the way the server goes: its request decoder (server/request_decoder.h) reads the
+// bytes straight into the model. The same bytes also go through protobuf's parser and
+// FromProto (server/proto_convert.h), and the decoder must agree with that: it accepts exactly
+// the bytes protobuf accepts and builds the same model.
 //
 // Besides "no crash, no sanitizer report, no hang", every input is held to what SEMANTICS.md
 // promises for any request:
@@ -16,6 +19,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -27,6 +31,8 @@
 #include "google/protobuf/map.h"
 #include "google/protobuf/stubs/logging.h"
 #include "server/proto_convert.h"
+#include "server/request_decoder.h"
+#include "server/wire.h"
 
 namespace arbiter::fuzz {
 namespace {
@@ -55,12 +61,12 @@ template <typename T>
 void CheckAgreesWithValidation(const absl::StatusOr<T>& answer, const absl::Status& validation,
                                const char* kind) {
   if (validation.ok()) {
-    Require(answer.ok(), std::string(kind) + " failed on a valid request: " +
-                             answer.status().ToString());
+    Require(answer.ok(),
+            std::string(kind) + " failed on a valid request: " + answer.status().ToString());
   } else {
-    Require(answer.status() == validation,
-            std::string(kind) + " answered " + answer.status().ToString() +
-                " where validation said " + validation.ToString());
+    Require(answer.status() == validation, std::string(kind) + " answered " +
+                                               answer.status().ToString() +
+                                               " where validation said " + validation.ToString());
   }
 }
 
@@ -81,8 +87,8 @@ void CheckNumbers(const google::protobuf::Map<std::string, double>& map, const s
 template <typename Items, typename KeyFn>
 void CheckStrictlyAscending(const Items& items, const KeyFn& key, const std::string& what) {
   for (int i = 1; i < items.size(); ++i) {
-    Require(key(items[i - 1]) < key(items[i]), what + " out of order or repeated at " +
-                                                   std::to_string(i));
+    Require(key(items[i - 1]) < key(items[i]),
+            what + " out of order or repeated at " + std::to_string(i));
   }
 }
 
@@ -92,7 +98,8 @@ void CheckShares(const google::protobuf::RepeatedPtrField<v1::QueueShare>& share
   Require(shares.size() == request.snapshot().queues_size(),
           std::to_string(shares.size()) + " queue shares for " +
               std::to_string(request.snapshot().queues_size()) + " queues");
-  CheckStrictlyAscending(shares, [](const v1::QueueShare& q) { return q.queue(); }, "queues");
+  CheckStrictlyAscending(
+      shares, [](const v1::QueueShare& q) { return q.queue(); }, "queues");
   for (const v1::QueueShare& share : shares) {
     const std::string where = "queue " + share.queue();
     CheckNumbers(share.deserved(), where + " deserved");
@@ -126,9 +133,8 @@ void CheckScheduleAnswer(const v1::ScheduleRequest& request, const v1::ScheduleR
     Require(pod != pod_nodes.end(),
             "eviction of unknown pod " + eviction.pod_group() + "/" + eviction.pod());
     Require(eviction.node() == pod->second, "eviction of " + eviction.pod_group() + "/" +
-                                                eviction.pod() + " from node \"" +
-                                                eviction.node() + "\", not its node \"" +
-                                                pod->second + "\"");
+                                                eviction.pod() + " from node \"" + eviction.node() +
+                                                "\", not its node \"" + pod->second + "\"");
   }
   const auto by_pod = [](const auto& item) { return std::make_pair(item.pod_group(), item.pod()); };
   const auto by_group = [](const auto& item) { return item.pod_group(); };
@@ -138,15 +144,33 @@ void CheckScheduleAnswer(const v1::ScheduleRequest& request, const v1::ScheduleR
   CheckStrictlyAscending(response.pending(), by_group, "pending");
 }
 
-void Run(const uint8_t* data, size_t size) {
+// The model as deterministic request bytes, to compare two models.
+std::string ModelBytes(const Snapshot& snapshot, const Policy& policy) {
   v1::ScheduleRequest request;
-  if (!request.ParseFromArray(data, static_cast<int>(size))) return;
-  const Snapshot snapshot = server::FromProto(request.snapshot());
-  const Policy policy = server::FromProto(request.policy());
+  *request.mutable_snapshot() = server::ToProto(snapshot);
+  *request.mutable_policy() = server::ToProto(policy);
+  return server::SerializeDeterministic(request);
+}
+
+void Run(const uint8_t* data, size_t size) {
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  Snapshot snapshot;
+  Policy policy;
+  const bool decoded = server::DecodeRequest(bytes, &snapshot, &policy);
+  v1::ScheduleRequest request;
+  const bool parsed = request.ParseFromArray(data, static_cast<int>(size));
+  Require(decoded == parsed, std::string("the request decoder ") +
+                                 (decoded ? "accepted" : "rejected") + " bytes protobuf " +
+                                 (parsed ? "accepted" : "rejected"));
+  if (!parsed) return;
+  Require(ModelBytes(snapshot, policy) ==
+              ModelBytes(server::FromProto(request.snapshot()), server::FromProto(request.policy())),
+          "the request decoder built another model than protobuf and FromProto");
 
   const absl::Status fair_share_validation =
       ValidateRequest(snapshot, policy, RequestKind::kFairShares);
-  const absl::Status schedule_validation = ValidateRequest(snapshot, policy, RequestKind::kSchedule);
+  const absl::Status schedule_validation =
+      ValidateRequest(snapshot, policy, RequestKind::kSchedule);
   if (!fair_share_validation.ok()) CheckRejection(fair_share_validation, "fair-share");
   if (!schedule_validation.ok()) CheckRejection(schedule_validation, "schedule");
   // Schedule checks everything ComputeFairShares checks, in the same order, then §1 item 6.

@@ -71,7 +71,9 @@ std::function<std::string()> Raw(std::string bytes) {
   return [bytes] { return bytes; };
 }
 
-v1::Queue& QueueAt(v1::ScheduleRequest& r, int i) { return *r.mutable_snapshot()->mutable_queues(i); }
+v1::Queue& QueueAt(v1::ScheduleRequest& r, int i) {
+  return *r.mutable_snapshot()->mutable_queues(i);
+}
 v1::Node& NodeAt(v1::ScheduleRequest& r, int i) { return *r.mutable_snapshot()->mutable_nodes(i); }
 v1::PodGroup& GroupAt(v1::ScheduleRequest& r, int i) {
   return *r.mutable_snapshot()->mutable_pod_groups(i);
@@ -85,14 +87,14 @@ std::vector<BadInput> Catalogue() {
   constexpr auto kInvalid = grpc::StatusCode::INVALID_ARGUMENT;
   std::vector<BadInput> cases = {
       // ---- §1 rule 1: enums out of range, policy ----
-      {"FairnessModelOutOfRange",
-       Mutated([](R& r) { r.mutable_policy()->set_fairness_model(static_cast<v1::FairnessModel>(7)); }),
+      {"FairnessModelOutOfRange", Mutated([](R& r) {
+         r.mutable_policy()->set_fairness_model(static_cast<v1::FairnessModel>(7));
+       }),
        kInvalid, "policy.fairness_model: "},
       {"PlacementNegative",
        Mutated([](R& r) { r.mutable_policy()->set_placement(static_cast<v1::Placement>(-1)); }),
        kInvalid, "policy.placement: "},
-      {"ActionOutOfRange",
-       Mutated([](R& r) {
+      {"ActionOutOfRange", Mutated([](R& r) {
          r.mutable_policy()->add_actions(v1::ACTION_ALLOCATE);
          r.mutable_policy()->add_actions(static_cast<v1::Action>(9));
        }),
@@ -100,8 +102,7 @@ std::vector<BadInput> Catalogue() {
       {"ActionUnspecified",
        Mutated([](R& r) { r.mutable_policy()->add_actions(v1::ACTION_UNSPECIFIED); }), kInvalid,
        "policy.actions[0]: "},
-      {"DuplicateAction",
-       Mutated([](R& r) {
+      {"DuplicateAction", Mutated([](R& r) {
          r.mutable_policy()->add_actions(v1::ACTION_ALLOCATE);
          r.mutable_policy()->add_actions(v1::ACTION_RECLAIM);
          r.mutable_policy()->add_actions(v1::ACTION_ALLOCATE);
@@ -113,20 +114,17 @@ std::vector<BadInput> Catalogue() {
       {"PreemptibilityOutOfRange",
        Mutated([](R& r) { GroupAt(r, 2).set_preemptibility(static_cast<v1::Preemptibility>(3)); }),
        kInvalid, "snapshot.pod_groups[2].preemptibility: "},
-      {"KueuePreemptionOutOfRange",
-       Mutated([](R& r) {
+      {"KueuePreemptionOutOfRange", Mutated([](R& r) {
          QueueAt(r, 1).mutable_kueue_preemption()->set_reclaim_within_cohort(
              static_cast<v1::KueuePreemption::ReclaimWithinCohort>(4));
        }),
        kInvalid, "snapshot.queues[1].kueue_preemption.reclaim_within_cohort: "},
-      {"KueueStrategyOutOfRange",
-       Mutated([](R& r) {
+      {"KueueStrategyOutOfRange", Mutated([](R& r) {
          r.mutable_policy()->add_kueue_preemption_strategies(
              static_cast<v1::KueuePreemptionStrategy>(5));
        }),
        kInvalid, "policy.kueue_preemption_strategies[0]: "},
-      {"KueueStrategiesReversed",
-       Mutated([](R& r) {
+      {"KueueStrategiesReversed", Mutated([](R& r) {
          r.mutable_policy()->add_kueue_preemption_strategies(v1::LESS_THAN_INITIAL_SHARE);
          r.mutable_policy()->add_kueue_preemption_strategies(v1::LESS_THAN_OR_EQUAL_TO_FINAL_SHARE);
        }),
@@ -149,8 +147,8 @@ std::vector<BadInput> Catalogue() {
        "snapshot.queues[2].name: "},
       {"DuplicateQueueName", Mutated([](R& r) { QueueAt(r, 4).set_name("vision"); }), kInvalid,
        "snapshot.queues[4].name: "},
-      {"UnknownParent", Mutated([](R& r) { QueueAt(r, 2).set_parent("no-such-queue"); }),
-       kInvalid, "snapshot.queues[2].parent: "},
+      {"UnknownParent", Mutated([](R& r) { QueueAt(r, 2).set_parent("no-such-queue"); }), kInvalid,
+       "snapshot.queues[2].parent: "},
       {"ParentCycle", Mutated([](R& r) { QueueAt(r, 0).set_parent("vision"); }), kInvalid,
        "snapshot.queues[0].parent: "},
       {"OwnParent", Mutated([](R& r) { QueueAt(r, 3).set_parent("product"); }), kInvalid,
@@ -162,8 +160,8 @@ std::vector<BadInput> Catalogue() {
        Mutated([](R& r) { (*QueueAt(r, 1).mutable_limit())["nvidia.com/gpu"] = kInfinity; }),
        kInvalid, "snapshot.queues[1].limit[\"nvidia.com/gpu\"]: "},
       {"DeservedNegative",
-       Mutated([](R& r) { (*QueueAt(r, 2).mutable_deserved())["nvidia.com/gpu"] = -2; }),
-       kInvalid, "snapshot.queues[2].deserved[\"nvidia.com/gpu\"]: "},
+       Mutated([](R& r) { (*QueueAt(r, 2).mutable_deserved())["nvidia.com/gpu"] = -2; }), kInvalid,
+       "snapshot.queues[2].deserved[\"nvidia.com/gpu\"]: "},
       {"OverQuotaWeightNegative",
        Mutated([](R& r) { (*QueueAt(r, 1).mutable_over_quota_weight())["nvidia.com/gpu"] = -1; }),
        kInvalid, "snapshot.queues[1].over_quota_weight[\"nvidia.com/gpu\"]: "},
@@ -186,16 +184,16 @@ std::vector<BadInput> Catalogue() {
        Mutated([](R& r) { (*NodeAt(r, 0).mutable_allocatable())["cpu"] = -1; }), kInvalid,
        "snapshot.nodes[0].allocatable[\"cpu\"]: "},
       {"AllocatableInfinite",
-       Mutated([](R& r) { (*NodeAt(r, 1).mutable_allocatable())["memory"] = kInfinity; }),
-       kInvalid, "snapshot.nodes[1].allocatable[\"memory\"]: "},
+       Mutated([](R& r) { (*NodeAt(r, 1).mutable_allocatable())["memory"] = kInfinity; }), kInvalid,
+       "snapshot.nodes[1].allocatable[\"memory\"]: "},
       {"TaintEffectUnknown",
        Mutated([](R& r) { NodeAt(r, 3).mutable_taints(0)->set_effect("NoWay"); }), kInvalid,
        "snapshot.nodes[3].taints[0].effect: "},
       // ---- §1 rule 4: pod groups and pods ----
       {"PodGroupInNonLeafQueue", Mutated([](R& r) { GroupAt(r, 0).set_queue("research"); }),
        kInvalid, "snapshot.pod_groups[0].queue: "},
-      {"PodGroupInUnknownQueue", Mutated([](R& r) { GroupAt(r, 1).set_queue("ghost"); }),
-       kInvalid, "snapshot.pod_groups[1].queue: "},
+      {"PodGroupInUnknownQueue", Mutated([](R& r) { GroupAt(r, 1).set_queue("ghost"); }), kInvalid,
+       "snapshot.pod_groups[1].queue: "},
       {"DuplicatePodGroupName", Mutated([](R& r) { GroupAt(r, 3).set_name("vision-train"); }),
        kInvalid, "snapshot.pod_groups[3].name: "},
       {"DuplicatePodName", Mutated([](R& r) { PodAt(r, 0, 1).set_name("worker-0"); }), kInvalid,
@@ -204,17 +202,15 @@ std::vector<BadInput> Catalogue() {
        "snapshot.pod_groups[4].min_member: "},
       {"PodBoundToUnknownNode", Mutated([](R& r) { PodAt(r, 0, 0).set_node_name("gpu-99"); }),
        kInvalid, "snapshot.pod_groups[0].pods[0].node_name: "},
-      {"RunningPodWithoutNode", Mutated([](R& r) { PodAt(r, 1, 0).clear_node_name(); }),
-       kInvalid, "snapshot.pod_groups[1].pods[0].node_name: "},
-      {"PendingPodOnNode",
-       Mutated([](R& r) {
+      {"RunningPodWithoutNode", Mutated([](R& r) { PodAt(r, 1, 0).clear_node_name(); }), kInvalid,
+       "snapshot.pod_groups[1].pods[0].node_name: "},
+      {"PendingPodOnNode", Mutated([](R& r) {
          PodAt(r, 5, 0).set_phase(v1::POD_PHASE_PENDING);
          PodAt(r, 5, 0).set_node_name("gpu-3");
        }),
        kInvalid, "snapshot.pod_groups[5].pods[0].node_name: "},
-      {"RequestNaN",
-       Mutated([](R& r) { (*PodAt(r, 2, 0).mutable_requests())["cpu"] = kNaN; }), kInvalid,
-       "snapshot.pod_groups[2].pods[0].requests[\"cpu\"]: "},
+      {"RequestNaN", Mutated([](R& r) { (*PodAt(r, 2, 0).mutable_requests())["cpu"] = kNaN; }),
+       kInvalid, "snapshot.pod_groups[2].pods[0].requests[\"cpu\"]: "},
       {"RequestNegative",
        Mutated([](R& r) { (*PodAt(r, 2, 1).mutable_requests())["memory"] = -1; }), kInvalid,
        "snapshot.pod_groups[2].pods[1].requests[\"memory\"]: "},
@@ -228,22 +224,19 @@ std::vector<BadInput> Catalogue() {
       {"UsageOfUnknownQueue",
        Mutated([](R& r) { r.mutable_snapshot()->add_usage()->set_queue("ghost"); }), kInvalid,
        "snapshot.usage[0].queue: "},
-      {"UsageCapacityInfinite",
-       Mutated([](R& r) {
+      {"UsageCapacityInfinite", Mutated([](R& r) {
          (*r.mutable_snapshot()->mutable_usage_capacity())["nvidia.com/gpu"] = kInfinity;
        }),
        kInvalid, "snapshot.usage_capacity[\"nvidia.com/gpu\"]: "},
       // ---- §1 rule 6: Schedule under KAI needs `now` for min runtimes ----
-      {"MinRuntimeWithoutNow",
-       Mutated([](R& r) {
+      {"MinRuntimeWithoutNow", Mutated([](R& r) {
          r.mutable_snapshot()->clear_now();
          QueueAt(r, 1).mutable_preempt_min_runtime()->set_seconds(600);
        }),
        kInvalid, "snapshot.now: ", Methods::kScheduleOnly},
       // ---- Bytes that are not a request ----
-      {"TruncatedProtobuf",
-       [] { return server::SerializeDeterministic(Demo()).substr(0, 100); }, kInvalid,
-       "request: not a valid binary"},
+      {"TruncatedProtobuf", [] { return server::SerializeDeterministic(Demo()).substr(0, 100); },
+       kInvalid, "request: not a valid binary"},
       {"LengthBeyondTheEnd", Raw(std::string("\x0a\x40\x12\x03", 4)), kInvalid,
        "request: not a valid binary"},
       {"InvalidWireType", Raw(std::string("\x0f\xff\xff\xff", 4)), kInvalid,
@@ -252,8 +245,7 @@ std::vector<BadInput> Catalogue() {
        Mutated([](R& r) { QueueAt(r, 0).set_name(std::string("\xff\xfe", 2)); }), kInvalid,
        "request: not a valid binary"},
       // ---- Over --max-message-bytes ----
-      {"OversizedRequest",
-       Mutated([](R& r) {
+      {"OversizedRequest", Mutated([](R& r) {
          for (int i = 0; r.ByteSizeLong() <= static_cast<size_t>(kSmallMessageLimit); ++i) {
            v1::Node* node = r.mutable_snapshot()->add_nodes();
            node->set_name(absl::StrCat("padding-node-", i));
@@ -343,8 +335,8 @@ TEST_F(BadInputTest, StillServesCorrectlyAfterTheWholeCatalogue) {
   ExpectServing(Target::kSmallLimitServer);
 
   const v1::ScheduleRequest request = Demo();
-  const RawAnswer answer =
-      CallRaw(ChannelTo(Target::kDefaultServer), kSchedule, server::SerializeDeterministic(request));
+  const RawAnswer answer = CallRaw(ChannelTo(Target::kDefaultServer), kSchedule,
+                                   server::SerializeDeterministic(request));
   ASSERT_TRUE(answer.status.ok()) << answer.status.error_message();
   const absl::StatusOr<v1::ScheduleResponse> expected = server::CallSchedule(request);
   ASSERT_TRUE(expected.ok()) << expected.status();
@@ -373,8 +365,7 @@ bool ServerHasFlag(const std::string& flag) {
 // arbiter-server started with `flags` on 127.0.0.1:0; address() is "" if it did not start.
 class ServerWithFlags {
  public:
-  explicit ServerWithFlags(const std::vector<std::string>& flags)
-      : process_(Command(flags)) {
+  explicit ServerWithFlags(const std::vector<std::string>& flags) : process_(Command(flags)) {
     std::string line;
     while (process_.ReadLine(&line)) {
       if (line.rfind("listening on ", 0) == 0) {
@@ -388,7 +379,7 @@ class ServerWithFlags {
  private:
   static std::vector<std::string> Command(const std::vector<std::string>& flags) {
     std::vector<std::string> argv = {ARBITER_SERVER_PATH, "--host", "127.0.0.1", "--port", "0",
-                                     "--metrics-port", "-1"};
+                                     "--metrics-port",    "-1"};
     argv.insert(argv.end(), flags.begin(), flags.end());
     return argv;
   }

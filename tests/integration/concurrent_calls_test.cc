@@ -79,8 +79,7 @@ std::vector<Call> Calls() {
     calls.push_back({labels[i] + " (ComputeFairShares)", kComputeFairShares,
                      server::SerializeDeterministic(fair_share),
                      Expected(server::CallComputeFairShares(fair_share))});
-    calls.push_back({labels[i] + " (Schedule)", kSchedule,
-                     server::SerializeDeterministic(schedule),
+    calls.push_back({labels[i] + " (Schedule)", kSchedule, server::SerializeDeterministic(schedule),
                      Expected(server::CallSchedule(schedule))});
   }
   return calls;
@@ -170,7 +169,8 @@ TEST_F(ConcurrentCallsTest, ShutdownWhileCallsAreInFlight) {
         const RawAnswer answer = CallRaw(channel, call.method, call.request, absl::Seconds(3));
         const std::string got = answer.status.ok() ? answer.bytes : Describe(answer.status);
         if (got == call.expected) continue;
-        // A call refused or cut off by the shutdown is fine; any other answer must be the right one.
+        // A call refused or cut off by the shutdown is fine; any other answer must be the right
+        // one.
         const grpc::StatusCode code = answer.status.error_code();
         if (code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::CANCELLED ||
             code == grpc::StatusCode::DEADLINE_EXCEEDED) {

@@ -63,6 +63,26 @@ rss_kib() {
   awk '/^VmRSS:/ {print $2}' "/proc/$1/status"
 }
 
+# CPU time, in milliseconds, used so far by process `pid` (user + system, from /proc/PID/stat).
+process_cpu_ms() {
+  awk -v hz="$(getconf CLK_TCK)" '{ print int(($14 + $15) * 1000 / hz) }' "/proc/$1/stat"
+}
+
+# Sets the variable named $1 to the CPU time, in milliseconds, used so far by this shell's
+# finished children (ghz runs as one), from the second line of the `times` builtin
+# ("XmY.YYYs XmY.YYYs": user and system). `times` must run in this shell, not in a
+# substitution's subshell, hence the variable.
+children_cpu_ms() {
+  local file
+  file="$(mktemp -t arbiter-times.XXXXXX)"
+  times >"${file}"
+  printf -v "$1" '%s' "$(awk 'NR == 2 {
+    total = 0
+    for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); total += t[1] * 60 + t[2] }
+    print int(total * 1000) }' "${file}")"
+  rm -f "${file}"
+}
+
 # ghz against ${server_address}: ghz_run NAME CALL [ghz flags...]; the JSON summary goes to
 # ${out_dir}/NAME.json. Binary request data comes from --binary-file in the flags. A run is
 # stopped (and fails) after ${ghz_max_seconds} seconds.
@@ -74,9 +94,12 @@ ghz_run() {
   if [[ "${call}" == grpc.health.v1.* ]]; then
     proto_flags=(--proto "${load_here}/health.proto" --import-paths "${load_here}")
   fi
+  local file="${out_dir}/${name}.json"
   timeout "${ghz_max_seconds:-600}" ghz --insecure "${proto_flags[@]}" --call "${call}" \
     --max-send-message-size=1073741824 --max-recv-message-size=1073741824 \
-    --format json --output "${out_dir}/${name}.json" "$@" "${server_address}"
+    --format json --output "${file}" "$@" "${server_address}" || return
+  # ghz lists every call under "details"; the summary is what is kept.
+  jq 'del(.details)' "${file}" >"${file}.tmp" && mv "${file}.tmp" "${file}"
 }
 
 # Fields of a ghz JSON summary: rps, count, p50/p99 and average in milliseconds, errors.

@@ -48,23 +48,35 @@ ghz_run warmup grpc.health.v1.Health/Check -d '{}' -c "${concurrency}" -n 2000
 rm -f "${out_dir}/warmup.json"
 
 declare -a rows=()
+declare -A client_ms_per_call=() server_ms_per_call=()
 measure() {  # measure NAME CALL LABEL CONCURRENCY CALLS [ghz flags...]
   local name="$1" call="$2" label="$3" c="$4" n="$5"
   shift 5
   local file="${out_dir}/${name}.json"
   rm -f "${file}"
+  local server_before client_before client_after
+  server_before="$(process_cpu_ms "${server_pid}")"
+  children_cpu_ms client_before
   if ! ghz_run "${name}" "${call}" -c "${c}" -n "${n}" "$@" || [[ ! -s "${file}" ]]; then
-    rows+=("| ${label} | ${c} | ${n} asked | did not finish within ${ghz_max_seconds} s | | | | | |")
+    rows+=("| ${label} | ${c} | ${n} asked | did not finish within ${ghz_max_seconds} s | | | | | | | |")
     rm -f "${file}"
     echo "${rows[-1]}"
     return 0
   fi
-  local rss
+  # CPU per call, server and ghz apart: on a machine they share, ghz's own cost bounds the rate.
+  local server_ms client_ms count rss
+  server_ms=$(($(process_cpu_ms "${server_pid}") - server_before))
+  children_cpu_ms client_after
+  client_ms=$((client_after - client_before))
+  count="$(ghz_count "${file}")"
   rss="$(rss_kib "${server_pid}")"
-  rows+=("$(printf '| %s | %s | %s | %.1f | %.2f | %.2f | %.2f | %s | %.0f |' \
-    "${label}" "${c}" "$(ghz_count "${file}")" "$(ghz_rps "${file}")" \
+  client_ms_per_call["${name}"]="$(jq -n "${client_ms} / ${count}")"
+  server_ms_per_call["${name}"]="$(jq -n "${server_ms} / ${count}")"
+  rows+=("$(printf '| %s | %s | %s | %.1f | %.2f | %.2f | %.2f | %s | %.3f | %.3f | %.0f |' \
+    "${label}" "${c}" "${count}" "$(ghz_rps "${file}")" \
     "$(ghz_average_ms "${file}")" "$(ghz_ms "${file}" 50)" "$(ghz_ms "${file}" 99)" \
-    "$(ghz_errors "${file}")" "$((rss / 1024))")")
+    "$(ghz_errors "${file}")" "$(jq -n "${server_ms} / ${count}")" \
+    "$(jq -n "${client_ms} / ${count}")" "$((rss / 1024))")")
   echo "${rows[-1]}"
 }
 
@@ -104,14 +116,25 @@ verdict="$(jq -n -r --argjson r "${ratio}" --argjson p "${small_p99}" --argjson 
   echo "with the server for the cores. One connection per run, binary protobuf requests from"
   echo "\`arbiter generate --seed 1\`. The JSON summaries next to this file hold every figure."
   echo
-  echo "| Call | Concurrency | Calls | Requests/s | Average ms | p50 ms | p99 ms | Errors | Server RSS MiB |"
-  echo "|---|---|---|---|---|---|---|---|---|"
+  echo "| Call | Concurrency | Calls | Requests/s | Average ms | p50 ms | p99 ms | Errors | Server CPU ms/call | ghz CPU ms/call | Server RSS MiB |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
   printf '%s\n' "${rows[@]}"
   echo
   printf 'Target: ComputeFairShares on the small snapshot at >= 60%% of the baseline'"'"'s requests per\n'
   printf 'second with p99 <= 10 ms at %s concurrent calls: **%s** (%.0f%% of the baseline, p99 %.2f ms,\n' \
     "${concurrency}" "${verdict}" "${ratio}" "${small_p99}"
   printf '%s errors).\n' "${small_errors}"
+  echo
+  # What ghz alone allows: its CPU per call spread over every core, the server costing nothing.
+  ceiling="$(jq -n --argjson cores "$(nproc)" --argjson c "${client_ms_per_call[compute_fair_shares_small]}" \
+    '1000 * $cores / $c')"
+  printf 'ghz itself spends %.3f ms of CPU per ComputeFairShares call and %.3f ms per health check;\n' \
+    "${client_ms_per_call[compute_fair_shares_small]}" "${client_ms_per_call[health]}"
+  printf 'the server %.3f ms and %.3f ms. On %s cores, ghz alone allows at most %.0f ComputeFairShares\n' \
+    "${server_ms_per_call[compute_fair_shares_small]}" "${server_ms_per_call[health]}" "$(nproc)" \
+    "${ceiling}"
+  printf 'calls per second even from a server that costs nothing: %.0f%% of this run'"'"'s baseline.\n' \
+    "$(jq -n --argjson a "${ceiling}" --argjson b "${health_rps}" '100 * $a / $b')"
 } >"${out_dir}/ghz.md"
 
 cat "${out_dir}/ghz.md"
