@@ -49,6 +49,7 @@ void Allocate(Session& session) {
     const bool placed = TryUnit(session, group, order.unit(group));
     order.Update(group, /*keep=*/placed);
   }
+  session.set_allocate_ran();
 }
 
 }  // namespace arbiter::kai

@@ -43,6 +43,11 @@ void RunEvictionAction(Session& session, const EvictionAction& action) {
       continue;
     }
     SolverOptions options = action.options(group);
+    // A unit that fits with no victim is ALLOCATE's while ALLOCATE is still to run, and stays
+    // pending when ALLOCATE is not listed (§4.1). Once ALLOCATE has run, it can only fit thanks
+    // to this response's evictions (capacity they release, allocation they lower): the action
+    // places it then, pipelined, as §4.8's solver takes a scenario that needs no victim.
+    options.place_without_victims = session.allocate_ran();
     if (action.shared_eligible) {
       if (shared == nullptr) {
         shared = std::make_unique<VictimOrder>(session, order.chain(), action.shared_eligible,

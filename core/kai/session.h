@@ -45,6 +45,9 @@ class Session {
   PendingReasons& reasons() { return reasons_; }
   // Evictions and moves committed so far, one per pod.
   std::vector<EvictionNote>& evictions() { return evictions_; }
+  // Whether ALLOCATE has run in this cycle (set by Allocate when it finishes).
+  bool allocate_ran() const { return allocate_ran_; }
+  void set_allocate_ran() { allocate_ran_ = true; }
 
  private:
   const Policy& policy_;
@@ -56,6 +59,7 @@ class Session {
   std::unique_ptr<Placer> placer_;
   PendingReasons reasons_;
   std::vector<EvictionNote> evictions_;
+  bool allocate_ran_ = false;
 };
 
 }  // namespace arbiter::kai

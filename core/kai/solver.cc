@@ -426,8 +426,7 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
     }
     if (!found) return Outcome::kFailed;
   }
-  // Only listed actions run: a unit that fits without victims is left to ALLOCATE (§4.1).
-  if (chosen.empty()) return Outcome::kNeedsNoVictims;
+  if (chosen.empty() && !options_.place_without_victims) return Outcome::kNeedsNoVictims;
   if (!Try(group, unit, size, chosen, true, &attempt)) return Outcome::kFailed;
 
   std::vector<EvictionNote>& notes = session_.evictions();

@@ -40,6 +40,9 @@ struct SolverOptions {
   EvictionReason reason = EvictionReason::kUnspecified;  // default reason of evicted victims
   bool replace_victims = true;       // re-place victims where they fit (moves)
   int max_victim_groups = -1;        // -1: no cap (CONSOLIDATE's max_consolidation_preemptees)
+  // Whether a unit that fits with no victim is placed (pipelined, nobody evicted) rather than
+  // answered kNeedsNoVictims. See RunEvictionAction for when an action does so.
+  bool place_without_victims = false;
   // A victim order the solver may use for a preemptor with no RUNNING pod when nothing is drawn
   // yet (it must have been built with eligibility independent of the preemptor, on the current
   // state); the solver resets it after use. Null: build a fresh order every time.
@@ -61,7 +64,7 @@ class Solver {
 
   enum class Outcome {
     kPlaced,           // committed: the unit bound with after_evictions, victims evicted or moved
-    kNeedsNoVictims,   // the unit fits as things are: ALLOCATE's job, not this action's (§4.1)
+    kNeedsNoVictims,   // the unit fits as things are and place_without_victims is off
     kFailed,           // no victim set lets it fit; the state is unchanged
   };
   // Searches victims for `group`'s `unit`. `victims_out` receives the groups evicted or moved.

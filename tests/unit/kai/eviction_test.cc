@@ -271,6 +271,45 @@ TEST(Reclaim, UnitThatNeedsNoVictimIsLeftToAllocate) {
   EXPECT_THAT(Pending(result), ElementsAre("job:not-attempted"));
 }
 
+// §4.8 (a scenario may need no victim) after §4.1's ALLOCATE: once ALLOCATE has run, a unit
+// that fits with no victim fits only thanks to this response's evictions. The first reclaim
+// evicts the whole gang; the second job then fits on what it releases and is placed, pipelined,
+// without evicting anything more. (Regression: it used to stay pending, and every later
+// reclaimer of the same shape with it.)
+TEST(Reclaim, UnitThatFitsOnCapacityReleasedByAnEarlierReclaimIsPlaced) {
+  Snapshot s = SnapshotBuilder()
+                   .Node("n1", Gpu(8))
+                   .Queue("team-a").Deserved(Gpu(4))
+                   .Queue("team-b").Deserved(Gpu(4))
+                   .Group("gang", "team-b").MinMember(4).RunningPods(4, Gpu(2), "n1")
+                   .Group("job-1", "team-a").Pods(1, Gpu(2))
+                   .Group("job-2", "team-a").Pods(1, Gpu(2))
+                   .Build();
+  ScheduleResult result = RunCycle(s, Actions(kAllocateReclaim));
+  EXPECT_THAT(Bindings(result), ElementsAre("job-1-0@n1+", "job-2-0@n1+"));
+  EXPECT_THAT(Evictions(result), ElementsAre("gang-0@n1 FAIR_SHARE_RECLAIM for job-1",
+                                             "gang-1@n1 FAIR_SHARE_RECLAIM for job-1",
+                                             "gang-2@n1 FAIR_SHARE_RECLAIM for job-1",
+                                             "gang-3@n1 FAIR_SHARE_RECLAIM for job-1"));
+  EXPECT_THAT(result.pending, IsEmpty());
+}
+
+// When ALLOCATE comes later in the list, the unit that needs no victim is left to it.
+TEST(Reclaim, UnitThatNeedsNoVictimIsLeftToALaterAllocate) {
+  Snapshot s = SnapshotBuilder()
+                   .Node("n1", Gpu(8))
+                   .Queue("team-a").Deserved(Gpu(4))
+                   .Queue("team-b").Deserved(Gpu(4))
+                   .Group("gang", "team-b").MinMember(4).RunningPods(4, Gpu(2), "n1")
+                   .Group("job-1", "team-a").Pods(1, Gpu(2))
+                   .Group("job-2", "team-a").Pods(1, Gpu(2))
+                   .Build();
+  ScheduleResult result = RunCycle(s, Actions({Action::kReclaim, Action::kAllocate}));
+  EXPECT_THAT(Bindings(result), ElementsAre("job-1-0@n1+", "job-2-0@n1+"));
+  EXPECT_EQ(result.evictions.size(), 4u);
+  EXPECT_THAT(result.pending, IsEmpty());
+}
+
 // ---- PREEMPT ----
 
 TEST(Preempt, HigherPriorityJobEvictsLowerPriorityInTheSameQueue) {
