@@ -154,13 +154,18 @@ void Reclaim(Session& session) {
                             FormatQuantity(amounts.fair_share[r]));
       }
     }
+    // §4.10's validator ends with this test, on every queue from the leaf to the top, and it
+    // does not depend on the victims: when it fails, every try fails, so no victim is searched.
     if (!cluster.group(group).preemptible) {
-      const double* np = session.state().allocated_np(leaf);
-      for (int r = 0; r < cluster.num_resources(); ++r) {
-        if (amounts.deserved[r] != -1 && !(np[r] + unit.requests[r] <= amounts.deserved[r])) {
-          return absl::StrCat("queue ", cluster.tree().queue(leaf).name,
-                              " would exceed its deserved ", cluster.resources().name(r),
-                              " with non-preemptible work");
+      for (int q = leaf; q >= 0; q = cluster.tree().parent(q)) {
+        const std::vector<double>& deserved = session.shares().queues[q].deserved;
+        const double* np = session.state().allocated_np(q);
+        for (int r = 0; r < cluster.num_resources(); ++r) {
+          if (deserved[r] != -1 && !(np[r] + unit.requests[r] <= deserved[r])) {
+            return absl::StrCat("queue ", cluster.tree().queue(q).name,
+                                " would exceed its deserved ", cluster.resources().name(r),
+                                " with non-preemptible work");
+          }
         }
       }
     }

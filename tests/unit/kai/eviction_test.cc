@@ -271,6 +271,32 @@ TEST(Reclaim, UnitThatNeedsNoVictimIsLeftToAllocate) {
   EXPECT_THAT(Pending(result), ElementsAre("job:not-attempted"));
 }
 
+// §4.10: the validator's last test, allocatedNP(X) + a <= deserved(X) on every queue from the
+// leaf up and in every resource, does not depend on the victims. Here the reclaimer asks only
+// cpu, but its department already runs non-preemptible GPU work above its deserved GPUs: no
+// victim set can pass, and the reason names the department rather than the victim search.
+TEST(Reclaim, NonPreemptibleReclaimerBlockedByAnAncestorsNonPreemptibleWork) {
+  const ResourceMap node = {{"cpu", 8}, {"nvidia.com/gpu", 8}};
+  Snapshot s = SnapshotBuilder()
+                   .Node("n1", node)
+                   .Queue("dept").Deserved({{"cpu", 4}, {"nvidia.com/gpu", 2}})
+                   .Queue("dept-a", "dept").Deserved({{"cpu", 4}, {"nvidia.com/gpu", 0}})
+                   .Queue("dept-b", "dept").Deserved({{"cpu", 0}, {"nvidia.com/gpu", 2}})
+                   .Queue("other").Deserved({{"cpu", 0}, {"nvidia.com/gpu", 0}})
+                   .Group("serving", "dept-b").Preemptible(Preemptibility::kNonPreemptible)
+                   .RunningPods(1, Gpu(4), "n1")
+                   .Group("borrower", "other").RunningPods(8, {{"cpu", 1}}, "n1")
+                   .Group("job", "dept-a").Preemptible(Preemptibility::kNonPreemptible)
+                   .Pods(1, {{"cpu", 2}})
+                   .Build();
+  ScheduleResult result = RunCycle(s, Actions(kAllocateReclaim));
+  EXPECT_THAT(result.evictions, IsEmpty());
+  EXPECT_THAT(Pending(result), ElementsAre("job:insufficient-resources"));
+  EXPECT_THAT(PendingMessage(result, "job"),
+              HasSubstr("; reclaim: queue dept would exceed its deserved nvidia.com/gpu with "
+                        "non-preemptible work"));
+}
+
 // §4.8 (a scenario may need no victim) after §4.1's ALLOCATE: once ALLOCATE has run, a unit
 // that fits with no victim fits only thanks to this response's evictions. The first reclaim
 // evicts the whole gang; the second job then fits on what it releases and is placed, pipelined,
