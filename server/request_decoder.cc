@@ -57,8 +57,8 @@ class Decoder {
   template <typename Handler>
   bool Fields(Handler&& handler) {
     while (in_.BytesUntilLimit() > 0) {
-      const uint32_t tag = in_.ReadTag();
-      if (tag == 0) return false;  // a zero or malformed tag
+      uint32_t tag = 0;
+      if (!ReadTag(&tag) || tag == 0) return false;  // a zero or malformed tag
       const uint32_t number = tag >> 3;
       const int wire = static_cast<int>(tag & 7);
       if (number == 0 || wire == kEndGroup) return false;
@@ -89,9 +89,42 @@ class Decoder {
     return read ? Step::kRead : Step::kBad;
   }
 
+  // A tag as protobuf's message parser reads it: a varint of at most 5 bytes, keeping its low 32
+  // bits. (CodedInputStream::ReadTag takes up to 10 bytes, which the parser rejects.)
+  bool ReadTag(uint32_t* tag) {
+    uint64_t value = 0;
+    int bytes = 0;
+    if (!ReadShortVarint(&value, &bytes)) return false;
+    *tag = static_cast<uint32_t>(value);
+    return true;
+  }
+
+  // A length as protobuf's message parser reads it: at most 5 bytes, below 2 GiB (the fifth
+  // byte under 8), and within the current limit.
   bool ReadLength(uint32_t* length) {
-    return in_.ReadVarint32(length) &&
-           static_cast<int64_t>(*length) <= static_cast<int64_t>(in_.BytesUntilLimit());
+    uint64_t value = 0;
+    int bytes = 0;
+    if (!ReadShortVarint(&value, &bytes)) return false;
+    if (bytes == 5 && (value >> 28) >= 8) return false;
+    *length = static_cast<uint32_t>(value);
+    return static_cast<int64_t>(value) <= static_cast<int64_t>(in_.BytesUntilLimit());
+  }
+
+  // A varint of at most 5 bytes before the current limit; `bytes` is how many it took.
+  bool ReadShortVarint(uint64_t* value, int* bytes) {
+    const void* data = nullptr;
+    int size = 0;
+    if (!in_.GetDirectBufferPointer(&data, &size)) return false;
+    const uint8_t* p = static_cast<const uint8_t*>(data);
+    *value = 0;
+    for (int i = 0; i < 5 && i < size; ++i) {
+      *value |= static_cast<uint64_t>(p[i] & 0x7f) << (7 * i);
+      if (p[i] < 0x80) {
+        *bytes = i + 1;
+        return in_.Skip(i + 1);
+      }
+    }
+    return false;
   }
 
   // Skips an unknown field whose tag was just read.
@@ -119,8 +152,8 @@ class Decoder {
   bool SkipGroup(uint32_t number) {
     if (++depth_ > kMaxDepth) return false;
     while (true) {
-      const uint32_t tag = in_.ReadTag();
-      if (tag == 0) return false;  // the group is not closed
+      uint32_t tag = 0;
+      if (!ReadTag(&tag) || tag == 0) return false;  // the group is not closed
       const uint32_t inner = tag >> 3;
       const int wire = static_cast<int>(tag & 7);
       if (inner == 0) return false;

@@ -289,11 +289,24 @@ TEST(DecodeRequest, RejectsWhatProtobufRejects) {
       {"truncated double", Len(2, Tag(2, 1) + "\x01\x02")},
       {"packed run cut in a varint", Len(2, Len(5, std::string("\x01\x82", 2)))},
       {"malformed tag", std::string("\xff\xff\xff\xff\xff\xff", 6)},
+      // Protobuf's parser reads tags and lengths in at most 5 bytes, lengths below 2 GiB.
+      {"tag of six bytes", std::string("\x92\x80\x80\x80\x80\x00", 6) + Varint(0)},
+      {"length of six bytes", Tag(2, 2) + std::string("\x80\x80\x80\x80\x80\x00", 6)},
+      {"length of 4 GiB, 0 in 32 bits", Tag(2, 2) + std::string("\x80\x80\x80\x80\x10", 5)},
+      {"map entry length of six bytes",
+       Len(1, Tag(7, 2) + std::string("\x80\x80\x80\x80\x80\x00", 6))},
   };
   for (const Case& c : cases) {
     EXPECT_FALSE(ExpectSameAsProtobuf(c.bytes, c.name)) << c.name << ": protobuf accepted it";
   }
   EXPECT_TRUE(ExpectSameAsProtobuf(Len(1, Len(4, Len(7, pod))), "the same made valid"));
+  // Five-byte tags and lengths are within the parser's reach.
+  EXPECT_TRUE(ExpectSameAsProtobuf(std::string("\x92\x80\x80\x80\x00", 5) + Varint(0),
+                                   "tag of five bytes"));
+  EXPECT_TRUE(ExpectSameAsProtobuf(Tag(2, 2) + std::string("\x80\x80\x80\x80\x00", 5),
+                                   "length of five bytes"));
+  // A five-byte tag with bits past the 32nd: whatever protobuf decides, the decoder decides.
+  ExpectSameAsProtobuf(std::string("\x92\x80\x80\x80\x70", 5) + Varint(0), "tag past 32 bits");
 }
 
 TEST(DecodeRequest, EveryPrefixOfARequestIsDecidedAsProtobufDecidesIt) {
