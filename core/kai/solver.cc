@@ -267,36 +267,47 @@ bool Solver::CountPart(const Unit& unit, int part, const std::vector<EvictionUni
   return true;
 }
 
-bool Solver::MayHoldPart(const PartCapacity& capacity, int part,
-                         const std::vector<const EvictionUnit*>& fresh) {
+bool Solver::MayHoldPart(const PartCapacity& capacity, int part, int node,
+                         const std::vector<const EvictionUnit*>& fresh,
+                         const std::vector<double>& drawn_free) {
   if (capacity.base_total >= part) return true;  // the count does not rule it out
   const Cluster& cluster = session_.cluster();
   const WorkingState& state = session_.state();
   Feasibility& feasibility = session_.feasibility();
   const int r_count = cluster.num_resources();
-  std::vector<int> nodes;
-  for (const EvictionUnit* victim : fresh) {
-    for (int p : victim->pods) nodes.push_back(state.pod_node(p));
-  }
-  std::sort(nodes.begin(), nodes.end());
-  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  const double* requests = cluster.requests(capacity.pod);
+  auto feasible = [&](int n) {
+    return !cluster.node(n).node->unschedulable &&
+           capacity.feasible_class[feasibility.node_class(n)];
+  };
   int total = capacity.base_total;
   std::vector<double> free(r_count);
-  for (int node : nodes) {
-    if (cluster.node(node).node->unschedulable ||
-        !capacity.feasible_class[feasibility.node_class(node)]) {
-      continue;
+  // On `node` itself, every drawn victim with a pod there is in `fresh`: its room is the base
+  // plus everything drawn there, kept up to date by the caller.
+  if (feasible(node)) {
+    std::copy(&drawn_free[node * r_count], &drawn_free[node * r_count] + r_count, free.begin());
+    total += PodsThatFit(requests, free, part) - capacity.base_count[node];
+  }
+  // The other nodes of `fresh` (victims with pods on several nodes) gain only those victims'
+  // pods there.
+  std::vector<std::pair<int, int>> elsewhere;  // (node, pod)
+  for (const EvictionUnit* victim : fresh) {
+    for (int p : victim->pods) {
+      if (state.pod_node(p) != node) elsewhere.emplace_back(state.pod_node(p), p);
     }
-    std::copy(&capacity.base_free[node * r_count], &capacity.base_free[node * r_count] + r_count,
+  }
+  std::sort(elsewhere.begin(), elsewhere.end());
+  for (size_t i = 0; i < elsewhere.size();) {
+    const int other = elsewhere[i].first;
+    std::copy(&capacity.base_free[other * r_count], &capacity.base_free[other * r_count] + r_count,
               free.begin());
-    for (const EvictionUnit* victim : fresh) {
-      for (int p : victim->pods) {
-        if (state.pod_node(p) != node) continue;
-        const double* victim_requests = cluster.requests(p);
-        for (int r = 0; r < r_count; ++r) free[r] += victim_requests[r];
-      }
+    for (; i < elsewhere.size() && elsewhere[i].first == other; ++i) {
+      const double* victim_requests = cluster.requests(elsewhere[i].second);
+      for (int r = 0; r < r_count; ++r) free[r] += victim_requests[r];
     }
-    total += PodsThatFit(cluster.requests(capacity.pod), free, part) - capacity.base_count[node];
+    if (feasible(other)) {
+      total += PodsThatFit(requests, free, part) - capacity.base_count[other];
+    }
   }
   return total >= part;
 }
@@ -378,6 +389,9 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
     } reset{order, own == nullptr};
     if (own == nullptr && options_.prepare_shared_order) options_.prepare_shared_order(*order);
     std::vector<EvictionUnit> drawn;
+    // Per node × R: free once R and every drawn victim are evicted (when `counted`).
+    std::vector<double> drawn_free;
+    if (counted) drawn_free = capacity.base_free;
     std::map<int, std::vector<int>> drawn_on_node;  // node -> indices into drawn, draw order
     std::vector<bool> group_seen(cluster.num_groups(), false);
     int groups_seen = 0;
@@ -399,6 +413,13 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
       }
       const int index = static_cast<int>(drawn.size());
       drawn.push_back(next);
+      if (counted) {
+        for (int pod : next.pods) {
+          const double* victim_requests = cluster.requests(pod);
+          double* into = &drawn_free[state.pod_node(pod) * r_count];
+          for (int r = 0; r < r_count; ++r) into[r] += victim_requests[r];
+        }
+      }
       nodes.clear();
       for (int pod : next.pods) nodes.push_back(state.pod_node(pod));
       std::sort(nodes.begin(), nodes.end());
@@ -407,7 +428,7 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
       for (int node : nodes) {
         fresh.clear();
         for (int k : drawn_on_node[node]) fresh.push_back(&drawn[k]);
-        if (counted && !MayHoldPart(capacity, part, fresh)) continue;
+        if (counted && !MayHoldPart(capacity, part, node, fresh, drawn_free)) continue;
         if (breach.has_value()) {
           bool lifts = false;
           for (const EvictionUnit* v : fresh) {

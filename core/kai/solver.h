@@ -91,10 +91,12 @@ class Solver {
   // Fills `capacity` for the first `part` pods of `unit`; false when they are not identical.
   bool CountPart(const Unit& unit, int part, const std::vector<EvictionUnit>& chosen,
                  const std::function<bool(int)>& eligible, PartCapacity* capacity);
-  // False when the part provably cannot fit once R and `fresh` are evicted, counted node by
-  // node: only nodes holding a pod of `fresh` gain room over the base.
-  bool MayHoldPart(const PartCapacity& capacity, int part,
-                   const std::vector<const EvictionUnit*>& fresh);
+  // False when the part provably cannot fit once R and `fresh` (the drawn victims with a pod on
+  // `node`) are evicted, counted node by node: only nodes holding a pod of `fresh` gain room
+  // over the base. `drawn_free` (nodes × R) is the base plus every drawn victim's pods.
+  bool MayHoldPart(const PartCapacity& capacity, int part, int node,
+                   const std::vector<const EvictionUnit*>& fresh,
+                   const std::vector<double>& drawn_free);
   // The §4.4 breach of P's first `part` pods once `victims` are evicted, if any.
   std::optional<QuotaBreach> QuotaAfter(int group, const Unit& unit, int part,
                                         const std::vector<EvictionUnit>& victims);
