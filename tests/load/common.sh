@@ -112,3 +112,18 @@ ghz_average_ms() { jq -r '.average / 1e6' "$1"; }
 ghz_errors() {  # calls not answered OK
   jq -r '[.statusCodeDistribution // {} | to_entries[] | select(.key != "OK") | .value] | add // 0' "$1"
 }
+
+# Replaces the lines between "<!-- NAME:begin -->" and "<!-- NAME:end -->" in docs/benchmarks.md
+# (or $BENCHMARKS_MD) with the file CONTENT: update_benchmarks NAME CONTENT. The markers stay.
+update_benchmarks() {
+  local name="$1" content="$2" target="${BENCHMARKS_MD:-${repo_root}/docs/benchmarks.md}"
+  if ! grep -q "^<!-- ${name}:begin -->$" "${target}" 2>/dev/null; then
+    echo "no <!-- ${name}:begin --> marker in ${target}; not updated" >&2
+    return 0
+  fi
+  awk -v begin="<!-- ${name}:begin -->" -v end="<!-- ${name}:end -->" -v content="${content}" '
+    $0 == begin { print; while ((getline line < content) > 0) print line; skipping = 1; next }
+    $0 == end { skipping = 0 }
+    !skipping { print }' "${target}" >"${target}.tmp"
+  mv "${target}.tmp" "${target}"
+}

@@ -4,7 +4,8 @@
 #   2. ComputeFairShares on a small generated snapshot (10 nodes, 5 queues, 50 pods);
 #   3. Schedule on the generator's sizes S, M and L (binary protobuf requests), with all four
 #      actions and with [ALLOCATE] only.
-# Writes one ghz JSON summary per run under docs/load/ and the table docs/load/ghz.md.
+# Writes one ghz JSON summary per run under docs/load/, the table docs/load/ghz.md, and the same
+# table between the ghz markers of docs/benchmarks.md.
 # Target: ComputeFairShares small at >= 60% of the baseline's requests per second, with
 # p99 <= 10 ms, at 50 concurrent calls. Exits 1 when the target is missed.
 #
@@ -114,7 +115,7 @@ verdict="$(jq -n -r --argjson r "${ratio}" --argjson p "${small_p99}" --argjson 
   echo "Written by \`tests/load/ghz.sh\` on $(date -u +%Y-%m-%d) against arbiter-server on loopback;"
   echo "ghz ${GHZ_VERSION} runs on the same machine ($(nproc) cores, $(uname -m)) and competes"
   echo "with the server for the cores. One connection per run, binary protobuf requests from"
-  echo "\`arbiter generate --seed 1\`. The JSON summaries next to this file hold every figure."
+  echo "\`arbiter generate --seed 1\`. The JSON summaries in \`docs/load/\` hold every figure."
   echo
   echo "| Call | Concurrency | Calls | Requests/s | Average ms | p50 ms | p99 ms | Errors | Server CPU ms/call | ghz CPU ms/call | Server RSS MiB |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|"
@@ -137,5 +138,8 @@ verdict="$(jq -n -r --argjson r "${ratio}" --argjson p "${small_p99}" --argjson 
     "$(jq -n --argjson a "${ceiling}" --argjson b "${health_rps}" '100 * $a / $b')"
 } >"${out_dir}/ghz.md"
 
+# The same, without its title, in docs/benchmarks.md.
+tail -n +3 "${out_dir}/ghz.md" >"${work}/section.md"
+update_benchmarks ghz "${work}/section.md"
 cat "${out_dir}/ghz.md"
 [[ "${verdict}" == "met" ]]

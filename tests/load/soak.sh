@@ -3,7 +3,8 @@
 # 5 queues, 50 pods) at 80% of the maximum rate measured at the start of the same run, for a
 # bounded time, sampling the server's resident memory from /proc/PID/status.
 # Pass: zero errors, and resident memory after the warm-up grows by at most 10%.
-# Writes docs/load/soak.md, docs/load/soak.json (ghz) and docs/load/soak-rss.csv; exits 1 on a
+# Writes docs/load/soak.md (also between the soak markers of docs/benchmarks.md),
+# docs/load/soak.json (ghz) and docs/load/soak-rss.csv; exits 1 on a
 # failure.
 #
 #   tests/load/soak.sh [BIN_DIR]    (BIN_DIR holds arbiter-server and arbiter; default build/bin)
@@ -109,5 +110,8 @@ verdict="$(jq -n -r --argjson e "${errors}" --argjson g "${growth}" --argjson c 
 } >"${out_dir}/soak.md"
 
 
+# The same, without its title, in docs/benchmarks.md.
+tail -n +3 "${out_dir}/soak.md" >"${work}/section.md"
+update_benchmarks soak "${work}/section.md"
 cat "${out_dir}/soak.md"
 [[ "${verdict}" == "passed" ]]
