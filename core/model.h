@@ -178,6 +178,12 @@ struct Policy {
   std::optional<int32_t> max_consolidation_preemptees;  // absent = 16
 };
 
+// §0.2: the phase a pod counts as; UNSPECIFIED is RUNNING when the pod has a node, else PENDING.
+PodPhase EffectivePhase(const Pod& pod);
+
+// §0.7, KAI: whether the group may be evicted; UNSPECIFIED means priority below 100.
+bool IsPreemptibleUnderKai(const PodGroup& group);
+
 // ---- The answer ----
 
 struct QueueShare {

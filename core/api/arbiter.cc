@@ -12,40 +12,29 @@ namespace {
 
 bool IsKueue(const Policy& policy) { return policy.fairness_model == FairnessModel::kKueue; }
 
-absl::Status CheckCancelled(const CycleHooks& hooks, std::string_view next_phase) {
-  if (hooks.cancelled && hooks.cancelled()) {
-    return absl::CancelledError(absl::StrCat("cancelled before phase ", std::string(next_phase)));
-  }
-  return absl::OkStatus();
-}
-
-void PhaseDone(const CycleHooks& hooks, std::string_view phase) {
-  if (hooks.phase_done) hooks.phase_done(phase);
-}
-
 }  // namespace
 
 absl::StatusOr<FairShareResult> ComputeFairShares(const Snapshot& snapshot, const Policy& policy,
                                                   const CycleHooks& hooks) {
-  RETURN_IF_ERROR(CheckCancelled(hooks, "validate"));
+  RETURN_IF_ERROR(hooks.CheckCancelled("validate"));
   RETURN_IF_ERROR(ValidateRequest(snapshot, policy, RequestKind::kFairShares));
-  PhaseDone(hooks, "validate");
-  RETURN_IF_ERROR(CheckCancelled(hooks, "fair_share"));
+  hooks.PhaseDone("validate");
+  RETURN_IF_ERROR(hooks.CheckCancelled("fair_share"));
   FairShareResult result;
   if (IsKueue(policy)) {
     result.queues = kueue::ComputeKueueShares(snapshot);
   } else {
     result.queues = kai::ToQueueShares(kai::ComputeKaiFairShare(snapshot, policy));
   }
-  PhaseDone(hooks, "fair_share");
+  hooks.PhaseDone("fair_share");
   return result;
 }
 
 absl::StatusOr<ScheduleResult> Schedule(const Snapshot& snapshot, const Policy& policy,
                                         const CycleHooks& hooks) {
-  RETURN_IF_ERROR(CheckCancelled(hooks, "validate"));
+  RETURN_IF_ERROR(hooks.CheckCancelled("validate"));
   RETURN_IF_ERROR(ValidateRequest(snapshot, policy, RequestKind::kSchedule));
-  PhaseDone(hooks, "validate");
+  hooks.PhaseDone("validate");
   if (IsKueue(policy)) return kueue::ScheduleKueue(snapshot, policy, hooks);
   return kai::ScheduleKai(snapshot, policy, hooks);
 }

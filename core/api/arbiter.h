@@ -6,9 +6,12 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <string_view>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "core/model.h"
 
 namespace arbiter {
@@ -21,6 +24,17 @@ struct CycleHooks {
   // Called when a phase ends, with its name: "validate", "fair_share", "allocate",
   // "consolidate", "reclaim", "preempt", "admission", "respond". For timing breakdowns.
   std::function<void(std::string_view phase)> phase_done;
+
+  // CancelledError naming `next_phase` when `cancelled` says so; OK otherwise.
+  absl::Status CheckCancelled(std::string_view next_phase) const {
+    if (cancelled && cancelled()) {
+      return absl::CancelledError(absl::StrCat("cancelled before phase ", std::string(next_phase)));
+    }
+    return absl::OkStatus();
+  }
+  void PhaseDone(std::string_view phase) const {
+    if (phase_done) phase_done(phase);
+  }
 };
 
 // Fair shares of every queue (SEMANTICS.md §2, §3, §5.3, §6).

@@ -16,22 +16,6 @@ void FillDense(const ResourceSet& resources, const ResourceMap& map, double* out
   }
 }
 
-PodPhase ResolvePhase(const Pod& pod) {
-  if (pod.phase != PodPhase::kUnspecified) return pod.phase;
-  return pod.node_name.empty() ? PodPhase::kPending : PodPhase::kRunning;
-}
-
-bool IsPreemptible(const PodGroup& group) {
-  switch (group.preemptibility) {
-    case Preemptibility::kPreemptible:
-      return true;
-    case Preemptibility::kNonPreemptible:
-      return false;
-    default:
-      return group.priority < 100;
-  }
-}
-
 }  // namespace
 
 Cluster::Cluster(const Snapshot& snapshot, const ResourceSet& resources, const QueueTree& tree)
@@ -77,7 +61,7 @@ Cluster::Cluster(const Snapshot& snapshot, const ResourceSet& resources, const Q
     group.group = &source;
     group.queue = tree.Find(source.queue);
     group.gang = std::max(source.min_member, 1);
-    group.preemptible = IsPreemptible(source);
+    group.preemptible = IsPreemptibleUnderKai(source);
     group.first_pod = static_cast<int>(pods_.size());
     group.pod_count = static_cast<int>(source.pods.size());
     pods.clear();
@@ -88,7 +72,7 @@ Cluster::Cluster(const Snapshot& snapshot, const ResourceSet& resources, const Q
       ClusterPod pod;
       pod.pod = source_pod;
       pod.group = static_cast<int>(g);
-      pod.phase = ResolvePhase(*source_pod);
+      pod.phase = EffectivePhase(*source_pod);
       if (!source_pod->node_name.empty()) {
         auto it = node_index.find(source_pod->node_name);
         // Validation guarantees node_name names a node.

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/kai/eviction_action.h"
-#include "core/kai/quantity_format.h"
+#include "core/quantity_format.h"
 
 namespace arbiter::kai {
 namespace {

@@ -14,24 +14,6 @@ namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
-// The phase a pod counts as (§0.2: UNSPECIFIED is RUNNING with a node, else PENDING).
-PodPhase EffectivePhase(const Pod& pod) {
-  if (pod.phase != PodPhase::kUnspecified) return pod.phase;
-  return pod.node_name.empty() ? PodPhase::kPending : PodPhase::kRunning;
-}
-
-// §0.7: KAI's rule for an UNSPECIFIED preemptibility.
-bool IsPreemptible(const PodGroup& group) {
-  switch (group.preemptibility) {
-    case Preemptibility::kPreemptible:
-      return true;
-    case Preemptibility::kNonPreemptible:
-      return false;
-    default:
-      return group.priority < 100;
-  }
-}
-
 // Resource names in the order first met while reading the snapshot. Maps tend to repeat the
 // same keys in the same order, so the name after the previous key is tried first.
 class ResourceInterner {
@@ -219,7 +201,7 @@ void ComputeQueueAmounts(const Snapshot& snapshot, const SnapshotMaps& maps,
   for (const LeafGroup& entry : groups) {
     const PodGroup& group = snapshot.pod_groups[entry.group];
     QueueAmounts& amounts = shares.queues[entry.leaf];
-    const bool preemptible = IsPreemptible(group);
+    const bool preemptible = IsPreemptibleUnderKai(group);
     pods.resize(group.pods.size());
     for (size_t i = 0; i < pods.size(); ++i) pods[i] = static_cast<int>(i);
     auto by_name = [&](int a, int b) { return group.pods[a].name < group.pods[b].name; };

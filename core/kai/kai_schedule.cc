@@ -18,17 +18,6 @@
 namespace arbiter::kai {
 namespace {
 
-absl::Status CheckCancelled(const CycleHooks& hooks, std::string_view next_phase) {
-  if (hooks.cancelled && hooks.cancelled()) {
-    return absl::CancelledError(absl::StrCat("cancelled before phase ", std::string(next_phase)));
-  }
-  return absl::OkStatus();
-}
-
-void PhaseDone(const CycleHooks& hooks, std::string_view phase) {
-  if (hooks.phase_done) hooks.phase_done(phase);
-}
-
 std::vector<Action> ActionsOf(const Policy& policy) {
   if (!policy.actions.empty()) return policy.actions;
   return {Action::kAllocate, Action::kConsolidate, Action::kReclaim, Action::kPreempt};
@@ -53,15 +42,15 @@ std::string_view ActionName(Action action) {
 
 absl::StatusOr<ScheduleResult> ScheduleKai(const Snapshot& snapshot, const Policy& policy,
                                            const CycleHooks& hooks) {
-  RETURN_IF_ERROR(CheckCancelled(hooks, "fair_share"));
+  RETURN_IF_ERROR(hooks.CheckCancelled("fair_share"));
   const KaiFairShare shares = ComputeKaiFairShare(snapshot, policy);
   // The "fair_share" phase also covers interning the snapshot for the cycle.
   Session session(snapshot, policy, shares);
-  PhaseDone(hooks, "fair_share");
+  hooks.PhaseDone("fair_share");
 
   for (Action action : ActionsOf(policy)) {
     const std::string_view name = ActionName(action);
-    RETURN_IF_ERROR(CheckCancelled(hooks, name));
+    RETURN_IF_ERROR(hooks.CheckCancelled(name));
     switch (action) {
       case Action::kAllocate:
         Allocate(session);
@@ -78,13 +67,13 @@ absl::StatusOr<ScheduleResult> ScheduleKai(const Snapshot& snapshot, const Polic
       default:
         break;  // validation rejects other values
     }
-    PhaseDone(hooks, name);
+    hooks.PhaseDone(name);
   }
 
-  RETURN_IF_ERROR(CheckCancelled(hooks, "respond"));
+  RETURN_IF_ERROR(hooks.CheckCancelled("respond"));
   ScheduleResult result = BuildResponse(session);
   result.queues = ToQueueShares(shares);
-  PhaseDone(hooks, "respond");
+  hooks.PhaseDone("respond");
   return result;
 }
 

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/kai/quantity_format.h"
+#include "core/quantity_format.h"
 
 namespace arbiter::kai {
 namespace {

@@ -1,6 +1,6 @@
 // Why a pod group stays pending (SEMANTICS.md §6): a stable code and a sentence a person can act
 // on. Messages are pure functions of the decision; numbers are written in shortest round-trip
-// form (core/kai/quantity_format.h).
+// form (core/quantity_format.h).
 #pragma once
 
 #include <string>

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/kai/eviction_action.h"
 #include "core/kai/kai_fair_share.h"
-#include "core/kai/quantity_format.h"
+#include "core/quantity_format.h"
 #include "core/kai/victims.h"
 
 namespace arbiter::kai {

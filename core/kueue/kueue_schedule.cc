@@ -12,36 +12,21 @@
 #include "core/status_macros.h"
 
 namespace arbiter::kueue {
-namespace {
-
-absl::Status CheckCancelled(const CycleHooks& hooks, std::string_view next_phase) {
-  if (hooks.cancelled && hooks.cancelled()) {
-    return absl::CancelledError(absl::StrCat("cancelled before phase ", std::string(next_phase)));
-  }
-  return absl::OkStatus();
-}
-
-void PhaseDone(const CycleHooks& hooks, std::string_view phase) {
-  if (hooks.phase_done) hooks.phase_done(phase);
-}
-
-}  // namespace
-
 absl::StatusOr<ScheduleResult> ScheduleKueue(const Snapshot& snapshot, const Policy& policy,
                                              const CycleHooks& hooks) {
-  RETURN_IF_ERROR(CheckCancelled(hooks, "fair_share"));
+  RETURN_IF_ERROR(hooks.CheckCancelled("fair_share"));
   const QueueTree queues = QueueTree::Build(snapshot);
   const ResourceSet resources = ResourceSet::Collect(snapshot);
   QuotaTree tree = QuotaTree::Build(queues, resources);
   const std::vector<Workload> workloads = CollectWorkloads(snapshot, queues, resources);
-  PhaseDone(hooks, "fair_share");
+  hooks.PhaseDone("fair_share");
 
-  RETURN_IF_ERROR(CheckCancelled(hooks, "admission"));
+  RETURN_IF_ERROR(hooks.CheckCancelled("admission"));
   ASSIGN_OR_RETURN(AdmissionOutcome outcome,
                    RunAdmission(tree, workloads, ResolveStrategies(policy), hooks));
-  PhaseDone(hooks, "admission");
+  hooks.PhaseDone("admission");
 
-  RETURN_IF_ERROR(CheckCancelled(hooks, "respond"));
+  RETURN_IF_ERROR(hooks.CheckCancelled("respond"));
   ScheduleResult result;
   result.queues = BuildQueueShares(tree, workloads, outcome.holds_quota);
   for (const AdmissionDecision& decision : outcome.admissions) {
@@ -71,7 +56,7 @@ absl::StatusOr<ScheduleResult> ScheduleKueue(const Snapshot& snapshot, const Pol
                                              std::move(decision.reason),
                                              std::move(decision.message)});
   }
-  PhaseDone(hooks, "respond");
+  hooks.PhaseDone("respond");
   return result;
 }
 

@@ -1,17 +1,8 @@
 #include "core/kueue/pending_reasons.h"
 
-#include <charconv>
-
 #include "absl/strings/str_cat.h"
 
 namespace arbiter::kueue {
-
-std::string FormatQuantity(double value) {
-  if (value == 0) return "0";
-  char buffer[64];
-  const std::to_chars_result result = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  return std::string(buffer, result.ptr);
-}
 
 std::string NodeLabel(const QuotaTree& tree, int node) {
   return absl::StrCat(tree.kind(node), " ", tree.name(node));

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/kueue/quota_tree.h"
+#include "core/quantity_format.h"  // FormatQuantity, for the sentences
 
 namespace arbiter::kueue {
 
@@ -18,10 +19,6 @@ inline constexpr char kWaitingForPreemptions[] = "waiting-for-preemptions";
 inline constexpr char kOverlappingPreemptionTargets[] = "overlapping-preemption-targets";
 inline constexpr char kNoLongerFits[] = "no-longer-fits";
 inline constexpr char kNotReached[] = "not-reached";
-
-// Shortest decimal that reads back as the same double ("2000", "0.1", "1e+21", "inf");
-// -0 is written as 0.
-std::string FormatQuantity(double value);
 
 // "cluster queue team-a" / "cohort research".
 std::string NodeLabel(const QuotaTree& tree, int node);

@@ -19,11 +19,6 @@ struct PodRef {
 
 }  // namespace
 
-PodPhase EffectivePhase(const Pod& pod) {
-  if (pod.phase != PodPhase::kUnspecified) return pod.phase;
-  return pod.node_name.empty() ? PodPhase::kPending : PodPhase::kRunning;
-}
-
 absl::StatusOr<Snapshot> ApplyDecisions(const Snapshot& snapshot, const Policy& policy,
                                         const ScheduleResult& result) {
   const bool kueue = policy.fairness_model == FairnessModel::kKueue;

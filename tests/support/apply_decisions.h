@@ -22,7 +22,4 @@ namespace arbiter::testing {
 absl::StatusOr<Snapshot> ApplyDecisions(const Snapshot& snapshot, const Policy& policy,
                                         const ScheduleResult& result);
 
-// The phase a pod has under SEMANTICS.md §0.2 (UNSPECIFIED resolved from node_name).
-PodPhase EffectivePhase(const Pod& pod);
-
 }  // namespace arbiter::testing

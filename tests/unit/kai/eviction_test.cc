@@ -57,6 +57,24 @@ SnapshotBuilder Borrowed() {
   return b;
 }
 
+// The same node held by team-b's gang of four 2-GPU pods at its min_member.
+SnapshotBuilder GangHoldsTheNode() {
+  SnapshotBuilder b;
+  b.Node("n1", Gpu(8))
+      .Queue("team-a").Deserved(Gpu(4))
+      .Queue("team-b").Deserved(Gpu(4))
+      .Group("gang", "team-b").MinMember(4).RunningPods(4, Gpu(2), "n1");
+  return b;
+}
+
+// RECLAIM refused before any victim was searched: nothing evicted, "job" pending on placement,
+// and the reclaim outcome appended to its message.
+void ExpectReclaimRefused(const ScheduleResult& result, const std::string& why) {
+  EXPECT_THAT(result.evictions, IsEmpty());
+  EXPECT_THAT(Pending(result), ElementsAre("job:insufficient-resources"));
+  EXPECT_THAT(PendingMessage(result, "job"), HasSubstr("; reclaim: " + why));
+}
+
 // ---- RECLAIM ----
 
 // §4.10: team-b (fair share 6) holds 8, above its allocatable share: fair-share reclaim. The
@@ -93,12 +111,9 @@ TEST(Reclaim, QuotaReclaimWhenVictimIsAboveDeservedOnly) {
 
 TEST(Reclaim, ReclaimerThatWouldExceedItsFairShareDoesNotReclaim) {
   Snapshot s = Borrowed().Group("job", "team-a").MinMember(3).Pods(3, Gpu(2)).Build();
-  ScheduleResult result = RunCycle(s, Actions(kAllocateReclaim));
-  EXPECT_THAT(result.evictions, IsEmpty());
-  EXPECT_THAT(Pending(result), ElementsAre("job:insufficient-resources"));
-  EXPECT_THAT(PendingMessage(result, "job"),
-              HasSubstr("; reclaim: queue team-a would exceed its fair share of nvidia.com/gpu: "
-                        "0 allocated + 6 requested > 4"));
+  ExpectReclaimRefused(RunCycle(s, Actions(kAllocateReclaim)),
+                       "queue team-a would exceed its fair share of nvidia.com/gpu: 0 allocated "
+                       "+ 6 requested > 4");
 }
 
 // §0.7: a non-preemptible group is never a victim.
@@ -119,13 +134,7 @@ TEST(Reclaim, NonPreemptibleGroupIsNeverAVictim) {
 
 // §4.7: a gang at its min_member is evicted whole.
 TEST(Reclaim, GangVictimIsEvictedWhole) {
-  Snapshot s = SnapshotBuilder()
-                   .Node("n1", Gpu(8))
-                   .Queue("team-a").Deserved(Gpu(4))
-                   .Queue("team-b").Deserved(Gpu(4))
-                   .Group("gang", "team-b").MinMember(4).RunningPods(4, Gpu(2), "n1")
-                   .Group("job", "team-a").Pods(1, Gpu(2))
-                   .Build();
+  Snapshot s = GangHoldsTheNode().Group("job", "team-a").Pods(1, Gpu(2)).Build();
   ScheduleResult result = RunCycle(s, Actions(kAllocateReclaim));
   EXPECT_THAT(Bindings(result), ElementsAre("job-0@n1+"));
   EXPECT_EQ(result.evictions.size(), 4u);
@@ -289,12 +298,9 @@ TEST(Reclaim, NonPreemptibleReclaimerBlockedByAnAncestorsNonPreemptibleWork) {
                    .Group("job", "dept-a").Preemptible(Preemptibility::kNonPreemptible)
                    .Pods(1, {{"cpu", 2}})
                    .Build();
-  ScheduleResult result = RunCycle(s, Actions(kAllocateReclaim));
-  EXPECT_THAT(result.evictions, IsEmpty());
-  EXPECT_THAT(Pending(result), ElementsAre("job:insufficient-resources"));
-  EXPECT_THAT(PendingMessage(result, "job"),
-              HasSubstr("; reclaim: queue dept would exceed its deserved nvidia.com/gpu with "
-                        "non-preemptible work"));
+  ExpectReclaimRefused(RunCycle(s, Actions(kAllocateReclaim)),
+                       "queue dept would exceed its deserved nvidia.com/gpu with non-preemptible "
+                       "work");
 }
 
 // §4.8 (a scenario may need no victim) after §4.1's ALLOCATE: once ALLOCATE has run, a unit
@@ -303,11 +309,7 @@ TEST(Reclaim, NonPreemptibleReclaimerBlockedByAnAncestorsNonPreemptibleWork) {
 // without evicting anything more. (Regression: it used to stay pending, and every later
 // reclaimer of the same shape with it.)
 TEST(Reclaim, UnitThatFitsOnCapacityReleasedByAnEarlierReclaimIsPlaced) {
-  Snapshot s = SnapshotBuilder()
-                   .Node("n1", Gpu(8))
-                   .Queue("team-a").Deserved(Gpu(4))
-                   .Queue("team-b").Deserved(Gpu(4))
-                   .Group("gang", "team-b").MinMember(4).RunningPods(4, Gpu(2), "n1")
+  Snapshot s = GangHoldsTheNode()
                    .Group("job-1", "team-a").Pods(1, Gpu(2))
                    .Group("job-2", "team-a").Pods(1, Gpu(2))
                    .Build();
@@ -322,11 +324,7 @@ TEST(Reclaim, UnitThatFitsOnCapacityReleasedByAnEarlierReclaimIsPlaced) {
 
 // When ALLOCATE comes later in the list, the unit that needs no victim is left to it.
 TEST(Reclaim, UnitThatNeedsNoVictimIsLeftToALaterAllocate) {
-  Snapshot s = SnapshotBuilder()
-                   .Node("n1", Gpu(8))
-                   .Queue("team-a").Deserved(Gpu(4))
-                   .Queue("team-b").Deserved(Gpu(4))
-                   .Group("gang", "team-b").MinMember(4).RunningPods(4, Gpu(2), "n1")
+  Snapshot s = GangHoldsTheNode()
                    .Group("job-1", "team-a").Pods(1, Gpu(2))
                    .Group("job-2", "team-a").Pods(1, Gpu(2))
                    .Build();

@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/kai/quantity_format.h"
+#include "core/quantity_format.h"
 #include "core/model.h"
 
 namespace arbiter::testing {
@@ -23,7 +23,7 @@ class JsonWriter {
     }
     return out + "\"";
   }
-  std::string Number(double value) const { return kai::FormatQuantity(value); }
+  std::string Number(double value) const { return FormatQuantity(value); }
   template <typename Map, typename F>
   std::string Object(const Map& map, F value) const {
     std::vector<std::string> parts;

@@ -1,8 +1,8 @@
-#include "core/kai/quantity_format.h"
+#include "core/quantity_format.h"
 
 #include <charconv>
 
-namespace arbiter::kai {
+namespace arbiter {
 
 std::string FormatQuantity(double value) {
   if (value == 0) return "0";  // also -0
@@ -12,4 +12,4 @@ std::string FormatQuantity(double value) {
   return std::string(buffer, result.ptr);
 }
 
-}  // namespace arbiter::kai
+}  // namespace arbiter
