@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -84,10 +85,43 @@ func TestServerDeploymentIsProductionReady(t *testing.T) {
 				t.Errorf("args = %v, want the gRPC and metrics ports", c.Args)
 			}
 			checkHardened(t, d, c)
+			checkDrain(t, d, c)
 			if a := d.Spec.Template.Spec.AutomountServiceAccountToken; a == nil || *a {
 				t.Error("the server needs no API access: automountServiceAccountToken must be false")
 			}
 		})
+	}
+}
+
+// checkDrain: on SIGTERM the server keeps answering for --drain-seconds while health says
+// NOT_SERVING; the readiness probe must take the pod out of the Services within that time, and
+// the pod must be given the drain plus the grace for calls in flight before it is killed.
+func checkDrain(t *testing.T, d *appsv1.Deployment, c corev1.Container) {
+	t.Helper()
+	flags := map[string]int64{}
+	for _, arg := range c.Args {
+		for _, name := range []string{"--drain-seconds", "--shutdown-grace-seconds"} {
+			if v, ok := strings.CutPrefix(arg, name+"="); ok {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					t.Fatalf("%s: %v", arg, err)
+				}
+				flags[name] = n
+			}
+		}
+	}
+	drain, okDrain := flags["--drain-seconds"]
+	grace, okGrace := flags["--shutdown-grace-seconds"]
+	if !okDrain || !okGrace || !slices.Contains(c.Args, "--log-level=info") {
+		t.Fatalf("args = %v, want --drain-seconds, --shutdown-grace-seconds and --log-level=info", c.Args)
+	}
+	if p := c.ReadinessProbe; p == nil || int64(p.PeriodSeconds)*int64(p.FailureThreshold) > drain {
+		t.Errorf("readiness probe %+v does not notice NOT_SERVING within the %d s drain", p, drain)
+	}
+	period := d.Spec.Template.Spec.TerminationGracePeriodSeconds
+	if period == nil || *period < drain+grace {
+		t.Errorf("terminationGracePeriodSeconds = %v, want at least %d (drain %d + grace %d)",
+			period, drain+grace, drain, grace)
 	}
 }
 

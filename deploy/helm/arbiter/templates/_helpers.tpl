@@ -52,6 +52,9 @@ capabilities:
   args:
     - --port={{ .Values.server.grpcPort }}
     - --metrics-port={{ .Values.server.metricsPort }}
+    - --log-level={{ .Values.server.logLevel }}
+    - --drain-seconds={{ .Values.server.drainSeconds }}
+    - --shutdown-grace-seconds={{ .Values.server.shutdownGraceSeconds }}
     {{- if .Values.tls.enabled }}
     - --tls-cert=/etc/arbiter/tls/tls.crt
     - --tls-key=/etc/arbiter/tls/tls.key
