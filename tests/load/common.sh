@@ -22,7 +22,8 @@ install_tools() {
     GOBIN="${grpcurl_dir}" go install "github.com/fullstorydev/grpcurl/cmd/grpcurl@${GRPCURL_VERSION}"
   fi
   export PATH="${ghz_dir}:${grpcurl_dir}:${PATH}"
-  command -v jq >/dev/null 2>&1 || { echo "jq is needed to read ghz's JSON summaries" >&2; return 1; }
+  # jq reads ghz's JSON summaries; it is one of the Debian packages the repository installs.
+  command -v jq >/dev/null 2>&1 || bash "${repo_root}/.ci/install-deps.sh"
 }
 
 # Starts arbiter-server from ${bin_dir} on 127.0.0.1, a free port; sets server_pid and
