@@ -293,9 +293,11 @@ grpc::ServerUnaryReactor* ArbiterService::Dispatch(grpc::CallbackServerContext* 
     auto workspace = std::make_unique<Workspace<Method>>();
     record.status = workspace->Run(*request, context, limits, observer, start, &record, response);
     record.seconds = Seconds(Clock::now() - start);
+    // Out of the in-flight gauge before into the request counters, so that the two never count
+    // one call twice.
+    metrics->CallFinished();
     metrics->RecordCall(record);
     logger->LogCall(record);
-    metrics->CallFinished();
     context->AddTrailingMetadata(kRequestIdKey, record.request_id);
     reactor->Finish(ToGrpcStatus(record.status));
     workspace.reset();  // after answering: the caller does not wait for the memory to be freed
