@@ -1,5 +1,6 @@
 #include "core/kai/node_index.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -63,6 +64,7 @@ double NodeIndex::Key(double free, double allocatable) const {
 }
 
 bool NodeIndex::MayFit(int node_class, const double* requests) const {
+  Sync();
   const ClassMaxima& maxima = maxima_[node_class];
   if (maxima.size == 0) return false;
   for (int r = 0; r < r_; ++r) {
@@ -75,6 +77,29 @@ bool NodeIndex::MayFit(int node_class, const double* requests) const {
 }
 
 void NodeIndex::Update(int node, const double* idle, const double* free) {
+  if (pending_.empty()) {
+    pending_.assign(static_cast<size_t>(nodes_.size()) * 2 * r_, 0.0);
+    dirty_.assign(nodes_.size(), 0);
+  }
+  double* slot = &pending_[static_cast<size_t>(node) * 2 * r_];
+  std::copy(idle, idle + r_, slot);
+  std::copy(free, free + r_, slot + r_);
+  if (!dirty_[node]) {
+    dirty_[node] = 1;
+    dirty_list_.push_back(node);
+  }
+}
+
+void NodeIndex::ApplyPending() {
+  for (int node : dirty_list_) {
+    const double* slot = &pending_[static_cast<size_t>(node) * 2 * r_];
+    Apply(node, slot, slot + r_);
+    dirty_[node] = 0;
+  }
+  dirty_list_.clear();
+}
+
+void NodeIndex::Apply(int node, const double* idle, const double* free) {
   const int gpu = cluster_.gpu();
   const int cpu = cluster_.cpu();
   const int node_class = class_of_[node];

@@ -11,7 +11,9 @@
 // keys on -free/allocatable (its score, negated), 0 allocatable included with key 0.
 // Entries are ordered by (key, node index), node index order being name order.
 //
-// WorkingState calls Update whenever a node's free capacity changes (and again on rollback).
+// WorkingState calls Update whenever a node's free capacity changes (and again on rollback). The
+// index applies updates lazily, before its next read: a node changed many times between two
+// searches (evicted, then rolled back, then evicted again by the next try) is re-keyed once.
 #pragma once
 
 #include <vector>
@@ -33,8 +35,8 @@ class NodeIndex {
 
   bool spread() const { return spread_; }
 
-  // Sets the node's idle and free (idle + releasing) amounts, one per resource of R each.
-  // O(R · log n), no allocation.
+  // Sets the node's idle and free (idle + releasing) amounts, one per resource of R each. O(R);
+  // the O(R · log n) re-keying happens once per changed node before the next read.
   void Update(int node, const double* idle, const double* free);
 
   // The largest free amount of resource r in the class, and the node holding it (the smaller
@@ -44,6 +46,7 @@ class NodeIndex {
     int node = -1;
   };
   MaxFree LargestFree(int node_class, int r) const {
+    Sync();
     const ClassMaxima& maxima = maxima_[node_class];
     return maxima.size == 0 ? MaxFree{} : maxima.tree[r * 2 * maxima.size + 1];
   }
@@ -52,6 +55,7 @@ class NodeIndex {
   bool MayFit(int node_class, const double* requests) const;
 
   const CapacityTree& tree(int node_class, Bucket bucket) const {
+    Sync();
     return trees_[Slot(node_class, bucket)];
   }
   // A dense id for each (class, bucket) tree, in [0, num_trees()).
@@ -67,6 +71,13 @@ class NodeIndex {
 
  private:
   static int Slot(int node_class, Bucket bucket) { return node_class * kNumBuckets + bucket; }
+  // Applies the updates recorded since the last read. Reads are const: the pending updates are
+  // part of the index's value, only not yet folded into its trees.
+  void Sync() const {
+    if (!dirty_list_.empty()) const_cast<NodeIndex*>(this)->ApplyPending();
+  }
+  void ApplyPending();
+  void Apply(int node, const double* idle, const double* free);
   struct NodeSlots {
     int gpu_tree = -1;  // -1: not in a GPU tree
     int gpu_pos = -1;
@@ -88,6 +99,9 @@ class NodeIndex {
   std::vector<CapacityTree> trees_;
   std::vector<std::vector<int>> zero_nodes_;
   std::vector<NodeSlots> nodes_;
+  std::vector<double> pending_;  // per node: R idle amounts, then R free amounts
+  std::vector<char> dirty_;      // per node: has a pending update
+  std::vector<int> dirty_list_;
 };
 
 }  // namespace arbiter::kai
