@@ -91,10 +91,19 @@ void NodeIndex::Update(int node, const double* idle, const double* free) {
 }
 
 void NodeIndex::ApplyPending() {
+  if (applied_.empty()) {
+    applied_.assign(pending_.size(), 0.0);
+    applied_once_.assign(nodes_.size(), 0);
+  }
   for (int node : dirty_list_) {
-    const double* slot = &pending_[static_cast<size_t>(node) * 2 * r_];
-    Apply(node, slot, slot + r_);
     dirty_[node] = 0;
+    const size_t at = static_cast<size_t>(node) * 2 * r_;
+    const double* slot = &pending_[at];
+    // A node changed and changed back (a try's eviction, then its roll-back) keeps its place.
+    if (applied_once_[node] && std::equal(slot, slot + 2 * r_, &applied_[at])) continue;
+    Apply(node, slot, slot + r_);
+    std::copy(slot, slot + 2 * r_, &applied_[at]);
+    applied_once_[node] = 1;
   }
   dirty_list_.clear();
 }

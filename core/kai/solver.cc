@@ -438,6 +438,10 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
         }
         std::vector<EvictionUnit> candidate = chosen;
         for (const EvictionUnit* v : fresh) candidate.push_back(*v);
+        // P's §4.4 check in the try sees the allocations once the candidates are evicted, plus
+        // whatever victims re-placed before P add back: a breach with every candidate evicted
+        // stays a breach, so the try cannot place the part.
+        if (breach.has_value() && QuotaAfter(group, unit, part, candidate).has_value()) continue;
         if (Try(group, unit, part, candidate, false, &attempt)) {
           chosen = std::move(candidate);
           found = true;
