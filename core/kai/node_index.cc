@@ -1,6 +1,7 @@
 #include "core/kai/node_index.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -91,19 +92,16 @@ void NodeIndex::Update(int node, const double* idle, const double* free) {
 }
 
 void NodeIndex::ApplyPending() {
-  if (applied_.empty()) {
-    applied_.assign(pending_.size(), 0.0);
-    applied_once_.assign(nodes_.size(), 0);
-  }
+  // NaN equals nothing, so every node is applied the first time.
+  if (applied_.empty()) applied_.assign(pending_.size(), std::numeric_limits<double>::quiet_NaN());
   for (int node : dirty_list_) {
     dirty_[node] = 0;
     const size_t at = static_cast<size_t>(node) * 2 * r_;
     const double* slot = &pending_[at];
     // A node changed and changed back (a try's eviction, then its roll-back) keeps its place.
-    if (applied_once_[node] && std::equal(slot, slot + 2 * r_, &applied_[at])) continue;
+    if (std::equal(slot, slot + 2 * r_, &applied_[at])) continue;
     Apply(node, slot, slot + r_);
     std::copy(slot, slot + 2 * r_, &applied_[at]);
-    applied_once_[node] = 1;
   }
   dirty_list_.clear();
 }

@@ -100,8 +100,7 @@ class NodeIndex {
   std::vector<std::vector<int>> zero_nodes_;
   std::vector<NodeSlots> nodes_;
   std::vector<double> pending_;  // per node: R idle amounts, then R free amounts
-  std::vector<double> applied_;  // per node: the amounts the trees hold (same layout)
-  std::vector<char> applied_once_;
+  std::vector<double> applied_;  // per node: the amounts the trees hold (same layout; NaN: none)
   std::vector<char> dirty_;      // per node: has a pending update
   std::vector<int> dirty_list_;
 };

@@ -430,6 +430,7 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
         for (int k : drawn_on_node[node]) fresh.push_back(&drawn[k]);
         if (counted && !MayHoldPart(capacity, part, node, fresh, drawn_free)) continue;
         if (breach.has_value()) {
+          // Cheap first: without a victim under the breached queue the breach cannot move.
           bool lifts = false;
           for (const EvictionUnit* v : fresh) {
             lifts = lifts || Under(cluster.group(v->group).queue, breach->queue);

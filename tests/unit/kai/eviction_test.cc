@@ -67,6 +67,17 @@ SnapshotBuilder GangHoldsTheNode() {
   return b;
 }
 
+// The same node held by a non-preemptible borrower in team-b.
+SnapshotBuilder NonPreemptibleBorrower() {
+  SnapshotBuilder b;
+  b.Node("n1", Gpu(8))
+      .Queue("team-a").Deserved(Gpu(4))
+      .Queue("team-b").Deserved(Gpu(4))
+      .Group("borrower", "team-b").Preemptible(Preemptibility::kNonPreemptible)
+      .RunningPods(4, Gpu(2), "n1");
+  return b;
+}
+
 // RECLAIM refused before any victim was searched: nothing evicted, "job" pending on placement,
 // and the reclaim outcome appended to its message.
 void ExpectReclaimRefused(const ScheduleResult& result, const std::string& why) {
@@ -118,14 +129,7 @@ TEST(Reclaim, ReclaimerThatWouldExceedItsFairShareDoesNotReclaim) {
 
 // §0.7: a non-preemptible group is never a victim.
 TEST(Reclaim, NonPreemptibleGroupIsNeverAVictim) {
-  Snapshot s = SnapshotBuilder()
-                   .Node("n1", Gpu(8))
-                   .Queue("team-a").Deserved(Gpu(4))
-                   .Queue("team-b").Deserved(Gpu(4))
-                   .Group("borrower", "team-b").Preemptible(Preemptibility::kNonPreemptible)
-                   .RunningPods(4, Gpu(2), "n1")
-                   .Group("job", "team-a").Pods(1, Gpu(2))
-                   .Build();
+  Snapshot s = NonPreemptibleBorrower().Group("job", "team-a").Pods(1, Gpu(2)).Build();
   ScheduleResult result = RunCycle(s, Policy{});
   EXPECT_THAT(result.evictions, IsEmpty());
   EXPECT_THAT(Pending(result), ElementsAre("job:insufficient-resources"));
@@ -253,14 +257,7 @@ TEST(Reclaim, LastVictimMayTakeTheQueueBelowItsShare) {
 
 // §6: a failed eviction action with no earlier reason records the placement reason it ended on.
 TEST(Reclaim, FailureWithoutEarlierReasonRecordsThePlacementReason) {
-  Snapshot s = SnapshotBuilder()
-                   .Node("n1", Gpu(8))
-                   .Queue("team-a").Deserved(Gpu(4))
-                   .Queue("team-b").Deserved(Gpu(4))
-                   .Group("borrower", "team-b").Preemptible(Preemptibility::kNonPreemptible)
-                   .RunningPods(4, Gpu(2), "n1")
-                   .Group("job", "team-a").Pods(1, Gpu(2))
-                   .Build();
+  Snapshot s = NonPreemptibleBorrower().Group("job", "team-a").Pods(1, Gpu(2)).Build();
   ScheduleResult result = RunCycle(s, Actions({Action::kReclaim}));
   EXPECT_THAT(Pending(result), ElementsAre("job:insufficient-resources"));
   EXPECT_EQ(PendingMessage(result, "job"),
@@ -335,6 +332,23 @@ TEST(Reclaim, UnitThatNeedsNoVictimIsLeftToALaterAllocate) {
 }
 
 // ---- PREEMPT ----
+
+// §4.4 inside §4.8's try: the preemptor's queue is at its limit; one victim pod does not bring it
+// low enough, two do. The solver may skip the first set only because its limit check would fail
+// with every candidate evicted; the second set must still be tried and taken.
+TEST(Preempt, VictimsUnderTheLimitedQueueLiftItsLimit) {
+  Snapshot s = SnapshotBuilder()
+                   .Node("n1", Gpu(8))
+                   .Queue("team").Deserved(Gpu(4)).Limit(Gpu(4))
+                   .Group("low", "team").Priority(10).RunningPods(4, Gpu(1), "n1")
+                   .Group("high", "team").Priority(50).Pods(1, Gpu(2))
+                   .Build();
+  ScheduleResult result = RunCycle(s, Actions({Action::kAllocate, Action::kPreempt}));
+  EXPECT_THAT(Bindings(result), ElementsAre("high-0@n1+"));
+  EXPECT_THAT(Evictions(result), ElementsAre("low-2@n1 PRIORITY_PREEMPTION for high",
+                                             "low-3@n1 PRIORITY_PREEMPTION for high"));
+  EXPECT_THAT(result.pending, IsEmpty());
+}
 
 TEST(Preempt, HigherPriorityJobEvictsLowerPriorityInTheSameQueue) {
   Snapshot s = SnapshotBuilder()
