@@ -1,6 +1,7 @@
 #include "core/queue_tree.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace arbiter {
 
@@ -30,6 +31,24 @@ QueueTree QueueTree::Build(const Snapshot& snapshot) {
       tree.top_down_.push_back(child);
     }
   }
+  // Depth-first positions, with an explicit stack: a subtree is a contiguous range of them.
+  int position = 0;
+  std::vector<std::pair<int, bool>> stack;  // (queue, children pushed)
+  for (auto it = tree.roots_.rbegin(); it != tree.roots_.rend(); ++it) stack.emplace_back(*it, false);
+  while (!stack.empty()) {
+    auto [index, expanded] = stack.back();
+    stack.pop_back();
+    Entry& entry = tree.entries_[index];
+    if (expanded) {
+      entry.preorder_end = position;
+      continue;
+    }
+    entry.preorder = position++;
+    stack.emplace_back(index, true);
+    for (auto child = entry.children.rbegin(); child != entry.children.rend(); ++child) {
+      stack.emplace_back(*child, false);
+    }
+  }
   return tree;
 }
 
@@ -49,6 +68,11 @@ int QueueTree::LowestCommonAncestor(int a, int b) const {
     if (a < 0 || b < 0) return -1;
   }
   return a;
+}
+
+void QueueTree::PathToRoot(int index, std::vector<int>* path) const {
+  path->clear();
+  for (int q = index; q >= 0; q = entries_[q].parent) path->push_back(q);
 }
 
 int QueueTree::ChildOnPath(int ancestor, int index) const {

@@ -2,7 +2,8 @@
 //
 // Queues are indexed in bytewise name order, so index order is name order and children lists,
 // built in index order, are name ordered too. Built from a validated snapshot: every parent
-// exists and there is no cycle.
+// exists and there is no cycle. The depth is the caller's to choose (a chain of 200,000 queues is
+// a valid request), so nothing here or in its users recurses once per level.
 #pragma once
 
 #include <string_view>
@@ -19,6 +20,8 @@ class QueueTree {
     int parent = -1;               // -1 = top level
     int depth = 0;                 // 0 = top level
     std::vector<int> children;     // name order
+    int preorder = 0;              // position in a depth-first walk (roots, then children, by name)
+    int preorder_end = 0;          // one past the last position of the subtree
     bool is_leaf() const { return children.empty(); }
   };
 
@@ -48,8 +51,17 @@ class QueueTree {
   int LowestCommonAncestor(int a, int b) const;
 
   // The ancestor of `index` (or `index` itself) whose parent is `ancestor`; with ancestor -1,
-  // the root above `index`.
+  // the root above `index`. O(depth).
   int ChildOnPath(int ancestor, int index) const;
+
+  // Whether `index` is `ancestor` or lies under it. O(1).
+  bool InSubtree(int index, int ancestor) const {
+    return entries_[ancestor].preorder <= entries_[index].preorder &&
+           entries_[index].preorder < entries_[ancestor].preorder_end;
+  }
+
+  // `index`, its parent, ..., its root, written into `path` (cleared first). O(depth).
+  void PathToRoot(int index, std::vector<int>* path) const;
 
  private:
   std::vector<Entry> entries_;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/container/inlined_vector.h"
+
 namespace arbiter::kai {
 namespace {
 
@@ -17,6 +19,10 @@ uint32_t Mix(uint32_t x) {
 
 }  // namespace
 
+uint32_t CapacityTree::Priority(int slot) {
+  return Mix(static_cast<uint32_t>(slot) + 0x9e3779b9U);
+}
+
 void CapacityTree::Init(const std::vector<int>& members, int resources) {
   r_ = resources;
   root_ = -1;
@@ -24,7 +30,7 @@ void CapacityTree::Init(const std::vector<int>& members, int resources) {
   const size_t n = members.size();
   keys_.assign(n, 0.0);
   priority_.resize(n);
-  for (size_t i = 0; i < n; ++i) priority_[i] = Mix(static_cast<uint32_t>(i) + 0x9e3779b9U);
+  for (size_t i = 0; i < n; ++i) priority_[i] = Priority(static_cast<int>(i));
   left_.assign(n, -1);
   right_.assign(n, -1);
   present_.assign(n, false);
@@ -48,43 +54,71 @@ void CapacityTree::Pull(int t) {
   }
 }
 
+// The treap's operations walk down with explicit paths and pull the maxima up afterwards,
+// deepest node first: node keys are the caller's amounts, so the depth of the treap is not
+// bounded by anything the code controls.
+
+void CapacityTree::PullPath(const std::vector<int>& path) {
+  for (auto it = path.rbegin(); it != path.rend(); ++it) Pull(*it);
+}
+
 void CapacityTree::Split(int t, double key, int node, int* left, int* right) {
-  if (t < 0) {
-    *left = *right = -1;
-    return;
+  // Nodes before (key, node) hang off `left` through right children, the others off `right`
+  // through left children, each chain in the order met.
+  split_path_.clear();
+  int* left_hole = left;
+  int* right_hole = right;
+  while (t >= 0) {
+    split_path_.push_back(t);
+    if (Before(t, key, node)) {
+      *left_hole = t;
+      left_hole = &right_[t];
+      t = right_[t];
+    } else {
+      *right_hole = t;
+      right_hole = &left_[t];
+      t = left_[t];
+    }
   }
-  if (Before(t, key, node)) {
-    Split(right_[t], key, node, &right_[t], right);
-    *left = t;
-  } else {
-    Split(left_[t], key, node, left, &left_[t]);
-    *right = t;
-  }
-  Pull(t);
+  *left_hole = -1;
+  *right_hole = -1;
+  PullPath(split_path_);
 }
 
 int CapacityTree::Merge(int a, int b) {
-  if (a < 0) return b;
-  if (b < 0) return a;
-  if (priority_[a] > priority_[b]) {
-    right_[a] = Merge(right_[a], b);
-    Pull(a);
-    return a;
+  merge_path_.clear();
+  int root = -1;
+  int* hole = &root;
+  while (a >= 0 && b >= 0) {
+    if (priority_[a] > priority_[b]) {
+      *hole = a;
+      merge_path_.push_back(a);
+      hole = &right_[a];
+      a = right_[a];
+    } else {
+      *hole = b;
+      merge_path_.push_back(b);
+      hole = &left_[b];
+      b = left_[b];
+    }
   }
-  left_[b] = Merge(a, left_[b]);
-  Pull(b);
-  return b;
+  *hole = a >= 0 ? a : b;
+  PullPath(merge_path_);
+  return root;
 }
 
 int CapacityTree::Erase(int t, int slot) {
-  if (t == slot) return Merge(left_[t], right_[t]);
-  if (Before(slot, keys_[t], members_[t])) {
-    left_[t] = Erase(left_[t], slot);
-  } else {
-    right_[t] = Erase(right_[t], slot);
+  split_path_.clear();
+  int root = t;
+  int* hole = &root;
+  while (*hole >= 0 && *hole != slot) {
+    const int at = *hole;
+    split_path_.push_back(at);
+    hole = Before(slot, keys_[at], members_[at]) ? &left_[at] : &right_[at];
   }
-  Pull(t);
-  return t;
+  if (*hole == slot) *hole = Merge(left_[slot], right_[slot]);
+  PullPath(split_path_);
+  return root;
 }
 
 void CapacityTree::Set(int slot, double key, const double* idle, const double* free) {
@@ -119,19 +153,27 @@ bool CapacityTree::Holds(int t, const double* requests, bool now) const {
 
 int CapacityTree::Find(int t, double bound_key, int bound_node, double max_key,
                        const double* requests, bool now) const {
-  while (t >= 0) {
-    if (!MayHold(t, requests, now)) return -1;
-    if (Before(t, bound_key, bound_node)) {  // t and its left subtree are before the bound
-      t = right_[t];
-      continue;
+  // An in-order walk that skips subtrees that cannot hold the pod and those before the bound;
+  // `pending` holds the nodes whose left subtree is being walked, nearest last.
+  absl::InlinedVector<int, 64> pending;
+  while (true) {
+    while (t >= 0) {
+      if (!MayHold(t, requests, now)) break;  // nothing in t's subtree holds the pod
+      if (Before(t, bound_key, bound_node)) {  // t and its left subtree are before the bound
+        t = right_[t];
+        continue;
+      }
+      pending.push_back(t);
+      t = left_[t];
     }
-    const int in_left = Find(left_[t], bound_key, bound_node, max_key, requests, now);
-    if (in_left >= 0) return in_left;
-    if (keys_[t] > max_key) return -1;  // t and its right subtree are past the limit
+    if (pending.empty()) return -1;
+    t = pending.back();
+    pending.pop_back();
+    // t and everything after it (its right subtree, the pending nodes) are past the limit.
+    if (keys_[t] > max_key) return -1;
     if (Holds(t, requests, now)) return t;
     t = right_[t];
   }
-  return -1;
 }
 
 CapacityTree::Found CapacityTree::FindFirst(double bound_key, int bound_node, double max_key,

@@ -5,7 +5,8 @@
 //
 // A treap over a fixed membership (the nodes of one NodeIndex bucket), keyed by (key, node);
 // nodes are addressed by their position in the member list. Arrays only: no allocation after
-// Init. Not thread-safe.
+// Init once the scratch paths have grown. Nothing recurses: keys are the caller's amounts, so an
+// adversarial request can make the treap as deep as it has nodes. Not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +36,10 @@ class CapacityTree {
   // req_r > 0. slot -1 when none. O(log n) when subtrees that cannot hold the pod are rare.
   Found FindFirst(double bound_key, int bound_node, double max_key, const double* requests,
                   bool now) const;
+  // The treap priority of a slot: a fixed pseudo-random function of it (exposed for tests that
+  // build the worst case, keys ordered like priorities).
+  static uint32_t Priority(int slot);
+
   // The smallest and largest keys (the tree must not be empty). O(1).
   double MinKey() const { return min_key_[root_]; }
   double MaxKey() const { return max_key_[root_]; }
@@ -46,6 +51,7 @@ class CapacityTree {
   bool MayHold(int t, const double* requests, bool now) const;
   bool Holds(int t, const double* requests, bool now) const;
   void Pull(int t);
+  void PullPath(const std::vector<int>& path);  // deepest node last in `path`
   void Split(int t, double key, int node, int* left, int* right);  // left: < (key, node)
   int Merge(int a, int b);
   int Erase(int t, int slot);
@@ -63,6 +69,8 @@ class CapacityTree {
   std::vector<double> maxima_;  // slot × 2R: subtree maxima of the same
   std::vector<double> min_key_;  // per slot: the subtree's smallest and largest keys
   std::vector<double> max_key_;
+  std::vector<int> split_path_;  // scratch of Split and Erase
+  std::vector<int> merge_path_;  // scratch of Merge
 };
 
 }  // namespace arbiter::kai

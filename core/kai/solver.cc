@@ -6,6 +6,8 @@
 #include <memory>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
+
 #include "core/kai/placement.h"
 #include "core/kai/quota_check.h"
 
@@ -26,53 +28,82 @@ std::vector<double> SumRequests(const Cluster& cluster, const int* pods, int cou
 Solver::Solver(Session& session, const QueueChain& chain, SolverOptions options)
     : session_(session), chain_(chain), options_(std::move(options)) {}
 
-int Solver::BestJob(int queue, const std::vector<int>& jobs, const std::vector<int>& groups,
-                    const std::vector<std::vector<double>>& requests) {
+namespace {
+
+// The best child so far of one queue (or of the top level), children taken in name order.
+struct Pick {
+  int job = -1;
+  int child = -1;
+  ChainKey key;
+};
+
+}  // namespace
+
+int Solver::BestJob(const std::vector<int>& jobs, const std::vector<int>& groups,
+                    const std::vector<std::vector<double>>& requests,
+                    const std::vector<std::vector<int>>& paths) {
+  // §4.3's top-down pick over the queues on the jobs' paths, evaluated bottom up one depth at a
+  // time (the depth is the caller's to choose, so nothing recurses per level). Every child of a
+  // queue sits at the same depth and is folded into its parent's pick in name (index) order,
+  // as the top-down scan over the children compares them.
   const Cluster& cluster = session_.cluster();
   const QueueTree& tree = cluster.tree();
   const WorkingState& state = session_.state();
-  if (queue >= 0 && tree.is_leaf(queue)) {
-    int best = -1;
-    JobKey best_key;
+  size_t depth = 0;
+  for (int j : jobs) depth = std::max(depth, paths[j].size());
+  absl::flat_hash_map<int, Pick> picks;  // non-leaf queue -> the pick among its children
+  Pick top;
+  auto fold = [&](Pick& pick, int child, int job) {
+    const ChainKey key = chain_.Key(child, state.allocated(child), requests[job].data());
+    if (pick.child < 0 || key < pick.key ||
+        (key == pick.key && chain_.TieBreakBefore(child, pick.child))) {
+      pick = Pick{job, child, key};
+    }
+  };
+  std::vector<std::pair<int, int>> level;  // (queue, job) at one depth
+  for (size_t d = depth; d-- > 0;) {
+    level.clear();
     for (int j : jobs) {
-      const JobKey key = MakeJobKey(cluster, state, groups[j]);
-      if (best < 0 || key < best_key) {
-        best = j;
-        best_key = key;
+      if (paths[j].size() > d) level.emplace_back(paths[j][d], j);
+    }
+    std::sort(level.begin(), level.end());
+    for (size_t i = 0; i < level.size();) {
+      const int queue = level[i].first;
+      int best = -1;
+      if (tree.is_leaf(queue)) {
+        JobKey best_key;
+        for (; i < level.size() && level[i].first == queue; ++i) {
+          const JobKey key = MakeJobKey(cluster, state, groups[level[i].second]);
+          if (best < 0 || key < best_key) {
+            best = level[i].second;
+            best_key = key;
+          }
+        }
+      } else {
+        best = picks[queue].job;  // its children are one level deeper: already folded
+        while (i < level.size() && level[i].first == queue) ++i;
       }
-    }
-    return best;
-  }
-  const std::vector<int>& children = queue < 0 ? tree.roots() : tree.children(queue);
-  int best = -1;
-  int best_child = -1;
-  ChainKey best_key;
-  std::vector<int> sub;
-  for (int child : children) {
-    sub.clear();
-    for (int j : jobs) {
-      if (tree.ChildOnPath(queue, cluster.group(groups[j]).queue) == child) sub.push_back(j);
-    }
-    if (sub.empty()) continue;
-    const int j = BestJob(child, sub, groups, requests);
-    const ChainKey key = chain_.Key(child, state.allocated(child), requests[j].data());
-    if (best_child < 0 || key < best_key ||
-        (key == best_key && chain_.TieBreakBefore(child, best_child))) {
-      best = j;
-      best_child = child;
-      best_key = key;
+      const int parent = tree.parent(queue);
+      fold(parent < 0 ? top : picks[parent], queue, best);
     }
   }
-  return best;
+  return top.job;
 }
 
 std::vector<int> Solver::OrderJobs(const std::vector<int>& groups,
                                    const std::vector<std::vector<double>>& requests) {
+  const Cluster& cluster = session_.cluster();
+  // Each job's queues from its root down to its leaf.
+  std::vector<std::vector<int>> paths(groups.size());
+  for (size_t j = 0; j < groups.size(); ++j) {
+    cluster.tree().PathToRoot(cluster.group(groups[j]).queue, &paths[j]);
+    std::reverse(paths[j].begin(), paths[j].end());
+  }
   std::vector<int> remaining(groups.size());
   for (size_t j = 0; j < groups.size(); ++j) remaining[j] = static_cast<int>(j);
   std::vector<int> order;
   while (!remaining.empty()) {
-    const int best = BestJob(-1, remaining, groups, requests);
+    const int best = BestJob(remaining, groups, requests, paths);
     order.push_back(best);
     remaining.erase(std::find(remaining.begin(), remaining.end(), best));
   }
@@ -313,11 +344,7 @@ bool Solver::MayHoldPart(const PartCapacity& capacity, int part, int node,
 }
 
 bool Solver::Under(int leaf, int queue) const {
-  const QueueTree& tree = session_.cluster().tree();
-  for (int q = leaf; q >= 0; q = tree.parent(q)) {
-    if (q == queue) return true;
-  }
-  return false;
+  return session_.cluster().tree().InSubtree(leaf, queue);
 }
 
 std::optional<QuotaBreach> Solver::QuotaAfter(int group, const Unit& unit, int part,

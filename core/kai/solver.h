@@ -105,9 +105,11 @@ class Solver {
   // {P} ∪ groups(S) in §4.3 order on the current state; requests: each job's unit.
   std::vector<int> OrderJobs(const std::vector<int>& groups,
                              const std::vector<std::vector<double>>& requests);
-  // The index (into groups) of the best of `jobs` under `queue` (-1: the top level).
-  int BestJob(int queue, const std::vector<int>& jobs, const std::vector<int>& groups,
-              const std::vector<std::vector<double>>& requests);
+  // The index (into groups) of the best of `jobs` (§4.3 from the top level); `paths[j]` lists
+  // job j's queues from its root down to its leaf. O(Σ path lengths · (R + log jobs)).
+  int BestJob(const std::vector<int>& jobs, const std::vector<int>& groups,
+              const std::vector<std::vector<double>>& requests,
+              const std::vector<std::vector<int>>& paths);
 
   Session& session_;
   const QueueChain& chain_;

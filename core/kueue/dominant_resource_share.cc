@@ -4,13 +4,17 @@
 
 namespace arbiter::kueue {
 
-DominantResourceShare ComputeDrs(const QuotaTree& tree, int node) {
+namespace {
+
+// DRS(n) with Use(n, r) read through `usage_of(r)`.
+template <typename UsageOf>
+DominantResourceShare Drs(const QuotaTree& tree, int node, const UsageOf& usage_of) {
   DominantResourceShare drs;
   drs.weight = tree.weight(node);
   const int parent = tree.parent(node);
   if (parent < 0) return drs;
   for (int r : tree.covered(node)) {
-    const double borrowed = tree.usage(node, r) - tree.subtree_quota(node, r);
+    const double borrowed = usage_of(r) - tree.subtree_quota(node, r);
     if (!(borrowed > 0)) continue;
     drs.borrowing = true;
     // Every resource n covers is covered by its root, so the lendable amount is pot(P(n)).
@@ -31,6 +35,40 @@ DominantResourceShare ComputeDrs(const QuotaTree& tree, int node) {
     drs.weighted = drs.unweighted / drs.weight;
   }
   return drs;
+}
+
+}  // namespace
+
+DominantResourceShare ComputeDrs(const QuotaTree& tree, int node) {
+  return Drs(tree, node, [&tree, node](int r) { return tree.usage(node, r); });
+}
+
+DominantResourceShare ComputeDrsWithAdded(const QuotaTree& tree, int node, const Usage& usage,
+                                          const std::vector<double>& added,
+                                          bool* borrows_requested) {
+  // Use(n) + the part that reaches n, summed as AddUsage sums it.
+  auto usage_of = [&](int r) {
+    double value = tree.usage(node, r);
+    for (size_t i = 0; i < usage.size(); ++i) {
+      if (usage[i].resource == r) {
+        if (added[i] > 0) value = value + added[i];
+        break;
+      }
+    }
+    return value;
+  };
+  if (borrows_requested != nullptr) {
+    *borrows_requested = false;
+    for (size_t i = 0; i < usage.size(); ++i) {
+      const int r = usage[i].resource;
+      if (usage[i].amount > 0 && tree.covers(node, r) &&
+          usage_of(r) > tree.subtree_quota(node, r)) {
+        *borrows_requested = true;
+        break;
+      }
+    }
+  }
+  return Drs(tree, node, usage_of);
 }
 
 bool BorrowsAnyOf(const QuotaTree& tree, int node, const Usage& request) {

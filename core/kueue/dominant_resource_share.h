@@ -2,6 +2,8 @@
 // subtree quota, relative to what its parent could ever reach, divided by its fair-sharing weight.
 #pragma once
 
+#include <vector>
+
 #include "core/kueue/quota_tree.h"
 
 namespace arbiter::kueue {
@@ -23,6 +25,14 @@ struct DominantResourceShare {
 
 // DRS(n) on the tree as it is. O(|covered(n)|).
 DominantResourceShare ComputeDrs(const QuotaTree& tree, int node);
+
+// DRS(n) with `added[i]` more of resource usage[i].resource at n (0: nothing reaches n), as if
+// `usage` had been added at a ClusterQueue below n and bubbled up to n: the same sums as AddUsage
+// makes, without changing the tree. `borrows_requested`, when given, receives BorrowsAnyOf(n,
+// usage) on that tree. O(|covered(n)| · |usage|).
+DominantResourceShare ComputeDrsWithAdded(const QuotaTree& tree, int node, const Usage& usage,
+                                          const std::vector<double>& added,
+                                          bool* borrows_requested);
 
 // True iff n borrows (Use > SQ) some covered resource that `request` asks a positive amount of.
 bool BorrowsAnyOf(const QuotaTree& tree, int node, const Usage& request);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "absl/container/inlined_vector.h"
+
 namespace arbiter::kueue {
 namespace {
 
@@ -103,24 +105,29 @@ double QuotaTree::LocalAvailable(int node, int r) const {
 }
 
 double QuotaTree::Avail(int node, int r, Bound* bound) const {
-  const size_t at = At(node, r);
-  const int parent = queues_->parent(node);
-  if (parent < 0) {
-    if (bound != nullptr) *bound = Bound{node, false};
-    return subtree_quota_[at] - usage_[at];
-  }
-  double from_parent = Avail(parent, r, bound);
-  if (borrowing_limit_[at] != kInfinity) {
-    const double local = local_quota_[at];
-    const double stored_in_parent = subtree_quota_[at] - local;
-    const double used_in_parent = std::max(0.0, usage_[at] - local);
-    const double cap = stored_in_parent - used_in_parent + borrowing_limit_[at];
-    if (cap < from_parent) {
-      from_parent = cap;
-      if (bound != nullptr) *bound = Bound{node, true};
+  // avail(n) = LA(n) + min(avail(P(n)), cap(n)) is evaluated from the root down n's path. The
+  // depth is the caller's to choose, so the path is collected first rather than recursed on.
+  absl::InlinedVector<int, 32> path;
+  for (int at = node; at >= 0; at = queues_->parent(at)) path.push_back(at);
+  const int root = path.back();
+  if (bound != nullptr) *bound = Bound{root, false};
+  double avail = subtree_quota_[At(root, r)] - usage_[At(root, r)];
+  for (auto it = path.rbegin() + 1; it != path.rend(); ++it) {
+    const int at_node = *it;
+    const size_t at = At(at_node, r);
+    if (borrowing_limit_[at] != kInfinity) {
+      const double local = local_quota_[at];
+      const double stored_in_parent = subtree_quota_[at] - local;
+      const double used_in_parent = std::max(0.0, usage_[at] - local);
+      const double cap = stored_in_parent - used_in_parent + borrowing_limit_[at];
+      if (cap < avail) {
+        avail = cap;
+        if (bound != nullptr) *bound = Bound{at_node, true};
+      }
     }
+    avail = LocalAvailable(at_node, r) + avail;
   }
-  return LocalAvailable(node, r) + from_parent;
+  return avail;
 }
 
 double QuotaTree::Available(int node, int r) const {

@@ -10,6 +10,7 @@ Tournament::Tournament(QuotaTree* tree, const std::vector<Workload>* workloads, 
   best_.assign(n, -1);
   drs_.assign(n, DominantResourceShare{});
   borrows_requested_.assign(n, 0);
+  added_.assign(n, {});
   for (int workload : entries) entry_of_queue_[(*workloads)[workload].cq] = workload;
   // Post-order over the root's subtree: children before their parent.
   std::vector<std::pair<int, bool>> stack = {{root, false}};
@@ -47,10 +48,10 @@ bool Tournament::Beats(int a, int b) const {
 }
 
 void Tournament::Evaluate(int node) {
+  int best_child = -1;
   if (tree_->is_leaf(node)) {
     best_[node] = entry_of_queue_[node];
   } else {
-    int best_child = -1;
     for (int child : tree_->queues().children(node)) {
       if (best_[child] < 0) continue;
       if (best_child < 0 || Beats(child, best_child)) best_child = child;
@@ -59,8 +60,23 @@ void Tournament::Evaluate(int node) {
   }
   if (node == root_ || best_[node] < 0) return;
   const Workload& w = (*workloads_)[best_[node]];
+  // What of w's usage reaches this node when it is added at w's ClusterQueue: all of it at the
+  // ClusterQueue; above, what reached the child on w's path less that child's LA (AddUsage's
+  // bubbling, one level at a time). The child's amounts still hold: only the path of the last
+  // processed entry changed, and every node on it is evaluated again, bottom up.
+  std::vector<double>& added = added_[node];
+  added.resize(w.usage.size());
+  for (size_t i = 0; i < w.usage.size(); ++i) {
+    if (best_child < 0) {
+      added[i] = w.usage[i].amount;
+      continue;
+    }
+    const double below = added_[best_child][i];
+    const double local_available = tree_->LocalAvailable(best_child, w.usage[i].resource);
+    added[i] = below > local_available ? below - local_available : 0;
+  }
   bool borrows = false;
-  drs_[node] = DrsWith(*tree_, node, w.cq, w.usage, &borrows);
+  drs_[node] = ComputeDrsWithAdded(*tree_, node, w.usage, added, &borrows);
   borrows_requested_[node] = borrows ? 1 : 0;
 }
 

@@ -4,7 +4,9 @@
 //
 // Incremental: processing an entry changes usage only along its ClusterQueue's path, so only the
 // cohorts on that path re-run their comparison (O(depth · children) per entry, not the whole
-// tree). Winner(), process, Remove(winner), repeat.
+// tree). "DRS with its own entry" is evaluated from the amounts that reach each node, carried up
+// from the child, so an evaluation costs O(children + |usage|), not the depth of the entry's
+// ClusterQueue. Winner(), process, Remove(winner), repeat.
 #pragma once
 
 #include <vector>
@@ -40,6 +42,9 @@ class Tournament {
   std::vector<int> best_;                       // node -> winning workload of its subtree
   std::vector<DominantResourceShare> drs_;      // node -> DRS with best_[node] added
   std::vector<char> borrows_requested_;         // node -> borrows what best_[node] requests
+  // node -> per entry of best_[node]'s usage, the amount that reaches the node when the usage is
+  // added at its ClusterQueue (0: none), as AddUsage would bubble it on the current tree.
+  std::vector<std::vector<double>> added_;
 };
 
 }  // namespace arbiter::kueue

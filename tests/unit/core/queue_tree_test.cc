@@ -1,7 +1,9 @@
 #include "core/queue_tree.h"
 
+#include "absl/strings/str_format.h"
 #include "core/resources.h"
 #include "gtest/gtest.h"
+#include "tests/support/small_stack.h"
 #include "tests/support/snapshot_builder.h"
 
 namespace arbiter {
@@ -35,6 +37,42 @@ TEST(QueueTreeTest, LowestCommonAncestorAndChildOnPath) {
   EXPECT_EQ(tree.LowestCommonAncestor(a, tree.Find("other")), -1);
   EXPECT_EQ(tree.ChildOnPath(-1, a), root);
   EXPECT_EQ(tree.LowestCommonAncestor(a, a), a);
+}
+
+TEST(QueueTreeTest, SubtreesAndPathsWithoutRecursion) {
+  Snapshot s = SnapshotBuilder()
+                   .Queue("root").Queue("d1", "root").Queue("d2", "root")
+                   .Queue("a", "d1").Queue("b", "d2").Queue("other")
+                   .Build();
+  QueueTree tree = QueueTree::Build(s);
+  const int a = tree.Find("a"), b = tree.Find("b"), d1 = tree.Find("d1"), root = tree.Find("root");
+  EXPECT_TRUE(tree.InSubtree(a, a));
+  EXPECT_TRUE(tree.InSubtree(a, d1));
+  EXPECT_TRUE(tree.InSubtree(b, root));
+  EXPECT_FALSE(tree.InSubtree(b, d1));
+  EXPECT_FALSE(tree.InSubtree(root, a));
+  EXPECT_FALSE(tree.InSubtree(a, tree.Find("other")));
+  std::vector<int> path;
+  tree.PathToRoot(a, &path);
+  EXPECT_EQ(path, (std::vector<int>{a, d1, root}));
+}
+
+// A chain as deep as the request makes it: positions and paths are computed without recursing.
+TEST(QueueTreeTest, DeepChainOnASmallStack) {
+  constexpr int kDepth = 200000;
+  SnapshotBuilder builder;
+  for (int i = 0; i < kDepth; ++i) {
+    builder.Queue(absl::StrFormat("q%06d", i), i == 0 ? "" : absl::StrFormat("q%06d", i - 1));
+  }
+  const Snapshot s = builder.Build();
+  testing::RunOnSmallStack([&s] {
+    QueueTree tree = QueueTree::Build(s);
+    const int bottom = tree.Find(absl::StrFormat("q%06d", kDepth - 1));
+    EXPECT_EQ(tree.entry(bottom).depth, kDepth - 1);
+    EXPECT_TRUE(tree.InSubtree(bottom, tree.Find("q000000")));
+    EXPECT_FALSE(tree.InSubtree(tree.Find("q000001"), bottom));
+    EXPECT_EQ(tree.LowestCommonAncestor(bottom, tree.Find("q000007")), tree.Find("q000007"));
+  });
 }
 
 TEST(ResourceSetTest, CollectsEveryResourceNameSorted) {
