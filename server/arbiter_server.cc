@@ -30,13 +30,26 @@ absl::Status CheckOptions(const ServerOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("metrics_port: ", options.metrics_port, " is not -1..65535"));
   }
-  if (options.limits.max_nodes < 0) {
+  if (absl::Status limits = CheckLimitOptions(options.limits); !limits.ok()) return limits;
+  if (options.workers < 0 || options.workers > kMaxWorkers) {
     return absl::InvalidArgumentError(
-        absl::StrCat("max_nodes: ", options.limits.max_nodes, " is negative"));
+        absl::StrCat("--workers: ", options.workers, " is not 0..", kMaxWorkers));
   }
-  if (options.limits.max_pods < 0) {
+  if (options.small_lane_workers < 0 || options.small_lane_workers > kMaxWorkers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--small-lane-workers: ", options.small_lane_workers, " is not 0..", kMaxWorkers));
+  }
+  if (options.small_request_bytes < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--small-request-bytes: ", options.small_request_bytes, " is negative"));
+  }
+  if (options.max_queued_calls < 1) {
     return absl::InvalidArgumentError(
-        absl::StrCat("max_pods: ", options.limits.max_pods, " is negative"));
+        absl::StrCat("--max-queued-calls: ", options.max_queued_calls, " is not at least 1"));
+  }
+  if (options.max_queued_bytes < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-queued-bytes: ", options.max_queued_bytes, " is not at least 1"));
   }
   if (options.max_message_bytes < 1 ||
       options.max_message_bytes > std::numeric_limits<int32_t>::max()) {
@@ -54,6 +67,28 @@ absl::StatusOr<std::unique_ptr<prometheus::Exposer>> StartExposer(const std::str
     return absl::UnavailableError(
         absl::StrCat("cannot serve metrics on ", address, ": ", error.what()));
   }
+}
+
+// Why the gRPC port could not be opened. With TLS, gRPC says only that it failed: when the same
+// address binds without TLS, the certificate and key are what it refused.
+absl::Status ListenError(const ServerOptions& options) {
+  const std::string address = HostPort(options.host, options.port);
+  if (UsesTls(options.tls)) {
+    grpc::ServerBuilder probe;
+    int bound = 0;
+    probe.AddListeningPort(address, grpc::InsecureServerCredentials(), &bound);
+    std::unique_ptr<grpc::Server> plain = probe.BuildAndStart();
+    const bool plain_binds = plain != nullptr && bound != 0;
+    if (plain != nullptr) plain->Shutdown(std::chrono::system_clock::now());
+    if (plain_binds) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--tls-cert ", options.tls.cert, ", --tls-key ", options.tls.key,
+          ": gRPC cannot serve TLS with them (is the key the certificate's private key, and "
+          "are both PEM?)"));
+    }
+  }
+  return absl::UnavailableError(absl::StrCat("cannot listen on ", address,
+                                             " (is the port in use, or the host not local?)"));
 }
 
 }  // namespace
@@ -87,10 +122,16 @@ absl::StatusOr<std::unique_ptr<ArbiterServer>> ArbiterServer::Start(const Server
     server->metrics_address_ = HostPort(options.host, server->metrics_port_);
   }
 
-  server->pool_ = std::make_unique<WorkerPool>(options.workers);
-  server->service_ = std::make_unique<ArbiterService>(server->pool_.get(), server->metrics_.get(),
-                                                      server->logger_.get(), options.limits,
-                                                      options.phase_observer);
+  WorkerPoolOptions pool;
+  pool.threads = options.workers;
+  pool.small_lane_threads = options.small_lane_workers;
+  pool.small_task_bytes = options.small_request_bytes;
+  pool.max_queued_tasks = options.max_queued_calls;
+  pool.max_queued_bytes = options.max_queued_bytes;
+  server->pool_ = std::make_unique<WorkerPool>(pool);
+  server->service_ = std::make_unique<ArbiterService>(
+      server->pool_.get(), server->metrics_.get(), server->logger_.get(), options.limits,
+      options.max_message_bytes, options.phase_observer);
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(HostPort(options.host, options.port), *credentials, &server->port_);
@@ -99,8 +140,7 @@ absl::StatusOr<std::unique_ptr<ArbiterServer>> ArbiterServer::Start(const Server
   builder.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", HostPort(options.host, options.port)));
+    return ListenError(options);
   }
   server->address_ = HostPort(options.host, server->port_);
   if (grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService()) {
@@ -113,8 +153,14 @@ absl::StatusOr<std::unique_ptr<ArbiterServer>> ArbiterServer::Start(const Server
        {"metrics", server->metrics_address_.empty() ? "off" : server->metrics_address_},
        {"tls", options.tls.client_ca.empty() ? (UsesTls(options.tls) ? "tls" : "off") : "mutual"},
        {"workers", absl::StrCat(server->pool_->size())},
+       {"small_lane_workers", absl::StrCat(options.small_lane_workers)},
+       {"max_queued_calls", absl::StrCat(options.max_queued_calls)},
        {"max_nodes", absl::StrCat(options.limits.max_nodes)},
        {"max_pods", absl::StrCat(options.limits.max_pods)},
+       {"max_queues", absl::StrCat(options.limits.max_queues)},
+       {"max_pod_groups", absl::StrCat(options.limits.max_pod_groups)},
+       {"max_resource_names", absl::StrCat(options.limits.max_resource_names)},
+       {"max_decoded_bytes", absl::StrCat(options.limits.max_decoded_bytes)},
        {"max_message_bytes", absl::StrCat(options.max_message_bytes)}});
   return server;
 }

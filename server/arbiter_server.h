@@ -23,6 +23,9 @@
 
 namespace arbiter::server {
 
+// The most decision threads a server starts (--workers, --small-lane-workers).
+constexpr int kMaxWorkers = 256;
+
 struct ServerOptions {
   std::string host = "0.0.0.0";
   int port = 50051;         // 0 picks a free port
@@ -30,8 +33,12 @@ struct ServerOptions {
   // Largest request or response, in bytes. 512 MiB holds a 20,000-node, 240,000-pod snapshot
   // with room to spare.
   int64_t max_message_bytes = int64_t{512} << 20;
-  int workers = 0;       // decision threads; 0 = one per core
-  RequestLimits limits;  // --max-nodes, --max-pods
+  int workers = 0;       // general decision threads; 0 = one per core (at most kMaxWorkers)
+  int small_lane_workers = 1;  // threads that run only small requests (at most kMaxWorkers)
+  int64_t small_request_bytes = int64_t{64} << 10;  // "small": at most this many request bytes
+  int64_t max_queued_calls = 256;  // calls waiting for a worker; UNAVAILABLE beyond
+  int64_t max_queued_bytes = int64_t{512} << 20;  // their request bytes; UNAVAILABLE beyond
+  RequestLimits limits;  // --max-nodes, --max-pods, --max-queues, ...
   ServerTlsFiles tls;    // no files: plaintext; cert and key: TLS; client CA too: mutual TLS
   LogLevel log_level = LogLevel::kInfo;
   Logger::Sink log_sink;         // empty: standard error

@@ -1,5 +1,6 @@
 #include "server/arbiter_service.h"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -12,6 +13,7 @@
 #include "google/protobuf/arena.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "grpcpp/support/proto_buffer_writer.h"
+#include "core/status_macros.h"
 #include "server/grpc_status.h"
 #include "server/proto_convert.h"
 #include "server/request_decoder.h"
@@ -88,27 +90,42 @@ absl::Status ExplainCancellation(const absl::Status& status, grpc::CallbackServe
   return status;
 }
 
-// Decodes the request's bytes into the core's model (server/request_decoder.h).
+// Decodes the request's bytes into the core's model within `limits`
+// (server/request_decoder.h), then checks the queue tree's depth.
 absl::Status DecodeRequestBytes(const grpc::ByteBuffer& bytes, std::string_view type_name,
-                                Snapshot* snapshot, Policy* policy) {
+                                const RequestLimits& limits, Snapshot* snapshot, Policy* policy) {
   // The bytes in one piece: gRPC's own slice when it delivered one, a copy otherwise.
   grpc::Slice flat;
-  const bool whole = bytes.TrySingleSlice(&flat).ok() || bytes.DumpToSingleSlice(&flat).ok() ||
-                     bytes.Length() == 0;
-  const std::string_view view(reinterpret_cast<const char*>(flat.begin()), flat.size());
-  if (!whole || !DecodeRequest(view, snapshot, policy)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "request: not a valid binary ", absl::string_view(type_name.data(), type_name.size()), " (",
-        bytes.Length(), " bytes)"));
+  const bool whole = bytes.Length() == 0 || bytes.TrySingleSlice(&flat).ok() ||
+                     bytes.DumpToSingleSlice(&flat).ok();
+  if (!whole) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("request: not a valid binary ",
+                     absl::string_view(type_name.data(), type_name.size()), " (", bytes.Length(),
+                     " bytes)"));
   }
-  return absl::OkStatus();
+  const std::string_view view(reinterpret_cast<const char*>(flat.begin()), flat.size());
+  RETURN_IF_ERROR(DecodeRequest(view, limits, type_name, snapshot, policy));
+  return CheckQueueDepth(*snapshot, limits);
 }
 
-absl::Status WriteResponse(const google::protobuf::Message& message, grpc::ByteBuffer* out) {
+// Serialises `message` deterministically into `out`. ResourceExhausted when it would take more
+// than `max_bytes` (the client would refuse it; saying so here keeps the log and the metrics
+// truthful).
+absl::Status WriteResponse(const google::protobuf::Message& message, int64_t max_bytes,
+                           grpc::ByteBuffer* out) {
   const size_t size = message.ByteSizeLong();  // also caches the sizes for the write below
-  if (size > static_cast<size_t>(INT32_MAX)) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("the response would take ", size, " bytes, over protobuf's 2 GiB limit"));
+  if (size > static_cast<size_t>(max_bytes) || size > static_cast<size_t>(INT32_MAX)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the response would take ", size, " bytes; this server sends at most ",
+        std::min<int64_t>(max_bytes, INT32_MAX), " (--max-message-bytes)"));
+  }
+  if (size == 0) {
+    // An empty message is zero bytes on the wire. gRPC's buffer writer asserts on a zero size and
+    // a default ByteBuffer is no message at all: send one empty slice.
+    grpc::Slice empty;
+    *out = grpc::ByteBuffer(&empty, 1);
+    return absl::OkStatus();
   }
   {
     grpc::ProtoBufferWriter writer(out, grpc::kProtoBufferWriterMaxBufferLength,
@@ -199,18 +216,15 @@ class Workspace {
   // Runs the phases of the file comment in arbiter_service.h, writing the answer to `out` and
   // what happened to `record`.
   absl::Status Run(const grpc::ByteBuffer& bytes, grpc::CallbackServerContext* context,
-                   const RequestLimits& limits, const PhaseObserver& observer,
+                   const RequestLimits& limits, int64_t max_response_bytes,
+                   const PhaseObserver& observer,
                    Clock::time_point start, CallRecord* record, grpc::ByteBuffer* out) {
     PhaseClock clock(start, record, observer);
     if (absl::Status wanted = CheckStillWanted(context, "decode"); !wanted.ok()) return wanted;
-    if (absl::Status decoded = DecodeRequestBytes(bytes, Method::Request::descriptor()->full_name(),
-                                                  &snapshot_, &policy_);
-        !decoded.ok()) {
-      return decoded;
-    }
+    RETURN_IF_ERROR(DecodeRequestBytes(bytes, Method::Request::descriptor()->full_name(),
+                                               limits, &snapshot_, &policy_));
     record->size = SizeOf(snapshot_);
     record->parsed = true;
-    if (absl::Status within = CheckLimits(record->size, limits); !within.ok()) return within;
     clock.Mark("decode");
 
     CycleHooks hooks;
@@ -225,7 +239,7 @@ class Workspace {
     CountDecisions(*response, &record->decisions);
     clock.Mark("to_proto");
 
-    if (absl::Status written = WriteResponse(*response, out); !written.ok()) return written;
+    RETURN_IF_ERROR(WriteResponse(*response, max_response_bytes, out));
     record->response_bytes = static_cast<int64_t>(out->Length());
     clock.Mark("serialize");
     return absl::OkStatus();
@@ -249,11 +263,13 @@ std::string RequestIdFor(const grpc::CallbackServerContext& context) {
 }  // namespace
 
 ArbiterService::ArbiterService(WorkerPool* pool, RpcMetrics* metrics, Logger* logger,
-                               RequestLimits limits, PhaseObserver phase_observer)
+                               RequestLimits limits, int64_t max_response_bytes,
+                               PhaseObserver phase_observer)
     : pool_(pool),
       metrics_(metrics),
       logger_(logger),
       limits_(limits),
+      max_response_bytes_(max_response_bytes),
       phase_observer_(std::move(phase_observer)) {}
 
 grpc::ServerUnaryReactor* ArbiterService::ComputeFairShares(grpc::CallbackServerContext* context,
@@ -275,33 +291,54 @@ grpc::ServerUnaryReactor* ArbiterService::Dispatch(grpc::CallbackServerContext* 
   const Clock::time_point start = Clock::now();
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   metrics_->CallStarted();
-  // The request, response and context stay valid until Finish. The pool, metrics and logger
-  // outlive every accepted call (see the constructor's contract), but the service itself may be
-  // destroyed once the last call is answered: the task copies what it needs after Finish.
-  pool_->Submit([metrics = metrics_, logger = logger_, limits = limits_, observer = phase_observer_,
-                 context, request, response, reactor, start] {
-    CallRecord record;
-    record.method = Method::kName;
-    record.request_id = RequestIdFor(*context);
-    record.request_bytes = static_cast<int64_t>(request->Length());
-    if (logger->Enabled(LogLevel::kDebug)) {
-      logger->Log(LogLevel::kDebug, "call started",
-                  {{"method", std::string(Method::kName)},
-                   {"request_id", record.request_id},
-                   {"request_bytes", absl::StrCat(record.request_bytes)}});
-    }
-    auto workspace = std::make_unique<Workspace<Method>>();
-    record.status = workspace->Run(*request, context, limits, observer, start, &record, response);
-    record.seconds = Seconds(Clock::now() - start);
+  const int64_t request_bytes = static_cast<int64_t>(request->Length());
+  // Answers the call with what `record` says; the call's objects are not touched after Finish.
+  auto finish = [metrics = metrics_, logger = logger_, context, reactor,
+                 start](CallRecord* record) {
+    record->seconds = Seconds(Clock::now() - start);
     // Out of the in-flight gauge before into the request counters, so that the two never count
     // one call twice.
     metrics->CallFinished();
-    metrics->RecordCall(record);
-    logger->LogCall(record);
-    context->AddTrailingMetadata(kRequestIdKey, record.request_id);
-    reactor->Finish(ToGrpcStatus(record.status));
-    workspace.reset();  // after answering: the caller does not wait for the memory to be freed
-  });
+    metrics->RecordCall(*record);
+    logger->LogCall(*record);
+    context->AddTrailingMetadata(kRequestIdKey, record->request_id);
+    reactor->Finish(ToGrpcStatus(record->status));
+  };
+  // The request, response and context stay valid until Finish. The pool, metrics and logger
+  // outlive every accepted call (see the constructor's contract), but the service itself may be
+  // destroyed once the last call is answered: the task copies what it needs before Finish.
+  const bool queued = pool_->TrySubmit(
+      [logger = logger_, limits = limits_, max_response_bytes = max_response_bytes_,
+       observer = phase_observer_, context, request, response, start, request_bytes, finish] {
+        CallRecord record;
+        record.method = Method::kName;
+        record.request_id = RequestIdFor(*context);
+        record.request_bytes = request_bytes;
+        if (logger->Enabled(LogLevel::kDebug)) {
+          logger->Log(LogLevel::kDebug, "call started",
+                      {{"method", std::string(Method::kName)},
+                       {"request_id", record.request_id},
+                       {"request_bytes", absl::StrCat(record.request_bytes)}});
+        }
+        auto workspace = std::make_unique<Workspace<Method>>();
+        record.status = workspace->Run(*request, context, limits, max_response_bytes, observer,
+                                       start, &record, response);
+        finish(&record);
+        workspace.reset();  // after answering: the caller does not wait for the memory to be freed
+      },
+      request_bytes);
+  if (!queued) {
+    CallRecord record;
+    record.method = Method::kName;
+    record.request_id = RequestIdFor(*context);
+    record.request_bytes = request_bytes;
+    record.status = absl::UnavailableError(absl::StrCat(
+        "the server is busy: its queue of waiting calls is full (--max-queued-calls ",
+        pool_->options().max_queued_tasks, ", --max-queued-bytes ",
+        pool_->options().max_queued_bytes,
+        "); retry with backoff"));
+    finish(&record);
+  }
   return reactor;
 }
 

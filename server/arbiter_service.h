@@ -11,7 +11,10 @@
 // The call is answered before the request and the core's model are freed.
 //
 // Errors: bytes that do not parse as the request message answer INVALID_ARGUMENT; a snapshot over
-// a RequestLimits bound answers RESOURCE_EXHAUSTED; the core's errors are mapped by ToGrpcStatus
+// a RequestLimits bound answers RESOURCE_EXHAUSTED (INVALID_ARGUMENT for a name over
+// --max-name-bytes or a queue tree over --max-queue-depth), checked while decoding; a call that
+// finds the pool's queue full answers UNAVAILABLE at once; an answer over the message limit
+// answers RESOURCE_EXHAUSTED; the core's errors are mapped by ToGrpcStatus
 // (server/grpc_status.h); a call whose deadline passes before a phase answers DEADLINE_EXCEEDED,
 // one the client cancelled CANCELLED.
 //
@@ -20,6 +23,7 @@
 // log line (server/call_log.h) and one RpcMetrics::RecordCall.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string_view>
 
@@ -46,8 +50,10 @@ class ArbiterService final : public ArbiterRawService {
  public:
   // `pool` runs the decisions, `metrics` counts the calls and `logger` writes their lines; all
   // three must outlive the service and every call it has accepted. `phase_observer` may be empty.
+  // `limits` bound each request; answers over `max_response_bytes` are refused with
+  // RESOURCE_EXHAUSTED rather than sent.
   ArbiterService(WorkerPool* pool, RpcMetrics* metrics, Logger* logger, RequestLimits limits,
-                 PhaseObserver phase_observer = {});
+                 int64_t max_response_bytes, PhaseObserver phase_observer = {});
 
   grpc::ServerUnaryReactor* ComputeFairShares(grpc::CallbackServerContext* context,
                                               const grpc::ByteBuffer* request,
@@ -65,6 +71,7 @@ class ArbiterService final : public ArbiterRawService {
   RpcMetrics* metrics_;
   Logger* logger_;
   const RequestLimits limits_;
+  const int64_t max_response_bytes_;
   const PhaseObserver phase_observer_;
 };
 

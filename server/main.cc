@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -66,8 +67,8 @@ int Run(const std::vector<std::string>& args) {
   int64_t metrics_port = options.metrics_port;
   int64_t max_message_bytes = options.max_message_bytes;
   int64_t workers = options.workers;
-  int64_t max_nodes = options.limits.max_nodes;
-  int64_t max_pods = options.limits.max_pods;
+  int64_t small_lane_workers = options.small_lane_workers;
+  arbiter::server::RequestLimits& limits = options.limits;
   std::string log_level = "info";
   double drain_seconds = 0;
   double grace_seconds = 5;
@@ -80,11 +81,32 @@ int Run(const std::vector<std::string>& args) {
                "Prometheus /metrics port; 0 picks a free port, -1 disables");
   flags.AddInt("max-message-bytes", "BYTES", &max_message_bytes,
                "largest request or response accepted");
-  flags.AddInt("max-nodes", "N", &max_nodes,
+  flags.AddInt("max-nodes", "N", &limits.max_nodes,
                "largest snapshot accepted, in nodes (RESOURCE_EXHAUSTED above)");
-  flags.AddInt("max-pods", "N", &max_pods,
+  flags.AddInt("max-pods", "N", &limits.max_pods,
                "largest snapshot accepted, in pods over all pod groups (RESOURCE_EXHAUSTED above)");
+  flags.AddInt("max-queues", "N", &limits.max_queues,
+               "most queues (or ClusterQueues and cohorts) in a request (RESOURCE_EXHAUSTED above)");
+  flags.AddInt("max-pod-groups", "N", &limits.max_pod_groups,
+               "most pod groups in a request (RESOURCE_EXHAUSTED above)");
+  flags.AddInt("max-resource-names", "N", &limits.max_resource_names,
+               "most distinct resource names in a request (RESOURCE_EXHAUSTED above)");
+  flags.AddInt("max-name-bytes", "BYTES", &limits.max_name_bytes,
+               "longest name, key or value in a request (INVALID_ARGUMENT above)");
+  flags.AddInt("max-queue-depth", "N", &limits.max_queue_depth,
+               "deepest queue or cohort tree, in levels (INVALID_ARGUMENT above)");
+  flags.AddInt("max-decoded-bytes", "BYTES", &limits.max_decoded_bytes,
+               "most memory a decoded request may take (RESOURCE_EXHAUSTED above)");
   flags.AddInt("workers", "N", &workers, "decision threads; 0 = one per core");
+  flags.AddInt("small-lane-workers", "N", &small_lane_workers,
+               "extra threads that run only small requests, so that they never wait behind "
+               "large ones");
+  flags.AddInt("small-request-bytes", "BYTES", &options.small_request_bytes,
+               "requests up to this size may run on the small lane");
+  flags.AddInt("max-queued-calls", "N", &options.max_queued_calls,
+               "calls waiting for a thread; more answer UNAVAILABLE at once");
+  flags.AddInt("max-queued-bytes", "BYTES", &options.max_queued_bytes,
+               "request bytes of the calls waiting for a thread; more answer UNAVAILABLE");
   flags.AddString("tls-cert", "FILE", &options.tls.cert,
                   "PEM certificate chain: serve TLS (needs --tls-key)");
   flags.AddString("tls-key", "FILE", &options.tls.key, "PEM private key of --tls-cert");
@@ -116,9 +138,14 @@ int Run(const std::vector<std::string>& args) {
   options.port = static_cast<int>(port);
   options.metrics_port = static_cast<int>(metrics_port);
   options.max_message_bytes = max_message_bytes;
+  if (workers < 0 || workers > arbiter::server::kMaxWorkers || small_lane_workers < 0 ||
+      small_lane_workers > arbiter::server::kMaxWorkers) {
+    std::cerr << "INVALID_ARGUMENT: --workers and --small-lane-workers must be 0.."
+              << arbiter::server::kMaxWorkers << "\n";
+    return 2;
+  }
   options.workers = static_cast<int>(workers);
-  options.limits.max_nodes = max_nodes;
-  options.limits.max_pods = max_pods;
+  options.small_lane_workers = static_cast<int>(small_lane_workers);
   absl::StatusOr<arbiter::server::LogLevel> level = arbiter::server::ParseLogLevel(log_level);
   if (!level.ok()) {
     std::cerr << arbiter::server::FormatStatus(absl::InvalidArgumentError(
@@ -127,9 +154,13 @@ int Run(const std::vector<std::string>& args) {
     return 2;
   }
   options.log_level = *level;
-  if (drain_seconds < 0 || grace_seconds < 0) {
-    std::cerr << "INVALID_ARGUMENT: --drain-seconds and --shutdown-grace-seconds must not be "
-                 "negative\n";
+  // `!(x >= 0 && x <= limit)` also refuses NaN, which every comparison fails.
+  constexpr double kMaxSeconds = 24 * 3600;
+  if (!(drain_seconds >= 0 && drain_seconds <= kMaxSeconds) ||
+      !(grace_seconds >= 0 && grace_seconds <= kMaxSeconds)) {
+    std::cerr << "INVALID_ARGUMENT: --drain-seconds and --shutdown-grace-seconds must be "
+                 "numbers of seconds from 0 to "
+              << kMaxSeconds << "\n";
     return 2;
   }
 
@@ -160,6 +191,16 @@ int Run(const std::vector<std::string>& args) {
                           {{"signal", absl::StrCat(static_cast<int>(signal_number))}});
     running->Drain();
     if (drain_seconds > 0) absl::SleepFor(absl::Seconds(drain_seconds));
+    // The calls in flight get the grace period, then are cancelled, and stop at their next
+    // cancellation check. Should anything still run a second later, the process ends anyway:
+    // a stop signal is answered within drain + grace + 1 s.
+    std::thread([running, grace_seconds] {
+      absl::SleepFor(absl::Seconds(grace_seconds + 1));
+      running->logger().Log(arbiter::server::LogLevel::kWarn, "forced exit",
+                            {{"reason", "calls still running 1 s after the grace period"}});
+      std::cout << "stopped (forced)" << std::endl;
+      std::_Exit(0);
+    }).detach();
     running->Shutdown(absl::Seconds(grace_seconds));
   });
   running->Wait();

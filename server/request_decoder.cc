@@ -1,6 +1,8 @@
 #include "server/request_decoder.h"
 
+#include <algorithm>
 #include <array>
+#include <limits>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -9,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
 #include "google/protobuf/io/coded_stream.h"
 
 namespace arbiter::server {
@@ -32,10 +36,27 @@ enum class Step {
   kBad,      // the bytes are not a valid message
 };
 
+// One segment of a field path: "queues" with index 3 is "queues[3]"; index -1 has no index.
+struct PathPart {
+  const char* field;
+  int64_t index;
+};
+
+// Accounted sizes (libstdc++, 64-bit): a map node is the tree's 32-byte header plus the pair; a
+// string longer than its inline buffer (15 bytes) holds its bytes and a terminator on the heap.
+constexpr int64_t kTreeNodeHeader = 32;
+constexpr int64_t kResourceEntryBytes = kTreeNodeHeader + sizeof(std::pair<const std::string, double>);
+constexpr int64_t kLabelEntryBytes =
+    kTreeNodeHeader + sizeof(std::pair<const std::string, std::string>);
+int64_t HeapBytes(size_t string_length) {
+  return string_length > 15 ? static_cast<int64_t>(string_length) + 1 : 0;
+}
+
 class Decoder {
  public:
-  explicit Decoder(std::string_view bytes)
-      : in_(reinterpret_cast<const uint8_t*>(bytes.data()), static_cast<int>(bytes.size())) {
+  Decoder(std::string_view bytes, const RequestLimits& limits)
+      : in_(reinterpret_cast<const uint8_t*>(bytes.data()), static_cast<int>(bytes.size())),
+        limits_(limits) {
     // A limit at the end of the input, so that BytesUntilLimit always says what is left.
     in_.PushLimit(static_cast<int>(bytes.size()));
   }
@@ -43,13 +64,109 @@ class Decoder {
   bool Request(Snapshot* snapshot, Policy* policy) {
     return Fields([&](uint32_t number, int wire) {
       if (wire != kLength) return Step::kUnknown;
-      if (number == 1) return Embedded([&] { return SnapshotFields(snapshot); });
-      if (number == 2) return Embedded([&] { return PolicyFields(policy); });
+      if (number == 1) return Nested("snapshot", -1, [&] { return SnapshotFields(snapshot); });
+      if (number == 2) return Nested("policy", -1, [&] { return PolicyFields(policy); });
       return Step::kUnknown;
     });
   }
 
+  // Why decoding stopped at a limit; OK when it did not (the bytes may still be invalid).
+  const absl::Status& limit_error() const { return limit_error_; }
+  int64_t decoded_bytes() const { return decoded_bytes_; }
+
  private:
+  // ---- Limits ----
+
+  // The field path being read, e.g. "snapshot.pod_groups[3].pods[0]", then `field` if any.
+  std::string Path(std::string_view field = {}) const {
+    std::string path;
+    for (const PathPart& part : path_) {
+      if (!path.empty()) path += '.';
+      path += part.field;
+      if (part.index >= 0) absl::StrAppend(&path, "[", part.index, "]");
+    }
+    if (!field.empty()) {
+      if (!path.empty()) path += '.';
+      path.append(field.data(), field.size());
+    }
+    return path;
+  }
+
+  // Records the first limit hit; always false, for `return Stop(...)`.
+  bool Stop(absl::Status status) {
+    if (limit_error_.ok()) limit_error_ = std::move(status);
+    return false;
+  }
+
+  // Counts `bytes` more of decoded memory; false (and stops) past --max-decoded-bytes.
+  bool Charge(int64_t bytes) {
+    decoded_bytes_ += bytes;
+    if (decoded_bytes_ <= limits_.max_decoded_bytes) return true;
+    return Stop(absl::ResourceExhaustedError(absl::StrCat(
+        Path(), ": the decoded request needs more than ", limits_.max_decoded_bytes,
+        " bytes of memory; this server accepts at most ", limits_.max_decoded_bytes,
+        " (--max-decoded-bytes)")));
+  }
+
+  // A new element at the end of `items`, the (limit + 1)th refused naming `what` and `flag`.
+  // Capacity grows as std::vector grows it, charged before it is allocated.
+  template <typename T>
+  T* Append(std::vector<T>* items, int64_t limit, const char* field, const char* what,
+            const char* flag) {
+    if (static_cast<int64_t>(items->size()) >= limit) {
+      Stop(absl::ResourceExhaustedError(
+          absl::StrCat(Path(field), ": more than ", limit, " ", what,
+                       "; this server accepts at most ", limit, " (", flag, ")")));
+      return nullptr;
+    }
+    if (items->size() == items->capacity()) {
+      const size_t grown = std::max<size_t>(4, 2 * items->capacity());
+      if (!Charge(static_cast<int64_t>((grown - items->capacity()) * sizeof(T)))) return nullptr;
+      items->reserve(grown);
+    }
+    return &items->emplace_back();
+  }
+
+  template <typename T>
+  T* Append(std::vector<T>* items, const char* field) {
+    return Append(items, std::numeric_limits<int64_t>::max(), field, "", "");
+  }
+
+  // Reserves room for `more` elements that the bytes ahead announce, at most up to `limit` and
+  // within the memory budget (a hint: decoding refuses what is over either).
+  template <typename T>
+  void ReserveMore(std::vector<T>* items, int64_t more, int64_t limit) {
+    const int64_t wanted =
+        std::min<int64_t>(static_cast<int64_t>(items->size()) + more, limit);
+    if (wanted <= static_cast<int64_t>(items->capacity())) return;
+    const int64_t cost = (wanted - static_cast<int64_t>(items->capacity())) * sizeof(T);
+    if (decoded_bytes_ + cost > limits_.max_decoded_bytes) return;
+    decoded_bytes_ += cost;
+    items->reserve(static_cast<size_t>(wanted));
+  }
+
+  // A string's length against --max-name-bytes, before it is copied.
+  bool NameFits(uint32_t length, std::string_view field) {
+    if (static_cast<int64_t>(length) <= limits_.max_name_bytes) return true;
+    return Stop(absl::InvalidArgumentError(
+        absl::StrCat(Path(field), ": ", length, " bytes; this server accepts names, keys and "
+                     "values of at most ", limits_.max_name_bytes, " bytes (--max-name-bytes)")));
+  }
+
+  // A resource name against --max-resource-names.
+  bool KnownResource(std::string_view name, std::string_view field) {
+    const absl::string_view key(name.data(), name.size());
+    if (resource_names_.contains(key)) return true;
+    if (static_cast<int64_t>(resource_names_.size()) >= limits_.max_resource_names) {
+      return Stop(absl::ResourceExhaustedError(absl::StrCat(
+          Path(field), ": more than ", limits_.max_resource_names,
+          " distinct resource names in the request; this server accepts at most ",
+          limits_.max_resource_names, " (--max-resource-names)")));
+    }
+    resource_names_.emplace(key);
+    return true;
+  }
+
   // ---- Framing ----
 
   // Reads fields until the current limit, giving each to `handler(number, wire_type)`. False
@@ -87,6 +204,16 @@ class Decoder {
     in_.PopLimit(limit);
     --depth_;
     return read ? Step::kRead : Step::kBad;
+  }
+
+  // Embedded, for a message field named `field` (element `index` of a repeated one, or -1):
+  // the path of limit errors inside it names it.
+  template <typename Body>
+  Step Nested(const char* field, int64_t index, Body&& body) {
+    path_.push_back({field, index});
+    const Step step = Embedded(std::forward<Body>(body));
+    path_.pop_back();
+    return step;
   }
 
   // A tag as protobuf's message parser reads it: a varint of at most 5 bytes, keeping its low 32
@@ -167,9 +294,11 @@ class Decoder {
 
   // ---- Values (the wire type was checked by the caller) ----
 
-  Step String(std::string* out) {
+  // A string field named `field`, within --max-name-bytes.
+  Step String(std::string* out, std::string_view field) {
     uint32_t length = 0;
     if (!ReadLength(&length)) return Step::kBad;
+    if (!NameFits(length, field) || !Charge(HeapBytes(length))) return Step::kBad;
     // The input is one array, so the stream's buffer holds everything up to the limit: copy
     // from it directly (ReadString would zero-fill the string before copying).
     const void* data = nullptr;
@@ -225,12 +354,11 @@ class Decoder {
 
   // A repeated enum, one value (unpacked) or a packed run.
   template <typename Enum>
-  Step RepeatedEnum(int wire, std::vector<Enum>* out) {
+  Step RepeatedEnum(int wire, std::vector<Enum>* out, const char* field) {
     if (wire == kVarint) {
-      Enum value{};
-      const Step step = EnumValue(&value);
-      out->push_back(value);
-      return step;
+      Enum* value = Append(out, field);
+      if (value == nullptr) return Step::kBad;
+      return EnumValue(value);
     }
     if (wire != kLength) return Step::kUnknown;
     uint32_t length = 0;
@@ -239,9 +367,8 @@ class Decoder {
         in_.PushLimit(static_cast<int>(length));
     bool read = true;
     while (read && in_.BytesUntilLimit() > 0) {
-      Enum value{};
-      read = EnumValue(&value) == Step::kRead;
-      out->push_back(value);
+      Enum* value = Append(out, field);
+      read = value != nullptr && EnumValue(value) == Step::kRead;
     }
     in_.PopLimit(limit);
     return read ? Step::kRead : Step::kBad;
@@ -261,8 +388,8 @@ class Decoder {
   // stops early (undercounting) at a group or at bytes that do not parse, which the decoding
   // itself then reports.
   static constexpr uint32_t kCounted = 16;
-  std::array<int, kCounted> CountAhead() {
-    std::array<int, kCounted> counts{};
+  std::array<int64_t, kCounted> CountAhead() {
+    std::array<int64_t, kCounted> counts{};
     const std::string_view bytes = Ahead();
     size_t pos = 0;
     while (pos < bytes.size()) {
@@ -304,12 +431,8 @@ class Decoder {
     return false;
   }
 
-  template <typename T>
-  static void ReserveMore(std::vector<T>* items, int more) {
-    if (more > 0) items->reserve(items->size() + static_cast<size_t>(more));
-  }
-
-  Step MapEntry(ResourceMap* map) {
+  // One entry of a resource quantity map named `field`: a resource name and a quantity.
+  Step MapEntry(ResourceMap* map, std::string_view field) {
     // Fast path for the entry every encoder writes: a one-byte length, then key (field 1, a
     // key shorter than 128 bytes) and value (field 2, fixed64), nothing else.
     const std::string_view ahead = Ahead();
@@ -320,6 +443,10 @@ class Decoder {
           ahead.size() >= 1u + length && ahead[3 + key_length] == '\x11') {
         const std::string_view key = ahead.substr(3, key_length);
         if (!IsValidUtf8(key)) return Step::kBad;
+        if (!NameFits(key_length, field) || !KnownResource(key, field) ||
+            !Charge(kResourceEntryBytes + HeapBytes(key.size()))) {
+          return Step::kBad;
+        }
         double value = 0;
         std::memcpy(&value, ahead.data() + 4 + key_length, sizeof(value));
         Put(map, std::string(key), value);
@@ -331,12 +458,14 @@ class Decoder {
     double value = 0;
     const Step step = Embedded([&] {
       return Fields([&](uint32_t number, int wire) {
-        if (number == 1 && wire == kLength) return String(&key);
+        if (number == 1 && wire == kLength) return String(&key, field);
         if (number == 2 && wire == kFixed64) return Double(&value);
         return Step::kUnknown;
       });
     });
-    if (step == Step::kRead) Put(map, std::move(key), value);
+    if (step != Step::kRead) return step;
+    if (!KnownResource(key, field) || !Charge(kResourceEntryBytes)) return Step::kBad;
+    Put(map, std::move(key), value);
     return step;
   }
 
@@ -351,7 +480,8 @@ class Decoder {
     }
   }
 
-  Step MapEntry(LabelMap* map) {
+  // One entry of a label map named `field`.
+  Step MapEntry(LabelMap* map, std::string_view field) {
     // Fast path as for ResourceMap: one-byte length, key, then value (field 2, string), both
     // shorter than 128 bytes.
     const std::string_view ahead = Ahead();
@@ -366,6 +496,10 @@ class Decoder {
           const std::string_view key = ahead.substr(3, key_length);
           const std::string_view value = ahead.substr(5 + key_length, value_length);
           if (!IsValidUtf8(key) || !IsValidUtf8(value)) return Step::kBad;
+          if (!NameFits(key_length, field) || !NameFits(value_length, field) ||
+              !Charge(kLabelEntryBytes + HeapBytes(key.size()) + HeapBytes(value.size()))) {
+            return Step::kBad;
+          }
           Put(map, std::string(key), std::string(value));
           in_.Skip(1 + length);
           return Step::kRead;
@@ -376,12 +510,14 @@ class Decoder {
     std::string value;
     const Step step = Embedded([&] {
       return Fields([&](uint32_t number, int wire) {
-        if (number == 1 && wire == kLength) return String(&key);
-        if (number == 2 && wire == kLength) return String(&value);
+        if (number == 1 && wire == kLength) return String(&key, field);
+        if (number == 2 && wire == kLength) return String(&value, field);
         return Step::kUnknown;
       });
     });
-    if (step == Step::kRead) Put(map, std::move(key), std::move(value));
+    if (step != Step::kRead) return step;
+    if (!Charge(kLabelEntryBytes)) return Step::kBad;
+    Put(map, std::move(key), std::move(value));
     return step;
   }
 
@@ -400,31 +536,53 @@ class Decoder {
     });
   }
 
+  // Element `items.size()` of the repeated message field `field`, read by `fields(element)`;
+  // refused over `limit` (naming `what` and `flag`) or over the memory budget.
+  template <typename T, typename ReadFields>
+  Step Element(std::vector<T>* items, const char* field, int64_t limit, const char* what,
+               const char* flag, ReadFields&& fields) {
+    const int64_t index = static_cast<int64_t>(items->size());
+    T* item = Append(items, limit, field, what, flag);
+    if (item == nullptr) return Step::kBad;
+    return Nested(field, index, [&] { return fields(item); });
+  }
+
+  template <typename T, typename ReadFields>
+  Step Element(std::vector<T>* items, const char* field, ReadFields&& fields) {
+    return Element(items, field, std::numeric_limits<int64_t>::max(), "", "",
+                   std::forward<ReadFields>(fields));
+  }
+
   // ---- Messages ----
 
   bool SnapshotFields(Snapshot* snapshot) {
-    const std::array<int, kCounted> counts = CountAhead();
-    ReserveMore(&snapshot->queues, counts[2]);
-    ReserveMore(&snapshot->nodes, counts[3]);
-    ReserveMore(&snapshot->pod_groups, counts[4]);
-    ReserveMore(&snapshot->usage, counts[5]);
+    const std::array<int64_t, kCounted> counts = CountAhead();
+    ReserveMore(&snapshot->queues, counts[2], limits_.max_queues);
+    ReserveMore(&snapshot->nodes, counts[3], limits_.max_nodes);
+    ReserveMore(&snapshot->pod_groups, counts[4], limits_.max_pod_groups);
+    ReserveMore(&snapshot->usage, counts[5], std::numeric_limits<int64_t>::max());
     return Fields([&](uint32_t number, int wire) {
       if (wire != kLength) return Step::kUnknown;
       switch (number) {
         case 1:
           return TimeValue(&snapshot->now);
         case 2:
-          return Embedded([&] { return QueueFields(&snapshot->queues.emplace_back()); });
+          return Element(&snapshot->queues, "queues", limits_.max_queues, "queues",
+                         "--max-queues", [&](Queue* queue) { return QueueFields(queue); });
         case 3:
-          return Embedded([&] { return NodeFields(&snapshot->nodes.emplace_back()); });
+          return Element(&snapshot->nodes, "nodes", limits_.max_nodes, "nodes", "--max-nodes",
+                         [&](Node* node) { return NodeFields(node); });
         case 4:
-          return Embedded([&] { return PodGroupFields(&snapshot->pod_groups.emplace_back()); });
+          return Element(&snapshot->pod_groups, "pod_groups", limits_.max_pod_groups,
+                         "pod groups", "--max-pod-groups",
+                         [&](PodGroup* group) { return PodGroupFields(group); });
         case 5:
-          return Embedded([&] { return QueueUsageFields(&snapshot->usage.emplace_back()); });
+          return Element(&snapshot->usage, "usage",
+                         [&](QueueUsage* usage) { return QueueUsageFields(usage); });
         case 6:
-          return MapEntry(&snapshot->usage_capacity);
+          return MapEntry(&snapshot->usage_capacity, "usage_capacity");
         case 7:
-          return MapEntry(&snapshot->capacity);
+          return MapEntry(&snapshot->capacity, "capacity");
         default:
           return Step::kUnknown;
       }
@@ -435,23 +593,26 @@ class Decoder {
     return Fields([&](uint32_t number, int wire) {
       switch (number) {
         case 1:
-          return wire == kLength ? String(&queue->name) : Step::kUnknown;
+          return wire == kLength ? String(&queue->name, "name") : Step::kUnknown;
         case 2:
-          return wire == kLength ? String(&queue->parent) : Step::kUnknown;
+          return wire == kLength ? String(&queue->parent, "parent") : Step::kUnknown;
         case 3:
-          return wire == kLength ? MapEntry(&queue->deserved) : Step::kUnknown;
+          return wire == kLength ? MapEntry(&queue->deserved, "deserved") : Step::kUnknown;
         case 4:
-          return wire == kLength ? MapEntry(&queue->limit) : Step::kUnknown;
+          return wire == kLength ? MapEntry(&queue->limit, "limit") : Step::kUnknown;
         case 5:
-          return wire == kLength ? MapEntry(&queue->over_quota_weight) : Step::kUnknown;
+          return wire == kLength ? MapEntry(&queue->over_quota_weight, "over_quota_weight")
+                                 : Step::kUnknown;
         case 6:
           return wire == kVarint ? Int32(&queue->priority) : Step::kUnknown;
         case 7:
           return wire == kLength ? TimeValue(&queue->creation_time) : Step::kUnknown;
         case 8:
-          return wire == kLength ? MapEntry(&queue->borrowing_limit) : Step::kUnknown;
+          return wire == kLength ? MapEntry(&queue->borrowing_limit, "borrowing_limit")
+                                 : Step::kUnknown;
         case 9:
-          return wire == kLength ? MapEntry(&queue->lending_limit) : Step::kUnknown;
+          return wire == kLength ? MapEntry(&queue->lending_limit, "lending_limit")
+                                 : Step::kUnknown;
         case 10:
           if (wire != kFixed64) return Step::kUnknown;
           return Double(&queue->fair_sharing_weight.emplace());
@@ -481,14 +642,14 @@ class Decoder {
     return Fields([&](uint32_t number, int wire) {
       switch (number) {
         case 1:
-          return wire == kLength ? String(&node->name) : Step::kUnknown;
+          return wire == kLength ? String(&node->name, "name") : Step::kUnknown;
         case 2:
-          return wire == kLength ? MapEntry(&node->allocatable) : Step::kUnknown;
+          return wire == kLength ? MapEntry(&node->allocatable, "allocatable") : Step::kUnknown;
         case 3:
-          return wire == kLength ? MapEntry(&node->labels) : Step::kUnknown;
+          return wire == kLength ? MapEntry(&node->labels, "labels") : Step::kUnknown;
         case 4:
           if (wire != kLength) return Step::kUnknown;
-          return Embedded([&] { return TaintFields(&node->taints.emplace_back()); });
+          return Element(&node->taints, "taints", [&](Taint* taint) { return TaintFields(taint); });
         case 5:
           return wire == kVarint ? Bool(&node->unschedulable) : Step::kUnknown;
         default:
@@ -500,21 +661,21 @@ class Decoder {
   bool TaintFields(Taint* taint) {
     return Fields([&](uint32_t number, int wire) {
       if (wire != kLength) return Step::kUnknown;
-      if (number == 1) return String(&taint->key);
-      if (number == 2) return String(&taint->value);
-      if (number == 3) return String(&taint->effect);
+      if (number == 1) return String(&taint->key, "key");
+      if (number == 2) return String(&taint->value, "value");
+      if (number == 3) return String(&taint->effect, "effect");
       return Step::kUnknown;
     });
   }
 
   bool PodGroupFields(PodGroup* group) {
-    ReserveMore(&group->pods, CountAhead()[7]);
+    ReserveMore(&group->pods, CountAhead()[7], limits_.max_pods - pods_);
     return Fields([&](uint32_t number, int wire) {
       switch (number) {
         case 1:
-          return wire == kLength ? String(&group->name) : Step::kUnknown;
+          return wire == kLength ? String(&group->name, "name") : Step::kUnknown;
         case 2:
-          return wire == kLength ? String(&group->queue) : Step::kUnknown;
+          return wire == kLength ? String(&group->queue, "queue") : Step::kUnknown;
         case 3:
           return wire == kVarint ? Int32(&group->priority) : Step::kUnknown;
         case 4:
@@ -523,9 +684,18 @@ class Decoder {
           return wire == kVarint ? Int32(&group->min_member) : Step::kUnknown;
         case 6:
           return wire == kLength ? TimeValue(&group->creation_time) : Step::kUnknown;
-        case 7:
+        case 7: {
           if (wire != kLength) return Step::kUnknown;
-          return Embedded([&] { return PodFields(&group->pods.emplace_back()); });
+          if (pods_ >= limits_.max_pods) {
+            Stop(absl::ResourceExhaustedError(absl::StrCat(
+                Path("pods"), ": more than ", limits_.max_pods,
+                " pods in all pod groups; this server accepts at most ", limits_.max_pods,
+                " (--max-pods)")));
+            return Step::kBad;
+          }
+          ++pods_;
+          return Element(&group->pods, "pods", [&](Pod* pod) { return PodFields(pod); });
+        }
         case 8:
           return wire == kVarint ? Bool(&group->admitted) : Step::kUnknown;
         case 9:
@@ -540,20 +710,22 @@ class Decoder {
     return Fields([&](uint32_t number, int wire) {
       switch (number) {
         case 1:
-          return wire == kLength ? String(&pod->name) : Step::kUnknown;
+          return wire == kLength ? String(&pod->name, "name") : Step::kUnknown;
         case 2:
-          return wire == kLength ? MapEntry(&pod->requests) : Step::kUnknown;
+          return wire == kLength ? MapEntry(&pod->requests, "requests") : Step::kUnknown;
         case 3:
-          return wire == kLength ? String(&pod->node_name) : Step::kUnknown;
+          return wire == kLength ? String(&pod->node_name, "node_name") : Step::kUnknown;
         case 4:
           return wire == kVarint ? EnumValue(&pod->phase) : Step::kUnknown;
         case 5:
           return wire == kLength ? TimeValue(&pod->start_time) : Step::kUnknown;
         case 6:
-          return wire == kLength ? MapEntry(&pod->node_selector) : Step::kUnknown;
+          return wire == kLength ? MapEntry(&pod->node_selector, "node_selector")
+                                 : Step::kUnknown;
         case 7:
           if (wire != kLength) return Step::kUnknown;
-          return Embedded([&] { return TolerationFields(&pod->tolerations.emplace_back()); });
+          return Element(&pod->tolerations, "tolerations",
+                         [&](Toleration* toleration) { return TolerationFields(toleration); });
         default:
           return Step::kUnknown;
       }
@@ -563,10 +735,10 @@ class Decoder {
   bool TolerationFields(Toleration* toleration) {
     return Fields([&](uint32_t number, int wire) {
       if (wire != kLength) return Step::kUnknown;
-      if (number == 1) return String(&toleration->key);
-      if (number == 2) return String(&toleration->op);
-      if (number == 3) return String(&toleration->value);
-      if (number == 4) return String(&toleration->effect);
+      if (number == 1) return String(&toleration->key, "key");
+      if (number == 2) return String(&toleration->op, "operator");
+      if (number == 3) return String(&toleration->value, "value");
+      if (number == 4) return String(&toleration->effect, "effect");
       return Step::kUnknown;
     });
   }
@@ -574,8 +746,8 @@ class Decoder {
   bool QueueUsageFields(QueueUsage* usage) {
     return Fields([&](uint32_t number, int wire) {
       if (wire != kLength) return Step::kUnknown;
-      if (number == 1) return String(&usage->queue);
-      if (number == 2) return MapEntry(&usage->usage);
+      if (number == 1) return String(&usage->queue, "queue");
+      if (number == 2) return MapEntry(&usage->usage, "usage");
       return Step::kUnknown;
     });
   }
@@ -593,9 +765,10 @@ class Decoder {
         case 4:
           return wire == kVarint ? EnumValue(&policy->placement) : Step::kUnknown;
         case 5:
-          return RepeatedEnum(wire, &policy->actions);
+          return RepeatedEnum(wire, &policy->actions, "actions");
         case 6:
-          return RepeatedEnum(wire, &policy->kueue_preemption_strategies);
+          return RepeatedEnum(wire, &policy->kueue_preemption_strategies,
+                              "kueue_preemption_strategies");
         case 7:
           return wire == kVarint ? Bool(&policy->consolidating_reclaim.emplace()) : Step::kUnknown;
         case 8:
@@ -608,7 +781,13 @@ class Decoder {
   }
 
   google::protobuf::io::CodedInputStream in_;
+  const RequestLimits& limits_;
   int depth_ = 0;
+  std::vector<PathPart> path_;
+  absl::Status limit_error_;
+  int64_t decoded_bytes_ = 0;
+  int64_t pods_ = 0;
+  absl::flat_hash_set<std::string> resource_names_;
 };
 
 }  // namespace
@@ -659,10 +838,23 @@ bool IsValidUtf8(std::string_view text) {
   return true;
 }
 
+absl::Status DecodeRequest(std::string_view bytes, const RequestLimits& limits,
+                           std::string_view type_name, Snapshot* snapshot, Policy* policy,
+                           int64_t* decoded_bytes) {
+  if (bytes.size() <= static_cast<size_t>(INT32_MAX)) {
+    Decoder decoder(bytes, limits);
+    const bool read = decoder.Request(snapshot, policy);
+    if (decoded_bytes != nullptr) *decoded_bytes = decoder.decoded_bytes();
+    if (!decoder.limit_error().ok()) return decoder.limit_error();
+    if (read) return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("request: not a valid binary ", absl::string_view(type_name.data(), type_name.size()),
+                   " (", bytes.size(), " bytes)"));
+}
+
 bool DecodeRequest(std::string_view bytes, Snapshot* snapshot, Policy* policy) {
-  if (bytes.size() > static_cast<size_t>(INT32_MAX)) return false;
-  Decoder decoder(bytes);
-  return decoder.Request(snapshot, policy);
+  return DecodeRequest(bytes, RequestLimits::Unlimited(), "request", snapshot, policy).ok();
 }
 
 }  // namespace arbiter::server

@@ -20,15 +20,33 @@
 // Both request messages hold the snapshot in field 1 and the policy in field 2.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 
+#include "absl/status/status.h"
 #include "core/model.h"
+#include "server/request_limits.h"
 
 namespace arbiter::server {
 
 // Decodes `bytes` into `snapshot` and `policy`, which should be empty (the request is merged
-// into them, as protobuf merges). False when `bytes` is not a valid binary request; the two are
-// then partly filled. Thread-safe; O(bytes).
+// into them, as protobuf merges), within `limits`: the counts of queues, nodes, pod groups and
+// pods, the distinct resource names, the length of every string and the decoded model's
+// accounted memory are checked before the memory is allocated, so a request over a limit costs
+// no more than the limit. Returns:
+// - ResourceExhausted naming the field path, the limit and its flag when a count or the memory
+//   is over its limit (e.g. "snapshot.queues: more than 50000 queues; this server accepts at
+//   most 50000 (--max-queues)");
+// - InvalidArgument naming the field path and --max-name-bytes for a string over it;
+// - InvalidArgument "request: not a valid binary TYPE_NAME (N bytes)" when the bytes do not
+//   parse.
+// On an error the two are partly filled. `decoded_bytes`, when not null, receives the accounted
+// memory of what was decoded. Thread-safe; O(bytes).
+absl::Status DecodeRequest(std::string_view bytes, const RequestLimits& limits,
+                           std::string_view type_name, Snapshot* snapshot, Policy* policy,
+                           int64_t* decoded_bytes = nullptr);
+
+// DecodeRequest without limits: false when `bytes` is not a valid binary request.
 bool DecodeRequest(std::string_view bytes, Snapshot* snapshot, Policy* policy);
 
 // Whether `text` is valid UTF-8 (RFC 3629: no overlong forms, no surrogates, at most U+10FFFF).

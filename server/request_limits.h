@@ -1,4 +1,9 @@
-// The server's limits on a request's size, checked on the parsed message before any conversion.
+// The server's limits on one request: what a single call may make the server hold and compute.
+//
+// The counts, the name lengths and the decoded size are enforced by the request decoder
+// (server/request_decoder.h) while it reads the bytes, before the memory they would take is
+// allocated; the queue tree's depth right after decoding, before the core sees the request.
+// Together they bound a call's memory (server/README.md, "What one call may cost").
 #pragma once
 
 #include <cstdint>
@@ -11,8 +16,22 @@
 namespace arbiter::server {
 
 struct RequestLimits {
-  int64_t max_nodes = 100'000;   // --max-nodes
-  int64_t max_pods = 1'000'000;  // --max-pods, over all pod groups
+  int64_t max_nodes = 100'000;    // --max-nodes
+  int64_t max_pods = 1'000'000;   // --max-pods, over all pod groups
+  int64_t max_queues = 50'000;    // --max-queues (KAI queues and Kueue ClusterQueues + cohorts)
+  int64_t max_pod_groups = 500'000;  // --max-pod-groups
+  // --max-resource-names: distinct resource names over the whole request (every quantity map).
+  int64_t max_resource_names = 64;
+  // --max-name-bytes: the longest string: names, label and taint keys and values. Kubernetes
+  // allows 253 bytes for a name and 317 for a qualified label key.
+  int64_t max_name_bytes = 1024;
+  int64_t max_queue_depth = 64;  // --max-queue-depth: levels of the queue (or cohort) tree
+  // --max-decoded-bytes: the decoded model's accounted memory (the structures, map entries and
+  // strings the decoder allocates).
+  int64_t max_decoded_bytes = int64_t{256} << 20;
+
+  // No limit at all: for tools that read a caller's own files.
+  static RequestLimits Unlimited();
 };
 
 // Counts the snapshot's nodes, pods, queues and pod groups. O(pod groups).
@@ -22,5 +41,13 @@ SnapshotSize SizeOf(const Snapshot& snapshot);
 // ResourceExhausted when `size` is over a limit, naming the field, the count, the limit and the
 // flag, e.g. "snapshot.nodes: 25000 nodes; this server accepts at most 20000 (--max-nodes)".
 absl::Status CheckLimits(const SnapshotSize& size, const RequestLimits& limits);
+
+// InvalidArgument when a queue lies more than `limits.max_queue_depth` levels deep (a top-level
+// queue is at depth 1), naming the queue's path and the flag. Parents that are missing or form a
+// cycle are left to validation (core/validation.h). O(queues), without recursion.
+absl::Status CheckQueueDepth(const Snapshot& snapshot, const RequestLimits& limits);
+
+// Bad option values (a negative or zero limit), naming the flag; OK otherwise.
+absl::Status CheckLimitOptions(const RequestLimits& limits);
 
 }  // namespace arbiter::server

@@ -1,5 +1,6 @@
 #include "server/worker_pool.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace arbiter::server {
@@ -9,10 +10,12 @@ int WorkerPool::DefaultSize() {
   return cores == 0 ? 1 : static_cast<int>(cores);
 }
 
-WorkerPool::WorkerPool(int threads) {
-  const int count = threads > 0 ? threads : DefaultSize();
-  workers_.reserve(count);
-  for (int i = 0; i < count; ++i) workers_.emplace_back([this] { Work(); });
+WorkerPool::WorkerPool(const WorkerPoolOptions& options) : options_(options) {
+  const int general = options.threads > 0 ? options.threads : DefaultSize();
+  const int small = std::max(0, options.small_lane_threads);
+  workers_.reserve(general + small);
+  for (int i = 0; i < general; ++i) workers_.emplace_back([this] { Work(false); });
+  for (int i = 0; i < small; ++i) workers_.emplace_back([this] { Work(true); });
 }
 
 WorkerPool::~WorkerPool() {
@@ -23,26 +26,47 @@ WorkerPool::~WorkerPool() {
   for (std::thread& worker : workers_) worker.join();
 }
 
-void WorkerPool::Submit(std::function<void()> task) {
+bool WorkerPool::TrySubmit(std::function<void()> task, int64_t bytes) {
   absl::MutexLock lock(&mutex_);
-  tasks_.push_back(std::move(task));
+  if (static_cast<int64_t>(tasks_.size()) >= options_.max_queued_tasks) return false;
+  if (!tasks_.empty() && queued_bytes_ + bytes > options_.max_queued_bytes) return false;
+  const bool small = bytes <= options_.small_task_bytes;
+  tasks_.push_back({std::move(task), bytes, small});
+  queued_bytes_ += bytes;
+  if (small) ++small_waiting_;
+  return true;
 }
 
-void WorkerPool::Work() {
+int64_t WorkerPool::queued() const {
+  absl::MutexLock lock(&mutex_);
+  return static_cast<int64_t>(tasks_.size());
+}
+
+bool WorkerPool::GeneralReady() const { return stopping_ || HasWork(false); }
+bool WorkerPool::SmallLaneReady() const { return stopping_ || HasWork(true); }
+
+bool WorkerPool::HasWork(bool small_only) const {
+  return small_only ? small_waiting_ > 0 : !tasks_.empty();
+}
+
+void WorkerPool::Work(bool small_only) {
   while (true) {
-    std::function<void()> task;
+    Task task;
     {
       absl::MutexLock lock(&mutex_);
-      mutex_.Await(absl::Condition(
-          +[](WorkerPool* pool) ABSL_EXCLUSIVE_LOCKS_REQUIRED(pool->mutex_) {
-            return pool->stopping_ || !pool->tasks_.empty();
-          },
-          this));
-      if (tasks_.empty()) return;  // stopping, and nothing is left to run
-      task = std::move(tasks_.front());
-      tasks_.pop_front();
+      mutex_.Await(small_only ? absl::Condition(this, &WorkerPool::SmallLaneReady)
+                              : absl::Condition(this, &WorkerPool::GeneralReady));
+      if (!HasWork(small_only)) return;  // stopping, and nothing is left for this lane
+      auto next = tasks_.begin();
+      if (small_only) {
+        while (!next->small) ++next;
+      }
+      task = std::move(*next);
+      tasks_.erase(next);
+      queued_bytes_ -= task.bytes;
+      if (task.small) --small_waiting_;
     }
-    task();
+    task.run();
   }
 }
 

@@ -20,9 +20,11 @@
 namespace arbiter::testing {
 namespace {
 
+using ::testing::EndsWith;
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
 using ::testing::SizeIs;
+using ::testing::StartsWith;
 
 constexpr char kSchedule[] = "/arbiter.v1.Arbiter/Schedule";
 constexpr char kComputeFairShares[] = "/arbiter.v1.Arbiter/ComputeFairShares";
@@ -56,9 +58,11 @@ TEST(Limits, MoreNodesThanTheLimitIsResourceExhaustedForBothMethods) {
   for (const char* method : {kComputeFairShares, kSchedule}) {
     const RawAnswer answer = CallRaw(channel, method, server::SerializeDeterministic(demo));
     EXPECT_EQ(answer.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << method;
-    EXPECT_EQ(answer.status.error_message(), "snapshot.nodes: " + std::to_string(nodes) +
-                                                 " nodes; this server accepts at most " +
-                                                 std::to_string(nodes - 1) + " (--max-nodes)")
+    // Refused while decoding, at the first node over the limit.
+    EXPECT_EQ(answer.status.error_message(),
+              "snapshot.nodes: more than " + std::to_string(nodes - 1) +
+                  " nodes; this server accepts at most " + std::to_string(nodes - 1) +
+                  " (--max-nodes)")
         << method;
   }
 }
@@ -78,9 +82,12 @@ TEST(Limits, MorePodsThanTheLimitIsResourceExhaustedAndAtTheLimitIsServed) {
   extra->set_name("one-too-many");
   const RawAnswer answer = CallRaw(channel, kSchedule, server::SerializeDeterministic(above));
   EXPECT_EQ(answer.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
-  EXPECT_EQ(answer.status.error_message(), "snapshot.pod_groups: " + std::to_string(pods + 1) +
-                                               " pods in all; this server accepts at most " +
-                                               std::to_string(pods) + " (--max-pods)");
+  // Refused while decoding, in the pod group where the count passes the limit.
+  EXPECT_THAT(answer.status.error_message(), StartsWith("snapshot.pod_groups["));
+  EXPECT_THAT(answer.status.error_message(),
+              EndsWith("].pods: more than " + std::to_string(pods) +
+                       " pods in all pod groups; this server accepts at most " +
+                       std::to_string(pods) + " (--max-pods)"));
 }
 
 // ---- Deadlines ----
@@ -122,6 +129,7 @@ class Deadlines : public ::testing::Test {
     server::ServerOptions options;
     options.metrics_port = 0;
     options.workers = 1;
+    options.small_lane_workers = 0;
     options.log_sink = logs_.Sink();
     if (!gate_after.empty()) {
       gate_ = std::make_unique<PhaseGate>(gate_after);
