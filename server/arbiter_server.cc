@@ -1,7 +1,6 @@
 #include "server/arbiter_server.h"
 
 #include <chrono>
-#include <exception>
 #include <limits>
 #include <utility>
 
@@ -59,16 +58,6 @@ absl::Status CheckOptions(const ServerOptions& options) {
   return absl::OkStatus();
 }
 
-// prometheus-cpp reports a port it cannot bind by throwing; this is the one place that catches.
-absl::StatusOr<std::unique_ptr<prometheus::Exposer>> StartExposer(const std::string& address) {
-  try {
-    return std::make_unique<prometheus::Exposer>(address, /*num_threads=*/1);
-  } catch (const std::exception& error) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot serve metrics on ", address, ": ", error.what()));
-  }
-}
-
 // Why the gRPC port could not be opened. With TLS, gRPC says only that it failed: when the same
 // address binds without TLS, the certificate and key are what it refused.
 absl::Status ListenError(const ServerOptions& options) {
@@ -108,17 +97,14 @@ absl::StatusOr<std::unique_ptr<ArbiterServer>> ArbiterServer::Start(const Server
   server->registry_ = std::make_shared<prometheus::Registry>();
   server->metrics_ = std::make_unique<RpcMetrics>(*server->registry_);
   if (options.metrics_port >= 0) {
-    absl::StatusOr<std::unique_ptr<prometheus::Exposer>> exposer =
-        StartExposer(HostPort(options.host, options.metrics_port));
-    if (!exposer.ok()) return exposer.status();
-    server->exposer_ = *std::move(exposer);
-    server->exposer_->RegisterCollectable(server->registry_);
-    const std::vector<int> ports = server->exposer_->GetListeningPorts();
-    if (ports.empty()) {
-      return absl::UnavailableError(
-          absl::StrCat("cannot serve metrics on ", HostPort(options.host, options.metrics_port)));
-    }
-    server->metrics_port_ = ports.front();
+    MetricsEndpointOptions metrics;
+    metrics.host = options.host;
+    metrics.port = options.metrics_port;
+    absl::StatusOr<std::unique_ptr<MetricsEndpoint>> endpoint =
+        MetricsEndpoint::Start(metrics, server->registry_);
+    if (!endpoint.ok()) return endpoint.status();
+    server->metrics_endpoint_ = *std::move(endpoint);
+    server->metrics_port_ = server->metrics_endpoint_->port();
     server->metrics_address_ = HostPort(options.host, server->metrics_port_);
   }
 

@@ -12,10 +12,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
-#include "prometheus/exposer.h"
 #include "prometheus/registry.h"
 #include "server/arbiter_service.h"
 #include "server/call_log.h"
+#include "server/metrics_endpoint.h"
 #include "server/request_limits.h"
 #include "server/rpc_metrics.h"
 #include "server/tls.h"
@@ -95,7 +95,7 @@ class ArbiterServer {
   // log that those calls write to.
   std::unique_ptr<Logger> logger_;
   std::shared_ptr<prometheus::Registry> registry_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<MetricsEndpoint> metrics_endpoint_;
   std::unique_ptr<RpcMetrics> metrics_;
   std::unique_ptr<WorkerPool> pool_;
   std::unique_ptr<ArbiterService> service_;
