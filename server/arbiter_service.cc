@@ -1,5 +1,7 @@
 #include "server/arbiter_service.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -93,7 +95,8 @@ absl::Status ExplainCancellation(const absl::Status& status, grpc::CallbackServe
 // Decodes the request's bytes into the core's model within `limits`
 // (server/request_decoder.h), then checks the queue tree's depth.
 absl::Status DecodeRequestBytes(const grpc::ByteBuffer& bytes, std::string_view type_name,
-                                const RequestLimits& limits, Snapshot* snapshot, Policy* policy) {
+                                const RequestLimits& limits, Snapshot* snapshot, Policy* policy,
+                                int64_t* decoded_bytes) {
   // The bytes in one piece: gRPC's own slice when it delivered one, a copy otherwise.
   grpc::Slice flat;
   const bool whole = bytes.Length() == 0 || bytes.TrySingleSlice(&flat).ok() ||
@@ -105,7 +108,7 @@ absl::Status DecodeRequestBytes(const grpc::ByteBuffer& bytes, std::string_view 
                      " bytes)"));
   }
   const std::string_view view(reinterpret_cast<const char*>(flat.begin()), flat.size());
-  RETURN_IF_ERROR(DecodeRequest(view, limits, type_name, snapshot, policy));
+  RETURN_IF_ERROR(DecodeRequest(view, limits, type_name, snapshot, policy, decoded_bytes));
   return CheckQueueDepth(*snapshot, limits);
 }
 
@@ -222,7 +225,8 @@ class Workspace {
     PhaseClock clock(start, record, observer);
     if (absl::Status wanted = CheckStillWanted(context, "decode"); !wanted.ok()) return wanted;
     RETURN_IF_ERROR(DecodeRequestBytes(bytes, Method::Request::descriptor()->full_name(),
-                                               limits, &snapshot_, &policy_));
+                                               limits, &snapshot_, &policy_,
+                                               &record->decoded_bytes));
     record->size = SizeOf(snapshot_);
     record->parsed = true;
     clock.Mark("decode");
@@ -251,6 +255,9 @@ class Workspace {
   Policy policy_;
   std::optional<absl::StatusOr<typename Method::Result>> result_;
 };
+
+// Calls whose request and decoded model took more than this trim malloc's free memory.
+constexpr int64_t kTrimAfterBytes = int64_t{16} << 20;
 
 // The caller's x-request-id when acceptable, a fresh id otherwise.
 std::string RequestIdFor(const grpc::CallbackServerContext& context) {
@@ -325,6 +332,9 @@ grpc::ServerUnaryReactor* ArbiterService::Dispatch(grpc::CallbackServerContext* 
                                        start, &record, response);
         finish(&record);
         workspace.reset();  // after answering: the caller does not wait for the memory to be freed
+        // After a large call, give the freed memory back to the system: malloc keeps it
+        // otherwise, and a server that once served a large request would stay that large.
+        if (record.decoded_bytes + record.request_bytes > kTrimAfterBytes) malloc_trim(0);
       },
       request_bytes);
   if (!queued) {

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "server/wire.h"
 #include "tests/integration/server_harness.h"
+#include "tests/integration/server_process.h"
 #include "tests/integration/subprocess.h"
 
 namespace arbiter::testing {
@@ -33,55 +34,12 @@ std::string DemoBytes() {
   return server::SerializeDeterministic(request);
 }
 
-std::string ReadWhole(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> lines;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   return lines;
 }
-
-// arbiter-server started with `flags` on 127.0.0.1:0, its stderr written to `stderr_path`.
-class ServerProcess {
- public:
-  ServerProcess(const std::vector<std::string>& flags, const std::string& stderr_path)
-      : process_(Command(flags), stderr_path) {
-    std::string line;
-    while (process_.ReadLine(&line)) {
-      if (line.rfind("listening on ", 0) == 0) {
-        address_ = line.substr(std::string("listening on ").size());
-      } else if (line.rfind("metrics on ", 0) == 0) {
-        metrics_port_ = std::stoi(line.substr(line.rfind(':') + 1));
-      }
-      if (!address_.empty() && (metrics_port_ > 0 || !metrics_)) break;
-    }
-  }
-
-  BackgroundProcess& process() { return process_; }
-  const std::string& address() const { return address_; }
-  int metrics_port() const { return metrics_port_; }
-
- private:
-  std::vector<std::string> Command(const std::vector<std::string>& flags) {
-    std::vector<std::string> argv = {ARBITER_SERVER_PATH, "--host", "127.0.0.1", "--port", "0"};
-    argv.insert(argv.end(), flags.begin(), flags.end());
-    for (size_t i = 0; i + 1 < flags.size(); ++i) {
-      if (flags[i] == "--metrics-port" && flags[i + 1] == "-1") metrics_ = false;
-    }
-    return argv;
-  }
-
-  bool metrics_ = true;
-  BackgroundProcess process_;
-  std::string address_;
-  int metrics_port_ = -1;
-};
 
 // ---- Health ----
 

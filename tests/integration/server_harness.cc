@@ -128,11 +128,20 @@ std::shared_ptr<grpc::Channel> ConnectWith(
 RawAnswer CallRaw(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
                   const std::string& request, absl::Duration timeout,
                   const std::map<std::string, std::string>& metadata) {
+  RawCallOptions options;
+  options.timeout = timeout;
+  options.metadata = metadata;
+  return CallRawWith(channel, method, request, options);
+}
+
+RawAnswer CallRawWith(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
+                      const std::string& request, const RawCallOptions& options) {
   grpc::GenericStub stub(channel);
   grpc::ClientContext context;
-  context.set_deadline(DeadlineAfter(timeout));
+  context.set_deadline(DeadlineAfter(options.timeout));
   context.set_wait_for_ready(true);
-  for (const auto& [key, value] : metadata) context.AddMetadata(key, value);
+  if (options.gzip) context.set_compression_algorithm(GRPC_COMPRESS_GZIP);
+  for (const auto& [key, value] : options.metadata) context.AddMetadata(key, value);
   grpc::CompletionQueue queue;
   const grpc::ByteBuffer request_buffer = ToByteBuffer(request);
   std::unique_ptr<grpc::GenericClientAsyncResponseReader> call =
@@ -141,6 +150,10 @@ RawAnswer CallRaw(const std::shared_ptr<grpc::Channel>& channel, const std::stri
   grpc::ByteBuffer response;
   RawAnswer answer;
   call->Finish(&response, &answer.status, reinterpret_cast<void*>(1));
+  if (options.cancel_after.has_value()) {
+    absl::SleepFor(*options.cancel_after);
+    context.TryCancel();
+  }
   void* tag = nullptr;
   bool ok = false;
   queue.Next(&tag, &ok);

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,17 @@ struct RawAnswer {
 RawAnswer CallRaw(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
                   const std::string& request, absl::Duration timeout = absl::Seconds(60),
                   const std::map<std::string, std::string>& metadata = {});
+
+// CallRaw with more of a client's ways: gzip-compressing the request, and cancelling the call
+// `cancel_after` after starting it.
+struct RawCallOptions {
+  absl::Duration timeout = absl::Seconds(60);
+  std::map<std::string, std::string> metadata;
+  bool gzip = false;
+  std::optional<absl::Duration> cancel_after;
+};
+RawAnswer CallRawWith(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
+                      const std::string& request, const RawCallOptions& options);
 
 // The services that server reflection (grpc.reflection.v1alpha) lists.
 absl::StatusOr<std::vector<std::string>> ListServicesByReflection(
