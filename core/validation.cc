@@ -13,6 +13,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "core/cancel_poll.h"
 #include "core/status_macros.h"
 
 namespace arbiter {
@@ -290,9 +291,10 @@ absl::Status CheckQuotaMaps(size_t i, const Queue& queue) {
 }
 
 absl::Status CheckQueues(const Snapshot& snapshot, const Policy& policy,
-                         const QueueIndex& index) {
+                         const QueueIndex& index, CancelPoll& poll) {
   const bool kueue = policy.fairness_model == FairnessModel::kKueue;
   for (size_t i = 0; i < snapshot.queues.size(); ++i) {
+    if (poll.Tick()) return poll.status();
     const Queue& queue = snapshot.queues[i];
     auto at = [i](const char* field) { return absl::StrCat("snapshot.queues[", i, "].", field); };
     if (queue.name.empty()) return Invalid(at("name"), "empty name");
@@ -342,9 +344,11 @@ absl::Status CheckQueues(const Snapshot& snapshot, const Policy& policy,
 // ---- Rule 3: nodes ----
 
 absl::Status CheckNodes(const Snapshot& snapshot,
-                        absl::flat_hash_map<absl::string_view, int>& nodes_by_name) {
+                        absl::flat_hash_map<absl::string_view, int>& nodes_by_name,
+                        CancelPoll& poll) {
   nodes_by_name.reserve(snapshot.nodes.size());
   for (size_t i = 0; i < snapshot.nodes.size(); ++i) {
+    if (poll.Tick()) return poll.status();
     const Node& node = snapshot.nodes[i];
     auto at = [i](const char* field) { return absl::StrCat("snapshot.nodes[", i, "].", field); };
     if (node.name.empty()) return Invalid(at("name"), "empty name");
@@ -436,12 +440,14 @@ int EarlierPodNamed(const std::vector<Pod>& pods, size_t j,
 }
 
 absl::Status CheckPodGroups(const Snapshot& snapshot, const QueueIndex& queues,
-                            const absl::flat_hash_map<absl::string_view, int>& nodes_by_name) {
+                            const absl::flat_hash_map<absl::string_view, int>& nodes_by_name,
+                            CancelPoll& poll) {
   absl::flat_hash_map<absl::string_view, int> groups_by_name;
   groups_by_name.reserve(snapshot.pod_groups.size());
   absl::flat_hash_map<absl::string_view, int> pods_by_name;
   for (size_t i = 0; i < snapshot.pod_groups.size(); ++i) {
     const PodGroup& group = snapshot.pod_groups[i];
+    if (poll.Tick(1 + static_cast<int64_t>(group.pods.size()))) return poll.status();
     auto at = [i](const char* field) {
       return absl::StrCat("snapshot.pod_groups[", i, "].", field);
     };
@@ -532,19 +538,22 @@ absl::Status CheckNowForMinRuntimes(const Snapshot& snapshot) {
 
 }  // namespace
 
-absl::Status ValidateRequest(const Snapshot& snapshot, const Policy& policy, RequestKind kind) {
+absl::Status ValidateRequest(const Snapshot& snapshot, const Policy& policy, RequestKind kind,
+                             CancelPoll* poll) {
+  CancelPoll never;
+  CancelPoll& cancel = poll != nullptr ? *poll : never;
   // 1. Policy, with every enum of the request.
   RETURN_IF_ERROR(CheckEnums(snapshot, policy));
   RETURN_IF_ERROR(CheckPolicy(policy));
   // 2. Queues (Snapshot.now is checked first: the request's own timestamp).
   RETURN_IF_ERROR(CheckTimestamp([] { return std::string("snapshot.now"); }, snapshot.now));
   const QueueIndex queues = IndexQueues(snapshot.queues);
-  RETURN_IF_ERROR(CheckQueues(snapshot, policy, queues));
+  RETURN_IF_ERROR(CheckQueues(snapshot, policy, queues, cancel));
   // 3. Nodes.
   absl::flat_hash_map<absl::string_view, int> nodes_by_name;
-  RETURN_IF_ERROR(CheckNodes(snapshot, nodes_by_name));
+  RETURN_IF_ERROR(CheckNodes(snapshot, nodes_by_name, cancel));
   // 4. Pod groups.
-  RETURN_IF_ERROR(CheckPodGroups(snapshot, queues, nodes_by_name));
+  RETURN_IF_ERROR(CheckPodGroups(snapshot, queues, nodes_by_name, cancel));
   // 5. Usage.
   RETURN_IF_ERROR(CheckUsage(snapshot, queues));
   // 6. Schedule under KAI.

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "absl/status/status.h"
+#include "core/cancel_poll.h"
 #include "core/model.h"
 
 namespace arbiter {
@@ -13,6 +14,8 @@ enum class RequestKind { kFairShares, kSchedule };
 // `snapshot.queues[3].parent: unknown queue "team-x"`. Paths use the proto field names
 // ("snapshot.pod_groups[2].pods[0].requests[\"cpu\"]", "policy.actions[1]").
 // Deterministic: the same input gives the same message. Thread-safe; O(size of the snapshot).
-absl::Status ValidateRequest(const Snapshot& snapshot, const Policy& policy, RequestKind kind);
+// Cancelled (poll->status()) when `poll` (may be null) reports the call cancelled first.
+absl::Status ValidateRequest(const Snapshot& snapshot, const Policy& policy, RequestKind kind,
+                             CancelPoll* poll = nullptr);
 
 }  // namespace arbiter

@@ -18,8 +18,10 @@ namespace arbiter {
 
 // Hooks a caller may supply; the core calls them between the phases of a call.
 struct CycleHooks {
-  // Asked between phases; true aborts the call with absl::CancelledError naming the phase that
-  // was about to start. The server supplies its client's deadline here.
+  // Asked between phases, and inside the long loops of a phase every few milliseconds of work
+  // (core/cancel_poll.h); true aborts the call with absl::CancelledError naming the phase that
+  // was about to start or was running. The server supplies its client's deadline here. Once it
+  // has returned true it should keep doing so.
   std::function<bool()> cancelled;
   // Called when a phase ends, with its name: "validate", "fair_share", "allocate",
   // "consolidate", "reclaim", "preempt", "admission", "respond". For timing breakdowns.

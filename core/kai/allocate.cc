@@ -17,9 +17,11 @@ bool TryUnit(Session& session, int group, const Unit& unit) {
     return false;
   }
   const WorkingState::Mark mark = state.Checkpoint();
-  const int placed = PlaceUnit(session.placer(), state, unit, /*all_pipelined=*/false);
+  const int placed =
+      PlaceUnit(session.placer(), state, unit, /*all_pipelined=*/false, &session.poll());
   if (placed < static_cast<int>(unit.pods.size())) {
     state.Rollback(mark);
+    if (session.poll().cancelled()) return false;  // the answer is discarded: explain nothing
     session.reasons().Record(group, ExplainPlacementFailure(cluster, session.feasibility(),
                                                             session.index(), session.placer(),
                                                             unit, placed));
@@ -46,7 +48,10 @@ void Allocate(Session& session) {
   for (int g = 0; g < cluster.num_groups(); ++g) groups.push_back(g);
   order.AddAll(groups);
   for (int group = order.Next(); group >= 0; group = order.Next()) {
+    // Cancelled: stop between attempts, every statement closed.
+    if (session.poll().Tick(PlacementWork(cluster, group))) break;
     const bool placed = TryUnit(session, group, order.unit(group));
+    if (session.poll().cancelled()) break;
     order.Update(group, /*keep=*/placed);
   }
   session.set_allocate_ran();

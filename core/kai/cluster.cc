@@ -18,7 +18,8 @@ void FillDense(const ResourceSet& resources, const ResourceMap& map, double* out
 
 }  // namespace
 
-Cluster::Cluster(const Snapshot& snapshot, const ResourceSet& resources, const QueueTree& tree)
+Cluster::Cluster(const Snapshot& snapshot, const ResourceSet& resources, const QueueTree& tree,
+                 CancelPoll* poll)
     : snapshot_(&snapshot), resources_(&resources), tree_(&tree) {
   num_resources_ = resources.size();
   gpu_ = resources.Find(kGpuResource);
@@ -56,6 +57,12 @@ Cluster::Cluster(const Snapshot& snapshot, const ResourceSet& resources, const Q
   requests_.assign(pod_total * r_count, 0.0);
   std::vector<const Pod*> pods;
   for (size_t g = 0; g < groups.size(); ++g) {
+    if (poll != nullptr && poll->Tick(1 + static_cast<int64_t>(groups[g]->pods.size()))) {
+      groups_.clear();
+      pods_.clear();
+      requests_.clear();
+      return;
+    }
     const PodGroup& source = *groups[g];
     ClusterGroup& group = groups_[g];
     group.group = &source;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cancel_poll.h"
 #include "core/model.h"
 #include "core/queue_tree.h"
 #include "core/resources.h"
@@ -45,8 +46,11 @@ struct ClusterPod {
 class Cluster {
  public:
   // Interns a validated snapshot. `resources` and `tree` must describe the same snapshot (the
-  // fair share's), and all three must outlive the Cluster. O(size · log size).
-  Cluster(const Snapshot& snapshot, const ResourceSet& resources, const QueueTree& tree);
+  // fair share's), and all three must outlive the Cluster. O(size · log size). When `poll` (may
+  // be null) reports the call cancelled, the cluster is left with its nodes and no pod group or
+  // pod (consistent, but not the request's: the caller discards it).
+  Cluster(const Snapshot& snapshot, const ResourceSet& resources, const QueueTree& tree,
+          CancelPoll* poll = nullptr);
 
   const Snapshot& snapshot() const { return *snapshot_; }
   const ResourceSet& resources() const { return *resources_; }

@@ -36,6 +36,8 @@ void Consolidate(Session& session) {
   action.candidate = [&cluster](int g) { return cluster.group(g).preemptible; };
   // Skipped when the cluster as a whole lacks some resource for the unit: moving pods cannot help.
   action.precheck = [&session, &cluster](int, const Unit& unit) -> std::optional<std::string> {
+    // A sum over every node per candidate. Cancelled: the solver stops at once.
+    if (session.poll().Tick(cluster.num_nodes())) return std::nullopt;
     const std::vector<double> total = TotalFree(session);
     for (int r = 0; r < cluster.num_resources(); ++r) {
       if (total[r] < unit.requests[r]) {

@@ -19,7 +19,8 @@ PendingReason ExplainUnitFailure(Session& session, int group, const Unit& unit) 
     return QuotaReason(cluster, *breach);
   }
   const WorkingState::Mark mark = state.Checkpoint();
-  const int placed = PlaceUnit(session.placer(), state, unit, /*all_pipelined=*/true);
+  const int placed =
+      PlaceUnit(session.placer(), state, unit, /*all_pipelined=*/true, &session.poll());
   state.Rollback(mark);
   return ExplainPlacementFailure(cluster, session.feasibility(), session.index(),
                                  session.placer(), unit, placed);
@@ -35,7 +36,10 @@ void RunEvictionAction(Session& session, const EvictionAction& action) {
   order.AddAll(groups);
   std::vector<int> victims;
   std::unique_ptr<VictimOrder> shared;  // built lazily, dropped when the state changes
+  CancelPoll& poll = session.poll();
   for (int group = order.Next(); group >= 0; group = order.Next()) {
+    // Cancelled: stop between candidates (the solver rolls back its own tries).
+    if (poll.Tick(PlacementWork(cluster, group))) break;
     const Unit unit = order.unit(group);
     if (std::optional<std::string> skip = action.precheck(group, unit)) {
       session.reasons().AppendOutcome(group, action.name, *skip);
@@ -58,6 +62,7 @@ void RunEvictionAction(Session& session, const EvictionAction& action) {
     Solver solver(session, order.chain(), std::move(options));
     victims.clear();
     const Solver::Outcome outcome = solver.Solve(group, unit, &victims);
+    if (poll.cancelled()) break;  // a failure may only mean "stopped": record nothing
     if (outcome == Solver::Outcome::kPlaced) {
       shared.reset();
       order.Update(group, /*keep=*/true);

@@ -79,7 +79,9 @@ bool Tolerates(const Toleration& toleration, const Taint& taint) {
   return toleration.key == taint.key && toleration.value == taint.value;
 }
 
-Feasibility::Feasibility(const Cluster& cluster) {
+Feasibility::Feasibility(const Cluster& cluster, CancelPoll* poll) {
+  CancelPoll never;
+  CancelPoll& cancel = poll != nullptr ? *poll : never;
   std::set<std::string> selector_keys;
   for (int p = 0; p < cluster.num_pods(); ++p) {
     for (const auto& [key, value] : cluster.pod(p).pod->node_selector) selector_keys.insert(key);
@@ -94,6 +96,13 @@ Feasibility::Feasibility(const Cluster& cluster) {
     if (inserted) classes_.push_back(NodeClass{&node, {}});
     classes_[it->second].nodes.push_back(n);
     node_class_[n] = it->second;
+    if (n + 1 < cluster.num_nodes() && cancel.Tick()) {
+      for (int rest = n + 1; rest < cluster.num_nodes(); ++rest) {
+        classes_[it->second].nodes.push_back(rest);
+        node_class_[rest] = it->second;
+      }
+      break;
+    }
   }
 
   absl::flat_hash_map<std::string, int> signature_index;
@@ -101,6 +110,10 @@ Feasibility::Feasibility(const Cluster& cluster) {
   int plain = -1;  // the signature without selector or tolerations, the common case
   for (int p = 0; p < cluster.num_pods(); ++p) {
     const Pod& pod = *cluster.pod(p).pod;
+    if (p > 0 && cancel.Tick()) {
+      for (int rest = p; rest < cluster.num_pods(); ++rest) pod_signature_[rest] = pod_signature_[p - 1];
+      break;
+    }
     if (pod.node_selector.empty() && pod.tolerations.empty() && plain >= 0) {
       pod_signature_[p] = plain;
       continue;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cancel_poll.h"
 #include "core/kai/cluster.h"
 #include "core/model.h"
 
@@ -35,7 +36,10 @@ class Feasibility {
   };
 
   // Classifies every node and pod of `cluster`, which must outlive this. O(size · log size).
-  explicit Feasibility(const Cluster& cluster);
+  // When `poll` (may be null) reports the call cancelled, the nodes and pods not classified yet
+  // take the class or signature of the last one that was (consistent, but not the request's:
+  // the caller discards it).
+  explicit Feasibility(const Cluster& cluster, CancelPoll* poll = nullptr);
 
   int num_classes() const { return static_cast<int>(classes_.size()); }
   int node_class(int node) const { return node_class_[node]; }

@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
+#include "core/cancel_poll.h"
 
 namespace arbiter::kai {
 namespace {
@@ -100,7 +101,7 @@ struct SnapshotMaps {
   std::vector<int> position;          // first-met id -> index in R
 };
 
-SnapshotMaps ReadMaps(const Snapshot& snapshot, ResourceSet& resources) {
+SnapshotMaps ReadMaps(const Snapshot& snapshot, ResourceSet& resources, CancelPoll& poll) {
   SnapshotMaps maps;
   ResourceInterner interner;
   ReadMap(snapshot.capacity, -1, interner, &maps.capacity);
@@ -113,6 +114,8 @@ SnapshotMaps ReadMaps(const Snapshot& snapshot, ResourceSet& resources) {
   maps.pod_entries.reserve(pod_count + 1);
   int pod = 0;
   for (const PodGroup& group : snapshot.pod_groups) {
+    // Cancelled: R and the maps stay incomplete; the caller discards the division.
+    if (poll.Tick(1 + static_cast<int64_t>(group.pods.size()))) break;
     maps.group_pods.push_back(static_cast<size_t>(pod));
     for (const Pod& p : group.pods) {
       maps.pod_entries.push_back(maps.requests.size());
@@ -180,7 +183,7 @@ void AddPod(const SnapshotMaps& maps, size_t pod, std::vector<double>& into) {
 // §0.7 amounts: each leaf sums its pods in (pod group, pod) name order; each parent sums its
 // children in name order.
 void ComputeQueueAmounts(const Snapshot& snapshot, const SnapshotMaps& maps,
-                         KaiFairShare& shares) {
+                         KaiFairShare& shares, CancelPoll& poll) {
   const int n = shares.resources.size();
   // Groups in (leaf, name) order.
   struct LeafGroup {
@@ -200,6 +203,7 @@ void ComputeQueueAmounts(const Snapshot& snapshot, const SnapshotMaps& maps,
   std::vector<int> pods;
   for (const LeafGroup& entry : groups) {
     const PodGroup& group = snapshot.pod_groups[entry.group];
+    if (poll.Tick(1 + static_cast<int64_t>(group.pods.size()))) return;
     QueueAmounts& amounts = shares.queues[entry.leaf];
     const bool preemptible = IsPreemptibleUnderKai(group);
     pods.resize(group.pods.size());
@@ -227,6 +231,7 @@ void ComputeQueueAmounts(const Snapshot& snapshot, const SnapshotMaps& maps,
   const std::vector<int>& order = shares.tree.top_down();
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const std::vector<int>& children = shares.tree.children(*it);
+    if (poll.Tick(1 + static_cast<int64_t>(children.size()))) return;
     if (children.empty()) continue;
     QueueAmounts& parent = shares.queues[*it];
     for (int child : children) {
@@ -244,8 +249,8 @@ void ComputeQueueAmounts(const Snapshot& snapshot, const SnapshotMaps& maps,
 class LevelDivider {
  public:
   LevelDivider(const KaiFairShare& shares, const std::vector<std::vector<double>>& usage_share,
-               double k)
-      : shares_(shares), usage_share_(usage_share), k_(k) {}
+               double k, CancelPoll& poll)
+      : shares_(shares), usage_share_(usage_share), k_(k), poll_(poll) {}
 
   // `siblings` in name order; `groups` the same queues as runs of equal priority, highest
   // priority first, name order within a run (`group_ends[i]` ends run i). Writes fs_q,r.
@@ -253,6 +258,8 @@ class LevelDivider {
               const std::vector<int>& group_ends, int r, double total,
               std::vector<QueueAmounts>& queues) {
     const size_t n = siblings.size();
+    // Cancelled: fair shares stay partial; the caller discards the division.
+    if (poll_.Tick(static_cast<int64_t>(n))) return;
     requestable_.resize(n);
     fraction_.resize(n);
     has_fraction_.assign(n, false);
@@ -320,6 +327,9 @@ class LevelDivider {
       // Nothing left to divide: every share would floor to 0 (guards against a sum that
       // rounding took a hair below 0).
       if (left <= 0) return left;
+      // Each round satisfies at least one queue, so a level of n siblings may take n rounds of
+      // n queues each.
+      if (poll_.Tick(static_cast<int64_t>(end - begin))) return left;
       active_.clear();
       double weight_sum = 0;
       for (size_t i = begin; i < end; ++i) {
@@ -369,6 +379,7 @@ class LevelDivider {
   const KaiFairShare& shares_;
   const std::vector<std::vector<double>>& usage_share_;
   const double k_;
+  CancelPoll& poll_;
   // Indexed by position in the priority-ordered sibling list.
   std::vector<double> requestable_;
   std::vector<double> fraction_;
@@ -437,9 +448,13 @@ double Saturation(double allocated, double fair_share) {
   return allocated / fair_share;
 }
 
-KaiFairShare ComputeKaiFairShare(const Snapshot& snapshot, const Policy& policy) {
+KaiFairShare ComputeKaiFairShare(const Snapshot& snapshot, const Policy& policy,
+                                 CancelPoll* poll) {
+  CancelPoll never;
+  CancelPoll& cancel = poll != nullptr ? *poll : never;
   KaiFairShare shares;
-  const SnapshotMaps maps = ReadMaps(snapshot, shares.resources);
+  const SnapshotMaps maps = ReadMaps(snapshot, shares.resources, cancel);
+  if (cancel.cancelled()) return shares;
   shares.tree = QueueTree::Build(snapshot);
   const int n = shares.resources.size();
   shares.total = TopLevelTotal(snapshot, maps, n);
@@ -448,6 +463,7 @@ KaiFairShare ComputeKaiFairShare(const Snapshot& snapshot, const Policy& policy)
   std::vector<int> tree_index(snapshot.queues.size());
   shares.queues.resize(shares.tree.size());
   for (int q = 0; q < shares.tree.size(); ++q) {
+    if (cancel.Tick()) return shares;
     tree_index[&shares.tree.queue(q) - snapshot.queues.data()] = q;
     QueueAmounts& a = shares.queues[q];
     a.deserved.assign(n, 0.0);
@@ -462,21 +478,24 @@ KaiFairShare ComputeKaiFairShare(const Snapshot& snapshot, const Policy& policy)
   Scatter(maps.limit, tree_index, maps.position, &QueueAmounts::limit, shares.queues);
   Scatter(maps.weight, tree_index, maps.position, &QueueAmounts::over_quota_weight,
           shares.queues);
-  ComputeQueueAmounts(snapshot, maps, shares);
+  ComputeQueueAmounts(snapshot, maps, shares, cancel);
+  if (cancel.cancelled()) return shares;
 
   const double k = policy.k_value > 0 ? policy.k_value : 0.0;
   std::vector<std::vector<double>> usage_share;
   if (k > 0) usage_share = UsageShares(snapshot, shares);
-  LevelDivider divider(shares, usage_share, k);
+  LevelDivider divider(shares, usage_share, k, cancel);
   std::vector<int> groups;
   std::vector<int> ends;
   // Top level divides T; then every parent, top down, divides its own fair share.
   DivideSiblings(shares.tree.roots(), shares.total, divider, groups, ends, shares);
   for (int q : shares.tree.top_down()) {
+    if (cancel.cancelled()) return shares;
     if (shares.tree.is_leaf(q)) continue;
     const std::vector<double> parent_share = shares.queues[q].fair_share;
     DivideSiblings(shares.tree.children(q), parent_share, divider, groups, ends, shares);
   }
+  if (cancel.cancelled()) return shares;
 
   for (QueueAmounts& a : shares.queues) {
     a.allocatable_share.resize(n);

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "core/cancel_poll.h"
 #include "core/model.h"
 #include "core/queue_tree.h"
 #include "core/resources.h"
@@ -30,8 +31,11 @@ struct KaiFairShare {
 };
 
 // Computes the division of a validated snapshot. The snapshot must outlive the result (the tree
-// points into it). O(queues · resources · rounds).
-KaiFairShare ComputeKaiFairShare(const Snapshot& snapshot, const Policy& policy);
+// points into it). O(queues · resources · rounds). When `poll` (may be null) reports the call
+// cancelled, the division stops early and the result is incomplete: the caller checks
+// poll->cancelled() and discards it.
+KaiFairShare ComputeKaiFairShare(const Snapshot& snapshot, const Policy& policy,
+                                 CancelPoll* poll = nullptr);
 
 // The response's queue list (SEMANTICS.md §6, KAI): name order, every resource of R listed in
 // fair_share, allocated and requested; deserved echoes the configured map.

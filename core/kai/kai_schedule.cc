@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/cancel_poll.h"
 #include "core/kai/allocate.h"
 #include "core/kai/consolidate.h"
 #include "core/kai/kai_fair_share.h"
@@ -23,7 +24,7 @@ std::vector<Action> ActionsOf(const Policy& policy) {
   return {Action::kAllocate, Action::kConsolidate, Action::kReclaim, Action::kPreempt};
 }
 
-std::string_view ActionName(Action action) {
+const char* ActionName(Action action) {
   switch (action) {
     case Action::kAllocate:
       return "allocate";
@@ -43,14 +44,18 @@ std::string_view ActionName(Action action) {
 absl::StatusOr<ScheduleResult> ScheduleKai(const Snapshot& snapshot, const Policy& policy,
                                            const CycleHooks& hooks) {
   RETURN_IF_ERROR(hooks.CheckCancelled("fair_share"));
-  const KaiFairShare shares = ComputeKaiFairShare(snapshot, policy);
+  CancelPoll poll(&hooks.cancelled);
+  poll.set_phase("fair_share");
+  const KaiFairShare shares = ComputeKaiFairShare(snapshot, policy, &poll);
+  if (poll.cancelled()) return poll.status();
   // The "fair_share" phase also covers interning the snapshot for the cycle.
-  Session session(snapshot, policy, shares);
+  Session session(snapshot, policy, shares, &poll);
   hooks.PhaseDone("fair_share");
 
   for (Action action : ActionsOf(policy)) {
-    const std::string_view name = ActionName(action);
+    const char* name = ActionName(action);
     RETURN_IF_ERROR(hooks.CheckCancelled(name));
+    poll.set_phase(name);
     switch (action) {
       case Action::kAllocate:
         Allocate(session);
@@ -67,6 +72,8 @@ absl::StatusOr<ScheduleResult> ScheduleKai(const Snapshot& snapshot, const Polic
       default:
         break;  // validation rejects other values
     }
+    // The action stopped early and left its answer incomplete.
+    if (poll.cancelled()) return poll.status();
     hooks.PhaseDone(name);
   }
 

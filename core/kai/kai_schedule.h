@@ -31,7 +31,8 @@ namespace arbiter::kai {
 // and returns the response of §6: `queues` is the fair share at the start of the call, bindings
 // and evictions are sorted by (pod_group, pod), pending by pod_group. Reports the phases
 // "fair_share" (which includes building the session), each action's name and "respond" to
-// hooks.phase_done; returns absl::CancelledError when hooks.cancelled() says so before a phase.
+// hooks.phase_done; returns absl::CancelledError when hooks.cancelled() says so before a phase or,
+// asked every few milliseconds of work (core/cancel_poll.h), inside one.
 // Thread-safe (no shared state); deterministic (§0.5).
 absl::StatusOr<ScheduleResult> ScheduleKai(const Snapshot& snapshot, const Policy& policy,
                                            const CycleHooks& hooks);

@@ -213,9 +213,17 @@ NodeChoice Placer::Choose(int pod) {
   return NodeChoice{};
 }
 
-int PlaceUnit(Placer& placer, WorkingState& state, const Unit& unit, bool all_pipelined) {
+int64_t PlacementWork(const Cluster& cluster, int group) {
+  return 1 + cluster.tree().entry(cluster.group(group).queue).depth;
+}
+
+int PlaceUnit(Placer& placer, WorkingState& state, const Unit& unit, bool all_pipelined,
+              CancelPoll* poll) {
   int placed = 0;
+  const int64_t work =
+      unit.pods.empty() ? 1 : PlacementWork(state.cluster(), state.cluster().pod(unit.pods[0]).group);
   for (int pod : unit.pods) {
+    if (poll != nullptr && poll->Tick(work)) break;
     const NodeChoice choice = placer.Choose(pod);
     if (choice.node < 0) break;
     state.Bind(pod, choice.node, choice.fits_now, all_pipelined || !choice.fits_now);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/cancel_poll.h"
 #include "core/kai/cluster.h"
 #include "core/kai/feasibility.h"
 #include "core/kai/node_index.h"
@@ -83,8 +84,14 @@ class Placer {
 
 // Places the unit's pods one at a time, in pod order, each seeing the previous placements: each
 // takes the node Choose picks, bound now if it fits now and pipelined otherwise, or pipelined in
-// any case when `all_pipelined`. Stops at the first pod that fits nowhere and returns the number
-// of pods placed (== unit.pods.size() on success); the caller rolls back a partial unit.
-int PlaceUnit(Placer& placer, WorkingState& state, const Unit& unit, bool all_pipelined);
+// any case when `all_pipelined`. Stops at the first pod that fits nowhere, or when `poll` (may be
+// null) reports the call cancelled, and returns the number of pods placed (== unit.pods.size()
+// on success); the caller rolls back a partial unit.
+int PlaceUnit(Placer& placer, WorkingState& state, const Unit& unit, bool all_pipelined,
+              CancelPoll* poll = nullptr);
+
+// The work units (core/cancel_poll.h) of placing one pod of `group`: binding it updates every
+// queue from its leaf to the top.
+int64_t PlacementWork(const Cluster& cluster, int group);
 
 }  // namespace arbiter::kai

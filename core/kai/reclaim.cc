@@ -222,6 +222,7 @@ void Reclaim(Session& session) {
                                               VictimOrder& order) {
       order.ExcludeLeaf(leaf);
       const WorkingState& state = session.state();
+      session.poll().Tick(1 + static_cast<int64_t>(protectable->size()));
       for (int g : *protectable) {
         const ClusterGroup& info = cluster.group(g);
         if (info.queue == leaf || state.running(g) == 0) continue;

@@ -2,11 +2,13 @@
 
 namespace arbiter::kai {
 
-Session::Session(const Snapshot& snapshot, const Policy& policy, const KaiFairShare& shares)
+Session::Session(const Snapshot& snapshot, const Policy& policy, const KaiFairShare& shares,
+                 CancelPoll* poll)
     : policy_(policy),
       shares_(shares),
-      cluster_(snapshot, shares.resources, shares.tree),
-      feasibility_(cluster_),
+      poll_(poll != nullptr ? poll : &never_cancelled_),
+      cluster_(snapshot, shares.resources, shares.tree, poll_),
+      feasibility_(cluster_, poll_),
       index_(cluster_, feasibility_, policy.placement),
       state_(std::make_unique<WorkingState>(cluster_, shares, &index_)),
       placer_(std::make_unique<Placer>(cluster_, feasibility_, index_, *state_)),

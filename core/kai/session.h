@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cancel_poll.h"
 #include "core/kai/cluster.h"
 #include "core/kai/feasibility.h"
 #include "core/kai/kai_fair_share.h"
@@ -29,8 +30,9 @@ struct EvictionNote {
 class Session {
  public:
   // Builds the cycle's state over a validated snapshot and its fair share; all three must outlive
-  // the session. O(size · log size).
-  Session(const Snapshot& snapshot, const Policy& policy, const KaiFairShare& shares);
+  // the session, and so must `poll` (null: never cancelled). O(size · log size).
+  Session(const Snapshot& snapshot, const Policy& policy, const KaiFairShare& shares,
+          CancelPoll* poll = nullptr);
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
@@ -45,6 +47,9 @@ class Session {
   PendingReasons& reasons() { return reasons_; }
   // Evictions and moves committed so far, one per pod.
   std::vector<EvictionNote>& evictions() { return evictions_; }
+  // The call's cancellation: the actions' loops count their work here and stop, with the state
+  // consistent, once it reports the call cancelled (the answer is then discarded).
+  CancelPoll& poll() { return *poll_; }
   // Whether ALLOCATE has run in this cycle (set by Allocate when it finishes).
   bool allocate_ran() const { return allocate_ran_; }
   void set_allocate_ran() { allocate_ran_ = true; }
@@ -52,6 +57,8 @@ class Session {
  private:
   const Policy& policy_;
   const KaiFairShare& shares_;
+  CancelPoll never_cancelled_;
+  CancelPoll* poll_;
   Cluster cluster_;
   Feasibility feasibility_;
   NodeIndex index_;

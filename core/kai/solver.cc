@@ -111,10 +111,14 @@ std::vector<int> Solver::OrderJobs(const std::vector<int>& groups,
 }
 
 bool Solver::Try(int group, const Unit& unit, int part, const std::vector<EvictionUnit>& victims,
-                 bool keep, Attempt* attempt) {
+                 bool keep, Attempt* attempt, int* placed_out) {
   const Cluster& cluster = session_.cluster();
   WorkingState& state = session_.state();
   Placer& placer = session_.placer();
+  CancelPoll& poll = session_.poll();
+  int64_t victim_pods = 0;
+  for (const EvictionUnit& victim : victims) victim_pods += static_cast<int64_t>(victim.pods.size());
+  if (poll.Tick(1 + victim_pods)) return false;  // cancelled: before anything changes
   // Min-runtime protection is judged on the pods RUNNING before the try.
   std::vector<int> protected_groups;
   if (options_.is_protected) {
@@ -154,13 +158,19 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
         ok = false;
         break;
       }
+      const int64_t work = PlacementWork(cluster, h);
       for (int pod : pods[j]) {
+        if (poll.Tick(work)) {
+          ok = false;  // cancelled: the statement is rolled back below
+          break;
+        }
         const NodeChoice choice = placer.Choose(pod);
         if (choice.node < 0) {
           ok = false;
           break;
         }
         state.Bind(pod, choice.node, choice.fits_now, /*after_evictions=*/true);
+        if (placed_out != nullptr) ++*placed_out;
       }
       if (!ok) break;
       continue;
@@ -168,7 +178,12 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
     if (!options_.replace_victims) continue;
     const WorkingState::Mark inner = state.Checkpoint();
     bool placed = !CheckQuota(cluster, session_.shares(), state, h, requests[j].data());
+    const int64_t work = PlacementWork(cluster, h);
     for (size_t k = 0; placed && k < pods[j].size(); ++k) {
+      if (poll.Tick(work)) {
+        placed = false;
+        break;
+      }
       const NodeChoice choice = placer.Choose(pods[j][k]);
       if (choice.node < 0) {
         placed = false;
@@ -183,6 +198,7 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
       state.Rollback(inner);
     }
   }
+  if (poll.cancelled()) ok = false;
   if (ok) {
     attempt->preemptor = group;
     attempt->unit_requests = unit.requests;
@@ -375,18 +391,45 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
               &start_allocated_np_[q * r_count]);
   }
   auto eligible = [this, group](int g) { return g != group && options_.eligible(g); };
+  // Cancelled (here or in a try): every statement is closed, the state is as it was; the caller
+  // sees kFailed and, checking the poll, records nothing.
+  CancelPoll& poll = session_.poll();
+  if (poll.Tick(queues)) return Outcome::kFailed;
 
   std::vector<EvictionUnit> chosen;  // R
   Attempt attempt;
   const int size = static_cast<int>(unit.pods.size());
-  for (int part = 1; part <= size; ++part) {
-    if (Try(group, unit, part, chosen, false, &attempt)) continue;
+  // The parts that fit with no victim at all are skipped: the loop below would try each of them
+  // with R empty and go on, which costs O(|U|²) placements for a gang that (nearly) fits as it
+  // is. With no victim, try(part) evicts nothing and P is the only job: P's §4.4 check passes
+  // for a part whenever it passes for a longer one (requests are not negative), the part's pods
+  // are placed one by one exactly as the first pods of the longer part, and the validator judges
+  // victims (with none, every part gets the same verdict). So if the first k pods place and
+  // try(k) passes, every try(i) with i <= k passes too.
+  int first_part = 1;
+  {
+    int placed = 0;
+    const bool whole = Try(group, unit, size, chosen, false, &attempt, &placed);
+    if (poll.cancelled()) return Outcome::kFailed;
+    if (whole) {
+      first_part = size + 1;
+    } else if (placed > 1 && placed < size) {
+      const bool prefix = Try(group, unit, placed, chosen, false, &attempt);
+      if (poll.cancelled()) return Outcome::kFailed;
+      if (prefix) first_part = placed + 1;
+    }
+  }
+  for (int part = first_part; part <= size; ++part) {
+    const bool fits = Try(group, unit, part, chosen, false, &attempt);
+    if (poll.cancelled()) return Outcome::kFailed;
+    if (fits) continue;
     // §4.8 allows skipping a try that provably cannot place the part. For a part of identical
     // pods, k pods fit only if the nodes can hold k of them counted node by node (an upper bound,
     // since re-placed victims only take room): give up at once if evicting every eligible victim
     // could not make that room, and skip tries whose freed nodes cannot make up the shortfall.
     PartCapacity capacity;
     const bool counted = CountPart(unit, part, chosen, eligible, &capacity);
+    if (poll.Tick(cluster.num_nodes() + cluster.num_pods())) return Outcome::kFailed;
     if (counted && capacity.with_all_victims < part) return Outcome::kFailed;
     // The same for §4.4: evictions lower a queue's allocation only inside its subtree, and never
     // its non-preemptible allocation. While P's part breaches a limit once R is evicted, only a
@@ -406,6 +449,7 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
     if (order == nullptr || !chosen.empty() || state.running(group) > 0) {
       own = std::make_unique<VictimOrder>(session_, chain_, eligible, chosen);
       order = own.get();
+      if (poll.Tick(cluster.num_groups() + cluster.tree().size())) return Outcome::kFailed;
     }
     struct ResetOnExit {
       VictimOrder* order;
@@ -433,6 +477,7 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
     std::vector<int> nodes;
     std::vector<const EvictionUnit*> fresh;
     while (!found && order->Next(&next)) {
+      if (poll.Tick(1 + static_cast<int64_t>(next.pods.size()))) return Outcome::kFailed;
       if (!group_seen[next.group]) {
         if (options_.max_victim_groups >= 0 && groups_seen >= options_.max_victim_groups) break;
         group_seen[next.group] = true;
@@ -470,7 +515,9 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
         // whatever victims re-placed before P add back: a breach with every candidate evicted
         // stays a breach, so the try cannot place the part.
         if (breach.has_value() && QuotaAfter(group, unit, part, candidate).has_value()) continue;
-        if (Try(group, unit, part, candidate, false, &attempt)) {
+        const bool fits_with_candidate = Try(group, unit, part, candidate, false, &attempt);
+        if (poll.cancelled()) return Outcome::kFailed;
+        if (fits_with_candidate) {
           chosen = std::move(candidate);
           found = true;
           break;

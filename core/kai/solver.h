@@ -76,9 +76,10 @@ class Solver {
 
  private:
   // One try with the first `part` pods of `unit` and victims `victims`; keeps the state when
-  // `keep`, else rolls back. Fills `attempt` on success.
+  // `keep`, else rolls back. Fills `attempt` on success. `placed_out`, when given, is increased
+  // by the number of P's pods placed before the try ended (P's quota check failing: none).
   bool Try(int group, const Unit& unit, int part, const std::vector<EvictionUnit>& victims,
-           bool keep, Attempt* attempt);
+           bool keep, Attempt* attempt, int* placed_out = nullptr);
   // Node-by-node room for a part of identical pods (see Solve).
   struct PartCapacity {
     int pod = -1;                     // the part's (identical) pod

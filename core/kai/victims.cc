@@ -71,7 +71,11 @@ VictimOrder::VictimOrder(Session& session, const QueueChain& chain,
       }
     }
   }
+  // Cancelled: the order is left with what was built so far (an order of fewer victims, or none);
+  // the action stops before it draws from it.
+  CancelPoll& poll = session.poll();
   for (int g = 0; g < groups; ++g) {
+    if (poll.Tick()) break;
     const ClusterGroup& info = cluster.group(g);
     if (!info.preemptible || state.running(g) == 0) continue;
     if (state.bound(g) > 0 || state.moved(g) > 0) continue;  // no eviction unit (§4.7)
@@ -85,7 +89,10 @@ VictimOrder::VictimOrder(Session& session, const QueueChain& chain,
     job_listed_[g] = true;
   }
   const std::vector<int>& top_down = tree.top_down();
-  for (auto it = top_down.rbegin(); it != top_down.rend(); ++it) Rekey(*it);
+  for (auto it = top_down.rbegin(); it != top_down.rend(); ++it) {
+    if (poll.Tick()) break;
+    Rekey(*it);
+  }
 }
 
 int VictimOrder::RemainingRunning(int group) const {
@@ -198,6 +205,7 @@ void VictimOrder::ExcludeLeaf(int leaf) {
   const QueueTree& tree = session_.cluster().tree();
   std::vector<int> groups;
   for (const JobEntry& entry : jobs_[leaf]) groups.push_back(entry.key.group);
+  session_.poll().Tick(1 + static_cast<int64_t>(groups.size()));
   for (int group : groups) {
     eligible_[group] = false;
     excluded_.push_back(group);
@@ -218,6 +226,8 @@ void VictimOrder::ExcludeGroup(int group) {
 void VictimOrder::Reset() {
   const Cluster& cluster = session_.cluster();
   const QueueTree& tree = cluster.tree();
+  // Cancelled: stop; the order is not used again (the action stops too).
+  CancelPoll& poll = session_.poll();
   for (int group : touched_) {
     const ClusterGroup& info = cluster.group(group);
     for (int p = info.first_pod; p < info.first_pod + info.pod_count; ++p) pod_drawn_[p] = false;
@@ -227,11 +237,13 @@ void VictimOrder::Reset() {
     }
   }
   for (int group : touched_) {
+    if (poll.Tick(1 + tree.entry(cluster.group(group).queue).depth)) return;
     RekeyJob(group);
     for (int q = cluster.group(group).queue; q >= 0; q = tree.parent(q)) Rekey(q);
   }
   touched_.clear();
   for (int group : excluded_) {
+    if (poll.Tick(1 + tree.entry(cluster.group(group).queue).depth)) return;
     eligible_[group] = true;
     RekeyJob(group);
     for (int q = cluster.group(group).queue; q >= 0; q = tree.parent(q)) Rekey(q);

@@ -54,7 +54,8 @@ class VictimOrder {
   void ExcludeGroup(int group);
   // Undoes every draw and exclusion, back to the order as constructed. Only for an order
   // constructed with no pods drawn already, on a state that has not changed since.
-  // O(changes · depth · log n).
+  // O(changes · depth · log n). Construction and Reset stop early, leaving an order that must
+  // not be used again, once the session's poll reports the call cancelled.
   void Reset();
 
  private:

@@ -18,8 +18,8 @@ namespace {
 class Rounds {
  public:
   Rounds(QuotaTree& tree, const std::vector<Workload>& workloads,
-         const std::vector<KueuePreemptionStrategy>& strategies)
-      : tree_(tree), workloads_(workloads) {
+         const std::vector<KueuePreemptionStrategy>& strategies, CancelPoll& poll)
+      : tree_(tree), workloads_(workloads), poll_(poll) {
     const int n = tree.size();
     const size_t count = workloads.size();
     holds_.assign(count, 0);
@@ -63,6 +63,7 @@ class Rounds {
     context_.strategies = strategies;
     buffers_ = MakeSearchBuffers(tree);
     context_.buffers = buffers_.get();
+    context_.poll = &poll_;
   }
 
   absl::StatusOr<AdmissionOutcome> Run(const CycleHooks& hooks, int max_rounds);
@@ -98,6 +99,7 @@ class Rounds {
 
   QuotaTree& tree_;
   const std::vector<Workload>& workloads_;
+  CancelPoll& poll_;
   CandidateIndex index_;
   PreemptionContext context_;
   std::shared_ptr<SearchBuffers> buffers_;
@@ -281,6 +283,8 @@ void Rounds::RebuildTree() {
 bool Rounds::RunRound() {
   RebuildTree();
   const int n = tree_.size();
+  // Cancelled: the round stops between entries; Run returns the error, not the outcome.
+  if (poll_.Tick(n)) return false;
   bool changed = false;
   std::vector<int> heads;
   for (int cq = 0; cq < n; ++cq) {
@@ -303,6 +307,7 @@ bool Rounds::RunRound() {
   nominations.reserve(heads.size());
   std::vector<std::vector<int>> entries_of_root(n);
   for (int w : heads) {
+    if (poll_.Tick(1 + tree_.queues().entry(workloads_[w].cq).depth)) return false;
     Nomination nomination = Nominate(context_, w);
     if (nomination.mode == NominationMode::kNoFit) {
       SetAside(w, nomination.reason, std::move(nomination.message));
@@ -318,6 +323,7 @@ bool Rounds::RunRound() {
     Tournament tournament(&tree_, &workloads_, root, entries_of_root[root]);
     while (!tournament.empty()) {
       const int w = tournament.Winner();
+      if (poll_.Tick(1 + tree_.queues().entry(workloads_[w].cq).depth)) return false;
       if (Process(w, std::move(nominations[slot_of_[w]]))) changed = true;
       tournament.Remove(w);
     }
@@ -367,7 +373,12 @@ absl::StatusOr<AdmissionOutcome> Rounds::Run(const CycleHooks& hooks, int max_ro
           absl::StrCat("cancelled in phase admission after ", outcome.rounds, " rounds"));
     }
     ++outcome.rounds;
-    if (!RunRound() || outcome.rounds == max_rounds) break;
+    const bool changed = RunRound();
+    if (poll_.cancelled()) {
+      return absl::CancelledError(
+          absl::StrCat("cancelled in phase admission in round ", outcome.rounds));
+    }
+    if (!changed || outcome.rounds == max_rounds) break;
   }
   RebuildTree();
   std::sort(admissions_.begin(), admissions_.end(),
@@ -394,7 +405,9 @@ absl::StatusOr<AdmissionOutcome> RunAdmission(
     QuotaTree& tree, const std::vector<Workload>& workloads,
     const std::vector<KueuePreemptionStrategy>& strategies, const CycleHooks& hooks,
     int max_rounds) {
-  Rounds rounds(tree, workloads, strategies);
+  CancelPoll poll(&hooks.cancelled);
+  poll.set_phase("admission");
+  Rounds rounds(tree, workloads, strategies, poll);
   return rounds.Run(hooks, max_rounds);
 }
 

@@ -43,7 +43,9 @@ struct AdmissionOutcome {
 
 // Runs the rounds on `tree` (quotas of the snapshot; its usage is rebuilt every round and, on
 // return, describes the end of the call). `strategies` are the resolved Policy strategies.
-// Cancelled when hooks.cancelled() says so between rounds. `max_rounds` > 0 stops after that
+// Cancelled when hooks.cancelled() says so between rounds, or inside one: it is asked every few
+// milliseconds of work (core/cancel_poll.h) while heads are nominated, preemption targets
+// searched and entries processed. `max_rounds` > 0 stops after that
 // many rounds (for tests that look at a round's transient reasons); 0 runs until quiet.
 absl::StatusOr<AdmissionOutcome> RunAdmission(
     QuotaTree& tree, const std::vector<Workload>& workloads,

@@ -122,7 +122,8 @@ class Search {
         x_(w_.cq),
         contested_(contested),
         policy_(tree_.queues().queue(x_).kueue_preemption),
-        contested_mask_(tree_.resource_count(), 0) {
+        contested_mask_(tree_.resource_count(), 0),
+        poll_(context.poll != nullptr ? *context.poll : never_cancelled_) {
     for (int r : contested) contested_mask_[r] = 1;
     for (int node = x_; node >= 0; node = tree_.parent(node)) {
       x_path_.push_back(node);
@@ -204,6 +205,10 @@ class Search {
   const std::vector<int>& contested_;
   KueuePreemption policy_;
   std::vector<char> contested_mask_;
+  CancelPoll never_cancelled_;
+  CancelPoll& poll_;
+  // Work units of one step that walks x's path (a simulated eviction, a share recomputed).
+  int64_t path_work() const { return static_cast<int64_t>(x_path_.size()); }
   std::vector<TargetRecord> targets_;
 };
 
@@ -264,6 +269,7 @@ bool Search::FindCandidates(RunTable* out) {
   if (MayReclaimFromOthers()) {
     const bool lower_only = policy_.reclaim_within_cohort == ReclaimWithinCohort::kLowerPriority;
     for (int cq : index_.leaves_under(root_)) {
+      if (poll_.Tick()) return false;  // cancelled: no target set
       // A queue's own usage changes only by evictions from it, so whether it borrows is the same
       // here as when `next` first looks at it.
       if (cq == x_ || !BorrowsContested(cq)) continue;
@@ -409,6 +415,7 @@ void Search::Ordering::PruneSubtree(int top, RunTable* out) {
   while (!stack.empty()) {
     const int node = stack.back();
     stack.pop_back();
+    search_.poll_.Tick();  // a cancelled search stops at its pass's next step
     if (pruned(node)) continue;
     alive_[node] = 0;
     if (search_.tree_.is_leaf(node)) {
@@ -532,6 +539,7 @@ bool Search::FirstPass(RunTable* source, RunTable* retry, bool* evicted_from_x) 
   Ordering ordering(*this, source);
   const bool within_nominal = WithinNominal();
   for (int y = ordering.Next(); y >= 0; y = ordering.Next()) {
+    if (poll_.Tick(path_work())) return false;  // cancelled: Run undoes the simulation
     TargetRecord target;
     target.target_queue = y;
     if (y == x_) {
@@ -564,6 +572,7 @@ bool Search::FirstPass(RunTable* source, RunTable* retry, bool* evicted_from_x) 
       continue;
     }
     for (int c = ordering.Pop(y); c >= 0; c = ordering.Pop(y)) {
+      if (poll_.Tick(path_work())) return false;
       const size_t mark = tree_.Mark();
       tree_.RemoveUsage(y, workloads_[c].usage);
       const DominantResourceShare target_new = ComputeDrs(tree_, target.a_y);
@@ -592,6 +601,7 @@ bool Search::FirstPass(RunTable* source, RunTable* retry, bool* evicted_from_x) 
 bool Search::SecondPass(RunTable* retry) {
   Ordering ordering(*this, retry);
   for (int y = ordering.Next(); y >= 0; y = ordering.Next()) {
+    if (poll_.Tick(path_work())) return false;
     const int lca = tree_.queues().LowestCommonAncestor(x_, y);
     TargetRecord target;
     target.target_queue = y;
@@ -627,15 +637,15 @@ std::vector<PreemptionTarget> Search::Run() {
   retry->Reset();
   bool evicted_from_x = false;
   bool fits = FirstPass(candidates, retry, &evicted_from_x);
-  if (!fits && evicted_from_x) {
+  if (!fits && evicted_from_x && !poll_.cancelled()) {
     // Kueue's later fix: x's share dropped, so the candidates the strategy refused may pass now.
     rerun_retry->Reset();
     bool unused = false;
     fits = FirstPass(retry, rerun_retry, &unused);
     std::swap(retry, rerun_retry);
   }
-  if (!fits && strategies_.size() > 1) fits = SecondPass(retry);
-  if (!fits) {
+  if (!fits && strategies_.size() > 1 && !poll_.cancelled()) fits = SecondPass(retry);
+  if (!fits || poll_.cancelled()) {
     tree_.Rollback(start);  // all or nothing
     return {};
   }
@@ -644,6 +654,10 @@ std::vector<PreemptionTarget> Search::Run() {
   tree_.RemoveUsage(x_, w_.usage);
   std::vector<char> keep(targets_.size(), 1);
   for (int i = static_cast<int>(targets_.size()) - 2; i >= 0; --i) {
+    if (poll_.Tick(path_work())) {
+      tree_.Rollback(start);
+      return {};
+    }
     const size_t mark = tree_.Mark();
     const Workload& target = workloads_[targets_[i].workload];
     tree_.AddUsage(target.cq, target.usage);

@@ -9,6 +9,7 @@
 
 #include "core/kueue/quota_tree.h"
 #include "core/kueue/workload.h"
+#include "core/cancel_poll.h"
 #include "core/model.h"
 #include "core/queue_tree.h"
 
@@ -71,6 +72,9 @@ struct PreemptionContext {
   // The strategies in order: one or two, Policy defaults resolved.
   std::vector<KueuePreemptionStrategy> strategies;
   SearchBuffers* buffers = nullptr;  // from MakeSearchBuffers(*tree)
+  // The call's cancellation (null: never cancelled). A cancelled search undoes its simulation
+  // and returns no targets.
+  CancelPoll* poll = nullptr;
 };
 
 // The targets for workload `preemptor` (index into workloads) over the contested resources

@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/api/arbiter.h"
+#include "core/cancel_poll.h"
 #include "core/model.h"
 
 namespace arbiter::kueue {
@@ -24,14 +25,15 @@ namespace arbiter::kueue {
 // The response's queue list for a validated snapshot (§5.3, §6 KUEUE): weighted_share,
 // dominant_resource, borrowing, allocated (bubbled Use of the admitted groups) and requested
 // (allocated + the subtree's pending requests) per queue, name order; fair_share empty.
-// O(groups · |R| + queues · |R|).
-std::vector<QueueShare> ComputeKueueShares(const Snapshot& snapshot);
+// O(groups · |R| + queues · |R|). When `poll` (may be null) reports the call cancelled, the
+// result is incomplete: the caller checks poll->cancelled() and discards it.
+std::vector<QueueShare> ComputeKueueShares(const Snapshot& snapshot, CancelPoll* poll = nullptr);
 
 // Admission rounds and fair-sharing preemption (§5.4, §5.5) on a validated snapshot, answered
 // per §6: queues after the call's decisions, admissions and pending by pod_group, one eviction
 // per pod by (pod_group, pod), no bindings. Calls hooks.phase_done with "fair_share",
-// "admission" and "respond"; Cancelled when hooks.cancelled() says so before a phase or between
-// rounds. Deterministic; thread-safe (no shared state).
+// "admission" and "respond"; Cancelled when hooks.cancelled() says so before a phase or, asked
+// every few milliseconds of work (core/cancel_poll.h), inside one. Deterministic; thread-safe (no shared state).
 absl::StatusOr<ScheduleResult> ScheduleKueue(const Snapshot& snapshot, const Policy& policy,
                                              const CycleHooks& hooks);
 

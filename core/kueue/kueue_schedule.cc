@@ -15,9 +15,12 @@ namespace arbiter::kueue {
 absl::StatusOr<ScheduleResult> ScheduleKueue(const Snapshot& snapshot, const Policy& policy,
                                              const CycleHooks& hooks) {
   RETURN_IF_ERROR(hooks.CheckCancelled("fair_share"));
+  CancelPoll poll(&hooks.cancelled);
+  poll.set_phase("fair_share");
   const QueueTree queues = QueueTree::Build(snapshot);
   const ResourceSet resources = ResourceSet::Collect(snapshot);
-  QuotaTree tree = QuotaTree::Build(queues, resources);
+  QuotaTree tree = QuotaTree::Build(queues, resources, &poll);
+  if (poll.cancelled()) return poll.status();
   const std::vector<Workload> workloads = CollectWorkloads(snapshot, queues, resources);
   hooks.PhaseDone("fair_share");
 

@@ -56,10 +56,11 @@ std::vector<KueuePreemptionStrategy> ResolveStrategies(const Policy& policy) {
           KueuePreemptionStrategy::kLessThanInitialShare};
 }
 
-std::vector<QueueShare> ComputeKueueShares(const Snapshot& snapshot) {
+std::vector<QueueShare> ComputeKueueShares(const Snapshot& snapshot, CancelPoll* poll) {
   const QueueTree queues = QueueTree::Build(snapshot);
   const ResourceSet resources = ResourceSet::Collect(snapshot);
-  QuotaTree tree = QuotaTree::Build(queues, resources);
+  QuotaTree tree = QuotaTree::Build(queues, resources, poll);
+  if (poll != nullptr && poll->cancelled()) return {};
   const std::vector<Workload> workloads = CollectWorkloads(snapshot, queues, resources);
   std::vector<char> holds(workloads.size(), 0);
   for (size_t i = 0; i < workloads.size(); ++i) holds[i] = workloads[i].admitted ? 1 : 0;

@@ -20,7 +20,11 @@ bool LimitSet(const ResourceMap& limits, const std::string& resource, double* va
 
 }  // namespace
 
-QuotaTree QuotaTree::Build(const QueueTree& queues, const ResourceSet& resources) {
+QuotaTree QuotaTree::Build(const QueueTree& queues, const ResourceSet& resources,
+                           CancelPoll* poll) {
+  CancelPoll never;
+  CancelPoll& cancel = poll != nullptr ? *poll : never;
+  const int64_t row_work = 1 + resources.size();
   QuotaTree tree;
   tree.queues_ = &queues;
   tree.resources_ = &resources;
@@ -39,6 +43,7 @@ QuotaTree QuotaTree::Build(const QueueTree& queues, const ResourceSet& resources
 
   std::vector<double> lending_limit(cells, kInfinity);
   for (int node = 0; node < n; ++node) {
+    if (cancel.Tick(row_work)) return tree;  // incomplete: the caller discards it
     const Queue& queue = queues.queue(node);
     if (queue.fair_sharing_weight.has_value()) tree.weight_[node] = *queue.fair_sharing_weight;
     for (const auto& [name, value] : queue.deserved) {
@@ -64,6 +69,7 @@ QuotaTree QuotaTree::Build(const QueueTree& queues, const ResourceSet& resources
   const std::vector<int>& top_down = queues.top_down();
   for (auto it = top_down.rbegin(); it != top_down.rend(); ++it) {
     const int node = *it;
+    if (cancel.Tick(row_work)) return tree;
     for (int r = 0; r < tree.resource_count_; ++r) {
       double quota = tree.nominal_[tree.At(node, r)];
       for (int child : queues.children(node)) {
@@ -79,6 +85,7 @@ QuotaTree QuotaTree::Build(const QueueTree& queues, const ResourceSet& resources
 
   // Top down: potential available.
   for (int node : top_down) {
+    if (cancel.Tick(row_work)) return tree;
     const int parent = queues.parent(node);
     for (int r = 0; r < tree.resource_count_; ++r) {
       const size_t at = tree.At(node, r);

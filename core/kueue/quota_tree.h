@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/cancel_poll.h"
 #include "core/queue_tree.h"
 #include "core/resources.h"
 
@@ -41,8 +42,10 @@ class QuotaTree {
   QuotaTree() = default;
 
   // The quotas of `queues` over `resources`, with zero usage. Both must outlive the tree.
-  // O(|queues|·|R|).
-  static QuotaTree Build(const QueueTree& queues, const ResourceSet& resources);
+  // O(|queues|·|R|). When `poll` (may be null) reports the call cancelled, the tree is returned
+  // incomplete: the caller checks poll->cancelled() and discards it.
+  static QuotaTree Build(const QueueTree& queues, const ResourceSet& resources,
+                         CancelPoll* poll = nullptr);
 
   const QueueTree& queues() const { return *queues_; }
   const ResourceSet& resources() const { return *resources_; }
