@@ -314,9 +314,13 @@ grpc::ServerUnaryReactor* ArbiterService::Dispatch(grpc::CallbackServerContext* 
   // The request, response and context stay valid until Finish. The pool, metrics and logger
   // outlive every accepted call (see the constructor's contract), but the service itself may be
   // destroyed once the last call is answered: the task copies what it needs before Finish.
+  // Counted as waiting before it is queued, so that a worker taking it at once never makes the
+  // gauge negative.
+  metrics_->CallQueued();
   const bool queued = pool_->TrySubmit(
-      [logger = logger_, limits = limits_, max_response_bytes = max_response_bytes_,
+      [metrics = metrics_, logger = logger_, limits = limits_, max_response_bytes = max_response_bytes_,
        observer = phase_observer_, context, request, response, start, request_bytes, finish] {
+        metrics->CallDequeued();
         CallRecord record;
         record.method = Method::kName;
         record.request_id = RequestIdFor(*context);
@@ -338,6 +342,7 @@ grpc::ServerUnaryReactor* ArbiterService::Dispatch(grpc::CallbackServerContext* 
       },
       request_bytes);
   if (!queued) {
+    metrics_->CallDequeued();
     CallRecord record;
     record.method = Method::kName;
     record.request_id = RequestIdFor(*context);

@@ -121,6 +121,7 @@ LogFields CallLogFields(const CallRecord& call, bool with_phases) {
     fields.emplace_back("pods", absl::StrCat(call.size.pods));
     fields.emplace_back("queues", absl::StrCat(call.size.queues));
     fields.emplace_back("pod_groups", absl::StrCat(call.size.pod_groups));
+    fields.emplace_back("decoded_bytes", absl::StrCat(call.decoded_bytes));
   }
   if (call.status.ok()) {
     fields.emplace_back("bindings", absl::StrCat(call.decisions.bindings));
@@ -128,7 +129,8 @@ LogFields CallLogFields(const CallRecord& call, bool with_phases) {
     fields.emplace_back("pending", absl::StrCat(call.decisions.pending));
     fields.emplace_back("admissions", absl::StrCat(call.decisions.admissions));
   } else {
-    fields.emplace_back("error", std::string(call.status.message()));
+    fields.emplace_back("error", CappedMessage(std::string_view(call.status.message().data(),
+                                                                call.status.message().size())));
   }
   if (with_phases) {
     std::string phases;

@@ -9,8 +9,16 @@
 
 namespace arbiter::server {
 
+// The longest error message sent or logged whole: gRPC carries the message in a trailer, and
+// trailers over 8 KiB are refused by clients (as RESOURCE_EXHAUSTED about metadata).
+constexpr size_t kMaxStatusMessageBytes = 2048;
+
+// `message` cut to kMaxStatusMessageBytes on a character boundary, saying how much was cut.
+std::string CappedMessage(std::string_view message);
+
 // The gRPC status for `status`: the same code (the two enumerations share their numbers) and
-// message. The only place where the server turns a core error into an answer.
+// its message, capped by CappedMessage. The only place where the server turns a core error into
+// an answer.
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
 // The inverse, for clients that report a call's outcome with absl vocabulary.

@@ -48,6 +48,13 @@ constexpr int64_t kTreeNodeHeader = 32;
 constexpr int64_t kResourceEntryBytes = kTreeNodeHeader + sizeof(std::pair<const std::string, double>);
 constexpr int64_t kLabelEntryBytes =
     kTreeNodeHeader + sizeof(std::pair<const std::string, std::string>);
+// Per resource name: each queue's share in the answer (four map entries, in the core and in the
+// response message) and its fair-share vectors; each node's capacity vectors; each pod group's
+// request vector.
+constexpr int64_t kQueueResourceBytes = 600;
+constexpr int64_t kNodeResourceBytes = 128;
+constexpr int64_t kGroupResourceBytes = 16;
+
 int64_t HeapBytes(size_t string_length) {
   return string_length > 15 ? static_cast<int64_t>(string_length) + 1 : 0;
 }
@@ -62,12 +69,13 @@ class Decoder {
   }
 
   bool Request(Snapshot* snapshot, Policy* policy) {
-    return Fields([&](uint32_t number, int wire) {
+    const bool read = Fields([&](uint32_t number, int wire) {
       if (wire != kLength) return Step::kUnknown;
       if (number == 1) return Nested("snapshot", -1, [&] { return SnapshotFields(snapshot); });
       if (number == 2) return Nested("policy", -1, [&] { return PolicyFields(policy); });
       return Step::kUnknown;
     });
+    return read && ChargeResourceTables(*snapshot);
   }
 
   // Why decoding stopped at a limit; OK when it did not (the bytes may still be invalid).
@@ -143,6 +151,27 @@ class Decoder {
     if (decoded_bytes_ + cost > limits_.max_decoded_bytes) return;
     decoded_bytes_ += cost;
     items->reserve(static_cast<size_t>(wanted));
+  }
+
+  // What the decision and its answer hold for every (queue, node or pod group) x resource name
+  // of the request: the core's dense per-resource vectors, and for each queue the four
+  // per-resource maps of its QueueShare. Charged once the counts are known, before the core
+  // runs; the figures are measured (server/README.md, "What one call may cost").
+  bool ChargeResourceTables(const Snapshot& snapshot) {
+    const auto names = static_cast<int64_t>(resource_names_.size());
+    const int64_t cells = static_cast<int64_t>(snapshot.queues.size()) * kQueueResourceBytes +
+                          static_cast<int64_t>(snapshot.nodes.size()) * kNodeResourceBytes +
+                          static_cast<int64_t>(snapshot.pod_groups.size()) * kGroupResourceBytes;
+    if (names == 0 || cells <= (limits_.max_decoded_bytes - decoded_bytes_) / names) {
+      decoded_bytes_ += cells * names;
+      return true;
+    }
+    return Stop(absl::ResourceExhaustedError(absl::StrCat(
+        "snapshot: ", snapshot.queues.size(), " queues, ", snapshot.nodes.size(), " nodes and ",
+        snapshot.pod_groups.size(), " pod groups over ", names,
+        " resource names need more memory than this server gives one request (",
+        limits_.max_decoded_bytes, " bytes, --max-decoded-bytes); send fewer resource names or "
+        "fewer objects")));
   }
 
   // A string's length against --max-name-bytes, before it is copied.

@@ -53,6 +53,11 @@ RpcMetrics::RpcMetrics(prometheus::Registry& registry)
                      .Help("arbiter.v1 calls accepted and not yet answered.")
                      .Register(registry)
                      .Add({})),
+      waiting_(prometheus::BuildGauge()
+                   .Name("arbiter_rpc_waiting")
+                   .Help("arbiter.v1 calls accepted and waiting for a worker thread.")
+                   .Register(registry)
+                   .Add({})),
       snapshot_size_(prometheus::BuildHistogram()
                          .Name("arbiter_snapshot_size")
                          .Help("Sizes of the snapshots received: nodes, pods, queues and pod "
@@ -77,6 +82,10 @@ RpcMetrics::RpcMetrics(prometheus::Registry& registry)
 void RpcMetrics::CallStarted() { in_flight_.Increment(); }
 
 void RpcMetrics::CallFinished() { in_flight_.Decrement(); }
+
+void RpcMetrics::CallQueued() { waiting_.Increment(); }
+
+void RpcMetrics::CallDequeued() { waiting_.Decrement(); }
 
 void RpcMetrics::RecordCall(const CallRecord& call) {
   const prometheus::Labels labels = {{"method", std::string(call.method)},

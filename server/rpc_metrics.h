@@ -39,6 +39,9 @@ class RpcMetrics {
   // A call was accepted / answered (the in-flight gauge). Thread-safe.
   void CallStarted();
   void CallFinished();
+  // A call waits for a worker (arbiter_rpc_waiting), and no longer does.
+  void CallQueued();
+  void CallDequeued();
 
   // Records everything `call` says: the request counter and duration, the snapshot sizes (once
   // parsed), the decisions, the phase durations, and an internal error. Thread-safe.
@@ -48,6 +51,7 @@ class RpcMetrics {
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Family<prometheus::Histogram>& duration_;
   prometheus::Gauge& in_flight_;
+  prometheus::Gauge& waiting_;
   prometheus::Family<prometheus::Histogram>& snapshot_size_;
   prometheus::Family<prometheus::Counter>& decisions_;
   prometheus::Family<prometheus::Histogram>& phase_duration_;

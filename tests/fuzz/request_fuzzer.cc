@@ -10,6 +10,10 @@
 //   the message starting with a "snapshot." or "policy." field path), and succeed otherwise;
 // - §0.5: the answer holds no NaN, +inf only in saturation and weighted_share, no -0.0;
 // - §6: bindings and evictions name pods and nodes of the request; the lists are in order.
+// - the server's limits (server/request_limits.h) only ever refuse with a limit's own error, and
+//   the limited decoder otherwise agrees with the unlimited one;
+// - a call cancelled (the server's deadline or the client's cancellation, through
+//   CycleHooks::cancelled) at any poll answers Cancelled or exactly the uncancelled answer.
 // A broken promise aborts with a message, which libFuzzer records as a crash.
 #include <cmath>
 #include <cstddef>
@@ -32,6 +36,7 @@
 #include "google/protobuf/stubs/logging.h"
 #include "server/proto_convert.h"
 #include "server/request_decoder.h"
+#include "server/request_limits.h"
 #include "server/wire.h"
 
 namespace arbiter::fuzz {
@@ -152,11 +157,54 @@ std::string ModelBytes(const Snapshot& snapshot, const Policy& policy) {
   return server::SerializeDeterministic(request);
 }
 
+// The hooks of a call whose caller gives up at the `after`-th time the core asks.
+CycleHooks CancelledAfter(int after, int* asked) {
+  CycleHooks hooks;
+  hooks.cancelled = [after, asked] { return ++*asked > after; };
+  return hooks;
+}
+
+// A cancelled call answers Cancelled, or (cancelled after its last poll) the same answer.
+template <typename Result>
+void CheckCancelled(const absl::StatusOr<Result>& cancelled, const absl::StatusOr<Result>& whole,
+                    const char* kind) {
+  if (cancelled.status().code() == absl::StatusCode::kCancelled) return;
+  Require(cancelled.status() == whole.status(),
+          std::string(kind) + " cancelled answered " + cancelled.status().ToString() +
+              " where the whole call answered " + whole.status().ToString());
+  if (!whole.ok()) return;
+  Require(server::SerializeDeterministic(server::ToProto(*cancelled)) ==
+              server::SerializeDeterministic(server::ToProto(*whole)),
+          std::string(kind) + " answered differently after a cancellation that did not stop it");
+}
+
+// The server's decoder with its default limits: refused by a limit, or the same as unlimited.
+void CheckLimitedDecoder(std::string_view bytes, bool decoded, const std::string& model) {
+  Snapshot snapshot;
+  Policy policy;
+  const absl::Status limited =
+      server::DecodeRequest(bytes, server::RequestLimits(), "request", &snapshot, &policy);
+  if (absl::StrContains(limited.message(), "(--max-")) {
+    Require(limited.code() == absl::StatusCode::kResourceExhausted ||
+                limited.code() == absl::StatusCode::kInvalidArgument,
+            "a limit answered " + limited.ToString());
+    return;
+  }
+  Require(limited.ok() == decoded, "the limited decoder answered " + limited.ToString() +
+                                       " where the unlimited one " +
+                                       (decoded ? "accepted" : "rejected"));
+  if (decoded) {
+    Require(ModelBytes(snapshot, policy) == model,
+            "the limited decoder built another model than the unlimited one");
+  }
+}
+
 void Run(const uint8_t* data, size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   Snapshot snapshot;
   Policy policy;
   const bool decoded = server::DecodeRequest(bytes, &snapshot, &policy);
+  CheckLimitedDecoder(bytes, decoded, decoded ? ModelBytes(snapshot, policy) : "");
   v1::ScheduleRequest request;
   const bool parsed = request.ParseFromArray(data, static_cast<int>(size));
   Require(decoded == parsed, std::string("the request decoder ") +
@@ -191,6 +239,15 @@ void Run(const uint8_t* data, size_t size) {
     CheckShares(response.queues(), request);
     CheckScheduleAnswer(request, response);
   }
+
+  // Cancelled at a poll chosen by the input's size and first bytes: early polls stop between
+  // phases, later ones inside the loops.
+  const int after = static_cast<int>((size * 31 + (size > 0 ? data[0] : 0)) % 97);
+  int asked = 0;
+  CheckCancelled(ComputeFairShares(snapshot, policy, CancelledAfter(after, &asked)), shares,
+                 "ComputeFairShares");
+  asked = 0;
+  CheckCancelled(Schedule(snapshot, policy, CancelledAfter(after, &asked)), result, "Schedule");
 }
 
 }  // namespace

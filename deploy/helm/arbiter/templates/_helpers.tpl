@@ -55,6 +55,11 @@ capabilities:
     - --log-level={{ .Values.server.logLevel }}
     - --drain-seconds={{ .Values.server.drainSeconds }}
     - --shutdown-grace-seconds={{ .Values.server.shutdownGraceSeconds }}
+    - --workers={{ .Values.server.workers }}
+    - --small-lane-workers={{ .Values.server.smallLaneWorkers }}
+    - --max-message-bytes={{ int64 .Values.server.maxMessageBytes }}
+    - --max-decoded-bytes={{ int64 .Values.server.maxDecodedBytes }}
+    - --max-queued-bytes={{ int64 .Values.server.maxQueuedBytes }}
     {{- if .Values.tls.enabled }}
     - --tls-cert=/etc/arbiter/tls/tls.crt
     - --tls-key=/etc/arbiter/tls/tls.key
