@@ -198,6 +198,31 @@ TEST_F(Hostile, CallsWithExpiredOrTinyDeadlinesNeverStopTheServer) {
   ExpectServing();
 }
 
+// A call cancelled in the middle of a long reclaim stops there: the server answers it soon after
+// the cancellation instead of finishing the cycle (about 5 s for this request).
+TEST_F(Hostile, ACallCancelledInTheMiddleOfTheCycleStopsThere) {
+  Start({"--workers", "1"});
+  const std::string large = GeneratedScheduleBytes("L", /*allocate_only=*/false);
+  for (const int after_ms : {800, 1500}) {
+    RawCallOptions options;
+    options.timeout = absl::Seconds(120);
+    options.cancel_after = absl::Milliseconds(after_ms);
+    const std::string id = absl::StrCat("cancel-", after_ms);
+    options.metadata = {{"x-request-id", id}};
+    const absl::Time sent = absl::Now();
+    const RawAnswer answer = CallRawWith(channel_, kSchedule, large, options);
+    EXPECT_EQ(answer.status.error_code(), grpc::StatusCode::CANCELLED);
+    ASSERT_TRUE(PollUntil([&] { return Log().find("request_id=" + id) != std::string::npos; },
+                          absl::Seconds(30)));
+    const absl::Duration answered = absl::Now() - sent;
+    std::cout << "cancelled after " << after_ms << " ms: the server answered after "
+              << absl::ToInt64Milliseconds(answered) << " ms\n";
+    // The cycle alone takes seconds; a generous margin for a loaded machine.
+    EXPECT_LT(answered, absl::Milliseconds(after_ms) + absl::Seconds(1)) << Log();
+  }
+  ExpectServing();
+}
+
 // ---- Requests whose cost is out of proportion to their size ----
 
 // Each bomb below is a few kilobytes once gzip-compressed. The server runs with the Helm chart's
