@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "core/echoed_name.h"
 
 namespace arbiter {
 namespace {
@@ -12,7 +13,7 @@ absl::Status CheckAmounts(absl::string_view argument, const ResourceMap& map) {
   for (const auto& [name, value] : map) {
     if (!std::isfinite(value) || value < 0) {
       return absl::InvalidArgumentError(absl::StrCat(
-          argument, "[\"", name, "\"]: must be finite and not negative, got ", value));
+          argument, "[", QuotedName(name), "]: must be finite and not negative, got ", value));
     }
   }
   return absl::OkStatus();
@@ -41,6 +42,12 @@ absl::StatusOr<ResourceMap> AccumulateUsage(const ResourceMap& usage, const Reso
   for (const auto& [name, value] : rate) {
     double& entry = result[name];  // 0 when the usage had no such key
     entry = entry + value * interval;
+    // Finite inputs, but the product or the sum may still overflow: usage must stay finite.
+    if (!std::isfinite(entry)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "rate[", QuotedName(name), "]: usage · decay + rate · interval overflows (rate ", value,
+          ", interval ", interval, ")"));
+    }
   }
   return result;
 }

@@ -29,8 +29,9 @@ double UsageDecayFactor(double interval, double half_life);
 // Use it with (usage, allocated) for a queue and with (usage_capacity, capacity) for the
 // cluster. The result lists every key of the union, in key order.
 //
-// InvalidArgument when `interval` is negative or not finite, `half_life` is NaN, or a value of
-// `usage` or `rate` is negative or not finite (the message names the argument and key).
+// InvalidArgument when `interval` is negative or not finite, `half_life` is NaN, a value of
+// `usage` or `rate` is negative or not finite, or a result overflows to +Inf (the message names
+// the argument and key).
 // O((|usage| + |rate|) · log).
 absl::StatusOr<ResourceMap> AccumulateUsage(const ResourceMap& usage, const ResourceMap& rate,
                                             double interval, double half_life);

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -14,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/cancel_poll.h"
+#include "core/echoed_name.h"
 #include "core/status_macros.h"
 
 namespace arbiter {
@@ -40,7 +42,7 @@ std::string Number(double value) {
   return buffer;
 }
 
-std::string Key(absl::string_view key) { return absl::StrCat("[\"", absl::CEscape(key), "\"]"); }
+std::string Key(std::string_view key) { return absl::StrCat("[", QuotedName(key), "]"); }
 
 absl::Status Invalid(absl::string_view path, absl::string_view problem) {
   return absl::InvalidArgumentError(absl::StrCat(path, ": ", problem));
@@ -198,6 +200,35 @@ bool IsTaintEffect(absl::string_view effect) {
   return effect == "NoSchedule" || effect == "PreferNoSchedule" || effect == "NoExecute";
 }
 
+// ---- Sums (issue 11) ----
+
+// Running totals per resource of one kind of quantity, added in input order. Every value is
+// already known finite and not negative, so a total only grows; the first value that takes it
+// past kMaxQuantitySum is the offence.
+class QuantitySums {
+ public:
+  explicit QuantitySums(const char* what) : what_(what) {}
+
+  // Adds every entry of `map`; `path_fn()` names the map (called only on an offence).
+  template <typename PathFn>
+  absl::Status Add(const PathFn& path_fn, const ResourceMap& map) {
+    for (const auto& [name, value] : map) {
+      double& total = totals_[name];
+      total += value;
+      if (total > kMaxQuantitySum) {
+        return Invalid(absl::StrCat(path_fn(), Key(name)),
+                       absl::StrCat("the ", what_, " ", QuotedName(name), " sum to more than ",
+                                    Number(kMaxQuantitySum)));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const char* what_;
+  absl::flat_hash_map<absl::string_view, double> totals_;  // keys point into the snapshot
+};
+
 // ---- Rule 2: queues ----
 
 struct QueueIndex {
@@ -290,6 +321,17 @@ absl::Status CheckQuotaMaps(size_t i, const Queue& queue) {
   return absl::OkStatus();
 }
 
+// Under KUEUE, a cohort's subtree quota sums its children's: the nominal quotas of all queues.
+absl::Status CheckKueueQuotaSums(const Snapshot& snapshot, CancelPoll& poll) {
+  QuantitySums sums("nominal quotas (deserved) of all queues for");
+  for (size_t i = 0; i < snapshot.queues.size(); ++i) {
+    if (poll.Tick()) return poll.status();
+    RETURN_IF_ERROR(sums.Add([i] { return absl::StrCat("snapshot.queues[", i, "].deserved"); },
+                             snapshot.queues[i].deserved));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckQueues(const Snapshot& snapshot, const Policy& policy,
                          const QueueIndex& index, CancelPoll& poll) {
   const bool kueue = policy.fairness_model == FairnessModel::kKueue;
@@ -300,20 +342,20 @@ absl::Status CheckQueues(const Snapshot& snapshot, const Policy& policy,
     if (queue.name.empty()) return Invalid(at("name"), "empty name");
     const int first = index.by_name.at(queue.name);
     if (first != static_cast<int>(i)) {
-      return Invalid(at("name"), absl::StrCat("duplicate queue \"", absl::CEscape(queue.name),
-                                              "\" (also snapshot.queues[", first, "])"));
+      return Invalid(at("name"), absl::StrCat("duplicate queue ", QuotedName(queue.name),
+                                              " (also snapshot.queues[", first, "])"));
     }
     if (!queue.parent.empty() && !index.by_name.contains(queue.parent)) {
       return Invalid(at("parent"),
-                     absl::StrCat("unknown queue \"", absl::CEscape(queue.parent), "\""));
+                     absl::StrCat("unknown queue ", QuotedName(queue.parent)));
     }
     if (index.on_cycle[i]) {
       return Invalid(at("parent"),
                      queue.parent == queue.name
-                         ? absl::StrCat("queue \"", absl::CEscape(queue.name),
-                                        "\" is its own parent")
-                         : absl::StrCat("parent cycle through queue \"",
-                                        absl::CEscape(queue.name), "\""));
+                         ? absl::StrCat("queue ", QuotedName(queue.name),
+                                        " is its own parent")
+                         : absl::StrCat("parent cycle through queue ",
+                                        QuotedName(queue.name)));
     }
     RETURN_IF_ERROR(CheckQuotaMaps(i, queue));
     if (queue.fair_sharing_weight.has_value()) {
@@ -338,6 +380,7 @@ absl::Status CheckQueues(const Snapshot& snapshot, const Policy& policy,
       }
     }
   }
+  if (kueue) RETURN_IF_ERROR(CheckKueueQuotaSums(snapshot, poll));
   return absl::OkStatus();
 }
 
@@ -354,8 +397,8 @@ absl::Status CheckNodes(const Snapshot& snapshot,
     if (node.name.empty()) return Invalid(at("name"), "empty name");
     auto [it, inserted] = nodes_by_name.emplace(node.name, static_cast<int>(i));
     if (!inserted) {
-      return Invalid(at("name"), absl::StrCat("duplicate node \"", absl::CEscape(node.name),
-                                              "\" (also snapshot.nodes[", it->second, "])"));
+      return Invalid(at("name"), absl::StrCat("duplicate node ", QuotedName(node.name),
+                                              " (also snapshot.nodes[", it->second, "])"));
     }
     RETURN_IF_ERROR(CheckAmounts([&] { return at("allocatable"); }, node.allocatable));
     for (size_t t = 0; t < node.taints.size(); ++t) {
@@ -366,10 +409,18 @@ absl::Status CheckNodes(const Snapshot& snapshot,
       if (taint.key.empty()) return Invalid(taint_at("key"), "empty key");
       if (!IsTaintEffect(taint.effect)) {
         return Invalid(taint_at("effect"),
-                       absl::StrCat("unknown effect \"", absl::CEscape(taint.effect),
-                                    "\" (NoSchedule, PreferNoSchedule or NoExecute)"));
+                       absl::StrCat("unknown effect ", QuotedName(taint.effect),
+                                    " (NoSchedule, PreferNoSchedule or NoExecute)"));
       }
     }
+  }
+  // The capacity of the cluster sums the nodes; every node's amounts enter the per-node
+  // arithmetic (free = allocatable - used - releasing), unschedulable ones included.
+  QuantitySums sums("allocatable amounts of all nodes for");
+  for (size_t i = 0; i < snapshot.nodes.size(); ++i) {
+    if (poll.Tick()) return poll.status();
+    RETURN_IF_ERROR(sums.Add([i] { return absl::StrCat("snapshot.nodes[", i, "].allocatable"); },
+                             snapshot.nodes[i].allocatable));
   }
   return absl::OkStatus();
 }
@@ -379,17 +430,17 @@ absl::Status CheckNodes(const Snapshot& snapshot,
 template <typename PathFn>
 absl::Status CheckToleration(const PathFn& at, const Toleration& toleration) {
   if (toleration.op != "" && toleration.op != "Equal" && toleration.op != "Exists") {
-    return Invalid(at("operator"), absl::StrCat("unknown operator \"",
-                                                absl::CEscape(toleration.op),
-                                                "\" (Equal or Exists)"));
+    return Invalid(at("operator"), absl::StrCat("unknown operator ",
+                                                QuotedName(toleration.op),
+                                                " (Equal or Exists)"));
   }
   if (toleration.op == "Exists" && !toleration.value.empty()) {
     return Invalid(at("value"), "must be empty with operator Exists");
   }
   if (!toleration.effect.empty() && !IsTaintEffect(toleration.effect)) {
     return Invalid(at("effect"),
-                   absl::StrCat("unknown effect \"", absl::CEscape(toleration.effect),
-                                "\" (empty, NoSchedule, PreferNoSchedule or NoExecute)"));
+                   absl::StrCat("unknown effect ", QuotedName(toleration.effect),
+                                " (empty, NoSchedule, PreferNoSchedule or NoExecute)"));
   }
   return absl::OkStatus();
 }
@@ -412,7 +463,7 @@ absl::Status CheckPod(size_t i, size_t j, const Pod& pod,
   }
   if (on_node && !nodes_by_name.contains(pod.node_name)) {
     return Invalid(at("node_name"),
-                   absl::StrCat("unknown node \"", absl::CEscape(pod.node_name), "\""));
+                   absl::StrCat("unknown node ", QuotedName(pod.node_name)));
   }
   for (size_t t = 0; t < pod.tolerations.size(); ++t) {
     RETURN_IF_ERROR(CheckToleration(
@@ -454,19 +505,19 @@ absl::Status CheckPodGroups(const Snapshot& snapshot, const QueueIndex& queues,
     if (group.name.empty()) return Invalid(at("name"), "empty name");
     auto [it, inserted] = groups_by_name.emplace(group.name, static_cast<int>(i));
     if (!inserted) {
-      return Invalid(at("name"), absl::StrCat("duplicate pod group \"", absl::CEscape(group.name),
-                                              "\" (also snapshot.pod_groups[", it->second, "])"));
+      return Invalid(at("name"), absl::StrCat("duplicate pod group ", QuotedName(group.name),
+                                              " (also snapshot.pod_groups[", it->second, "])"));
     }
     if (group.queue.empty()) return Invalid(at("queue"), "empty queue");
     auto queue = queues.by_name.find(group.queue);
     if (queue == queues.by_name.end()) {
       return Invalid(at("queue"),
-                     absl::StrCat("unknown queue \"", absl::CEscape(group.queue), "\""));
+                     absl::StrCat("unknown queue ", QuotedName(group.queue)));
     }
     if (queues.has_children[queue->second]) {
       return Invalid(at("queue"),
-                     absl::StrCat("queue \"", absl::CEscape(group.queue),
-                                  "\" is not a leaf (pod groups live only in leaf queues)"));
+                     absl::StrCat("queue ", QuotedName(group.queue),
+                                  " is not a leaf (pod groups live only in leaf queues)"));
     }
     if (group.min_member < 0) {
       return Invalid(at("min_member"),
@@ -484,11 +535,23 @@ absl::Status CheckPodGroups(const Snapshot& snapshot, const QueueIndex& queues,
       const int earlier = EarlierPodNamed(group.pods, j, pods_by_name);
       if (earlier >= 0) {
         return Invalid(pod_at("name"),
-                       absl::StrCat("duplicate pod \"", absl::CEscape(pod.name),
-                                    "\" (also snapshot.pod_groups[", i, "].pods[", earlier,
+                       absl::StrCat("duplicate pod ", QuotedName(pod.name),
+                                    " (also snapshot.pod_groups[", i, "].pods[", earlier,
                                     "])"));
       }
       RETURN_IF_ERROR(CheckPod(i, j, pod, nodes_by_name));
+    }
+  }
+  // Requests are summed per pod group (its unit, its Kueue usage), per node, per queue and up
+  // the tree, and into the response's requested amounts: all bounded by their sum over all pods.
+  QuantitySums sums("requests of all pods for");
+  for (size_t i = 0; i < snapshot.pod_groups.size(); ++i) {
+    const PodGroup& group = snapshot.pod_groups[i];
+    if (poll.Tick(1 + static_cast<int64_t>(group.pods.size()))) return poll.status();
+    for (size_t j = 0; j < group.pods.size(); ++j) {
+      RETURN_IF_ERROR(sums.Add(
+          [i, j] { return absl::StrCat("snapshot.pod_groups[", i, "].pods[", j, "].requests"); },
+          group.pods[j].requests));
     }
   }
   return absl::OkStatus();
@@ -504,13 +567,13 @@ absl::Status CheckUsage(const Snapshot& snapshot, const QueueIndex& queues) {
     auto at = [i](const char* field) { return absl::StrCat("snapshot.usage[", i, "].", field); };
     if (!queues.by_name.contains(usage.queue)) {
       return Invalid(at("queue"),
-                     absl::StrCat("unknown queue \"", absl::CEscape(usage.queue), "\""));
+                     absl::StrCat("unknown queue ", QuotedName(usage.queue)));
     }
     auto [it, inserted] = seen.emplace(usage.queue, static_cast<int>(i));
     if (!inserted) {
       return Invalid(at("queue"),
-                     absl::StrCat("duplicate usage for queue \"", absl::CEscape(usage.queue),
-                                  "\" (also snapshot.usage[", it->second, "])"));
+                     absl::StrCat("duplicate usage for queue ", QuotedName(usage.queue),
+                                  " (also snapshot.usage[", it->second, "])"));
     }
     RETURN_IF_ERROR(CheckAmounts([&] { return at("usage"); }, usage.usage));
   }

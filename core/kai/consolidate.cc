@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/echoed_name.h"
 #include "core/kai/eviction_action.h"
 #include "core/quantity_format.h"
 
@@ -42,7 +43,7 @@ void Consolidate(Session& session) {
     for (int r = 0; r < cluster.num_resources(); ++r) {
       if (total[r] < unit.requests[r]) {
         return absl::StrCat("the cluster has ", FormatQuantity(total[r]), " ",
-                            cluster.resources().name(r), " free in all, below the ",
+                            CappedName(cluster.resources().name(r)), " free in all, below the ",
                             FormatQuantity(unit.requests[r]), " requested");
       }
     }

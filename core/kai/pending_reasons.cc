@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/echoed_name.h"
 #include "core/quantity_format.h"
 
 namespace arbiter::kai {
@@ -15,7 +16,7 @@ std::string Nodes(int count) {
 }
 
 PendingReason NoNodeMatches(const Cluster& cluster, const Feasibility& feasibility, int pod) {
-  const std::string& name = cluster.pod_name(pod);
+  const std::string name = CappedName(cluster.pod_name(pod));
   if (cluster.num_nodes() == 0) {
     return {kNoNodeMatchesSelector, absl::StrCat("pod ", name, " matches no node: there are no nodes")};
   }
@@ -27,7 +28,7 @@ PendingReason NoNodeMatches(const Cluster& cluster, const Feasibility& feasibili
   if (rejections.selector > 0) {
     std::vector<std::string> selector;
     for (const auto& [key, value] : cluster.pod(pod).pod->node_selector) {
-      selector.push_back(absl::StrCat(key, "=", value));
+      selector.push_back(absl::StrCat(CappedName(key), "=", CappedName(value)));
     }
     parts.push_back(absl::StrCat(Nodes(rejections.selector), " without node_selector ",
                                  absl::StrJoin(selector, ",")));
@@ -42,12 +43,12 @@ PendingReason NoNodeMatches(const Cluster& cluster, const Feasibility& feasibili
 PendingReason Insufficient(const Cluster& cluster, Feasibility& feasibility,
                            const NodeIndex& index, int pod) {
   const double* requests = cluster.requests(pod);
-  const std::string& name = cluster.pod_name(pod);
+  const std::string name = CappedName(cluster.pod_name(pod));
   const auto& classes = feasibility.FeasibleClasses(feasibility.pod_signature(pod));
   std::vector<std::string> needs;
   for (int r = 0; r < cluster.num_resources(); ++r) {
     if (!(requests[r] > 0)) continue;
-    const std::string& resource = cluster.resources().name(r);
+    const std::string resource = CappedName(cluster.resources().name(r));
     needs.push_back(absl::StrCat(FormatQuantity(requests[r]), " ", resource));
     int best_node = -1;
     double best_free = 0;
@@ -64,7 +65,7 @@ PendingReason Insufficient(const Cluster& cluster, Feasibility& feasibility,
       return {kInsufficientResources,
               absl::StrCat("pod ", name, " needs ", FormatQuantity(requests[r]), " ", resource,
                            " on one node; the largest free is ", FormatQuantity(best_free),
-                           " (node ", cluster.node_name(best_node), ")")};
+                           " (node ", CappedName(cluster.node_name(best_node)), ")")};
     }
   }
   return {kInsufficientResources,
@@ -94,8 +95,8 @@ PendingReason NotAttemptedReason() {
 }
 
 PendingReason QuotaReason(const Cluster& cluster, const QuotaBreach& breach) {
-  const std::string& queue = cluster.tree().queue(breach.queue).name;
-  const std::string& resource = cluster.resources().name(breach.resource);
+  const std::string queue = CappedName(cluster.tree().queue(breach.queue).name);
+  const std::string resource = CappedName(cluster.resources().name(breach.resource));
   if (breach.kind == QuotaBreach::kLimit) {
     return {kQueueOverLimit,
             absl::StrCat("queue ", queue, " would exceed its limit on ", resource, ": ",

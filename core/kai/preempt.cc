@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/echoed_name.h"
 #include "core/kai/eviction_action.h"
 #include "core/quantity_format.h"
 #include "core/kai/victims.h"
@@ -25,8 +26,9 @@ void Preempt(Session& session) {
       for (int r = 0; r < cluster.num_resources(); ++r) {
         if (!(unit.requests[r] > 0) || deserved[r] == -1) continue;
         if (!(np[r] + unit.requests[r] <= deserved[r])) {
-          return absl::StrCat("queue ", tree.queue(q).name, " would exceed its deserved ",
-                              cluster.resources().name(r), " with non-preemptible work: ",
+          return absl::StrCat("queue ", CappedName(tree.queue(q).name),
+                              " would exceed its deserved ",
+                              CappedName(cluster.resources().name(r)), " with non-preemptible work: ",
                               FormatQuantity(np[r]), " allocated + ",
                               FormatQuantity(unit.requests[r]), " requested > deserved ",
                               FormatQuantity(deserved[r]));
@@ -53,9 +55,9 @@ void Preempt(Session& session) {
       for (size_t k = 0; k < attempt.victims.size(); ++k) {
         const int victim = attempt.victims[k].group;
         attempt.messages[k] = absl::StrCat(
-            "preempted for ", cluster.group_name(group), ": priority ", priority, " over ",
-            cluster.group(victim).group->priority, " in queue ",
-            cluster.tree().queue(cluster.group(victim).queue).name);
+            "preempted for ", CappedName(cluster.group_name(group)), ": priority ", priority,
+            " over ", cluster.group(victim).group->priority, " in queue ",
+            CappedName(cluster.tree().queue(cluster.group(victim).queue).name));
       }
       return true;
     };

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/echoed_name.h"
 #include "core/kai/eviction_action.h"
 #include "core/kai/kai_fair_share.h"
 #include "core/quantity_format.h"
@@ -73,20 +74,22 @@ bool ValidateReclaim(const Session& session, const Solver& solver, Attempt& atte
       const bool fair = !AllWithin(rem_y, ay.allocatable_share);
       const bool quota = AllWithin(x_with, shares.queues[x].deserved) && !AllWithin(rem_y, ay.deserved);
       if (!fair && !quota) return false;
-      const std::string& y_name = tree.queue(y).name;
-      const std::string& p_name = cluster.group_name(attempt.preemptor);
+      const std::string y_name = CappedName(tree.queue(y).name);
+      const std::string p_name = CappedName(cluster.group_name(attempt.preemptor));
       if (fair) {
         const int r = FirstAbove(rem_y, ay.allocatable_share);
         attempt.reasons[k] = EvictionReason::kFairShareReclaim;
         attempt.messages[k] = absl::StrCat("reclaimed for ", p_name, ": queue ", y_name, " holds ",
-                                           FormatQuantity(rem_y[r]), " ", cluster.resources().name(r),
+                                           FormatQuantity(rem_y[r]), " ",
+                                           CappedName(cluster.resources().name(r)),
                                            ", above its allocatable share ",
                                            FormatQuantity(ay.allocatable_share[r]));
       } else {
         const int r = FirstAbove(rem_y, ay.deserved);
         attempt.reasons[k] = EvictionReason::kQuotaReclaim;
         attempt.messages[k] = absl::StrCat("reclaimed for ", p_name, ": queue ", y_name, " holds ",
-                                           FormatQuantity(rem_y[r]), " ", cluster.resources().name(r),
+                                           FormatQuantity(rem_y[r]), " ",
+                                           CappedName(cluster.resources().name(r)),
                                            ", above its deserved ", FormatQuantity(ay.deserved[r]));
       }
       std::vector<double> unit_requests(r_count, 0.0);
@@ -147,8 +150,9 @@ void Reclaim(Session& session) {
     const double* allocated = session.state().allocated(leaf);
     for (int r = 0; r < cluster.num_resources(); ++r) {
       if (!(allocated[r] + unit.requests[r] <= amounts.fair_share[r])) {
-        return absl::StrCat("queue ", cluster.tree().queue(leaf).name,
-                            " would exceed its fair share of ", cluster.resources().name(r), ": ",
+        return absl::StrCat("queue ", CappedName(cluster.tree().queue(leaf).name),
+                            " would exceed its fair share of ",
+                            CappedName(cluster.resources().name(r)), ": ",
                             FormatQuantity(allocated[r]), " allocated + ",
                             FormatQuantity(unit.requests[r]), " requested > ",
                             FormatQuantity(amounts.fair_share[r]));
@@ -162,8 +166,9 @@ void Reclaim(Session& session) {
         const double* np = session.state().allocated_np(q);
         for (int r = 0; r < cluster.num_resources(); ++r) {
           if (deserved[r] != -1 && !(np[r] + unit.requests[r] <= deserved[r])) {
-            return absl::StrCat("queue ", cluster.tree().queue(q).name,
-                                " would exceed its deserved ", cluster.resources().name(r),
+            return absl::StrCat("queue ", CappedName(cluster.tree().queue(q).name),
+                                " would exceed its deserved ",
+                                CappedName(cluster.resources().name(r)),
                                 " with non-preemptible work");
           }
         }

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "core/echoed_name.h"
 
 #include "core/kai/placement.h"
 #include "core/kai/quota_check.h"
@@ -535,7 +536,7 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
     for (int pod : victim.pods) {
       if (attempt.moved[k]) {
         notes.push_back(EvictionNote{pod, EvictionReason::kConsolidation, group,
-                                     "moved to make room for " + cluster.group_name(group)});
+                                     "moved to make room for " + CappedName(cluster.group_name(group))});
       } else {
         notes.push_back(EvictionNote{pod, attempt.reasons[k], group, attempt.messages[k]});
       }

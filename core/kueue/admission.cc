@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/echoed_name.h"
 #include "core/kueue/fair_preemption.h"
 #include "core/kueue/nomination.h"
 #include "core/kueue/pending_reasons.h"
@@ -143,7 +144,7 @@ std::string Rounds::ClaimersOf(const std::vector<PreemptionTarget>& targets) con
   std::sort(claimers.begin(), claimers.end());
   claimers.erase(std::unique(claimers.begin(), claimers.end()), claimers.end());
   std::vector<std::string> names;
-  for (int claimer : claimers) names.push_back(workloads_[claimer].name());
+  for (int claimer : claimers) names.push_back(CappedName(workloads_[claimer].name()));
   return absl::StrJoin(names, ", ");
 }
 
@@ -243,7 +244,7 @@ bool Rounds::Process(int w, Nomination nomination) {
     claimed_by_[target.workload] = w;
     available_[target.workload] = 0;
     claimed_.push_back(target.workload);
-    victims.push_back(workloads_[target.workload].name());
+    victims.push_back(CappedName(workloads_[target.workload].name()));
     claims_.push_back(Claim{target.workload, w, target.reason, std::move(target.message)});
   }
   tree_.AddUsage(x, workload.usage);

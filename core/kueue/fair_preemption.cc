@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/echoed_name.h"
 #include "core/kueue/dominant_resource_share.h"
 #include "core/kueue/pending_reasons.h"
 
@@ -505,15 +506,16 @@ void Search::Evict(TargetRecord target) {
 }
 
 std::string Search::Message(const TargetRecord& target) const {
+  const std::string preemptor = CappedName(w_.name());
   switch (target.reason) {
     case EvictionReason::kKueueInClusterQueue:
-      return absl::StrCat("preempted within ", NodeLabel(tree_, x_), " for ", w_.name(),
+      return absl::StrCat("preempted within ", NodeLabel(tree_, x_), " for ", preemptor,
                           " (priority ", workloads_[target.workload].priority, " against ",
                           w_.priority, ")");
     case EvictionReason::kKueueInCohortReclamation: {
       std::vector<std::string> names;
-      for (int r : contested_) names.push_back(tree_.resources().name(r));
-      return absl::StrCat("reclaimed for ", w_.name(), ": ", NodeLabel(tree_, x_),
+      for (int r : contested_) names.push_back(CappedName(tree_.resources().name(r)));
+      return absl::StrCat("reclaimed for ", preemptor, ": ", NodeLabel(tree_, x_),
                           " stays within its nominal quota on ", absl::StrJoin(names, ", "),
                           " while ", NodeLabel(tree_, target.target_queue), " borrows");
     }
@@ -521,13 +523,13 @@ std::string Search::Message(const TargetRecord& target) const {
       break;
   }
   if (target.strategy == KueuePreemptionStrategy::kLessThanInitialShare) {
-    return absl::StrCat("preempted for ", w_.name(), " by fair sharing: ",
+    return absl::StrCat("preempted for ", preemptor, " by fair sharing: ",
                         NodeLabel(tree_, target.a_y), " has share ",
                         FormatQuantity(target.target_old), " above ",
                         FormatQuantity(target.preemptor_new), " of ",
                         NodeLabel(tree_, target.a_x), " with the workload");
   }
-  return absl::StrCat("preempted for ", w_.name(), " by fair sharing: ",
+  return absl::StrCat("preempted for ", preemptor, " by fair sharing: ",
                       NodeLabel(tree_, target.a_y), " keeps share ",
                       FormatQuantity(target.target_new), " without it, at least the ",
                       FormatQuantity(target.preemptor_new), " of ", NodeLabel(tree_, target.a_x),

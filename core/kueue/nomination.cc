@@ -1,6 +1,7 @@
 #include "core/kueue/nomination.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/echoed_name.h"
 #include "core/kueue/pending_reasons.h"
 
 namespace arbiter::kueue {
@@ -24,7 +25,7 @@ Nomination Nominate(const PreemptionContext& context, int workload) {
   Nomination nomination;
   for (const ResourceAmount& request : w.usage) {
     const int r = request.resource;
-    const std::string& resource = tree.resources().name(r);
+    const std::string resource = CappedName(tree.resources().name(r));
     if (!tree.covers(cq, r)) {
       nomination.mode = NominationMode::kNoFit;
       nomination.reason = kResourceNotCovered;

@@ -245,5 +245,22 @@ TEST(UsageAccountingTest, ErrorNamesTheArgumentAndKey) {
   EXPECT_EQ(result.status().message().substr(0, 11), "rate[\"cpu\"]");
 }
 
+// Issue 11: finite inputs whose product or sum overflows give an error, never +Inf usage.
+TEST(UsageAccountingTest, RejectsAResultThatOverflows) {
+  absl::StatusOr<ResourceMap> product = AccumulateUsage({}, {{"cpu", 1e308}}, 10, 60);
+  EXPECT_EQ(product.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(product.status().message().substr(0, 11), "rate[\"cpu\"]");
+  absl::StatusOr<ResourceMap> sum = AccumulateUsage({{"gpu", 1.5e308}}, {{"gpu", 1e308}}, 1, 0);
+  EXPECT_EQ(sum.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(sum.status().message().substr(0, 11), "rate[\"gpu\"]");
+}
+
+TEST(UsageAccountingTest, ErrorCapsALongKey) {
+  absl::StatusOr<ResourceMap> result = AccumulateUsage({{std::string(100000, 'k'), -1}}, {}, 1, 1);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_LT(result.status().message().size(), 1024u);
+  EXPECT_EQ(result.status().message().substr(0, 7), "usage[\"");
+}
+
 }  // namespace
 }  // namespace arbiter

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
 
@@ -373,6 +374,62 @@ std::vector<InvalidCase> InvalidCases() {
        },
        "snapshot.pod_groups[1].min_member: "},
 
+      // ---- Sums of quantities (issue 11): each kind of quantity sums to at most 1e300 ----
+      {"TwoHugeRequestsInOneQueue",
+       [](Snapshot& s, Policy&) {
+         s.pod_groups[0].pods[0].requests["cpu"] = 1e308;
+         s.pod_groups[0].pods[1].requests["cpu"] = 1e308;
+       },
+       "snapshot.pod_groups[0].pods[0].requests[\"cpu\"]: the requests of all pods for \"cpu\" "
+       "sum to more than 1e+300"},
+      {"RequestsOfOneGroupSumPastTheBound",
+       [](Snapshot& s, Policy&) {
+         s.pod_groups[0].pods[0].requests["cpu"] = 6e299;
+         s.pod_groups[0].pods[1].requests["cpu"] = 6e299;
+       },
+       "snapshot.pod_groups[0].pods[1].requests[\"cpu\"]: the requests of all pods for \"cpu\" "
+       "sum to more than 1e+300"},
+      {"RequestsOfTwoQueuesSumPastTheBound",
+       [](Snapshot& s, Policy&) {
+         s.pod_groups[0].pods[1].requests["gpu"] = 6e299;
+         s.pod_groups[1].pods[0].requests["gpu"] = 6e299;
+       },
+       "snapshot.pod_groups[1].pods[0].requests[\"gpu\"]: the requests of all pods for \"gpu\" "
+       "sum to more than 1e+300"},
+      {"PodChecksComeBeforeTheRequestSum",
+       [](Snapshot& s, Policy&) {
+         s.pod_groups[0].pods[0].requests["cpu"] = 1e308;
+         s.pod_groups[1].pods[0].requests["cpu"] = -1;
+       },
+       "snapshot.pod_groups[1].pods[0].requests[\"cpu\"]: must be finite and not negative"},
+      {"AllocatableOfAllNodesSumsPastTheBound",
+       [](Snapshot& s, Policy&) {
+         s.nodes[0].allocatable["cpu"] = 6e299;
+         s.nodes[1].allocatable["cpu"] = 6e299;
+       },
+       "snapshot.nodes[1].allocatable[\"cpu\"]: the allocatable amounts of all nodes for \"cpu\" "
+       "sum to more than 1e+300"},
+      {"UnschedulableNodesCountInTheAllocatableSum",
+       [](Snapshot& s, Policy&) {
+         s.nodes[0].unschedulable = true;
+         s.nodes[0].allocatable["gpu"] = 1e301;
+       },
+       "snapshot.nodes[0].allocatable[\"gpu\"]: the allocatable amounts of all nodes"},
+      {"NodeChecksComeBeforeTheAllocatableSum",
+       [](Snapshot& s, Policy&) {
+         s.nodes[0].allocatable["cpu"] = 1e308;
+         s.nodes[1].name = "";
+       },
+       "snapshot.nodes[1].name: empty name"},
+      {"KueueNominalQuotasSumPastTheBound",
+       [](Snapshot& s, Policy& p) {
+         p.fairness_model = FairnessModel::kKueue;
+         s.queues[1].deserved = {{"cpu", 6e299}};
+         s.queues[2].deserved = {{"cpu", 6e299}};
+       },
+       "snapshot.queues[2].deserved[\"cpu\"]: the nominal quotas (deserved) of all queues for "
+       "\"cpu\" sum to more than 1e+300"},
+
       // ---- §1 rule 6: Schedule under KAI ----
       {"ScheduleWithoutNowAndReclaimMinRuntime",
        [](Snapshot& s, Policy&) {
@@ -525,6 +582,27 @@ std::vector<ValidCase> ValidCases() {
          s.queues[2].reclaim_min_runtime = Duration{60, 0};
        },
        RequestKind::kSchedule},
+      // Sums (issue 11): the bound itself is allowed; KAI never sums deserved quotas.
+      {"QuantitiesSumToExactlyTheBound",
+       [](Snapshot& s, Policy&) {
+         s.nodes[0].allocatable["cpu"] = kMaxQuantitySum;
+         s.nodes[1].allocatable["cpu"] = 0;
+         s.pod_groups[0].pods[0].requests["cpu"] = kMaxQuantitySum;
+         s.pod_groups[0].pods[1].requests["cpu"] = 0;
+         s.pod_groups[1].pods[0].requests["cpu"] = 0;
+       }},
+      {"KaiDeservedQuotasAreNotSummed",
+       [](Snapshot& s, Policy&) {
+         s.queues[1].deserved["cpu"] = 1e308;
+         s.queues[2].deserved["cpu"] = 1e308;
+       }},
+      {"HugeCapacityAndLimitsAreNotSummed",
+       [](Snapshot& s, Policy&) {
+         s.capacity["cpu"] = 1e308;
+         s.queues[1].limit["cpu"] = 1e308;
+         s.queues[2].borrowing_limit["cpu"] = 1e308;
+         s.queues[2].lending_limit["cpu"] = 1e308;
+       }},
       {"ScheduleWithNowAndMinRuntime",
        [](Snapshot& s, Policy&) { s.queues[2].preempt_min_runtime = Duration{60, 0}; },
        RequestKind::kSchedule},
@@ -553,6 +631,56 @@ TEST(ValidationTest, MessageQuotesTheUnknownParentExactly) {
   snapshot.queues[2].parent = "team-x";
   EXPECT_EQ(ValidateRequest(snapshot, Policy{}, RequestKind::kFairShares).message(),
             "snapshot.queues[2].parent: unknown queue \"team-x\"");
+}
+
+// Issue 11: a 100 KB name is echoed capped, so the message stays short and still starts with
+// the field path.
+std::string LongName(char c) { return std::string(100 * 1024, c); }
+
+TEST(ValidationTest, HundredKilobyteDuplicateQueueNameGivesAShortMessage) {
+  Snapshot snapshot = BaseSnapshot();
+  snapshot.queues[2].name = LongName('q');
+  snapshot.pod_groups[1].queue = LongName('q');
+  Queue twin = snapshot.queues[2];
+  snapshot.queues.push_back(twin);
+  const absl::Status status = ValidateRequest(snapshot, Policy{}, RequestKind::kFairShares);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_LT(status.message().size(), 1024u);
+  EXPECT_TRUE(absl::StartsWith(status.message(), "snapshot.queues[3].name: duplicate queue \"qqq"))
+      << status.message().substr(0, 100);
+  EXPECT_TRUE(absl::StrContains(status.message(), "q...\" (also snapshot.queues[2])"));
+}
+
+TEST(ValidationTest, HundredKilobyteUnknownParentGivesAShortMessage) {
+  Snapshot snapshot = BaseSnapshot();
+  snapshot.queues[2].parent = LongName('p');
+  const absl::Status status = ValidateRequest(snapshot, Policy{}, RequestKind::kFairShares);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_LT(status.message().size(), 1024u);
+  EXPECT_EQ(status.message(), absl::StrCat("snapshot.queues[2].parent: unknown queue \"",
+                                           std::string(256, 'p'), "...\""));
+}
+
+TEST(ValidationTest, HundredKilobyteResourceNameIsCappedInThePath) {
+  Snapshot snapshot = BaseSnapshot();
+  snapshot.pod_groups[1].pods[0].requests[LongName('r')] = -1;
+  const absl::Status status = ValidateRequest(snapshot, Policy{}, RequestKind::kFairShares);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_LT(status.message().size(), 1024u);
+  EXPECT_EQ(status.message(),
+            absl::StrCat("snapshot.pod_groups[1].pods[0].requests[\"", std::string(256, 'r'),
+                         "...\"]: must be finite and not negative, got -1"));
+}
+
+// Escapes are never cut in half: a name of control bytes keeps whole \ooo sequences.
+TEST(ValidationTest, LongBinaryNamesAreCutBetweenEscapes) {
+  Snapshot snapshot = BaseSnapshot();
+  snapshot.queues[2].parent = std::string(1000, '\x01');
+  const absl::Status status = ValidateRequest(snapshot, Policy{}, RequestKind::kFairShares);
+  std::string expected_name;
+  for (int i = 0; i < 256 / 4; ++i) expected_name += "\\001";
+  EXPECT_EQ(status.message(),
+            absl::StrCat("snapshot.queues[2].parent: unknown queue \"", expected_name, "...\""));
 }
 
 TEST(ValidationTest, NumbersInMessagesRoundTrip) {
