@@ -55,9 +55,12 @@ constexpr char kUsage[] =
     "reflection over gRPC, and Prometheus metrics at http://HOST:METRICS_PORT/metrics.\n"
     "Prints \"listening on HOST:PORT\" and \"metrics on HOST:PORT\" on standard output; logs one\n"
     "line per call (logfmt) on standard error. TLS: --tls-cert and --tls-key; mutual TLS: add\n"
-    "--tls-client-ca. Requests over --max-nodes or --max-pods answer RESOURCE_EXHAUSTED.\n"
+    "--tls-client-ca. A request over one of the --max-* limits is refused while it is decoded,\n"
+    "before it is paid for, with RESOURCE_EXHAUSTED or INVALID_ARGUMENT naming the flag; a call\n"
+    "that finds --max-queued-calls waiting answers UNAVAILABLE.\n"
     "SIGTERM: health turns NOT_SERVING, calls are still served for --drain-seconds, then calls\n"
-    "in flight get --shutdown-grace-seconds to finish, and the server exits 0.\n"
+    "in flight get --shutdown-grace-seconds to finish, and the server exits 0, within\n"
+    "drain + grace + 1 s whatever is still running.\n"
     "\n"
     "flags:\n";
 

@@ -61,6 +61,17 @@ bool ExpectSameAsProtobuf(const std::string& bytes, const std::string& what) {
   const Decoded actual = WithDecoder(bytes);
   EXPECT_EQ(actual.ok, expected.ok) << what;
   EXPECT_TRUE(actual.model == expected.model) << what << ": the decoded models differ";
+  // The server's default limits refuse only by a limit's own error, and change nothing else.
+  Snapshot snapshot;
+  Policy policy;
+  const absl::Status limited = DecodeRequest(bytes, RequestLimits(), "request", &snapshot, &policy);
+  if (limited.message().find("(--max-") == absl::string_view::npos) {
+    EXPECT_EQ(limited.ok(), expected.ok) << what << " with the default limits: " << limited;
+    if (limited.ok()) {
+      EXPECT_TRUE(ModelBytes(snapshot, policy) == expected.model)
+          << what << ": the limited decoder built another model";
+    }
+  }
   return expected.ok;
 }
 
@@ -168,6 +179,112 @@ TEST(DecodeRequest, GeneratedRequestsOfBothModelsDecodeAsProtobufDecodesThem) {
                                        std::string("generated ") + size));
     }
   }
+}
+
+// ---- Limits ----
+
+std::string Field(int number, const std::string& bytes) { return Len(number, bytes); }
+
+std::string Repeated(const std::string& piece, int times) {
+  std::string out;
+  for (int i = 0; i < times; ++i) out += piece;
+  return out;
+}
+
+TEST(DecodeRequestLimits, AReservationNeverGoesPastTheLimit) {
+  // The bytes announce 100,000 queues; the limit is 10.
+  const std::string bytes = Field(1, Repeated(Field(2, ""), 100'000));
+  RequestLimits limits;
+  limits.max_queues = 10;
+  Snapshot snapshot;
+  Policy policy;
+  const absl::Status status = DecodeRequest(bytes, limits, "request", &snapshot, &policy);
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(status.message(),
+            "snapshot.queues: more than 10 queues; this server accepts at most 10 (--max-queues)");
+  EXPECT_LE(snapshot.queues.capacity(), 10u);
+}
+
+TEST(DecodeRequestLimits, TheMemoryBudgetStopsDecodingBeforeItIsSpent) {
+  // 100,000 empty taints on one node: no count limit applies, the budget does.
+  const std::string bytes = Field(1, Field(3, Repeated(Field(4, ""), 100'000)));
+  RequestLimits limits;
+  limits.max_decoded_bytes = 1 << 20;
+  Snapshot snapshot;
+  Policy policy;
+  int64_t decoded_bytes = 0;
+  const absl::Status status =
+      DecodeRequest(bytes, limits, "request", &snapshot, &policy, &decoded_bytes);
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(status.message().find("snapshot.nodes[0]: "), absl::string_view::npos) << status;
+  EXPECT_NE(status.message().find("(--max-decoded-bytes)"), absl::string_view::npos) << status;
+  ASSERT_EQ(snapshot.nodes.size(), 1u);
+  EXPECT_LE(snapshot.nodes[0].taints.capacity() * sizeof(Taint), size_t{1} << 20);
+}
+
+TEST(DecodeRequestLimits, PerResourceTablesAreChargedOnceTheCountsAreKnown) {
+  // 1,000 empty queues and one node with 64 resource names: small bytes, a large answer.
+  std::string node;
+  for (int r = 0; r < 64; ++r) {
+    node += Field(2, Field(1, "r" + std::to_string(r)) + "\x11" + std::string(8, '\0'));
+  }
+  const std::string bytes = Field(1, Repeated(Field(2, ""), 1000) + Field(3, node));
+  RequestLimits limits;
+  Snapshot snapshot;
+  Policy policy;
+  int64_t decoded_bytes = 0;
+  ASSERT_TRUE(DecodeRequest(bytes, limits, "request", &snapshot, &policy, &decoded_bytes).ok());
+  EXPECT_GE(decoded_bytes, 1000 * 64 * 600);
+  limits.max_decoded_bytes = 1000 * 64 * 600;
+  Snapshot again;
+  const absl::Status status = DecodeRequest(bytes, limits, "request", &again, &policy);
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(status.message().substr(0, 56),
+            "snapshot: 1000 queues, 1 nodes and 0 pod groups over 64 ");
+}
+
+TEST(DecodeRequestLimits, ALongStringIsRefusedBeforeItIsCopied) {
+  const std::string bytes = Field(1, Field(4, Field(7, Field(1, std::string(5000, 'p')))));
+  RequestLimits limits;
+  limits.max_name_bytes = 4096;
+  Snapshot snapshot;
+  Policy policy;
+  const absl::Status status = DecodeRequest(bytes, limits, "request", &snapshot, &policy);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            "snapshot.pod_groups[0].pods[0].name: 5000 bytes; this server accepts names, keys "
+            "and values of at most 4096 bytes (--max-name-bytes)");
+}
+
+TEST(DecodeRequestLimits, DistinctResourceNamesAreCountedOverTheWholeRequest) {
+  const auto entry = [](const std::string& name) {
+    return Field(2, Field(1, name) + "\x11" + std::string(8, '\0'));
+  };
+  // Two nodes sharing "cpu", then a third name on a pod: three distinct names.
+  const std::string bytes = Field(
+      1, Field(3, entry("cpu") + entry("memory")) + Field(3, entry("cpu")) +
+             Field(4, Field(7, entry("gpu"))));
+  RequestLimits limits;
+  limits.max_resource_names = 3;
+  Snapshot snapshot;
+  Policy policy;
+  EXPECT_TRUE(DecodeRequest(bytes, limits, "request", &snapshot, &policy).ok());
+  limits.max_resource_names = 2;
+  Snapshot again;
+  const absl::Status status = DecodeRequest(bytes, limits, "request", &again, &policy);
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(status.message(),
+            "snapshot.pod_groups[0].pods[0].requests: more than 2 distinct resource names in the "
+            "request; this server accepts at most 2 (--max-resource-names)");
+}
+
+TEST(DecodeRequestLimits, BytesThatDoNotParseNameTheMessageType) {
+  Snapshot snapshot;
+  Policy policy;
+  const absl::Status status = DecodeRequest(std::string("\x0a\x05ab", 4), RequestLimits(),
+                                            "arbiter.v1.ScheduleRequest", &snapshot, &policy);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(), "request: not a valid binary arbiter.v1.ScheduleRequest (4 bytes)");
 }
 
 // Every field of the model set to something other than its default.

@@ -1,4 +1,5 @@
-// --max-nodes and --max-pods: counting a snapshot and refusing one over a limit.
+// The per-request limits: counting a snapshot, refusing one over a limit, the queue tree's
+// depth, and the flags' own values.
 #include "server/request_limits.h"
 
 #include <string>
@@ -69,6 +70,67 @@ TEST(CheckLimits, MorePodsIsResourceExhaustedNamingCountLimitAndFlag) {
   EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(status.message()), StartsWith("snapshot.pod_groups: 7 pods"));
   EXPECT_THAT(std::string(status.message()), HasSubstr("at most 6 (--max-pods)"));
+}
+
+// A chain q0 <- q1 <- ... of `depth` queues, listed deepest first so that the walk starts at
+// the bottom.
+Snapshot ChainOf(int depth) {
+  Snapshot snapshot;
+  for (int i = depth - 1; i >= 0; --i) {
+    Queue& queue = snapshot.queues.emplace_back();
+    queue.name = "q" + std::to_string(i);
+    if (i > 0) queue.parent = "q" + std::to_string(i - 1);
+  }
+  return snapshot;
+}
+
+TEST(CheckQueueDepth, ATreeAtTheLimitIsAccepted) {
+  RequestLimits limits;
+  limits.max_queue_depth = 5;
+  EXPECT_TRUE(CheckQueueDepth(ChainOf(5), limits).ok());
+}
+
+TEST(CheckQueueDepth, OneLevelMoreIsInvalidArgumentNamingTheQueueAndTheFlag) {
+  RequestLimits limits;
+  limits.max_queue_depth = 5;
+  const absl::Status status = CheckQueueDepth(ChainOf(6), limits);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            "snapshot.queues[0]: the queue tree is 6 levels deep here; this server accepts at "
+            "most 5 (--max-queue-depth)");
+}
+
+TEST(CheckQueueDepth, AChainOfAMillionQueuesIsMeasuredWithoutRecursion) {
+  RequestLimits limits;
+  limits.max_queue_depth = 2'000'000;
+  EXPECT_TRUE(CheckQueueDepth(ChainOf(1'000'000), limits).ok());
+  limits.max_queue_depth = 64;
+  EXPECT_EQ(CheckQueueDepth(ChainOf(1'000'000), limits).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CheckQueueDepth, CyclesAndMissingParentsAreLeftToValidation) {
+  Snapshot snapshot;
+  snapshot.queues.push_back({});
+  snapshot.queues.back().name = "a";
+  snapshot.queues.back().parent = "b";
+  snapshot.queues.push_back({});
+  snapshot.queues.back().name = "b";
+  snapshot.queues.back().parent = "a";
+  snapshot.queues.push_back({});
+  snapshot.queues.back().name = "c";
+  snapshot.queues.back().parent = "missing";
+  RequestLimits limits;
+  limits.max_queue_depth = 2;
+  EXPECT_TRUE(CheckQueueDepth(snapshot, limits).ok());
+}
+
+TEST(CheckLimitOptions, NegativeLimitsAreRefusedByFlag) {
+  RequestLimits limits;
+  limits.max_resource_names = -1;
+  const absl::Status status = CheckLimitOptions(limits);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), StartsWith("--max-resource-names: -1"));
 }
 
 TEST(RequestLimits, DefaultsAreGenerous) {
