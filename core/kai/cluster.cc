@@ -16,6 +16,15 @@ void FillDense(const ResourceSet& resources, const ResourceMap& map, double* out
   }
 }
 
+// The same over a subset of R: `space[r]` is r's position in `out`, or -1 to skip it.
+void FillDense(const ResourceSet& resources, const std::vector<int>& space, const ResourceMap& map,
+               double* out) {
+  for (const auto& [name, value] : map) {
+    int index = resources.Find(name);
+    if (index >= 0 && space[index] >= 0) out[space[index]] = value;
+  }
+}
+
 }  // namespace
 
 Cluster::Cluster(const Snapshot& snapshot, const ResourceSet& resources, const QueueTree& tree,
@@ -26,20 +35,45 @@ Cluster::Cluster(const Snapshot& snapshot, const ResourceSet& resources, const Q
   cpu_ = resources.Find(kCpuResource);
   const int r_count = num_resources_;
 
+  // R_n: what some node lists, or some pod on a node requests.
+  std::vector<char> on_nodes(r_count, 0);
+  auto mark = [&](const ResourceMap& map, bool positive_only) {
+    for (const auto& [name, value] : map) {
+      if (positive_only && !(value > 0)) continue;
+      const int r = resources.Find(name);
+      if (r >= 0) on_nodes[r] = 1;
+    }
+  };
+  for (const Node& node : snapshot.nodes) mark(node.allocatable, false);
+  for (const PodGroup& group : snapshot.pod_groups) {
+    for (const Pod& pod : group.pods) {
+      if (!pod.node_name.empty()) mark(pod.requests, true);
+    }
+  }
+  node_space_.assign(r_count, -1);
+  for (int r = 0; r < r_count; ++r) {
+    if (!on_nodes[r]) continue;
+    node_space_[r] = static_cast<int>(node_resources_.size());
+    node_resources_.push_back(r);
+  }
+  node_gpu_ = NodeSpaceOf(gpu_);
+  node_cpu_ = NodeSpaceOf(cpu_);
+  const size_t rn_count = node_resources_.size();
+
   std::vector<const Node*> nodes;
   nodes.reserve(snapshot.nodes.size());
   for (const Node& node : snapshot.nodes) nodes.push_back(&node);
   std::sort(nodes.begin(), nodes.end(),
             [](const Node* a, const Node* b) { return a->name < b->name; });
   nodes_.resize(nodes.size());
-  allocatable_.assign(nodes.size() * r_count, 0.0);
+  allocatable_.assign(nodes.size() * rn_count, 0.0);
   absl::flat_hash_map<std::string_view, int> node_index;
   node_index.reserve(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     nodes_[i].node = nodes[i];
-    double* allocatable = &allocatable_[i * r_count];
-    FillDense(resources, nodes[i]->allocatable, allocatable);
-    nodes_[i].has_gpu = gpu_ >= 0 && allocatable[gpu_] > 0;
+    double* allocatable = &allocatable_[i * rn_count];
+    FillDense(resources, node_space_, nodes[i]->allocatable, allocatable);
+    nodes_[i].has_gpu = node_gpu_ >= 0 && allocatable[node_gpu_] > 0;
     node_index.emplace(nodes[i]->name, static_cast<int>(i));
   }
 
@@ -55,12 +89,14 @@ Cluster::Cluster(const Snapshot& snapshot, const ResourceSet& resources, const Q
   groups_.resize(groups.size());
   pods_.reserve(pod_total);
   requests_.assign(pod_total * r_count, 0.0);
+  node_requests_.assign(pod_total * rn_count, 0.0);
   std::vector<const Pod*> pods;
   for (size_t g = 0; g < groups.size(); ++g) {
     if (poll != nullptr && poll->Tick(1 + static_cast<int64_t>(groups[g]->pods.size()))) {
       groups_.clear();
       pods_.clear();
       requests_.clear();
+      node_requests_.clear();
       return;
     }
     const PodGroup& source = *groups[g];
@@ -88,6 +124,14 @@ Cluster::Cluster(const Snapshot& snapshot, const ResourceSet& resources, const Q
       double* requests = &requests_[pods_.size() * r_count];
       FillDense(resources, source_pod->requests, requests);
       pod.requests_gpu = gpu_ >= 0 && requests[gpu_] > 0;
+      double* node_requests = &node_requests_[pods_.size() * rn_count];
+      for (int r = 0; r < r_count; ++r) {
+        if (node_space_[r] >= 0) {
+          node_requests[node_space_[r]] = requests[r];
+        } else if (requests[r] > 0) {
+          pod.requests_off_nodes = true;
+        }
+      }
       if (pod.phase != PodPhase::kReleasing) ++group.non_releasing;
       pods_.push_back(pod);
     }

@@ -14,13 +14,16 @@ namespace {
 
 constexpr int kDefaultMaxPreemptees = 16;
 
-// Σ over schedulable nodes of idle + releasing, per resource, in node name order.
+// Σ over schedulable nodes of idle + releasing, per resource of R, in node name order. A resource
+// outside R_n has 0 free on every node, so its total is 0.
 std::vector<double> TotalFree(const Session& session) {
   const Cluster& cluster = session.cluster();
   std::vector<double> total(cluster.num_resources(), 0.0);
   for (int n = 0; n < cluster.num_nodes(); ++n) {
     if (cluster.node(n).node->unschedulable) continue;
-    for (int r = 0; r < cluster.num_resources(); ++r) total[r] += session.state().free(n, r);
+    for (int k = 0; k < cluster.num_node_resources(); ++k) {
+      total[cluster.node_resource(k)] += session.state().free(n, k);
+    }
   }
   return total;
 }

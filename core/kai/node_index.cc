@@ -8,15 +8,16 @@
 namespace arbiter::kai {
 namespace {
 
-double AllocatableOf(const Cluster& cluster, int node, int resource) {
-  return resource < 0 ? 0.0 : cluster.allocatable(node)[resource];
+// `k` is a position in R_n (-1: a resource no node has).
+double AllocatableOf(const Cluster& cluster, int node, int k) {
+  return k < 0 ? 0.0 : cluster.allocatable(node)[k];
 }
 
 }  // namespace
 
 NodeIndex::NodeIndex(const Cluster& cluster, const Feasibility& feasibility, Placement placement)
     : cluster_(cluster),
-      r_(cluster.num_resources()),
+      r_(cluster.num_node_resources()),
       spread_(placement == Placement::kSpread),
       trees_(feasibility.num_classes() * kNumBuckets),
       zero_nodes_(feasibility.num_classes() * kNumBuckets),
@@ -47,7 +48,7 @@ NodeIndex::NodeIndex(const Cluster& cluster, const Feasibility& feasibility, Pla
       members[slots.gpu_tree].push_back(n);
     }
     int cpu_tree = Slot(node_class, has_gpu ? kCpuGpu : kCpuNoGpu);
-    if (spread_ || AllocatableOf(cluster, n, cluster.cpu()) > 0) {
+    if (spread_ || AllocatableOf(cluster, n, cluster.node_cpu()) > 0) {
       slots.cpu_tree = cpu_tree;
       slots.cpu_pos = static_cast<int>(members[cpu_tree].size());
       members[cpu_tree].push_back(n);
@@ -107,8 +108,8 @@ void NodeIndex::ApplyPending() {
 }
 
 void NodeIndex::Apply(int node, const double* idle, const double* free) {
-  const int gpu = cluster_.gpu();
-  const int cpu = cluster_.cpu();
+  const int gpu = cluster_.node_gpu();
+  const int cpu = cluster_.node_cpu();
   const int node_class = class_of_[node];
   if (node_class >= 0) {
     ClassMaxima& maxima = maxima_[node_class];

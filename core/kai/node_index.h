@@ -1,5 +1,6 @@
 // Nodes ordered by their placement score (SEMANTICS.md §4.5), per feasibility class, so that the
-// best node for a pod is found without visiting every node.
+// best node for a pod is found without visiting every node. Amounts span the node resources R_n
+// (core/kai/cluster.h): resource arguments and request vectors are over R_n.
 //
 // Each class keeps three CapacityTrees (ordered sets that also know their subtrees' largest idle
 // and free amounts, so a search skips whole subtrees where the pod cannot fit):

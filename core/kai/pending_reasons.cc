@@ -52,8 +52,13 @@ PendingReason Insufficient(const Cluster& cluster, Feasibility& feasibility,
     needs.push_back(absl::StrCat(FormatQuantity(requests[r]), " ", resource));
     int best_node = -1;
     double best_free = 0;
+    const int k = cluster.NodeSpaceOf(r);
     for (const Feasibility::FeasibleClass& feasible : classes) {
-      const NodeIndex::MaxFree largest = index.LargestFree(feasible.node_class, r);
+      // Outside R_n every node has exactly 0 free: the largest is the class's first node.
+      const std::vector<int>& members = feasibility.class_nodes(feasible.node_class);
+      const NodeIndex::MaxFree largest =
+          k >= 0 ? index.LargestFree(feasible.node_class, k)
+                 : (members.empty() ? NodeIndex::MaxFree{} : NodeIndex::MaxFree{0.0, members[0]});
       if (largest.node < 0) continue;
       if (best_node < 0 || largest.free > best_free ||
           (largest.free == best_free && largest.node < best_node)) {

@@ -51,7 +51,7 @@ bool Placer::KnownToFail(int tree, bool now, const double* requests) {
     failures.count = 0;
     return false;
   }
-  const int r_count = cluster_.num_resources();
+  const int r_count = cluster_.num_node_resources();
   for (int i = 0; i < failures.count; ++i) {
     const double* failed = &failures.requests[i * r_count];
     bool dominated = true;
@@ -65,7 +65,7 @@ void Placer::RecordFailure(int tree, bool now, const double* requests) {
   // Only a state no rollback can grow beyond gives a fact that outlives the statement.
   if (!state_.clean()) return;
   Failures& failures = failures_[2 * tree + (now ? 0 : 1)];
-  const int r_count = cluster_.num_resources();
+  const int r_count = cluster_.num_node_resources();
   if (failures.epoch != state_.capacity_epoch()) {
     failures.epoch = state_.capacity_epoch();
     failures.count = 0;
@@ -187,9 +187,11 @@ Placer::Candidate Placer::SearchSpread(const BandGroup& group, const double* req
 }
 
 NodeChoice Placer::Choose(int pod) {
+  // A resource outside R_n is 0 on every node for the whole cycle: such a pod fits nowhere.
+  if (cluster_.pod(pod).requests_off_nodes) return NodeChoice{};
   const std::vector<BandGroup>& groups = Bands(pod);
-  const double* requests = cluster_.requests(pod);
-  const int resource = cluster_.pod(pod).requests_gpu ? cluster_.gpu() : cluster_.cpu();
+  const double* requests = cluster_.node_requests(pod);
+  const int resource = cluster_.pod(pod).requests_gpu ? cluster_.node_gpu() : cluster_.node_cpu();
   double min = kInfinity;
   double max = -kInfinity;
   if (!index_.spread()) {

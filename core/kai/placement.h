@@ -1,4 +1,5 @@
-// Node choice for one pod (SEMANTICS.md §4.5).
+// Node choice for one pod (SEMANTICS.md §4.5). Request vectors and resources here are over the
+// node resources R_n (core/kai/cluster.h).
 //
 // Nodes are ordered by descending score, then name: 100 (fits now) + 50 (every PreferNoSchedule
 // taint tolerated) + 10 (the pod requests no nvidia.com/gpu and the node has none) + the placement

@@ -227,8 +227,12 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
 
 namespace {
 
-// How many pods of `requests` fit in `free` (min over requested resources), capped at `cap`.
-int PodsThatFit(const double* requests, const std::vector<double>& free, int cap) {
+// How many pods of `node_requests` (over R_n) fit in `free` (over R_n), capped at `cap`; none when
+// the pod requests a resource outside R_n (`off_nodes`), which no node has.
+int PodsThatFit(const double* node_requests, bool off_nodes, const std::vector<double>& free,
+                int cap) {
+  if (off_nodes) return 0;
+  const double* requests = node_requests;
   int count = cap;
   for (size_t r = 0; r < free.size(); ++r) {
     if (!(requests[r] > 0)) continue;
@@ -249,6 +253,10 @@ bool Solver::CountPart(const Unit& unit, int part, const std::vector<EvictionUni
   const int r_count = cluster.num_resources();
   const int pod = unit.pods[0];
   const double* requests = cluster.requests(pod);
+  // Room is counted over the node resources; a pod that requests another fits nowhere.
+  const int rn_count = cluster.num_node_resources();
+  const double* node_requests = cluster.node_requests(pod);
+  const bool off_nodes = cluster.pod(pod).requests_off_nodes;
   for (int k = 1; k < part; ++k) {
     const int other = unit.pods[k];
     if (feasibility.pod_signature(other) != feasibility.pod_signature(pod) ||
@@ -260,26 +268,27 @@ bool Solver::CountPart(const Unit& unit, int part, const std::vector<EvictionUni
   for (int r = 0; r < r_count; ++r) requests_something |= requests[r] > 0;
   if (!requests_something) return false;
   capacity->pod = pod;
+  capacity->off_nodes = off_nodes;
   capacity->feasible_class.assign(feasibility.num_classes(), false);
   for (const auto& c : feasibility.FeasibleClasses(feasibility.pod_signature(pod))) {
     capacity->feasible_class[c.node_class] = true;
   }
   // Free per node once R is evicted, and once every eligible victim is evicted too.
   const int nodes = cluster.num_nodes();
-  capacity->base_free.assign(static_cast<size_t>(nodes) * r_count, 0.0);
-  std::vector<double> all_free(static_cast<size_t>(nodes) * r_count, 0.0);
+  capacity->base_free.assign(static_cast<size_t>(nodes) * rn_count, 0.0);
+  std::vector<double> all_free(static_cast<size_t>(nodes) * rn_count, 0.0);
   for (int n = 0; n < nodes; ++n) {
-    for (int r = 0; r < r_count; ++r) {
-      capacity->base_free[n * r_count + r] = state.free(n, r);
+    for (int k = 0; k < rn_count; ++k) {
+      capacity->base_free[n * rn_count + k] = state.free(n, k);
     }
   }
   std::vector<bool> in_chosen(cluster.num_pods(), false);
   for (const EvictionUnit& victim : chosen) {
     for (int p : victim.pods) {
       in_chosen[p] = true;
-      const double* victim_requests = cluster.requests(p);
-      for (int r = 0; r < r_count; ++r) {
-        capacity->base_free[state.pod_node(p) * r_count + r] += victim_requests[r];
+      const double* victim_requests = cluster.node_requests(p);
+      for (int k = 0; k < rn_count; ++k) {
+        capacity->base_free[state.pod_node(p) * rn_count + k] += victim_requests[k];
       }
     }
   }
@@ -292,25 +301,27 @@ bool Solver::CountPart(const Unit& unit, int part, const std::vector<EvictionUni
     }
     for (int p = info.first_pod; p < info.first_pod + info.pod_count; ++p) {
       if (state.pod_state(p) != PodState::kRunning || in_chosen[p]) continue;
-      const double* victim_requests = cluster.requests(p);
-      for (int r = 0; r < r_count; ++r) all_free[state.pod_node(p) * r_count + r] += victim_requests[r];
+      const double* victim_requests = cluster.node_requests(p);
+      for (int k = 0; k < rn_count; ++k) {
+        all_free[state.pod_node(p) * rn_count + k] += victim_requests[k];
+      }
     }
   }
   capacity->base_count.assign(nodes, 0);
   capacity->base_total = 0;
   capacity->with_all_victims = 0;
-  std::vector<double> free(r_count);
+  std::vector<double> free(rn_count);
   for (int n = 0; n < nodes; ++n) {
     if (cluster.node(n).node->unschedulable ||
         !capacity->feasible_class[feasibility.node_class(n)]) {
       continue;
     }
-    std::copy(&capacity->base_free[n * r_count], &capacity->base_free[n * r_count] + r_count,
+    std::copy(&capacity->base_free[n * rn_count], &capacity->base_free[n * rn_count] + rn_count,
               free.begin());
-    capacity->base_count[n] = PodsThatFit(requests, free, part);
+    capacity->base_count[n] = PodsThatFit(node_requests, off_nodes, free, part);
     capacity->base_total += capacity->base_count[n];
-    std::copy(&all_free[n * r_count], &all_free[n * r_count] + r_count, free.begin());
-    capacity->with_all_victims += PodsThatFit(requests, free, part);
+    std::copy(&all_free[n * rn_count], &all_free[n * rn_count] + rn_count, free.begin());
+    capacity->with_all_victims += PodsThatFit(node_requests, off_nodes, free, part);
   }
   return true;
 }
@@ -322,19 +333,19 @@ bool Solver::MayHoldPart(const PartCapacity& capacity, int part, int node,
   const Cluster& cluster = session_.cluster();
   const WorkingState& state = session_.state();
   Feasibility& feasibility = session_.feasibility();
-  const int r_count = cluster.num_resources();
-  const double* requests = cluster.requests(capacity.pod);
+  const int rn_count = cluster.num_node_resources();
+  const double* requests = cluster.node_requests(capacity.pod);
   auto feasible = [&](int n) {
     return !cluster.node(n).node->unschedulable &&
            capacity.feasible_class[feasibility.node_class(n)];
   };
   int total = capacity.base_total;
-  std::vector<double> free(r_count);
+  std::vector<double> free(rn_count);
   // On `node` itself, every drawn victim with a pod there is in `fresh`: its room is the base
   // plus everything drawn there, kept up to date by the caller.
   if (feasible(node)) {
-    std::copy(&drawn_free[node * r_count], &drawn_free[node * r_count] + r_count, free.begin());
-    total += PodsThatFit(requests, free, part) - capacity.base_count[node];
+    std::copy(&drawn_free[node * rn_count], &drawn_free[node * rn_count] + rn_count, free.begin());
+    total += PodsThatFit(requests, capacity.off_nodes, free, part) - capacity.base_count[node];
   }
   // The other nodes of `fresh` (victims with pods on several nodes) gain only those victims'
   // pods there.
@@ -347,14 +358,14 @@ bool Solver::MayHoldPart(const PartCapacity& capacity, int part, int node,
   std::sort(elsewhere.begin(), elsewhere.end());
   for (size_t i = 0; i < elsewhere.size();) {
     const int other = elsewhere[i].first;
-    std::copy(&capacity.base_free[other * r_count], &capacity.base_free[other * r_count] + r_count,
-              free.begin());
+    std::copy(&capacity.base_free[other * rn_count],
+              &capacity.base_free[other * rn_count] + rn_count, free.begin());
     for (; i < elsewhere.size() && elsewhere[i].first == other; ++i) {
-      const double* victim_requests = cluster.requests(elsewhere[i].second);
-      for (int r = 0; r < r_count; ++r) free[r] += victim_requests[r];
+      const double* victim_requests = cluster.node_requests(elsewhere[i].second);
+      for (int k = 0; k < rn_count; ++k) free[k] += victim_requests[k];
     }
     if (feasible(other)) {
-      total += PodsThatFit(requests, free, part) - capacity.base_count[other];
+      total += PodsThatFit(requests, capacity.off_nodes, free, part) - capacity.base_count[other];
     }
   }
   return total >= part;
@@ -487,10 +498,11 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
       const int index = static_cast<int>(drawn.size());
       drawn.push_back(next);
       if (counted) {
+        const int rn_count = cluster.num_node_resources();
         for (int pod : next.pods) {
-          const double* victim_requests = cluster.requests(pod);
-          double* into = &drawn_free[state.pod_node(pod) * r_count];
-          for (int r = 0; r < r_count; ++r) into[r] += victim_requests[r];
+          const double* victim_requests = cluster.node_requests(pod);
+          double* into = &drawn_free[state.pod_node(pod) * rn_count];
+          for (int k = 0; k < rn_count; ++k) into[k] += victim_requests[k];
         }
       }
       nodes.clear();

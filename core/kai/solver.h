@@ -83,8 +83,9 @@ class Solver {
   // Node-by-node room for a part of identical pods (see Solve).
   struct PartCapacity {
     int pod = -1;                     // the part's (identical) pod
+    bool off_nodes = false;           // it requests a resource outside R_n: fits nowhere
     std::vector<bool> feasible_class;  // per node class
-    std::vector<double> base_free;    // nodes × R: free once R is evicted
+    std::vector<double> base_free;    // nodes × R_n: free once R is evicted
     std::vector<int> base_count;      // per node: pods that fit in base_free
     int base_total = 0;
     int with_all_victims = 0;         // pods that fit once every eligible victim is evicted
@@ -94,7 +95,7 @@ class Solver {
                  const std::function<bool(int)>& eligible, PartCapacity* capacity);
   // False when the part provably cannot fit once R and `fresh` (the drawn victims with a pod on
   // `node`) are evicted, counted node by node: only nodes holding a pod of `fresh` gain room
-  // over the base. `drawn_free` (nodes × R) is the base plus every drawn victim's pods.
+  // over the base. `drawn_free` (nodes × R_n) is the base plus every drawn victim's pods.
   bool MayHoldPart(const PartCapacity& capacity, int part, int node,
                    const std::vector<const EvictionUnit*>& fresh,
                    const std::vector<double>& drawn_free);

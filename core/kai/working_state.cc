@@ -6,14 +6,17 @@
 namespace arbiter::kai {
 
 WorkingState::WorkingState(const Cluster& cluster, const KaiFairShare& shares, NodeIndex* index)
-    : cluster_(cluster), index_(index), r_(cluster.num_resources()) {
+    : cluster_(cluster),
+      index_(index),
+      r_(cluster.num_resources()),
+      rn_(cluster.num_node_resources()) {
   const int nodes = cluster.num_nodes();
   const int pods = cluster.num_pods();
   const int groups = cluster.num_groups();
-  used_.assign(static_cast<size_t>(nodes) * r_, 0.0);
-  releasing_.assign(static_cast<size_t>(nodes) * r_, 0.0);
-  claimed_.assign(static_cast<size_t>(nodes) * r_, 0.0);
-  free_scratch_.assign(2 * static_cast<size_t>(r_), 0.0);
+  used_.assign(static_cast<size_t>(nodes) * rn_, 0.0);
+  releasing_.assign(static_cast<size_t>(nodes) * rn_, 0.0);
+  claimed_.assign(static_cast<size_t>(nodes) * rn_, 0.0);
+  free_scratch_.assign(2 * static_cast<size_t>(rn_), 0.0);
   const int queues = cluster.tree().size();
   allocated_.assign(static_cast<size_t>(queues) * r_, 0.0);
   allocated_np_.assign(static_cast<size_t>(queues) * r_, 0.0);
@@ -39,17 +42,18 @@ WorkingState::WorkingState(const Cluster& cluster, const KaiFairShare& shares, N
     pending_next_[g] = static_cast<int32_t>(pending_pods_.size());
     for (int p = group.first_pod; p < group.first_pod + group.pod_count; ++p) {
       const ClusterPod& pod = cluster.pod(p);
-      const double* requests = cluster.requests(p);
+      // A pod on a node requests nothing outside R_n (that is how R_n is chosen).
+      const double* requests = cluster.node_requests(p);
       pod_node_[p] = pod.node;
       switch (pod.phase) {
         case PodPhase::kRunning:
           pod_state_[p] = static_cast<int32_t>(PodState::kRunning);
           ++running_[g];
-          for (int r = 0; r < r_; ++r) used_[pod.node * r_ + r] += requests[r];
+          for (int k = 0; k < rn_; ++k) used_[At(pod.node, k)] += requests[k];
           break;
         case PodPhase::kReleasing:
           pod_state_[p] = static_cast<int32_t>(PodState::kReleasing);
-          for (int r = 0; r < r_; ++r) releasing_[pod.node * r_ + r] += requests[r];
+          for (int k = 0; k < rn_; ++k) releasing_[At(pod.node, k)] += requests[k];
           break;
         default:
           pod_state_[p] = static_cast<int32_t>(PodState::kPending);
@@ -64,16 +68,16 @@ WorkingState::WorkingState(const Cluster& cluster, const KaiFairShare& shares, N
   }
 }
 
-bool WorkingState::FitsNow(int node, const double* requests) const {
-  for (int r = 0; r < r_; ++r) {
-    if (requests[r] > 0 && !(requests[r] <= idle(node, r))) return false;
+bool WorkingState::FitsNow(int node, const double* node_requests) const {
+  for (int k = 0; k < rn_; ++k) {
+    if (node_requests[k] > 0 && !(node_requests[k] <= idle(node, k))) return false;
   }
   return true;
 }
 
-bool WorkingState::FitsPipelined(int node, const double* requests) const {
-  for (int r = 0; r < r_; ++r) {
-    if (requests[r] > 0 && !(requests[r] <= free(node, r))) return false;
+bool WorkingState::FitsPipelined(int node, const double* node_requests) const {
+  for (int k = 0; k < rn_; ++k) {
+    if (node_requests[k] > 0 && !(node_requests[k] <= free(node, k))) return false;
   }
   return true;
 }
@@ -91,11 +95,11 @@ void WorkingState::SetInt(int32_t& slot, int32_t value) {
 void WorkingState::TouchNode(int node) {
   if (index_ == nullptr) return;
   if (open_statements_ > 0) node_journal_.push_back(node);
-  for (int r = 0; r < r_; ++r) {
-    free_scratch_[r] = idle(node, r);
-    free_scratch_[r_ + r] = free(node, r);
+  for (int k = 0; k < rn_; ++k) {
+    free_scratch_[k] = idle(node, k);
+    free_scratch_[rn_ + k] = free(node, k);
   }
-  index_->Update(node, free_scratch_.data(), free_scratch_.data() + r_);
+  index_->Update(node, free_scratch_.data(), free_scratch_.data() + rn_);
 }
 
 void WorkingState::AddToQueues(int group, const double* requests, double sign) {
@@ -114,18 +118,18 @@ void WorkingState::AddToQueues(int group, const double* requests, double sign) {
   }
 }
 
-void WorkingState::OccupyNode(int node, const double* requests, bool fits_now) {
-  for (int r = 0; r < r_; ++r) {
-    if (!(requests[r] > 0)) continue;
-    double& used = used_[node * r_ + r];
+void WorkingState::OccupyNode(int node, const double* node_requests, bool fits_now) {
+  for (int k = 0; k < rn_; ++k) {
+    if (!(node_requests[k] > 0)) continue;
+    double& used = used_[At(node, k)];
     if (fits_now) {
-      SetDouble(used, used + requests[r]);
+      SetDouble(used, used + node_requests[k]);
       continue;
     }
-    double& claimed = claimed_[node * r_ + r];
-    const double claim = std::min(requests[r], std::max(releasing(node, r), 0.0));
+    double& claimed = claimed_[At(node, k)];
+    const double claim = std::min(node_requests[k], std::max(releasing(node, k), 0.0));
     if (claim > 0) SetDouble(claimed, claimed + claim);
-    if (requests[r] - claim > 0) SetDouble(used, used + (requests[r] - claim));
+    if (node_requests[k] - claim > 0) SetDouble(used, used + (node_requests[k] - claim));
   }
   TouchNode(node);
 }
@@ -134,9 +138,9 @@ void WorkingState::Bind(int pod, int node, bool fits_now, bool after_evictions) 
   const int group = cluster_.pod(pod).group;
   // Units are taken in pod order, so the pod bound is always the group's next PENDING pod.
   assert(pending_left(group) > 0 && pending_pod(group, 0) == pod);
-  const double* requests = cluster_.requests(pod);
-  OccupyNode(node, requests, fits_now);
-  AddToQueues(group, requests, +1);
+  // Only a pod that fits a node is bound, so it requests nothing outside R_n.
+  OccupyNode(node, cluster_.node_requests(pod), fits_now);
+  AddToQueues(group, cluster_.requests(pod), +1);
   SetInt(pod_state_[pod], static_cast<int32_t>(PodState::kBound));
   SetInt(pod_node_[pod], node);
   SetInt(after_evictions_[pod], after_evictions ? 1 : 0);
@@ -157,16 +161,16 @@ void WorkingState::Evict(int pod) {
   ++capacity_epoch_;
   const int group = cluster_.pod(pod).group;
   const int node = pod_node_[pod];
-  const double* requests = cluster_.requests(pod);
-  for (int r = 0; r < r_; ++r) {
-    if (requests[r] == 0) continue;
-    double& used = used_[node * r_ + r];
-    double& releasing = releasing_[node * r_ + r];
-    SetDouble(used, used - requests[r]);
-    SetDouble(releasing, releasing + requests[r]);
+  const double* node_requests = cluster_.node_requests(pod);
+  for (int k = 0; k < rn_; ++k) {
+    if (node_requests[k] == 0) continue;
+    double& used = used_[At(node, k)];
+    double& releasing = releasing_[At(node, k)];
+    SetDouble(used, used - node_requests[k]);
+    SetDouble(releasing, releasing + node_requests[k]);
   }
   TouchNode(node);
-  AddToQueues(group, requests, -1);
+  AddToQueues(group, cluster_.requests(pod), -1);
   SetInt(pod_state_[pod], static_cast<int32_t>(PodState::kEvicted));
   SetInt(running_[group], running_[group] - 1);
   SetInt(evicted_[group], evicted_[group] + 1);
@@ -175,9 +179,8 @@ void WorkingState::Evict(int pod) {
 void WorkingState::Relocate(int pod, int node, bool fits_now) {
   assert(pod_state(pod) == PodState::kEvicted);
   const int group = cluster_.pod(pod).group;
-  const double* requests = cluster_.requests(pod);
-  OccupyNode(node, requests, fits_now);
-  AddToQueues(group, requests, +1);
+  OccupyNode(node, cluster_.node_requests(pod), fits_now);
+  AddToQueues(group, cluster_.requests(pod), +1);
   SetInt(pod_state_[pod], static_cast<int32_t>(PodState::kMoved));
   SetInt(pod_node_[pod], node);
   SetInt(after_evictions_[pod], 1);

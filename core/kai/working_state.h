@@ -2,7 +2,8 @@
 // number of binds, evictions and moves, then either a rollback that restores every value exactly
 // (bit for bit, from a journal of old values) or a commit.
 //
-// Per node: `used` (RUNNING pods, pods bound now, and the part of a pipelined claim that had to
+// Per node, over the node resources R_n (core/kai/cluster.h): `used` (RUNNING pods, pods bound
+// now, and the part of a pipelined claim that had to
 // come from idle), the requests of the pods that are releasing (RELEASING and evicted now), and
 // the part of those that pipelined bindings have claimed. idle = allocatable - used - releasing
 // pods; releasing() = releasing pods - claimed, the releasing capacity still unclaimed. A pod that
@@ -44,20 +45,18 @@ class WorkingState {
   const Cluster& cluster() const { return cluster_; }
   int num_resources() const { return r_; }
 
-  // ---- Nodes ----
-  double idle(int node, int r) const {
-    return cluster_.allocatable(node)[r] - used_[node * r_ + r] - releasing_[node * r_ + r];
+  // ---- Nodes (k: a position in R_n; every resource outside R_n is 0 on every node) ----
+  double idle(int node, int k) const {
+    return cluster_.allocatable(node)[k] - used_[At(node, k)] - releasing_[At(node, k)];
   }
   // Releasing capacity not yet claimed by a pipelined binding.
-  double releasing(int node, int r) const {
-    return releasing_[node * r_ + r] - claimed_[node * r_ + r];
-  }
+  double releasing(int node, int k) const { return releasing_[At(node, k)] - claimed_[At(node, k)]; }
   // idle + releasing: what the node has once its releasing pods are gone.
-  double free(int node, int r) const { return idle(node, r) + releasing(node, r); }
-  // req_r <= idle_r for every r with req_r > 0.
-  bool FitsNow(int node, const double* requests) const;
-  // req_r <= idle_r + releasing_r for every r with req_r > 0.
-  bool FitsPipelined(int node, const double* requests) const;
+  double free(int node, int k) const { return idle(node, k) + releasing(node, k); }
+  // req_k <= idle_k for every k with req_k > 0; `node_requests` over R_n.
+  bool FitsNow(int node, const double* node_requests) const;
+  // req_k <= idle_k + releasing_k for every k with req_k > 0; `node_requests` over R_n.
+  bool FitsPipelined(int node, const double* node_requests) const;
 
   // ---- Queues (subtree amounts) ----
   const double* allocated(int queue) const { return &allocated_[queue * r_]; }
@@ -122,14 +121,18 @@ class WorkingState {
   void SetInt(int32_t& slot, int32_t value);
   void TouchNode(int node);
   void AddToQueues(int group, const double* requests, double sign);
-  void OccupyNode(int node, const double* requests, bool fits_now);
+  void OccupyNode(int node, const double* node_requests, bool fits_now);
+  size_t At(int node, int k) const {
+    return static_cast<size_t>(node) * static_cast<size_t>(rn_) + static_cast<size_t>(k);
+  }
 
   const Cluster& cluster_;
   NodeIndex* index_;
-  int r_;
-  std::vector<double> used_;          // nodes × R
-  std::vector<double> releasing_;     // nodes × R: requests of releasing pods
-  std::vector<double> claimed_;       // nodes × R: releasing capacity claimed by pipelined pods
+  int r_;   // |R|: queue amounts
+  int rn_;  // |R_n|: node amounts
+  std::vector<double> used_;          // nodes × R_n
+  std::vector<double> releasing_;     // nodes × R_n: requests of releasing pods
+  std::vector<double> claimed_;       // nodes × R_n: releasing capacity claimed by pipelined pods
   std::vector<double> allocated_;     // queues × R
   std::vector<double> allocated_np_;  // queues × R
   std::vector<int32_t> pod_state_;

@@ -40,9 +40,11 @@ bool NaiveFeasible(const Node& node, const Pod& pod, bool* preferred) {
 // the pod fits now or pipelined.
 NodeChoice NaiveChoose(const Cluster& cluster, const WorkingState& state, bool spread, int pod) {
   const Pod& p = *cluster.pod(pod).pod;
-  const double* req = cluster.requests(pod);
+  // Node amounts span the node resources; a pod asking for another fits nowhere.
+  if (cluster.pod(pod).requests_off_nodes) return NodeChoice{};
+  const double* req = cluster.node_requests(pod);
   const bool gpu_pod = cluster.pod(pod).requests_gpu;
-  const int s = gpu_pod ? cluster.gpu() : cluster.cpu();
+  const int s = gpu_pod ? cluster.node_gpu() : cluster.node_cpu();
   auto alloc = [&](int n) { return s < 0 ? 0.0 : cluster.allocatable(n)[s]; };
   auto free = [&](int n) { return s < 0 ? 0.0 : state.free(n, s); };
   std::vector<int> feasible;

@@ -29,8 +29,8 @@ Snapshot Cluster3() {
 std::string Dump(const Cluster& cluster, const WorkingState& state) {
   std::string out;
   for (int n = 0; n < cluster.num_nodes(); ++n) {
-    for (int r = 0; r < cluster.num_resources(); ++r) {
-      out += std::to_string(state.idle(n, r)) + "/" + std::to_string(state.releasing(n, r)) + " ";
+    for (int k = 0; k < cluster.num_node_resources(); ++k) {
+      out += std::to_string(state.idle(n, k)) + "/" + std::to_string(state.releasing(n, k)) + " ";
     }
   }
   for (int q = 0; q < cluster.tree().size(); ++q) {
@@ -101,14 +101,15 @@ TEST(WorkingState, EvictionMovesRequestsFromUsedToReleasing) {
   const int run = f.Group("run");
   const int pod = f.cluster.group(run).first_pod;
   const int cpu = f.cluster.resources().Find("cpu");
+  const int node_cpu = f.cluster.NodeSpaceOf(cpu);  // node amounts span the node resources
   const int other = f.cluster.tree().Find("other");
-  const double idle = f.state.idle(1, cpu);
-  const double free = f.state.free(1, cpu);
+  const double idle = f.state.idle(1, node_cpu);
+  const double free = f.state.free(1, node_cpu);
   f.state.Evict(pod);
   // Decimal amounts round in the last bit: compare within an ulp here.
-  EXPECT_DOUBLE_EQ(f.state.idle(1, cpu), idle);
-  EXPECT_EQ(f.state.releasing(1, cpu), 0.2);
-  EXPECT_GT(f.state.free(1, cpu), free);
+  EXPECT_DOUBLE_EQ(f.state.idle(1, node_cpu), idle);
+  EXPECT_EQ(f.state.releasing(1, node_cpu), 0.2);
+  EXPECT_GT(f.state.free(1, node_cpu), free);
   EXPECT_EQ(f.state.allocated(other)[cpu], 0.2);
   EXPECT_EQ(f.state.active(run), 1);
   EXPECT_EQ(f.state.pod_state(pod), PodState::kEvicted);
@@ -118,7 +119,7 @@ TEST(WorkingState, PipelinedClaimTakesReleasingFirstThenIdle) {
   Fixture f;
   const int run = f.Group("run");
   const int job = f.Group("job");
-  const int cpu = f.cluster.resources().Find("cpu");
+  const int cpu = f.cluster.NodeSpaceOf(f.cluster.resources().Find("cpu"));
   f.state.Evict(f.cluster.group(run).first_pod);  // 0.2 cpu releasing on n2
   const double idle = f.state.idle(1, cpu);
   f.state.Bind(f.state.pending_pod(job, 0), 1, false, true);  // needs 0.3 cpu
