@@ -1,12 +1,12 @@
 #include "core/kai/solver.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <memory>
 #include <utility>
 
-#include "absl/container/flat_hash_map.h"
 #include "core/echoed_name.h"
 
 #include "core/kai/placement.h"
@@ -52,8 +52,6 @@ int Solver::BestJob(const std::vector<int>& jobs, const std::vector<int>& groups
   const WorkingState& state = session_.state();
   size_t depth = 0;
   for (int j : jobs) depth = std::max(depth, paths[j].size());
-  absl::flat_hash_map<int, Pick> picks;  // non-leaf queue -> the pick among its children
-  Pick top;
   auto fold = [&](Pick& pick, int child, int job) {
     const ChainKey key = chain_.Key(child, state.allocated(child), requests[job].data());
     if (pick.child < 0 || key < pick.key ||
@@ -61,13 +59,18 @@ int Solver::BestJob(const std::vector<int>& jobs, const std::vector<int>& groups
       pick = Pick{job, child, key};
     }
   };
-  std::vector<std::pair<int, int>> level;  // (queue, job) at one depth
+  Pick top;
+  std::vector<std::pair<int, int>> level;  // (queue, job) at one depth, sorted
+  std::vector<std::pair<int, int>> below;  // (queue, its pick) one depth deeper, by queue
+  std::vector<std::array<int, 3>> up;      // (parent, queue, the queue's pick)
   for (size_t d = depth; d-- > 0;) {
     level.clear();
     for (int j : jobs) {
       if (paths[j].size() > d) level.emplace_back(paths[j][d], j);
     }
     std::sort(level.begin(), level.end());
+    up.clear();
+    size_t at = 0;  // cursor into `below`, which holds the non-leaf queues of this depth
     for (size_t i = 0; i < level.size();) {
       const int queue = level[i].first;
       int best = -1;
@@ -81,11 +84,24 @@ int Solver::BestJob(const std::vector<int>& jobs, const std::vector<int>& groups
           }
         }
       } else {
-        best = picks[queue].job;  // its children are one level deeper: already folded
+        while (below[at].first < queue) ++at;  // its children were folded one depth deeper
+        best = below[at].second;
         while (i < level.size() && level[i].first == queue) ++i;
       }
-      const int parent = tree.parent(queue);
-      fold(parent < 0 ? top : picks[parent], queue, best);
+      up.push_back({tree.parent(queue), queue, best});
+    }
+    // Each parent folds its children in name (index) order; the roots fold into `top`.
+    std::sort(up.begin(), up.end());
+    below.clear();
+    for (size_t i = 0; i < up.size();) {
+      const int parent = up[i][0];
+      Pick pick;
+      for (; i < up.size() && up[i][0] == parent; ++i) fold(pick, up[i][1], up[i][2]);
+      if (parent < 0) {
+        top = pick;
+      } else {
+        below.emplace_back(parent, pick.job);
+      }
     }
   }
   return top.job;
