@@ -42,14 +42,14 @@ void CapacityTree::Init(const std::vector<int>& members, int resources) {
 
 void CapacityTree::Pull(int t) {
   const int w = 2 * r_;
-  double* maxima = &maxima_[t * w];
-  const double* values = &values_[t * w];
+  double* maxima = maxima_.data() + (t * w);
+  const double* values = values_.data() + (t * w);
   std::copy(values, values + w, maxima);
   min_key_[t] = left_[t] >= 0 ? min_key_[left_[t]] : keys_[t];
   max_key_[t] = right_[t] >= 0 ? max_key_[right_[t]] : keys_[t];
   for (int child : {left_[t], right_[t]}) {
     if (child < 0) continue;
-    const double* sub = &maxima_[child * w];
+    const double* sub = maxima_.data() + (child * w);
     for (int i = 0; i < w; ++i) maxima[i] = std::max(maxima[i], sub[i]);
   }
 }
@@ -124,7 +124,7 @@ int CapacityTree::Erase(int t, int slot) {
 void CapacityTree::Set(int slot, double key, const double* idle, const double* free) {
   if (present_[slot]) root_ = Erase(root_, slot);
   keys_[slot] = key;
-  double* values = &values_[slot * 2 * r_];
+  double* values = values_.data() + (slot * 2 * r_);
   std::copy(idle, idle + r_, values);
   std::copy(free, free + r_, values + r_);
   left_[slot] = right_[slot] = -1;
@@ -136,7 +136,7 @@ void CapacityTree::Set(int slot, double key, const double* idle, const double* f
 }
 
 bool CapacityTree::MayHold(int t, const double* requests, bool now) const {
-  const double* maxima = &maxima_[t * 2 * r_ + (now ? 0 : r_)];
+  const double* maxima = maxima_.data() + (t * 2 * r_ + (now ? 0 : r_));
   for (int r = 0; r < r_; ++r) {
     if (requests[r] > 0 && !(requests[r] <= maxima[r])) return false;
   }
@@ -144,7 +144,7 @@ bool CapacityTree::MayHold(int t, const double* requests, bool now) const {
 }
 
 bool CapacityTree::Holds(int t, const double* requests, bool now) const {
-  const double* values = &values_[t * 2 * r_ + (now ? 0 : r_)];
+  const double* values = values_.data() + (t * 2 * r_ + (now ? 0 : r_));
   for (int r = 0; r < r_; ++r) {
     if (requests[r] > 0 && !(requests[r] <= values[r])) return false;
   }

@@ -71,7 +71,7 @@ Cluster::Cluster(const Snapshot& snapshot, const ResourceSet& resources, const Q
   node_index.reserve(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     nodes_[i].node = nodes[i];
-    double* allocatable = &allocatable_[i * rn_count];
+    double* allocatable = allocatable_.data() + i * rn_count;
     FillDense(resources, node_space_, nodes[i]->allocatable, allocatable);
     nodes_[i].has_gpu = node_gpu_ >= 0 && allocatable[node_gpu_] > 0;
     node_index.emplace(nodes[i]->name, static_cast<int>(i));
@@ -121,10 +121,10 @@ Cluster::Cluster(const Snapshot& snapshot, const ResourceSet& resources, const Q
         // Validation guarantees node_name names a node.
         if (it != node_index.end()) pod.node = it->second;
       }
-      double* requests = &requests_[pods_.size() * r_count];
+      double* requests = requests_.data() + pods_.size() * r_count;
       FillDense(resources, source_pod->requests, requests);
       pod.requests_gpu = gpu_ >= 0 && requests[gpu_] > 0;
-      double* node_requests = &node_requests_[pods_.size() * rn_count];
+      double* node_requests = node_requests_.data() + pods_.size() * rn_count;
       for (int r = 0; r < r_count; ++r) {
         if (node_space_[r] >= 0) {
           node_requests[node_space_[r]] = requests[r];

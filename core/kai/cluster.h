@@ -82,7 +82,7 @@ class Cluster {
   const std::string& node_name(int index) const { return nodes_[index].node->name; }
   // Over R_n.
   const double* allocatable(int node) const {
-    return &allocatable_[static_cast<size_t>(node) * node_resources_.size()];
+    return allocatable_.data() + static_cast<size_t>(node) * node_resources_.size();
   }
 
   int num_groups() const { return static_cast<int>(groups_.size()); }
@@ -94,11 +94,11 @@ class Cluster {
   const std::string& pod_name(int index) const { return pods_[index].pod->name; }
   // Over R.
   const double* requests(int pod) const {
-    return &requests_[static_cast<size_t>(pod) * static_cast<size_t>(num_resources_)];
+    return requests_.data() + static_cast<size_t>(pod) * static_cast<size_t>(num_resources_);
   }
   // Over R_n (only meaningful with the pod's requests_off_nodes in mind).
   const double* node_requests(int pod) const {
-    return &node_requests_[static_cast<size_t>(pod) * node_resources_.size()];
+    return node_requests_.data() + static_cast<size_t>(pod) * node_resources_.size();
   }
 
  private:

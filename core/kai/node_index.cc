@@ -79,11 +79,13 @@ bool NodeIndex::MayFit(int node_class, const double* requests) const {
 }
 
 void NodeIndex::Update(int node, const double* idle, const double* free) {
-  if (pending_.empty()) {
+  if (dirty_.empty()) {
     pending_.assign(static_cast<size_t>(nodes_.size()) * 2 * r_, 0.0);
+    applied_.assign(pending_.size(), 0.0);
+    ever_applied_.assign(nodes_.size(), 0);
     dirty_.assign(nodes_.size(), 0);
   }
-  double* slot = &pending_[static_cast<size_t>(node) * 2 * r_];
+  double* slot = pending_.data() + static_cast<size_t>(node) * 2 * r_;
   std::copy(idle, idle + r_, slot);
   std::copy(free, free + r_, slot + r_);
   if (!dirty_[node]) {
@@ -93,16 +95,16 @@ void NodeIndex::Update(int node, const double* idle, const double* free) {
 }
 
 void NodeIndex::ApplyPending() {
-  // NaN equals nothing, so every node is applied the first time.
-  if (applied_.empty()) applied_.assign(pending_.size(), std::numeric_limits<double>::quiet_NaN());
   for (int node : dirty_list_) {
     dirty_[node] = 0;
     const size_t at = static_cast<size_t>(node) * 2 * r_;
-    const double* slot = &pending_[at];
-    // A node changed and changed back (a try's eviction, then its roll-back) keeps its place.
-    if (std::equal(slot, slot + 2 * r_, &applied_[at])) continue;
+    const double* slot = pending_.data() + at;
+    // A node changed and changed back (a try's eviction, then its roll-back) keeps its place;
+    // every node is applied once, even with no node resource to compare (R_n empty).
+    if (ever_applied_[node] && std::equal(slot, slot + 2 * r_, applied_.data() + at)) continue;
     Apply(node, slot, slot + r_);
-    std::copy(slot, slot + 2 * r_, &applied_[at]);
+    std::copy(slot, slot + 2 * r_, applied_.data() + at);
+    ever_applied_[node] = 1;
   }
   dirty_list_.clear();
 }

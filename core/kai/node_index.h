@@ -100,8 +100,9 @@ class NodeIndex {
   std::vector<CapacityTree> trees_;
   std::vector<std::vector<int>> zero_nodes_;
   std::vector<NodeSlots> nodes_;
-  std::vector<double> pending_;  // per node: R idle amounts, then R free amounts
-  std::vector<double> applied_;  // per node: the amounts the trees hold (same layout; NaN: none)
+  std::vector<double> pending_;  // per node: R_n idle amounts, then R_n free amounts
+  std::vector<double> applied_;  // per node: the amounts the trees hold (same layout)
+  std::vector<char> ever_applied_;  // per node: the trees hold it
   std::vector<char> dirty_;      // per node: has a pending update
   std::vector<int> dirty_list_;
 };

@@ -56,6 +56,25 @@ TEST(Placement, NoNodesAtAll) {
   EXPECT_EQ(PendingMessage(result, "job"), "pod job-0 matches no node: there are no nodes");
 }
 
+// Node amounts span the resources some node lists or some pod on a node uses (core/kai/cluster.h).
+// With none at all, every node still enters the index: a pod that requests nothing fits any
+// feasible node, under either placement, while a pod asking for a resource no node has fits none.
+TEST(Placement, PodRequestingNothingFitsWhenNoNodeListsAnyResource) {
+  for (Placement placement : {Placement::kBinpack, Placement::kSpread}) {
+    Snapshot s = SnapshotBuilder()
+                     .Node("n1", {})
+                     .Queue("team")
+                     .Group("empty", "team").Pod({})
+                     .Group("cpu", "team").Pod(Cpu(1))
+                     .Build();
+    ScheduleResult result = RunCycle(s, AllocateOnly(placement));
+    EXPECT_THAT(Bindings(result), ElementsAre("empty-0@n1")) << static_cast<int>(placement);
+    EXPECT_THAT(Pending(result), ElementsAre("cpu:insufficient-resources"));
+    EXPECT_EQ(PendingMessage(result, "cpu"),
+              "pod cpu-0 needs 1 cpu on one node; the largest free is 0 (node n1)");
+  }
+}
+
 TEST(Placement, UnschedulableNodeIsNeverUsed) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", Gpu(8)).Unschedulable()
