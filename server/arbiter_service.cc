@@ -3,6 +3,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -256,8 +257,14 @@ class Workspace {
   std::optional<absl::StatusOr<typename Method::Result>> result_;
 };
 
-// Calls whose request and decoded model took more than this trim malloc's free memory.
-constexpr int64_t kTrimAfterBytes = int64_t{16} << 20;
+// Free memory is given back to the system at once after a call whose request and decoded model
+// took more than kTrimAtOnceBytes, and otherwise when the workers fall idle after calls of more
+// than kTrimWhenIdleBytes: under load the next calls reuse the memory, and once idle the server
+// returns to about its size at rest.
+constexpr int64_t kTrimAtOnceBytes = int64_t{16} << 20;
+constexpr int64_t kTrimWhenIdleBytes = int64_t{256} << 10;
+std::atomic<int> calls_running{0};   // in this process's workers, over every service
+std::atomic<bool> trim_pending{false};  // a call since the last trim freed kTrimWhenIdleBytes
 
 // The caller's x-request-id when acceptable, a fresh id otherwise.
 std::string RequestIdFor(const grpc::CallbackServerContext& context) {
@@ -331,14 +338,18 @@ grpc::ServerUnaryReactor* ArbiterService::Dispatch(grpc::CallbackServerContext* 
                        {"request_id", record.request_id},
                        {"request_bytes", absl::StrCat(record.request_bytes)}});
         }
+        calls_running.fetch_add(1);
         auto workspace = std::make_unique<Workspace<Method>>();
         record.status = workspace->Run(*request, context, limits, max_response_bytes, observer,
                                        start, &record, response);
         finish(&record);
         workspace.reset();  // after answering: the caller does not wait for the memory to be freed
-        // After a large call, give the freed memory back to the system: malloc keeps it
-        // otherwise, and a server that once served a large request would stay that large.
-        if (record.decoded_bytes + record.request_bytes > kTrimAfterBytes) malloc_trim(0);
+        // Give the freed memory back to the system: malloc keeps it otherwise, and a server
+        // that once served large requests would stay that large.
+        const int64_t bytes = record.decoded_bytes + record.request_bytes;
+        if (bytes > kTrimWhenIdleBytes) trim_pending.store(true);
+        const bool idle = calls_running.fetch_sub(1) == 1;
+        if (bytes > kTrimAtOnceBytes || (idle && trim_pending.exchange(false))) malloc_trim(0);
       },
       request_bytes);
   if (!queued) {

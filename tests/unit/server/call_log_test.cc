@@ -99,7 +99,8 @@ TEST(CallLogFields, SuccessListsMethodIdCodeDurationSizesAndDecisions) {
       ElementsAre(Pair("method", "Schedule"), Pair("request_id", "req-1"), Pair("code", "OK"),
                   Pair("duration_ms", "12.500"), Pair("request_bytes", "1234"),
                   Pair("response_bytes", "567"), Pair("nodes", "10"), Pair("pods", "50"),
-                  Pair("queues", "5"), Pair("pod_groups", "12"), Pair("bindings", "7"),
+                  Pair("queues", "5"), Pair("pod_groups", "12"), Pair("decoded_bytes", "0"),
+                  Pair("bindings", "7"),
                   Pair("evictions", "2"), Pair("pending", "3"), Pair("admissions", "0")));
 }
 
@@ -112,6 +113,16 @@ TEST(CallLogFields, FailureCarriesTheMessageInsteadOfDecisions) {
   EXPECT_THAT(fields, Contains(Pair("request_id", "req-1")));
   EXPECT_THAT(fields, Contains(Pair("error", "snapshot.queues[1].parent: unknown queue \"x\"")));
   EXPECT_THAT(fields, Not(Contains(Pair("bindings", ::testing::_))));
+}
+
+TEST(CallLogFields, AHugeErrorIsCutSoTheLineStaysShort) {
+  CallRecord call = SuccessfulSchedule();
+  call.status = absl::InvalidArgumentError("snapshot.queues[1].name: " + std::string(1 << 20, 'q'));
+  for (const auto& [key, value] : CallLogFields(call, /*with_phases=*/false)) {
+    if (key == "error") {
+      EXPECT_LT(value.size(), 4096u);
+    }
+  }
 }
 
 TEST(CallLogFields, UnparsedRequestHasNoSizes) {
