@@ -30,6 +30,7 @@
 #include "tests/integration/server_harness.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/subprocess.h"
+#include "tests/support/wire_bytes.h"
 
 namespace arbiter::testing {
 namespace {
@@ -51,26 +52,9 @@ constexpr char kComputeFairShares[] = "/arbiter.v1.Arbiter/ComputeFairShares";
 
 // ---- Requests written byte by byte, as a hostile client would ----
 
-std::string Varint(uint64_t value) {
-  std::string out;
-  while (value >= 0x80) {
-    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
-    value >>= 7;
-  }
-  out.push_back(static_cast<char>(value));
-  return out;
-}
-
 // A length-delimited field.
 std::string Field(int number, const std::string& bytes) {
-  return Varint(static_cast<uint64_t>(number) << 3 | 2) + Varint(bytes.size()) + bytes;
-}
-
-std::string Repeat(const std::string& piece, int64_t times) {
-  std::string out;
-  out.reserve(piece.size() * static_cast<size_t>(times));
-  for (int64_t i = 0; i < times; ++i) out += piece;
-  return out;
+  return Len(static_cast<uint32_t>(number), bytes);
 }
 
 // A request whose snapshot is `snapshot_fields` (request field 1), optionally with a policy.
@@ -79,12 +63,12 @@ std::string RequestWith(const std::string& snapshot_fields, const std::string& p
 }
 
 // Snapshot fields: 2 queues, 3 nodes, 4 pod groups. Pod group field 7 pods; node field 4 taints.
-std::string EmptyQueues(int64_t count) { return RequestWith(Repeat(Field(2, ""), count)); }
+std::string EmptyQueues(int64_t count) { return RequestWith(Repeated(Field(2, ""), count)); }
 std::string EmptyPods(int64_t count) {
-  return RequestWith(Field(4, Repeat(Field(7, ""), count)));
+  return RequestWith(Field(4, Repeated(Field(7, ""), count)));
 }
 std::string EmptyTaints(int64_t count) {
-  return RequestWith(Field(3, Repeat(Field(4, ""), count)));
+  return RequestWith(Field(3, Repeated(Field(4, ""), count)));
 }
 
 std::string DemoBytes() {
@@ -295,10 +279,10 @@ TEST_F(Hostile, EveryLimitIsEnforcedWhileDecodingAndNamed) {
   const std::vector<Case> cases = {
       {EmptyQueues(11), grpc::StatusCode::RESOURCE_EXHAUSTED,
        "snapshot.queues: more than 10 queues; this server accepts at most 10 (--max-queues)"},
-      {RequestWith(Repeat(Field(4, ""), 11)), grpc::StatusCode::RESOURCE_EXHAUSTED,
+      {RequestWith(Repeated(Field(4, ""), 11)), grpc::StatusCode::RESOURCE_EXHAUSTED,
        "snapshot.pod_groups: more than 10 pod groups; this server accepts at most 10 "
        "(--max-pod-groups)"},
-      {RequestWith(Repeat(Field(3, ""), 11)), grpc::StatusCode::RESOURCE_EXHAUSTED,
+      {RequestWith(Repeated(Field(3, ""), 11)), grpc::StatusCode::RESOURCE_EXHAUSTED,
        "snapshot.nodes: more than 10 nodes; this server accepts at most 10 (--max-nodes)"},
       {EmptyPods(11), grpc::StatusCode::RESOURCE_EXHAUSTED,
        "snapshot.pod_groups[0].pods: more than 10 pods in all pod groups; this server accepts "

@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "server/proto_convert.h"
 #include "server/wire.h"
+#include "tests/support/wire_bytes.h"
 
 namespace arbiter::server {
 namespace {
@@ -87,21 +88,10 @@ std::string DemoBytes() {
 
 // ---- Small wire writer for hand-made inputs ----
 
-std::string Varint(uint64_t value) {
-  std::string out;
-  while (value >= 0x80) {
-    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
-    value >>= 7;
-  }
-  out.push_back(static_cast<char>(value));
-  return out;
-}
-
-std::string Tag(uint32_t number, int wire) { return Varint((uint64_t{number} << 3) | wire); }
-
-std::string Len(uint32_t number, const std::string& payload) {
-  return Tag(number, 2) + Varint(payload.size()) + payload;
-}
+using ::arbiter::testing::Len;
+using ::arbiter::testing::Repeated;
+using ::arbiter::testing::Tag;
+using ::arbiter::testing::Varint;
 
 std::string Fixed64(uint32_t number, double value) {
   std::string out = Tag(number, 1);
@@ -183,12 +173,8 @@ TEST(DecodeRequest, GeneratedRequestsOfBothModelsDecodeAsProtobufDecodesThem) {
 
 // ---- Limits ----
 
-std::string Field(int number, const std::string& bytes) { return Len(number, bytes); }
-
-std::string Repeated(const std::string& piece, int times) {
-  std::string out;
-  for (int i = 0; i < times; ++i) out += piece;
-  return out;
+std::string Field(int number, const std::string& bytes) {
+  return Len(static_cast<uint32_t>(number), bytes);
 }
 
 TEST(DecodeRequestLimits, AReservationNeverGoesPastTheLimit) {
@@ -281,7 +267,7 @@ TEST(DecodeRequestLimits, DistinctResourceNamesAreCountedOverTheWholeRequest) {
 TEST(DecodeRequestLimits, BytesThatDoNotParseNameTheMessageType) {
   Snapshot snapshot;
   Policy policy;
-  const absl::Status status = DecodeRequest(std::string("\x0a\x05ab", 4), RequestLimits(),
+  const absl::Status status = DecodeRequest(std::string("\x0a\x05" "ab", 4), RequestLimits(),
                                             "arbiter.v1.ScheduleRequest", &snapshot, &policy);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(status.message(), "request: not a valid binary arbiter.v1.ScheduleRequest (4 bytes)");
