@@ -297,15 +297,7 @@ class LevelDivider {
       for (size_t i = begin; i < static_cast<size_t>(end); ++i) {
         if (has_fraction_[i]) order_.push_back(i);
       }
-      std::sort(order_.begin(), order_.end(), [&](size_t x, size_t y) {
-        if (fraction_[x] != fraction_[y]) return fraction_[x] > fraction_[y];
-        const Queue& qx = shares_.tree.queue(groups[x]);
-        const Queue& qy = shares_.tree.queue(groups[y]);
-        const Timestamp tx = qx.creation_time.value_or(Timestamp{});
-        const Timestamp ty = qy.creation_time.value_or(Timestamp{});
-        if (tx != ty) return tx < ty;
-        return qx.name < qy.name;
-      });
+      OrderByFraction(groups);
       for (size_t i : order_) {
         if (left <= 0) return;
         double& fs = queues[groups[i]].fair_share[r];
@@ -320,6 +312,34 @@ class LevelDivider {
   }
 
  private:
+  // Sorts order_ into the remainder order of §2.2: fraction descending, fractions within
+  // FractionsTie of each other being equal, then creation time, then name. A comparator with a
+  // tolerance is not a strict weak order, so the fractions are sorted exactly first; then each
+  // run of fractions that tie with the run's largest is one tie, ordered by the tie-break.
+  void OrderByFraction(const std::vector<int>& groups) {
+    std::sort(order_.begin(), order_.end(), [&](size_t x, size_t y) {
+      if (fraction_[x] != fraction_[y]) return fraction_[x] > fraction_[y];
+      return x < y;
+    });
+    const auto older = [&](size_t x, size_t y) {
+      const Queue& qx = shares_.tree.queue(groups[x]);
+      const Queue& qy = shares_.tree.queue(groups[y]);
+      const Timestamp tx = qx.creation_time.value_or(Timestamp{});
+      const Timestamp ty = qy.creation_time.value_or(Timestamp{});
+      if (tx != ty) return tx < ty;
+      return qx.name < qy.name;
+    };
+    for (size_t run = 0; run < order_.size();) {
+      size_t end = run + 1;
+      while (end < order_.size() && FractionsTie(fraction_[order_[run]], fraction_[order_[end]])) {
+        ++end;
+      }
+      std::sort(order_.begin() + static_cast<std::ptrdiff_t>(run),
+                order_.begin() + static_cast<std::ptrdiff_t>(end), older);
+      run = end;
+    }
+  }
+
   // rounds(G, left) of §2.2 over groups[begin, end).
   double Rounds(const std::vector<int>& groups, size_t begin, size_t end, int r, double left,
                 std::vector<QueueAmounts>& queues) {
@@ -355,7 +375,9 @@ class LevelDivider {
         const size_t i = active_[j];
         QueueAmounts& a = queues[groups[i]];
         if (!(a.over_quota_weight[r] > 0)) continue;
-        const double share = amount * portion_[j] / portion_sum;
+        // The ratio first, then the product, as KAI computes it: C·P/ΣP can differ by an ulp
+        // and move the floor below (§2.2).
+        const double share = amount * (portion_[j] / portion_sum);
         const double need = requestable_[i] - a.fair_share[r];
         if (need <= share) {
           a.fair_share[r] += need;
@@ -442,6 +464,10 @@ ResourceMap ToResponseMap(const ResourceSet& resources, const std::vector<double
 }
 
 }  // namespace
+
+bool FractionsTie(double a, double b) {
+  return std::fabs(a - b) <= 1e-9 * std::max({1.0, std::fabs(a), std::fabs(b)});
+}
 
 double Saturation(double allocated, double fair_share) {
   if (fair_share == 0) return allocated > 0 ? kInfinity : 0.0;

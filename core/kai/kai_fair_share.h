@@ -41,6 +41,11 @@ KaiFairShare ComputeKaiFairShare(const Snapshot& snapshot, const Policy& policy,
 // fair_share, allocated and requested; deserved echoes the configured map.
 std::vector<QueueShare> ToQueueShares(const KaiFairShare& shares);
 
+// §2.2: whether two fractions of the remainder order are equal: their difference is at most
+// 1e-9 · max(1, |a|, |b|), so that floating-point noise never decides an order that the
+// creation-time and name tie-break is meant to decide.
+bool FractionsTie(double a, double b);
+
 // sat(a, f) of §2.3: +inf if f == 0 < a; 0 if a == f == 0; else a / f.
 double Saturation(double allocated, double fair_share);
 

@@ -180,6 +180,49 @@ TEST(KaiFairShareTest, RemainderTieGoesToOlderQueue) {
   EXPECT_EQ(SharesOf(s), (Shares{{"a", 2}, {"b", 3}}));
 }
 
+// §2.2 float order (regression): the share of a round is C · (P / ΣP), the ratio first, as KAI
+// computes it. With P = 1 + 1·(1 - 0.1) = 1.9 alone in its group, (3 · 1.9) / 1.9 is an ulp
+// below 3 and floored to 2, which gave b the last unit; 3 · (1.9 / 1.9) is exactly 3.
+TEST(KaiFairShareTest, TheRatioComesBeforeTheProduct) {
+  Snapshot s = SnapshotBuilder()
+                   .Capacity({{"gpu", 3}})
+                   .UsageCapacity({{"gpu", 10}})
+                   .Usage("a", {{"gpu", 1}})
+                   .Queue("a").QueuePriority(1)
+                   .Queue("b")
+                   .Group("ja", "a").Pod({{"gpu", 100}})
+                   .Group("jb", "b").Pod({{"gpu", 100}})
+                   .Build();
+  Policy policy;
+  policy.k_value = 1;
+  EXPECT_EQ(SharesOf(s, "gpu", policy), (Shares{{"a", 3}, {"b", 0}}));
+}
+
+// §2.2 ties (regression): weights 4/1/2/3/2 over 6 GPUs give b 0.5 and d 1.5 in exact
+// arithmetic; in floating point b's fraction is an ulp below d's. Fractions that equal within
+// 1e-9 tie, so the older queue b takes the remainder unit.
+TEST(KaiFairShareTest, FractionsEqualUpToNoiseAreATieDecidedByAge) {
+  SnapshotBuilder builder;
+  builder.Capacity({{"gpu", 6}});
+  const std::vector<std::pair<std::string, double>> weights = {
+      {"a", 4}, {"b", 1}, {"c", 2}, {"d", 3}, {"e", 2}};
+  int created = 1;
+  for (const auto& [name, weight] : weights) {
+    builder.Queue(name).QueueCreated(created++).Weight({{"gpu", weight}});
+  }
+  for (const auto& [name, weight] : weights) builder.Group("j" + name, name).Pod({{"gpu", 100}});
+  EXPECT_EQ(SharesOf(builder.Build()),
+            (Shares{{"a", 2}, {"b", 1}, {"c", 1}, {"d", 1}, {"e", 1}}));
+}
+
+TEST(KaiFairShareTest, FractionsTieWithinOneBillionthOfTheLarger) {
+  EXPECT_TRUE(FractionsTie(0.5, 0.49999999999999994));
+  EXPECT_TRUE(FractionsTie(0.3, 0.3 + 0.9e-9));
+  EXPECT_FALSE(FractionsTie(0.3, 0.3 + 1.1e-9));
+  EXPECT_TRUE(FractionsTie(5e9, 5e9 + 4));   // 1e-9 of the larger: 5
+  EXPECT_FALSE(FractionsTie(5e9, 5e9 + 6));
+}
+
 // §2.2 remainder order, last key: equal fractions and creation times go by name; an absent
 // creation_time is the epoch, older than any set one (§0.2).
 TEST(KaiFairShareTest, RemainderTieGoesToSmallerNameThenEpochIsOldest) {
