@@ -392,6 +392,9 @@ TEST_F(Hostile, AFullQueueAnswersUnavailableAtOnce) {
   for (std::thread& caller : callers) caller.join();
   // One runs, one waits: at least two of the four found the queue full.
   EXPECT_GE(unavailable.load(), 2);
+  // The callers that waited have given up: the server drops their calls and is free again.
+  EXPECT_TRUE(PollUntil([&] { return Metric("arbiter_rpc_in_flight") == 0; }, absl::Seconds(120)))
+      << Log();
   ExpectServing();
 }
 
