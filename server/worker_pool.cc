@@ -54,8 +54,15 @@ void WorkerPool::Work(bool small_only) {
     Task task;
     {
       absl::MutexLock lock(&mutex_);
-      mutex_.Await(small_only ? absl::Condition(this, &WorkerPool::SmallLaneReady)
-                              : absl::Condition(this, &WorkerPool::GeneralReady));
+      if (small_only) {
+        mutex_.Await(absl::Condition(
+            +[](WorkerPool* pool) ABSL_NO_THREAD_SAFETY_ANALYSIS { return pool->SmallLaneReady(); },
+            this));
+      } else {
+        mutex_.Await(absl::Condition(
+            +[](WorkerPool* pool) ABSL_NO_THREAD_SAFETY_ANALYSIS { return pool->GeneralReady(); },
+            this));
+      }
       if (!HasWork(small_only)) return;  // stopping, and nothing is left for this lane
       auto next = tasks_.begin();
       if (small_only) {
