@@ -3,7 +3,32 @@
 #include <algorithm>
 #include <utility>
 
+#if defined(ARBITER_THREAD_SANITIZER)
+#include <sanitizer/tsan_interface.h>
+#endif
+
 namespace arbiter::server {
+namespace {
+
+// Tells ThreadSanitizer what the pool's mutex orders, for as long as it lives (declare it right
+// after the lock, so that it ends first): Debian's Abseil is built without ThreadSanitizer, so the
+// hand-over of a task from TrySubmit to a worker would otherwise look like a race.
+class OrderedByMutex {
+ public:
+#if defined(ARBITER_THREAD_SANITIZER)
+  explicit OrderedByMutex(const void* mutex) : mutex_(const_cast<void*>(mutex)) {
+    __tsan_acquire(mutex_);
+  }
+  ~OrderedByMutex() { __tsan_release(mutex_); }
+
+ private:
+  void* mutex_;
+#else
+  explicit OrderedByMutex(const void*) {}
+#endif
+};
+
+}  // namespace
 
 int WorkerPool::DefaultSize() {
   const unsigned cores = std::thread::hardware_concurrency();
@@ -21,6 +46,7 @@ WorkerPool::WorkerPool(const WorkerPoolOptions& options) : options_(options) {
 WorkerPool::~WorkerPool() {
   {
     absl::MutexLock lock(&mutex_);
+    const OrderedByMutex ordered(&mutex_);
     stopping_ = true;
   }
   for (std::thread& worker : workers_) worker.join();
@@ -28,6 +54,7 @@ WorkerPool::~WorkerPool() {
 
 bool WorkerPool::TrySubmit(std::function<void()> task, int64_t bytes) {
   absl::MutexLock lock(&mutex_);
+  const OrderedByMutex ordered(&mutex_);
   if (static_cast<int64_t>(tasks_.size()) >= options_.max_queued_tasks) return false;
   if (!tasks_.empty() && queued_bytes_ + bytes > options_.max_queued_bytes) return false;
   const bool small = bytes <= options_.small_task_bytes;
@@ -39,6 +66,7 @@ bool WorkerPool::TrySubmit(std::function<void()> task, int64_t bytes) {
 
 int64_t WorkerPool::queued() const {
   absl::MutexLock lock(&mutex_);
+  const OrderedByMutex ordered(&mutex_);
   return static_cast<int64_t>(tasks_.size());
 }
 
@@ -63,6 +91,7 @@ void WorkerPool::Work(bool small_only) {
             +[](WorkerPool* pool) ABSL_NO_THREAD_SAFETY_ANALYSIS { return pool->GeneralReady(); },
             this));
       }
+      const OrderedByMutex ordered(&mutex_);
       if (!HasWork(small_only)) return;  // stopping, and nothing is left for this lane
       auto next = tasks_.begin();
       if (small_only) {
