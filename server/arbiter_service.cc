@@ -103,10 +103,7 @@ absl::Status DecodeRequestBytes(const grpc::ByteBuffer& bytes, std::string_view 
   const bool whole = bytes.Length() == 0 || bytes.TrySingleSlice(&flat).ok() ||
                      bytes.DumpToSingleSlice(&flat).ok();
   if (!whole) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("request: not a valid binary ",
-                     absl::string_view(type_name.data(), type_name.size()), " (", bytes.Length(),
-                     " bytes)"));
+    return NotARequest(type_name, bytes.Length());
   }
   const std::string_view view(reinterpret_cast<const char*>(flat.begin()), flat.size());
   RETURN_IF_ERROR(DecodeRequest(view, limits, type_name, snapshot, policy, decoded_bytes));
@@ -274,6 +271,16 @@ std::string RequestIdFor(const grpc::CallbackServerContext& context) {
   return ChooseRequestId(std::string_view(found->second.data(), found->second.size()));
 }
 
+// The record of a call as it arrives: its method, request id and size.
+CallRecord NewRecord(std::string_view method, const grpc::CallbackServerContext& context,
+                     int64_t request_bytes) {
+  CallRecord record;
+  record.method = method;
+  record.request_id = RequestIdFor(context);
+  record.request_bytes = request_bytes;
+  return record;
+}
+
 }  // namespace
 
 ArbiterService::ArbiterService(WorkerPool* pool, RpcMetrics* metrics, Logger* logger,
@@ -328,10 +335,7 @@ grpc::ServerUnaryReactor* ArbiterService::Dispatch(grpc::CallbackServerContext* 
       [metrics = metrics_, logger = logger_, limits = limits_, max_response_bytes = max_response_bytes_,
        observer = phase_observer_, context, request, response, start, request_bytes, finish] {
         metrics->CallDequeued();
-        CallRecord record;
-        record.method = Method::kName;
-        record.request_id = RequestIdFor(*context);
-        record.request_bytes = request_bytes;
+        CallRecord record = NewRecord(Method::kName, *context, request_bytes);
         if (logger->Enabled(LogLevel::kDebug)) {
           logger->Log(LogLevel::kDebug, "call started",
                       {{"method", std::string(Method::kName)},
@@ -354,10 +358,7 @@ grpc::ServerUnaryReactor* ArbiterService::Dispatch(grpc::CallbackServerContext* 
       request_bytes);
   if (!queued) {
     metrics_->CallDequeued();
-    CallRecord record;
-    record.method = Method::kName;
-    record.request_id = RequestIdFor(*context);
-    record.request_bytes = request_bytes;
+    CallRecord record = NewRecord(Method::kName, *context, request_bytes);
     record.status = absl::UnavailableError(absl::StrCat(
         "the server is busy: its queue of waiting calls is full (--max-queued-calls ",
         pool_->options().max_queued_tasks, ", --max-queued-bytes ",

@@ -892,9 +892,13 @@ absl::Status DecodeRequest(std::string_view bytes, const RequestLimits& limits,
     if (!decoder.limit_error().ok()) return decoder.limit_error();
     if (read) return absl::OkStatus();
   }
+  return NotARequest(type_name, bytes.size());
+}
+
+absl::Status NotARequest(std::string_view type_name, size_t size) {
   return absl::InvalidArgumentError(
-      absl::StrCat("request: not a valid binary ", absl::string_view(type_name.data(), type_name.size()),
-                   " (", bytes.size(), " bytes)"));
+      absl::StrCat("request: not a valid binary ",
+                   absl::string_view(type_name.data(), type_name.size()), " (", size, " bytes)"));
 }
 
 bool DecodeRequest(std::string_view bytes, Snapshot* snapshot, Policy* policy) {

@@ -20,6 +20,7 @@
 // Both request messages hold the snapshot in field 1 and the policy in field 2.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -45,6 +46,10 @@ namespace arbiter::server {
 absl::Status DecodeRequest(std::string_view bytes, const RequestLimits& limits,
                            std::string_view type_name, Snapshot* snapshot, Policy* policy,
                            int64_t* decoded_bytes = nullptr);
+
+// InvalidArgument "request: not a valid binary TYPE_NAME (SIZE bytes)": the answer to bytes that
+// do not parse.
+absl::Status NotARequest(std::string_view type_name, size_t size);
 
 // DecodeRequest without limits: false when `bytes` is not a valid binary request.
 bool DecodeRequest(std::string_view bytes, Snapshot* snapshot, Policy* policy);
