@@ -228,7 +228,7 @@ int PlaceUnit(Placer& placer, WorkingState& state, const Unit& unit, bool all_pi
     if (poll != nullptr && poll->Tick(work)) break;
     const NodeChoice choice = placer.Choose(pod);
     if (choice.node < 0) break;
-    state.Bind(pod, choice.node, choice.fits_now, all_pipelined || !choice.fits_now);
+    state.Bind(pod, choice.node, all_pipelined || !choice.fits_now);
     ++placed;
   }
   return placed;

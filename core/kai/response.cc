@@ -23,8 +23,6 @@ ScheduleResult BuildResponse(Session& session) {
     const int group = cluster.pod(pod).group;
     const int original = cluster.pod(pod).node;
     if (state.pod_state(pod) == PodState::kMoved) {
-      // A pod re-placed on its own node never had to move (§4.8).
-      if (state.pod_node(pod) == original) continue;
       result.bindings.push_back(Binding{cluster.group_name(group), cluster.pod_name(pod),
                                         cluster.node_name(state.pod_node(pod)), true});
     }

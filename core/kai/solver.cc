@@ -186,7 +186,7 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
           ok = false;
           break;
         }
-        state.Bind(pod, choice.node, choice.fits_now, /*after_evictions=*/true);
+        state.Bind(pod, choice.node, /*after_evictions=*/true);
         if (placed_out != nullptr) ++*placed_out;
       }
       if (!ok) break;
@@ -206,7 +206,12 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
         placed = false;
         break;
       }
-      state.Relocate(pods[j][k], choice.node, choice.fits_now);
+      // A victim re-placed on its own node is restored there (§4.1), as KAI un-evicts it.
+      if (choice.node == state.pod_node(pods[j][k])) {
+        state.Restore(pods[j][k]);
+      } else {
+        state.Relocate(pods[j][k], choice.node);
+      }
     }
     if (placed) {
       state.Commit(inner);
@@ -561,7 +566,10 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
   std::vector<EvictionNote>& notes = session_.evictions();
   for (size_t k = 0; k < attempt.victims.size(); ++k) {
     const EvictionUnit& victim = attempt.victims[k];
+    bool touched = false;  // some pod of the victim was evicted or moved, not restored
     for (int pod : victim.pods) {
+      if (state.pod_state(pod) == PodState::kRunning) continue;  // restored on its own node
+      touched = true;
       if (attempt.moved[k]) {
         notes.push_back(EvictionNote{pod, EvictionReason::kConsolidation, group,
                                      "moved to make room for " + CappedName(cluster.group_name(group))});
@@ -569,7 +577,7 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
         notes.push_back(EvictionNote{pod, attempt.reasons[k], group, attempt.messages[k]});
       }
     }
-    if (victims_out != nullptr &&
+    if (touched && victims_out != nullptr &&
         std::find(victims_out->begin(), victims_out->end(), victim.group) == victims_out->end()) {
       victims_out->push_back(victim.group);
     }

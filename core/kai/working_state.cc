@@ -118,11 +118,11 @@ void WorkingState::AddToQueues(int group, const double* requests, double sign) {
   }
 }
 
-void WorkingState::OccupyNode(int node, const double* node_requests, bool fits_now) {
+void WorkingState::OccupyNode(int node, const double* node_requests, bool pipelined) {
   for (int k = 0; k < rn_; ++k) {
     if (!(node_requests[k] > 0)) continue;
     double& used = used_[At(node, k)];
-    if (fits_now) {
+    if (!pipelined) {
       SetDouble(used, used + node_requests[k]);
       continue;
     }
@@ -134,12 +134,12 @@ void WorkingState::OccupyNode(int node, const double* node_requests, bool fits_n
   TouchNode(node);
 }
 
-void WorkingState::Bind(int pod, int node, bool fits_now, bool after_evictions) {
+void WorkingState::Bind(int pod, int node, bool after_evictions) {
   const int group = cluster_.pod(pod).group;
   // Units are taken in pod order, so the pod bound is always the group's next PENDING pod.
   assert(pending_left(group) > 0 && pending_pod(group, 0) == pod);
   // Only a pod that fits a node is bound, so it requests nothing outside R_n.
-  OccupyNode(node, cluster_.node_requests(pod), fits_now);
+  OccupyNode(node, cluster_.node_requests(pod), after_evictions);
   AddToQueues(group, cluster_.requests(pod), +1);
   SetInt(pod_state_[pod], static_cast<int32_t>(PodState::kBound));
   SetInt(pod_node_[pod], node);
@@ -152,6 +152,14 @@ void WorkingState::Bind(int pod, int node, bool fits_now, bool after_evictions) 
 void WorkingState::MarkPipelined(int pod) {
   if (after_evictions_[pod] != 0) return;
   const int group = cluster_.pod(pod).group;
+  const int node = pod_node_[pod];
+  const double* node_requests = cluster_.node_requests(pod);
+  for (int k = 0; k < rn_; ++k) {
+    if (!(node_requests[k] > 0)) continue;
+    double& used = used_[At(node, k)];
+    SetDouble(used, used - node_requests[k]);
+  }
+  OccupyNode(node, node_requests, /*pipelined=*/true);
   SetInt(after_evictions_[pod], 1);
   SetInt(bound_now_[group], bound_now_[group] - 1);
 }
@@ -176,16 +184,43 @@ void WorkingState::Evict(int pod) {
   SetInt(evicted_[group], evicted_[group] + 1);
 }
 
-void WorkingState::Relocate(int pod, int node, bool fits_now) {
+void WorkingState::Relocate(int pod, int node) {
   assert(pod_state(pod) == PodState::kEvicted);
   const int group = cluster_.pod(pod).group;
-  OccupyNode(node, cluster_.node_requests(pod), fits_now);
+  OccupyNode(node, cluster_.node_requests(pod), /*pipelined=*/true);
   AddToQueues(group, cluster_.requests(pod), +1);
   SetInt(pod_state_[pod], static_cast<int32_t>(PodState::kMoved));
   SetInt(pod_node_[pod], node);
   SetInt(after_evictions_[pod], 1);
   SetInt(evicted_[group], evicted_[group] - 1);
   SetInt(moved_[group], moved_[group] + 1);
+}
+
+void WorkingState::Restore(int pod) {
+  assert(pod_state(pod) == PodState::kEvicted);
+  const int group = cluster_.pod(pod).group;
+  const int node = pod_node_[pod];
+  const double* node_requests = cluster_.node_requests(pod);
+  for (int k = 0; k < rn_; ++k) {
+    if (node_requests[k] == 0) continue;
+    double& used = used_[At(node, k)];
+    double& releasing = releasing_[At(node, k)];
+    double& claimed = claimed_[At(node, k)];
+    const double back = releasing - node_requests[k];
+    SetDouble(used, used + node_requests[k]);
+    SetDouble(releasing, back);
+    // Claims beyond what still releases on the node come from idle.
+    const double still = std::max(back, 0.0);
+    if (claimed > still) {
+      SetDouble(used, used + (claimed - still));
+      SetDouble(claimed, still);
+    }
+  }
+  TouchNode(node);
+  AddToQueues(group, cluster_.requests(pod), +1);
+  SetInt(pod_state_[pod], static_cast<int32_t>(PodState::kRunning));
+  SetInt(running_[group], running_[group] + 1);
+  SetInt(evicted_[group], evicted_[group] - 1);
 }
 
 WorkingState::Mark WorkingState::Checkpoint() {

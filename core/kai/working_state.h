@@ -3,13 +3,14 @@
 // (bit for bit, from a journal of old values) or a commit.
 //
 // Per node, over the node resources R_n (core/kai/cluster.h): `used` (RUNNING pods, pods bound
-// now, and the part of a pipelined claim that had to
-// come from idle), the requests of the pods that are releasing (RELEASING and evicted now), and
-// the part of those that pipelined bindings have claimed. idle = allocatable - used - releasing
-// pods; releasing() = releasing pods - claimed, the releasing capacity still unclaimed. A pod that
-// fits now (req <= idle) is added to used; a pipelined pod claims unclaimed releasing capacity
-// first and the rest from idle, so that two pods never claim the same releasing amount and
-// idle + releasing() is always what the node will have free once its releasing pods are gone.
+// now, and the part of a pipelined claim that had to come from idle), the requests of the pods
+// that are releasing (RELEASING and evicted now), and the part of those that pipelined bindings
+// have claimed. idle = allocatable - used - releasing pods; releasing() = releasing pods -
+// claimed, the releasing capacity still unclaimed. A pod bound now is added to used; a pod bound
+// with after_evictions (or moved) claims unclaimed releasing capacity first and only the
+// shortfall from idle, whether or not it would fit now (§4.1: KAI's pipelining subtracts from
+// releasing), so that two pods never claim the same releasing amount and idle + releasing() is
+// always what the node will have free once its releasing pods are gone.
 // Per queue: allocated and allocated_np over the subtree (§0.7), following the decisions.
 // Per pod group: RUNNING, bound and moved counts, and a cursor over its PENDING pods in pod order.
 //
@@ -82,17 +83,22 @@ class WorkingState {
   int pending_pod(int group, int i) const { return pending_pods_[pending_next_[group] + i]; }
 
   // ---- Mutations (journaled while a statement is open) ----
-  // Binds a PENDING pod (the group's next one) to `node`. `fits_now` says how the pod fits and so
-  // how it is accounted (used, or a pipelined claim); `after_evictions` is what the binding says.
-  void Bind(int pod, int node, bool fits_now, bool after_evictions);
-  // Turns a binding made now into a pipelined one (the gang rule of §4.5); accounting unchanged.
+  // Binds a PENDING pod (the group's next one) to `node`. Without `after_evictions` the pod must
+  // fit now and is added to used; with it, the pod claims releasing capacity first (§4.1).
+  void Bind(int pod, int node, bool after_evictions);
+  // Turns a binding made now into a pipelined one (the gang rule of §4.5): the pod leaves used
+  // and claims releasing capacity first, as KAI re-pipelines an allocated task on its node.
   void MarkPipelined(int pod);
   // Evicts a RUNNING pod: its requests move from used to releasing on its node; its queue and
   // ancestors stop counting it.
   void Evict(int pod);
-  // Re-places a pod evicted in this response on `node` (pipelined): the pod is "moved" (§4.8)
-  // and counts for its queue again.
-  void Relocate(int pod, int node, bool fits_now);
+  // Re-places a pod evicted in this response on `node` (pipelined, claiming releasing capacity
+  // first): the pod is "moved" (§4.8) and counts for its queue again.
+  void Relocate(int pod, int node);
+  // Undoes the eviction of a pod evicted in this response, for a victim re-placed on its own node
+  // (§4.1): it is RUNNING there as before and counts for its queue again. A pipelined claim on
+  // the node that its release had made room for takes the shortfall from idle instead.
+  void Restore(int pod);
 
   // ---- Monotonicity ----
   // Changes whenever some node's idle or free amount may have grown (an eviction); binds and
@@ -121,7 +127,7 @@ class WorkingState {
   void SetInt(int32_t& slot, int32_t value);
   void TouchNode(int node);
   void AddToQueues(int group, const double* requests, double sign);
-  void OccupyNode(int node, const double* node_requests, bool fits_now);
+  void OccupyNode(int node, const double* node_requests, bool pipelined);
   size_t At(int node, int k) const {
     return static_cast<size_t>(node) * static_cast<size_t>(rn_) + static_cast<size_t>(k);
   }

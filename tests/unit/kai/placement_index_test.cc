@@ -141,7 +141,7 @@ TEST_P(PlacementIndexTest, IndexedChoiceEqualsScoringEveryNode) {
     ASSERT_EQ(indexed.fits_now, naive.fits_now) << "pod " << cluster.pod_name(pod);
     if (indexed.node < 0) continue;
     const WorkingState::Mark mark = state.Checkpoint();
-    state.Bind(pod, indexed.node, indexed.fits_now, !indexed.fits_now);
+    state.Bind(pod, indexed.node, !indexed.fits_now);
     if (rng() % 4 == 0) {
       state.Rollback(mark);
     } else {

@@ -212,7 +212,7 @@ TEST(QueueOrderTree, OrderFollowsAllocationsAfterEachAttempt) {
     ASSERT_GE(g, 0);
     picks.push_back(session.cluster().group_name(g));
     const int pod = order.unit(g).pods[0];
-    session.state().Bind(pod, 0, true, false);
+    session.state().Bind(pod, 0, false);
     order.Update(g, /*keep=*/true);
   }
   EXPECT_EQ(order.Next(), -1);

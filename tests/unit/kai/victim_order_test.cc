@@ -21,12 +21,15 @@ namespace {
 using ::arbiter::testing::SnapshotBuilder;
 using ::testing::ElementsAre;
 
-// Every draw as "pod+pod", until no victim is left.
-std::vector<std::string> Draws(const Snapshot& snapshot) {
+// Every draw as "pod+pod", until no victim is left; `before` may change the working state first
+// (decisions already made in the response).
+std::vector<std::string> Draws(const Snapshot& snapshot,
+                               const std::function<void(Session&)>& before = nullptr) {
   Policy policy;
   EXPECT_TRUE(ValidateRequest(snapshot, policy, RequestKind::kSchedule).ok());
   KaiFairShare shares = ComputeKaiFairShare(snapshot, policy);
   Session session(snapshot, policy, shares);
+  if (before) before(session);
   QueueChain chain(shares);
   VictimOrder order(session, chain, [](int) { return true; }, {});
   std::vector<std::string> draws;
@@ -80,6 +83,50 @@ TEST(VictimOrder, ElasticGroupShrinksToGangThenGivesTheWholeGang) {
                    .Group("elastic", "team").MinMember(2).RunningPods(4, {{"cpu", 1}}, "n1")
                    .Build();
   EXPECT_THAT(Draws(s), ElementsAre("elastic-3", "elastic-2", "elastic-0+elastic-1"));
+}
+
+// §4.7, pinned: while victims are drawn, an elastic victim's drawn pods count as gone for its
+// rank (> g, = g, < g) as well as for its eviction unit, as KAI re-queues the drawn job with its
+// remaining pods. "elastic" (older) starts above g and gives one pod; at g it ranks with "newer"
+// (= g), and the newer group gives first. Were the rank taken from the pods it started with,
+// "elastic" would stay above g and give its last pod before "newer".
+TEST(VictimOrder, DrawnPodsCountAsGoneForTheRankAsWellAsTheUnit) {
+  Snapshot s = SnapshotBuilder()
+                   .Node("n1", {{"cpu", 100}})
+                   .Queue("team")
+                   .Group("elastic", "team").Created(1).MinMember(1)
+                   .RunningPods(2, {{"cpu", 1}}, "n1")
+                   .Group("newer", "team").Created(5).MinMember(1).RunningPods(1, {{"cpu", 1}}, "n1")
+                   .Build();
+  EXPECT_THAT(Draws(s), ElementsAre("elastic-1", "newer-0", "elastic-0"));
+}
+
+// §4.7, pinned: a group with a pod moved (or bound) in this response has no eviction unit, elastic
+// or not: evicting the rest would break what the move kept whole.
+TEST(VictimOrder, GroupWithAMovedPodHasNoEvictionUnit) {
+  Snapshot s = SnapshotBuilder()
+                   .Node("n1", {{"cpu", 100}})
+                   .Node("n2", {{"cpu", 100}})
+                   .Queue("team")
+                   .Group("moved", "team").MinMember(1).RunningPods(3, {{"cpu", 1}}, "n1")
+                   .Group("grown", "team").MinMember(1).RunningPods(2, {{"cpu", 1}}, "n1")
+                   .Pods(1, {{"cpu", 1}})
+                   .Group("kept", "team").MinMember(1).RunningPods(1, {{"cpu", 1}}, "n1")
+                   .Build();
+  EXPECT_THAT(Draws(s, [](Session& session) {
+                const Cluster& cluster = session.cluster();
+                WorkingState& state = session.state();
+                for (int g = 0; g < cluster.num_groups(); ++g) {
+                  if (cluster.group_name(g) == "moved") {
+                    const int pod = cluster.group(g).first_pod;
+                    state.Evict(pod);
+                    state.Relocate(pod, /*node=*/1);
+                  } else if (cluster.group_name(g) == "grown") {
+                    state.Bind(state.pending_pod(g, 0), /*node=*/1, /*after_evictions=*/false);
+                  }
+                }
+              }),
+              ElementsAre("kept-0"));
 }
 
 TEST(VictimOrder, NonPreemptibleGroupsAreNeverDrawn) {

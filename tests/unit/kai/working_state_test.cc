@@ -67,10 +67,10 @@ TEST(WorkingState, RollbackRestoresEveryValueExactly) {
   const int job = f.Group("job");
   const int run = f.Group("run");
   WorkingState::Mark mark = f.state.Checkpoint();
-  f.state.Bind(f.state.pending_pod(job, 0), 0, true, false);
-  f.state.Bind(f.state.pending_pod(job, 0), 1, false, true);
+  f.state.Bind(f.state.pending_pod(job, 0), 0, false);
+  f.state.Bind(f.state.pending_pod(job, 0), 1, true);
   f.state.Evict(f.cluster.group(run).first_pod);
-  f.state.Relocate(f.cluster.group(run).first_pod, 0, false);
+  f.state.Relocate(f.cluster.group(run).first_pod, 0);
   EXPECT_NE(Dump(f.cluster, f.state), before);
   f.state.Rollback(mark);
   EXPECT_EQ(Dump(f.cluster, f.state), before);
@@ -83,14 +83,14 @@ TEST(WorkingState, StatementsNest) {
   const std::string before = Dump(f.cluster, f.state);
   const int job = f.Group("job");
   WorkingState::Mark outer = f.state.Checkpoint();
-  f.state.Bind(f.state.pending_pod(job, 0), 0, true, false);
+  f.state.Bind(f.state.pending_pod(job, 0), 0, false);
   const std::string middle = Dump(f.cluster, f.state);
   WorkingState::Mark inner = f.state.Checkpoint();
-  f.state.Bind(f.state.pending_pod(job, 0), 0, true, false);
+  f.state.Bind(f.state.pending_pod(job, 0), 0, false);
   f.state.Rollback(inner);
   EXPECT_EQ(Dump(f.cluster, f.state), middle);
   inner = f.state.Checkpoint();
-  f.state.Bind(f.state.pending_pod(job, 0), 0, true, false);
+  f.state.Bind(f.state.pending_pod(job, 0), 0, false);
   f.state.Commit(inner);
   f.state.Rollback(outer);  // undoes the committed inner statement too
   EXPECT_EQ(Dump(f.cluster, f.state), before);
@@ -122,7 +122,7 @@ TEST(WorkingState, PipelinedClaimTakesReleasingFirstThenIdle) {
   const int cpu = f.cluster.NodeSpaceOf(f.cluster.resources().Find("cpu"));
   f.state.Evict(f.cluster.group(run).first_pod);  // 0.2 cpu releasing on n2
   const double idle = f.state.idle(1, cpu);
-  f.state.Bind(f.state.pending_pod(job, 0), 1, false, true);  // needs 0.3 cpu
+  f.state.Bind(f.state.pending_pod(job, 0), 1, true);  // needs 0.3 cpu
   EXPECT_EQ(f.state.releasing(1, cpu), 0);
   EXPECT_DOUBLE_EQ(f.state.idle(1, cpu), idle - (0.3 - 0.2));
 }
