@@ -27,6 +27,7 @@ class Rounds {
     admitted_now_.assign(count, 0);
     evicted_.assign(count, 0);
     set_aside_.assign(count, 0);
+    no_fit_.assign(count, 0);
     waited_.assign(count, 0);
     ever_head_.assign(count, 0);
     available_.assign(count, 0);
@@ -115,6 +116,7 @@ class Rounds {
   std::vector<char> admitted_now_;  // admitted in this call
   std::vector<char> evicted_;       // evicted in this call
   std::vector<char> set_aside_;
+  std::vector<char> no_fit_;        // this round: nominated NoFit (takes part with no usage)
   std::vector<char> waited_;        // was waiting for evictions made in this call
   std::vector<char> ever_head_;
   std::vector<char> available_;     // may be a preemption target now
@@ -302,26 +304,23 @@ bool Rounds::RunRound() {
   claimed_.clear();
   claims_.clear();
 
-  // Nominate every head on the round's starting tree. A NoFit entry changes nothing when it is
-  // processed, so setting it aside now leaves the order of the others as it is.
+  // Nominate every head on the round's starting tree. A NoFit entry still takes part in the
+  // tournament, with no usage (§5.4 step 4): while it waits, it may be what represents its
+  // cohort one level up. It is set aside when it is processed.
   std::vector<Nomination> nominations;
   nominations.reserve(heads.size());
   std::vector<std::vector<int>> entries_of_root(n);
   for (int w : heads) {
     if (poll_.Tick(1 + tree_.queues().entry(workloads_[w].cq).depth)) return false;
     Nomination nomination = Nominate(context_, w);
-    if (nomination.mode == NominationMode::kNoFit) {
-      SetAside(w, nomination.reason, std::move(nomination.message));
-      changed = true;
-      continue;
-    }
+    no_fit_[w] = nomination.mode == NominationMode::kNoFit ? 1 : 0;
     slot_of_[w] = static_cast<int>(nominations.size());
     nominations.push_back(std::move(nomination));
     entries_of_root[root_of_[workloads_[w].cq]].push_back(w);
   }
   for (int root : tree_.queues().roots()) {
     if (entries_of_root[root].empty()) continue;
-    Tournament tournament(&tree_, &workloads_, root, entries_of_root[root]);
+    Tournament tournament(&tree_, &workloads_, root, entries_of_root[root], &no_fit_);
     while (!tournament.empty()) {
       const int w = tournament.Winner();
       if (poll_.Tick(1 + tree_.queues().entry(workloads_[w].cq).depth)) return false;

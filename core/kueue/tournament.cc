@@ -3,8 +3,8 @@
 namespace arbiter::kueue {
 
 Tournament::Tournament(QuotaTree* tree, const std::vector<Workload>* workloads, int root,
-                       const std::vector<int>& entries)
-    : tree_(tree), workloads_(workloads), root_(root) {
+                       const std::vector<int>& entries, const std::vector<char>* without_usage)
+    : tree_(tree), workloads_(workloads), without_usage_(without_usage), root_(root) {
   const int n = tree->size();
   entry_of_queue_.assign(n, -1);
   best_.assign(n, -1);
@@ -25,6 +25,11 @@ Tournament::Tournament(QuotaTree* tree, const std::vector<Workload>* workloads, 
     const std::vector<int>& children = tree->queues().children(node);
     for (auto it = children.rbegin(); it != children.rend(); ++it) stack.emplace_back(*it, false);
   }
+}
+
+const Usage& Tournament::UsageOf(int workload) const {
+  static const Usage kNone;
+  return (*without_usage_)[workload] != 0 ? kNone : (*workloads_)[workload].usage;
 }
 
 void Tournament::Remove(int workload) {
@@ -59,24 +64,24 @@ void Tournament::Evaluate(int node) {
     best_[node] = best_child < 0 ? -1 : best_[best_child];
   }
   if (node == root_ || best_[node] < 0) return;
-  const Workload& w = (*workloads_)[best_[node]];
+  const Usage& usage = UsageOf(best_[node]);
   // What of w's usage reaches this node when it is added at w's ClusterQueue: all of it at the
   // ClusterQueue; above, what reached the child on w's path less that child's LA (AddUsage's
   // bubbling, one level at a time). The child's amounts still hold: only the path of the last
   // processed entry changed, and every node on it is evaluated again, bottom up.
   std::vector<double>& added = added_[node];
-  added.resize(w.usage.size());
-  for (size_t i = 0; i < w.usage.size(); ++i) {
+  added.resize(usage.size());
+  for (size_t i = 0; i < usage.size(); ++i) {
     if (best_child < 0) {
-      added[i] = w.usage[i].amount;
+      added[i] = usage[i].amount;
       continue;
     }
     const double below = added_[best_child][i];
-    const double local_available = tree_->LocalAvailable(best_child, w.usage[i].resource);
+    const double local_available = tree_->LocalAvailable(best_child, usage[i].resource);
     added[i] = below > local_available ? below - local_available : 0;
   }
   bool borrows = false;
-  drs_[node] = ComputeDrsWithAdded(*tree_, node, w.usage, added, &borrows);
+  drs_[node] = ComputeDrsWithAdded(*tree_, node, usage, added, &borrows);
   borrows_requested_[node] = borrows ? 1 : 0;
 }
 

@@ -19,10 +19,12 @@ namespace arbiter::kueue {
 
 class Tournament {
  public:
-  // `entries` are workload indices, at most one per ClusterQueue, all under `root`. The tree and
-  // the workloads must outlive the tournament.
+  // `entries` are workload indices, at most one per ClusterQueue, all under `root`. An entry with
+  // `without_usage[workload]` set (a NoFit nomination: Kueue assigns it no flavor) takes part
+  // with no usage: it never borrows under rule (1), and its representatives keep their current
+  // DRS. The tree, the workloads and `without_usage` must outlive the tournament.
   Tournament(QuotaTree* tree, const std::vector<Workload>* workloads, int root,
-             const std::vector<int>& entries);
+             const std::vector<int>& entries, const std::vector<char>* without_usage);
 
   bool empty() const { return best_[root_] < 0; }
   // The workload to process next.
@@ -35,8 +37,12 @@ class Tournament {
   // True when child a's candidate beats child b's in their parent's comparison.
   bool Beats(int a, int b) const;
 
+  // The usage an entry takes part with: its own, or none (see the constructor).
+  const Usage& UsageOf(int workload) const;
+
   QuotaTree* tree_;
   const std::vector<Workload>* workloads_;
+  const std::vector<char>* without_usage_;
   int root_;
   std::vector<int> entry_of_queue_;             // ClusterQueue -> its entry, -1 when none left
   std::vector<int> best_;                       // node -> winning workload of its subtree

@@ -342,5 +342,59 @@ TEST(AdmissionTest, GroupWithoutPodsIsGangIncomplete) {
   EXPECT_EQ(Keys(r.admitted), Names{"job"});
 }
 
+// §5.4 step 7, pinned: a Fit entry that fits only once this round's claimed targets are gone is
+// admitted with after_evictions. p needs preemption (t borrows 3 of the root's 6) and claims t0;
+// f was nominated Fit on the round's starting tree, but with p's usage added and t0 still in the
+// tree it no longer fits: it takes quota that t0's eviction releases.
+TEST(AdmissionTest, FitEntryThatNeedsThisRoundsClaimedTargetsWaitsForTheirEvictions) {
+  const Snapshot s = SnapshotBuilder()
+                         .Queue("root")
+                         .Queue("p", "root").Deserved({{"cpu", 4}}).KueuePolicy(kNever, kAny)
+                         .Queue("f", "root").Deserved({{"cpu", 2}}).KueuePolicy(kNever, kAny)
+                         .Queue("t", "root").Deserved({{"cpu", 0}})
+                         .Group("t0", "t").Pod({{"cpu", 3}}).Admitted(0)
+                         .Group("p0", "p").Priority(10).Pod({{"cpu", 4}})
+                         .Group("f0", "f").Priority(1).Pod({{"cpu", 2}})
+                         .Build();
+  const RoundsResult one = RunRounds(s, 1);
+  EXPECT_EQ(one.admitted, (std::map<std::string, bool>{{"f0", true}}));
+  EXPECT_EQ(one.preemptor.at("t0"), "p0");
+  const RoundsResult all = RunRounds(s, 0);
+  EXPECT_EQ(all.admitted, (std::map<std::string, bool>{{"f0", true}, {"p0", true}}));
+  EXPECT_EQ(all.evicted.at("t0"), EvictionReason::kKueueInCohortReclamation);
+}
+
+// §5.4 step 4, pinned: a NoFit entry takes part in the tournament with no usage. a1's head asks
+// more than a1 could ever reach (NoFit), yet it stands for cohort c1 until it is processed: with
+// no usage it does not borrow, so it beats a2's entry (a2 borrows) inside c1, and one level up
+// c1, represented by it, loses to b on priority. b is admitted first and takes the last free
+// quota; a2 then needs t's borrowed quota back and is admitted after the eviction. Setting the
+// NoFit entry aside before the tournament would let a2 represent c1 and win on priority
+// instead (a2 admitted first, b after the eviction).
+TEST(AdmissionTest, NoFitEntryTakesPartInTheTournamentWithNoUsage) {
+  const Snapshot s = SnapshotBuilder()
+                         .Queue("root")
+                         .Queue("c1", "root")
+                         .Queue("a1", "c1").Deserved({{"cpu", 10}}).KueuePolicy(kNever, kAny)
+                         .Queue("a2", "c1").Deserved({{"cpu", 0}}).KueuePolicy(kNever, kAny)
+                         .Queue("b", "root").Deserved({{"cpu", 2}}).KueuePolicy(kNever, kAny)
+                         .Queue("t", "root").Deserved({{"cpu", 0}})
+                         .Group("held", "a1").Pod({{"cpu", 7}}).Admitted(0)
+                         .Group("t0", "t").Pod({{"cpu", 2}}).Admitted(0)
+                         .Group("huge", "a1").Priority(1).Pod({{"cpu", 100}})
+                         .Group("a2-job", "a2").Priority(10).Pod({{"cpu", 3}})
+                         .Group("b-job", "b").Priority(5).Pod({{"cpu", 2}})
+                         .Build();
+  const RoundsResult one = RunRounds(s, 1);
+  EXPECT_EQ(one.admitted, (std::map<std::string, bool>{{"b-job", false}}));
+  EXPECT_EQ(one.reason.at("huge"), "exceeds-max-quota");
+  EXPECT_EQ(one.reason.at("a2-job"), "no-longer-fits");
+  const RoundsResult all = RunRounds(s, 0);
+  EXPECT_EQ(all.admitted,
+            (std::map<std::string, bool>{{"a2-job", true}, {"b-job", false}}));
+  EXPECT_EQ(all.preemptor.at("t0"), "a2-job");
+  EXPECT_EQ(all.reason.at("huge"), "exceeds-max-quota");
+}
+
 }  // namespace
 }  // namespace arbiter::kueue
