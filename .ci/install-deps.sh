@@ -7,7 +7,7 @@ packages=(
   cmake ninja-build g++ pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
-  clang libclang-rt-14-dev openssl
+  clang libclang-rt-14-dev openssl libssl-dev
   jq
 )
 

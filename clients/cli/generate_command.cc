@@ -35,6 +35,7 @@ struct GenerateFlags {
   int64_t cohorts = defaults.cohorts;
   std::string size;
   std::string model_name = "kai";
+  std::string shape_name = "realistic";
   std::string out_path = "-";
   bool help = false;
 };
@@ -56,6 +57,9 @@ void DeclareFlags(server::CommandLine* flags, GenerateFlags* values) {
   flags->AddInt("reclaim-groups", "N", &values->reclaim_groups,
                 "pending groups that can only run by reclaim (KAI)");
   flags->AddInt("cohorts", "N", &values->cohorts, "cohorts over all levels (Kueue)");
+  flags->AddString("shape", "realistic|kai-reclaim", &values->shape_name,
+                   "kai-reclaim: KAI's reclaim yardstick, eight running and eight pending "
+                   "one-GPU jobs per node (only --nodes applies)");
   flags->AddString("out", "FILE", &values->out_path,
                    "where to write; .pb = binary, - = standard output");
   flags->AddBool("help", &values->help, "print this help");
@@ -93,6 +97,16 @@ int RunGenerate(const Args& args, std::ostream& out, std::ostream& err) {
     if (!model.ok())
       parsed = absl::InvalidArgumentError(absl::StrCat("--model: ", model.status().message()));
   }
+  absl::StatusOr<generator::GeneratorShape> shape = generator::GeneratorShape::kRealistic;
+  if (parsed.ok()) {
+    shape = generator::ParseShape(values.shape_name);
+    if (!shape.ok()) {
+      parsed = absl::InvalidArgumentError(absl::StrCat("--shape: ", shape.status().message()));
+    } else if (*shape != generator::GeneratorShape::kRealistic &&
+               *model != generator::GeneratorModel::kKai) {
+      parsed = absl::InvalidArgumentError("--shape: kai-reclaim is a KAI shape (--model kai)");
+    }
+  }
   generator::GeneratorOptions options;
   if (parsed.ok() && flags.IsSet("size")) {
     absl::StatusOr<generator::GeneratorOptions> preset = generator::SizePreset(values.size, *model);
@@ -107,6 +121,7 @@ int RunGenerate(const Args& args, std::ostream& out, std::ostream& err) {
     return ExitCode(parsed);
   }
   options.model = *model;
+  options.shape = *shape;
   if (flags.IsSet("nodes")) options.nodes = static_cast<int>(values.nodes);
   if (flags.IsSet("queues")) options.queues = static_cast<int>(values.queues);
   if (flags.IsSet("depth")) options.depth = static_cast<int>(values.depth);

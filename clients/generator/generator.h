@@ -23,6 +23,14 @@ enum class GeneratorModel {
   kKueue,  // ClusterQueues under cohorts, admitted and pending workloads; Policy KUEUE
 };
 
+enum class GeneratorShape {
+  kRealistic,  // the realistic cluster of docs/generator.md
+  // KAI's reclaim yardstick (docs/generator.md): per node eight running and eight pending
+  // one-GPU jobs, the running ones in a queue that deserves nothing, the pending ones in a queue
+  // that deserves every GPU. Only `nodes` applies; KAI model only.
+  kKaiReclaim,
+};
+
 struct GeneratorOptions {
   // KAI: nodes of the cluster. Kueue: ignored (the quota tree is the capacity; no nodes).
   int nodes = 10;
@@ -46,6 +54,7 @@ struct GeneratorOptions {
   int reclaim_groups = 0;
   // Kueue: cohorts (non-leaf queues) over all cohort levels. KAI: ignored.
   int cohorts = 2;
+  GeneratorShape shape = GeneratorShape::kRealistic;
 };
 
 struct GeneratedRequest {
@@ -66,5 +75,8 @@ absl::StatusOr<GeneratorOptions> SizePreset(std::string_view size,
 
 // "kai" or "kueue" (as the CLI spells --model). InvalidArgument otherwise.
 absl::StatusOr<GeneratorModel> ParseModel(std::string_view name);
+
+// "realistic" or "kai-reclaim".
+absl::StatusOr<GeneratorShape> ParseShape(std::string_view name);
 
 }  // namespace arbiter::generator

@@ -14,4 +14,6 @@ GeneratedRequest GenerateKai(const GeneratorOptions& options);
 // A Kueue quota tree with admitted and pending workloads (docs/generator.md, Kueue).
 GeneratedRequest GenerateKueue(const GeneratorOptions& options);
 
+GeneratedRequest GenerateKaiReclaimShape(const GeneratorOptions& options);
+
 }  // namespace arbiter::generator::internal

@@ -333,6 +333,35 @@ TEST(Generator, ReclaimGroupsCanOnlyRunByEvicting) {
   EXPECT_GT(top_allocated["nvidia.com/gpu"], top_deserved["nvidia.com/gpu"]);
 }
 
+// KAI's reclaim shape (docs/generator.md): per node eight running and eight pending one-GPU
+// jobs; the running queue deserves nothing, the reclaimer every GPU. Valid, and every node full.
+TEST(Generator, KaiReclaimShapeHasEightRunningAndEightPendingJobsPerNode) {
+  GeneratorOptions options;
+  options.shape = generator::GeneratorShape::kKaiReclaim;
+  options.nodes = 50;
+  const GeneratedRequest r = generator::Generate(options);
+  EXPECT_TRUE(ValidateRequest(r.snapshot, r.policy, RequestKind::kSchedule).ok());
+  ASSERT_EQ(r.snapshot.nodes.size(), 50u);
+  std::map<std::string, int> running_on;
+  int pending = 0;
+  for (const PodGroup& g : r.snapshot.pod_groups) {
+    ASSERT_EQ(g.pods.size(), 1u);
+    EXPECT_EQ(Get(g.pods[0].requests, "nvidia.com/gpu"), 1);
+    if (EffectivePhase(g.pods[0]) == PodPhase::kRunning) {
+      EXPECT_EQ(g.queue, "running");
+      ++running_on[g.pods[0].node_name];
+    } else {
+      EXPECT_EQ(g.queue, "reclaimer");
+      ++pending;
+    }
+  }
+  EXPECT_EQ(pending, 400);
+  ASSERT_EQ(running_on.size(), 50u);
+  for (const auto& [node, count] : running_on) EXPECT_EQ(count, 8) << node;
+  EXPECT_EQ(generator::Generate(options).snapshot.pod_groups.size(), 800u);
+  EXPECT_FALSE(generator::ParseShape("kai").ok());
+}
+
 // Issue 5's size: 1,000 ClusterQueues under 100 cohorts in 3 levels, 10,000 admitted and 2,000
 // pending workloads, within the quota tree, with borrowing, lending limits and weights.
 TEST(Generator, KueuePresetMHasTheIssueSize) {
