@@ -35,7 +35,7 @@ void RunEvictionAction(Session& session, const EvictionAction& action) {
   }
   order.AddAll(groups);
   std::vector<int> victims;
-  std::unique_ptr<VictimOrder> shared;  // built lazily, dropped when the state changes
+  std::unique_ptr<VictimOrder> shared;  // built lazily, refreshed when the state changes
   CancelPoll& poll = session.poll();
   for (int group = order.Next(); group >= 0; group = order.Next()) {
     // Cancelled: stop between candidates (the solver rolls back its own tries).
@@ -64,7 +64,7 @@ void RunEvictionAction(Session& session, const EvictionAction& action) {
     const Solver::Outcome outcome = solver.Solve(group, unit, &victims);
     if (poll.cancelled()) break;  // a failure may only mean "stopped": record nothing
     if (outcome == Solver::Outcome::kPlaced) {
-      shared.reset();
+      if (shared != nullptr) shared->Refresh(solver.touched());
       order.Update(group, /*keep=*/true);
       for (int victim : victims) order.Update(victim, /*keep=*/false);
       continue;

@@ -562,6 +562,8 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
   }
   if (chosen.empty() && !options_.place_without_victims) return Outcome::kNeedsNoVictims;
   if (!Try(group, unit, size, chosen, true, &attempt)) return Outcome::kFailed;
+  touched_.assign(1, group);
+  for (const EvictionUnit& victim : attempt.victims) touched_.push_back(victim.group);
 
   std::vector<EvictionNote>& notes = session_.evictions();
   for (size_t k = 0; k < attempt.victims.size(); ++k) {

@@ -70,6 +70,10 @@ class Solver {
   // Searches victims for `group`'s `unit`. `victims_out` receives the groups evicted or moved.
   Outcome Solve(int group, const Unit& unit, std::vector<int>* victims_out);
 
+  // After kPlaced: the groups whose state the committed solution changed (the preemptor and
+  // every victim group, restored ones included), in no particular order.
+  const std::vector<int>& touched() const { return touched_; }
+
   // Allocations of every queue at the start of the current Solve (queues × R), for validators.
   const std::vector<double>& start_allocated() const { return start_allocated_; }
   const std::vector<double>& start_allocated_np() const { return start_allocated_np_; }
@@ -118,6 +122,7 @@ class Solver {
   SolverOptions options_;
   std::vector<double> start_allocated_;
   std::vector<double> start_allocated_np_;
+  std::vector<int> touched_;
 };
 
 }  // namespace arbiter::kai

@@ -42,7 +42,10 @@ std::optional<Duration> ReclaimMinRuntime(const Session& session, int reclaimer_
 VictimOrder::VictimOrder(Session& session, const QueueChain& chain,
                          std::function<bool(int group)> eligible,
                          const std::vector<EvictionUnit>& drawn_already)
-    : session_(session), chain_(chain), r_(session.cluster().num_resources()) {
+    : session_(session),
+      chain_(chain),
+      eligible_filter_(std::move(eligible)),
+      r_(session.cluster().num_resources()) {
   const Cluster& cluster = session.cluster();
   const WorkingState& state = session.state();
   const QueueTree& tree = cluster.tree();
@@ -77,9 +80,7 @@ VictimOrder::VictimOrder(Session& session, const QueueChain& chain,
   for (int g = 0; g < groups; ++g) {
     if (poll.Tick()) break;
     const ClusterGroup& info = cluster.group(g);
-    if (!info.preemptible || state.running(g) == 0) continue;
-    if (state.bound(g) > 0 || state.moved(g) > 0) continue;  // no eviction unit (§4.7)
-    if (!eligible(g)) continue;
+    if (!Eligible(g)) continue;
     eligible_[g] = true;
     if (!ComputeUnit(g)) continue;
     JobKey key = MakeJobKey(cluster, state, g);
@@ -93,6 +94,13 @@ VictimOrder::VictimOrder(Session& session, const QueueChain& chain,
     if (poll.Tick()) break;
     Rekey(*it);
   }
+}
+
+bool VictimOrder::Eligible(int group) const {
+  const WorkingState& state = session_.state();
+  if (!session_.cluster().group(group).preemptible || state.running(group) == 0) return false;
+  if (state.bound(group) > 0 || state.moved(group) > 0) return false;  // no eviction unit (§4.7)
+  return eligible_filter_(group);
 }
 
 int VictimOrder::RemainingRunning(int group) const {
@@ -249,6 +257,23 @@ void VictimOrder::Reset() {
     for (int q = cluster.group(group).queue; q >= 0; q = tree.parent(q)) Rekey(q);
   }
   excluded_.clear();
+}
+
+void VictimOrder::Refresh(const std::vector<int>& groups) {
+  const Cluster& cluster = session_.cluster();
+  const QueueTree& tree = cluster.tree();
+  std::vector<std::pair<int, int>> queues;  // (-depth, queue): deepest first
+  for (int group : groups) {
+    eligible_[group] = Eligible(group);
+    RekeyJob(group);
+    for (int q = cluster.group(group).queue; q >= 0; q = tree.parent(q)) {
+      queues.emplace_back(-tree.entry(q).depth, q);
+    }
+  }
+  std::sort(queues.begin(), queues.end());
+  queues.erase(std::unique(queues.begin(), queues.end()), queues.end());
+  session_.poll().Tick(1 + static_cast<int64_t>(queues.size()));
+  for (const auto& [depth, queue] : queues) Rekey(queue);
 }
 
 }  // namespace arbiter::kai

@@ -57,6 +57,13 @@ class VictimOrder {
   // O(changes · depth · log n). Construction and Reset stop early, leaving an order that must
   // not be used again, once the session's poll reports the call cancelled.
   void Reset();
+  // Brings an order with nothing drawn or excluded (as constructed, or after Reset) up to date
+  // with a committed change of the state that touched only `groups` (pods bound, evicted, moved
+  // or restored): their eligibility, eviction units and keys, then the keys of the queues above
+  // them, deepest first. The order is then the one a fresh construction would give: a job's key
+  // depends only on its group, a queue's only on its allocation and its subtree's best job.
+  // O(|groups| · depth · log n).
+  void Refresh(const std::vector<int>& groups);
 
  private:
   // Leaf entries: begin() is the job that gives first (reversed job order).
@@ -84,8 +91,12 @@ class VictimOrder {
   int LastServed(const ChildSet& set) const;
   ChildSet& Container(int queue);
 
+  // The generic rules of eligibility (§4.7) and the action's filter.
+  bool Eligible(int group) const;
+
   Session& session_;
   const QueueChain& chain_;
+  std::function<bool(int group)> eligible_filter_;
   int r_;
   std::vector<int> drawn_pods_;   // per group: RUNNING pods drawn so far
   std::vector<bool> pod_drawn_;
