@@ -1,0 +1,3 @@
+module arbiter.dev/tests/differential
+
+go 1.25.0
