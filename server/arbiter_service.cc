@@ -232,6 +232,16 @@ class Workspace {
     CycleHooks hooks;
     hooks.cancelled = [context] { return StoppedByCaller(context); };
     hooks.phase_done = [&clock](std::string_view phase) { clock.Mark(phase); };
+    hooks.phase_counters = [record](
+                               std::string_view phase,
+                               const std::vector<std::pair<std::string_view, int64_t>>& counters) {
+      std::string text;
+      for (const auto& [name, value] : counters) {
+        absl::StrAppend(&text, text.empty() ? "" : ",", absl::string_view(name.data(), name.size()),
+                        "=", value);
+      }
+      record->phase_counters.emplace_back(std::string(phase), std::move(text));
+    };
     result_ = Method::Decide(snapshot_, policy_, hooks);
     if (!result_->ok()) return ExplainCancellation(result_->status(), context);
 

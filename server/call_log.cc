@@ -138,6 +138,13 @@ LogFields CallLogFields(const CallRecord& call, bool with_phases) {
       absl::StrAppend(&phases, phases.empty() ? "" : ",", phase, ":", Milliseconds(seconds));
     }
     fields.emplace_back("phases_ms", phases);
+    if (!call.phase_counters.empty()) {
+      std::string search;
+      for (const auto& [phase, counters] : call.phase_counters) {
+        absl::StrAppend(&search, search.empty() ? "" : ";", phase, ":", counters);
+      }
+      fields.emplace_back("search", search);
+    }
   }
   return fields;
 }

@@ -44,6 +44,9 @@ struct CallRecord {
   // Consecutive phases in order, each measured from the end of the one before: the server's
   // "decode", the core's phases (CycleHooks::phase_done), "to_proto", "serialize".
   std::vector<std::pair<std::string, double>> phase_seconds;
+  // Per eviction action, its victim search's counters (CycleHooks::phase_counters) as
+  // "name=value,name=value".
+  std::vector<std::pair<std::string, std::string>> phase_counters;
   absl::Status status;
   double seconds = 0;  // from receiving the call to answering it
 };

@@ -2,6 +2,7 @@
 // through a server (--server), and print the answer as a table or as proto3 JSON.
 #include <chrono>
 #include <memory>
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -38,11 +39,25 @@ class PhaseTimer {
     last_ = now;
   }
 
-  // "timing (in-process):" then one aligned line per phase and the total, in milliseconds.
+  // The victim search's counters of an eviction action, shown under its phase.
+  void Counters(std::string_view phase,
+                const std::vector<std::pair<std::string_view, int64_t>>& counters) {
+    std::string text;
+    for (const auto& [name, value] : counters) {
+      absl::StrAppend(&text, text.empty() ? "" : ", ", absl::string_view(name.data(), name.size()),
+                      " ", value);
+    }
+    counters_[std::string(phase)] = std::move(text);
+  }
+
+  // "timing (in-process):" then one aligned line per phase and the total, in milliseconds; an
+  // eviction action's counters on the line below its own.
   std::string Render(std::string_view mode) const {
     std::string out = absl::StrCat("timing (", absl::string_view(mode.data(), mode.size()), "):\n");
     for (const auto& [phase, seconds] : phases_) {
       absl::StrAppendFormat(&out, "  %-12s %10.3f ms\n", phase, seconds * 1e3);
+      auto counters = counters_.find(phase);
+      if (counters != counters_.end()) absl::StrAppend(&out, "    search: ", counters->second, "\n");
     }
     absl::StrAppendFormat(&out, "  %-12s %10.3f ms\n", "total", Seconds(last_ - start_) * 1e3);
     return out;
@@ -56,6 +71,7 @@ class PhaseTimer {
   Clock::time_point start_;
   Clock::time_point last_;
   std::vector<std::pair<std::string, double>> phases_;
+  std::map<std::string, std::string> counters_;
 };
 
 // What differs between the two calls.
@@ -152,6 +168,10 @@ absl::StatusOr<typename Call::Response> AnswerInProcess(const typename Call::Req
   timer->Mark("convert");
   CycleHooks hooks;
   hooks.phase_done = [timer](std::string_view phase) { timer->Mark(phase); };
+  hooks.phase_counters = [timer](std::string_view phase,
+                                 const std::vector<std::pair<std::string_view, int64_t>>& counters) {
+    timer->Counters(phase, counters);
+  };
   if (options.deadline_seconds > 0) {
     const Clock::time_point deadline =
         Clock::now() + std::chrono::duration_cast<Clock::duration>(

@@ -5,9 +5,12 @@
 // number of threads at once. Equal arguments give equal results (SEMANTICS.md §0.5).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -26,6 +29,13 @@ struct CycleHooks {
   // Called when a phase ends, with its name: "validate", "fair_share", "allocate",
   // "consolidate", "reclaim", "preempt", "admission", "respond". For timing breakdowns.
   std::function<void(std::string_view phase)> phase_done;
+  // Called just before phase_done for the eviction actions ("consolidate", "reclaim",
+  // "preempt") with the victim search's counters, named and in a fixed order: "candidates",
+  // "placed", "failed", "tries", "tries_skipped_count", "tries_skipped_quota", "victims_drawn",
+  // "victim_orders". For explaining a slow cycle; they never change an answer.
+  std::function<void(std::string_view phase,
+                     const std::vector<std::pair<std::string_view, int64_t>>& counters)>
+      phase_counters;
 
   // CancelledError naming `next_phase` when `cancelled` says so; OK otherwise.
   absl::Status CheckCancelled(std::string_view next_phase) const {
@@ -36,6 +46,10 @@ struct CycleHooks {
   }
   void PhaseDone(std::string_view phase) const {
     if (phase_done) phase_done(phase);
+  }
+  void PhaseCounters(std::string_view phase,
+                     const std::vector<std::pair<std::string_view, int64_t>>& counters) const {
+    if (phase_counters) phase_counters(phase, counters);
   }
 };
 

@@ -37,10 +37,13 @@ void RunEvictionAction(Session& session, const EvictionAction& action) {
   std::vector<int> victims;
   std::unique_ptr<VictimOrder> shared;  // built lazily, refreshed when the state changes
   CancelPoll& poll = session.poll();
+  SearchCounters& counters = session.counters();
+  counters = SearchCounters{};
   for (int group = order.Next(); group >= 0; group = order.Next()) {
     // Cancelled: stop between candidates (the solver rolls back its own tries).
     if (poll.Tick(PlacementWork(cluster, group))) break;
     const Unit unit = order.unit(group);
+    ++counters.candidates;
     if (std::optional<std::string> skip = action.precheck(group, unit)) {
       session.reasons().AppendOutcome(group, action.name, *skip);
       order.Update(group, /*keep=*/false);
@@ -56,6 +59,7 @@ void RunEvictionAction(Session& session, const EvictionAction& action) {
       if (shared == nullptr) {
         shared = std::make_unique<VictimOrder>(session, order.chain(), action.shared_eligible,
                                                std::vector<EvictionUnit>{});
+        ++counters.victim_orders;
       }
       options.shared_order = shared.get();
     }
@@ -64,6 +68,7 @@ void RunEvictionAction(Session& session, const EvictionAction& action) {
     const Solver::Outcome outcome = solver.Solve(group, unit, &victims);
     if (poll.cancelled()) break;  // a failure may only mean "stopped": record nothing
     if (outcome == Solver::Outcome::kPlaced) {
+      ++counters.placed;
       if (shared != nullptr) shared->Refresh(solver.touched());
       order.Update(group, /*keep=*/true);
       for (int victim : victims) order.Update(victim, /*keep=*/false);
@@ -73,6 +78,7 @@ void RunEvictionAction(Session& session, const EvictionAction& action) {
       order.Update(group, /*keep=*/false);
       continue;
     }
+    ++counters.failed;
     session.reasons().RecordOutcome(group, action.name, "no set of victims lets it fit",
                                     ExplainUnitFailure(session, group, unit));
     order.Update(group, /*keep=*/false);

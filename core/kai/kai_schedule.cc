@@ -74,6 +74,7 @@ absl::StatusOr<ScheduleResult> ScheduleKai(const Snapshot& snapshot, const Polic
     }
     // The action stopped early and left its answer incomplete.
     if (poll.cancelled()) return poll.status();
+    if (action != Action::kAllocate) hooks.PhaseCounters(name, session.counters().List());
     hooks.PhaseDone(name);
   }
 

@@ -5,6 +5,8 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/cancel_poll.h"
@@ -25,6 +27,30 @@ struct EvictionNote {
   EvictionReason reason = EvictionReason::kUnspecified;
   int preemptor = -1;  // the pod group the eviction makes room for
   std::string message;
+};
+
+// What one eviction action's victim search did (CycleHooks::phase_counters): reset by the
+// action when it starts. Counting never changes a decision.
+struct SearchCounters {
+  int64_t candidates = 0;           // units the action took up
+  int64_t placed = 0;               // units placed (with or without victims)
+  int64_t failed = 0;               // units no victim set let fit
+  int64_t tries = 0;                // §4.8 tries run
+  int64_t tries_skipped_count = 0;  // tries skipped: the nodes cannot hold the part (count bound)
+  int64_t tries_skipped_quota = 0;  // tries skipped: a §4.4 breach no candidate lifts
+  int64_t victims_drawn = 0;        // eviction units drawn from victim orders
+  int64_t victim_orders = 0;        // victim orders built (shared or per preemptor)
+
+  std::vector<std::pair<std::string_view, int64_t>> List() const {
+    return {{"candidates", candidates},
+            {"placed", placed},
+            {"failed", failed},
+            {"tries", tries},
+            {"tries_skipped_count", tries_skipped_count},
+            {"tries_skipped_quota", tries_skipped_quota},
+            {"victims_drawn", victims_drawn},
+            {"victim_orders", victim_orders}};
+  }
 };
 
 class Session {
@@ -53,6 +79,8 @@ class Session {
   // Whether ALLOCATE has run in this cycle (set by Allocate when it finishes).
   bool allocate_ran() const { return allocate_ran_; }
   void set_allocate_ran() { allocate_ran_ = true; }
+  // The current eviction action's search counters.
+  SearchCounters& counters() { return counters_; }
 
  private:
   const Policy& policy_;
@@ -67,6 +95,7 @@ class Session {
   PendingReasons reasons_;
   std::vector<EvictionNote> evictions_;
   bool allocate_ran_ = false;
+  SearchCounters counters_;
 };
 
 }  // namespace arbiter::kai

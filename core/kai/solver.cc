@@ -136,6 +136,7 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
   int64_t victim_pods = 0;
   for (const EvictionUnit& victim : victims) victim_pods += static_cast<int64_t>(victim.pods.size());
   if (poll.Tick(1 + victim_pods)) return false;  // cancelled: before anything changes
+  ++session_.counters().tries;
   // Min-runtime protection is judged on the pods RUNNING before the try.
   std::vector<int> protected_groups;
   if (options_.is_protected) {
@@ -482,6 +483,7 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
     if (order == nullptr || !chosen.empty() || state.running(group) > 0) {
       own = std::make_unique<VictimOrder>(session_, chain_, eligible, chosen);
       order = own.get();
+      ++session_.counters().victim_orders;
       if (poll.Tick(cluster.num_groups() + cluster.tree().size())) return Outcome::kFailed;
     }
     struct ResetOnExit {
@@ -511,6 +513,7 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
     std::vector<const EvictionUnit*> fresh;
     while (!found && order->Next(&next)) {
       if (poll.Tick(1 + static_cast<int64_t>(next.pods.size()))) return Outcome::kFailed;
+      ++session_.counters().victims_drawn;
       if (!group_seen[next.group]) {
         if (options_.max_victim_groups >= 0 && groups_seen >= options_.max_victim_groups) break;
         group_seen[next.group] = true;
@@ -534,21 +537,30 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
       for (int node : nodes) {
         fresh.clear();
         for (int k : drawn_on_node[node]) fresh.push_back(&drawn[k]);
-        if (counted && !MayHoldPart(capacity, part, node, fresh, drawn_free)) continue;
+        if (counted && !MayHoldPart(capacity, part, node, fresh, drawn_free)) {
+          ++session_.counters().tries_skipped_count;
+          continue;
+        }
         if (breach.has_value()) {
           // Cheap first: without a victim under the breached queue the breach cannot move.
           bool lifts = false;
           for (const EvictionUnit* v : fresh) {
             lifts = lifts || Under(cluster.group(v->group).queue, breach->queue);
           }
-          if (!lifts) continue;
+          if (!lifts) {
+            ++session_.counters().tries_skipped_quota;
+            continue;
+          }
         }
         std::vector<EvictionUnit> candidate = chosen;
         for (const EvictionUnit* v : fresh) candidate.push_back(*v);
         // P's §4.4 check in the try sees the allocations once the candidates are evicted, plus
         // whatever victims re-placed before P add back: a breach with every candidate evicted
         // stays a breach, so the try cannot place the part.
-        if (breach.has_value() && QuotaAfter(group, unit, part, candidate).has_value()) continue;
+        if (breach.has_value() && QuotaAfter(group, unit, part, candidate).has_value()) {
+          ++session_.counters().tries_skipped_quota;
+          continue;
+        }
         const bool fits_with_candidate = Try(group, unit, part, candidate, false, &attempt);
         if (poll.cancelled()) return Outcome::kFailed;
         if (fits_with_candidate) {

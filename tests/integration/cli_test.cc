@@ -243,6 +243,13 @@ TEST_F(CliTest, TimingReportsEveryPhaseOnStderr) {
     EXPECT_THAT(local.err, HasSubstr(std::string("  ") + phase + " ")) << phase;
   }
   EXPECT_THAT(local.out, ::testing::Not(HasSubstr("timing")));
+  // The eviction actions' victim search, under each action's line.
+  for (const char* action : {"consolidate", "reclaim", "preempt"}) {
+    EXPECT_THAT(local.err, ::testing::ContainsRegex(std::string("  ") + action +
+                                                    " +[0-9.]+ ms\n    search: candidates [0-9]+, "
+                                                    "placed [0-9]+, failed [0-9]+, tries [0-9]+"))
+        << action;
+  }
 
   const ProcessResult remote = Cli({"schedule", DemoPath(), "--timing", "--server", Address()});
   ASSERT_EQ(remote.exit_code, 0) << remote.err;

@@ -1,13 +1,17 @@
 // The working-state rules of SEMANTICS.md §4.1 (pipelined claims, restored victims) and the
 // decision rules pinned by comparing the cycle with KAI's code (§4.3's candidate condition, §4.1
 // over §4.8). Each test names the rule it holds in place.
+#include <map>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "core/kai/kai_fair_share.h"
+#include "core/kai/kai_schedule.h"
 #include "core/kai/session.h"
 #include "tests/support/snapshot_builder.h"
 #include "tests/unit/kai/kai_test_util.h"
@@ -248,6 +252,40 @@ TEST(PinnedRules, WithoutAllocateAUnitThatNeedsNoVictimStaysPending) {
     EXPECT_EQ(result.evictions.size(), 4u);
     EXPECT_THAT(Pending(result), ElementsAre("job-2:not-attempted"));
   }
+}
+
+// ---- The victim search's counters (CycleHooks::phase_counters) ----
+
+// Every eviction action reports its counters once, before its phase ends; ALLOCATE does not.
+// One reclaimer, placed after drawing the gang that holds the node.
+TEST(SearchCounters, EachEvictionActionReportsWhatItsSearchDid) {
+  Snapshot s = SnapshotBuilder()
+                   .Node("n1", Gpu(8))
+                   .Queue("team-a").Deserved(Gpu(4))
+                   .Queue("team-b").Deserved(Gpu(4))
+                   .Group("gang", "team-b").MinMember(4).RunningPods(4, Gpu(2), "n1")
+                   .Group("job", "team-a").Pods(1, Gpu(2))
+                   .Build();
+  std::map<std::string, std::map<std::string, int64_t>> reported;
+  std::vector<std::string> order;
+  CycleHooks hooks;
+  hooks.phase_counters = [&](std::string_view phase,
+                             const std::vector<std::pair<std::string_view, int64_t>>& counters) {
+    order.emplace_back(phase);
+    for (const auto& [name, value] : counters) reported[std::string(phase)][std::string(name)] = value;
+  };
+  hooks.phase_done = [&](std::string_view phase) { order.push_back("done " + std::string(phase)); };
+  absl::StatusOr<ScheduleResult> result = ScheduleKai(s, PolicyWith({Action::kAllocate, Action::kReclaim, Action::kPreempt}), hooks);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_THAT(order, ElementsAre("done fair_share", "done allocate", "reclaim", "done reclaim",
+                                 "preempt", "done preempt", "done respond"));
+  EXPECT_EQ(reported["reclaim"]["candidates"], 1);
+  EXPECT_EQ(reported["reclaim"]["placed"], 1);
+  EXPECT_EQ(reported["reclaim"]["failed"], 0);
+  EXPECT_EQ(reported["reclaim"]["victims_drawn"], 1);  // the whole gang is one eviction unit
+  EXPECT_GE(reported["reclaim"]["tries"], 2);          // without victims, then with the gang
+  EXPECT_EQ(reported["preempt"]["candidates"], 0);
+  EXPECT_EQ(reported["preempt"].size(), 8u);
 }
 
 }  // namespace

@@ -137,6 +137,15 @@ TEST(CallLogFields, PhasesListedInOrderWhenAsked) {
               Contains(Pair("phases_ms", "parse:1.000,validate:2.500")));
 }
 
+TEST(CallLogFields, SearchCountersListedPerActionWhenAsked) {
+  CallRecord call = SuccessfulSchedule();
+  call.phase_counters = {{"reclaim", "candidates=3,placed=1"}, {"preempt", "candidates=0"}};
+  EXPECT_THAT(CallLogFields(call, /*with_phases=*/true),
+              Contains(Pair("search", "reclaim:candidates=3,placed=1;preempt:candidates=0")));
+  EXPECT_THAT(CallLogFields(call, /*with_phases=*/false),
+              Not(Contains(Pair("search", ::testing::_))));
+}
+
 TEST(Logger, WritesOnlyLinesAtOrAboveItsLevel) {
   std::vector<std::string> lines;
   Logger logger(LogLevel::kWarn, [&lines](std::string_view line) { lines.emplace_back(line); });
