@@ -480,7 +480,7 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
     }
     std::unique_ptr<VictimOrder> own;
     VictimOrder* order = options_.shared_order;
-    if (order == nullptr || !chosen.empty() || state.running(group) > 0) {
+    if (order == nullptr) {
       own = std::make_unique<VictimOrder>(session_, chain_, eligible, chosen);
       order = own.get();
       ++session_.counters().victim_orders;
@@ -493,7 +493,13 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
         if (shared) order->Reset();
       }
     } reset{order, own == nullptr};
-    if (own == nullptr && options_.prepare_shared_order) options_.prepare_shared_order(*order);
+    if (own == nullptr) {
+      // The shared order becomes this preemptor's fresh order: P itself out, its own filter
+      // applied, R counted as drawn.
+      order->ExcludeGroup(group);
+      if (options_.prepare_shared_order) options_.prepare_shared_order(*order);
+      if (!chosen.empty()) order->MarkDrawn(chosen);
+    }
     std::vector<EvictionUnit> drawn;
     // Per node × R: free once R and every drawn victim are evicted (when `counted`).
     std::vector<double> drawn_free;

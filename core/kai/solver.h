@@ -43,9 +43,10 @@ struct SolverOptions {
   // Whether a unit that fits with no victim is placed (pipelined, nobody evicted) rather than
   // answered kNeedsNoVictims. See RunEvictionAction for when an action does so.
   bool place_without_victims = false;
-  // A victim order the solver may use for a preemptor with no RUNNING pod when nothing is drawn
-  // yet (it must have been built with eligibility independent of the preemptor, on the current
-  // state); the solver resets it after use. Null: build a fresh order every time.
+  // A victim order over every preemptible group, built with eligibility independent of the
+  // preemptor on the current state, that the solver turns into the preemptor's fresh order (P
+  // excluded, prepare_shared_order applied, R counted as drawn) and resets after use. Null: build
+  // a fresh order every time.
   VictimOrder* shared_order = nullptr;
   // With shared_order: takes this preemptor's ineligible victims out of it before drawing.
   std::function<void(VictimOrder& order)> prepare_shared_order;

@@ -260,11 +260,36 @@ void VictimOrder::Reset() {
 }
 
 void VictimOrder::Refresh(const std::vector<int>& groups) {
+  for (int group : groups) eligible_[group] = Eligible(group);
+  RekeyGroupsAndQueues(groups);
+}
+
+void VictimOrder::MarkDrawn(const std::vector<EvictionUnit>& units) {
+  const Cluster& cluster = session_.cluster();
+  const QueueTree& tree = cluster.tree();
+  std::vector<int> groups;
+  for (const EvictionUnit& unit : units) {
+    touched_.push_back(unit.group);
+    groups.push_back(unit.group);
+    for (int pod : unit.pods) {
+      pod_drawn_[pod] = true;
+      ++drawn_pods_[unit.group];
+      const double* requests = cluster.requests(pod);
+      for (int q = cluster.group(unit.group).queue; q >= 0; q = tree.parent(q)) {
+        for (int r = 0; r < r_; ++r) drawn_[q * r_ + r] += requests[r];
+      }
+    }
+  }
+  std::sort(groups.begin(), groups.end());
+  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+  RekeyGroupsAndQueues(groups);
+}
+
+void VictimOrder::RekeyGroupsAndQueues(const std::vector<int>& groups) {
   const Cluster& cluster = session_.cluster();
   const QueueTree& tree = cluster.tree();
   std::vector<std::pair<int, int>> queues;  // (-depth, queue): deepest first
   for (int group : groups) {
-    eligible_[group] = Eligible(group);
     RekeyJob(group);
     for (int q = cluster.group(group).queue; q >= 0; q = tree.parent(q)) {
       queues.emplace_back(-tree.entry(q).depth, q);

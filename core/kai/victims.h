@@ -64,6 +64,9 @@ class VictimOrder {
   // depends only on its group, a queue's only on its allocation and its subtree's best job.
   // O(|groups| · depth · log n).
   void Refresh(const std::vector<int>& groups);
+  // Counts the pods of `units` as drawn, as if the order had been constructed with them as
+  // `drawn_already`; Reset undoes it. O(pods · depth + groups · depth · log n).
+  void MarkDrawn(const std::vector<EvictionUnit>& units);
 
  private:
   // Leaf entries: begin() is the job that gives first (reversed job order).
@@ -88,6 +91,8 @@ class VictimOrder {
   bool ComputeUnit(int group);
   void RekeyJob(int group);
   void Rekey(int queue);
+  // Re-keys `groups`, then every queue above them, deepest first.
+  void RekeyGroupsAndQueues(const std::vector<int>& groups);
   int LastServed(const ChildSet& set) const;
   ChildSet& Container(int queue);
 
