@@ -12,6 +12,10 @@
 //       (issue 4): `allocate_only` runs [ALLOCATE], `allocate_reclaim` [ALLOCATE, RECLAIM],
 //       `default_actions` all four. The issue's target compares the median of the second with
 //       the first; the counters give evictions and bindings per call.
+//   BM_ScheduleAll/{L,XL}         Schedule with all four actions on the plain presets (issue 19).
+//   BM_KaiReclaimShape/N          KAI's reclaim yardstick (docs/generator.md) at N nodes, all four
+//       actions: eight running and eight pending one-GPU jobs per node; the counters give
+//       bindings and evictions per call (the outcome: every pending job placed after its victim).
 #include <chrono>
 #include <map>
 #include <memory>
@@ -102,6 +106,23 @@ void BM_ScheduleAllocate(benchmark::State& state, const char* size) {
   RunSchedule(state, Request(size, 0), {Action::kAllocate});
 }
 
+void BM_ScheduleAll(benchmark::State& state, const char* size) {
+  RunSchedule(state, Request(size, 0), {});
+}
+
+void BM_KaiReclaimShape(benchmark::State& state) {
+  static auto* cache = new std::map<int64_t, GeneratedRequest>();
+  const int64_t nodes = state.range(0);
+  auto it = cache->find(nodes);
+  if (it == cache->end()) {
+    generator::GeneratorOptions options;
+    options.shape = generator::GeneratorShape::kKaiReclaim;
+    options.nodes = static_cast<int>(nodes);
+    it = cache->emplace(nodes, generator::Generate(options)).first;
+  }
+  RunSchedule(state, it->second, {});
+}
+
 void BM_FairShare(benchmark::State& state, const char* size) {
   const GeneratedRequest& request = Request(size, 0);
   for (auto _ : state) {
@@ -124,6 +145,16 @@ void BM_ReclaimL(benchmark::State& state, std::vector<Action> actions) {
 BENCHMARK_CAPTURE(BM_ScheduleAllocate, M, "M")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_ScheduleAllocate, L, "L")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_ScheduleAllocate, XL, "XL")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_ScheduleAll, L, "L")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_ScheduleAll, XL, "XL")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_KaiReclaimShape)
+    ->Arg(10)
+    ->Arg(50)
+    ->Arg(100)
+    ->Arg(200)
+    ->Arg(500)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_FairShare, M, "M")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_FairShare, L, "L")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_FairShare, XL, "XL")->Unit(benchmark::kMillisecond)->UseRealTime();
