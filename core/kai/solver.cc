@@ -369,9 +369,12 @@ bool Solver::MayHoldPart(const PartCapacity& capacity, int part, int node,
     std::copy(&drawn_free[node * rn_count], &drawn_free[node * rn_count] + rn_count, free.begin());
     total += PodsThatFit(requests, capacity.off_nodes, free, part) - capacity.base_count[node];
   }
+  // Gains are never negative: once the count reaches the part, the other nodes cannot undo it.
+  if (total >= part) return true;
   // The other nodes of `fresh` (victims with pods on several nodes) gain only those victims'
   // pods there.
-  std::vector<std::pair<int, int>> elsewhere;  // (node, pod)
+  std::vector<std::pair<int, int>>& elsewhere = elsewhere_;  // (node, pod)
+  elsewhere.clear();
   for (const EvictionUnit* victim : fresh) {
     for (int p : victim->pods) {
       if (state.pod_node(p) != node) elsewhere.emplace_back(state.pod_node(p), p);

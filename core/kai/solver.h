@@ -124,6 +124,7 @@ class Solver {
   std::vector<double> start_allocated_;
   std::vector<double> start_allocated_np_;
   std::vector<int> touched_;
+  std::vector<std::pair<int, int>> elsewhere_;  // MayHoldPart's scratch
 };
 
 }  // namespace arbiter::kai
