@@ -15,6 +15,8 @@ type remainderModel struct {
 	// capUnit hands a remainder queue min(1, left, req' - fs) as arbiter does, instead of
 	// KAI's min(1, left).
 	capUnit bool
+	// noRemainder skips the remainder phase (the tests use it to see that the phase matters).
+	noRemainder bool
 }
 
 var (
@@ -117,7 +119,7 @@ func (t *tree) model(members []int, r int, total float64, m remainderModel) []fl
 	}
 
 	for _, p := range priorities {
-		if left <= 0 {
+		if left <= 0 || m.noRemainder {
 			break
 		}
 		var order []int

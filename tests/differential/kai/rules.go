@@ -17,7 +17,9 @@ const (
 	// change from run to run (floating sums in another order, hence another floor or another
 	// remainder order). Each sibling set is divided by KAI firstRuns times, and up to searchRuns
 	// times when arbiter's answer is not among the first; arbiter's answer is accepted when it
-	// equals one of KAI's answers and KAI gave more than one.
+	// equals one of KAI's answers and is the answer of the order SEMANTICS §2.2 fixes (sums in
+	// name order, tolerant fraction ties: tree.model with arbiter's behaviour), and the rule is
+	// counted when some other answer of KAI's differs from it beyond the tolerance.
 	ruleMapOrder = "kai-map-order"
 	// ruleNearTie: two remainder fractions within 1e-9·max(1,|a|,|b|) of each other are a tie
 	// for arbiter, decided by the older creation time, then the smaller name; KAI compares them
@@ -96,11 +98,14 @@ func (t *tree) compare(arb []quota, units *unitCounts) verdict.Outcome {
 				matched = anyRun(runs, func(run []quota) bool { return t.equal(set, r, arb, run) })
 			}
 			switch {
-			case matched && distinct(runs, r) == 1:
+			case matched && allRuns(runs, func(run []quota) bool { return t.equal(set, r, arb, run) }):
 				units.agree++
-			case matched:
+			case matched && t.sameAsModel(set, r, total[r], arb):
 				units.byRule[ruleMapOrder]++
 				rules[ruleMapOrder] = true
+			case matched:
+				units.failed++
+				failures = append(failures, "arbiter gave one of KAI's answers, but not the one of SEMANTICS §2.2's order (the model with arbiter's behaviour)\n"+t.describe(set, r, total, arb, runs))
 			default:
 				names, why := t.explain(set, r, total[r], arb, runs)
 				if why != "" {
@@ -137,6 +142,15 @@ func (t *tree) compare(arb []quota, units *unitCounts) verdict.Outcome {
 		}
 	}
 	return verdict.Outcome{Rules: names}
+}
+
+func allRuns(runs [][]quota, pred func([]quota) bool) bool {
+	for _, run := range runs {
+		if !pred(run) {
+			return false
+		}
+	}
+	return true
 }
 
 func anyRun(runs [][]quota, pred func([]quota) bool) bool {
@@ -208,6 +222,17 @@ func (t *tree) explain(set siblingSet, r int, total float64, arb []quota, runs [
 		names = append(names, ruleRemainderCap)
 	}
 	return names, ""
+}
+
+// sameAsModel: arbiter's answer on r is the model's with arbiter's behaviour.
+func (t *tree) sameAsModel(set siblingSet, r int, total float64, arb []quota) bool {
+	m := t.model(set.members, r, total, arbiterBehaviour)
+	for j, i := range set.members {
+		if !verdict.Close(m[j], arb[i][r]) {
+			return false
+		}
+	}
+	return true
 }
 
 func sameOn(model []float64, run []quota, r int) bool {

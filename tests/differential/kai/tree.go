@@ -77,11 +77,13 @@ type tree struct {
 	groups        []podGroup
 }
 
-// Scales of the generated quantities: the largest capacity of each resource, and the grid of
-// fractional trees (whole trees use a grid of 1). cpu is in millicores, memory in bytes.
+// Scales of the generated quantities: the largest capacity of each resource, realistic (cpu in
+// millicores, memory in bytes) or small, where whole-unit rounding and the remainder phase
+// decide much of every division; and the grid of fractional trees (whole trees use 1).
 var (
-	maxCapacity    = quota{256000, 1 << 40, 64}
-	fractionalGrid = quota{0.5, 0.5, 0.25}
+	realisticCapacity = quota{256000, 1 << 40, 64}
+	smallCapacity     = quota{24, 24, 16}
+	fractionalGrid    = quota{0.25, 0.5, 0.25}
 )
 
 type generator struct {
@@ -114,14 +116,13 @@ func generate(seed int64) *tree {
 			g.grid[r] = fractionalGrid[r]
 		}
 	}
+	maxCapacity := realisticCapacity
+	if g.chance(0.4) {
+		maxCapacity = smallCapacity
+	}
 	for r := range numResources {
 		if !g.chance(0.08) {
-			// Small capacities make the whole-unit rounds and the remainder phase matter.
-			hi := maxCapacity[r]
-			if g.chance(0.5) {
-				hi = maxCapacity[r] / 16
-			}
-			t.capacity[r] = g.on(r, hi)
+			t.capacity[r] = g.on(r, maxCapacity[r])
 		}
 	}
 
@@ -189,11 +190,13 @@ func (g *generator) quotas(i int) {
 // RUNNING and some RELEASING, and sums the requests of the non-releasing ones up the tree.
 func (g *generator) pods() {
 	t := g.tree
-	demand := []float64{0.1, 0.3, 0.6, 1.5}[g.rng.IntN(4)]
 	for i := range t.queues {
 		if len(t.queues[i].children) > 0 {
 			continue
 		}
+		// Each leaf asks for little or much of the capacity, so that some queues are
+		// satisfied within a round while their siblings are not.
+		demand := []float64{0.05, 0.15, 0.3, 0.6, 1.5}[g.rng.IntN(5)]
 		for n := range g.rng.IntN(4) {
 			pg := podGroup{name: fmt.Sprintf("%s-g%d", t.queues[i].name, n), leaf: i}
 			for range 1 + g.rng.IntN(3) {

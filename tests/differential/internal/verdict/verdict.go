@@ -98,10 +98,10 @@ func (t *Tally) Print(w io.Writer) {
 	fmt.Fprintf(w, "%s: %d requests compared, %d agree, %d agree only under an exclusion rule, %d fail\n",
 		t.Model, t.Requests, t.Agreements, t.Excluded, len(t.Failures))
 	for _, name := range sortedKeys(t.ByRule) {
-		fmt.Fprintf(w, "  excluded by rule %-22s %d requests\n", name+":", t.ByRule[name])
+		fmt.Fprintf(w, "  excluded by rule %-27s %d requests\n", name+":", t.ByRule[name])
 	}
 	for _, name := range sortedKeys(t.Units) {
-		fmt.Fprintf(w, "  %-38s %d\n", name+":", t.Units[name])
+		fmt.Fprintf(w, "  %-43s %d\n", name+":", t.Units[name])
 	}
 	for _, f := range t.Failures {
 		fmt.Fprintf(w, "  FAIL %s\n", strings.ReplaceAll(f, "\n", "\n       "))

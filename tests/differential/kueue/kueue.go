@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	schedcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+)
+
+const flavor = "default"
+
+// share is Kueue's dominant resource share of one ClusterQueue or Cohort.
+type share struct {
+	weighted  float64 // the unrounded weighted share
+	borrowing bool
+	dominant  string
+}
+
+func init() {
+	// The cache logs through controller-runtime's logger, which complains on stderr when it
+	// was never set.
+	ctrllog.SetLogger(logr.Discard())
+}
+
+// noObjects is the API client the cache reads when a ClusterQueue is added, to pick up its
+// LocalQueues and Workloads: there are none, the workloads are added to the cache directly.
+type noObjects struct{ client.Client }
+
+func (noObjects) List(context.Context, client.ObjectList, ...client.ListOption) error { return nil }
+
+// kueueShares builds Kueue's scheduler cache from the tree (one ResourceFlavor, every Cohort
+// with an API object, every ClusterQueue, every admitted workload with a reserved quota), takes
+// a Snapshot as the scheduler does at the start of a cycle, and returns the
+// DominantResourceShare of every ClusterQueue and Cohort, indexed like tree.nodes.
+func (t *tree) kueueShares() ([]share, error) {
+	ctx := context.Background()
+	log := logr.Discard()
+	cache := schedcache.New(noObjects{}, schedcache.WithFairSharing(true))
+	cache.AddOrUpdateResourceFlavor(log, &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: flavor}})
+	for i := range t.nodes {
+		n := &t.nodes[i]
+		if n.cq || !n.explicit {
+			continue
+		}
+		cohort := &kueue.Cohort{
+			ObjectMeta: metav1.ObjectMeta{Name: n.name},
+			Spec:       kueue.CohortSpec{ResourceGroups: t.resourceGroups(i), FairSharing: fairSharing(n.weight)},
+		}
+		if n.parent >= 0 {
+			cohort.Spec.ParentName = kueue.CohortReference(t.nodes[n.parent].name)
+		}
+		if err := cache.AddOrUpdateCohort(cohort); err != nil {
+			return nil, fmt.Errorf("cohort %s: %w", n.name, err)
+		}
+	}
+	for i := range t.nodes {
+		n := &t.nodes[i]
+		if !n.cq {
+			continue
+		}
+		cq := &kueue.ClusterQueue{
+			ObjectMeta: metav1.ObjectMeta{Name: n.name},
+			Spec:       kueue.ClusterQueueSpec{ResourceGroups: t.resourceGroups(i), FairSharing: fairSharing(n.weight)},
+		}
+		if n.parent >= 0 {
+			cq.Spec.CohortName = kueue.CohortReference(t.nodes[n.parent].name)
+		}
+		if err := cache.AddClusterQueue(ctx, cq); err != nil {
+			return nil, fmt.Errorf("cluster queue %s: %w", n.name, err)
+		}
+		for _, w := range n.workloads {
+			if w.admitted {
+				cache.AddOrUpdateWorkload(log, admittedWorkload(n, &w))
+			}
+		}
+	}
+	snapshot, err := cache.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]share, len(t.nodes))
+	for i := range t.nodes {
+		n := &t.nodes[i]
+		var drs schedcache.DRS
+		if n.cq {
+			cq := snapshot.ClusterQueue(kueue.ClusterQueueReference(n.name))
+			if cq == nil {
+				return nil, fmt.Errorf("cluster queue %s is not in Kueue's snapshot (inactive?)", n.name)
+			}
+			drs = cq.DominantResourceShare()
+		} else {
+			cohort := snapshot.Cohort(kueue.CohortReference(n.name))
+			if cohort == nil {
+				return nil, fmt.Errorf("cohort %s is not in Kueue's snapshot", n.name)
+			}
+			drs = cohort.DominantResourceShare()
+		}
+		out[i] = share{weighted: drs.PreciseWeightedShare(), borrowing: drs.IsBorrowing(), dominant: dominantResource(drs)}
+	}
+	return out, nil
+}
+
+// dominantResource reads the resource that set the DRS. Kueue keeps it unexported (it reaches
+// the API only through the rounded share of a ClusterQueue's status), so it is read by
+// reflection.
+func dominantResource(drs schedcache.DRS) string {
+	return reflect.ValueOf(drs).FieldByName("dominantResource").String()
+}
+
+func fairSharing(weight *float64) *kueue.FairSharing {
+	if weight == nil {
+		return nil
+	}
+	q := resource.MustParse(fmt.Sprint(*weight))
+	return &kueue.FairSharing{Weight: &q}
+}
+
+// quantity is v in the unit Kueue reads back with resources.ResourceValue.
+func quantity(r int, v int64) resource.Quantity {
+	switch r {
+	case cpu:
+		return *resource.NewMilliQuantity(v, resource.DecimalSI)
+	case memory:
+		return *resource.NewQuantity(v, resource.BinarySI)
+	default:
+		return *resource.NewQuantity(v, resource.DecimalSI)
+	}
+}
+
+// resourceGroups is node i's quota as one resource group of one flavor.
+func (t *tree) resourceGroups(i int) []kueue.ResourceGroup {
+	n := &t.nodes[i]
+	rg := kueue.ResourceGroup{}
+	fq := kueue.FlavorQuotas{Name: flavor}
+	for r := range numResources {
+		if !n.covered[r] {
+			continue
+		}
+		rg.CoveredResources = append(rg.CoveredResources, corev1.ResourceName(resourceNames[r]))
+		rq := kueue.ResourceQuota{Name: corev1.ResourceName(resourceNames[r]), NominalQuota: quantity(r, n.nominal[r])}
+		if n.hasBorrowing[r] {
+			q := quantity(r, n.borrowing[r])
+			rq.BorrowingLimit = &q
+		}
+		if n.hasLending[r] {
+			q := quantity(r, n.lending[r])
+			rq.LendingLimit = &q
+		}
+		fq.Resources = append(fq.Resources, rq)
+	}
+	if len(rg.CoveredResources) == 0 {
+		return nil
+	}
+	rg.Flavors = []kueue.FlavorQuotas{fq}
+	return []kueue.ResourceGroup{rg}
+}
+
+// admittedWorkload is w as a Workload holding a quota reservation in ClusterQueue n: one pod set
+// of count 1 per pod, each assigned the flavor for every covered resource.
+func admittedWorkload(n *node, w *workload) *kueue.Workload {
+	wl := &kueue.Workload{ObjectMeta: metav1.ObjectMeta{Name: w.name, Namespace: "default"}}
+	admission := &kueue.Admission{ClusterQueue: kueue.ClusterQueueReference(n.name)}
+	for k, p := range w.pods {
+		name := kueue.PodSetReference(fmt.Sprintf("ps%d", k))
+		wl.Spec.PodSets = append(wl.Spec.PodSets, kueue.PodSet{Name: name, Count: 1})
+		psa := kueue.PodSetAssignment{
+			Name:          name,
+			Flavors:       map[corev1.ResourceName]kueue.ResourceFlavorReference{},
+			ResourceUsage: corev1.ResourceList{},
+			Count:         ptrTo(int32(1)),
+		}
+		for r := range numResources {
+			if n.covered[r] {
+				psa.Flavors[corev1.ResourceName(resourceNames[r])] = flavor
+				psa.ResourceUsage[corev1.ResourceName(resourceNames[r])] = quantity(r, p[r])
+			}
+		}
+		admission.PodSetAssignments = append(admission.PodSetAssignments, psa)
+	}
+	wl.Status.Admission = admission
+	wl.Status.Conditions = []metav1.Condition{{
+		Type:               kueue.WorkloadQuotaReserved,
+		Status:             metav1.ConditionTrue,
+		Reason:             "QuotaReserved",
+		LastTransitionTime: metav1.Now(),
+	}}
+	return wl
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Differential test: arbiter's fair shares against KAI Scheduler's and Kueue's own Go code, on
+# random trees generated from seeds (docs/conformance.md).
+#
+#   tests/differential/run.sh ARBITER_CLI [SEEDS] [FIRST_SEED]
+#
+# ARBITER_CLI (the argument, else the environment variable) is the arbiter command-line binary,
+# e.g. build/bin/arbiter, run in-process. SEEDS trees of each model (default 300) are compared,
+# from FIRST_SEED (default 1). The harness's own tests and go vet run first. Needs Go; KAI
+# (github.com/NVIDIA/KAI-scheduler) and Kueue (sigs.k8s.io/kueue) come from the Go module proxy.
+# Requests that fail, or agree only under an exclusion rule, are written to
+# $ARBITER_DIFFERENTIAL_KEEP (default: a temporary directory, kept when something fails); replay
+# one with
+#   ARBITER_CLI fairshare FILE
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cli="${1:-${ARBITER_CLI:-}}"
+seeds="${2:-300}"
+first="${3:-1}"
+
+if ! command -v go >/dev/null 2>&1; then
+  echo "run.sh: go is not installed" >&2
+  exit 1
+fi
+if [[ -z "${cli}" || ! -x "${cli}" ]]; then
+  echo "run.sh: '${cli}' is not an executable arbiter CLI; usage: run.sh ARBITER_CLI [SEEDS] [FIRST_SEED]" >&2
+  exit 1
+fi
+cli="$(cd "$(dirname "${cli}")" && pwd)/$(basename "${cli}")"
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/arbiter-differential.XXXXXX")"
+keep="${ARBITER_DIFFERENTIAL_KEEP:-${work}/requests}"
+start=${SECONDS}
+failed=()
+
+echo "== differential: go vet of the shared packages"
+(cd "${here}" && go vet ./...) || failed+=("shared packages: go vet")
+for model in kai kueue; do
+  echo "== differential/${model}: go vet, go test, go build"
+  if ! (cd "${here}/${model}" && go vet ./... && go test -count=1 ./... && go build -o "${work}/${model}" .); then
+    failed+=("${model}: the harness")
+    continue
+  fi
+  echo "== differential/${model}: seeds ${first}..$((first + seeds - 1))"
+  "${work}/${model}" -cli "${cli}" -first "${first}" -seeds "${seeds}" -keep "${keep}" ||
+    failed+=("${model}: arbiter differs")
+done
+echo "== differential done in $((SECONDS - start))s"
+
+if ((${#failed[@]} > 0)); then
+  printf 'run.sh: FAILED: %s\n' "${failed[@]}" >&2
+  [[ -d "${keep}" ]] && echo "run.sh: the requests are in ${keep}" >&2
+  exit 1
+fi
+rm -rf "${work}"
+if [[ -n "${ARBITER_DIFFERENTIAL_KEEP:-}" && -d "${keep}" ]]; then
+  echo "requests that agree only under an exclusion rule are in ${keep}"
+fi
