@@ -506,7 +506,19 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
     std::vector<EvictionUnit> drawn;
     // Per node × R: free once R and every drawn victim are evicted (when `counted`).
     std::vector<double> drawn_free;
-    if (counted) drawn_free = capacity.base_free;
+    // Per node: pods of the part that fit in drawn_free, and their sum over the nodes. Every try
+    // evicts R and some of the drawn victims, so the count with all of them drawn bounds every
+    // try's count from above (PodsThatFit grows with free room): while the sum is below the
+    // part, MayHoldPart fails for every node and is not asked.
+    std::vector<int> drawn_count;
+    int drawn_total = 0;
+    std::vector<double> node_free;
+    if (counted) {
+      drawn_free = capacity.base_free;
+      drawn_count = capacity.base_count;
+      drawn_total = capacity.base_total;
+      node_free.resize(cluster.num_node_resources());
+    }
     std::map<int, std::vector<int>> drawn_on_node;  // node -> indices into drawn, draw order
     std::vector<bool> group_seen(cluster.num_groups(), false);
     int groups_seen = 0;
@@ -543,7 +555,26 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
       std::sort(nodes.begin(), nodes.end());
       nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
       for (int node : nodes) drawn_on_node[node].push_back(index);
+      if (counted) {
+        const int rn_count = cluster.num_node_resources();
+        const double* pod_requests = cluster.node_requests(capacity.pod);
+        for (int node : nodes) {
+          if (cluster.node(node).node->unschedulable ||
+              !capacity.feasible_class[session_.feasibility().node_class(node)]) {
+            continue;
+          }
+          std::copy(&drawn_free[node * rn_count], &drawn_free[node * rn_count] + rn_count,
+                    node_free.begin());
+          const int count = PodsThatFit(pod_requests, capacity.off_nodes, node_free, part);
+          drawn_total += count - drawn_count[node];
+          drawn_count[node] = count;
+        }
+      }
       for (int node : nodes) {
+        if (counted && drawn_total < part) {
+          ++session_.counters().tries_skipped_count;
+          continue;
+        }
         fresh.clear();
         for (int k : drawn_on_node[node]) fresh.push_back(&drawn[k]);
         if (counted && !MayHoldPart(capacity, part, node, fresh, drawn_free)) {

@@ -137,15 +137,22 @@ void VictimOrder::RekeyJob(int group) {
   const WorkingState& state = session_.state();
   const ClusterGroup& info = cluster.group(group);
   JobSet& jobs = jobs_[info.queue];
+  // The set's node is taken out and put back re-keyed, so re-keying allocates nothing.
+  JobSet::node_type node;
   if (job_listed_[group]) {
-    jobs.erase(job_it_[group]);
+    node = jobs.extract(job_it_[group]);
     job_listed_[group] = false;
   }
   if (!eligible_[group] || !ComputeUnit(group)) return;
   JobKey key = MakeJobKey(cluster, state, group);
   const int active = state.active(group) - drawn_pods_[group];
   key.elastic = active < info.gang ? 0 : active == info.gang ? 1 : 2;
-  job_it_[group] = jobs.insert(JobEntry{key}).first;
+  if (node.empty()) {
+    job_it_[group] = jobs.insert(JobEntry{key}).first;
+  } else {
+    node.value().key = key;
+    job_it_[group] = jobs.insert(std::move(node)).position;
+  }
   job_listed_[group] = true;
 }
 
@@ -176,15 +183,21 @@ void VictimOrder::Rekey(int queue) {
     best_[queue] = child < 0 ? -1 : best_[child];
   }
   ChildSet& container = Container(queue);
+  ChildSet::node_type node;
   if (queue_listed_[queue]) {
-    container.erase(queue_it_[queue]);
+    node = container.extract(queue_it_[queue]);
     queue_listed_[queue] = false;
   }
   if (best_[queue] < 0) return;
   const double* allocated = state.allocated(queue);
   for (int r = 0; r < r_; ++r) scratch_[r] = allocated[r] - drawn_[queue * r_ + r];
   const ChainKey key = chain_.Key(queue, scratch_.data(), unit_requests_[best_[queue]].data());
-  queue_it_[queue] = container.insert(ChildEntry{key, queue}).first;
+  if (node.empty()) {
+    queue_it_[queue] = container.insert(ChildEntry{key, queue}).first;
+  } else {
+    node.value() = ChildEntry{key, queue};
+    queue_it_[queue] = container.insert(std::move(node)).position;
+  }
   queue_listed_[queue] = true;
 }
 
