@@ -176,13 +176,23 @@ void Reclaim(Session& session) {
     }
     return std::nullopt;
   };
-  action.options = [&session, &cluster](int group) {
+  // Whether some queue from q up to the top sets a reclaim min-runtime: where none does, no
+  // reclaimer's min-runtime reaches q's groups (ReclaimMinRuntime walks up from below the LCA).
+  const QueueTree& tree = cluster.tree();
+  auto under_min_runtime = std::make_shared<std::vector<bool>>(tree.size(), false);
+  for (int q : tree.top_down()) {
+    (*under_min_runtime)[q] = tree.queue(q).reclaim_min_runtime.has_value() ||
+                              (tree.parent(q) >= 0 && (*under_min_runtime)[tree.parent(q)]);
+  }
+  action.options = [&session, &cluster, under_min_runtime](int group) {
     SolverOptions options;
     options.reason = EvictionReason::kFairShareReclaim;
     options.replace_victims = session.policy().consolidating_reclaim.value_or(true);
     const int leaf = cluster.group(group).queue;
-    options.is_protected = [&session, &cluster, leaf](int g) {
-      return Protected(session, g, ReclaimMinRuntime(session, leaf, cluster.group(g).queue));
+    options.is_protected = [&session, &cluster, leaf, under_min_runtime](int g) {
+      const int victim_leaf = cluster.group(g).queue;
+      if (!(*under_min_runtime)[victim_leaf]) return false;
+      return Protected(session, g, ReclaimMinRuntime(session, leaf, victim_leaf));
     };
     options.eligible = [&session, &cluster, leaf, protect = options.is_protected](int g) {
       if (cluster.group(g).queue == leaf) return false;  // other leaves only
@@ -199,18 +209,12 @@ void Reclaim(Session& session) {
   // reclaim min-runtime may protect, through the min-runtime resolved from both leaves. So one
   // order over every victim is shared, and each reclaimer takes out its own leaf and the groups
   // protected from it (non-elastic groups with a start time under some reclaim min-runtime).
-  const QueueTree& tree = cluster.tree();
-  std::vector<bool> under_min_runtime(tree.size(), false);
-  for (int q : tree.top_down()) {
-    under_min_runtime[q] = tree.queue(q).reclaim_min_runtime.has_value() ||
-                           (tree.parent(q) >= 0 && under_min_runtime[tree.parent(q)]);
-  }
   // Groups a reclaim min-runtime could protect: some RUNNING pod with a start time, under a
   // queue that sets one. Whether they are protected from a reclaimer is checked per reclaimer.
   auto protectable = std::make_shared<std::vector<int>>();
   for (int g = 0; g < cluster.num_groups(); ++g) {
     const ClusterGroup& info = cluster.group(g);
-    if (!info.preemptible || !under_min_runtime[info.queue]) continue;
+    if (!info.preemptible || !(*under_min_runtime)[info.queue]) continue;
     for (int p = info.first_pod; p < info.first_pod + info.pod_count; ++p) {
       if (cluster.pod(p).phase == PodPhase::kRunning && cluster.pod(p).pod->start_time) {
         protectable->push_back(g);
