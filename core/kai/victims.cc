@@ -249,6 +249,7 @@ void VictimOrder::Reset() {
   const QueueTree& tree = cluster.tree();
   // Cancelled: stop; the order is not used again (the action stops too).
   CancelPoll& poll = session_.poll();
+  std::vector<int> groups = touched_;
   for (int group : touched_) {
     const ClusterGroup& info = cluster.group(group);
     for (int p = info.first_pod; p < info.first_pod + info.pod_count; ++p) pod_drawn_[p] = false;
@@ -257,19 +258,18 @@ void VictimOrder::Reset() {
       std::fill(&drawn_[q * r_], &drawn_[q * r_] + r_, 0.0);
     }
   }
-  for (int group : touched_) {
-    if (poll.Tick(1 + tree.entry(cluster.group(group).queue).depth)) return;
-    RekeyJob(group);
-    for (int q = cluster.group(group).queue; q >= 0; q = tree.parent(q)) Rekey(q);
-  }
   touched_.clear();
   for (int group : excluded_) {
-    if (poll.Tick(1 + tree.entry(cluster.group(group).queue).depth)) return;
     eligible_[group] = true;
-    RekeyJob(group);
-    for (int q = cluster.group(group).queue; q >= 0; q = tree.parent(q)) Rekey(q);
+    groups.push_back(group);
   }
   excluded_.clear();
+  if (poll.Tick(1 + static_cast<int64_t>(groups.size()))) return;
+  // Each group and each queue above them is re-keyed once, deepest first, however often it was
+  // drawn from: the keys are those of the undrawn state either way.
+  std::sort(groups.begin(), groups.end());
+  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+  RekeyGroupsAndQueues(groups);
 }
 
 void VictimOrder::Refresh(const std::vector<int>& groups) {
