@@ -372,26 +372,37 @@ bool Solver::MayHoldPart(const PartCapacity& capacity, int part, int node,
   // Gains are never negative: once the count reaches the part, the other nodes cannot undo it.
   if (total >= part) return true;
   // The other nodes of `fresh` (victims with pods on several nodes) gain only those victims'
-  // pods there.
-  std::vector<std::pair<int, int>>& elsewhere = elsewhere_;  // (node, pod)
-  elsewhere.clear();
+  // pods there: each such node's room is the base plus those pods, summed in a scratch row per
+  // node (in draw order, then pod order).
+  const int nodes = cluster.num_nodes();
+  if (other_stamp_.size() != static_cast<size_t>(nodes)) {
+    other_stamp_.assign(nodes, 0);
+    other_free_.reset(new double[static_cast<size_t>(nodes) * rn_count]);
+    stamp_ = 0;
+  }
+  ++stamp_;
+  std::vector<int>& others = others_;
+  others.clear();
   for (const EvictionUnit* victim : fresh) {
     for (int p : victim->pods) {
-      if (state.pod_node(p) != node) elsewhere.emplace_back(state.pod_node(p), p);
+      const int other = state.pod_node(p);
+      if (other == node) continue;
+      double* row = &other_free_[static_cast<size_t>(other) * rn_count];
+      if (other_stamp_[other] != stamp_) {
+        other_stamp_[other] = stamp_;
+        others.push_back(other);
+        std::copy(&capacity.base_free[other * rn_count],
+                  &capacity.base_free[other * rn_count] + rn_count, row);
+      }
+      const double* victim_requests = cluster.node_requests(p);
+      for (int k = 0; k < rn_count; ++k) row[k] += victim_requests[k];
     }
   }
-  std::sort(elsewhere.begin(), elsewhere.end());
-  for (size_t i = 0; i < elsewhere.size();) {
-    const int other = elsewhere[i].first;
-    std::copy(&capacity.base_free[other * rn_count],
-              &capacity.base_free[other * rn_count] + rn_count, free.begin());
-    for (; i < elsewhere.size() && elsewhere[i].first == other; ++i) {
-      const double* victim_requests = cluster.node_requests(elsewhere[i].second);
-      for (int k = 0; k < rn_count; ++k) free[k] += victim_requests[k];
-    }
-    if (feasible(other)) {
-      total += PodsThatFit(requests, capacity.off_nodes, free, part) - capacity.base_count[other];
-    }
+  for (int other : others) {
+    if (!feasible(other)) continue;
+    const double* row = &other_free_[static_cast<size_t>(other) * rn_count];
+    std::copy(row, row + rn_count, free.begin());
+    total += PodsThatFit(requests, capacity.off_nodes, free, part) - capacity.base_count[other];
   }
   return total >= part;
 }

@@ -12,7 +12,9 @@
 // Every try runs in a statement and is rolled back; the final solution is replayed and committed.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -124,7 +126,11 @@ class Solver {
   std::vector<double> start_allocated_;
   std::vector<double> start_allocated_np_;
   std::vector<int> touched_;
-  std::vector<std::pair<int, int>> elsewhere_;  // MayHoldPart's scratch
+  // MayHoldPart's scratch: a row of free room per node, valid where its stamp is current.
+  std::vector<uint32_t> other_stamp_;
+  std::unique_ptr<double[]> other_free_;
+  uint32_t stamp_ = 0;
+  std::vector<int> others_;
 };
 
 }  // namespace arbiter::kai
