@@ -11,9 +11,9 @@ import (
 // groups go in a shuffled order: arbiter's answer must not depend on it (SEMANTICS §0.5).
 func (t *tree) request() *arbiterjson.FairShareRequest {
 	rng := rand.New(rand.NewPCG(uint64(t.seed), 0x6f72646572))
-	s := arbiterjson.Snapshot{Capacity: map[string]float64{}}
-	for r := range numResources {
-		s.Capacity[resourceNames[r]] = t.capacity[r]
+	var s arbiterjson.Snapshot
+	if !t.nodeCapacity {
+		s.Capacity = all(t.capacity)
 	}
 	for _, i := range rng.Perm(len(t.queues)) {
 		q := &t.queues[i]
@@ -50,7 +50,18 @@ func (t *tree) request() *arbiterjson.FairShareRequest {
 		}
 		s.PodGroups = append(s.PodGroups, out)
 	}
-	if usesNode {
+	switch {
+	case t.nodeCapacity:
+		var rest quota
+		for r := range numResources {
+			rest[r] = t.capacity[r] - t.nodeSplit[r]
+		}
+		s.Nodes = []arbiterjson.Node{
+			{Name: node, Allocatable: all(t.nodeSplit)},
+			{Name: "node-1", Allocatable: all(rest)},
+			{Name: "node-cordoned", Allocatable: all(t.capacity), Unschedulable: true},
+		}
+	case usesNode:
 		s.Nodes = []arbiterjson.Node{{Name: node, Allocatable: all(t.capacity)}}
 	}
 	for r := range numResources {

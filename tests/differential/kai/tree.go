@@ -68,7 +68,12 @@ type tree struct {
 	seed int64
 	// fractional trees use quantities on a grid of 1/4 or 1/2; the others use whole numbers,
 	// where KAI's remainder cap provably cannot change a result (see rules.go).
-	fractional    bool
+	fractional bool
+	// nodeCapacity: the request leaves Snapshot.capacity out, and the capacity is the sum of
+	// the schedulable nodes' allocatable (SEMANTICS §0.2); nodeSplit[r] is the first node's
+	// part of resource r, the second node has the rest, and a cordoned node adds nothing.
+	nodeCapacity  bool
+	nodeSplit     quota
 	queues        []queue
 	top           []int // top-level queues, in name order
 	capacity      quota
@@ -110,6 +115,7 @@ func generate(seed int64) *tree {
 	g := &generator{rng: rand.New(rand.NewPCG(uint64(seed), 0x4b4149)), tree: &tree{seed: seed}}
 	t := g.tree
 	t.fractional = g.chance(0.3)
+	t.nodeCapacity = g.chance(0.3)
 	for r := range numResources {
 		g.grid[r] = 1
 		if t.fractional {
@@ -124,6 +130,10 @@ func generate(seed int64) *tree {
 		if !g.chance(0.08) {
 			t.capacity[r] = g.on(r, maxCapacity[r])
 		}
+	}
+
+	for r := range numResources {
+		t.nodeSplit[r] = g.on(r, t.capacity[r])
 	}
 
 	depth := 1 + g.rng.IntN(4)
@@ -250,7 +260,8 @@ func (g *generator) usage() {
 		q.hasUsage = true
 		for r := range numResources {
 			if g.chance(0.8) {
-				q.usage[r] = t.usageCapacity[r] * g.rng.Float64()
+				// Now and then above the usage capacity, so U > 1 (not an error).
+				q.usage[r] = t.usageCapacity[r] * g.rng.Float64() * []float64{1, 1, 1, 1.5}[g.rng.IntN(4)]
 			}
 		}
 	}

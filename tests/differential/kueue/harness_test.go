@@ -45,6 +45,9 @@ func TestKueueGivesTheSpecifiedStory3Shares(t *testing.T) {
 		if want[name] > 0 && s.dominant != "nvidia.com/gpu" {
 			t.Errorf("%s: dominant resource %q", name, s.dominant)
 		}
+		if wantUsage := map[string]int64{"org": 300, "c1": 150, "c2": 150, "1a": 30, "1b": 30, "1c": 90, "2a": 150}[name]; s.usage[gpu] != wantUsage {
+			t.Errorf("%s: usage %d, want %d", name, s.usage[gpu], wantUsage)
+		}
 	}
 }
 
@@ -63,6 +66,7 @@ func TestCompareCatchesEachField(t *testing.T) {
 				WeightedShare:    arbiterjson.Number(s.weighted),
 				Borrowing:        s.borrowing,
 				DominantResource: s.dominant,
+				Allocated:        map[string]arbiterjson.Number{"nvidia.com/gpu": arbiterjson.Number(s.usage[gpu])},
 			}
 		}
 		return m
@@ -75,6 +79,7 @@ func TestCompareCatchesEachField(t *testing.T) {
 		"weighted share": func(s *arbiterjson.QueueShare) { s.WeightedShare *= 1.001 },
 		"borrowing":      func(s *arbiterjson.QueueShare) { s.Borrowing = !s.Borrowing },
 		"dominant":       func(s *arbiterjson.QueueShare) { s.DominantResource = "cpu" },
+		"usage":          func(s *arbiterjson.QueueShare) { s.Allocated["nvidia.com/gpu"]++ },
 	} {
 		got := answer()
 		change(got["1c"])

@@ -14,6 +14,7 @@ import (
 
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	schedcache "sigs.k8s.io/kueue/pkg/cache/scheduler"
+	"sigs.k8s.io/kueue/pkg/resources"
 )
 
 const flavor = "default"
@@ -23,6 +24,9 @@ type share struct {
 	weighted  float64 // the unrounded weighted share
 	borrowing bool
 	dominant  string
+	// usage is the node's Usage in Kueue's quota tree: a ClusterQueue's admitted usage, a
+	// Cohort's children's usage above their local quota (SEMANTICS §5.2's Use).
+	usage quota
 }
 
 func init() {
@@ -91,20 +95,24 @@ func (t *tree) kueueShares() ([]share, error) {
 	for i := range t.nodes {
 		n := &t.nodes[i]
 		var drs schedcache.DRS
+		var usage resources.FlavorResourceQuantities
 		if n.cq {
 			cq := snapshot.ClusterQueue(kueue.ClusterQueueReference(n.name))
 			if cq == nil {
 				return nil, fmt.Errorf("cluster queue %s is not in Kueue's snapshot (inactive?)", n.name)
 			}
-			drs = cq.DominantResourceShare()
+			drs, usage = cq.DominantResourceShare(), cq.ResourceNode.Usage
 		} else {
 			cohort := snapshot.Cohort(kueue.CohortReference(n.name))
 			if cohort == nil {
 				return nil, fmt.Errorf("cohort %s is not in Kueue's snapshot", n.name)
 			}
-			drs = cohort.DominantResourceShare()
+			drs, usage = cohort.DominantResourceShare(), cohort.ResourceNode.Usage
 		}
 		out[i] = share{weighted: drs.PreciseWeightedShare(), borrowing: drs.IsBorrowing(), dominant: dominantResource(drs)}
+		for r := range numResources {
+			out[i].usage[r] = usage[resources.FlavorResource{Flavor: flavor, Resource: corev1.ResourceName(resourceNames[r])}]
+		}
 	}
 	return out, nil
 }

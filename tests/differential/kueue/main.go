@@ -67,7 +67,8 @@ func (t *tree) check(cli string, req *arbiterjson.FairShareRequest, counts *shar
 
 // compare holds arbiter's answer against Kueue's DominantResourceShare for every ClusterQueue
 // and Cohort: the unrounded weighted share (to 1e-6 relative), the borrowing flag and the
-// dominant resource. No exclusion rule applies: Kueue's computation is deterministic and
+// dominant resource; and arbiter's allocated amounts against the node's usage in Kueue's quota
+// tree (whole numbers, compared exactly). No exclusion rule applies: Kueue's computation is deterministic and
 // SEMANTICS §5.3 documents no deviation from it.
 func (t *tree) compare(want []share, got map[string]*arbiterjson.QueueShare, counts *shareCounts) verdict.Outcome {
 	if len(got) != len(t.nodes) {
@@ -99,6 +100,11 @@ func (t *tree) compare(want []share, got map[string]*arbiterjson.QueueShare, cou
 		if !verdict.Close(float64(g.WeightedShare), w.weighted) || g.Borrowing != w.borrowing || g.DominantResource != w.dominant {
 			diffs = append(diffs, fmt.Sprintf("%s: Kueue weighted share %v, borrowing %v, dominant %q; arbiter %v, %v, %q",
 				n.name, w.weighted, w.borrowing, w.dominant, float64(g.WeightedShare), g.Borrowing, g.DominantResource))
+		}
+		for r := range numResources {
+			if a := float64(g.Allocated[resourceNames[r]]); a != float64(w.usage[r]) {
+				diffs = append(diffs, fmt.Sprintf("%s: Kueue usage of %s %d; arbiter allocated %v", n.name, resourceNames[r], w.usage[r], a))
+			}
 		}
 	}
 	if len(diffs) > 0 {

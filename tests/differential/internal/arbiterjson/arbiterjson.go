@@ -50,8 +50,9 @@ type Queue struct {
 
 // Node is arbiter.v1.Node.
 type Node struct {
-	Name        string             `json:"name"`
-	Allocatable map[string]float64 `json:"allocatable,omitempty"`
+	Name          string             `json:"name"`
+	Allocatable   map[string]float64 `json:"allocatable,omitempty"`
+	Unschedulable bool               `json:"unschedulable,omitempty"`
 }
 
 // PodGroup is arbiter.v1.PodGroup.
