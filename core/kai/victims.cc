@@ -64,16 +64,7 @@ VictimOrder::VictimOrder(Session& session, const QueueChain& chain,
   queue_listed_.assign(tree.size(), false);
   queue_it_.resize(tree.size());
   scratch_.assign(r_, 0.0);
-  for (const EvictionUnit& unit : drawn_already) {
-    for (int pod : unit.pods) {
-      pod_drawn_[pod] = true;
-      ++drawn_pods_[unit.group];
-      const double* requests = cluster.requests(pod);
-      for (int q = cluster.group(unit.group).queue; q >= 0; q = tree.parent(q)) {
-        for (int r = 0; r < r_; ++r) drawn_[q * r_ + r] += requests[r];
-      }
-    }
-  }
+  for (const EvictionUnit& unit : drawn_already) CountDrawn(unit);
   // Cancelled: the order is left with what was built so far (an order of fewer victims, or none);
   // the action stops before it draws from it.
   CancelPoll& poll = session.poll();
@@ -201,6 +192,19 @@ void VictimOrder::Rekey(int queue) {
   queue_listed_[queue] = true;
 }
 
+void VictimOrder::CountDrawn(const EvictionUnit& unit) {
+  const Cluster& cluster = session_.cluster();
+  const QueueTree& tree = cluster.tree();
+  for (int pod : unit.pods) {
+    pod_drawn_[pod] = true;
+    ++drawn_pods_[unit.group];
+    const double* requests = cluster.requests(pod);
+    for (int q = cluster.group(unit.group).queue; q >= 0; q = tree.parent(q)) {
+      for (int r = 0; r < r_; ++r) drawn_[q * r_ + r] += requests[r];
+    }
+  }
+}
+
 bool VictimOrder::Next(EvictionUnit* unit) {
   const Cluster& cluster = session_.cluster();
   const QueueTree& tree = cluster.tree();
@@ -209,14 +213,7 @@ bool VictimOrder::Next(EvictionUnit* unit) {
   const int group = best_[root];
   *unit = units_[group];
   touched_.push_back(group);
-  for (int pod : unit->pods) {
-    pod_drawn_[pod] = true;
-    ++drawn_pods_[group];
-    const double* requests = cluster.requests(pod);
-    for (int q = cluster.group(group).queue; q >= 0; q = tree.parent(q)) {
-      for (int r = 0; r < r_; ++r) drawn_[q * r_ + r] += requests[r];
-    }
-  }
+  CountDrawn(*unit);
   RekeyJob(group);
   for (int q = cluster.group(group).queue; q >= 0; q = tree.parent(q)) Rekey(q);
   return true;
@@ -278,20 +275,11 @@ void VictimOrder::Refresh(const std::vector<int>& groups) {
 }
 
 void VictimOrder::MarkDrawn(const std::vector<EvictionUnit>& units) {
-  const Cluster& cluster = session_.cluster();
-  const QueueTree& tree = cluster.tree();
   std::vector<int> groups;
   for (const EvictionUnit& unit : units) {
     touched_.push_back(unit.group);
     groups.push_back(unit.group);
-    for (int pod : unit.pods) {
-      pod_drawn_[pod] = true;
-      ++drawn_pods_[unit.group];
-      const double* requests = cluster.requests(pod);
-      for (int q = cluster.group(unit.group).queue; q >= 0; q = tree.parent(q)) {
-        for (int r = 0; r < r_; ++r) drawn_[q * r_ + r] += requests[r];
-      }
-    }
+    CountDrawn(unit);
   }
   std::sort(groups.begin(), groups.end());
   groups.erase(std::unique(groups.begin(), groups.end()), groups.end());

@@ -87,6 +87,9 @@ class VictimOrder {
   using ChildSet = std::set<ChildEntry>;
 
   int RemainingRunning(int group) const;
+  // Counts `unit`'s pods as drawn: they leave their group's next units and their requests leave
+  // the allocation of every queue above them (rule 5). Keys are not updated.
+  void CountDrawn(const EvictionUnit& unit);
   // Fills units_[group] (its next eviction unit) and unit_requests_[group]; false when none.
   bool ComputeUnit(int group);
   void RekeyJob(int group);
