@@ -18,6 +18,7 @@ build: configure
 # server just built), then every C++ test through ctest.
 test: build
 	bash clients/go/hack/test.sh $(BUILD)/bin/arbiter-server
+	bash tests/differential/run.sh $(BUILD)/bin/arbiter 300
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600
 	@$(MAKE) --no-print-directory fuzz-short
 
