@@ -34,7 +34,11 @@ func main() {
 			}
 		}
 		if flags.Verbose {
-			fmt.Printf("seed %d: %d queues: %s\n", seed, len(t.nodes), map[bool]string{true: "agree", false: "FAIL"}[outcome.Failure == ""])
+			result := "agree"
+			if outcome.Failure != "" {
+				result = "FAIL"
+			}
+			fmt.Printf("seed %d: %d queues: %s\n", seed, len(t.nodes), result)
 		}
 	}
 	tally.Units["queues compared"] = counts.compared

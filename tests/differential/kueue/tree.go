@@ -88,7 +88,7 @@ func generate(seed int64) *tree {
 	if g.chance(0.3) {
 		t.maxNominal = smallNominal
 	}
-	names := g.rng.Perm(100)
+	names := g.rng.Perm(200) // more than a tree can hold: at most 30 cohorts of four children
 	depth := 2 + g.rng.IntN(3)
 	var add func(parent, level int) int
 	add = func(parent, level int) int {
