@@ -15,7 +15,8 @@ build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
 # Every test: the Go modules (vet, go test -race, the cross-language end-to-end test against the
-# server just built), then every C++ test through ctest.
+# server just built), the differential test against KAI's and Kueue's own code
+# (docs/conformance.md), then every C++ test through ctest (the golden corpus among them).
 test: build
 	bash clients/go/hack/test.sh $(BUILD)/bin/arbiter-server
 	bash tests/differential/run.sh $(BUILD)/bin/arbiter 300
