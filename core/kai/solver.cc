@@ -249,23 +249,31 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
 
 namespace {
 
-// How many pods of `node_requests` (over R_n) fit in `free` (over R_n), capped at `cap`; none when
-// the pod requests a resource outside R_n (`off_nodes`), which no node has.
-int PodsThatFit(const double* node_requests, bool off_nodes, const std::vector<double>& free,
-                int cap) {
+// How many pods of `node_requests` fit in `free` (both over the rn node resources), capped at
+// `cap`; none when the pod requests a resource outside R_n (`off_nodes`), which no node has.
+int PodsThatFit(const double* node_requests, bool off_nodes, const double* free, int rn, int cap) {
   if (off_nodes) return 0;
-  const double* requests = node_requests;
   int count = cap;
-  for (size_t r = 0; r < free.size(); ++r) {
-    if (!(requests[r] > 0)) continue;
-    if (!(free[r] >= requests[r])) return 0;
-    const double fit = std::floor(free[r] / requests[r]);
+  for (int r = 0; r < rn; ++r) {
+    if (!(node_requests[r] > 0)) continue;
+    if (!(free[r] >= node_requests[r])) return 0;
+    const double fit = std::floor(free[r] / node_requests[r]);
     if (fit < count) count = static_cast<int>(fit);
   }
   return count;
 }
 
 }  // namespace
+
+int Solver::PartPodsOn(const PartCapacity& capacity, int node, const double* free, int part) {
+  const Cluster& cluster = session_.cluster();
+  if (cluster.node(node).node->unschedulable ||
+      !capacity.feasible_class[session_.feasibility().node_class(node)]) {
+    return 0;
+  }
+  return PodsThatFit(cluster.node_requests(capacity.pod), capacity.off_nodes, free,
+                     cluster.num_node_resources(), part);
+}
 
 bool Solver::CountPart(const Unit& unit, int part, const std::vector<EvictionUnit>& chosen,
                        const std::function<bool(int)>& eligible, PartCapacity* capacity) {
@@ -277,8 +285,6 @@ bool Solver::CountPart(const Unit& unit, int part, const std::vector<EvictionUni
   const double* requests = cluster.requests(pod);
   // Room is counted over the node resources; a pod that requests another fits nowhere.
   const int rn_count = cluster.num_node_resources();
-  const double* node_requests = cluster.node_requests(pod);
-  const bool off_nodes = cluster.pod(pod).requests_off_nodes;
   for (int k = 1; k < part; ++k) {
     const int other = unit.pods[k];
     if (feasibility.pod_signature(other) != feasibility.pod_signature(pod) ||
@@ -290,7 +296,7 @@ bool Solver::CountPart(const Unit& unit, int part, const std::vector<EvictionUni
   for (int r = 0; r < r_count; ++r) requests_something |= requests[r] > 0;
   if (!requests_something) return false;
   capacity->pod = pod;
-  capacity->off_nodes = off_nodes;
+  capacity->off_nodes = cluster.pod(pod).requests_off_nodes;
   capacity->feasible_class.assign(feasibility.num_classes(), false);
   for (const auto& c : feasibility.FeasibleClasses(feasibility.pod_signature(pod))) {
     capacity->feasible_class[c.node_class] = true;
@@ -332,18 +338,10 @@ bool Solver::CountPart(const Unit& unit, int part, const std::vector<EvictionUni
   capacity->base_count.assign(nodes, 0);
   capacity->base_total = 0;
   capacity->with_all_victims = 0;
-  std::vector<double> free(rn_count);
   for (int n = 0; n < nodes; ++n) {
-    if (cluster.node(n).node->unschedulable ||
-        !capacity->feasible_class[feasibility.node_class(n)]) {
-      continue;
-    }
-    std::copy(&capacity->base_free[n * rn_count], &capacity->base_free[n * rn_count] + rn_count,
-              free.begin());
-    capacity->base_count[n] = PodsThatFit(node_requests, off_nodes, free, part);
+    capacity->base_count[n] = PartPodsOn(*capacity, n, &capacity->base_free[n * rn_count], part);
     capacity->base_total += capacity->base_count[n];
-    std::copy(&all_free[n * rn_count], &all_free[n * rn_count] + rn_count, free.begin());
-    capacity->with_all_victims += PodsThatFit(node_requests, off_nodes, free, part);
+    capacity->with_all_victims += PartPodsOn(*capacity, n, &all_free[n * rn_count], part);
   }
   return true;
 }
@@ -354,21 +352,12 @@ bool Solver::MayHoldPart(const PartCapacity& capacity, int part, int node,
   if (capacity.base_total >= part) return true;  // the count does not rule it out
   const Cluster& cluster = session_.cluster();
   const WorkingState& state = session_.state();
-  Feasibility& feasibility = session_.feasibility();
   const int rn_count = cluster.num_node_resources();
-  const double* requests = cluster.node_requests(capacity.pod);
-  auto feasible = [&](int n) {
-    return !cluster.node(n).node->unschedulable &&
-           capacity.feasible_class[feasibility.node_class(n)];
-  };
-  int total = capacity.base_total;
-  std::vector<double> free(rn_count);
   // On `node` itself, every drawn victim with a pod there is in `fresh`: its room is the base
-  // plus everything drawn there, kept up to date by the caller.
-  if (feasible(node)) {
-    std::copy(&drawn_free[node * rn_count], &drawn_free[node * rn_count] + rn_count, free.begin());
-    total += PodsThatFit(requests, capacity.off_nodes, free, part) - capacity.base_count[node];
-  }
+  // plus everything drawn there, kept up to date by the caller. (An infeasible node counts 0
+  // pods, in the base too.)
+  int total = capacity.base_total - capacity.base_count[node] +
+              PartPodsOn(capacity, node, &drawn_free[node * rn_count], part);
   // Gains are never negative: once the count reaches the part, the other nodes cannot undo it.
   if (total >= part) return true;
   // The other nodes of `fresh` (victims with pods on several nodes) gain only those victims'
@@ -399,10 +388,9 @@ bool Solver::MayHoldPart(const PartCapacity& capacity, int part, int node,
     }
   }
   for (int other : others) {
-    if (!feasible(other)) continue;
-    const double* row = &other_free_[static_cast<size_t>(other) * rn_count];
-    std::copy(row, row + rn_count, free.begin());
-    total += PodsThatFit(requests, capacity.off_nodes, free, part) - capacity.base_count[other];
+    total += PartPodsOn(capacity, other, &other_free_[static_cast<size_t>(other) * rn_count],
+                        part) -
+             capacity.base_count[other];
   }
   return total >= part;
 }
@@ -523,12 +511,10 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
     // part, MayHoldPart fails for every node and is not asked.
     std::vector<int> drawn_count;
     int drawn_total = 0;
-    std::vector<double> node_free;
     if (counted) {
       drawn_free = capacity.base_free;
       drawn_count = capacity.base_count;
       drawn_total = capacity.base_total;
-      node_free.resize(cluster.num_node_resources());
     }
     std::map<int, std::vector<int>> drawn_on_node;  // node -> indices into drawn, draw order
     std::vector<bool> group_seen(cluster.num_groups(), false);
@@ -568,15 +554,8 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
       for (int node : nodes) drawn_on_node[node].push_back(index);
       if (counted) {
         const int rn_count = cluster.num_node_resources();
-        const double* pod_requests = cluster.node_requests(capacity.pod);
         for (int node : nodes) {
-          if (cluster.node(node).node->unschedulable ||
-              !capacity.feasible_class[session_.feasibility().node_class(node)]) {
-            continue;
-          }
-          std::copy(&drawn_free[node * rn_count], &drawn_free[node * rn_count] + rn_count,
-                    node_free.begin());
-          const int count = PodsThatFit(pod_requests, capacity.off_nodes, node_free, part);
+          const int count = PartPodsOn(capacity, node, &drawn_free[node * rn_count], part);
           drawn_total += count - drawn_count[node];
           drawn_count[node] = count;
         }

@@ -100,6 +100,9 @@ class Solver {
   // Fills `capacity` for the first `part` pods of `unit`; false when they are not identical.
   bool CountPart(const Unit& unit, int part, const std::vector<EvictionUnit>& chosen,
                  const std::function<bool(int)>& eligible, PartCapacity* capacity);
+  // How many of the part's (identical) pods fit in `free` (R_n values) on `node`: 0 where the pod
+  // may not go (unschedulable, selector, taints), else by PodsThatFit, capped at `part`.
+  int PartPodsOn(const PartCapacity& capacity, int node, const double* free, int part);
   // False when the part provably cannot fit once R and `fresh` (the drawn victims with a pod on
   // `node`) are evicted, counted node by node: only nodes holding a pod of `fresh` gain room
   // over the base. `drawn_free` (nodes × R_n) is the base plus every drawn victim's pods.
