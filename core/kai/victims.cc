@@ -262,11 +262,9 @@ void VictimOrder::Reset() {
   }
   excluded_.clear();
   if (poll.Tick(1 + static_cast<int64_t>(groups.size()))) return;
-  // Each group and each queue above them is re-keyed once, deepest first, however often it was
-  // drawn from: the keys are those of the undrawn state either way.
-  std::sort(groups.begin(), groups.end());
-  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
-  RekeyGroupsAndQueues(groups);
+  // Each group and each queue above them is re-keyed once, however often it was drawn from: the
+  // keys are those of the undrawn state either way.
+  RekeyGroupsAndQueues(std::move(groups));
 }
 
 void VictimOrder::Refresh(const std::vector<int>& groups) {
@@ -281,14 +279,14 @@ void VictimOrder::MarkDrawn(const std::vector<EvictionUnit>& units) {
     groups.push_back(unit.group);
     CountDrawn(unit);
   }
-  std::sort(groups.begin(), groups.end());
-  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
-  RekeyGroupsAndQueues(groups);
+  RekeyGroupsAndQueues(std::move(groups));
 }
 
-void VictimOrder::RekeyGroupsAndQueues(const std::vector<int>& groups) {
+void VictimOrder::RekeyGroupsAndQueues(std::vector<int> groups) {
   const Cluster& cluster = session_.cluster();
   const QueueTree& tree = cluster.tree();
+  std::sort(groups.begin(), groups.end());
+  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
   std::vector<std::pair<int, int>> queues;  // (-depth, queue): deepest first
   for (int group : groups) {
     RekeyJob(group);

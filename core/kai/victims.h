@@ -94,8 +94,9 @@ class VictimOrder {
   bool ComputeUnit(int group);
   void RekeyJob(int group);
   void Rekey(int queue);
-  // Re-keys `groups`, then every queue above them, deepest first.
-  void RekeyGroupsAndQueues(const std::vector<int>& groups);
+  // Re-keys `groups` (each once, however often listed), then every queue above them once,
+  // deepest first.
+  void RekeyGroupsAndQueues(std::vector<int> groups);
   int LastServed(const ChildSet& set) const;
   ChildSet& Container(int queue);
 
