@@ -33,16 +33,21 @@ QueueChain::QueueChain(const KaiFairShare& shares)
   }
 }
 
-double QueueChain::DominantShare(int queue, const double* allocated,
-                                 const double* unit_requests) const {
-  double best = 0;
+void QueueChain::DominantShares(int queue, const double* allocated, const double* unit_requests,
+                                double* with_unit, double* without_unit) const {
+  double with_best = 0;
+  double without_best = 0;
   for (int r = 0; r < r_; ++r) {
-    const double x = allocated[r] + (unit_requests != nullptr ? unit_requests[r] : 0.0);
     const double s = share_base_[queue * r_ + r];
+    const double x = allocated[r] + (unit_requests != nullptr ? unit_requests[r] : 0.0);
+    const double y = allocated[r] + 0.0;
     const double v = s == 0 ? x * 1000 : x / s;
-    if (r == 0 || v > best) best = v;
+    const double w = s == 0 ? y * 1000 : y / s;
+    if (r == 0 || v > with_best) with_best = v;
+    if (r == 0 || w > without_best) without_best = w;
   }
-  return best;
+  *with_unit = with_best;
+  *without_unit = without_best;
 }
 
 ChainKey QueueChain::Key(int queue, const double* allocated, const double* unit_requests) const {
@@ -50,9 +55,6 @@ ChainKey QueueChain::Key(int queue, const double* allocated, const double* unit_
   ChainKey key;
   key.over = true;
   key.starved = true;
-  // One pass computes rules 1, 2 and 4 and both dominant shares (as DominantShare does).
-  double with_share = 0;
-  double without_share = 0;
   for (int r = 0; r < r_; ++r) {
     const double unit = unit_requests != nullptr ? unit_requests[r] : 0.0;
     const double with_unit = allocated[r] + unit;
@@ -60,16 +62,9 @@ ChainKey QueueChain::Key(int queue, const double* allocated, const double* unit_
     const double deserved = amounts.deserved[r];
     if (deserved != -1 && !(with_unit <= deserved)) key.starved = false;
     if (amounts.allocatable_share[r] == 0 && with_unit > 0) key.penalised = true;
-    const double s = share_base_[queue * r_ + r];
-    const double x = allocated[r] + 0.0;  // as DominantShare adds a missing unit's 0
-    const double v_with = s == 0 ? with_unit * 1000 : with_unit / s;
-    const double v_without = s == 0 ? x * 1000 : x / s;
-    if (r == 0 || v_with > with_share) with_share = v_with;
-    if (r == 0 || v_without > without_share) without_share = v_without;
   }
   key.priority = shares_.tree.queue(queue).priority;
-  key.share_with_unit = with_share;
-  key.share_without_unit = without_share;
+  DominantShares(queue, allocated, unit_requests, &key.share_with_unit, &key.share_without_unit);
   return key;
 }
 

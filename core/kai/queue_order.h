@@ -54,11 +54,14 @@ class QueueChain {
   ChainKey Key(int queue, const double* allocated, const double* unit_requests) const;
   // Rules 7-8 for two queues that tie on rules 1-6: true when `a` goes first.
   bool TieBreakBefore(int a, int b) const;
-  // The dominant share of rule 5: max over r of x/S (x·1000 where S == 0), x = allocated +
-  // unit, S = allocatableShare with "no cap" read as the top-level total. 0 when R is empty.
-  double DominantShare(int queue, const double* allocated, const double* unit_requests) const;
 
  private:
+  // The dominant shares of rules 5 and 6 in one pass: max over r of x/S (x·1000 where S == 0),
+  // S = allocatableShare with "no cap" read as the top-level total, with x = allocated + unit
+  // into `with_unit` and x = allocated into `without_unit`. 0 when R is empty.
+  void DominantShares(int queue, const double* allocated, const double* unit_requests,
+                      double* with_unit, double* without_unit) const;
+
   const KaiFairShare& shares_;
   int r_;
   std::vector<double> share_base_;  // queues × R: allocatableShare, infinity -> total
