@@ -1,0 +1,1 @@
+"""Generated stubs of the arbiter.v1 API (clients/python/hack/gen-proto.sh); do not edit."""
