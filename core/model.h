@@ -150,6 +150,7 @@ struct PodGroup {
   std::vector<Pod> pods;
   bool admitted = false;
   std::optional<Timestamp> admission_time;  // absent = Snapshot.now
+  bool one_pod_per_node = false;            // KAI placement: the group's pods on distinct nodes
 };
 
 struct QueueUsage {

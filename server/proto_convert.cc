@@ -186,6 +186,7 @@ PodGroup FromProto(const v1::PodGroup& proto) {
   for (const v1::Pod& pod : proto.pods()) group.pods.push_back(FromProto(pod));
   group.admitted = proto.admitted();
   if (proto.has_admission_time()) group.admission_time = FromProto(proto.admission_time());
+  group.one_pod_per_node = proto.one_pod_per_node();
   return group;
 }
 
@@ -200,6 +201,7 @@ void ToProto(const PodGroup& group, v1::PodGroup* proto) {
   for (const Pod& pod : group.pods) ToProto(pod, proto->add_pods());
   proto->set_admitted(group.admitted);
   if (group.admission_time) ToProto(*group.admission_time, proto->mutable_admission_time());
+  proto->set_one_pod_per_node(group.one_pod_per_node);
 }
 
 // ---- Answer pieces ----

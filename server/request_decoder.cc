@@ -743,6 +743,8 @@ class Decoder {
           return wire == kVarint ? Bool(&group->admitted) : Step::kUnknown;
         case 9:
           return wire == kLength ? TimeValue(&group->admission_time) : Step::kUnknown;
+        case 10:
+          return wire == kVarint ? Bool(&group->one_pod_per_node) : Step::kUnknown;
         default:
           return Step::kUnknown;
       }

@@ -62,8 +62,9 @@ bool Placer::KnownToFail(int tree, bool now, const double* requests) {
 }
 
 void Placer::RecordFailure(int tree, bool now, const double* requests) {
-  // Only a state no rollback can grow beyond gives a fact that outlives the statement.
-  if (!state_.clean()) return;
+  // Only a state no rollback can grow beyond gives a fact that outlives the statement, and only
+  // a search that excluded no node says something of every pod with these requests.
+  if (!state_.clean() || !excluded_.empty()) return;
   Failures& failures = failures_[2 * tree + (now ? 0 : 1)];
   const int r_count = cluster_.num_node_resources();
   if (failures.epoch != state_.capacity_epoch()) {
@@ -108,6 +109,43 @@ const std::vector<Placer::BandGroup>& Placer::Bands(int pod) {
   return groups;
 }
 
+void Placer::ExcludeGroupNodes(int pod) {
+  excluded_.clear();
+  const ClusterPod& placed = cluster_.pod(pod);
+  const ClusterGroup& group = cluster_.group(placed.group);
+  if (!group.group->one_pod_per_node) return;
+  for (int other = group.first_pod; other < group.first_pod + group.pod_count; ++other) {
+    if (other == pod) continue;
+    switch (state_.pod_state(other)) {
+      case PodState::kRunning:
+      case PodState::kReleasing:
+      case PodState::kBound:
+      case PodState::kMoved:
+        if (state_.pod_node(other) >= 0) excluded_.push_back(state_.pod_node(other));
+        break;
+      case PodState::kPending:
+      case PodState::kEvicted:
+        break;
+    }
+  }
+  std::sort(excluded_.begin(), excluded_.end());
+}
+
+bool Placer::Excluded(int node) const {
+  return !excluded_.empty() && std::binary_search(excluded_.begin(), excluded_.end(), node);
+}
+
+CapacityTree::Found Placer::FindAllowed(const CapacityTree& tree, double bound_key,
+                                        int bound_node, double max_key, const double* requests,
+                                        bool now) const {
+  CapacityTree::Found found = tree.FindFirst(bound_key, bound_node, max_key, requests, now);
+  // Node indices are integers: (key, node + 1) is the first position after an excluded node.
+  while (found.slot >= 0 && Excluded(tree.member(found.slot))) {
+    found = tree.FindFirst(found.key, tree.member(found.slot) + 1, max_key, requests, now);
+  }
+  return found;
+}
+
 bool Placer::Fits(int node, const double* requests, bool now) const {
   return now ? state_.FitsNow(node, requests) : state_.FitsPipelined(node, requests);
 }
@@ -124,7 +162,7 @@ Placer::Candidate Placer::SearchBinpack(const BandGroup& group, const double* re
     if (!tree.empty() && !KnownToFail(tree_id, now, requests)) {
       // A node scoring below `best` cannot win: look no further than best_key's tie reach.
       const double limit = best.node >= 0 && best_key != kInfinity ? best_key + reach : kInfinity;
-      CapacityTree::Found found = tree.FindFirst(needed, -1, limit, requests, now);
+      CapacityTree::Found found = FindAllowed(tree, needed, -1, limit, requests, now);
       // Keys below `needed` belong to nodes without enough of the scoring resource, so a search
       // without limit that finds nothing proves that no node of the tree can take the pod.
       if (found.slot < 0 && limit == kInfinity) RecordFailure(tree_id, now, requests);
@@ -140,8 +178,8 @@ Placer::Candidate Placer::SearchBinpack(const BandGroup& group, const double* re
         // those too (within the tie reach), since an equal score is decided by the name.
         const double tie_limit = found.key + reach;
         while (true) {
-          found = tree.FindFirst(found.key, std::numeric_limits<int>::max(), tie_limit, requests,
-                                 now);
+          found = FindAllowed(tree, found.key, std::numeric_limits<int>::max(), tie_limit,
+                              requests, now);
           if (found.slot < 0) break;
           node = tree.member(found.slot);
           const double next_score =
@@ -156,7 +194,7 @@ Placer::Candidate Placer::SearchBinpack(const BandGroup& group, const double* re
     }
     for (int node : index_.zero_nodes(ref.node_class, ref.bucket)) {
       if (best.node >= 0 && (best.score > 0 || node > best.node)) break;
-      if (Fits(node, requests, now)) {
+      if (!Excluded(node) && Fits(node, requests, now)) {
         if (Better(0, node, best.score, best.node)) {
           best = Candidate{node, 0};
           best_key = kInfinity;
@@ -177,7 +215,7 @@ Placer::Candidate Placer::SearchSpread(const BandGroup& group, const double* req
     if (tree.empty() || KnownToFail(tree_id, now, requests)) continue;
     // The key is the negated score, exactly: a later bucket wins only with a key <= the best's.
     const double limit = best.node >= 0 ? -best.score : kInfinity;
-    const CapacityTree::Found found = tree.FindFirst(-kInfinity, -1, limit, requests, now);
+    const CapacityTree::Found found = FindAllowed(tree, -kInfinity, -1, limit, requests, now);
     if (found.slot < 0 && limit == kInfinity) RecordFailure(tree_id, now, requests);
     if (found.slot < 0) continue;
     const int node = tree.member(found.slot);
@@ -189,6 +227,7 @@ Placer::Candidate Placer::SearchSpread(const BandGroup& group, const double* req
 NodeChoice Placer::Choose(int pod) {
   // A resource outside R_n is 0 on every node for the whole cycle: such a pod fits nowhere.
   if (cluster_.pod(pod).requests_off_nodes) return NodeChoice{};
+  ExcludeGroupNodes(pod);
   const std::vector<BandGroup>& groups = Bands(pod);
   const double* requests = cluster_.node_requests(pod);
   const int resource = cluster_.pod(pod).requests_gpu ? cluster_.node_gpu() : cluster_.node_cpu();

@@ -58,6 +58,13 @@ class Placer {
   };
   const std::vector<BandGroup>& Bands(int pod);
   bool Fits(int node, const double* requests, bool now) const;
+  // one_pod_per_node: the nodes that hold another pod of `pod`'s group in the current state
+  // become excluded_ (sorted), and every search skips them.
+  void ExcludeGroupNodes(int pod);
+  bool Excluded(int node) const;
+  // tree.FindFirst, skipping excluded nodes.
+  CapacityTree::Found FindAllowed(const CapacityTree& tree, double bound_key, int bound_node,
+                                  double max_key, const double* requests, bool now) const;
   Candidate SearchBinpack(const BandGroup& group, const double* requests, int resource, bool now,
                           double min, double max);
   Candidate SearchSpread(const BandGroup& group, const double* requests, bool now);
@@ -81,6 +88,7 @@ class Placer {
   std::vector<std::vector<BandGroup>> bands_;  // per (signature, requests_gpu)
   std::vector<bool> bands_ready_;
   std::vector<Failures> failures_;  // per tree × {now, pipelined}
+  std::vector<int> excluded_;       // nodes the current pod may not take (one_pod_per_node)
 };
 
 // Places the unit's pods one at a time, in pod order, each seeing the previous placements: each

@@ -112,6 +112,10 @@ SnapshotBuilder& SnapshotBuilder::MinMember(int32_t min_member) {
   last_group().min_member = min_member;
   return *this;
 }
+SnapshotBuilder& SnapshotBuilder::OnePodPerNode() {
+  last_group().one_pod_per_node = true;
+  return *this;
+}
 SnapshotBuilder& SnapshotBuilder::Created(int64_t seconds) {
   last_group().creation_time = Seconds(seconds);
   return *this;

@@ -52,6 +52,7 @@ class SnapshotBuilder {
   SnapshotBuilder& Priority(int32_t priority);
   SnapshotBuilder& Preemptible(Preemptibility preemptibility);
   SnapshotBuilder& MinMember(int32_t min_member);
+  SnapshotBuilder& OnePodPerNode();
   SnapshotBuilder& Created(int64_t seconds);
   SnapshotBuilder& Admitted(int64_t admission_seconds);
   // Adds one pod, named "<group>-<n>" with n counting from 0 within the group unless named.

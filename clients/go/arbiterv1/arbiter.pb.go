@@ -997,8 +997,11 @@ type PodGroup struct {
 	Pods           []*Pod                 `protobuf:"bytes,7,rep,name=pods,proto3" json:"pods,omitempty"`
 	Admitted       bool                   `protobuf:"varint,8,opt,name=admitted,proto3" json:"admitted,omitempty"` // Kueue: quota already reserved
 	AdmissionTime  *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=admission_time,json=admissionTime,proto3" json:"admission_time,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// KAI: no two pods of the group on one node (a Slurm job's nodes, or anti-affinity on the host
+	// name). A node holding a pod of the group is infeasible for its other pods.
+	OnePodPerNode bool `protobuf:"varint,10,opt,name=one_pod_per_node,json=onePodPerNode,proto3" json:"one_pod_per_node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PodGroup) Reset() {
@@ -1092,6 +1095,13 @@ func (x *PodGroup) GetAdmissionTime() *timestamppb.Timestamp {
 		return x.AdmissionTime
 	}
 	return nil
+}
+
+func (x *PodGroup) GetOnePodPerNode() bool {
+	if x != nil {
+		return x.OnePodPerNode
+	}
+	return false
 }
 
 type QueueUsage struct {
@@ -2032,7 +2042,7 @@ const file_arbiter_v1_arbiter_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf8\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa1\x03\n" +
 	"\bPodGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x1a\n" +
@@ -2043,7 +2053,9 @@ const file_arbiter_v1_arbiter_proto_rawDesc = "" +
 	"\rcreation_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\fcreationTime\x12#\n" +
 	"\x04pods\x18\a \x03(\v2\x0f.arbiter.v1.PodR\x04pods\x12\x1a\n" +
 	"\badmitted\x18\b \x01(\bR\badmitted\x12A\n" +
-	"\x0eadmission_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\radmissionTime\"\x95\x01\n" +
+	"\x0eadmission_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\radmissionTime\x12'\n" +
+	"\x10one_pod_per_node\x18\n" +
+	" \x01(\bR\ronePodPerNode\"\x95\x01\n" +
 	"\n" +
 	"QueueUsage\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x127\n" +

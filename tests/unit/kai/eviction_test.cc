@@ -102,6 +102,28 @@ TEST(Reclaim, FairShareReclaimFromQueueAboveItsAllocatableShare) {
   EXPECT_THAT(result.pending, IsEmpty());
 }
 
+// one_pod_per_node holds for a reclaimer too: its pods wait, pipelined, on two distinct nodes, so
+// the reclaim frees room on both rather than twice on one.
+TEST(Reclaim, AOnePodPerNodeReclaimerTakesDistinctNodes) {
+  Snapshot s = SnapshotBuilder()
+                   .Node("n1", Gpu(4))
+                   .Node("n2", Gpu(4))
+                   .Queue("team-a").Deserved(Gpu(4))
+                   .Queue("team-b").Deserved(Gpu(4))
+                   .Group("b1", "team-b").RunningPods(4, Gpu(1), "n1")
+                   .Group("b2", "team-b").RunningPods(4, Gpu(1), "n2")
+                   .Group("job", "team-a").MinMember(2).OnePodPerNode().Pods(2, Gpu(2))
+                   .Build();
+  ScheduleResult result = RunCycle(s, Actions(kAllocateReclaim));
+  ASSERT_EQ(result.bindings.size(), 2u);
+  EXPECT_NE(result.bindings[0].node, result.bindings[1].node);
+  EXPECT_TRUE(result.bindings[0].after_evictions && result.bindings[1].after_evictions);
+  int on_n1 = 0;
+  for (const Eviction& e : result.evictions) on_n1 += e.node == "n1" ? 1 : 0;
+  EXPECT_GT(on_n1, 0);
+  EXPECT_LT(on_n1, static_cast<int>(result.evictions.size()));
+}
+
 // §4.10: the capacity divided is larger than the node, so team-b's fair share covers what it
 // holds (not above its allocatable share) but it is above deserved while team-a stays within
 // its own: quota reclaim.

@@ -359,5 +359,67 @@ TEST(Placement, FractionalAmountsUseTheShortestForm) {
             "0.30000000000000004 (node n1)");
 }
 
+// one_pod_per_node: a node that holds a pod of the group is infeasible for the group's other pods,
+// as for a Slurm job's nodes or anti-affinity on the host name.
+TEST(OnePodPerNode, BinpackPutsTheGangsPodsOnDistinctNodes) {
+  Snapshot s = SnapshotBuilder()
+                   .Node("n1", Gpu(8))
+                   .Node("n2", Gpu(8))
+                   .Node("n3", Gpu(4))
+                   .Queue("team")
+                   .Group("mpi", "team").MinMember(3).OnePodPerNode().Pods(3, Gpu(2))
+                   .Build();
+  ScheduleResult result = RunCycle(s, AllocateOnly());
+  EXPECT_THAT(Bindings(result), ElementsAre("mpi-0@n3", "mpi-1@n1", "mpi-2@n2"));
+}
+
+TEST(OnePodPerNode, WithoutItBinpackStacksTheSameGang) {
+  Snapshot s = SnapshotBuilder()
+                   .Node("n1", Gpu(8))
+                   .Node("n2", Gpu(8))
+                   .Node("n3", Gpu(4))
+                   .Queue("team")
+                   .Group("mpi", "team").MinMember(3).Pods(3, Gpu(2))
+                   .Build();
+  ScheduleResult result = RunCycle(s, AllocateOnly());
+  EXPECT_THAT(Bindings(result), ElementsAre("mpi-0@n3", "mpi-1@n3", "mpi-2@n1"));
+}
+
+TEST(OnePodPerNode, AGangWiderThanTheNodesThatCanHoldItStaysPending) {
+  Snapshot s = SnapshotBuilder()
+                   .Node("n1", Gpu(8))
+                   .Node("n2", Gpu(8))
+                   .Queue("team")
+                   .Group("mpi", "team").MinMember(3).OnePodPerNode().Pods(3, Gpu(1))
+                   .Build();
+  ScheduleResult result = RunCycle(s, AllocateOnly());
+  EXPECT_THAT(result.bindings, IsEmpty());
+  EXPECT_THAT(Pending(result), ElementsAre("mpi:gang-does-not-fit"));
+}
+
+TEST(OnePodPerNode, ARunningPodKeepsItsNodeFromTheGroupsNextPod) {
+  Snapshot s = SnapshotBuilder()
+                   .Node("n1", Gpu(8))
+                   .Node("n2", Gpu(8))
+                   .Queue("team")
+                   .Group("mpi", "team").OnePodPerNode()
+                   .Pod(Gpu(2), "n1", PodPhase::kRunning)
+                   .Pod(Gpu(2))
+                   .Build();
+  ScheduleResult result = RunCycle(s, AllocateOnly());
+  EXPECT_THAT(Bindings(result), ElementsAre("mpi-1@n2"));
+}
+
+TEST(OnePodPerNode, SpreadSkipsTheGroupsNodesToo) {
+  Snapshot s = SnapshotBuilder()
+                   .Node("n1", Gpu(8))
+                   .Node("n2", Gpu(4))
+                   .Queue("team")
+                   .Group("mpi", "team").MinMember(2).OnePodPerNode().Pods(2, Gpu(1))
+                   .Build();
+  ScheduleResult result = RunCycle(s, AllocateOnly(Placement::kSpread));
+  EXPECT_THAT(Bindings(result), ElementsAre("mpi-0@n1", "mpi-1@n2"));
+}
+
 }  // namespace
 }  // namespace arbiter::kai

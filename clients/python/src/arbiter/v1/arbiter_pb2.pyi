@@ -643,6 +643,7 @@ class PodGroup(_message.Message):
     PODS_FIELD_NUMBER: _builtins.int
     ADMITTED_FIELD_NUMBER: _builtins.int
     ADMISSION_TIME_FIELD_NUMBER: _builtins.int
+    ONE_POD_PER_NODE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     queue: _builtins.str
     """a leaf queue"""
@@ -652,6 +653,10 @@ class PodGroup(_message.Message):
     """gang size; 0 or 1 = no gang"""
     admitted: _builtins.bool
     """Kueue: quota already reserved"""
+    one_pod_per_node: _builtins.bool
+    """KAI: no two pods of the group on one node (a Slurm job's nodes, or anti-affinity on the host
+    name). A node holding a pod of the group is infeasible for its other pods.
+    """
     @_builtins.property
     def creation_time(self) -> _timestamp_pb2.Timestamp: ...
     @_builtins.property
@@ -670,10 +675,11 @@ class PodGroup(_message.Message):
         pods: _abc.Iterable[Global___Pod] | None = ...,
         admitted: _builtins.bool = ...,
         admission_time: _timestamp_pb2.Timestamp | None = ...,
+        one_pod_per_node: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["admission_time", b"admission_time", "creation_time", b"creation_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["admission_time", b"admission_time", "admitted", b"admitted", "creation_time", b"creation_time", "min_member", b"min_member", "name", b"name", "pods", b"pods", "preemptibility", b"preemptibility", "priority", b"priority", "queue", b"queue"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["admission_time", b"admission_time", "admitted", b"admitted", "creation_time", b"creation_time", "min_member", b"min_member", "name", b"name", "one_pod_per_node", b"one_pod_per_node", "pods", b"pods", "preemptibility", b"preemptibility", "priority", b"priority", "queue", b"queue"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
