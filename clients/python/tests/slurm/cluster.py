@@ -1,0 +1,276 @@
+"""A real Slurm cluster on loopback for the adapter's end-to-end tests.
+
+``munged``, one ``slurmctld`` and one ``slurmd`` per node, from Debian's packages, all in a
+temporary directory with ports of their own. Every node claims 8 CPUs, 16000 MB and 4 GPUs
+(``SlurmdParameters=config_overrides``; the GPUs are character devices that stand for
+``/dev/null``). A ``job_submit.lua`` holds every job of the ``gpu`` partition, as a site that
+lets arbiter decide would configure it. Needs root (the daemons run as root, and the device
+nodes need ``mknod``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+DAEMONS = ["munged", "mungekey", "slurmctld", "slurmd"]
+CLIENTS = ["sinfo", "squeue", "scontrol", "sbatch", "scancel"]
+SBIN = ["/usr/sbin", "/usr/bin"]
+NODES = ["n1", "n2", "n3"]
+GPUS_PER_NODE = 4
+
+JOB_SUBMIT_LUA = """\
+-- Jobs of the partitions arbiter manages wait, held, until arbiter places them.
+local managed = { gpu = true }
+
+function slurm_job_submit(job_desc, part_list, submit_uid)
+  local partition = job_desc.partition or "gpu"
+  if managed[partition] then
+    job_desc.priority = 0
+  end
+  return slurm.SUCCESS
+end
+
+function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
+  return slurm.SUCCESS
+end
+"""
+
+
+def find(name: str) -> str | None:
+    return shutil.which(name) or next(
+        (os.path.join(d, name) for d in SBIN if os.access(os.path.join(d, name), os.X_OK)), None)
+
+
+def missing_programs() -> list[str]:
+    return [name for name in DAEMONS + CLIENTS if find(name) is None]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class SlurmCluster:
+    """Starts, queries and stops the cluster; ``env`` is what Slurm's commands need."""
+
+    def __init__(self, root: Path, timeout: float = 30.0) -> None:
+        self.root = root
+        self.timeout = timeout
+        self.conf = root / "slurm.conf"
+        self.env = dict(os.environ, SLURM_CONF=str(self.conf))
+        self.ctld: subprocess.Popen[bytes] | None = None
+        self.slurmds: list[subprocess.Popen[bytes]] = []
+        self._killed: subprocess.Popen[bytes] | None = None  # a slurmctld a test killed
+        self.munged_pid_file = root / "munge" / "munged.pid"
+        self.ctld_port = free_port()
+        self.node_ports = {name: free_port() for name in NODES}
+
+    # --- life cycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        for sub in ("munge", "state", "log", "dev", "spool"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        os.chmod(self.root / "munge", 0o700)
+        key = self.root / "munge" / "munge.key"
+        self._check([find("mungekey") or "mungekey", "--create", f"--keyfile={key}", "--bits=1024"])
+        os.chmod(key, 0o600)
+        self._check([find("munged") or "munged", "--force", f"--key-file={key}",
+                     f"--socket={self.munge_socket}", f"--pid-file={self.munged_pid_file}",
+                     f"--log-file={self.root / 'munge' / 'munged.log'}",
+                     f"--seed-file={self.root / 'munge' / 'munged.seed'}"])
+        self._write_config()
+        self.start_slurmctld()
+        for name in NODES:
+            (self.root / "spool" / name).mkdir(exist_ok=True)
+            self.slurmds.append(self._spawn([find("slurmd") or "slurmd", "-D", "-f", str(self.conf),
+                                             "-N", name], f"slurmd-{name}.out"))
+        self.wait_for(lambda: self.idle_nodes() == len(NODES), "every node idle")
+
+    @property
+    def munge_socket(self) -> Path:
+        return self.root / "munge" / "sock"
+
+    def start_slurmctld(self) -> None:
+        """Starts (or restarts) slurmctld; a restart recovers the jobs from its state files."""
+        self.ctld = self._spawn([find("slurmctld") or "slurmctld", "-D", "-i", "-f", str(self.conf)],
+                                "slurmctld.out")
+        self.wait_for(self._controller_answers, "slurmctld answers")
+
+    def kill_slurmctld(self) -> None:
+        if self.ctld is not None and self.ctld.poll() is None:
+            self.ctld.kill()
+            self.ctld.wait(timeout=10)
+        self._killed = self.ctld
+
+    def wait_for_state_saved(self) -> None:
+        """Waits until slurmctld has written its job state after this call."""
+        since = time.time()
+        state = self.root / "state" / "job_state"
+        self.wait_for(lambda: state.exists() and state.stat().st_mtime > since,
+                      "slurmctld to save its job state")
+
+    def expect_slurmctld_death(self) -> None:
+        """The running slurmctld is about to be killed by the test: waits do not fail on it."""
+        self._killed = self.ctld
+
+    def stop(self) -> None:
+        for proc in [*self.slurmds, self.ctld]:
+            if proc is not None and proc.poll() is None:
+                proc.terminate()
+        deadline = time.monotonic() + 10
+        for proc in [*self.slurmds, self.ctld]:
+            if proc is None:
+                continue
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        # Jobs the slurmds started run in their own sessions; end what is left of them.
+        subprocess.run(["pkill", "-f", f"arbiter-test-job-{self.root.name}"], check=False)
+        try:
+            pid = int(self.munged_pid_file.read_text().strip())
+            os.kill(pid, signal.SIGTERM)
+        except (OSError, ValueError):
+            pass
+
+    def _spawn(self, command: list[str], log_name: str) -> subprocess.Popen[bytes]:
+        out = open(self.root / "log" / log_name, "ab")
+        return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=self.env,
+                                start_new_session=True)
+
+    def _check(self, command: list[str]) -> None:
+        proc = subprocess.run(command, capture_output=True, text=True, env=self.env,
+                              timeout=30, check=False)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(command)} failed: {proc.stderr.strip()}")
+
+    def _write_config(self) -> None:
+        r = self.root
+        lines = [
+            "ClusterName=arbiter-e2e",
+            "SlurmctldHost=localhost(127.0.0.1)",
+            f"SlurmctldPort={self.ctld_port}",
+            "SlurmUser=root",
+            "SlurmdUser=root",
+            "AuthType=auth/munge",
+            "CredType=cred/munge",
+            f"AuthInfo=socket={self.munge_socket}",
+            f"StateSaveLocation={r / 'state'}",
+            f"SlurmdSpoolDir={r / 'spool'}/%n",
+            f"SlurmctldPidFile={r / 'slurmctld.pid'}",
+            f"SlurmdPidFile={r / 'spool'}/%n/slurmd.pid",
+            f"SlurmctldLogFile={r / 'log' / 'slurmctld.log'}",
+            f"SlurmdLogFile={r / 'log'}/slurmd-%n.log",
+            "ProctrackType=proctrack/linuxproc",
+            "TaskPlugin=task/none",
+            "JobAcctGatherType=jobacct_gather/none",
+            "AccountingStorageType=accounting_storage/none",
+            "SelectType=select/cons_tres",
+            "SelectTypeParameters=CR_Core_Memory",
+            "SchedulerType=sched/backfill",
+            "SchedulerParameters=sched_min_interval=100000",
+            "SlurmdParameters=config_overrides",
+            "ReturnToService=2",
+            "MpiDefault=none",
+            "GresTypes=gpu",
+            "JobSubmitPlugins=lua",
+            "JobRequeue=1",
+            "DefMemPerCPU=1000",
+            "KillWait=2",
+            "MinJobAge=600",
+            "SlurmctldTimeout=30",
+            "MessageTimeout=5",
+        ]
+        for name in NODES:
+            lines.append(
+                f"NodeName={name} NodeHostname=localhost NodeAddr=127.0.0.1 "
+                f"Port={self.node_ports[name]} CPUs=8 RealMemory=16000 "
+                f"Gres=gpu:{GPUS_PER_NODE} State=UNKNOWN"
+                + (" Feature=a100" if name != "n3" else ""))
+        lines.append(f"PartitionName=gpu Nodes={','.join(NODES)} Default=YES MaxTime=INFINITE State=UP")
+        self.conf.write_text("\n".join(lines) + "\n")
+        gres = []
+        for name in NODES:
+            devices = []
+            for i in range(GPUS_PER_NODE):
+                device = r / "dev" / f"{name}-gpu{i}"
+                if not device.exists():
+                    os.mknod(device, 0o666 | 0o020000, os.makedev(1, 3))  # like /dev/null
+                devices.append(str(device))
+            gres.append(f"NodeName={name} Name=gpu File={','.join(devices)}")
+        (r / "gres.conf").write_text("\n".join(gres) + "\n")
+        (r / "job_submit.lua").write_text(JOB_SUBMIT_LUA)
+
+    # --- queries ----------------------------------------------------------------------------
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        command = [find(args[0]) or args[0], *args[1:]]
+        proc = subprocess.run(command, capture_output=True, text=True, env=self.env, timeout=30,
+                              check=False)
+        if check and proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(args)} failed: {proc.stderr.strip()}")
+        return proc
+
+    def _controller_answers(self) -> bool:
+        return self.run("scontrol", "ping", check=False).stdout.count("UP") > 0
+
+    def idle_nodes(self) -> int:
+        proc = self.run("sinfo", "--json", check=False)
+        if proc.returncode != 0:
+            return 0
+        nodes = json.loads(proc.stdout).get("nodes", [])
+        return sum(1 for n in nodes if n.get("state") == "idle" and not n.get("state_flags"))
+
+    def submit(self, account: str, nodes: int = 1, gpus: int = 1, requeue: bool = True,
+               cpus: int = 1, seconds: int = 600, partition: str = "gpu") -> int:
+        """Submits a batch job that sleeps; returns its id."""
+        script = self.root / f"job-{time.monotonic_ns()}.sh"
+        # The job's marker lets stop() find what is left of it.
+        script.write_text(f"#!/bin/bash\nexec -a arbiter-test-job-{self.root.name} sleep {seconds}\n")
+        script.chmod(0o755)
+        args = ["sbatch", "--parsable", f"--account={account}", f"--partition={partition}",
+                f"--nodes={nodes}", f"--ntasks-per-node=1", f"--cpus-per-task={cpus}",
+                f"--gres=gpu:{gpus}", "--requeue" if requeue else "--no-requeue",
+                f"--output={self.root / 'log' / 'job-%j.out'}", str(script)]
+        return int(self.run(*args).stdout.strip().split(";")[0])
+
+    def jobs(self) -> dict[int, dict[str, Any]]:
+        proc = self.run("squeue", "--json")
+        return {int(j["job_id"]): j for j in json.loads(proc.stdout).get("jobs", [])}
+
+    def job_nodes(self, job_id: int) -> list[str]:
+        job = self.jobs()[job_id]
+        allocated = (job.get("job_resources") or {}).get("allocated_nodes") or []
+        return [str(n["nodename"]) for n in allocated]
+
+    def wait_for(self, predicate: Callable[[], bool], what: str, timeout: float | None = None) -> None:
+        deadline = time.monotonic() + (timeout or self.timeout)
+        while time.monotonic() < deadline:
+            if predicate():
+                return
+            for proc in [*self.slurmds, self.ctld]:
+                if proc is not None and proc.poll() is not None and proc is not self._killed:
+                    raise RuntimeError(f"Slurm: {proc.args!r} exited with "
+                                       f"{proc.returncode} while waiting for {what}:\n"
+                                       + self.log_tail())
+            time.sleep(0.25)
+        raise TimeoutError(f"Slurm: timed out waiting for {what}:\n" + self.log_tail())
+
+    def log_tail(self, lines: int = 8) -> str:
+        """The last lines of every daemon's log, for a failure message."""
+        out = []
+        for path in sorted((self.root / "log").glob("*.log")):
+            tail = path.read_text(errors="replace").splitlines()[-lines:]
+            out.append(f"== {path}\n" + "\n".join(tail))
+        return "\n".join(out)
