@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian packages arbiter needs, when they are missing. Runs apt-get when it can
+# Installs the Debian packages arbiter needs, when they are missing: the C++ toolchain and
+# libraries, Python's venv (the Python package's tests), and Slurm with munge (the real cluster
+# that arbiter-slurm's end-to-end tests start on loopback). Runs apt-get when it can
 # (root, or sudo without a password); otherwise prints the exact command and fails.
 set -euo pipefail
 
@@ -9,6 +11,8 @@ packages=(
   prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev openssl libssl-dev
   jq
+  python3 python3-venv
+  slurmctld slurmd slurm-client munge
 )
 
 missing=()

@@ -213,3 +213,28 @@ def _metric(port: int, name: str, labels: str) -> float:
         if line.startswith(name + "{") and labels in line:
             return float(line.rsplit(" ", 1)[1])
     return 0.0
+
+
+def test_the_usage_ledger_advances_between_cycles_and_is_sent_to_arbiter(
+        slurm_cluster: SlurmCluster, adapter: Adapter, tmp_path: Path) -> None:
+    ledger, dump = tmp_path / "ledger.json", tmp_path / "snapshot.pb"
+    job = slurm_cluster.submit("physics", gpus=4)
+    flags = ("--ledger", str(ledger), "--half-life", "3600", "--k-value", "1",
+             "--dump-snapshot", str(dump))
+    assert adapter.once(*flags).returncode == 0
+    slurm_cluster.wait_for(lambda: _running(slurm_cluster, job), "the job running")
+    first = json.loads(ledger.read_text())
+    time.sleep(1.5)
+    assert adapter.once(*flags).returncode == 0
+    second = json.loads(ledger.read_text())
+    assert second["updated"] > first["updated"]
+    held = second["queues"]["team-a"]["nvidia.com/gpu"]
+    assert held >= 4 * 1.0  # four GPUs over at least a second
+    assert second["queues"]["research"]["nvidia.com/gpu"] == held  # the parent counts its subtree
+    assert second["capacity"]["nvidia.com/gpu"] >= 12 * 1.0
+
+    request = arbiter_pb2.ScheduleRequest.FromString(dump.read_bytes())  # binary: ends in .pb
+    usage = {u.queue: dict(u.usage) for u in request.snapshot.usage}
+    assert usage["team-a"]["nvidia.com/gpu"] == held
+    assert request.snapshot.usage_capacity["nvidia.com/gpu"] == second["capacity"]["nvidia.com/gpu"]
+    assert request.policy.k_value == 1.0

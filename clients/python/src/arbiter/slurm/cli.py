@@ -37,11 +37,21 @@ _ACTIONS = {
 }
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows a flag's default only when it has a meaningful one."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default in (None, False) or action.default is argparse.SUPPRESS:
+            return action.help
+        return super()._get_help_string(action)
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="arbiter-slurm",
         description="Place and requeue the jobs of Slurm partitions by arbiter's decisions.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        epilog="Documented in clients/python/SLURM.md.",
+        formatter_class=_HelpFormatter,
     )
     p.add_argument("--server", required=True, help="arbiter-server address, HOST:PORT")
     p.add_argument("--partition", action="append", required=True, dest="partitions",
@@ -74,7 +84,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--tls-ca", help="CA bundle: enables TLS to arbiter-server")
     p.add_argument("--tls-cert", help="client certificate, for mutual TLS")
     p.add_argument("--tls-key", help="client key, for mutual TLS")
-    p.add_argument("--slurm-bin-dir", help="where sinfo, squeue and scontrol are (default PATH)")
+    p.add_argument("--slurm-bin-dir", help="the directory of sinfo, squeue and scontrol; unset: the PATH")
     p.add_argument("--command-timeout", type=float, default=10.0,
                    help="seconds a Slurm command may take")
     p.add_argument("--metrics-port", type=int, default=0,
