@@ -12,6 +12,7 @@ packages=(
   clang libclang-rt-14-dev openssl libssl-dev
   jq
   python3 python3-venv
+  libyaml-cpp-dev gnuplot-nox
   slurmctld slurmd slurm-client munge
 )
 

@@ -1,12 +1,14 @@
 // How a response is applied to its snapshot for the next cycle (issue 3's definition, used by
 // every property test): tests/support/apply_decisions.h.
-#include "tests/support/apply_decisions.h"
+#include "clients/simulator/apply_decisions.h"
 
 #include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
 
 namespace arbiter::testing {
 namespace {
+
+using ::arbiter::simulator::ApplyDecisions;
 
 Snapshot Cluster() {
   return SnapshotBuilder()

@@ -14,7 +14,7 @@
 #include "core/validation.h"
 #include "gtest/gtest.h"
 #include "tests/property/property_support.h"
-#include "tests/support/apply_decisions.h"
+#include "clients/simulator/apply_decisions.h"
 
 namespace arbiter::testing {
 namespace {

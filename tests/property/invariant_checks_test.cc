@@ -2,11 +2,13 @@
 // hand-made violation (and its lawful counterpart), so that a passing property is not vacuous.
 #include "gtest/gtest.h"
 #include "tests/property/property_support.h"
-#include "tests/support/apply_decisions.h"
+#include "clients/simulator/apply_decisions.h"
 #include "tests/support/snapshot_builder.h"
 
 namespace arbiter::testing {
 namespace {
+
+using ::arbiter::simulator::ApplyDecisions;
 
 Snapshot Cluster() {
   return SnapshotBuilder()

@@ -12,10 +12,12 @@
 #include "clients/generator/random.h"
 #include "core/api/arbiter.h"
 #include "tests/property/property_runs.h"
-#include "tests/support/apply_decisions.h"
+#include "clients/simulator/apply_decisions.h"
 
 namespace arbiter::testing {
 namespace {
+
+using ::arbiter::simulator::ApplyDecisions;
 
 using generator::GeneratorModel;
 using generator::GeneratorOptions;

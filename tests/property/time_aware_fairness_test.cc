@@ -11,11 +11,13 @@
 #include "core/api/arbiter.h"
 #include "core/usage_accounting.h"
 #include "gtest/gtest.h"
-#include "tests/support/apply_decisions.h"
+#include "clients/simulator/apply_decisions.h"
 #include "tests/support/snapshot_builder.h"
 
 namespace arbiter::testing {
 namespace {
+
+using ::arbiter::simulator::ApplyDecisions;
 
 constexpr char kGpu[] = "nvidia.com/gpu";
 constexpr double kNodeGpus = 8;

@@ -1,5 +1,5 @@
-// Applying a Schedule response to its snapshot, as the next scheduling cycle would see it
-// (issue 3, "applying the decisions"):
+// Applying a Schedule response to its snapshot, as the next scheduling cycle would see it. One
+// implementation, shared by `arbiter simulate` and the property tests:
 //   - a bound pod becomes RUNNING on its node with start_time = now (a moved pod, which has an
 //     eviction and a binding, ends RUNNING on its new node);
 //   - an evicted pod without a binding becomes PENDING again, in its own group, with no node and
@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 #include "core/model.h"
 
-namespace arbiter::testing {
+namespace arbiter::simulator {
 
 // The snapshot after the decisions. InvalidArgument when the response names an unknown pod
 // group, pod or node, binds or evicts a pod twice, binds a pod that is neither PENDING nor
@@ -22,4 +22,4 @@ namespace arbiter::testing {
 absl::StatusOr<Snapshot> ApplyDecisions(const Snapshot& snapshot, const Policy& policy,
                                         const ScheduleResult& result);
 
-}  // namespace arbiter::testing
+}  // namespace arbiter::simulator

@@ -1,4 +1,4 @@
-#include "tests/support/apply_decisions.h"
+#include "clients/simulator/apply_decisions.h"
 
 #include <map>
 #include <set>
@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace arbiter::testing {
+namespace arbiter::simulator {
 namespace {
 
 using PodKey = std::pair<std::string, std::string>;  // (pod group, pod)
@@ -131,4 +131,4 @@ absl::StatusOr<Snapshot> ApplyDecisions(const Snapshot& snapshot, const Policy& 
   return next;
 }
 
-}  // namespace arbiter::testing
+}  // namespace arbiter::simulator

@@ -1,0 +1,475 @@
+#include "clients/simulator/sim_config.h"
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "yaml-cpp/yaml.h"
+
+namespace arbiter::simulator {
+namespace {
+
+constexpr char kGpu[] = "nvidia.com/gpu";
+
+// Resource names a config may abbreviate.
+std::string ResourceName(const std::string& key) {
+  if (key == "gpu" || key == "gpus") return kGpu;
+  if (key == "mem") return "memory";
+  return key;
+}
+
+// Reading one YAML document with paths in every error. yaml-cpp reports problems by throwing;
+// every call into it happens inside Parse's try block.
+class Reader {
+ public:
+  absl::Status error() const { return error_; }
+  bool ok() const { return error_.ok(); }
+
+  void Fail(const std::string& path, const std::string& what) {
+    if (error_.ok()) error_ = absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
+  }
+
+  // Keys of a mapping must be among `known`.
+  void CheckKeys(const YAML::Node& node, const std::string& path,
+                 const std::set<std::string>& known) {
+    if (!node.IsMap()) {
+      Fail(path, "must be a mapping");
+      return;
+    }
+    for (const auto& entry : node) {
+      const std::string key = entry.first.as<std::string>();
+      if (known.count(key) == 0) Fail(absl::StrCat(path, ".", key), "unknown key");
+    }
+  }
+
+  double Number(const YAML::Node& node, const std::string& path) {
+    double value = 0;
+    if (!node.IsScalar() || !absl::SimpleAtod(node.Scalar(), &value) || !std::isfinite(value)) {
+      Fail(path, absl::StrCat("must be a finite number, got \"", Text(node), "\""));
+      return 0;
+    }
+    return value;
+  }
+
+  int64_t Integer(const YAML::Node& node, const std::string& path) {
+    int64_t value = 0;
+    if (!node.IsScalar() || !absl::SimpleAtoi(node.Scalar(), &value)) {
+      Fail(path, absl::StrCat("must be an integer, got \"", Text(node), "\""));
+    }
+    return value;
+  }
+
+  bool Bool(const YAML::Node& node, const std::string& path) {
+    const std::string text = node.IsScalar() ? node.Scalar() : "";
+    if (text == "true") return true;
+    if (text == "false") return false;
+    Fail(path, "must be true or false");
+    return false;
+  }
+
+  std::string String(const YAML::Node& node, const std::string& path) {
+    if (!node.IsScalar()) {
+      Fail(path, "must be a string");
+      return "";
+    }
+    return node.Scalar();
+  }
+
+  // Seconds: a number, or a number with a unit s, m, h or d.
+  double Seconds(const YAML::Node& node, const std::string& path) {
+    if (!node.IsScalar()) {
+      Fail(path, "must be a duration such as 90, \"15m\", \"1h\" or \"2d\"");
+      return 0;
+    }
+    std::string text = node.Scalar();
+    double unit = 1;
+    if (!text.empty()) {
+      const char last = text.back();
+      const std::map<char, double> units = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}};
+      auto found = units.find(last);
+      if (found != units.end()) {
+        unit = found->second;
+        text.pop_back();
+      }
+    }
+    double value = 0;
+    if (!absl::SimpleAtod(text, &value) || !std::isfinite(value) || value < 0) {
+      Fail(path, absl::StrCat("must be a duration such as 90, \"15m\", \"1h\" or \"2d\", got \"",
+                              node.Scalar(), "\""));
+      return 0;
+    }
+    return value * unit;
+  }
+
+  ResourceMap Resources(const YAML::Node& node, const std::string& path) {
+    ResourceMap out;
+    if (!node) return out;
+    if (!node.IsMap()) {
+      Fail(path, "must map resource names to amounts");
+      return out;
+    }
+    for (const auto& entry : node) {
+      const std::string key = entry.first.as<std::string>();
+      out[ResourceName(key)] = Number(entry.second, absl::StrCat(path, ".", key));
+    }
+    return out;
+  }
+
+ private:
+  static std::string Text(const YAML::Node& node) { return node.IsScalar() ? node.Scalar() : "?"; }
+
+  absl::Status error_;
+};
+
+Duration ToDuration(double seconds) {
+  Duration d;
+  d.seconds = static_cast<int64_t>(std::floor(seconds));
+  d.nanos = static_cast<int32_t>(std::llround((seconds - std::floor(seconds)) * 1e9));
+  return d;
+}
+
+absl::StatusOr<Action> ActionNamed(const std::string& name) {
+  if (name == "allocate") return Action::kAllocate;
+  if (name == "consolidate") return Action::kConsolidate;
+  if (name == "reclaim") return Action::kReclaim;
+  if (name == "preempt") return Action::kPreempt;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown action \"", name, "\" (allocate, consolidate, reclaim, preempt)"));
+}
+
+void ReadPolicy(Reader& r, const YAML::Node& node, SimConfig& config) {
+  r.CheckKeys(node, "policy",
+              {"model", "k_value", "actions", "placement", "reclaimer_utilization_multiplier",
+               "consolidating_reclaim", "max_consolidation_preemptees"});
+  Policy& p = config.policy;
+  if (node["model"]) {
+    const std::string model = r.String(node["model"], "policy.model");
+    if (model == "kai") {
+      p.fairness_model = FairnessModel::kKai;
+    } else if (model == "kueue") {
+      p.fairness_model = FairnessModel::kKueue;
+    } else {
+      r.Fail("policy.model", "must be kai or kueue");
+    }
+  }
+  if (node["k_value"]) p.k_value = r.Number(node["k_value"], "policy.k_value");
+  if (node["reclaimer_utilization_multiplier"]) {
+    p.reclaimer_utilization_multiplier = r.Number(node["reclaimer_utilization_multiplier"],
+                                                  "policy.reclaimer_utilization_multiplier");
+  }
+  if (node["placement"]) {
+    const std::string placement = r.String(node["placement"], "policy.placement");
+    if (placement == "binpack") {
+      p.placement = Placement::kBinpack;
+    } else if (placement == "spread") {
+      p.placement = Placement::kSpread;
+    } else {
+      r.Fail("policy.placement", "must be binpack or spread");
+    }
+  }
+  if (node["actions"]) {
+    const YAML::Node& actions = node["actions"];
+    if (!actions.IsSequence()) r.Fail("policy.actions", "must be a list");
+    for (size_t i = 0; actions.IsSequence() && i < actions.size(); ++i) {
+      const std::string path = absl::StrCat("policy.actions[", i, "]");
+      absl::StatusOr<Action> action = ActionNamed(r.String(actions[i], path));
+      if (!action.ok()) {
+        r.Fail(path, std::string(action.status().message()));
+      } else {
+        p.actions.push_back(*action);
+      }
+    }
+  }
+  if (node["consolidating_reclaim"]) {
+    p.consolidating_reclaim = r.Bool(node["consolidating_reclaim"], "policy.consolidating_reclaim");
+  }
+  if (node["max_consolidation_preemptees"]) {
+    p.max_consolidation_preemptees = static_cast<int32_t>(
+        r.Integer(node["max_consolidation_preemptees"], "policy.max_consolidation_preemptees"));
+  }
+}
+
+void ReadQueues(Reader& r, const YAML::Node& node, SimConfig& config) {
+  if (!node.IsSequence()) {
+    r.Fail("queues", "must be a list");
+    return;
+  }
+  for (size_t i = 0; i < node.size(); ++i) {
+    const std::string path = absl::StrCat("queues[", i, "]");
+    const YAML::Node& q = node[i];
+    r.CheckKeys(q, path,
+                {"name", "parent", "deserved", "limit", "over_quota_weight", "priority",
+                 "reclaim_min_runtime", "preempt_min_runtime", "borrowing_limit", "lending_limit",
+                 "fair_sharing_weight", "within_cluster_queue", "reclaim_within_cohort"});
+    if (!r.ok()) return;
+    Queue queue;
+    queue.name = r.String(q["name"], path + ".name");
+    if (q["parent"]) queue.parent = r.String(q["parent"], path + ".parent");
+    queue.deserved = r.Resources(q["deserved"], path + ".deserved");
+    queue.limit = r.Resources(q["limit"], path + ".limit");
+    queue.over_quota_weight = r.Resources(q["over_quota_weight"], path + ".over_quota_weight");
+    queue.borrowing_limit = r.Resources(q["borrowing_limit"], path + ".borrowing_limit");
+    queue.lending_limit = r.Resources(q["lending_limit"], path + ".lending_limit");
+    if (q["priority"]) queue.priority = static_cast<int32_t>(r.Integer(q["priority"], path + ".priority"));
+    if (q["fair_sharing_weight"]) {
+      queue.fair_sharing_weight = r.Number(q["fair_sharing_weight"], path + ".fair_sharing_weight");
+    }
+    if (q["reclaim_min_runtime"]) {
+      queue.reclaim_min_runtime = ToDuration(r.Seconds(q["reclaim_min_runtime"], path + ".reclaim_min_runtime"));
+    }
+    if (q["preempt_min_runtime"]) {
+      queue.preempt_min_runtime = ToDuration(r.Seconds(q["preempt_min_runtime"], path + ".preempt_min_runtime"));
+    }
+    if (q["within_cluster_queue"]) {
+      const std::string v = r.String(q["within_cluster_queue"], path + ".within_cluster_queue");
+      if (v == "Never") {
+        queue.kueue_preemption.within_cluster_queue = WithinClusterQueue::kNever;
+      } else if (v == "LowerPriority") {
+        queue.kueue_preemption.within_cluster_queue = WithinClusterQueue::kLowerPriority;
+      } else if (v == "LowerOrNewerEqualPriority") {
+        queue.kueue_preemption.within_cluster_queue = WithinClusterQueue::kLowerOrNewerEqualPriority;
+      } else {
+        r.Fail(path + ".within_cluster_queue", "must be Never, LowerPriority or LowerOrNewerEqualPriority");
+      }
+    }
+    if (q["reclaim_within_cohort"]) {
+      const std::string v = r.String(q["reclaim_within_cohort"], path + ".reclaim_within_cohort");
+      if (v == "Never") {
+        queue.kueue_preemption.reclaim_within_cohort = ReclaimWithinCohort::kNever;
+      } else if (v == "LowerPriority") {
+        queue.kueue_preemption.reclaim_within_cohort = ReclaimWithinCohort::kLowerPriority;
+      } else if (v == "Any") {
+        queue.kueue_preemption.reclaim_within_cohort = ReclaimWithinCohort::kAny;
+      } else {
+        r.Fail(path + ".reclaim_within_cohort", "must be Never, LowerPriority or Any");
+      }
+    }
+    config.queues.push_back(std::move(queue));
+  }
+}
+
+void ReadNodes(Reader& r, const YAML::Node& node, SimConfig& config) {
+  if (!node.IsSequence()) {
+    r.Fail("nodes", "must be a list");
+    return;
+  }
+  for (size_t i = 0; i < node.size(); ++i) {
+    const std::string path = absl::StrCat("nodes[", i, "]");
+    const YAML::Node& n = node[i];
+    r.CheckKeys(n, path, {"name", "count", "allocatable", "labels"});
+    if (!r.ok()) return;
+    NodeSet set;
+    if (n["name"]) set.name = r.String(n["name"], path + ".name");
+    if (n["count"]) set.count = static_cast<int>(r.Integer(n["count"], path + ".count"));
+    if (set.count < 1 || set.count > 100000) r.Fail(path + ".count", "must be 1 to 100000");
+    set.allocatable = r.Resources(n["allocatable"], path + ".allocatable");
+    if (n["labels"]) {
+      if (!n["labels"].IsMap()) r.Fail(path + ".labels", "must map label keys to values");
+      for (const auto& entry : n["labels"]) {
+        set.labels[entry.first.as<std::string>()] = entry.second.as<std::string>();
+      }
+    }
+    config.nodes.push_back(std::move(set));
+  }
+}
+
+void ReadJobs(Reader& r, const YAML::Node& node, SimConfig& config) {
+  if (!node.IsSequence()) {
+    r.Fail("jobs", "must be a list of job streams");
+    return;
+  }
+  for (size_t i = 0; i < node.size(); ++i) {
+    const std::string path = absl::StrCat("jobs[", i, "]");
+    const YAML::Node& j = node[i];
+    r.CheckKeys(j, path,
+                {"queue", "name", "pods", "min_member", "requests", "duration", "priority",
+                 "preemptible", "arrival", "count", "rate", "start"});
+    if (!r.ok()) return;
+    JobStream s;
+    s.queue = r.String(j["queue"], path + ".queue");
+    s.name = j["name"] ? r.String(j["name"], path + ".name") : s.queue;
+    if (j["pods"]) s.pods = static_cast<int>(r.Integer(j["pods"], path + ".pods"));
+    if (s.pods < 1 || s.pods > 10000) r.Fail(path + ".pods", "must be 1 to 10000");
+    if (j["min_member"]) s.min_member = static_cast<int>(r.Integer(j["min_member"], path + ".min_member"));
+    s.requests = r.Resources(j["requests"], path + ".requests");
+    if (j["duration"]) s.duration = r.Seconds(j["duration"], path + ".duration");
+    if (j["priority"]) s.priority = static_cast<int32_t>(r.Integer(j["priority"], path + ".priority"));
+    if (j["preemptible"]) {
+      s.preemptibility = r.Bool(j["preemptible"], path + ".preemptible")
+                             ? Preemptibility::kPreemptible
+                             : Preemptibility::kNonPreemptible;
+    }
+    if (j["arrival"]) {
+      const std::string arrival = r.String(j["arrival"], path + ".arrival");
+      if (arrival == "start") {
+        s.arrival = Arrival::kStart;
+      } else if (arrival == "backlog") {
+        s.arrival = Arrival::kBacklog;
+      } else if (arrival == "rate") {
+        s.arrival = Arrival::kRate;
+      } else {
+        r.Fail(path + ".arrival", "must be start, backlog or rate");
+      }
+    }
+    if (j["count"]) s.count = static_cast<int>(r.Integer(j["count"], path + ".count"));
+    if (s.count < 0 || s.count > 1000000) r.Fail(path + ".count", "must be 0 to 1000000");
+    if (j["rate"]) s.rate = r.Number(j["rate"], path + ".rate");
+    if (s.arrival == Arrival::kRate && !(s.rate > 0)) r.Fail(path + ".rate", "must be positive");
+    if (j["start"]) s.start = r.Seconds(j["start"], path + ".start");
+    config.jobs.push_back(std::move(s));
+  }
+}
+
+void ReadOwn(Reader& r, const YAML::Node& root, SimConfig& config) {
+  r.CheckKeys(root, "config",
+              {"name", "step", "horizon", "seed", "accounting", "policy", "queues", "nodes", "jobs"});
+  if (!r.ok()) return;
+  if (root["name"]) config.name = r.String(root["name"], "name");
+  if (root["step"]) config.step = r.Seconds(root["step"], "step");
+  if (root["horizon"]) config.horizon = r.Seconds(root["horizon"], "horizon");
+  if (root["seed"]) config.seed = static_cast<uint64_t>(r.Integer(root["seed"], "seed"));
+  if (root["accounting"]) {
+    const YAML::Node& a = root["accounting"];
+    r.CheckKeys(a, "accounting", {"half_life", "window", "window_type"});
+    if (a["half_life"]) config.accounting.half_life = r.Seconds(a["half_life"], "accounting.half_life");
+    if (a["window"]) config.accounting.window = r.Seconds(a["window"], "accounting.window");
+    if (a["window_type"]) {
+      const std::string type = r.String(a["window_type"], "accounting.window_type");
+      if (type != "sliding" && type != "tumbling") {
+        r.Fail("accounting.window_type", "must be sliding or tumbling");
+      }
+      config.accounting.tumbling = type == "tumbling";
+    }
+  }
+  if (root["policy"]) ReadPolicy(r, root["policy"], config);
+  if (root["queues"]) ReadQueues(r, root["queues"], config);
+  if (root["nodes"]) ReadNodes(r, root["nodes"], config);
+  if (root["jobs"]) ReadJobs(r, root["jobs"], config);
+}
+
+// KAI's simulator: one cycle is one second; every job is submitted at the start and runs until
+// the end (its jobs never finish); usage is decayed by HalfLifePeriod inside a sliding window of
+// WindowSize seconds. Defaults are KAI's: Cycles 100, WindowSize 5, HalfLifePeriod 0, KValue 1,
+// queue Priority 100, Weight 1.
+void ReadKai(Reader& r, const YAML::Node& root, SimConfig& config) {
+  r.CheckKeys(root, "config",
+              {"Cycles", "WindowSize", "HalfLifePeriod", "KValue", "Nodes", "Queues", "Jobs"});
+  if (!r.ok()) return;
+  config.from_kai = true;
+  config.step = 1;
+  config.horizon = root["Cycles"] ? static_cast<double>(r.Integer(root["Cycles"], "Cycles")) : 100;
+  config.accounting.window = root["WindowSize"] ? r.Number(root["WindowSize"], "WindowSize") : 5;
+  config.accounting.half_life =
+      root["HalfLifePeriod"] ? r.Number(root["HalfLifePeriod"], "HalfLifePeriod") : 0;
+  config.policy.fairness_model = FairnessModel::kKai;
+  config.policy.k_value = root["KValue"] ? r.Number(root["KValue"], "KValue") : 1.0;
+  const YAML::Node& nodes = root["Nodes"];
+  for (size_t i = 0; nodes && nodes.IsSequence() && i < nodes.size(); ++i) {
+    const std::string path = absl::StrCat("Nodes[", i, "]");
+    r.CheckKeys(nodes[i], path, {"GPUs", "Count"});
+    if (!r.ok()) return;
+    NodeSet set;
+    set.name = absl::StrCat("node", i);
+    set.count = nodes[i]["Count"] ? static_cast<int>(r.Integer(nodes[i]["Count"], path + ".Count")) : 1;
+    set.allocatable[kGpu] = r.Number(nodes[i]["GPUs"], path + ".GPUs");
+    config.nodes.push_back(set);
+  }
+  const YAML::Node& queues = root["Queues"];
+  for (size_t i = 0; queues && queues.IsSequence() && i < queues.size(); ++i) {
+    const std::string path = absl::StrCat("Queues[", i, "]");
+    const YAML::Node& q = queues[i];
+    r.CheckKeys(q, path, {"Name", "Parent", "Priority", "DeservedGPUs", "Weight"});
+    if (!r.ok()) return;
+    Queue queue;
+    queue.name = r.String(q["Name"], path + ".Name");
+    if (q["Parent"]) queue.parent = r.String(q["Parent"], path + ".Parent");
+    queue.priority = q["Priority"] ? static_cast<int32_t>(r.Integer(q["Priority"], path + ".Priority")) : 100;
+    queue.deserved[kGpu] = q["DeservedGPUs"] ? r.Number(q["DeservedGPUs"], path + ".DeservedGPUs") : 0;
+    queue.over_quota_weight[kGpu] = q["Weight"] ? r.Number(q["Weight"], path + ".Weight") : 1;
+    config.queues.push_back(std::move(queue));
+  }
+  const YAML::Node& jobs = root["Jobs"];
+  if (jobs && !jobs.IsMap()) r.Fail("Jobs", "must map queue names to jobs");
+  for (const auto& entry : jobs) {
+    const std::string queue = entry.first.as<std::string>();
+    const std::string path = absl::StrCat("Jobs.", queue);
+    r.CheckKeys(entry.second, path, {"GPUs", "NumPods", "NumJobs"});
+    if (!r.ok()) return;
+    JobStream s;
+    s.queue = queue;
+    s.name = queue;
+    s.requests[kGpu] = r.Number(entry.second["GPUs"], path + ".GPUs");
+    s.pods = entry.second["NumPods"] ? static_cast<int>(r.Integer(entry.second["NumPods"], path + ".NumPods")) : 1;
+    s.count = entry.second["NumJobs"] ? static_cast<int>(r.Integer(entry.second["NumJobs"], path + ".NumJobs")) : 1;
+    s.arrival = Arrival::kStart;
+    config.jobs.push_back(std::move(s));
+  }
+}
+
+absl::Status Check(const SimConfig& config) {
+  if (!(config.step > 0)) return absl::InvalidArgumentError("step: must be positive");
+  if (!(config.horizon >= config.step)) {
+    return absl::InvalidArgumentError("horizon: must be at least one step");
+  }
+  if (config.horizon / config.step > 10'000'000) {
+    return absl::InvalidArgumentError("horizon: more than 10,000,000 steps");
+  }
+  if (config.nodes.empty()) return absl::InvalidArgumentError("nodes: at least one is needed");
+  if (config.queues.empty()) return absl::InvalidArgumentError("queues: at least one is needed");
+  std::set<std::string> queues;
+  for (const Queue& q : config.queues) queues.insert(q.name);
+  for (size_t i = 0; i < config.jobs.size(); ++i) {
+    if (queues.count(config.jobs[i].queue) == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("jobs[", i, "].queue: no queue named \"",
+                                                     config.jobs[i].queue, "\""));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<SimConfig> ParseSimConfig(const std::string& yaml_text) {
+  SimConfig config;
+  Reader reader;
+  try {
+    const YAML::Node root = YAML::Load(yaml_text);
+    if (!root.IsMap()) return absl::InvalidArgumentError("config: must be a YAML mapping");
+    if (root["Cycles"] || root["Queues"] || root["Nodes"] || root["Jobs"]) {
+      ReadKai(reader, root, config);
+    } else {
+      ReadOwn(reader, root, config);
+    }
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("config: ", e.what()));
+  }
+  if (!reader.ok()) return reader.error();
+  if (absl::Status status = Check(config); !status.ok()) return status;
+  return config;
+}
+
+absl::StatusOr<SimConfig> LoadSimConfig(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  absl::StatusOr<SimConfig> config = ParseSimConfig(text.str());
+  if (!config.ok()) {
+    return absl::Status(config.status().code(),
+                        absl::StrCat(path, ": ", config.status().message()));
+  }
+  if (config->name.empty()) {
+    const size_t slash = path.find_last_of('/');
+    std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+    const size_t dot = base.find_last_of('.');
+    config->name = dot == std::string::npos ? base : base.substr(0, dot);
+  }
+  return config;
+}
+
+}  // namespace arbiter::simulator

@@ -1,0 +1,73 @@
+// What `arbiter simulate` simulates: a cluster, its queues, the policy, the job streams that feed
+// it, the clock, and how usage is remembered (docs/simulate.md).
+//
+// Two YAML dialects are read: arbiter's own (lower-case keys, `step`, `horizon`, `jobs` as a
+// list of streams) and KAI Scheduler's time-aware fairness simulator config (`Cycles`,
+// `WindowSize`, `HalfLifePeriod`, `KValue`, `Nodes`, `Queues`, `Jobs`), taken unchanged.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/model.h"
+
+namespace arbiter::simulator {
+
+enum class Arrival {
+  kStart,    // `count` jobs at `start`
+  kBacklog,  // from `start` on, `count` jobs of the stream always wait (an endless backlog)
+  kRate,     // from `start` on, at random at `rate` jobs per hour (Poisson), `count` in all (0 = no end)
+};
+
+// Jobs of one kind, submitted to one queue.
+struct JobStream {
+  std::string queue;
+  std::string name;            // job names are "<name>-<n>"; default: the queue's name
+  int pods = 1;                // pods per job
+  int min_member = 0;          // gang size; 0 = every pod (the whole job is a gang)
+  ResourceMap requests;        // per pod
+  double duration = 0;         // seconds of uninterrupted running to finish; 0 = never finishes
+  int32_t priority = 0;
+  Preemptibility preemptibility = Preemptibility::kUnspecified;
+  Arrival arrival = Arrival::kStart;
+  int count = 1;
+  double rate = 0;   // kRate: jobs per hour
+  double start = 0;  // seconds from the start of the simulation
+};
+
+// `count` identical nodes named "<name>-<i>".
+struct NodeSet {
+  std::string name = "node";
+  int count = 1;
+  ResourceMap allocatable;
+  LabelMap labels;
+};
+
+// How usage is remembered: decay by half-life, and optionally only what falls inside a window.
+struct Accounting {
+  double half_life = 0;   // seconds; 0 = no decay
+  double window = 0;      // seconds; 0 = since the start
+  bool tumbling = false;  // window: start from nothing at every multiple (else sliding)
+};
+
+struct SimConfig {
+  std::string name;       // for titles; default: the file name
+  Policy policy;
+  std::vector<Queue> queues;
+  std::vector<NodeSet> nodes;
+  std::vector<JobStream> jobs;
+  double step = 60;      // seconds per cycle
+  double horizon = 3600; // seconds simulated
+  uint64_t seed = 1;
+  Accounting accounting;
+  bool from_kai = false;  // read from a KAI simulator config (its CSV columns are available)
+};
+
+// Reads either dialect; InvalidArgument naming the key path of the first problem. Durations are
+// seconds, or strings with a unit: "90s", "15m", "1h", "2d".
+absl::StatusOr<SimConfig> ParseSimConfig(const std::string& yaml_text);
+absl::StatusOr<SimConfig> LoadSimConfig(const std::string& path);
+
+}  // namespace arbiter::simulator

@@ -1,0 +1,242 @@
+#include "clients/simulator/sim_output.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace arbiter::simulator {
+namespace {
+
+constexpr char kGpu[] = "nvidia.com/gpu";
+
+std::string Num(double value) { return absl::StrFormat("%.10g", value); }
+
+double Get(const ResourceMap& amounts, const std::string& resource) {
+  auto found = amounts.find(resource);
+  return found == amounts.end() ? 0 : found->second;
+}
+
+std::string Csv(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string Json(const std::string& text) {
+  std::string out = "\"";
+  for (unsigned char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      default:
+        if (c < 0x20) {
+          out += absl::StrFormat("\\u%04x", c);
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string JsonMap(const ResourceMap& amounts) {
+  std::vector<std::string> parts;
+  for (const auto& [resource, amount] : amounts) parts.push_back(Json(resource) + ":" + Num(amount));
+  return "{" + absl::StrJoin(parts, ",") + "}";
+}
+
+absl::Status WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  out.close();
+  if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void WriteQueuesCsv(const SimResult& result, bool kueue, std::ostream& out) {
+  out << "time_s,queue";
+  for (const char* what : {"allocated", "fair_share", "usage"}) {
+    for (const std::string& r : result.resources) out << "," << what << ":" << Csv(r);
+  }
+  out << ",pending,evictions" << (kueue ? ",weighted_share" : "") << "\n";
+  for (const QueueRow& row : result.rows) {
+    out << Num(row.time) << "," << Csv(row.queue);
+    for (const ResourceMap* amounts : {&row.allocated, &row.fair_share, &row.usage}) {
+      for (const std::string& r : result.resources) out << "," << Num(Get(*amounts, r));
+    }
+    out << "," << row.pending << "," << row.evictions;
+    if (kueue) out << "," << Num(row.weighted_share);
+    out << "\n";
+  }
+}
+
+void WriteJobsCsv(const SimResult& result, std::ostream& out) {
+  out << "job,queue,submit_s,start_s,end_s,evictions,wait_s\n";
+  for (const JobRecord& job : result.jobs) {
+    out << Csv(job.name) << "," << Csv(job.queue) << "," << Num(job.submit) << ","
+        << (job.start < 0 ? "" : Num(job.start)) << "," << (job.end < 0 ? "" : Num(job.end)) << ","
+        << job.evictions << "," << Num(job.wait) << "\n";
+  }
+}
+
+void WriteKaiCsv(const SimResult& result, std::ostream& out) {
+  out << "Time,QueueID,Allocation,FairShare\n";
+  for (const QueueRow& row : result.rows) {
+    out << Num(row.time / result.step) << "," << Csv(row.queue) << ","
+        << absl::StrFormat("%.6f", Get(row.allocated, kGpu)) << ","
+        << absl::StrFormat("%.6f", Get(row.fair_share, kGpu)) << "\n";
+  }
+}
+
+void WriteJson(const SimResult& result, std::ostream& out) {
+  std::vector<std::string> queues;
+  for (const std::string& q : result.queues) queues.push_back(Json(q));
+  std::vector<std::string> resources;
+  for (const std::string& r : result.resources) resources.push_back(Json(r));
+  out << "{\"step_s\":" << Num(result.step) << ",\"cycles\":" << result.cycles
+      << ",\"queues\":[" << absl::StrJoin(queues, ",") << "],\"resources\":["
+      << absl::StrJoin(resources, ",") << "],\n\"steps\":[";
+  for (size_t i = 0; i < result.rows.size(); ++i) {
+    const QueueRow& row = result.rows[i];
+    out << (i == 0 ? "\n" : ",\n") << "{\"time_s\":" << Num(row.time)
+        << ",\"queue\":" << Json(row.queue) << ",\"allocated\":" << JsonMap(row.allocated)
+        << ",\"fair_share\":" << JsonMap(row.fair_share) << ",\"usage\":" << JsonMap(row.usage)
+        << ",\"weighted_share\":" << Num(row.weighted_share) << ",\"pending\":" << row.pending
+        << ",\"evictions\":" << row.evictions << "}";
+  }
+  out << "],\n\"jobs\":[";
+  for (size_t i = 0; i < result.jobs.size(); ++i) {
+    const JobRecord& job = result.jobs[i];
+    out << (i == 0 ? "\n" : ",\n") << "{\"job\":" << Json(job.name)
+        << ",\"queue\":" << Json(job.queue) << ",\"submit_s\":" << Num(job.submit)
+        << ",\"start_s\":" << (job.start < 0 ? "null" : Num(job.start))
+        << ",\"end_s\":" << (job.end < 0 ? "null" : Num(job.end))
+        << ",\"evictions\":" << job.evictions << ",\"wait_s\":" << Num(job.wait) << "}";
+  }
+  out << "]}\n";
+}
+
+std::string MainResource(const SimResult& result) {
+  for (const std::string& r : result.resources) {
+    if (r == kGpu) return r;
+  }
+  for (const std::string& r : result.resources) {
+    if (r == "cpu") return r;
+  }
+  return result.resources.empty() ? kGpu : result.resources.front();
+}
+
+absl::Status WritePlots(const SimResult& result, const std::string& title, const std::string& dir,
+                        const std::string& gnuplot) {
+  if (dir.find('\'') != std::string::npos || title.find('\'') != std::string::npos) {
+    return absl::InvalidArgumentError("--out and the config's name may not contain a quote (')");
+  }
+  const std::string resource = MainResource(result);
+  const std::vector<std::string>& leaves = result.leaves;
+  std::map<std::string, size_t> leaf_index;
+  for (size_t i = 0; i < leaves.size(); ++i) leaf_index[leaves[i]] = i;
+
+  // allocation.dat and resource_hours.dat: one block per leaf, `index i` in gnuplot.
+  std::vector<std::ostringstream> alloc(leaves.size());
+  std::vector<std::ostringstream> hours(leaves.size());
+  std::vector<double> used(leaves.size(), 0.0);
+  std::vector<double> target(leaves.size(), 0.0);
+  for (const QueueRow& row : result.rows) {
+    auto found = leaf_index.find(row.queue);
+    if (found == leaf_index.end()) continue;
+    const size_t i = found->second;
+    const double allocated = Get(row.allocated, resource);
+    const double fair = Get(row.fair_share, resource);
+    alloc[i] << Num(row.time / 3600) << " " << Num(allocated) << " " << Num(fair) << "\n";
+    used[i] += allocated * result.step / 3600;
+    target[i] += fair * result.step / 3600;
+    hours[i] << Num((row.time + result.step) / 3600) << " " << Num(used[i]) << " "
+             << Num(target[i]) << "\n";
+  }
+  std::string alloc_text;
+  std::string hours_text;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    absl::StrAppend(&alloc_text, "# ", leaves[i], "\n", alloc[i].str(), "\n\n");
+    absl::StrAppend(&hours_text, "# ", leaves[i], "\n", hours[i].str(), "\n\n");
+  }
+  // jobs.dat: start, row, length (hours) and the queue's colour for every job that ran.
+  const double horizon = static_cast<double>(result.cycles) * result.step;
+  std::string jobs_text;
+  int job_row = 0;
+  for (const JobRecord& job : result.jobs) {
+    if (job.start < 0) continue;
+    const double end = job.end < 0 ? horizon : job.end;
+    auto found = leaf_index.find(job.queue);
+    const size_t colour = found == leaf_index.end() ? 0 : found->second + 1;
+    absl::StrAppend(&jobs_text, Num(job.start / 3600), " ", job_row++, " ",
+                    Num((end - job.start) / 3600), " ", colour, "\n");
+  }
+  if (jobs_text.empty()) jobs_text = "0 0 0 0\n";
+
+  for (const auto& [name, text] : std::vector<std::pair<std::string, std::string>>{
+           {"allocation.dat", alloc_text}, {"resource_hours.dat", hours_text},
+           {"jobs.dat", jobs_text}}) {
+    if (absl::Status s = WriteFile(absl::StrCat(dir, "/", name), text); !s.ok()) return s;
+  }
+
+  std::string names;
+  for (const std::string& leaf : leaves) absl::StrAppend(&names, names.empty() ? "" : " ", leaf);
+  std::string script = absl::StrCat(
+      "# Charts of one simulation; run with gnuplot from any directory.\n",
+      "cd '", dir, "'\n",
+      "names = '", names, "'\n",
+      "n = words(names)\n",
+      "set key outside right top noenhanced\n",
+      "set grid\n",
+      "set xlabel 'hours'\n");
+  for (const auto& [terminal, ext] : std::vector<std::pair<std::string, std::string>>{
+           {"pngcairo size 1100,520 noenhanced font ',10'", "png"},
+           {"svg size 1100,520 noenhanced dynamic font ',10'", "svg"}}) {
+    absl::StrAppend(
+        &script, "set terminal ", terminal, "\n",
+        "set output 'allocation.", ext, "'\n",
+        "set title '", title, ": allocation (solid) and fair share (dashed) of ", resource, "'\n",
+        "set ylabel '", resource, "'\n",
+        "plot for [i=1:n] 'allocation.dat' index (i-1) using 1:2 with steps lw 2 lc i title "
+        "word(names, i), for [i=1:n] 'allocation.dat' index (i-1) using 1:3 with lines dt 2 lw 1 "
+        "lc i notitle\n",
+        "set output 'resource_hours.", ext, "'\n",
+        "set title '", title, ": cumulative ", resource,
+        "-hours (solid) against the fair share (dashed)'\n",
+        "set ylabel '", resource, "-hours'\n",
+        "plot for [i=1:n] 'resource_hours.dat' index (i-1) using 1:2 with lines lw 2 lc i title "
+        "word(names, i), for [i=1:n] 'resource_hours.dat' index (i-1) using 1:3 with lines dt 2 "
+        "lc i notitle\n",
+        "set output 'jobs.", ext, "'\n",
+        "set title '", title, ": jobs over time (one line per job, coloured by queue)'\n",
+        "set ylabel 'job'\n",
+        "plot 'jobs.dat' using 1:2:3:(0):4 with vectors nohead lw 3 lc variable notitle, "
+        "for [i=1:n] NaN with lines lw 3 lc i title word(names, i)\n",
+        "unset output\n");
+  }
+  const std::string script_path = absl::StrCat(dir, "/plots.gp");
+  if (absl::Status s = WriteFile(script_path, script); !s.ok()) return s;
+  const std::string command =
+      absl::StrCat(gnuplot, " '", script_path, "' > '", dir, "/plots.log' 2>&1");
+  const int status = std::system(command.c_str());
+  if (status != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "gnuplot failed (", status, "); see ", dir, "/plots.log. Is gnuplot installed? "
+        "(apt-get install gnuplot-nox)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace arbiter::simulator
