@@ -419,7 +419,9 @@ absl::Status Check(const SimConfig& config) {
   if (config.horizon / config.step > 10'000'000) {
     return absl::InvalidArgumentError("horizon: more than 10,000,000 steps");
   }
-  if (config.nodes.empty()) return absl::InvalidArgumentError("nodes: at least one is needed");
+  if (config.nodes.empty() && config.policy.fairness_model != FairnessModel::kKueue) {
+    return absl::InvalidArgumentError("nodes: at least one is needed (KAI places pods on nodes)");
+  }
   if (config.queues.empty()) return absl::InvalidArgumentError("queues: at least one is needed");
   std::set<std::string> queues;
   for (const Queue& q : config.queues) queues.insert(q.name);

@@ -169,6 +169,10 @@ class Simulation {
       }
       for (const auto& [resource, amount] : set.allocatable) resources.insert(resource);
     }
+    // Kueue divides quotas, not nodes: its resources are those of the quotas.
+    for (const Queue& queue : config_.queues) {
+      for (const auto& [resource, amount] : queue.deserved) resources.insert(resource);
+    }
     result_.resources.assign(resources.begin(), resources.end());
     snapshot_.queues = config_.queues;
     std::set<std::string> parents;

@@ -1,0 +1,160 @@
+// The stories of the time-aware fairness design and KEP-1714, simulated with their pass marks
+// (examples/simulations/, docs/simulate.md).
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "clients/simulator/sim_config.h"
+#include "clients/simulator/simulation.h"
+#include "gtest/gtest.h"
+
+namespace arbiter::simulator {
+namespace {
+
+constexpr char kGpu[] = "nvidia.com/gpu";
+
+SimConfig Story(const std::string& file) {
+  absl::StatusOr<SimConfig> config =
+      LoadSimConfig(std::string(ARBITER_SOURCE_DIR) + "/examples/simulations/" + file);
+  EXPECT_TRUE(config.ok()) << config.status();
+  return config.ok() ? *config : SimConfig{};
+}
+
+SimResult Simulated(const SimConfig& config) {
+  absl::StatusOr<SimResult> result = Simulate(config, InProcess());
+  EXPECT_TRUE(result.ok()) << result.status();
+  return result.ok() ? *result : SimResult{};
+}
+
+// Each leaf's share of the leaves' resource-seconds.
+std::map<std::string, double> Shares(const SimResult& result, const std::string& resource) {
+  const std::vector<double> seconds = ResourceSeconds(result, resource);
+  std::map<std::string, double> by_queue;
+  double total = 0;
+  for (size_t q = 0; q < result.queues.size(); ++q) {
+    if (std::find(result.leaves.begin(), result.leaves.end(), result.queues[q]) ==
+        result.leaves.end()) {
+      continue;
+    }
+    by_queue[result.queues[q]] = seconds[q];
+    total += seconds[q];
+  }
+  for (auto& [queue, share] : by_queue) share /= total;
+  return by_queue;
+}
+
+int Evictions(const SimResult& result) {
+  int evictions = 0;
+  for (const JobRecord& job : result.jobs) evictions += job.evictions;
+  return evictions;
+}
+
+const JobRecord* Job(const SimResult& result, const std::string& name) {
+  for (const JobRecord& job : result.jobs) {
+    if (job.name == name) return &job;
+  }
+  return nullptr;
+}
+
+TEST(Story1ProportionalTimeSharing, WithoutTimeAwarenessOneQueueKeepsTheCluster) {
+  SimConfig config = Story("story1-time-sharing.yaml");
+  config.policy.k_value = 0;
+  const SimResult result = Simulated(config);
+  const std::map<std::string, double> shares = Shares(result, kGpu);
+  EXPECT_DOUBLE_EQ(shares.at("team-a"), 1.0);
+  EXPECT_DOUBLE_EQ(shares.at("team-b"), 0.0);
+  EXPECT_EQ(Switches(result, kGpu), 0);
+}
+
+TEST(Story1ProportionalTimeSharing, WithTimeAwarenessEachQueueGetsHalfTheGpuHours) {
+  const SimResult result = Simulated(Story("story1-time-sharing.yaml"));
+  const std::map<std::string, double> shares = Shares(result, kGpu);
+  EXPECT_NEAR(shares.at("team-a"), 0.5, 0.05);
+  EXPECT_NEAR(shares.at("team-b"), 0.5, 0.05);
+  // The allocation alternates, about once per one-hour job over 48 hours...
+  EXPECT_GE(Switches(result, kGpu), 40);
+  // ...and the one-hour min-runtime means that no job is cut short.
+  EXPECT_EQ(Evictions(result), 0);
+}
+
+TEST(Story2BurstAccess, WithoutTimeAwarenessTheBurstJobNeverStarts) {
+  SimConfig config = Story("story2-burst.yaml");
+  config.policy.k_value = 0;
+  const SimResult result = Simulated(config);
+  const JobRecord* burst = Job(result, "burst-0");
+  ASSERT_NE(burst, nullptr);
+  EXPECT_LT(burst->start, 0) << "started at " << burst->start;
+}
+
+TEST(Story2BurstAccess, WithTimeAwarenessTheBurstJobStartsAndRunsToCompletion) {
+  const SimResult result = Simulated(Story("story2-burst.yaml"));
+  const JobRecord* burst = Job(result, "burst-0");
+  ASSERT_NE(burst, nullptr);
+  EXPECT_GE(burst->start, 2 * 3600.0);
+  EXPECT_EQ(burst->evictions, 0);
+  EXPECT_DOUBLE_EQ(burst->end - burst->start, 3 * 3600.0);
+}
+
+TEST(Story5ResourceHourBudgets, EachTeamGetsItsBudgetWithinFivePercent) {
+  const SimResult result = Simulated(Story("story5-budgets.yaml"));
+  const std::vector<double> seconds = ResourceSeconds(result, kGpu);
+  const double month = 64.0 * 30 * 24;  // GPU-hours
+  const std::map<std::string, double> budget = {
+      {"team-a", 0.5 * month}, {"team-b", 0.3 * month}, {"team-c", 0.2 * month}};
+  for (size_t q = 0; q < result.queues.size(); ++q) {
+    auto found = budget.find(result.queues[q]);
+    if (found == budget.end()) continue;
+    EXPECT_NEAR(seconds[q] / 3600, found->second, 0.05 * found->second) << found->first;
+  }
+  EXPECT_EQ(Evictions(result), 0);  // interruption-sensitive: nothing is cut short
+}
+
+TEST(Story5ResourceHourBudgets, OvercommittedBudgetsAreScaledDownAlike) {
+  const SimResult result = Simulated(Story("story5-overcommitted.yaml"));
+  const std::vector<double> seconds = ResourceSeconds(result, kGpu);
+  const double month = 64.0 * 30 * 24;
+  const double scale = 1.0 / 1.2;  // the budgets add up to 120% of the month
+  const std::map<std::string, double> budget = {{"team-a", 0.5 * month * scale},
+                                                {"team-b", 0.4 * month * scale},
+                                                {"team-c", 0.3 * month * scale}};
+  for (size_t q = 0; q < result.queues.size(); ++q) {
+    auto found = budget.find(result.queues[q]);
+    if (found == budget.end()) continue;
+    EXPECT_NEAR(seconds[q] / 3600, found->second, 0.05 * found->second) << found->first;
+  }
+}
+
+TEST(KueueFairSharing, BorrowingIsReclaimedAndTheWeightedSharesConverge) {
+  const SimResult result = Simulated(Story("kueue-fair-sharing.yaml"));
+  std::map<std::string, double> early;  // before cq-b and cq-c arrive
+  std::map<std::string, double> late;   // the last step
+  std::map<std::string, double> late_allocated;
+  const double last = result.rows.back().time;
+  for (const QueueRow& row : result.rows) {
+    if (row.time == 1800) early[row.queue] = row.allocated.count("cpu") ? row.allocated.at("cpu") : 0;
+    if (row.time == last) {
+      late[row.queue] = row.weighted_share;
+      late_allocated[row.queue] = row.allocated.count("cpu") ? row.allocated.at("cpu") : 0;
+    }
+  }
+  EXPECT_GT(early["cq-a"], 6) << "cq-a borrows beyond its nominal quota while alone";
+  EXPECT_DOUBLE_EQ(late["cq-a"], late["cq-b"]);
+  EXPECT_DOUBLE_EQ(late["cq-b"], late["cq-c"]);
+  EXPECT_GT(late["cq-a"], 0);
+  EXPECT_DOUBLE_EQ(late_allocated["cq-a"], 16);
+  EXPECT_DOUBLE_EQ(late_allocated["cq-b"], 16);
+  EXPECT_DOUBLE_EQ(late_allocated["cq-c"], 16);
+  EXPECT_GT(Evictions(result), 0) << "fair sharing preemption takes the borrowed CPUs back";
+}
+
+TEST(KaiSimulatorConfig, TheTwoQueueOscillationAlternatesAsKaisSimulatorShows) {
+  const SimResult result = Simulated(Story("kai-two-queue-oscillation.yaml"));
+  const std::map<std::string, double> shares = Shares(result, kGpu);
+  EXPECT_NEAR(shares.at("queue1"), 0.5, 0.05);
+  EXPECT_GE(Switches(result, kGpu), 4);
+}
+
+}  // namespace
+}  // namespace arbiter::simulator
