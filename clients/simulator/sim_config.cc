@@ -316,7 +316,11 @@ void ReadJobs(Reader& r, const YAML::Node& node, SimConfig& config) {
         r.Fail(path + ".arrival", "must be start, backlog or rate");
       }
     }
-    if (j["count"]) s.count = static_cast<int>(r.Integer(j["count"], path + ".count"));
+    if (j["count"]) {
+      s.count = static_cast<int>(r.Integer(j["count"], path + ".count"));
+    } else if (s.arrival == Arrival::kRate) {
+      s.count = 0;  // a random stream has no end unless it says so
+    }
     if (s.count < 0 || s.count > 1000000) r.Fail(path + ".count", "must be 0 to 1000000");
     if (j["rate"]) s.rate = r.Number(j["rate"], path + ".rate");
     if (s.arrival == Arrival::kRate && !(s.rate > 0)) r.Fail(path + ".rate", "must be positive");

@@ -32,7 +32,7 @@ struct JobStream {
   int32_t priority = 0;
   Preemptibility preemptibility = Preemptibility::kUnspecified;
   Arrival arrival = Arrival::kStart;
-  int count = 1;
+  int count = 1;     // kRate: default 0
   double rate = 0;   // kRate: jobs per hour
   double start = 0;  // seconds from the start of the simulation
 };

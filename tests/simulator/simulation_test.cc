@@ -1,0 +1,170 @@
+// The time loop: determinism, arrivals, durations, evictions and the usage window.
+#include "clients/simulator/simulation.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "clients/simulator/sim_config.h"
+#include "clients/simulator/sim_output.h"
+#include "gtest/gtest.h"
+
+namespace arbiter::simulator {
+namespace {
+
+SimConfig Parse(const std::string& yaml) {
+  absl::StatusOr<SimConfig> config = ParseSimConfig(yaml);
+  EXPECT_TRUE(config.ok()) << config.status();
+  return config.ok() ? *config : SimConfig{};
+}
+
+std::string Csv(const SimResult& result) {
+  std::ostringstream out;
+  WriteQueuesCsv(result, false, out);
+  WriteJobsCsv(result, out);
+  return out.str();
+}
+
+constexpr char kRandom[] = R"(
+step: 5m
+horizon: 12h
+policy: {k_value: 1}
+accounting: {half_life: 1h}
+queues: [{name: a}, {name: b}]
+nodes: [{count: 2, allocatable: {gpu: 8}}]
+jobs:
+  - {queue: a, requests: {gpu: 2}, duration: 40m, arrival: rate, rate: 6, preemptible: true}
+  - {queue: b, requests: {gpu: 4}, duration: 1h, arrival: rate, rate: 3, preemptible: true}
+)";
+
+TEST(Simulation, TheSameConfigAndSeedGiveTheSameRun) {
+  const SimConfig config = Parse(kRandom);
+  absl::StatusOr<SimResult> first = Simulate(config, InProcess());
+  absl::StatusOr<SimResult> second = Simulate(config, InProcess());
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(Csv(*first), Csv(*second));
+  EXPECT_GT(first->jobs.size(), 20u);
+}
+
+TEST(Simulation, AnotherSeedGivesOtherArrivals) {
+  SimConfig config = Parse(kRandom);
+  absl::StatusOr<SimResult> first = Simulate(config, InProcess());
+  config.seed = 2;
+  absl::StatusOr<SimResult> second = Simulate(config, InProcess());
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_NE(Csv(*first), Csv(*second));
+}
+
+TEST(Simulation, AJobFinishesAfterItsDurationAndWaitsAreCounted) {
+  const SimConfig config = Parse(R"(
+step: 10m
+horizon: 3h
+queues: [{name: a}]
+nodes: [{allocatable: {gpu: 8}}]
+jobs: [{queue: a, requests: {gpu: 8}, duration: 1h, count: 2}]
+)");
+  absl::StatusOr<SimResult> result = Simulate(config, InProcess());
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->jobs.size(), 2u);
+  EXPECT_EQ(result->jobs[0].start, 0);
+  EXPECT_EQ(result->jobs[0].end, 3600);
+  EXPECT_EQ(result->jobs[1].start, 3600);  // the second waits for the node
+  EXPECT_EQ(result->jobs[1].end, 7200);
+  EXPECT_EQ(result->jobs[1].wait, 3600);
+}
+
+TEST(Simulation, ABacklogKeepsItsCountWaiting) {
+  const SimConfig config = Parse(R"(
+step: 10m
+horizon: 1h
+queues: [{name: a}]
+nodes: [{allocatable: {gpu: 8}}]
+jobs: [{queue: a, requests: {gpu: 8}, arrival: backlog, count: 3}]
+)");
+  absl::StatusOr<SimResult> result = Simulate(config, InProcess());
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->jobs.size(), 4u);  // one runs forever, three always wait
+  EXPECT_EQ(result->rows.back().pending, 3);
+}
+
+TEST(Simulation, UsageOutsideASlidingWindowIsForgotten) {
+  // One queue holds 8 GPUs for the first hour only; with a one-hour sliding window and no decay
+  // its usage is 8 GPU-hours after that hour, and nothing an hour later.
+  const SimConfig config = Parse(R"(
+step: 10m
+horizon: 3h
+accounting: {window: 1h}
+queues: [{name: a}]
+nodes: [{allocatable: {gpu: 8}}]
+jobs: [{queue: a, requests: {gpu: 8}, duration: 1h}]
+)");
+  absl::StatusOr<SimResult> result = Simulate(config, InProcess());
+  ASSERT_TRUE(result.ok()) << result.status();
+  auto usage_at = [&](double time) {
+    for (const QueueRow& row : result->rows) {
+      if (row.time == time) return row.usage.count("nvidia.com/gpu") ? row.usage.at("nvidia.com/gpu") : 0.0;
+    }
+    return -1.0;
+  };
+  EXPECT_DOUBLE_EQ(usage_at(3600), 8 * 3600);
+  EXPECT_DOUBLE_EQ(usage_at(5400), 8 * 1800);
+  EXPECT_DOUBLE_EQ(usage_at(7200), 0);
+}
+
+TEST(Simulation, ATumblingWindowStartsEmpty) {
+  const SimConfig config = Parse(R"(
+step: 30m
+horizon: 3h
+accounting: {window: 1h, window_type: tumbling}
+queues: [{name: a}]
+nodes: [{allocatable: {gpu: 8}}]
+jobs: [{queue: a, requests: {gpu: 8}}]
+)");
+  absl::StatusOr<SimResult> result = Simulate(config, InProcess());
+  ASSERT_TRUE(result.ok()) << result.status();
+  // The usage sent at 1h is what 0h-1h held, and the window starting at 1h forgets it.
+  EXPECT_DOUBLE_EQ(result->rows[2].usage.at("nvidia.com/gpu"), 8 * 3600);
+  EXPECT_DOUBLE_EQ(result->rows[3].usage.at("nvidia.com/gpu"), 8 * 1800);
+}
+
+TEST(Simulation, ADeciderErrorStopsTheRunNamingTheTime) {
+  const SimConfig config = Parse(R"(
+step: 10m
+horizon: 1h
+queues: [{name: a}]
+nodes: [{allocatable: {gpu: 8}}]
+)");
+  int calls = 0;
+  Decide failing = [&](const Snapshot&, const Policy&) -> absl::StatusOr<ScheduleResult> {
+    if (++calls == 3) return absl::UnavailableError("server gone");
+    return ScheduleResult{};
+  };
+  absl::StatusOr<SimResult> result = Simulate(config, failing);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(result.status().message(), "at t=1200s: server gone");
+}
+
+TEST(Plots, ChartsAreWrittenAsValidPngAndSvg) {
+  const SimConfig config = Parse(kRandom);
+  absl::StatusOr<SimResult> result = Simulate(config, InProcess());
+  ASSERT_TRUE(result.ok());
+  char dir_template[] = "/tmp/arbiter-plots-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  ASSERT_TRUE(WritePlots(*result, "test", dir).ok());
+  for (const char* chart : {"allocation", "resource_hours", "jobs"}) {
+    std::ifstream png(dir + "/" + chart + ".png", std::ios::binary);
+    std::string head(8, '\0');
+    png.read(head.data(), 8);
+    EXPECT_EQ(head, std::string("\x89PNG\r\n\x1a\n", 8)) << chart;
+    std::ifstream svg(dir + "/" + chart + ".svg");
+    std::stringstream text;
+    text << svg.rdbuf();
+    EXPECT_NE(text.str().find("<svg"), std::string::npos) << chart;
+    EXPECT_NE(text.str().find("</svg>"), std::string::npos) << chart;
+  }
+}
+
+}  // namespace
+}  // namespace arbiter::simulator
