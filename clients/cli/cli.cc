@@ -16,6 +16,8 @@ constexpr char kUsage[] =
     "commands:\n"
     "  fairshare REQUEST   fair share of every queue (KAI or Kueue)\n"
     "  schedule REQUEST    one scheduling cycle: bindings, evictions, admissions, pending reasons\n"
+    "  what-if SNAPSHOT --add GROUP\n"
+    "                      what one cycle would decide for GROUP if it were submitted now\n"
     "  generate            write a synthetic ScheduleRequest\n"
     "  help [COMMAND]      this text, or one command's help\n"
     "\n"
@@ -29,6 +31,7 @@ constexpr char kUsage[] =
 // The overview and every command's flags.
 std::string FullUsage() {
   return absl::StrCat(kUsage, "\nflags of fairshare and schedule:\n", DecideFlagsUsage(),
+                      "\nflags of what-if: --add GROUP (required) and those of schedule\n",
                       "\nflags of generate:\n", GenerateFlagsUsage());
 }
 
@@ -54,6 +57,7 @@ int RunCli(const Args& args, std::ostream& out, std::ostream& err) {
   if (command == "fairshare") return RunFairShare(rest, out, err);
   if (command == "schedule") return RunSchedule(rest, out, err);
   if (command == "generate") return RunGenerate(rest, out, err);
+  if (command == "what-if") return RunWhatIf(rest, out, err);
   if (command == "help" || command == "--help" || command == "-h") {
     if (rest.empty()) {
       out << FullUsage();

@@ -20,6 +20,9 @@ int RunFairShare(const Args& args, std::ostream& out, std::ostream& err);
 // `arbiter schedule REQUEST [--format table|json] [--server HOST:PORT] [--timing] [TLS flags]`
 int RunSchedule(const Args& args, std::ostream& out, std::ostream& err);
 
+// `arbiter what-if SNAPSHOT --add GROUP [--format table|json] [--server HOST:PORT] [TLS flags]`
+int RunWhatIf(const Args& args, std::ostream& out, std::ostream& err);
+
 // `arbiter generate [--size S|M|L|XL] [--nodes N] ... [--out FILE]`
 int RunGenerate(const Args& args, std::ostream& out, std::ostream& err);
 

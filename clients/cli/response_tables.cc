@@ -181,12 +181,12 @@ std::string Heading(const char* title, int count) {
   return count == 0 ? absl::StrCat(title, ": none\n") : absl::StrCat(title, " (", count, ")\n");
 }
 
+}  // namespace
+
 std::string EvictionReasonName(v1::EvictionReason reason) {
   const std::string& name = v1::EvictionReason_Name(reason);
   return name.empty() ? absl::StrCat(static_cast<int>(reason)) : name;
 }
-
-}  // namespace
 
 std::string FormatQuantity(const std::string& resource, double value, bool minus_one_unlimited) {
   if (minus_one_unlimited && value == -1) return "unlimited";

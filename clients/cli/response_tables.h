@@ -21,6 +21,10 @@ std::string RenderFairShares(const v1::Snapshot& snapshot, const v1::Policy& pol
 std::string RenderSchedule(const v1::Snapshot& snapshot, const v1::Policy& policy,
                            const v1::ScheduleResponse& response);
 
+// The enumerator name of `reason` (e.g. "FAIR_SHARE_RECLAIM"), or its number when this build does
+// not know it.
+std::string EvictionReasonName(v1::EvictionReason reason);
+
 // A quantity of `resource` for people: "memory" in binary units (e.g. "1.5Gi"), other resources
 // as integers when whole and with up to three decimals otherwise; -1 as "unlimited" when
 // `minus_one_unlimited`, infinities as "inf".

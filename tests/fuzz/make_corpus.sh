@@ -17,6 +17,8 @@ arbiter="${build}/bin/arbiter"
 rm -f "${corpus}"/*.pb
 mkdir -p "${corpus}"
 for json in "${root}"/examples/*.json; do
+  # examples/what-if-*.json are pod groups for `arbiter what-if --add`, not requests.
+  [[ "$(basename "${json}")" == what-if-* ]] && continue
   "${writer}" "${json}" "${corpus}/example-$(basename "${json}" .json).pb"
 done
 for json in "${root}"/tests/scenarios/*/*/request.json; do

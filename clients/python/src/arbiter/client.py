@@ -28,6 +28,7 @@ from typing import Any, Final, Self, TypeVar, overload
 import grpc
 
 from arbiter.v1 import arbiter_pb2, arbiter_pb2_grpc
+from arbiter.what_if import WhatIfAnswer, read_what_if_answer
 
 __all__ = [
     "MiB",
@@ -298,6 +299,35 @@ class Client:
         elif policy is not None:
             raise TypeError("schedule: pass a policy only with a snapshot")
         return self._call(self._stub.Schedule, request, request_id)
+
+    def what_if(
+        self,
+        request: arbiter_pb2.ScheduleRequest,
+        group: arbiter_pb2.PodGroup,
+        *,
+        request_id: str | None = None,
+    ) -> WhatIfAnswer:
+        """If ``group`` were submitted now, what would happen? Runs one Schedule on a copy of
+        ``request`` with ``group`` appended to its pod groups, and returns what that cycle
+        decides for the group (see :class:`arbiter.WhatIfAnswer`). Neither argument is
+        modified, and nothing changes on the server, which keeps no state.
+
+        Raises InvalidArgument (``field_path`` "group", no call made) when the snapshot already
+        holds a group of that name; otherwise the errors of :meth:`schedule`, the added group
+        being ``snapshot.pod_groups[N]`` with N the number the snapshot had."""
+        for i, existing in enumerate(request.snapshot.pod_groups):
+            if existing.name == group.name:
+                raise InvalidArgument(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"group: pod group {json.dumps(group.name)} is already in the snapshot "
+                    f"(snapshot.pod_groups[{i}])",
+                    field_path="group",
+                    attempts=0,
+                )
+        trial = arbiter_pb2.ScheduleRequest()
+        trial.CopyFrom(request)
+        trial.snapshot.pod_groups.append(group)
+        return read_what_if_answer(group.name, self.schedule(trial, request_id=request_id))
 
     def _call(
         self,

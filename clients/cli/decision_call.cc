@@ -1,0 +1,175 @@
+#include "clients/cli/decision_call.h"
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "arbiter/v1/arbiter.grpc.pb.h"
+#include "core/api/arbiter.h"
+#include "grpcpp/grpcpp.h"
+#include "server/grpc_status.h"
+#include "server/proto_convert.h"
+#include "server/request_id.h"
+
+namespace arbiter::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// What differs between the two calls.
+struct FairShareCall {
+  using Request = v1::FairShareRequest;
+  using Response = v1::FairShareResponse;
+
+  static absl::StatusOr<Response> Local(const Snapshot& snapshot, const Policy& policy,
+                                        const CycleHooks& hooks) {
+    absl::StatusOr<FairShareResult> result = ComputeFairShares(snapshot, policy, hooks);
+    if (!result.ok()) return result.status();
+    return server::ToProto(*result);
+  }
+  static grpc::Status Remote(v1::Arbiter::Stub& stub, grpc::ClientContext* context,
+                             const Request& request, Response* response) {
+    return stub.ComputeFairShares(context, request, response);
+  }
+};
+
+struct ScheduleCall {
+  using Request = v1::ScheduleRequest;
+  using Response = v1::ScheduleResponse;
+
+  static absl::StatusOr<Response> Local(const Snapshot& snapshot, const Policy& policy,
+                                        const CycleHooks& hooks) {
+    absl::StatusOr<ScheduleResult> result = Schedule(snapshot, policy, hooks);
+    if (!result.ok()) return result.status();
+    return server::ToProto(*result);
+  }
+  static grpc::Status Remote(v1::Arbiter::Stub& stub, grpc::ClientContext* context,
+                             const Request& request, Response* response) {
+    return stub.Schedule(context, request, response);
+  }
+};
+
+template <typename Call>
+absl::StatusOr<typename Call::Response> AnswerInProcess(const typename Call::Request& request,
+                                                        const DecideOptions& options,
+                                                        PhaseTimer* timer) {
+  const Snapshot snapshot = server::FromProto(request.snapshot());
+  const Policy policy = server::FromProto(request.policy());
+  timer->Mark("convert");
+  CycleHooks hooks;
+  hooks.phase_done = [timer](std::string_view phase) { timer->Mark(phase); };
+  hooks.phase_counters = [timer](
+                             std::string_view phase,
+                             const std::vector<std::pair<std::string_view, int64_t>>& counters) {
+    timer->Counters(phase, counters);
+  };
+  if (options.deadline_seconds > 0) {
+    const Clock::time_point deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(options.deadline_seconds));
+    hooks.cancelled = [deadline] { return Clock::now() > deadline; };
+  }
+  absl::StatusOr<typename Call::Response> response = Call::Local(snapshot, policy, hooks);
+  if (!response.ok() && response.status().code() == absl::StatusCode::kCancelled &&
+      options.deadline_seconds > 0) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("the deadline passed: ", response.status().message()));
+  }
+  return response;
+}
+
+template <typename Call>
+absl::StatusOr<typename Call::Response> AnswerRemotely(const typename Call::Request& request,
+                                                       const DecideOptions& options,
+                                                       PhaseTimer* timer) {
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      server::MakeChannelCredentials(options.tls);
+  if (!credentials.ok()) return credentials.status();
+  grpc::ChannelArguments arguments;
+  arguments.SetMaxReceiveMessageSize(-1);
+  arguments.SetMaxSendMessageSize(-1);
+  if (!options.tls_server_name.empty()) {
+    arguments.SetSslTargetNameOverride(options.tls_server_name);
+  }
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateCustomChannel(options.server, *credentials, arguments);
+  std::unique_ptr<v1::Arbiter::Stub> stub = v1::Arbiter::NewStub(channel);
+  grpc::ClientContext context;
+  if (!options.request_id.empty()) context.AddMetadata(server::kRequestIdKey, options.request_id);
+  if (options.deadline_seconds > 0) {
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                             std::chrono::duration<double>(options.deadline_seconds)));
+  }
+  typename Call::Response response;
+  const grpc::Status status = Call::Remote(*stub, &context, request, &response);
+  timer->Mark("round_trip");
+  if (!status.ok()) return server::FromGrpcStatus(status);
+  return response;
+}
+
+template <typename Call>
+absl::StatusOr<typename Call::Response> AnswerCall(const typename Call::Request& request,
+                                                   const DecideOptions& options,
+                                                   PhaseTimer* timer) {
+  return options.server.empty() ? AnswerInProcess<Call>(request, options, timer)
+                                : AnswerRemotely<Call>(request, options, timer);
+}
+
+}  // namespace
+
+void DeclareDecideFlags(server::CommandLine* flags, DecideOptions* options, bool* help) {
+  flags->AddString("format", "table|json", &options->format, "how to print the answer");
+  flags->AddString("server", "HOST:PORT", &options->server,
+                   "ask this arbiter-server instead of computing in-process");
+  flags->AddBool("timing", &options->timing,
+                 "print on stderr how long each phase took (parse, validate, fair share, each "
+                 "action, serialise)");
+  flags->AddDouble("deadline-seconds", "SECONDS", &options->deadline_seconds,
+                   "give up after this long (0 = no deadline)");
+  flags->AddString("tls-ca", "FILE", &options->tls.ca,
+                   "with --server: use TLS, verifying the server's certificate against this PEM "
+                   "CA");
+  flags->AddString("tls-cert", "FILE", &options->tls.cert,
+                   "with --server: use TLS and present this PEM certificate (mutual TLS; needs "
+                   "--tls-key)");
+  flags->AddString("tls-key", "FILE", &options->tls.key, "PEM private key of --tls-cert");
+  flags->AddString("tls-server-name", "NAME", &options->tls_server_name,
+                   "with TLS: the name the server's certificate must carry, when not the host of "
+                   "--server");
+  flags->AddString("request-id", "ID", &options->request_id,
+                   "with --server: send this x-request-id (the server logs it with the call)");
+  flags->AddBool("help", help, "print this help");
+}
+
+absl::Status CheckDecideOptions(const DecideOptions& options) {
+  if (options.server.empty() && (server::UsesTls(options.tls) || !options.request_id.empty())) {
+    return absl::InvalidArgumentError(
+        "--tls-ca, --tls-cert, --tls-key and --request-id need --server");
+  }
+  if (options.format != "table" && options.format != "json") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--format: \"", options.format, "\" is not table or json"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::FairShareResponse> Answer(const v1::FairShareRequest& request,
+                                             const DecideOptions& options, PhaseTimer* timer) {
+  return AnswerCall<FairShareCall>(request, options, timer);
+}
+
+absl::StatusOr<v1::ScheduleResponse> Answer(const v1::ScheduleRequest& request,
+                                            const DecideOptions& options, PhaseTimer* timer) {
+  return AnswerCall<ScheduleCall>(request, options, timer);
+}
+
+std::string TimingMode(const DecideOptions& options) {
+  return options.server.empty() ? "in-process" : absl::StrCat("server ", options.server);
+}
+
+}  // namespace arbiter::cli

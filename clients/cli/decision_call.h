@@ -1,0 +1,48 @@
+// How the CLI answers a request: in-process through the core, or through an arbiter-server
+// (--server, over TLS with the TLS flags), and the flags that choose. Shared by the commands that
+// decide: fairshare, schedule and what-if.
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "arbiter/v1/arbiter.pb.h"
+#include "clients/cli/phase_timer.h"
+#include "server/command_line.h"
+#include "server/tls.h"
+
+namespace arbiter::cli {
+
+// The flags of a deciding command, as DeclareDecideFlags binds them.
+struct DecideOptions {
+  std::string format = "table";
+  std::string server;  // empty = in-process
+  bool timing = false;
+  double deadline_seconds = 0;
+  server::ClientTlsFiles tls;
+  std::string tls_server_name;
+  std::string request_id;
+};
+
+// Declares --format, --server, --timing, --deadline-seconds, --tls-ca, --tls-cert, --tls-key,
+// --tls-server-name, --request-id and --help, bound to `options` and `help`.
+void DeclareDecideFlags(server::CommandLine* flags, DecideOptions* options, bool* help);
+
+// The checks that span flags, after parsing: the TLS flags and --request-id need --server, and
+// --format is table or json. InvalidArgument naming the flags.
+absl::Status CheckDecideOptions(const DecideOptions& options);
+
+// The answer to `request`, computed in-process when options.server is empty and by that server
+// otherwise; each phase is marked on `timer`. Errors are the core's or the server's own status
+// (InvalidArgument with a field path for a bad request), DeadlineExceeded when
+// --deadline-seconds passed, or the channel's status (e.g. Unavailable) for a remote call.
+absl::StatusOr<v1::FairShareResponse> Answer(const v1::FairShareRequest& request,
+                                             const DecideOptions& options, PhaseTimer* timer);
+absl::StatusOr<v1::ScheduleResponse> Answer(const v1::ScheduleRequest& request,
+                                            const DecideOptions& options, PhaseTimer* timer);
+
+// Where the answer came from, for PhaseTimer::Render: "in-process" or "server HOST:PORT".
+std::string TimingMode(const DecideOptions& options);
+
+}  // namespace arbiter::cli
