@@ -42,10 +42,11 @@ demo: build
 RELEASE_BUILD ?= build-release
 bench: deps
 	cmake -S . -B $(RELEASE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON >/dev/null
-	cmake --build $(RELEASE_BUILD) -j $(JOBS) --target fair_share_bench schedule_bench kueue_bench
+	cmake --build $(RELEASE_BUILD) -j $(JOBS) --target fair_share_bench schedule_bench kueue_bench simulate_bench
 	$(RELEASE_BUILD)/bin/fair_share_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 	$(RELEASE_BUILD)/bin/schedule_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 	$(RELEASE_BUILD)/bin/kueue_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+	$(RELEASE_BUILD)/bin/simulate_bench
 
 clean:
 	rm -rf $(BUILD)

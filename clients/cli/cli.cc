@@ -19,6 +19,7 @@ constexpr char kUsage[] =
     "  what-if SNAPSHOT --add GROUP\n"
     "                      what one cycle would decide for GROUP if it were submitted now\n"
     "  generate            write a synthetic ScheduleRequest\n"
+    "  simulate CONFIG     fairness over time: a cluster and its job streams, step by step\n"
     "  help [COMMAND]      this text, or one command's help\n"
     "\n"
     "REQUEST is a file holding an arbiter.v1 request as proto3 JSON, or binary protobuf when its\n"
@@ -32,7 +33,8 @@ constexpr char kUsage[] =
 std::string FullUsage() {
   return absl::StrCat(kUsage, "\nflags of fairshare and schedule:\n", DecideFlagsUsage(),
                       "\nflags of what-if: --add GROUP (required) and those of schedule\n",
-                      "\nflags of generate:\n", GenerateFlagsUsage());
+                      "\nflags of generate:\n", GenerateFlagsUsage(),
+                      "\nflags of simulate:\n", SimulateFlagsUsage());
 }
 
 }  // namespace
@@ -58,6 +60,7 @@ int RunCli(const Args& args, std::ostream& out, std::ostream& err) {
   if (command == "schedule") return RunSchedule(rest, out, err);
   if (command == "generate") return RunGenerate(rest, out, err);
   if (command == "what-if") return RunWhatIf(rest, out, err);
+  if (command == "simulate") return RunSimulate(rest, out, err);
   if (command == "help" || command == "--help" || command == "-h") {
     if (rest.empty()) {
       out << FullUsage();

@@ -23,6 +23,10 @@ int RunSchedule(const Args& args, std::ostream& out, std::ostream& err);
 // `arbiter what-if SNAPSHOT --add GROUP [--format table|json] [--server HOST:PORT] [TLS flags]`
 int RunWhatIf(const Args& args, std::ostream& out, std::ostream& err);
 
+// `arbiter simulate CONFIG [--out DIR] [--format csv|json|kai-csv] [--plot] [--server HOST:PORT]`
+int RunSimulate(const Args& args, std::ostream& out, std::ostream& err);
+std::string SimulateFlagsUsage();
+
 // `arbiter generate [--size S|M|L|XL] [--nodes N] ... [--out FILE]`
 int RunGenerate(const Args& args, std::ostream& out, std::ostream& err);
 

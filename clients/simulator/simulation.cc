@@ -1,6 +1,7 @@
 #include "clients/simulator/simulation.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <deque>
 #include <limits>
@@ -137,6 +138,7 @@ class Simulation {
         streams_(config.jobs.size()) {}
 
   absl::StatusOr<SimResult> Run() {
+    const auto started = std::chrono::steady_clock::now();
     Setup();
     const int64_t total = static_cast<int64_t>(std::floor(config_.horizon / config_.step + 1e-9));
     for (int64_t i = 0; i < total; ++i) {
@@ -150,6 +152,8 @@ class Simulation {
         return absl::CancelledError(absl::StrCat("stopped after ", i + 1, " of ", total, " steps"));
       }
     }
+    result_.total_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return std::move(result_);
   }
 
@@ -283,7 +287,10 @@ class Simulation {
     }
     snapshot_.usage_capacity = ledger_.capacity();
 
+    const auto asked = std::chrono::steady_clock::now();
     absl::StatusOr<ScheduleResult> answer = decide_(snapshot_, config_.policy);
+    result_.decide_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
     if (!answer.ok()) return answer.status();
     absl::StatusOr<Snapshot> next = ApplyDecisions(snapshot_, config_.policy, *answer);
     if (!next.ok()) return next.status();

@@ -50,6 +50,8 @@ struct SimResult {
   std::vector<JobRecord> jobs;         // submission order
   int64_t cycles = 0;
   double step = 0;
+  double decide_seconds = 0;  // wall time spent in the decider (the core, or the server round trip)
+  double total_seconds = 0;   // wall time of the whole run
 };
 
 using Decide = std::function<absl::StatusOr<ScheduleResult>(const Snapshot&, const Policy&)>;
