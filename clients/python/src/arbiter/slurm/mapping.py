@@ -224,10 +224,11 @@ def build_cycle(
                                             "plain list of features"))
             continue
         node_count = max(1, int(_number(job.get("node_count"), 1)))
-        priority = 0 if running else int(_number(job.get("priority")))
-        placed = (state == "PENDING" and priority > 0
+        # Slurm's own priority of a pending job: 0 while it is held.
+        slurm_priority = 0 if running else int(_number(job.get("priority")))
+        placed = (state == "PENDING" and slurm_priority > 0
                   and reason_text.startswith(PLACED_MARKER))
-        if state == "PENDING" and priority > 0 and not placed:
+        if state == "PENDING" and slurm_priority > 0 and not placed:
             cycle.to_hold.append(job_id)  # pending but not held: hold it, decide next cycle
             continue
         nice = int(_number(job.get("nice")))
