@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages arbiter needs, when they are missing: the C++ toolchain and
-# libraries, Python's venv (the Python package's tests), and Slurm with munge (the real cluster
-# that arbiter-slurm's end-to-end tests start on loopback). Runs apt-get when it can
+# libraries, Python's venv (the Python package's tests), Slurm with munge, slurmdbd and MariaDB
+# (the real cluster that arbiter-slurm's end-to-end tests start on loopback), yaml-cpp and gnuplot
+# (arbiter simulate). Runs apt-get when it can
 # (root, or sudo without a password); otherwise prints the exact command and fails.
 set -euo pipefail
 
@@ -13,7 +14,7 @@ packages=(
   jq
   python3 python3-venv
   libyaml-cpp-dev gnuplot-nox
-  slurmctld slurmd slurm-client munge
+  slurmctld slurmd slurm-client munge slurmdbd mariadb-server
 )
 
 missing=()

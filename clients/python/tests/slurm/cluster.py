@@ -49,8 +49,12 @@ def find(name: str) -> str | None:
         (os.path.join(d, name) for d in SBIN if os.access(os.path.join(d, name), os.X_OK)), None)
 
 
-def missing_programs() -> list[str]:
-    return [name for name in DAEMONS + CLIENTS if find(name) is None]
+ACCOUNTING = ["slurmdbd", "sacctmgr", "mariadbd", "mariadb", "mariadb-install-db"]
+
+
+def missing_programs(accounting: bool = False) -> list[str]:
+    needed = DAEMONS + CLIENTS + (ACCOUNTING if accounting else [])
+    return [name for name in needed if find(name) is None]
 
 
 def free_port() -> int:
@@ -63,8 +67,14 @@ def free_port() -> int:
 class SlurmCluster:
     """Starts, queries and stops the cluster; ``env`` is what Slurm's commands need."""
 
-    def __init__(self, root: Path, timeout: float = 30.0) -> None:
+    def __init__(self, root: Path, timeout: float = 30.0, accounting: bool = False) -> None:
         self.root = root
+        # With accounting: MariaDB and slurmdbd too, so that sacctmgr holds the account tree.
+        self.accounting = accounting
+        self.db_port = free_port()
+        self.dbd_port = free_port()
+        self.mariadb: subprocess.Popen[bytes] | None = None
+        self.slurmdbd: subprocess.Popen[bytes] | None = None
         self.timeout = timeout
         self.conf = root / "slurm.conf"
         self.env = dict(os.environ, SLURM_CONF=str(self.conf))
@@ -89,6 +99,8 @@ class SlurmCluster:
                      f"--log-file={self.root / 'munge' / 'munged.log'}",
                      f"--seed-file={self.root / 'munge' / 'munged.seed'}"])
         self._write_config()
+        if self.accounting:
+            self._start_accounting()
         self.start_slurmctld()
         for name in NODES:
             (self.root / "spool" / name).mkdir(exist_ok=True)
@@ -123,6 +135,60 @@ class SlurmCluster:
         """The running slurmctld is about to be killed by the test: waits do not fail on it."""
         self._killed = self.ctld
 
+    def _start_accounting(self) -> None:
+        """MariaDB on a loopback port with the accounting database, then slurmdbd on it."""
+        data = self.root / "db" / "data"
+        data.parent.mkdir(exist_ok=True)
+        self._check([find("mariadb-install-db") or "mariadb-install-db", "--user=root",
+                     f"--datadir={data}", "--auth-root-authentication-method=normal",
+                     "--skip-test-db"])
+        socket_path = self.root / "db" / "sock"
+        self.mariadb = self._spawn(
+            [find("mariadbd") or "mariadbd", "--user=root", f"--datadir={data}",
+             f"--socket={socket_path}", f"--port={self.db_port}", "--bind-address=127.0.0.1",
+             f"--pid-file={self.root / 'db' / 'pid'}", "--skip-name-resolve",
+             f"--log-error={self.root / 'log' / 'mariadb.log'}"], "mariadb.out")
+        sql = [find("mariadb") or "mariadb", "-S", str(socket_path), "-u", "root"]
+        self.wait_for(lambda: subprocess.run([*sql, "-e", "select 1"], capture_output=True,
+                                             check=False).returncode == 0, "MariaDB answers")
+        self._check([*sql, "-e",
+                     "create database slurm_acct_db; "
+                     "create user 'slurm'@'127.0.0.1' identified by 'arbiter-e2e'; "
+                     "grant all on slurm_acct_db.* to 'slurm'@'127.0.0.1';"])
+        dbd_conf = self.root / "slurmdbd.conf"  # slurmdbd reads it beside slurm.conf
+        dbd_conf.write_text("\n".join([
+            "DbdHost=localhost",
+            "DbdAddr=127.0.0.1",
+            f"DbdPort={self.dbd_port}",
+            "SlurmUser=root",
+            "AuthType=auth/munge",
+            f"AuthInfo=socket={self.munge_socket}",
+            "StorageType=accounting_storage/mysql",
+            "StorageHost=127.0.0.1",
+            f"StoragePort={self.db_port}",
+            "StorageUser=slurm",
+            "StoragePass=arbiter-e2e",
+            "StorageLoc=slurm_acct_db",
+            f"LogFile={self.root / 'log' / 'slurmdbd.log'}",
+            f"PidFile={self.root / 'slurmdbd.pid'}",
+        ]) + "\n")
+        os.chmod(dbd_conf, 0o600)
+        self.slurmdbd = self._spawn([find("slurmdbd") or "slurmdbd", "-D"], "slurmdbd.out")
+        self.wait_for(self._register_cluster, "slurmdbd to register the cluster")
+
+    def _register_cluster(self) -> bool:
+        self.run("sacctmgr", "-i", "add", "cluster", "arbiter-e2e", check=False)
+        return self._cluster_registered()
+
+    def _cluster_registered(self) -> bool:
+        out = self.run("sacctmgr", "-n", "-P", "show", "cluster", "format=Cluster",
+                       check=False).stdout
+        return "arbiter-e2e" in out.split()
+
+    def sacctmgr(self, *args: str) -> None:
+        """Runs ``sacctmgr -i ARGS`` (no confirmation prompt)."""
+        self.run("sacctmgr", "-i", *args)
+
     def stop(self) -> None:
         for proc in [*self.slurmds, self.ctld]:
             if proc is not None and proc.poll() is None:
@@ -136,6 +202,14 @@ class SlurmCluster:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        for proc in (self.slurmdbd, self.mariadb):
+            if proc is not None and proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
         # Jobs the slurmds started run in their own sessions; end what is left of them.
         subprocess.run(["pkill", "-f", f"arbiter-test-job-{self.root.name}"], check=False)
         try:
@@ -175,7 +249,13 @@ class SlurmCluster:
             "ProctrackType=proctrack/linuxproc",
             "TaskPlugin=task/none",
             "JobAcctGatherType=jobacct_gather/none",
-            "AccountingStorageType=accounting_storage/none",
+            *(["AccountingStorageType=accounting_storage/slurmdbd",
+               "AccountingStorageHost=localhost",
+               f"AccountingStoragePort={self.dbd_port}",
+               # With munge, the socket that signs the connections to slurmdbd.
+               f"AccountingStoragePass={self.munge_socket}",
+               "AccountingStorageTRES=gres/gpu"] if self.accounting
+              else ["AccountingStorageType=accounting_storage/none"]),
             "SelectType=select/cons_tres",
             "SelectTypeParameters=CR_Core_Memory",
             "SchedulerType=sched/backfill",

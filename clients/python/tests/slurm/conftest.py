@@ -47,15 +47,25 @@ def _unavailable(reason: str) -> None:
 
 @pytest.fixture
 def slurm_cluster() -> Iterator[SlurmCluster]:
-    missing = missing_programs()
+    yield from _cluster(accounting=False)
+
+
+@pytest.fixture
+def slurm_accounting_cluster() -> Iterator[SlurmCluster]:
+    """The cluster with slurmdbd on a MariaDB of its own, so that sacctmgr has accounts."""
+    yield from _cluster(accounting=True)
+
+
+def _cluster(accounting: bool) -> Iterator[SlurmCluster]:
+    missing = missing_programs(accounting)
     if missing:
         _unavailable(f"Slurm programs missing: {', '.join(missing)} "
-                     "(apt-get install slurmctld slurmd slurm-client munge)")
+                     "(apt-get install slurmctld slurmd slurm-client munge slurmdbd mariadb-server)")
     if os.geteuid() != 0:
         _unavailable("the Slurm test cluster runs its daemons as root")
     # A short path: munge's socket path must fit in a sockaddr_un.
     root = Path(tempfile.mkdtemp(prefix="arb-slurm-"))
-    cluster = SlurmCluster(root)
+    cluster = SlurmCluster(root, accounting=accounting)
     try:
         cluster.start()
         yield cluster

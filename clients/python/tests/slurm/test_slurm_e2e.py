@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -238,3 +239,35 @@ def test_the_usage_ledger_advances_between_cycles_and_is_sent_to_arbiter(
     assert usage["team-a"]["nvidia.com/gpu"] == held
     assert request.snapshot.usage_capacity["nvidia.com/gpu"] == second["capacity"]["nvidia.com/gpu"]
     assert request.policy.k_value == 1.0
+
+
+def test_the_account_hierarchy_of_slurmdbd_becomes_the_queues(
+        slurm_accounting_cluster: SlurmCluster, arbiter_server: str, tmp_path: Path) -> None:
+    cluster = slurm_accounting_cluster
+    cluster.sacctmgr("add", "account", "physics", "fairshare=3", "GrpTRES=gres/gpu=8")
+    cluster.sacctmgr("add", "account", "theory", "parent=physics", "fairshare=1")
+    cluster.sacctmgr("add", "account", "chemistry", "fairshare=1")
+    cluster.sacctmgr("add", "user", "root", "account=physics,theory,chemistry")
+    physics = cluster.submit("physics", gpus=4)
+    theory = cluster.submit("theory", gpus=4)
+    chemistry = cluster.submit("chemistry", gpus=4)
+
+    dump = tmp_path / "snapshot.json"
+    script = Path(sys.executable).parent / "arbiter-slurm"
+    proc = subprocess.run(
+        [str(script) if script.exists() else "arbiter-slurm", "--server", arbiter_server,
+         "--partition", "gpu", "--queues-from-sacctmgr", "--once", "--dump-snapshot", str(dump)],
+        capture_output=True, text=True, env=cluster.env, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+
+    request = json_format.Parse(dump.read_text(), arbiter_pb2.ScheduleRequest())
+    queues = {q.name: q for q in request.snapshot.queues}
+    assert sorted(queues) == ["chemistry", "physics", "physics.jobs", "theory"]
+    assert queues["physics"].parent == "" and queues["theory"].parent == "physics"
+    assert queues["physics.jobs"].parent == "physics"
+    assert queues["physics"].over_quota_weight["nvidia.com/gpu"] == 3.0
+    assert dict(queues["physics"].limit) == {"nvidia.com/gpu": 8.0}
+    groups = {g.name: g.queue for g in request.snapshot.pod_groups}
+    assert groups == {str(physics): "physics.jobs", str(theory): "theory",
+                      str(chemistry): "chemistry"}
+    cluster.wait_for(lambda: _running(cluster, physics, theory, chemistry), "all three running")
