@@ -86,18 +86,8 @@ template <typename Call>
 absl::StatusOr<typename Call::Response> AnswerRemotely(const typename Call::Request& request,
                                                        const DecideOptions& options,
                                                        PhaseTimer* timer) {
-  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
-      server::MakeChannelCredentials(options.tls);
-  if (!credentials.ok()) return credentials.status();
-  grpc::ChannelArguments arguments;
-  arguments.SetMaxReceiveMessageSize(-1);
-  arguments.SetMaxSendMessageSize(-1);
-  if (!options.tls_server_name.empty()) {
-    arguments.SetSslTargetNameOverride(options.tls_server_name);
-  }
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateCustomChannel(options.server, *credentials, arguments);
-  std::unique_ptr<v1::Arbiter::Stub> stub = v1::Arbiter::NewStub(channel);
+  absl::StatusOr<std::unique_ptr<v1::Arbiter::Stub>> stub = ConnectStub(options);
+  if (!stub.ok()) return stub.status();
   grpc::ClientContext context;
   if (!options.request_id.empty()) context.AddMetadata(server::kRequestIdKey, options.request_id);
   if (options.deadline_seconds > 0) {
@@ -106,7 +96,7 @@ absl::StatusOr<typename Call::Response> AnswerRemotely(const typename Call::Requ
                              std::chrono::duration<double>(options.deadline_seconds)));
   }
   typename Call::Response response;
-  const grpc::Status status = Call::Remote(*stub, &context, request, &response);
+  const grpc::Status status = Call::Remote(**stub, &context, request, &response);
   timer->Mark("round_trip");
   if (!status.ok()) return server::FromGrpcStatus(status);
   return response;
@@ -144,6 +134,19 @@ void DeclareDecideFlags(server::CommandLine* flags, DecideOptions* options, bool
   flags->AddString("request-id", "ID", &options->request_id,
                    "with --server: send this x-request-id (the server logs it with the call)");
   flags->AddBool("help", help, "print this help");
+}
+
+absl::StatusOr<std::unique_ptr<v1::Arbiter::Stub>> ConnectStub(const DecideOptions& options) {
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      server::MakeChannelCredentials(options.tls);
+  if (!credentials.ok()) return credentials.status();
+  grpc::ChannelArguments arguments;
+  arguments.SetMaxReceiveMessageSize(-1);
+  arguments.SetMaxSendMessageSize(-1);
+  if (!options.tls_server_name.empty()) {
+    arguments.SetSslTargetNameOverride(options.tls_server_name);
+  }
+  return v1::Arbiter::NewStub(grpc::CreateCustomChannel(options.server, *credentials, arguments));
 }
 
 absl::Status CheckDecideOptions(const DecideOptions& options) {

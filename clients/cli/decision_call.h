@@ -3,10 +3,12 @@
 // decide: fairshare, schedule and what-if.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "arbiter/v1/arbiter.grpc.pb.h"
 #include "arbiter/v1/arbiter.pb.h"
 #include "clients/cli/phase_timer.h"
 #include "server/command_line.h"
@@ -41,6 +43,10 @@ absl::StatusOr<v1::FairShareResponse> Answer(const v1::FairShareRequest& request
                                              const DecideOptions& options, PhaseTimer* timer);
 absl::StatusOr<v1::ScheduleResponse> Answer(const v1::ScheduleRequest& request,
                                             const DecideOptions& options, PhaseTimer* timer);
+
+// A stub for options.server over one channel, with TLS when the TLS flags say so and no message
+// size limit. Used per call by Answer, and once for a whole run by `simulate --server`.
+absl::StatusOr<std::unique_ptr<v1::Arbiter::Stub>> ConnectStub(const DecideOptions& options);
 
 // Where the answer came from, for PhaseTimer::Render: "in-process" or "server HOST:PORT".
 std::string TimingMode(const DecideOptions& options);

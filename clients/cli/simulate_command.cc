@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "arbiter/v1/arbiter.grpc.pb.h"
 #include "clients/cli/commands.h"
+#include "clients/cli/decision_call.h"
 #include "clients/simulator/sim_config.h"
 #include "clients/simulator/sim_output.h"
 #include "clients/simulator/simulation.h"
@@ -65,20 +66,14 @@ void DeclareFlags(server::CommandLine* flags, SimulateFlags* values) {
   flags->AddBool("help", &values->help, "print this help");
 }
 
-// One Schedule per step through a server, over one channel.
+// One Schedule per step through a server, over one channel (the CLI's shared ConnectStub).
 absl::StatusOr<simulator::Decide> ThroughServer(const SimulateFlags& values) {
-  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
-  if (!values.tls.ca.empty() || !values.tls.cert.empty() || !values.tls.key.empty()) {
-    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> tls =
-        server::MakeChannelCredentials(values.tls);
-    if (!tls.ok()) return tls.status();
-    credentials = *tls;
-  }
-  grpc::ChannelArguments arguments;
-  arguments.SetMaxReceiveMessageSize(256 << 20);
-  arguments.SetMaxSendMessageSize(256 << 20);
-  std::shared_ptr<v1::Arbiter::Stub> stub =
-      v1::Arbiter::NewStub(grpc::CreateCustomChannel(values.server, credentials, arguments));
+  DecideOptions options;
+  options.server = values.server;
+  options.tls = values.tls;
+  absl::StatusOr<std::unique_ptr<v1::Arbiter::Stub>> connected = ConnectStub(options);
+  if (!connected.ok()) return connected.status();
+  std::shared_ptr<v1::Arbiter::Stub> stub = *std::move(connected);
   return simulator::Decide(
       [stub](const Snapshot& snapshot, const Policy& policy) -> absl::StatusOr<ScheduleResult> {
         v1::ScheduleRequest request;
