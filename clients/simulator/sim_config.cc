@@ -1,5 +1,6 @@
 #include "clients/simulator/sim_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -427,6 +428,16 @@ absl::Status Check(const SimConfig& config) {
     return absl::InvalidArgumentError("nodes: at least one is needed (KAI places pods on nodes)");
   }
   if (config.queues.empty()) return absl::InvalidArgumentError("queues: at least one is needed");
+  // The pods a run can hold at once are bounded before any is made: a start or backlog stream
+  // holds at most count · pods (a random stream adds at most one job per arrival).
+  double pods = 0;
+  for (const JobStream& stream : config.jobs) {
+    pods += static_cast<double>(std::max(stream.count, 1)) * stream.pods;
+  }
+  if (pods > 10'000'000) {
+    return absl::InvalidArgumentError(
+        "jobs: more than 10,000,000 pods in the streams' counts (count x pods)");
+  }
   std::set<std::string> queues;
   for (const Queue& q : config.queues) queues.insert(q.name);
   for (size_t i = 0; i < config.jobs.size(); ++i) {

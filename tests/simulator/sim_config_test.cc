@@ -119,5 +119,13 @@ TEST(OwnConfig, ErrorsNameTheKeyPath) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(OwnConfig, TheStreamsPodsAreBoundedBeforeAnyIsMade) {
+  absl::StatusOr<SimConfig> config = ParseSimConfig(
+      "queues: [{name: a}]\nnodes: [{allocatable: {gpu: 1}}]\n"
+      "jobs: [{queue: a, pods: 10000, count: 1000000, arrival: backlog}]\n");
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(config.status().message()), HasSubstr("more than 10,000,000 pods"));
+}
+
 }  // namespace
 }  // namespace arbiter::simulator
