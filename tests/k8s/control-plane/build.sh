@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the Kubernetes control plane the end-to-end tests start, from the Go module proxy only:
-#   kube-apiserver and kube-scheduler  from k8s.io/kubernetes (KUBERNETES_VERSION, whose k8s.io/*
-#                                      staging modules are pinned to STAGING_VERSION by `replace`)
+#   kube-apiserver, kube-scheduler     from k8s.io/kubernetes (KUBERNETES_VERSION, whose k8s.io/*
+#   and kube-controller-manager        staging modules are pinned to STAGING_VERSION by `replace`)
 #   etcd                               from go.etcd.io/etcd/server/v3 (ETCD_VERSION)
 #   kwok                               from sigs.k8s.io/kwok (KWOK_VERSION)
+#   crds/scheduling.run.ai_queues.yaml KAI Scheduler's Queue CRD, from its module (KAI_VERSION)
 # into a cache folder keyed by those versions, once; later runs reuse it until a pin changes.
 # Prints the folder on standard output. The pins match the client-go of clients/go/go.mod.
 #
@@ -14,13 +15,16 @@ KUBERNETES_VERSION=v1.37.2
 STAGING_VERSION=v0.37.2
 ETCD_VERSION=v3.7.3
 KWOK_VERSION=v0.8.0
+KAI_VERSION=v0.12.0
 
 cache_root="${ARBITER_K8S_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/arbiter/k8s}"
-out="${cache_root}/kubernetes-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}"
-binaries=(kube-apiserver kube-scheduler etcd kwok)
+out="${cache_root}/kubernetes-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_kai-${KAI_VERSION}"
+binaries=(kube-apiserver kube-scheduler kube-controller-manager etcd kwok)
+kai_crd=crds/scheduling.run.ai_queues.yaml
 
 complete() {
   for b in "${binaries[@]}"; do [[ -x "${out}/${b}" ]] || return 1; done
+  [[ -s "${out}/${kai_crd}" ]]
 }
 if complete; then
   echo "${out}"
@@ -52,7 +56,7 @@ build_module() {  # DIR MODULE-PATH REQUIRES... : a throwaway module to build fr
   for requirement in "$@"; do (cd "${dir}" && go mod edit -require="${requirement}"); done
 }
 
-echo "build.sh: kube-apiserver and kube-scheduler ${KUBERNETES_VERSION} (${#staging[@]} staging modules at ${STAGING_VERSION})" >&2
+echo "build.sh: kube-apiserver, kube-scheduler and kube-controller-manager ${KUBERNETES_VERSION} (${#staging[@]} staging modules at ${STAGING_VERSION})" >&2
 build_module "${work}/kubernetes" arbiter.dev/k8s-control-plane "k8s.io/kubernetes@${KUBERNETES_VERSION}"
 for module in "${staging[@]}"; do
   (cd "${work}/kubernetes" && go mod edit -replace="${module}=${module}@${STAGING_VERSION}")
@@ -68,7 +72,8 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 (cd "${work}/kubernetes" &&
   go build -trimpath -ldflags "${ldflags}" -o "${out}/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver &&
-  go build -trimpath -ldflags "${ldflags}" -o "${out}/kube-scheduler" k8s.io/kubernetes/cmd/kube-scheduler)
+  go build -trimpath -ldflags "${ldflags}" -o "${out}/kube-scheduler" k8s.io/kubernetes/cmd/kube-scheduler &&
+  go build -trimpath -ldflags "${ldflags}" -o "${out}/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager)
 
 echo "build.sh: etcd ${ETCD_VERSION}" >&2
 build_module "${work}/etcd" arbiter.dev/k8s-etcd "go.etcd.io/etcd/server/v3@${ETCD_VERSION}"
@@ -79,6 +84,13 @@ echo "build.sh: kwok ${KWOK_VERSION}" >&2
 build_module "${work}/kwok" arbiter.dev/k8s-kwok "sigs.k8s.io/kwok@${KWOK_VERSION}"
 (cd "${work}/kwok" && go mod tidy -e >/dev/null 2>&1 || true)
 (cd "${work}/kwok" && go build -trimpath -o "${out}/kwok" sigs.k8s.io/kwok/cmd/kwok)
+
+echo "build.sh: KAI Scheduler's Queue CRD ${KAI_VERSION}" >&2
+kai_dir="$(cd "${work}" && go mod download -json "github.com/NVIDIA/KAI-scheduler@${KAI_VERSION}" |
+  sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+mkdir -p "${out}/crds"
+cp "${kai_dir}/deployments/kai-scheduler/${kai_crd/crds\//crds/}" "${out}/${kai_crd}"
+chmod 644 "${out}/${kai_crd}"
 
 complete || { echo "build.sh: a binary is missing in ${out}" >&2; exit 1; }
 echo "build.sh: built in $((SECONDS - start))s into ${out}" >&2
