@@ -1,14 +1,11 @@
 package client
 
 import (
-	"bufio"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +17,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	arbiterv1 "arbiter.dev/clients/go/arbiterv1"
+	"arbiter.dev/clients/go/internal/e2e"
 )
 
 // scriptedArbiter answers Schedule with resp and keeps the last request it received.
@@ -162,7 +160,7 @@ func TestReadWhatIfAnswer(t *testing.T) {
 // TestWhatIfAgainstArbiterServer asks the arbiter-server named by ARBITER_SERVER_BIN the
 // questions of tests/testdata/what_if/, which the CLI's integration test also asks.
 func TestWhatIfAgainstArbiterServer(t *testing.T) {
-	c, _ := dial(t, Config{Target: startArbiterServer(t), Timeout: 20 * time.Second})
+	c, _ := dial(t, Config{Target: e2e.ArbiterServer(t), Timeout: 20 * time.Second})
 	tests := []struct {
 		name, snapshot, group string
 		wantOutcome           Outcome
@@ -218,56 +216,4 @@ func readTestdata(t *testing.T, name string, m proto.Message) {
 	if err := protojson.Unmarshal(data, m); err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-}
-
-// startArbiterServer runs the arbiter-server binary named by ARBITER_SERVER_BIN on a free
-// loopback port and returns its address, read from its "listening on" line; the test is skipped
-// without the variable.
-func startArbiterServer(t *testing.T) string {
-	t.Helper()
-	bin := os.Getenv("ARBITER_SERVER_BIN")
-	if bin == "" {
-		t.Skip("ARBITER_SERVER_BIN is not set: build arbiter-server and point it at the binary to run the end-to-end test")
-	}
-	cmd := exec.Command(bin, "--host", "127.0.0.1", "--port", "0", "--metrics-port", "-1")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", bin, err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		if sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-		for sc.Scan() { // keep draining so the server never blocks on stdout
-		}
-	}()
-	select {
-	case line := <-lines:
-		addr, found := strings.CutPrefix(line, "listening on ")
-		if !found {
-			t.Fatalf("arbiter-server's first line is %q, want \"listening on HOST:PORT\"", line)
-		}
-		return addr
-	case <-time.After(30 * time.Second):
-		t.Fatal("arbiter-server printed nothing within 30s")
-	}
-	return ""
 }

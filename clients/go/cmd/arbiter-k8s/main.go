@@ -57,6 +57,9 @@ type options struct {
 	retryPeriod    time.Duration
 	httpAddr       string
 	logLevel       string
+	kubeQPS        float64
+	kubeBurst      int
+	checkAccess    bool
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -89,6 +92,10 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.leaseDuration, "lease-duration", 15*time.Second, "leader Lease duration")
 	fs.DurationVar(&o.renewDeadline, "renew-deadline", 10*time.Second, "leader renew deadline")
 	fs.DurationVar(&o.retryPeriod, "retry-period", 2*time.Second, "leader election retry period")
+	fs.Float64Var(&o.kubeQPS, "kube-api-qps", 200, "Kubernetes API requests per second (client-side limit)")
+	fs.IntVar(&o.kubeBurst, "kube-api-burst", 400, "Kubernetes API request burst above --kube-api-qps")
+	fs.IntVar(&o.cfg.BindWorkers, "bind-workers", 16, "bindings in flight at once")
+	fs.BoolVar(&o.checkAccess, "check-access", true, "check the RBAC permissions at start and name any that is missing")
 	fs.StringVar(&o.httpAddr, "http-addr", ":8080", "address of /healthz, /readyz and /metrics")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
@@ -148,6 +155,7 @@ func run(ctx context.Context, o *options) error {
 		return fmt.Errorf("kubernetes config: %w", err)
 	}
 	restCfg.UserAgent = "arbiter-k8s"
+	restCfg.QPS, restCfg.Burst = float32(o.kubeQPS), o.kubeBurst
 	kube, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return err
@@ -159,6 +167,16 @@ func run(ctx context.Context, o *options) error {
 	o.cfg.KAIQueues, err = kaiQueuesEnabled(o.kaiQueues, kube)
 	if err != nil {
 		return err
+	}
+
+	if o.checkAccess {
+		lease := ""
+		if o.leaderElect {
+			lease = o.leaseName
+		}
+		if err := shim.CheckAccess(ctx, kube, shim.RequiredAccess(o.cfg, o.usageConfigMap, lease)); err != nil {
+			return err
+		}
 	}
 
 	ccfg := client.Config{Target: o.server}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,6 +48,7 @@ func (s *Shim) apply(ctx context.Context, res *translate.Result, resp *arbiterv1
 	}
 
 	inAnswer := map[types.UID]bool{}
+	var toBind []bindTo
 	for _, b := range resp.GetBindings() {
 		k := key(b.GetPodGroup(), b.GetPod())
 		pod := res.Pods[k]
@@ -68,7 +70,7 @@ func (s *Shim) apply(ctx context.Context, res *translate.Result, resp *arbiterv1
 			continue
 		}
 		delete(s.state.nominations, pod.UID)
-		s.bind(ctx, pod, b.GetNode())
+		toBind = append(toBind, bindTo{pod, b.GetNode()})
 	}
 
 	for uid := range s.state.nominations {
@@ -89,9 +91,10 @@ func (s *Shim) apply(ctx context.Context, res *translate.Result, resp *arbiterv1
 		}
 		delete(s.state.nominations, uid)
 		if pod, err := s.pods.Pods(n.namespace).Get(n.name); err == nil && pod.UID == uid {
-			s.bind(ctx, pod, n.node)
+			toBind = append(toBind, bindTo{pod, n.node})
 		}
 	}
+	s.bindAll(ctx, toBind)
 	s.deps.Metrics.Nominations.Set(float64(len(s.state.nominations)))
 	s.deps.Metrics.PendingGroups.Set(float64(len(resp.GetPending())))
 	s.writePending(ctx, res, resp)
@@ -119,15 +122,49 @@ func (s *Shim) victimsGone(n *nomination) bool {
 	return true
 }
 
-// bind issues one binding unless one was already issued for the pod.
-func (s *Shim) bind(ctx context.Context, pod *corev1.Pod, node string) {
-	if _, done := s.state.bound[pod.UID]; done || pod.Spec.NodeName != "" {
-		return
+// bindTo is one pod to bind to a node.
+type bindTo struct {
+	pod  *corev1.Pod
+	node string
+}
+
+// bindAll issues the bindings not issued before, up to BindWorkers at a time (the client's rate
+// limiter paces them), then records each outcome in the order given.
+func (s *Shim) bindAll(ctx context.Context, bs []bindTo) {
+	todo := bs[:0:0]
+	for _, b := range bs {
+		if _, done := s.state.bound[b.pod.UID]; !done && b.pod.Spec.NodeName == "" {
+			todo = append(todo, b)
+		}
 	}
-	err := s.deps.Kube.CoreV1().Pods(pod.Namespace).Bind(ctx, &corev1.Binding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
-		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
-	}, metav1.CreateOptions{})
+	errs := make([]error, len(todo))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < min(s.cfg.BindWorkers, len(todo)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				pod := todo[i].pod
+				errs[i] = s.deps.Kube.CoreV1().Pods(pod.Namespace).Bind(ctx, &corev1.Binding{
+					ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+					Target:     corev1.ObjectReference{Kind: "Node", Name: todo[i].node},
+				}, metav1.CreateOptions{})
+			}
+		}()
+	}
+	for i := range todo {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, b := range todo {
+		s.recordBind(ctx, b.pod, b.node, errs[i])
+	}
+}
+
+// recordBind remembers a binding that was made and reports one that was not.
+func (s *Shim) recordBind(ctx context.Context, pod *corev1.Pod, node string, err error) {
 	switch {
 	case err == nil:
 		s.state.bound[pod.UID] = node
@@ -136,12 +173,31 @@ func (s *Shim) bind(ctx context.Context, pod *corev1.Pod, node string) {
 	case apierrors.IsNotFound(err):
 		// Gone (or replaced under the same name): nothing to bind.
 	case apierrors.IsConflict(err):
-		// Already bound (by an earlier call whose answer was lost): the cache will show where.
-		s.state.bound[pod.UID] = node
+		s.bindConflict(ctx, pod, node, err)
 	default:
 		s.deps.Metrics.Errors.WithLabelValues("bind").Inc()
 		s.log.Error("bind failed; retried next cycle", "pod", pod.Namespace+"/"+pod.Name, "node", node, "err", err)
 	}
+}
+
+// bindConflict handles a binding the API server refused because the pod is bound already: by
+// another scheduler, or by an earlier call of ours whose answer was lost. The pod is read again
+// and counted where it really is; the rest is decided again by the next cycle.
+func (s *Shim) bindConflict(ctx context.Context, pod *corev1.Pod, node string, err error) {
+	s.deps.Metrics.BindConflicts.Inc()
+	live, getErr := s.deps.Kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if getErr != nil || live.UID != pod.UID || live.Spec.NodeName == "" {
+		s.log.Error("bind conflict; decided again next cycle", "pod", pod.Namespace+"/"+pod.Name, "node", node, "err", err)
+		return
+	}
+	s.state.bound[pod.UID] = live.Spec.NodeName
+	if live.Spec.NodeName == node {
+		return // our own earlier binding, whose answer was lost
+	}
+	s.log.Warn("pod was bound by someone else meanwhile; arbiter's placement was not applied",
+		"pod", pod.Namespace+"/"+pod.Name, "wanted", node, "boundTo", live.Spec.NodeName)
+	s.deps.Recorder.Eventf(pod, corev1.EventTypeWarning, "BindConflict",
+		"arbiter would have bound it to %s, but it was bound to %s meanwhile", node, live.Spec.NodeName)
 }
 
 // evict issues one eviction unless one was already issued for the pod. The UID precondition
@@ -166,8 +222,15 @@ func (s *Shim) evict(ctx context.Context, pod *corev1.Pod, e *arbiterv1.Eviction
 		s.deps.Recorder.Eventf(pod, corev1.EventTypeNormal, "Preempted", "%s (%s)", msg, e.GetReason())
 	case apierrors.IsNotFound(err):
 		// Already gone.
+	case apierrors.IsTooManyRequests(err):
+		// A PodDisruptionBudget forbids it for now. The preemptor stays nominated, waiting for a
+		// victim that does not leave, and the next cycle decides again.
+		s.deps.Metrics.EvictionsRefused.Inc()
+		s.log.Warn("eviction refused by a disruption budget; decided again next cycle",
+			"pod", pod.Namespace+"/"+pod.Name, "preemptor", e.GetPreemptorPodGroup(), "err", err)
+		s.deps.Recorder.Eventf(pod, corev1.EventTypeWarning, "EvictionRefused",
+			"arbiter's eviction for %s (%s) was refused: %v", e.GetPreemptorPodGroup(), e.GetReason(), err)
 	default:
-		// 429 TooManyRequests means a PodDisruptionBudget forbids it for now.
 		s.deps.Metrics.Errors.WithLabelValues("evict").Inc()
 		s.log.Error("eviction failed; retried next cycle", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 	}

@@ -1,14 +1,11 @@
 package shim
 
 import (
-	"bufio"
 	"context"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,61 +16,8 @@ import (
 
 	arbiterv1 "arbiter.dev/clients/go/arbiterv1"
 	"arbiter.dev/clients/go/client"
+	"arbiter.dev/clients/go/internal/e2e"
 )
-
-// startArbiterServer runs the arbiter-server binary named by ARBITER_SERVER_BIN on a free
-// loopback port and returns its gRPC address, read from its first line of output.
-func startArbiterServer(t *testing.T) string {
-	t.Helper()
-	bin := os.Getenv("ARBITER_SERVER_BIN")
-	if bin == "" {
-		t.Skip("ARBITER_SERVER_BIN is not set: build arbiter-server and point it at the binary to run the end-to-end test")
-	}
-	cmd := exec.Command(bin, "--host", "127.0.0.1", "--port", "0", "--metrics-port", "-1")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", bin, err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		if sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-		for sc.Scan() { // keep draining so the server never blocks on stdout
-		}
-	}()
-	select {
-	case line, ok := <-lines:
-		addr, found := strings.CutPrefix(line, "listening on ")
-		if !ok || !found {
-			t.Fatalf("arbiter-server's first line is %q, want \"listening on HOST:PORT\"", line)
-		}
-		if _, _, err := net.SplitHostPort(addr); err != nil {
-			t.Fatalf("arbiter-server listens on %q: %v", addr, err)
-		}
-		return addr
-	case <-time.After(30 * time.Second):
-		t.Fatal("arbiter-server printed nothing within 30s")
-	}
-	return ""
-}
 
 // recordingScheduler keeps the last exchange so that a failing assertion can show it.
 type recordingScheduler struct {
@@ -96,7 +40,7 @@ func (r *recordingScheduler) String() string {
 // repository: a fake cluster, real informers, two cycles each, and the Binding and Eviction calls
 // that result.
 func TestEndToEndWithArbiterServer(t *testing.T) {
-	addr := startArbiterServer(t)
+	addr := e2e.ArbiterServer(t)
 	arbiter, err := client.Dial(client.Config{Target: addr, Timeout: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +128,7 @@ func TestEndToEndWithArbiterServer(t *testing.T) {
 // TestDumpedSnapshotReplaysWithTheCLI checks that a --dump-snapshot file is a request that
 // `arbiter schedule` (the CLI built next to arbiter-server) answers as the server did.
 func TestDumpedSnapshotReplaysWithTheCLI(t *testing.T) {
-	addr := startArbiterServer(t)
+	addr := e2e.ArbiterServer(t)
 	cli := filepath.Join(filepath.Dir(os.Getenv("ARBITER_SERVER_BIN")), "arbiter")
 	if _, err := os.Stat(cli); err != nil {
 		t.Skipf("no arbiter CLI next to ARBITER_SERVER_BIN (%v)", err)

@@ -7,6 +7,10 @@ type Metrics struct {
 	CycleDuration prometheus.Histogram
 	Binds         prometheus.Counter
 	Evictions     prometheus.Counter
+	// EvictionsRefused counts evictions a PodDisruptionBudget refused (HTTP 429).
+	EvictionsRefused prometheus.Counter
+	// BindConflicts counts bindings refused because the pod was bound meanwhile (HTTP 409).
+	BindConflicts prometheus.Counter
 	// Errors counts failures by stage: queues, snapshot, usage, schedule, bind, evict, status.
 	Errors        *prometheus.CounterVec
 	Nominations   prometheus.Gauge
@@ -30,6 +34,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "arbiter_k8s_evictions_total",
 			Help: "Pods evicted through the Eviction API.",
 		}),
+		EvictionsRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "arbiter_k8s_evictions_refused_total",
+			Help: "Evictions a PodDisruptionBudget refused; the next cycle decides again.",
+		}),
+		BindConflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "arbiter_k8s_bind_conflicts_total",
+			Help: "Bindings refused because the pod was bound meanwhile; the pod is counted where it is.",
+		}),
 		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "arbiter_k8s_errors_total",
 			Help: "Failures by stage of the cycle; failed binds and evictions are retried next cycle.",
@@ -51,7 +63,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.Errors.WithLabelValues(stage) // export every stage from the start, at 0
 	}
 	if reg != nil {
-		reg.MustRegister(m.CycleDuration, m.Binds, m.Evictions, m.Errors, m.Nominations, m.PendingGroups, m.Leader)
+		reg.MustRegister(m.CycleDuration, m.Binds, m.Evictions, m.EvictionsRefused, m.BindConflicts, m.Errors, m.Nominations, m.PendingGroups, m.Leader)
 	}
 	return m
 }

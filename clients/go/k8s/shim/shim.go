@@ -62,6 +62,9 @@ type Config struct {
 	IgnoredResources []string
 	// KAIQueues reads KAI Scheduler's Queue resources (needs a dynamic client).
 	KAIQueues bool
+	// BindWorkers is how many bindings are in flight at once; default 16. The Kubernetes
+	// client's QPS limit still paces them.
+	BindWorkers int
 }
 
 func (c Config) withDefaults() Config {
@@ -82,6 +85,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.UsageSaveInterval <= 0 {
 		c.UsageSaveInterval = 30 * time.Second
+	}
+	if c.BindWorkers <= 0 {
+		c.BindWorkers = 16
 	}
 	if c.IgnoredResources == nil {
 		c.IgnoredResources = []string{"pods"}

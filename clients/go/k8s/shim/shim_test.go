@@ -158,8 +158,18 @@ func TestEvictionRefusedByADisruptionBudgetIsRetried(t *testing.T) {
 	if diff := cmp.Diff(want, h.calls(), cmp.AllowUnexported(call{})); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
-	if got := h.errorsAt("evict"); got != 1 {
-		t.Errorf("evict errors = %v, want 1", got)
+	if got := testutil.ToFloat64(h.metrics.EvictionsRefused); got != 1 {
+		t.Errorf("refused evictions = %v, want 1", got)
+	}
+	if got := h.errorsAt("evict"); got != 0 {
+		t.Errorf("evict errors = %v, want 0: a budget's refusal is counted apart", got)
+	}
+	var reported bool
+	for _, e := range h.events() {
+		reported = reported || strings.Contains(e, "EvictionRefused")
+	}
+	if !reported {
+		t.Errorf("no EvictionRefused event in %v", h.events())
 	}
 }
 
