@@ -87,7 +87,8 @@ type Options struct {
 }
 
 // ControllersDefault are the controllers started unless Options.Controllers says otherwise.
-const ControllersDefault = "disruption,garbage-collector,namespace,replicaset,job,serviceaccount"
+const ControllersDefault = "disruption-controller,garbage-collector-controller,namespace-controller," +
+	"replicaset-controller,job-controller,serviceaccount-controller"
 
 // ControlPlane is a running control plane. Stop it when done.
 type ControlPlane struct {
@@ -163,12 +164,12 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 		return nil, err
 	}
 	if opts.Controllers != "none" {
-		if err := cp.startControllerManager(); err != nil {
+		if err := cp.startControllerManager(ctx); err != nil {
 			return nil, err
 		}
 	}
 	if opts.Scheduler {
-		if err := cp.startScheduler(); err != nil {
+		if err := cp.startScheduler(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -315,8 +316,9 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, etcdURL string) erro
 		"--service-account-key-file="+filepath.Join(certs, "sa.key"),
 		"--service-account-signing-key-file="+filepath.Join(certs, "sa.key"),
 		"--service-cluster-ip-range=10.96.0.0/16",
-		// Pods run on kwok nodes without a kubelet, so nothing would mount a token volume.
-		"--disable-admission-plugins=ServiceAccount",
+		// Pods run on kwok nodes without a kubelet, so nothing would mount a token volume; and
+		// no node-lifecycle controller runs to lift the not-ready taint new nodes are given.
+		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
 		"--allow-privileged=true",
 		// The loopback address cannot back the kubernetes Service's endpoints.
 		"--endpoint-reconciler-type=none",
@@ -333,16 +335,23 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, etcdURL string) erro
 	return p.waitHTTP(ctx, cp.URL+"/readyz", cp.tokens[Admin])
 }
 
-func (cp *ControlPlane) startControllerManager() error {
+func (cp *ControlPlane) startControllerManager(ctx context.Context) error {
 	kubeconfig, err := cp.Kubeconfig("system:kube-controller-manager")
+	if err != nil {
+		return err
+	}
+	ports, err := freePorts(1)
 	if err != nil {
 		return err
 	}
 	args := []string{
 		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
 		"--controllers=" + cp.opts.Controllers,
 		"--leader-elect=false",
-		"--secure-port=0",
+		"--bind-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", ports[0]),
 		"--use-service-account-credentials=false",
 		"--service-account-private-key-file=" + filepath.Join(cp.Dir, "certs", "sa.key"),
 		"--root-ca-file=" + cp.CAFile,
@@ -350,16 +359,26 @@ func (cp *ControlPlane) startControllerManager() error {
 		"--v=0",
 	}
 	args = append(args, cp.qpsArgs("--kube-api-qps", "--kube-api-burst")...)
-	_, err = cp.start("kube-controller-manager", args...)
-	return err
+	p, err := cp.start("kube-controller-manager", args...)
+	if err != nil {
+		return err
+	}
+	return p.waitHTTP(ctx, fmt.Sprintf("https://127.0.0.1:%d/healthz", ports[0]), "")
 }
 
-func (cp *ControlPlane) startScheduler() error {
+func (cp *ControlPlane) startScheduler(ctx context.Context) error {
 	kubeconfig, err := cp.Kubeconfig("system:kube-scheduler")
 	if err != nil {
 		return err
 	}
-	args := []string{"--leader-elect=false", "--secure-port=0", "--v=0"}
+	ports, err := freePorts(1)
+	if err != nil {
+		return err
+	}
+	args := []string{
+		"--leader-elect=false", "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", ports[0]),
+		"--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig, "--v=0",
+	}
 	if cp.opts.SchedulerConfig != "" {
 		config, err := cp.schedulerConfig(kubeconfig)
 		if err != nil {
@@ -370,8 +389,11 @@ func (cp *ControlPlane) startScheduler() error {
 		args = append(args, "--kubeconfig="+kubeconfig)
 		args = append(args, cp.qpsArgs("--kube-api-qps", "--kube-api-burst")...)
 	}
-	_, err = cp.start("kube-scheduler", args...)
-	return err
+	p, err := cp.start("kube-scheduler", args...)
+	if err != nil {
+		return err
+	}
+	return p.waitHTTP(ctx, fmt.Sprintf("https://127.0.0.1:%d/healthz", ports[0]), "")
 }
 
 // schedulerConfig copies the given KubeSchedulerConfiguration with its kubeconfig filled in.

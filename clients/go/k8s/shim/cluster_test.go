@@ -1,0 +1,417 @@
+package shim
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	arbiterv1 "arbiter.dev/clients/go/arbiterv1"
+	"arbiter.dev/clients/go/client"
+	"arbiter.dev/clients/go/internal/e2e"
+	"arbiter.dev/clients/go/k8s/controlplane"
+	"arbiter.dev/clients/go/k8s/usage"
+)
+
+// This file runs the shim against a real control plane (package controlplane): kube-apiserver
+// with etcd, kube-controller-manager and kwok nodes, and a real arbiter-server. It shows what a
+// fake clientset cannot: real binding and eviction semantics (409 for a bound pod, 429 from a
+// disruption budget computed by the real disruption controller), RBAC, CRDs and watch latency.
+
+// cluster is one control plane, an arbiter-server, and a shim acting as user.
+type cluster struct {
+	t       *testing.T
+	ctx     context.Context
+	cp      *controlplane.ControlPlane
+	admin   kubernetes.Interface
+	kube    kubernetes.Interface // the shim's own client
+	shim    *Shim
+	metrics *Metrics
+	rec     *recordingScheduler
+}
+
+type clusterOpts struct {
+	cp     controlplane.Options
+	user   string // the shim's identity; default controlplane.Admin
+	cfg    Config
+	queues string // queues.yaml; default twoTeams
+	// wrap, when set, wraps the scheduler the shim calls.
+	wrap func(Scheduler) Scheduler
+	// noShim leaves the shim to the test (newShim).
+	noShim bool
+}
+
+func newCluster(t *testing.T, opts clusterOpts) *cluster {
+	t.Helper()
+	cp := e2e.ControlPlane(t, opts.cp)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	c := &cluster{t: t, ctx: ctx, cp: cp, admin: kubernetes.NewForConfigOrDie(cp.RESTConfig(controlplane.Admin))}
+	for _, ns := range []string{testNamespace, "ml"} {
+		_, err := c.admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	if opts.queues == "" {
+		opts.queues = twoTeams
+	}
+	c.apply(queueConfigMap(opts.queues))
+	if !opts.noShim {
+		c.newShim(opts)
+	}
+	return c
+}
+
+// newShim starts a shim acting as opts.user against a new arbiter-server.
+func (c *cluster) newShim(opts clusterOpts) {
+	c.t.Helper()
+	user := opts.user
+	if user == "" {
+		user = controlplane.Admin
+	}
+	cfg := c.cp.RESTConfig(user)
+	cfg.QPS, cfg.Burst = 200, 400
+	c.kube = kubernetes.NewForConfigOrDie(cfg)
+	arbiter, err := client.Dial(client.Config{Target: e2e.ArbiterServer(c.t), Timeout: 20 * time.Second})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { arbiter.Close() })
+	c.rec = &recordingScheduler{Scheduler: arbiter}
+	var sched Scheduler = c.rec
+	if opts.wrap != nil {
+		sched = opts.wrap(sched)
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(c.ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.kube.CoreV1().Events("")})
+	c.t.Cleanup(broadcaster.Shutdown)
+	c.metrics = NewMetrics(nil)
+	opts.cfg.Namespace = testNamespace
+	s, err := New(opts.cfg, Deps{
+		Kube: c.kube, Dynamic: dynamic.NewForConfigOrDie(cfg), Scheduler: sched, Metrics: c.metrics,
+		Recorder: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "arbiter"}),
+		Store:    &usage.ConfigMapStore{Client: c.kube, Namespace: testNamespace, Name: "arbiter-usage"},
+	})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	// The informers live as long as the context given to Start: the test's.
+	if err := s.Start(c.ctx); err != nil {
+		c.t.Fatal(err)
+	}
+	c.shim = s
+	c.t.Cleanup(func() {
+		if c.t.Failed() && c.rec.req != nil {
+			c.t.Logf("last exchange with arbiter-server:\n%s", c.rec)
+		}
+	})
+}
+
+// apply creates obj as the admin (a node through kwok, waiting until it is Ready).
+func (c *cluster) apply(objs ...any) {
+	c.t.Helper()
+	for _, o := range objs {
+		var err error
+		switch o := o.(type) {
+		case *corev1.Node:
+			o = o.DeepCopy()
+			o.Annotations = map[string]string{controlplane.KwokNodeAnnotation: "fake"}
+			err = controlplane.CreateNodes(c.ctx, c.admin, o)
+		case *corev1.Pod:
+			o = o.DeepCopy()
+			o.UID, o.CreationTimestamp = "", metav1.Time{}
+			_, err = c.admin.CoreV1().Pods(o.Namespace).Create(c.ctx, o, metav1.CreateOptions{})
+		case *corev1.ConfigMap:
+			_, err = c.admin.CoreV1().ConfigMaps(o.Namespace).Create(c.ctx, o, metav1.CreateOptions{})
+		default:
+			err = fmt.Errorf("cannot apply %T", o)
+		}
+		if err != nil {
+			c.t.Fatal(err)
+		}
+	}
+}
+
+// cycle runs one scheduling cycle once the shim's cache shows every pod the API server has.
+func (c *cluster) cycle() {
+	c.t.Helper()
+	c.settle()
+	if err := c.shim.RunCycle(c.ctx); err != nil {
+		c.t.Fatalf("cycle: %v", err)
+	}
+}
+
+// settle waits until the shim's pod cache holds the API server's current pods (same resource
+// versions), so that a cycle sees what the test just did.
+func (c *cluster) settle() {
+	c.t.Helper()
+	err := wait.PollUntilContextTimeout(c.ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		live, err := c.admin.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, p := range live.Items {
+			cached, err := c.shim.pods.Pods(p.Namespace).Get(p.Name)
+			if err != nil || cached.ResourceVersion != p.ResourceVersion {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		c.t.Fatalf("the shim's cache did not catch up: %v", err)
+	}
+}
+
+// pod reads a pod from the API server (nil when gone).
+func (c *cluster) pod(ns, name string) *corev1.Pod {
+	p, err := c.admin.CoreV1().Pods(ns).Get(c.ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return p
+}
+
+// waitPod waits until ok holds for the pod as the API server has it.
+func (c *cluster) waitPod(ns, name string, what string, ok func(*corev1.Pod) bool) {
+	c.t.Helper()
+	err := wait.PollUntilContextTimeout(c.ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return ok(c.pod(ns, name)), nil
+	})
+	if err != nil {
+		c.t.Fatalf("pod %s/%s never %s: %v (now %+v)", ns, name, what, err, c.pod(ns, name))
+	}
+}
+
+func (c *cluster) waitRunning(ns, name string) {
+	c.t.Helper()
+	c.waitPod(ns, name, "Running", func(p *corev1.Pod) bool { return p != nil && p.Status.Phase == corev1.PodRunning })
+}
+
+func (c *cluster) waitGone(ns, name string) {
+	c.t.Helper()
+	c.waitPod(ns, name, "gone", func(p *corev1.Pod) bool { return p == nil })
+}
+
+// audit returns the API server's answers to bindings and evictions, as "subresource ns/pod code".
+func (c *cluster) audit() []string {
+	c.t.Helper()
+	events, err := c.cp.Audit()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	var out []string
+	for _, e := range events {
+		out = append(out, fmt.Sprintf("%s %s/%s %d", e.Subresource, e.Namespace, e.Pod, e.Code))
+	}
+	return out
+}
+
+// boundOnce fails unless each named pod has exactly one successful binding in the audit log.
+func (c *cluster) boundOnce(ns string, names ...string) {
+	c.t.Helper()
+	log := c.audit()
+	for _, n := range names {
+		ok := 0
+		for _, line := range log {
+			if line == fmt.Sprintf("binding %s/%s 201", ns, n) {
+				ok++
+			}
+		}
+		if ok != 1 {
+			c.t.Errorf("pod %s/%s has %d successful bindings, want 1; audit: %v", ns, n, ok, log)
+		}
+	}
+}
+
+// events returns "Reason: message" of the Events about a pod, as the API server has them.
+func (c *cluster) events(ns, name string) []string {
+	c.t.Helper()
+	list, err := c.admin.CoreV1().Events(ns).List(c.ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	var out []string
+	for _, e := range list.Items {
+		out = append(out, e.Reason+": "+e.Message)
+	}
+	return out
+}
+
+// waitEvent waits until an Event about the pod has the reason and a message containing part.
+func (c *cluster) waitEvent(ns, name, reason, part string) {
+	c.t.Helper()
+	err := wait.PollUntilContextTimeout(c.ctx, 100*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
+		for _, e := range c.events(ns, name) {
+			if strings.HasPrefix(e, reason+": ") && strings.Contains(e, part) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		c.t.Errorf("no %s event containing %q about %s/%s; events: %v", reason, part, ns, name, c.events(ns, name))
+	}
+}
+
+func kwokNode(name, cpu string, gpus int64) *corev1.Node { return node(name, cpu, gpus) }
+
+func pendingCondition(p *corev1.Pod) string {
+	if p == nil {
+		return ""
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return c.Message
+		}
+	}
+	return ""
+}
+
+// TestRealGangIsBoundWholeOnKwokNodesOrNotAtAll: a gang that fits is bound whole and runs on
+// kwok nodes; a gang that does not fit gets no binding at all, only its reason, until nodes are
+// added, and then all of it is bound.
+func TestRealGangIsBoundWholeOnKwokNodesOrNotAtAll(t *testing.T) {
+	c := newCluster(t, clusterOpts{})
+	c.apply(kwokNode("n1", "8", 4), kwokNode("n2", "8", 4),
+		pod(podSpec{name: "train-0", group: "train", minMember: 2, queue: "team-a", gpus: 4}),
+		pod(podSpec{name: "train-1", group: "train", minMember: 2, queue: "team-a", gpus: 4}),
+		pod(podSpec{name: "huge-0", group: "huge", minMember: 3, queue: "team-b", gpus: 4}),
+		pod(podSpec{name: "huge-1", group: "huge", minMember: 3, queue: "team-b", gpus: 4}),
+		pod(podSpec{name: "huge-2", group: "huge", minMember: 3, queue: "team-b", gpus: 4}))
+	c.cycle()
+	c.waitRunning("ml", "train-0")
+	c.waitRunning("ml", "train-1")
+	if a, b := c.pod("ml", "train-0").Spec.NodeName, c.pod("ml", "train-1").Spec.NodeName; a == b {
+		t.Errorf("gang placed on %s and %s, want two nodes", a, b)
+	}
+	for _, n := range []string{"huge-0", "huge-1", "huge-2"} {
+		c.waitPod("ml", n, "given its pending reason", func(p *corev1.Pod) bool { return pendingCondition(p) != "" })
+	}
+	c.cycle() // nothing changes
+	for _, line := range c.audit() {
+		if strings.Contains(line, "/huge-") {
+			t.Errorf("a member of the gang that cannot fit was bound: %s", line)
+		}
+	}
+	c.waitEvent("ml", "huge-0", "FailedScheduling", "")
+
+	c.apply(kwokNode("n3", "8", 4), kwokNode("n4", "8", 4), kwokNode("n5", "8", 4))
+	c.cycle()
+	for _, n := range []string{"huge-0", "huge-1", "huge-2"} {
+		c.waitRunning("ml", n)
+	}
+	c.boundOnce("ml", "train-0", "train-1", "huge-0", "huge-1", "huge-2")
+}
+
+// TestRealReclaimEvictsThenBindsTheReclaimerWhereTheVictimRan: team-a borrowed team-b's share;
+// team-b's pod arrives. The victim is evicted through the Eviction API, and the reclaimer is
+// bound onto the freed node only once the victim is gone.
+func TestRealReclaimEvictsThenBindsTheReclaimerWhereTheVictimRan(t *testing.T) {
+	c := newCluster(t, clusterOpts{})
+	c.apply(kwokNode("n1", "8", 4), kwokNode("n2", "8", 4),
+		pod(podSpec{name: "a-0", queue: "team-a", gpus: 4, node: "n1"}),
+		pod(podSpec{name: "a-1", queue: "team-a", gpus: 4, node: "n2"}))
+	c.waitRunning("ml", "a-0")
+	c.waitRunning("ml", "a-1")
+	c.apply(pod(podSpec{name: "b-0", queue: "team-b", gpus: 4}))
+
+	c.cycle()
+	evictions := 0
+	var victim string
+	for _, line := range c.audit() {
+		if strings.HasPrefix(line, "eviction ") {
+			evictions++
+			victim = strings.Fields(line)[1]
+		}
+	}
+	if evictions != 1 {
+		t.Fatalf("audit %v: want exactly one eviction", c.audit())
+	}
+	victimName := strings.TrimPrefix(victim, "ml/")
+	victimNode := map[string]string{"a-0": "n1", "a-1": "n2"}[victimName]
+	c.waitGone("ml", victimName)
+	for i := 0; i < 3 && c.pod("ml", "b-0").Spec.NodeName == ""; i++ {
+		c.cycle()
+	}
+	c.waitRunning("ml", "b-0")
+	if got := c.pod("ml", "b-0").Spec.NodeName; got != victimNode {
+		t.Errorf("b-0 bound to %s, want %s where the victim ran", got, victimNode)
+	}
+	log := c.audit()
+	if log[len(log)-1] != "binding ml/b-0 201" || !strings.HasPrefix(log[0], "eviction ") {
+		t.Errorf("audit %v: want the eviction first and the reclaimer's binding after it", log)
+	}
+	c.boundOnce("ml", "b-0")
+	c.waitEvent("ml", victimName, "Preempted", "FAIR_SHARE_RECLAIM")
+}
+
+// conflictingScheduler binds a pod of the first answer to the other of two nodes, as another
+// scheduler would, after arbiter answers and before the shim applies the answer.
+type conflictingScheduler struct {
+	Scheduler
+	admin kubernetes.Interface
+	other map[string]string // node -> the other node
+	taken string            // the node it bound the pod to
+}
+
+func (s *conflictingScheduler) Schedule(ctx context.Context, req *arbiterv1.ScheduleRequest) (*arbiterv1.ScheduleResponse, error) {
+	resp, err := s.Scheduler.Schedule(ctx, req)
+	if err != nil || s.taken != "" || len(resp.GetBindings()) == 0 {
+		return resp, err
+	}
+	b := resp.GetBindings()[0]
+	s.taken = s.other[b.GetNode()]
+	return resp, s.admin.CoreV1().Pods("ml").Bind(ctx, &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: b.GetPod()},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: s.taken},
+	}, metav1.CreateOptions{})
+}
+
+// TestRealBindingRefusedBecauseThePodWasBoundMeanwhile: the API server refuses the shim's
+// binding with 409 because someone else bound the pod after arbiter answered. The shim reports
+// it, counts the pod where it really is, and never binds it again.
+func TestRealBindingRefusedBecauseThePodWasBoundMeanwhile(t *testing.T) {
+	var cs *conflictingScheduler
+	c := newCluster(t, clusterOpts{wrap: func(s Scheduler) Scheduler {
+		cs = &conflictingScheduler{Scheduler: s, other: map[string]string{"n1": "n2", "n2": "n1"}}
+		return cs
+	}})
+	cs.admin = c.admin
+	c.apply(kwokNode("n1", "8", 4), kwokNode("n2", "8", 4),
+		pod(podSpec{name: "solo", queue: "team-a", gpus: 1, cpu: "1"}))
+	c.cycle()
+	if got := testutil.ToFloat64(c.metrics.BindConflicts); got != 1 {
+		t.Fatalf("bind conflicts = %v, want 1; audit %v", got, c.audit())
+	}
+	c.waitRunning("ml", "solo")
+	if got := c.pod("ml", "solo").Spec.NodeName; got != cs.taken {
+		t.Fatalf("solo is on %s, want %s where the other scheduler put it", got, cs.taken)
+	}
+	c.waitEvent("ml", "solo", "BindConflict", "bound to "+cs.taken+" meanwhile")
+	c.cycle()
+	c.cycle()
+	want := []string{"binding ml/solo 201", "binding ml/solo 409"}
+	if got := c.audit(); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("audit = %v, want %v: the other scheduler's binding, then the shim's refused one, and nothing after", got, want)
+	}
+	if p := podIn(c.rec.req, "ml/solo", "solo"); p.GetNodeName() != cs.taken || p.GetPhase() != arbiterv1.PodPhase_POD_PHASE_RUNNING {
+		t.Errorf("the next snapshot has solo as %v on %q, want RUNNING on %s", p.GetPhase(), p.GetNodeName(), cs.taken)
+	}
+}
