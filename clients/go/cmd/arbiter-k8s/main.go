@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -60,6 +61,7 @@ type options struct {
 	kubeQPS        float64
 	kubeBurst      int
 	checkAccess    bool
+	profiling      bool
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -97,6 +99,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.cfg.BindWorkers, "bind-workers", 16, "bindings in flight at once")
 	fs.BoolVar(&o.checkAccess, "check-access", true, "check the RBAC permissions at start and name any that is missing")
 	fs.StringVar(&o.httpAddr, "http-addr", ":8080", "address of /healthz, /readyz and /metrics")
+	fs.BoolVar(&o.profiling, "profiling", false, "also serve Go's profiles under /debug/pprof/ on --http-addr")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -209,6 +212,9 @@ func run(ctx context.Context, o *options) error {
 	}
 
 	srv := &http.Server{Addr: o.httpAddr, Handler: httpHandler(s, reg), ReadHeaderTimeout: 5 * time.Second}
+	if o.profiling {
+		srv.Handler = withProfiling(srv.Handler)
+	}
 	lis, err := net.Listen("tcp", o.httpAddr)
 	if err != nil {
 		return err
@@ -276,6 +282,18 @@ func kaiQueuesEnabled(mode string, kube kubernetes.Interface) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// withProfiling adds Go's profiles under /debug/pprof/ to h.
+func withProfiling(h http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.Handle("/", h)
+	return mux
 }
 
 func httpHandler(s *shim.Shim, reg *prometheus.Registry) http.Handler {
