@@ -15,11 +15,12 @@ build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
 # Every test: the Go modules (vet, go test -race, the cross-language end-to-end test against the
-# server just built), the Python package (mypy --strict, pytest against the server just built and
+# server just built, and arbiter-k8s against a real Kubernetes control plane that
+# tests/k8s/control-plane/build.sh builds from the module proxy into a cache), the Python package (mypy --strict, pytest against the server just built and
 # against a real Slurm cluster on loopback for arbiter-slurm), the differential test against KAI's and Kueue's own code
 # (docs/conformance.md), then every C++ test through ctest (the golden corpus among them).
 test: build
-	bash clients/go/hack/test.sh $(BUILD)/bin/arbiter-server
+	ARBITER_REQUIRE_K8S=1 bash clients/go/hack/test.sh $(BUILD)/bin/arbiter-server
 	ARBITER_REQUIRE_SLURM=1 bash clients/python/hack/test.sh $(BUILD)/bin/arbiter-server
 	bash tests/differential/run.sh $(BUILD)/bin/arbiter 300
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600

@@ -6,6 +6,12 @@
 # ARBITER_SERVER_BIN (the argument, else the environment variable) is the arbiter-server binary
 # the cross-language end-to-end test starts on loopback, e.g. build/bin/arbiter-server; without
 # it that test is skipped (and says so). Needs only Go: modules come from the module proxy.
+#
+# The Kubernetes end-to-end tests run against a real control plane (kube-apiserver, etcd,
+# kube-controller-manager, kube-scheduler, kwok) that tests/k8s/control-plane/build.sh builds
+# from the module proxy into a cache folder (once; minutes cold) and that ARBITER_K8S_BIN_DIR
+# points at. With ARBITER_REQUIRE_K8S=1 (as `make test` sets it) a missing control plane fails
+# those tests instead of skipping them.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
@@ -27,6 +33,18 @@ if [[ -n "${server_bin}" ]]; then
 else
   unset ARBITER_SERVER_BIN
   echo "test.sh: no arbiter-server given: the end-to-end test will be skipped"
+fi
+
+if [[ -z "${ARBITER_K8S_BIN_DIR:-}" ]]; then
+  if ARBITER_K8S_BIN_DIR="$(bash "${repo_root}/tests/k8s/control-plane/build.sh")"; then
+    export ARBITER_K8S_BIN_DIR
+  elif [[ -n "${ARBITER_REQUIRE_K8S:-}" ]]; then
+    echo "test.sh: building the Kubernetes control plane failed" >&2
+    exit 1
+  else
+    unset ARBITER_K8S_BIN_DIR
+    echo "test.sh: no Kubernetes control plane: its end-to-end tests will be skipped"
+  fi
 fi
 
 start=${SECONDS}

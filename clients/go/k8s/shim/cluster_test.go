@@ -3,25 +3,37 @@ package shim
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/yaml"
 
 	arbiterv1 "arbiter.dev/clients/go/arbiterv1"
 	"arbiter.dev/clients/go/client"
 	"arbiter.dev/clients/go/internal/e2e"
 	"arbiter.dev/clients/go/k8s/controlplane"
+	"arbiter.dev/clients/go/k8s/translate"
 	"arbiter.dev/clients/go/k8s/usage"
 )
 
@@ -413,5 +425,266 @@ func TestRealBindingRefusedBecauseThePodWasBoundMeanwhile(t *testing.T) {
 	}
 	if p := podIn(c.rec.req, "ml/solo", "solo"); p.GetNodeName() != cs.taken || p.GetPhase() != arbiterv1.PodPhase_POD_PHASE_RUNNING {
 		t.Errorf("the next snapshot has solo as %v on %q, want RUNNING on %s", p.GetPhase(), p.GetNodeName(), cs.taken)
+	}
+}
+
+// TestRealEvictionRefusedByADisruptionBudgetFreesNothingForThePreemptor: every pod team-a
+// borrowed with is covered by a PodDisruptionBudget that allows no disruption (its status kept by
+// the real disruption controller). The API server answers each eviction with 429; the shim
+// reports it and never binds the reclaimer onto capacity that was never freed. Once the budget
+// is gone, the reclaim goes through.
+func TestRealEvictionRefusedByADisruptionBudgetFreesNothingForThePreemptor(t *testing.T) {
+	c := newCluster(t, clusterOpts{})
+	c.apply(kwokNode("n1", "8", 4), kwokNode("n2", "8", 4))
+	for i, n := range []string{"n1", "n2"} {
+		p := pod(podSpec{name: fmt.Sprintf("a-%d", i), queue: "team-a", gpus: 4, node: n})
+		p.Labels["app"] = "a"
+		c.apply(p)
+		c.waitRunning("ml", p.Name)
+	}
+	// Bare pods have no controller to scale against, so the budget counts them: both must stay.
+	two := intstr.FromInt32(2)
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "a"},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: &two,
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}},
+		},
+	}
+	if _, err := c.admin.PolicyV1().PodDisruptionBudgets("ml").Create(c.ctx, pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(c.ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		got, err := c.admin.PolicyV1().PodDisruptionBudgets("ml").Get(ctx, "a", metav1.GetOptions{})
+		return err == nil && got.Status.ObservedGeneration == got.Generation && got.Status.ExpectedPods == 2, nil
+	})
+	if err != nil {
+		t.Fatalf("the disruption controller never processed the budget: %v", err)
+	}
+	c.apply(pod(podSpec{name: "b-0", queue: "team-b", gpus: 4}))
+
+	for i := 0; i < 3; i++ {
+		c.cycle()
+	}
+	var refused int
+	for _, line := range c.audit() {
+		switch {
+		case strings.HasPrefix(line, "eviction ") && strings.HasSuffix(line, " 429"):
+			refused++
+		case strings.HasPrefix(line, "eviction ") || strings.HasPrefix(line, "binding "):
+			t.Errorf("%s: nothing may be evicted or bound while the budget holds", line)
+		}
+	}
+	if refused == 0 || testutil.ToFloat64(c.metrics.EvictionsRefused) != float64(refused) {
+		t.Errorf("refused evictions: audit %d, metric %v; want the same, above 0", refused, testutil.ToFloat64(c.metrics.EvictionsRefused))
+	}
+	if p := c.pod("ml", "b-0"); p.Spec.NodeName != "" {
+		t.Fatalf("b-0 bound to %s while no victim left", p.Spec.NodeName)
+	}
+	c.waitPod("ml", "b-0", "told what it waits for", func(p *corev1.Pod) bool { return strings.Contains(pendingCondition(p), "waiting for") })
+	victims, err := c.admin.CoreV1().Events("ml").List(c.ctx, metav1.ListOptions{FieldSelector: "reason=EvictionRefused"})
+	if err != nil || len(victims.Items) == 0 {
+		t.Errorf("no EvictionRefused event (%v)", err)
+	}
+
+	if err := c.admin.PolicyV1().PodDisruptionBudgets("ml").Delete(c.ctx, "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(c.ctx, 200*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		c.cycle()
+		p := c.pod("ml", "b-0")
+		return p.Spec.NodeName != "", nil
+	})
+	if err != nil {
+		t.Fatalf("b-0 never bound after the budget went: %v; audit %v", err, c.audit())
+	}
+	c.waitRunning("ml", "b-0")
+	c.boundOnce("ml", "b-0")
+}
+
+// applyManifests creates (or, when they exist, replaces) every object of the YAML files, as
+// `kubectl apply` would, through the dynamic client.
+func (c *cluster) applyManifests(paths ...string) {
+	c.t.Helper()
+	dyn := dynamic.NewForConfigOrDie(c.cp.RESTConfig(controlplane.Admin))
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.admin.Discovery()))
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		for _, doc := range strings.Split(string(data), "\n---") {
+			obj := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
+				c.t.Fatalf("%s: %v", path, err)
+			}
+			if len(obj.Object) == 0 {
+				continue
+			}
+			gvk := obj.GroupVersionKind()
+			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			if err != nil {
+				c.t.Fatalf("%s: %s: %v", path, gvk, err)
+			}
+			var res dynamic.ResourceInterface = dyn.Resource(m.Resource)
+			if m.Scope.Name() == meta.RESTScopeNameNamespace {
+				res = dyn.Resource(m.Resource).Namespace(obj.GetNamespace())
+			}
+			_, err = res.Create(c.ctx, obj, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				var old *unstructured.Unstructured
+				if old, err = res.Get(c.ctx, obj.GetName(), metav1.GetOptions{}); err == nil {
+					obj.SetResourceVersion(old.GetResourceVersion())
+					_, err = res.Update(c.ctx, obj, metav1.UpdateOptions{})
+				}
+			}
+			if err != nil {
+				c.t.Fatalf("%s: %s %s: %v", path, gvk.Kind, obj.GetName(), err)
+			}
+		}
+	}
+}
+
+// TestRealChartRBACIsExactlyEnough applies the chart's own manifests (the rendered kustomize
+// base: namespace, ConfigMaps, ServiceAccount, roles and bindings) and runs the shim as that
+// ServiceAccount: it binds, writes pending reasons and events, saves its usage and takes its
+// Lease with exactly those permissions. An identity without them is refused with every missing
+// permission named, by the check and by the binary itself.
+func TestRealChartRBACIsExactlyEnough(t *testing.T) {
+	sa := controlplane.ServiceAccount("arbiter-system", "arbiter-k8s")
+	nobody := controlplane.User{Name: "nobody"}
+	c := newCluster(t, clusterOpts{noShim: true, cp: controlplane.Options{Users: []controlplane.User{sa, nobody}}})
+	base := filepath.Join("..", "..", "..", "..", "deploy", "kustomize", "base")
+	c.applyManifests(filepath.Join(base, "namespace.yaml"), filepath.Join(base, "configmaps.yaml"),
+		filepath.Join(base, "scheduler-rbac.yaml"))
+
+	need := RequiredAccess(Config{Namespace: "arbiter-system", KAIQueues: true}, "arbiter-usage", "arbiter-k8s")
+	if err := CheckAccess(c.ctx, kubernetes.NewForConfigOrDie(c.cp.RESTConfig(sa.Name)), need); err != nil {
+		t.Fatalf("the chart's ServiceAccount: %v", err)
+	}
+	err := CheckAccess(c.ctx, kubernetes.NewForConfigOrDie(c.cp.RESTConfig(nobody.Name)), need)
+	for _, want := range []string{"list pods cluster-wide", "create pods/binding cluster-wide", "create pods/eviction cluster-wide",
+		`update configmaps "arbiter-usage" in namespace arbiter-system`, `update leases.coordination.k8s.io "arbiter-k8s"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("check as nobody = %v, want it to name %q", err, want)
+		}
+	}
+
+	c.newShim(clusterOpts{user: sa.Name, cfg: Config{UsageSaveInterval: time.Nanosecond}})
+	c.apply(kwokNode("n1", "8", 4),
+		pod(podSpec{name: "fits", queue: "team-a", gpus: 2}),
+		pod(podSpec{name: "too-big", queue: "team-b", gpus: 8}))
+	c.cycle()
+	c.cycle()
+	c.waitRunning("ml", "fits")
+	c.waitPod("ml", "too-big", "given its pending reason", func(p *corev1.Pod) bool { return pendingCondition(p) != "" })
+	c.waitEvent("ml", "fits", "Scheduled", "n1")
+	c.waitEvent("ml", "too-big", "FailedScheduling", "")
+	if got := testutil.ToFloat64(c.metrics.Errors.WithLabelValues("usage")); got != 0 {
+		t.Errorf("usage errors = %v, want 0", got)
+	}
+	cm, err := c.admin.CoreV1().ConfigMaps("arbiter-system").Get(c.ctx, "arbiter-usage", metav1.GetOptions{})
+	if err != nil || !strings.Contains(cm.Data[usage.DataKey], "team-a") {
+		t.Errorf("usage ConfigMap = %v (%v), want the ledger with team-a in it", cm.Data, err)
+	}
+	leases := kubernetes.NewForConfigOrDie(c.cp.RESTConfig(sa.Name)).CoordinationV1().Leases("arbiter-system")
+	holder := "replica-1"
+	lease, err := leases.Create(c.ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "arbiter-k8s"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}, metav1.CreateOptions{})
+	if err == nil {
+		_, err = leases.Update(c.ctx, lease, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		t.Errorf("leader Lease as the chart's ServiceAccount: %v", err)
+	}
+
+	// The binary, as nobody, stops at once and says what is missing.
+	kubeconfig, err := c.cp.Kubeconfig(nobody.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(c.ctx, e2e.Binary(t, "arbiter.dev/clients/go/cmd/arbiter-k8s"),
+		"--kubeconfig", kubeconfig, "--server", "127.0.0.1:1", "--http-addr", "127.0.0.1:0")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "missing permissions") || !strings.Contains(string(out), "create pods/binding") {
+		t.Errorf("arbiter-k8s as nobody: %v\n%s\nwant it to fail naming the missing permissions", err, out)
+	}
+}
+
+// TestRealKAIQueuesFromKAIsOwnCRD installs KAI Scheduler's Queue CRD as its module ships it,
+// creates queues the way KAI's users write them, and checks that the shim reads them as they
+// are: a queue's GPU limit holds its pods back.
+func TestRealKAIQueuesFromKAIsOwnCRD(t *testing.T) {
+	c := newCluster(t, clusterOpts{noShim: true, queues: "queues: []\n"})
+	crd := filepath.Join(os.Getenv(controlplane.BinDirEnv), "crds", "scheduling.run.ai_queues.yaml")
+	c.applyManifests(crd)
+	dyn := dynamic.NewForConfigOrDie(c.cp.RESTConfig(controlplane.Admin))
+	queues := dyn.Resource(translate.KAIQueueResource)
+	err := wait.PollUntilContextTimeout(c.ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := queues.List(ctx, metav1.ListOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("KAI's Queue resource is not served: %v", err)
+	}
+	for _, q := range []string{`
+apiVersion: scheduling.run.ai/v2
+kind: Queue
+metadata: {name: research}
+spec:
+  resources:
+    gpu: {quota: -1, limit: -1, overQuotaWeight: 1}
+    cpu: {quota: -1, limit: -1, overQuotaWeight: 1}
+    memory: {quota: -1, limit: -1, overQuotaWeight: 1}`, `
+apiVersion: scheduling.run.ai/v2
+kind: Queue
+metadata: {name: team-a}
+spec:
+  parentQueue: research
+  priority: 100
+  reclaimMinRuntime: 10m
+  resources:
+    gpu: {quota: 2, limit: 2, overQuotaWeight: 1}
+    cpu: {quota: -1, limit: -1, overQuotaWeight: 1}
+    memory: {quota: -1, limit: -1, overQuotaWeight: 1}`} {
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(q), &obj.Object); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := queues.Create(c.ctx, obj, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create KAI queue %s: %v", obj.GetName(), err)
+		}
+	}
+	c.newShim(clusterOpts{cfg: Config{KAIQueues: true}})
+	c.apply(kwokNode("n1", "8", 8))
+	for i := 0; i < 3; i++ {
+		p := pod(podSpec{name: fmt.Sprintf("kai-%d", i), gpus: 1})
+		p.Labels[translate.KAIQueueLabel] = "team-a"
+		c.apply(p)
+	}
+	c.cycle()
+	c.cycle()
+	var bound, held []string
+	for i := 0; i < 3; i++ {
+		name := fmt.Sprintf("kai-%d", i)
+		if c.pod("ml", name).Spec.NodeName != "" {
+			bound = append(bound, name)
+		} else {
+			held = append(held, name)
+		}
+	}
+	if len(bound) != 2 || len(held) != 1 {
+		t.Fatalf("bound %v, held %v: want two bound within team-a's GPU limit of 2 and one held", bound, held)
+	}
+	sent := c.rec.req.GetSnapshot().GetQueues()
+	var teamA *arbiterv1.Queue
+	for _, q := range sent {
+		if q.GetName() == "team-a" {
+			teamA = q
+		}
+	}
+	if teamA.GetParent() != "research" || teamA.GetLimit()[translate.GPUResource] != 2 || teamA.GetPriority() != 100 ||
+		teamA.GetReclaimMinRuntime().AsDuration() != 10*time.Minute {
+		t.Errorf("team-a as sent = %v, want KAI's fields read as written", teamA)
 	}
 }
