@@ -312,7 +312,7 @@ func TestRestartMidCycleLosesNoPodAndBindsNoneTwice(t *testing.T) {
 	start := time.Now()
 	user := controlplane.ServiceAccount(systemNS, "arbiter-k8s")
 	c := newCluster(t, user)
-	// 40 requests a second, shared by bindings and their events: about 20 bindings a second.
+	// At most 40 API requests a second: binding 300 pods takes several seconds.
 	args := append(leaseArgs, "--usage-save-interval=1s", "--kube-api-qps=40", "--kube-api-burst=10")
 	first := c.startReplica(t, "first-run", user, args...)
 
