@@ -204,22 +204,6 @@ func head(path string, n int64) string {
 	return string(b)
 }
 
-// knownBugEnv turns the checks of known, unfixed bugs from notes in the log into failures.
-const knownBugEnv = "ARBITER_E2E_KNOWN_BUGS"
-
-// knownBug reports a check that fails because of a known bug of the command: an error when
-// $ARBITER_E2E_KNOWN_BUGS is set, else a note in the log, so that the rest of the test keeps
-// guarding what works.
-func knownBug(t *testing.T, bug, format string, args ...any) {
-	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if os.Getenv(knownBugEnv) != "" {
-		t.Errorf("%s: %s", bug, msg)
-		return
-	}
-	t.Logf("KNOWN BUG, not failing the test (set %s=1 to fail on it): %s: %s", knownBugEnv, bug, msg)
-}
-
 // startedAt returns the /metrics address from the command's start line, "" before that line.
 func startedAt(log string) string {
 	f, err := os.Open(log)

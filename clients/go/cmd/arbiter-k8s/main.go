@@ -32,7 +32,6 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 
@@ -241,22 +240,8 @@ func run(ctx context.Context, o *options) error {
 		Client:     kube.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())},
 	}
-	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		LeaseDuration:   o.leaseDuration,
-		RenewDeadline:   o.renewDeadline,
-		RetryPeriod:     o.retryPeriod,
-		ReleaseOnCancel: true,
-		Name:            o.leaseName,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
-				log.Info("leading: scheduling")
-				s.Run(ctx)
-			},
-			OnStoppedLeading: func() { log.Info("no longer leading") },
-		},
-	})
-	if ctx.Err() == nil {
+	cfg := lockConfig(lock, o.leaseName, o.leaseDuration, o.renewDeadline, o.retryPeriod)
+	if runLeading(ctx, cfg, log, s.Run) {
 		return errors.New("lost the leader lease") // restart with a clean state
 	}
 	return nil

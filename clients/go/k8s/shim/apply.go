@@ -3,6 +3,7 @@ package shim
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -122,6 +123,9 @@ func (s *Shim) victimsGone(n *nomination) bool {
 	return true
 }
 
+// bindTimeout bounds one binding call, its wait for the client's rate limiter included.
+const bindTimeout = 30 * time.Second
+
 // bindTo is one pod to bind to a node.
 type bindTo struct {
 	pod  *corev1.Pod
@@ -145,11 +149,18 @@ func (s *Shim) bindAll(ctx context.Context, bs []bindTo) {
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				if errs[i] = ctx.Err(); errs[i] != nil {
+					continue // stopping: issue no new binding
+				}
+				// A binding once sent is not torn off mid-flight by a stop: its outcome would be
+				// unknown to the next leader. It is bounded on its own instead.
+				callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bindTimeout)
 				pod := todo[i].pod
-				errs[i] = s.deps.Kube.CoreV1().Pods(pod.Namespace).Bind(ctx, &corev1.Binding{
+				errs[i] = s.deps.Kube.CoreV1().Pods(pod.Namespace).Bind(callCtx, &corev1.Binding{
 					ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 					Target:     corev1.ObjectReference{Kind: "Node", Name: todo[i].node},
 				}, metav1.CreateOptions{})
+				cancel()
 			}
 		}()
 	}
@@ -174,6 +185,8 @@ func (s *Shim) recordBind(ctx context.Context, pod *corev1.Pod, node string, err
 		// Gone (or replaced under the same name): nothing to bind.
 	case apierrors.IsConflict(err):
 		s.bindConflict(ctx, pod, node, err)
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
+		// Stopping (SIGTERM, or the lease lost) before it was sent: the next leader decides.
 	default:
 		s.deps.Metrics.Errors.WithLabelValues("bind").Inc()
 		s.log.Error("bind failed; retried next cycle", "pod", pod.Namespace+"/"+pod.Name, "node", node, "err", err)
