@@ -21,6 +21,8 @@ build: configure
 # (docs/conformance.md), then every C++ test through ctest (the golden corpus among them).
 test: build
 	ARBITER_REQUIRE_K8S=1 bash clients/go/hack/test.sh $(BUILD)/bin/arbiter-server
+	ARBITER_SERVER_BIN=$(BUILD)/bin/arbiter-server bash tests/k8s/local-cluster.sh \
+	  --dir $(BUILD)/local-cluster --check examples/k8s/two-teams.yaml
 	ARBITER_REQUIRE_SLURM=1 bash clients/python/hack/test.sh $(BUILD)/bin/arbiter-server
 	bash tests/differential/run.sh $(BUILD)/bin/arbiter 300
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) --timeout 600

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Kubernetes control plane the end-to-end tests start, from the Go module proxy only:
-#   kube-apiserver, kube-scheduler     from k8s.io/kubernetes (KUBERNETES_VERSION, whose k8s.io/*
-#   and kube-controller-manager        staging modules are pinned to STAGING_VERSION by `replace`)
+#   kube-apiserver, kube-scheduler,    from k8s.io/kubernetes (KUBERNETES_VERSION, whose k8s.io/*
+#   kube-controller-manager, kubectl   staging modules are pinned to STAGING_VERSION by `replace`)
 #   etcd                               from go.etcd.io/etcd/server/v3 (ETCD_VERSION)
 #   kwok                               from sigs.k8s.io/kwok (KWOK_VERSION)
 #   crds/scheduling.run.ai_queues.yaml KAI Scheduler's Queue CRD, from its module (KAI_VERSION)
@@ -19,7 +19,7 @@ KAI_VERSION=v0.12.0
 
 cache_root="${ARBITER_K8S_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/arbiter/k8s}"
 out="${cache_root}/kubernetes-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}_kai-${KAI_VERSION}"
-binaries=(kube-apiserver kube-scheduler kube-controller-manager etcd kwok)
+binaries=(kube-apiserver kube-scheduler kube-controller-manager kubectl etcd kwok)
 kai_crd=crds/scheduling.run.ai_queues.yaml
 
 complete() {
@@ -56,7 +56,7 @@ build_module() {  # DIR MODULE-PATH REQUIRES... : a throwaway module to build fr
   for requirement in "$@"; do (cd "${dir}" && go mod edit -require="${requirement}"); done
 }
 
-echo "build.sh: kube-apiserver, kube-scheduler and kube-controller-manager ${KUBERNETES_VERSION} (${#staging[@]} staging modules at ${STAGING_VERSION})" >&2
+echo "build.sh: kube-apiserver, kube-scheduler, kube-controller-manager and kubectl ${KUBERNETES_VERSION} (${#staging[@]} staging modules at ${STAGING_VERSION})" >&2
 build_module "${work}/kubernetes" arbiter.dev/k8s-control-plane "k8s.io/kubernetes@${KUBERNETES_VERSION}"
 for module in "${staging[@]}"; do
   (cd "${work}/kubernetes" && go mod edit -replace="${module}=${module}@${STAGING_VERSION}")
@@ -73,7 +73,8 @@ done
 (cd "${work}/kubernetes" &&
   go build -trimpath -ldflags "${ldflags}" -o "${out}/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver &&
   go build -trimpath -ldflags "${ldflags}" -o "${out}/kube-scheduler" k8s.io/kubernetes/cmd/kube-scheduler &&
-  go build -trimpath -ldflags "${ldflags}" -o "${out}/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager)
+  go build -trimpath -ldflags "${ldflags}" -o "${out}/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager &&
+  go build -trimpath -ldflags "${ldflags}" -o "${out}/kubectl" k8s.io/kubernetes/cmd/kubectl)
 
 echo "build.sh: etcd ${ETCD_VERSION}" >&2
 build_module "${work}/etcd" arbiter.dev/k8s-etcd "go.etcd.io/etcd/server/v3@${ETCD_VERSION}"

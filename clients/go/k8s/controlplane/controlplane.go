@@ -88,7 +88,7 @@ type Options struct {
 
 // ControllersDefault are the controllers started unless Options.Controllers says otherwise.
 const ControllersDefault = "disruption-controller,garbage-collector-controller,namespace-controller," +
-	"replicaset-controller,job-controller,serviceaccount-controller"
+	"deployment-controller,replicaset-controller,job-controller,serviceaccount-controller"
 
 // ControlPlane is a running control plane. Stop it when done.
 type ControlPlane struct {
@@ -531,3 +531,15 @@ func (p *process) waitHTTP(ctx context.Context, url, token string) error {
 		}
 	}
 }
+
+// FreePort returns a free loopback port (see freePorts for the caveat).
+func FreePort() (int, error) {
+	ports, err := freePorts(1)
+	if err != nil {
+		return 0, err
+	}
+	return ports[0], nil
+}
+
+// BinDir is the folder of the control plane's binaries (kubectl among them).
+func (cp *ControlPlane) BinDir() string { return cp.opts.BinDir }

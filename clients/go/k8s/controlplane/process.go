@@ -28,6 +28,20 @@ func (cp *ControlPlane) start(name string, args ...string) (*process, error) {
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("%s: %w (build it with tests/k8s/control-plane/build.sh)", name, err)
 	}
+	return cp.startBinary(name, bin, args...)
+}
+
+// StartProcess runs another program beside the control plane (arbiter-server, say), logging to
+// Dir/NAME.log, stopped by Stop like the rest. It returns the log's path.
+func (cp *ControlPlane) StartProcess(name, bin string, args ...string) (string, error) {
+	p, err := cp.startBinary(name, bin, args...)
+	if err != nil {
+		return "", err
+	}
+	return p.log, nil
+}
+
+func (cp *ControlPlane) startBinary(name, bin string, args ...string) (*process, error) {
 	p := &process{name: name, bin: bin, args: args, log: filepath.Join(cp.Dir, name+".log"), dir: cp.Dir}
 	if err := p.run(); err != nil {
 		return nil, err

@@ -15,17 +15,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/yaml"
 
@@ -448,7 +445,7 @@ func TestRealEvictionRefusedByADisruptionBudgetFreesNothingForThePreemptor(t *te
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "a"},
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MinAvailable: &two,
-			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}},
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}},
 		},
 	}
 	if _, err := c.admin.PolicyV1().PodDisruptionBudgets("ml").Create(c.ctx, pdb, metav1.CreateOptions{}); err != nil {
@@ -502,46 +499,11 @@ func TestRealEvictionRefusedByADisruptionBudgetFreesNothingForThePreemptor(t *te
 	c.boundOnce("ml", "b-0")
 }
 
-// applyManifests creates (or, when they exist, replaces) every object of the YAML files, as
-// `kubectl apply` would, through the dynamic client.
+// applyManifests applies YAML files as the admin (controlplane.Apply).
 func (c *cluster) applyManifests(paths ...string) {
 	c.t.Helper()
-	dyn := dynamic.NewForConfigOrDie(c.cp.RESTConfig(controlplane.Admin))
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.admin.Discovery()))
-	for _, path := range paths {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		for _, doc := range strings.Split(string(data), "\n---") {
-			obj := &unstructured.Unstructured{}
-			if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
-				c.t.Fatalf("%s: %v", path, err)
-			}
-			if len(obj.Object) == 0 {
-				continue
-			}
-			gvk := obj.GroupVersionKind()
-			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-			if err != nil {
-				c.t.Fatalf("%s: %s: %v", path, gvk, err)
-			}
-			var res dynamic.ResourceInterface = dyn.Resource(m.Resource)
-			if m.Scope.Name() == meta.RESTScopeNameNamespace {
-				res = dyn.Resource(m.Resource).Namespace(obj.GetNamespace())
-			}
-			_, err = res.Create(c.ctx, obj, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				var old *unstructured.Unstructured
-				if old, err = res.Get(c.ctx, obj.GetName(), metav1.GetOptions{}); err == nil {
-					obj.SetResourceVersion(old.GetResourceVersion())
-					_, err = res.Update(c.ctx, obj, metav1.UpdateOptions{})
-				}
-			}
-			if err != nil {
-				c.t.Fatalf("%s: %s %s: %v", path, gvk.Kind, obj.GetName(), err)
-			}
-		}
+	if _, err := c.cp.Apply(c.ctx, paths...); err != nil {
+		c.t.Fatal(err)
 	}
 }
 
