@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
@@ -93,7 +94,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.leaseDuration, "lease-duration", 15*time.Second, "leader Lease duration")
 	fs.DurationVar(&o.renewDeadline, "renew-deadline", 10*time.Second, "leader renew deadline")
 	fs.DurationVar(&o.retryPeriod, "retry-period", 2*time.Second, "leader election retry period")
-	fs.Float64Var(&o.kubeQPS, "kube-api-qps", 200, "Kubernetes API requests per second (client-side limit)")
+	fs.Float64Var(&o.kubeQPS, "kube-api-qps", 200, "Kubernetes API requests per second (client-side limit; Events have a limit of their own, the same)")
 	fs.IntVar(&o.kubeBurst, "kube-api-burst", 400, "Kubernetes API request burst above --kube-api-qps")
 	fs.IntVar(&o.cfg.BindWorkers, "bind-workers", 16, "bindings in flight at once")
 	fs.BoolVar(&o.checkAccess, "check-access", true, "check the RBAC permissions at start and name any that is missing")
@@ -197,8 +198,14 @@ func run(ctx context.Context, o *options) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := shim.NewMetrics(reg)
 
+	// Events go through a client of their own, with its own rate limiter, as kube-scheduler's do,
+	// so that they never take tokens from the bindings; several at a time (eventSink).
+	eventKube, err := kubernetes.NewForConfig(rest.CopyConfig(restCfg))
+	if err != nil {
+		return err
+	}
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	broadcaster.StartRecordingToSink(newEventSink(ctx, &typedcorev1.EventSinkImpl{Interface: eventKube.CoreV1().Events("")}, log))
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: o.cfg.SchedulerName})
 
@@ -267,6 +274,53 @@ func kaiQueuesEnabled(mode string, kube kubernetes.Interface) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// eventSink queues each new Event and returns at once; eventWriters goroutines write them. The
+// broadcaster of k8s.io/client-go/tools/record writes Events one by one and drops those that
+// overflow its queue of 1000, and a cycle records the Scheduled events of all its bindings at
+// once: a cycle of thousands lost most of them. (kube-scheduler's events library writes each in
+// a goroutine of its own.) Patches of a repeated event stay synchronous. Events are best effort:
+// beyond eventQueue waiting, they are dropped, and logged.
+type eventSink struct {
+	record.EventSink
+	queue chan *corev1.Event
+	log   *slog.Logger
+}
+
+const (
+	eventQueue   = 1 << 14
+	eventWriters = 16
+)
+
+// newEventSink starts the writers, which stop with ctx.
+func newEventSink(ctx context.Context, sink record.EventSink, log *slog.Logger) *eventSink {
+	s := &eventSink{EventSink: sink, queue: make(chan *corev1.Event, eventQueue), log: log}
+	for i := 0; i < eventWriters; i++ {
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case e := <-s.queue:
+					if _, err := s.EventSink.Create(e); err != nil && !apierrors.IsAlreadyExists(err) && ctx.Err() == nil {
+						log.Warn("writing an event failed", "object", e.InvolvedObject.Namespace+"/"+e.InvolvedObject.Name,
+							"reason", e.Reason, "err", err)
+					}
+				}
+			}
+		}()
+	}
+	return s
+}
+
+func (s *eventSink) Create(e *corev1.Event) (*corev1.Event, error) {
+	select {
+	case s.queue <- e:
+	default:
+		s.log.Warn("event dropped: too many waiting", "object", e.InvolvedObject.Namespace+"/"+e.InvolvedObject.Name, "reason", e.Reason)
+	}
+	return e, nil
 }
 
 // withProfiling adds Go's profiles under /debug/pprof/ to h.

@@ -161,6 +161,12 @@ func (s *Shim) bindAll(ctx context.Context, bs []bindTo) {
 					Target:     corev1.ObjectReference{Kind: "Node", Name: todo[i].node},
 				}, metav1.CreateOptions{})
 				cancel()
+				if errs[i] == nil {
+					// Recorded as each binding lands, so that Events follow at the binding rate: all
+					// of a large cycle's at once would overflow the event broadcaster's queue (1000),
+					// which drops the rest.
+					s.deps.Recorder.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, todo[i].node)
+				}
 			}
 		}()
 	}
@@ -174,13 +180,13 @@ func (s *Shim) bindAll(ctx context.Context, bs []bindTo) {
 	}
 }
 
-// recordBind remembers a binding that was made and reports one that was not.
+// recordBind remembers a binding that was made (its Scheduled event is already recorded) and
+// reports one that was not.
 func (s *Shim) recordBind(ctx context.Context, pod *corev1.Pod, node string, err error) {
 	switch {
 	case err == nil:
 		s.state.bound[pod.UID] = node
 		s.deps.Metrics.Binds.Inc()
-		s.deps.Recorder.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s/%s to %s", pod.Namespace, pod.Name, node)
 	case apierrors.IsNotFound(err):
 		// Gone (or replaced under the same name): nothing to bind.
 	case apierrors.IsConflict(err):
