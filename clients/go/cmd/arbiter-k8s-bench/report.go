@@ -48,6 +48,9 @@ type Result struct {
 	PodsPerSecond          float64 `json:"podsPerSecond"`
 	BindPhasePodsPerSecond float64 `json:"bindPhasePodsPerSecond"`
 
+	// ScheduledEvents counts the pods' Scheduled events, counted after the run.
+	ScheduledEvents int `json:"scheduledEvents"`
+
 	Gang        *GangResult        `json:"gang,omitempty"`
 	CPUSeconds  *CPU               `json:"cpuSeconds,omitempty"`
 	APIRequests map[string]float64 `json:"apiRequests,omitempty"`
@@ -81,13 +84,23 @@ type CPU struct {
 	MachineBusy   float64            `json:"machineBusy"`
 }
 
+// other is the machine's busy CPU seconds that no process of the run used: other programs, and
+// the kernel's own work.
+func (c *CPU) other() float64 {
+	v := c.MachineBusy
+	for _, p := range c.Processes {
+		v -= p
+	}
+	return max(v, 0)
+}
+
 // ShimFigures are arbiter-k8s's own metrics at the end of the run.
 type ShimFigures struct {
 	Cycles            float64            `json:"cycles"`
 	CycleSecondsTotal float64            `json:"cycleSecondsTotal"`
 	CycleSecondsMean  float64            `json:"cycleSecondsMean"`
-	CycleSecondsP50   float64            `json:"cycleSecondsP50"`
-	CycleSecondsP99   float64            `json:"cycleSecondsP99"`
+	CycleSecondsP50   string             `json:"cycleSecondsP50"`
+	CycleSecondsP99   string             `json:"cycleSecondsP99"`
 	Binds             float64            `json:"binds"`
 	BindConflicts     float64            `json:"bindConflicts"`
 	Errors            map[string]float64 `json:"errors,omitempty"`
@@ -98,7 +111,7 @@ type ServerFigures struct {
 	ScheduleCalls        float64            `json:"scheduleCalls"`
 	ScheduleSecondsTotal float64            `json:"scheduleSecondsTotal"`
 	ScheduleSecondsMean  float64            `json:"scheduleSecondsMean"`
-	ScheduleSecondsMax   float64            `json:"scheduleSecondsMaxBucket"`
+	ScheduleSecondsMax   string             `json:"scheduleSecondsMax"`
 	PhaseSecondsTotal    map[string]float64 `json:"phaseSecondsTotal,omitempty"`
 }
 
@@ -288,9 +301,9 @@ func matches(labels, want map[string]string) bool {
 	return true
 }
 
-// quantile estimates a quantile of a histogram from its cumulative buckets (the upper bound of
-// the bucket it falls in).
-func quantile(ss []sample, name string, want map[string]string, q float64) float64 {
+// quantile bounds a quantile of a histogram by its cumulative buckets: "<= X" with X the upper
+// bound of the bucket it falls in, or "> X" above the largest finite bound.
+func quantile(ss []sample, name string, want map[string]string, q float64) string {
 	type bucket struct{ le, count float64 }
 	var bs []bucket
 	for _, s := range ss {
@@ -305,15 +318,20 @@ func quantile(ss []sample, name string, want map[string]string, q float64) float
 	}
 	sort.Slice(bs, func(i, j int) bool { return bs[i].le < bs[j].le })
 	if len(bs) == 0 || bs[len(bs)-1].count == 0 {
-		return 0
+		return "-"
 	}
 	target := q * bs[len(bs)-1].count
+	finite := 0.0
 	for _, b := range bs {
-		if b.count >= target {
-			return b.le
+		if math.IsInf(b.le, 1) {
+			break
 		}
+		if b.count >= target {
+			return fmt.Sprintf("<= %g", b.le)
+		}
+		finite = b.le
 	}
-	return math.Inf(1)
+	return fmt.Sprintf("> %g", finite)
 }
 
 func shimFigures(ss []sample) *ShimFigures {
@@ -409,12 +427,14 @@ func printResult(w io.Writer, r *Result) {
 	fmt.Fprintf(tw, "  time to create\t%.1f s\t(%d pods, %.0f pods/s)\n", r.CreateSeconds, r.Created, createRate)
 	fmt.Fprintf(tw, "  time to first bind\t%.2f s\n", r.FirstBindSeconds)
 	fmt.Fprintf(tw, "  nodes Ready after\t%.1f s\n", r.NodesReadySeconds)
+	fmt.Fprintf(tw, "  Scheduled events\t%d\t(counted after the run)\n", r.ScheduledEvents)
 	if g := r.Gang; g != nil {
 		fmt.Fprintf(tw, "  gangs\t%d: %d whole, %d in part, %d not at all\n", g.Groups, g.Whole, g.Partial, g.None)
 	}
 	if c := r.CPUSeconds; c != nil {
 		fmt.Fprintf(tw, "  CPU seconds\t%.1f s window x %d cores = %.0f available; machine busy %.0f\n",
 			c.WindowSeconds, c.Cores, c.WindowSeconds*float64(c.Cores), c.MachineBusy)
+		fmt.Fprintf(tw, "    other programs on the machine\t%.1f\n", c.other())
 		for _, name := range sortedByValue(c.Processes) {
 			perPod := 0.0
 			if r.Bound > 0 {
@@ -430,7 +450,7 @@ func printResult(w io.Writer, r *Result) {
 		}
 	}
 	if s := r.Shim; s != nil {
-		fmt.Fprintf(tw, "  arbiter-k8s cycles\t%.0f, %.1f s in all, mean %.3f s, p50 <= %g s, p99 <= %g s\n",
+		fmt.Fprintf(tw, "  arbiter-k8s cycles\t%.0f, %.1f s in all, mean %.3f s, p50 %s s, p99 %s s\n",
 			s.Cycles, s.CycleSecondsTotal, s.CycleSecondsMean, s.CycleSecondsP50, s.CycleSecondsP99)
 		fmt.Fprintf(tw, "  arbiter-k8s binds\t%.0f (conflicts %.0f)", s.Binds, s.BindConflicts)
 		for _, k := range sortedByValue(s.Errors) {
@@ -439,7 +459,7 @@ func printResult(w io.Writer, r *Result) {
 		fmt.Fprintln(tw)
 	}
 	if s := r.Server; s != nil {
-		fmt.Fprintf(tw, "  Schedule calls\t%.0f, %.2f s in all, mean %.3f s, slowest <= %g s\n",
+		fmt.Fprintf(tw, "  Schedule calls\t%.0f, %.2f s in all, mean %.3f s, slowest %s s\n",
 			s.ScheduleCalls, s.ScheduleSecondsTotal, s.ScheduleSecondsMean, s.ScheduleSecondsMax)
 		for _, k := range sortedByValue(s.PhaseSecondsTotal) {
 			fmt.Fprintf(tw, "    server phase %s\t%.2f s\n", k, s.PhaseSecondsTotal[k])
@@ -508,6 +528,7 @@ func compare(w io.Writer, files []string) error {
 	row("pods/s (first to last bind)", func(r *Result) string { return fmt.Sprintf("%.1f", r.BindPhasePodsPerSecond) })
 	row("last bind (s)", func(r *Result) string { return fmt.Sprintf("%.1f", r.LastBindSeconds) })
 	row("time to create (s)", func(r *Result) string { return fmt.Sprintf("%.1f", r.CreateSeconds) })
+	row("Scheduled events", func(r *Result) string { return fmt.Sprintf("%d", r.ScheduledEvents) })
 	row("time to first bind (s)", func(r *Result) string { return fmt.Sprintf("%.2f", r.FirstBindSeconds) })
 	for _, name := range []string{"kube-apiserver", "etcd", "kwok", "kube-controller-manager", "kube-scheduler", "arbiter-k8s", "arbiter-server", "arbiter-k8s-bench"} {
 		row("CPU s "+name, cpu(name))
@@ -517,6 +538,12 @@ func compare(w io.Writer, files []string) error {
 			return "-"
 		}
 		return fmt.Sprintf("%.0f of %.0f", r.CPUSeconds.MachineBusy, r.CPUSeconds.WindowSeconds*float64(r.CPUSeconds.Cores))
+	})
+	row("CPU s other programs", func(r *Result) string {
+		if r.CPUSeconds == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f", r.CPUSeconds.other())
 	})
 	row("gangs whole / in part", func(r *Result) string {
 		if r.Gang == nil {

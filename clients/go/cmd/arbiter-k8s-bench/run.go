@@ -209,6 +209,10 @@ func run(ctx context.Context, c *config) (res *Result, err error) {
 			res.Server = serverFigures(s)
 		}
 	}
+	if res.Bound > 0 {
+		step("counting the Scheduled events")
+		res.ScheduledEvents = countScheduledEvents(ctx, kube, c)
+	}
 	if err == nil && res.Gang != nil && res.Gang.Partial > 0 {
 		err = fmt.Errorf("%d gangs are bound in part", res.Gang.Partial)
 	}
@@ -563,4 +567,33 @@ func profileShim(ctx context.Context, shimURL, dir string, step func(string, ...
 		return
 	}
 	step("CPU profile of arbiter-k8s written to %s", path)
+}
+
+// countScheduledEvents counts the Scheduled events of the run's pods once their number has not
+// changed for 5 s (at most 1 minute after the last binding): schedulers write them after binding,
+// and a busy one may drop some.
+func countScheduledEvents(ctx context.Context, kube kubernetes.Interface, c *config) int {
+	count := func() int {
+		n := 0
+		for i := 0; i < c.Namespaces; i++ {
+			list, err := kube.CoreV1().Events(namespace(i)).List(ctx, metav1.ListOptions{FieldSelector: "reason=Scheduled"})
+			if err != nil {
+				return -1
+			}
+			n += len(list.Items)
+		}
+		return n
+	}
+	last, stable := count(), time.Now()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && time.Since(stable) < 5*time.Second; {
+		select {
+		case <-ctx.Done():
+			return last
+		case <-time.After(time.Second):
+		}
+		if n := count(); n != last {
+			last, stable = n, time.Now()
+		}
+	}
+	return last
 }
