@@ -26,11 +26,27 @@ func (s *Shim) RunCycle(ctx context.Context) error {
 	start := time.Now()
 	defer func() { s.deps.Metrics.CycleDuration.Observe(time.Since(start).Seconds()) }()
 	now := s.deps.Clock.Now()
+	res, resp, err := s.decide(ctx, now, true)
+	if err != nil {
+		return err
+	}
+	s.apply(ctx, res, resp, now)
+	return nil
+}
 
+// Decide builds a snapshot from the caches and asks arbiter, without applying anything: the
+// answer of one cycle, for a caller that applies it in its own way (arbiter-extender). Like a
+// cycle it advances the usage ledger. It must not run concurrently with itself or RunCycle.
+func (s *Shim) Decide(ctx context.Context) (*translate.Result, *arbiterv1.ScheduleResponse, error) {
+	return s.decide(ctx, s.deps.Clock.Now(), false)
+}
+
+// decide is a cycle up to the answer; writeReasons writes the reasons of pods left out.
+func (s *Shim) decide(ctx context.Context, now time.Time, writeReasons bool) (*translate.Result, *arbiterv1.ScheduleResponse, error) {
 	allPods, err := s.pods.List(labels.Everything())
 	if err != nil {
 		s.deps.Metrics.Errors.WithLabelValues("snapshot").Inc()
-		return fmt.Errorf("list pods: %w", err)
+		return nil, nil, fmt.Errorf("list pods: %w", err)
 	}
 	byUID := make(map[types.UID]*corev1.Pod, len(allPods))
 	for _, p := range allPods {
@@ -41,12 +57,12 @@ func (s *Shim) RunCycle(ctx context.Context) error {
 	queueCfg, err := s.queueConfig()
 	if err != nil {
 		s.deps.Metrics.Errors.WithLabelValues("queues").Inc()
-		return err
+		return nil, nil, err
 	}
 	nodes, err := s.nodes.List(labels.Everything())
 	if err != nil {
 		s.deps.Metrics.Errors.WithLabelValues("snapshot").Inc()
-		return fmt.Errorf("list nodes: %w", err)
+		return nil, nil, fmt.Errorf("list nodes: %w", err)
 	}
 	ignored := map[string]bool{}
 	for _, r := range s.cfg.IgnoredResources {
@@ -63,11 +79,13 @@ func (s *Shim) RunCycle(ctx context.Context) error {
 		Assumed:          s.state.bound,
 		Evicting:         s.state.evicted,
 	})
-	s.writeExcluded(ctx, res.Excluded)
+	if writeReasons {
+		s.writeExcluded(ctx, res.Excluded)
+	}
 
 	if err := s.advanceUsage(ctx, now, res); err != nil {
 		s.deps.Metrics.Errors.WithLabelValues("usage").Inc()
-		return err
+		return nil, nil, err
 	}
 	policy := queueCfg.Policy
 	if policy == nil {
@@ -84,10 +102,9 @@ func (s *Shim) RunCycle(ctx context.Context) error {
 	cancel()
 	if err != nil {
 		s.deps.Metrics.Errors.WithLabelValues("schedule").Inc()
-		return fmt.Errorf("schedule: %w", err)
+		return nil, nil, fmt.Errorf("schedule: %w", err)
 	}
-	s.apply(ctx, res, resp, now)
-	return nil
+	return res, resp, nil
 }
 
 // queueConfig reads the queue ConfigMap and, when enabled, KAI's Queue resources. A missing
