@@ -128,7 +128,9 @@ func BenchmarkFilterAt1000Nodes(b *testing.B) {
 	}
 	b.StopTimer()
 	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
-	q := func(f float64) float64 { return float64(latencies[int(f*float64(len(latencies)-1))].Microseconds()) / 1000 }
+	q := func(f float64) float64 {
+		return float64(latencies[int(f*float64(len(latencies)-1))].Microseconds()) / 1000
+	}
 	b.ReportMetric(q(0.5), "p50-ms")
 	b.ReportMetric(q(0.99), "p99-ms")
 	b.ReportMetric(q(1), "max-ms")
