@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -84,6 +85,9 @@ func run(ctx context.Context, c *config) (res *Result, err error) {
 	cfg := cp.RESTConfig(controlplane.Admin)
 	cfg.QPS, cfg.Burst = 5000, 5000
 	cfg.UserAgent = "arbiter-k8s-bench"
+	// Protobuf, as Kubernetes' own components and both schedulers speak.
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err

@@ -26,6 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -159,7 +160,13 @@ func run(ctx context.Context, o *options) error {
 	}
 	restCfg.UserAgent = "arbiter-k8s"
 	restCfg.QPS, restCfg.Burst = float32(o.kubeQPS), o.kubeBurst
-	kube, err := kubernetes.NewForConfig(restCfg)
+	// Built-in kinds travel as protobuf, as between Kubernetes' own components: cheaper for the API
+	// server to encode (every pod watch event) and for the shim to decode. The dynamic client
+	// (KAI's Queue, a custom resource) speaks JSON.
+	kubeCfg := rest.CopyConfig(restCfg)
+	kubeCfg.ContentType = runtime.ContentTypeProtobuf
+	kubeCfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	kube, err := kubernetes.NewForConfig(kubeCfg)
 	if err != nil {
 		return err
 	}
@@ -200,7 +207,7 @@ func run(ctx context.Context, o *options) error {
 
 	// Events go through a client of their own, with its own rate limiter, as kube-scheduler's do,
 	// so that they never take tokens from the bindings; several at a time (eventSink).
-	eventKube, err := kubernetes.NewForConfig(rest.CopyConfig(restCfg))
+	eventKube, err := kubernetes.NewForConfig(rest.CopyConfig(kubeCfg))
 	if err != nil {
 		return err
 	}
