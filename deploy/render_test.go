@@ -1,7 +1,9 @@
 // Package deploy holds the tests of arbiter's Kubernetes manifests: the Helm chart in
-// helm/arbiter and the kustomize base in kustomize/base, which is the chart rendered with its
-// default values. Both are rendered in-process (Helm SDK, kustomize API) and every object is
-// decoded strictly into its typed Kubernetes struct, so a misspelt field fails a test.
+// helm/arbiter, the kustomize base in kustomize/base, which is the chart rendered with its
+// default values, and the overlay in kustomize/overlays/extender, which adds what the chart
+// renders with extender.enabled=true. All are rendered in-process (Helm SDK, kustomize API) and
+// every object is decoded strictly into its typed Kubernetes struct, so a misspelt field fails a
+// test.
 package deploy
 
 import (
@@ -10,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -28,13 +31,18 @@ import (
 )
 
 const (
-	chartDir    = "helm/arbiter"
-	baseDir     = "kustomize/base"
-	releaseName = "arbiter"
-	namespace   = "arbiter-system"
+	chartDir           = "helm/arbiter"
+	baseDir            = "kustomize/base"
+	extenderOverlayDir = "kustomize/overlays/extender"
+	releaseName        = "arbiter"
+	namespace          = "arbiter-system"
 )
 
-var update = flag.Bool("update", false, "rewrite kustomize/base from the chart's default rendering")
+// extenderValues are the values kustomize/overlays/extender is rendered with.
+var extenderValues = map[string]any{"extender": map[string]any{"enabled": true}}
+
+var update = flag.Bool("update", false,
+	"rewrite kustomize/base and kustomize/overlays/extender from the chart's rendering")
 
 // strictDecoder rejects unknown and duplicate fields.
 var strictDecoder = serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
@@ -143,6 +151,16 @@ func TestChartRendersStrictlyTypedObjects(t *testing.T) {
 			"server":    map[string]any{"enabled": false},
 			"scheduler": map[string]any{"sidecarServer": true, "replicas": 1},
 		}, want: 9},
+		{name: "Extender", values: extenderValues, want: 26},
+		{name: "ExtenderWithBindAndTLS", values: map[string]any{
+			"tls":      map[string]any{"enabled": true},
+			"extender": map[string]any{"enabled": true, "bindGangs": true, "managedResources": []any{}},
+		}, want: 26},
+		{name: "ExtenderOnly", values: map[string]any{
+			"server":    map[string]any{"enabled": false},
+			"scheduler": map[string]any{"enabled": false},
+			"extender":  map[string]any{"enabled": true},
+		}, want: 14},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -173,49 +191,141 @@ func TestKustomizeBaseRendersStrictlyTypedObjects(t *testing.T) {
 }
 
 // TestKustomizeBaseIsTheChartWithDefaultValues keeps the two layouts identical: the base is the
-// chart rendered with its defaults, plus the Namespace object. Run with -update to rewrite it.
+// chart rendered with its defaults, plus the Namespace object. Run with -update to rewrite it
+// (and the extender overlay).
 func TestKustomizeBaseIsTheChartWithDefaultValues(t *testing.T) {
 	if *update {
 		writeBase(t)
+		writeExtenderOverlay(t)
 	}
-	chart := map[string]runtime.Object{}
-	for _, o := range chartObjects(t, nil) {
-		chart[o.key()] = o.obj
+	compareLayouts(t, chartObjects(t, nil), kustomizeObjects(t, baseDir), "kustomize base")
+}
+
+// TestKustomizeOverlayExtenderIsTheChartWithTheExtender keeps kustomize/overlays/extender
+// identical to the chart rendered with extender.enabled=true: the base plus the templates that
+// render only with the extender. Run with -update to rewrite it.
+func TestKustomizeOverlayExtenderIsTheChartWithTheExtender(t *testing.T) {
+	if *update {
+		writeExtenderOverlay(t)
 	}
-	base := map[string]runtime.Object{}
-	for _, o := range kustomizeObjects(t, baseDir) {
-		if o.obj.GetObjectKind().GroupVersionKind().Kind == "Namespace" {
+	objs := kustomizeObjects(t, extenderOverlayDir)
+	checkUnique(t, objs)
+	compareLayouts(t, chartObjects(t, extenderValues), objs, "extender overlay")
+	for _, o := range objs {
+		a, _ := meta.Accessor(o.obj)
+		if !isNamespaced(o.obj) || a.GetNamespace() == namespace {
 			continue
 		}
-		base[o.key()] = o.obj
-	}
-	for _, k := range sortedKeys(chart) {
-		b, ok := base[k]
-		switch {
-		case !ok:
-			t.Errorf("%s is in the chart but not in the kustomize base", k)
-		case !equality.Semantic.DeepEqual(chart[k], b):
-			t.Errorf("%s differs between the chart and the kustomize base (run go test ./... -run TestKustomizeBase -update)", k)
-		}
-	}
-	for _, k := range sortedKeys(base) {
-		if _, ok := chart[k]; !ok {
-			t.Errorf("%s is in the kustomize base but not in the chart", k)
+		// kube-scheduler reads kube-system/extension-apiserver-authentication; its RoleBinding
+		// is the one object that lives there.
+		if o.key() != "RoleBinding kube-system/arbiter-kube-scheduler-auth-reader" {
+			t.Errorf("%s is not in namespace %s", o.key(), namespace)
 		}
 	}
 }
+
+// compareLayouts reports every object that differs between the chart's rendering and a
+// kustomize layout (whose Namespace object the chart does not render).
+func compareLayouts(t *testing.T, chartObjs, layoutObjs []object, layout string) {
+	t.Helper()
+	chart := map[string]runtime.Object{}
+	for _, o := range chartObjs {
+		chart[o.key()] = o.obj
+	}
+	other := map[string]runtime.Object{}
+	for _, o := range layoutObjs {
+		if o.obj.GetObjectKind().GroupVersionKind().Kind == "Namespace" {
+			continue
+		}
+		other[o.key()] = o.obj
+	}
+	for _, k := range sortedKeys(chart) {
+		b, ok := other[k]
+		switch {
+		case !ok:
+			t.Errorf("%s is in the chart but not in the %s", k, layout)
+		case !equality.Semantic.DeepEqual(chart[k], b):
+			t.Errorf("%s differs between the chart and the %s (run go test ./... -run TestKustomizeBase -update)", k, layout)
+		}
+	}
+	for _, k := range sortedKeys(other) {
+		if _, ok := chart[k]; !ok {
+			t.Errorf("%s is in the %s but not in the chart", k, layout)
+		}
+	}
+}
+
+const generatedHint = "# Edit the chart, then run `go test ./... -run TestKustomizeBase -update` in deploy/.\n"
 
 // writeBase rewrites kustomize/base/<template>.yaml from the chart's default rendering.
 func writeBase(t *testing.T) {
 	t.Helper()
 	rendered := renderChart(t, nil)
 	for _, name := range sortedKeys(rendered) {
+		if len(bytes.TrimSpace(stripComments([]byte(rendered[name])))) == 0 {
+			continue // renders nothing with the defaults (the extender's templates)
+		}
 		text := strings.TrimLeft(rendered[name], "\n")
 		header := "# Generated from deploy/helm/arbiter/templates/" + name + " with the chart's default values.\n" +
-			"# Edit the chart, then run `go test ./... -run TestKustomizeBase -update` in deploy/.\n"
+			generatedHint
 		if err := os.WriteFile(filepath.Join(baseDir, name), []byte(header+text), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// writeExtenderOverlay rewrites kustomize/overlays/extender: every template that renders only
+// with extender.enabled=true becomes a file of the overlay, and its kustomization.yaml adds them
+// to the base. A template that renders differently with the extender, but also without it,
+// cannot be added that way and fails the update.
+func writeExtenderOverlay(t *testing.T) {
+	t.Helper()
+	defaults := renderChart(t, nil)
+	withExtender := renderChart(t, extenderValues)
+	if err := os.MkdirAll(extenderOverlayDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, name := range sortedKeys(withExtender) {
+		text, base := withExtender[name], defaults[name]
+		switch {
+		case text == base:
+			continue // in the base as it is
+		case len(bytes.TrimSpace(stripComments([]byte(base)))) > 0:
+			t.Fatalf("template %s renders differently with extender.enabled=true; the extender overlay can only add templates that render nothing by default", name)
+		case len(bytes.TrimSpace(stripComments([]byte(text)))) == 0:
+			continue
+		}
+		header := "# Generated from deploy/helm/arbiter/templates/" + name + " with extender.enabled=true.\n" + generatedHint
+		if err := os.WriteFile(filepath.Join(extenderOverlayDir, name), []byte(header+strings.TrimLeft(text, "\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, name)
+	}
+	// Drop the files of templates that no longer render.
+	old, err := filepath.Glob(filepath.Join(extenderOverlayDir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range old {
+		if name := filepath.Base(path); name != "kustomization.yaml" && !slices.Contains(files, name) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var k strings.Builder
+	k.WriteString("# arbiter as a scheduler extender: the base plus the Helm chart's extender templates, rendered\n" +
+		"# with extender.enabled=true (a test keeps them identical). It adds a kube-scheduler Deployment\n" +
+		"# with arbiter-extender and arbiter-server as sidecars, its configuration and its RBAC.\n" +
+		"# Generated with the files beside it: edit the chart, then run\n" +
+		"# `go test ./... -run TestKustomizeBase -update` in deploy/.\n" +
+		"apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../../base\n")
+	for _, f := range files {
+		k.WriteString("  - " + f + "\n")
+	}
+	if err := os.WriteFile(filepath.Join(extenderOverlayDir, "kustomization.yaml"), []byte(k.String()), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

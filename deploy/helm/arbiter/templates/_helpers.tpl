@@ -46,6 +46,14 @@ capabilities:
 
 {{/* The arbiter-server container, used by the Deployment and by the sidecar layout. */}}
 {{- define "arbiter.serverContainer" -}}
+{{ include "arbiter.serverContainerTLS" (list . .Values.tls.enabled) }}
+{{- end }}
+
+{{/* The arbiter-server container, with TLS on or off: call with (list $ tls). The extender's
+     sidecar runs it without TLS, since arbiter-extender dials it in plain text on localhost. */}}
+{{- define "arbiter.serverContainerTLS" -}}
+{{- $tls := index . 1 -}}
+{{- with index . 0 -}}
 - name: arbiter-server
   image: {{ include "arbiter.image" (list . .Values.server.image) }}
   imagePullPolicy: {{ .Values.server.image.pullPolicy }}
@@ -60,7 +68,7 @@ capabilities:
     - --max-message-bytes={{ int64 .Values.server.maxMessageBytes }}
     - --max-decoded-bytes={{ int64 .Values.server.maxDecodedBytes }}
     - --max-queued-bytes={{ int64 .Values.server.maxQueuedBytes }}
-    {{- if .Values.tls.enabled }}
+    {{- if $tls }}
     - --tls-cert=/etc/arbiter/tls/tls.crt
     - --tls-key=/etc/arbiter/tls/tls.key
     - --tls-client-ca=/etc/arbiter/tls/ca.crt
@@ -75,7 +83,7 @@ capabilities:
     - name: metrics
       containerPort: {{ .Values.server.metricsPort }}
       protocol: TCP
-  {{- if not .Values.tls.enabled }}
+  {{- if not $tls }}
   livenessProbe:
     grpc:
       port: {{ .Values.server.grpcPort }}
@@ -102,10 +110,11 @@ capabilities:
     {{- toYaml .Values.server.resources | nindent 4 }}
   securityContext:
     {{- include "arbiter.containerSecurityContext" . | nindent 4 }}
-  {{- if .Values.tls.enabled }}
+  {{- if $tls }}
   volumeMounts:
     - name: server-tls
       mountPath: /etc/arbiter/tls
       readOnly: true
   {{- end }}
+{{- end }}
 {{- end }}
