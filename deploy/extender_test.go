@@ -297,10 +297,11 @@ func TestExtenderSidecarServerIgnoresTLS(t *testing.T) {
 }
 
 // TestExtenderRBAC pins every permission of the extender layout. The extender's own rules are
-// exactly what package clients/go/k8s/extender and the shim's Decide use: the informers' reads
-// (pods, nodes, disruption budgets, KAI queues, the queue ConfigMap), the usage ledger's get
-// and update, and bindings when it serves the bind verb. Adding one must be a deliberate change
-// of this test.
+// what package clients/go/k8s/extender and the shim's Decide use: the informers' reads (pods,
+// nodes, disruption budgets, the queue ConfigMap, and KAI's queues when shim.Config.KAIQueues is
+// set), the usage ledger's get and update, and bindings when it serves the bind verb. Nothing
+// writes pod status, events or evictions: kube-scheduler does. Adding a rule must be a
+// deliberate change of this test.
 func TestExtenderRBAC(t *testing.T) {
 	for _, layout := range extenderLayouts() {
 		t.Run(layout.name, func(t *testing.T) {
