@@ -1,7 +1,7 @@
 // Command arbiter-extender is arbiter as a scheduler extender of stock kube-scheduler (package
 // extender): a sidecar that answers kube-scheduler's filter, prioritize, preempt and bind calls
 // with arbiter-server's decisions. kube-scheduler names it in KubeSchedulerConfiguration.extenders
-// (deploy/README.md, "Sidecar next to an existing scheduler").
+// (deploy/README.md, "Extender for kube-scheduler").
 //
 // It serves the verbs, /healthz, /readyz and /metrics on --addr.
 package main
@@ -33,7 +33,7 @@ import (
 )
 
 type options struct {
-	kubeconfig, server, addr, logLevel, usageConfigMap string
+	kubeconfig, server, addr, logLevel, usageConfigMap, kaiQueues string
 	cfg                                                shim.Config
 	ext                                                extender.Config
 }
@@ -54,12 +54,18 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.ext.MaxAge, "max-answer-age", 2*time.Second, "longest time one Schedule answer serves kube-scheduler's calls")
 	fs.BoolVar(&o.ext.Bind, "bind", false, "serve the bind verb: bind gangs whole (name bindVerb in the configuration too)")
 	fs.DurationVar(&o.ext.GangWait, "gang-wait", 20*time.Second, "how long a gang member's bind waits for the rest of its gang")
+	fs.StringVar(&o.kaiQueues, "kai-queues", "auto", "read KAI Queue resources (scheduling.run.ai/v2): auto, true or false")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	switch o.kaiQueues {
+	case "auto", "true", "false":
+	default:
+		return nil, fmt.Errorf("--kai-queues=%q: want auto, true or false", o.kaiQueues)
 	}
 	return o, nil
 }
@@ -101,6 +107,9 @@ func run(ctx context.Context, o *options) error {
 	}
 	dyn, err := dynamic.NewForConfig(restCfg)
 	if err != nil {
+		return err
+	}
+	if o.cfg.KAIQueues, err = shim.KAIQueuesEnabled(o.kaiQueues, kube); err != nil {
 		return err
 	}
 	arbiter, err := client.Dial(client.Config{Target: o.server})

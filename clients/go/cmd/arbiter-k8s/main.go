@@ -174,7 +174,7 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	o.cfg.KAIQueues, err = kaiQueuesEnabled(o.kaiQueues, kube)
+	o.cfg.KAIQueues, err = shim.KAIQueuesEnabled(o.kaiQueues, kube)
 	if err != nil {
 		return err
 	}
@@ -259,28 +259,6 @@ func run(ctx context.Context, o *options) error {
 		return errors.New("lost the leader lease") // restart with a clean state
 	}
 	return nil
-}
-
-// kaiQueuesEnabled resolves --kai-queues: auto asks discovery whether the cluster serves KAI's
-// Queue resource.
-func kaiQueuesEnabled(mode string, kube kubernetes.Interface) (bool, error) {
-	if mode != "auto" {
-		return mode == "true", nil
-	}
-	gv := translate.KAIQueueResource.GroupVersion().String()
-	list, err := kube.Discovery().ServerResourcesForGroupVersion(gv)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("discover %s: %w", gv, err)
-	}
-	for _, r := range list.APIResources {
-		if r.Name == translate.KAIQueueResource.Resource {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // eventSink queues each new Event and returns at once; eventWriters goroutines write them. The

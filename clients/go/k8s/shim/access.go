@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"strings"
 
+	"arbiter.dev/clients/go/k8s/translate"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -92,4 +94,26 @@ func CheckAccess(ctx context.Context, kube kubernetes.Interface, need []Access) 
 			strings.Join(missing, "; "))
 	}
 	return nil
+}
+
+// KAIQueuesEnabled resolves a --kai-queues flag (auto, true or false): auto asks discovery whether the cluster serves KAI's
+// Queue resource.
+func KAIQueuesEnabled(mode string, kube kubernetes.Interface) (bool, error) {
+	if mode != "auto" {
+		return mode == "true", nil
+	}
+	gv := translate.KAIQueueResource.GroupVersion().String()
+	list, err := kube.Discovery().ServerResourcesForGroupVersion(gv)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("discover %s: %w", gv, err)
+	}
+	for _, r := range list.APIResources {
+		if r.Name == translate.KAIQueueResource.Resource {
+			return true, nil
+		}
+	}
+	return false, nil
 }
