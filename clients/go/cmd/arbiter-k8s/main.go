@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -97,7 +98,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.retryPeriod, "retry-period", 2*time.Second, "leader election retry period")
 	fs.Float64Var(&o.kubeQPS, "kube-api-qps", 200, "Kubernetes API requests per second (client-side limit; Events have a limit of their own, the same)")
 	fs.IntVar(&o.kubeBurst, "kube-api-burst", 400, "Kubernetes API request burst above --kube-api-qps")
-	fs.IntVar(&o.cfg.BindWorkers, "bind-workers", 16, "bindings in flight at once")
+	fs.IntVar(&o.cfg.BindWorkers, "bind-workers", 0,
+		"bindings in flight at once; 0 = --kube-api-qps / 3 (at least 16), enough to keep the rate limit busy while a binding takes up to 1/3 s")
 	fs.BoolVar(&o.checkAccess, "check-access", true, "check the RBAC permissions at start and name any that is missing")
 	fs.StringVar(&o.httpAddr, "http-addr", ":8080", "address of /healthz, /readyz and /metrics")
 	fs.BoolVar(&o.profiling, "profiling", false, "also serve Go's profiles under /debug/pprof/ on --http-addr")
@@ -112,6 +114,12 @@ func parseFlags(args []string) (*options, error) {
 	case "auto", "true", "false":
 	default:
 		return nil, fmt.Errorf("--kai-queues=%q: want auto, true or false", o.kaiQueues)
+	}
+	if o.cfg.BindWorkers <= 0 {
+		// A loaded API server takes tens to hundreds of milliseconds per binding; too few
+		// workers then bind below the client's rate (16 bound 160/s at 200 QPS in
+		// tests/load/k8s-scale.sh while the API server was busy creating pods).
+		o.cfg.BindWorkers = max(16, int(math.Ceil(o.kubeQPS/3)))
 	}
 	o.cfg.IgnoredResources = []string{}
 	for _, r := range strings.Split(o.ignore, ",") {
