@@ -142,7 +142,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&c.CreateWorkers, "create-workers", 32, "parallel creates of nodes and pods")
 	fs.DurationVar(&c.Timeout, "timeout", 20*time.Minute, "bound on the wait for the pods to be bound")
 	fs.DurationVar(&c.Settle, "settle", 30*time.Second, "once every pod is created, stop when no pod was bound for this long (pods that cannot fit)")
-	fs.StringVar(&c.ProfileDir, "profile-dir", "", "arbiter runs: write a CPU profile of arbiter-k8s taken while it binds here")
+	fs.StringVar(&c.ProfileDir, "profile-dir", "", "write 30-second CPU profiles of kube-apiserver and arbiter-k8s, from the first pod created, here")
 	fs.BoolVar(&c.KeepDir, "keep-dir", false, "keep the control plane's folder (logs, audit log) after the run")
 	fs.StringVar(&c.Out, "out", "", "write the results as JSON to this file")
 	if err := fs.Parse(args); err != nil {

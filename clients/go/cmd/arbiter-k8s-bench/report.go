@@ -51,12 +51,12 @@ type Result struct {
 	// ScheduledEvents counts the pods' Scheduled events, counted after the run.
 	ScheduledEvents int `json:"scheduledEvents"`
 
-	Gang        *GangResult        `json:"gang,omitempty"`
-	CPUSeconds  *CPU               `json:"cpuSeconds,omitempty"`
-	APIRequests map[string]float64 `json:"apiRequests,omitempty"`
-	Shim        *ShimFigures       `json:"shim,omitempty"`
-	Server      *ServerFigures     `json:"server,omitempty"`
-	Timeline    []Sample           `json:"timeline,omitempty"`
+	Gang        *GangResult           `json:"gang,omitempty"`
+	CPUSeconds  *CPU                  `json:"cpuSeconds,omitempty"`
+	APIRequests map[string]APIRequest `json:"apiRequests,omitempty"`
+	Shim        *ShimFigures          `json:"shim,omitempty"`
+	Server      *ServerFigures        `json:"server,omitempty"`
+	Timeline    []Sample              `json:"timeline,omitempty"`
 }
 
 // Machine describes where the run took place.
@@ -376,30 +376,53 @@ func serverFigures(ss []sample) *ServerFigures {
 	return f
 }
 
-// apiRequests are the requests the API server answered between two scrapes, by verb, resource
-// and subresource ("POST pods/binding"), leaving out watches and the counts below 10.
-func apiRequests(before, after []sample) map[string]float64 {
+// APIRequest is one kind of request the API server answered during the window.
+type APIRequest struct {
+	Count float64 `json:"count"`
+	// Seconds is the sum of their latencies (apiserver_request_duration_seconds), a rough
+	// measure of the server's time, waits included.
+	Seconds float64 `json:"seconds"`
+}
+
+// apiRequests are the requests the API server answered between two scrapes, by verb, resource,
+// subresource and scope ("POST pods/binding", "LIST pods (cluster)"), leaving out watches and
+// the counts below 10.
+func apiRequests(before, after []sample) map[string]APIRequest {
 	key := func(s sample) string {
 		r := s.labels["resource"]
 		if sub := s.labels["subresource"]; sub != "" {
 			r += "/" + sub
 		}
-		return s.labels["verb"] + " " + r
+		k := s.labels["verb"] + " " + r
+		if s.labels["verb"] == "LIST" {
+			k += " (" + s.labels["scope"] + ")"
+		}
+		return k
 	}
-	count := func(ss []sample) map[string]float64 {
-		m := map[string]float64{}
+	sums := func(ss []sample) map[string]APIRequest {
+		m := map[string]APIRequest{}
 		for _, s := range ss {
-			if s.name == "apiserver_request_total" && s.labels["verb"] != "WATCH" {
-				m[key(s)] += s.value
+			if s.labels["verb"] == "WATCH" {
+				continue
+			}
+			switch s.name {
+			case "apiserver_request_total":
+				r := m[key(s)]
+				r.Count += s.value
+				m[key(s)] = r
+			case "apiserver_request_duration_seconds_sum":
+				r := m[key(s)]
+				r.Seconds += s.value
+				m[key(s)] = r
 			}
 		}
 		return m
 	}
-	b, a := count(before), count(after)
-	out := map[string]float64{}
+	b, a := sums(before), sums(after)
+	out := map[string]APIRequest{}
 	for k, v := range a {
-		if d := v - b[k]; d >= 10 {
-			out[k] = d
+		if d := v.Count - b[k].Count; d >= 10 {
+			out[k] = APIRequest{Count: d, Seconds: round(v.Seconds-b[k].Seconds, 2)}
 		}
 	}
 	return out
@@ -444,9 +467,13 @@ func printResult(w io.Writer, r *Result) {
 		}
 	}
 	if len(r.APIRequests) > 0 {
-		fmt.Fprintf(tw, "  API requests\t(during the window, 10 or more)\n")
-		for _, k := range sortedByValue(r.APIRequests) {
-			fmt.Fprintf(tw, "    %s\t%.0f\n", k, r.APIRequests[k])
+		fmt.Fprintf(tw, "  API requests\t(during the window, 10 or more; the sum of their latencies)\n")
+		counts := map[string]float64{}
+		for k, v := range r.APIRequests {
+			counts[k] = v.Count
+		}
+		for _, k := range sortedByValue(counts) {
+			fmt.Fprintf(tw, "    %s\t%.0f\t%.1f s\n", k, counts[k], r.APIRequests[k].Seconds)
 		}
 	}
 	if s := r.Shim; s != nil {

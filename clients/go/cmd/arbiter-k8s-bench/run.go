@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -177,8 +178,11 @@ func run(ctx context.Context, c *config) (res *Result, err error) {
 	// The measured window: from the first create to the last binding.
 	step("creating %d pods in %d namespaces (%d at a time)", c.Pods, c.Namespaces, c.CreateWorkers)
 	tr.start(time.Now())
-	if c.ProfileDir != "" && shimURL != "" {
-		go profileShim(ctx, shimURL, c.ProfileDir, step)
+	if c.ProfileDir != "" {
+		go profile(ctx, cp.URL, cp.Token(controlplane.Admin), c.ProfileDir, "kube-apiserver", step)
+		if shimURL != "" {
+			go profile(ctx, shimURL, "", c.ProfileDir, "arbiter-k8s", step)
+		}
 	}
 	samplerDone := make(chan struct{})
 	go func() {
@@ -539,27 +543,36 @@ func (tr *tracker) fill(res *Result) {
 	}
 }
 
-// profileShim takes a 30-second CPU profile of arbiter-k8s, from the first pod created.
-func profileShim(ctx context.Context, shimURL, dir string, step func(string, ...any)) {
+// profile takes a 30-second CPU profile of the program serving baseURL (kube-apiserver, or
+// arbiter-k8s run with --profiling), from the first pod created, into dir/NAME.cpu.pprof.
+func profile(ctx context.Context, baseURL, token, dir, name string, step func(string, ...any)) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		step("profile: %v", err)
 		return
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, shimURL+"/debug/pprof/profile?seconds=30", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+"/debug/pprof/profile?seconds=30", nil)
 	if err != nil {
 		return
 	}
-	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	hc := &http.Client{
+		Timeout: time.Minute,
+		// Loopback only; the API server's certificate is self-signed for the run.
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
-		step("profile: %v", err)
+		step("profile of %s: %v", name, err)
 		return
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		step("profile: %s (is arbiter-k8s run with --profiling?)", resp.Status)
+		step("profile of %s: %s", name, resp.Status)
 		return
 	}
-	path := filepath.Join(dir, "arbiter-k8s.cpu.pprof")
+	path := filepath.Join(dir, name+".cpu.pprof")
 	f, err := os.Create(path)
 	if err != nil {
 		step("profile: %v", err)
@@ -567,10 +580,10 @@ func profileShim(ctx context.Context, shimURL, dir string, step func(string, ...
 	}
 	defer f.Close()
 	if _, err := io.Copy(f, resp.Body); err != nil {
-		step("profile: %v", err)
+		step("profile of %s: %v", name, err)
 		return
 	}
-	step("CPU profile of arbiter-k8s written to %s", path)
+	step("CPU profile of %s written to %s", name, path)
 }
 
 // countScheduledEvents counts the Scheduled events of the run's pods once their number has not
