@@ -50,6 +50,9 @@ type Result struct {
 
 	// ScheduledEvents counts the pods' Scheduled events, counted after the run.
 	ScheduledEvents int `json:"scheduledEvents"`
+	// FailedSchedulingEvents counts the pods' FailedScheduling events (a gang seen before all its
+	// pods were created, say), counted after the run.
+	FailedSchedulingEvents int `json:"failedSchedulingEvents"`
 
 	Gang        *GangResult           `json:"gang,omitempty"`
 	CPUSeconds  *CPU                  `json:"cpuSeconds,omitempty"`
@@ -450,7 +453,7 @@ func printResult(w io.Writer, r *Result) {
 	fmt.Fprintf(tw, "  time to create\t%.1f s\t(%d pods, %.0f pods/s)\n", r.CreateSeconds, r.Created, createRate)
 	fmt.Fprintf(tw, "  time to first bind\t%.2f s\n", r.FirstBindSeconds)
 	fmt.Fprintf(tw, "  nodes Ready after\t%.1f s\n", r.NodesReadySeconds)
-	fmt.Fprintf(tw, "  Scheduled events\t%d\t(counted after the run)\n", r.ScheduledEvents)
+	fmt.Fprintf(tw, "  Scheduled events\t%d\t(counted after the run; FailedScheduling: %d)\n", r.ScheduledEvents, r.FailedSchedulingEvents)
 	if g := r.Gang; g != nil {
 		fmt.Fprintf(tw, "  gangs\t%d: %d whole, %d in part, %d not at all\n", g.Groups, g.Whole, g.Partial, g.None)
 	}
@@ -555,7 +558,9 @@ func compare(w io.Writer, files []string) error {
 	row("pods/s (first to last bind)", func(r *Result) string { return fmt.Sprintf("%.1f", r.BindPhasePodsPerSecond) })
 	row("last bind (s)", func(r *Result) string { return fmt.Sprintf("%.1f", r.LastBindSeconds) })
 	row("time to create (s)", func(r *Result) string { return fmt.Sprintf("%.1f", r.CreateSeconds) })
-	row("Scheduled events", func(r *Result) string { return fmt.Sprintf("%d", r.ScheduledEvents) })
+	row("Scheduled / FailedScheduling events", func(r *Result) string {
+		return fmt.Sprintf("%d / %d", r.ScheduledEvents, r.FailedSchedulingEvents)
+	})
 	row("time to first bind (s)", func(r *Result) string { return fmt.Sprintf("%.2f", r.FirstBindSeconds) })
 	for _, name := range []string{"kube-apiserver", "etcd", "kwok", "kube-controller-manager", "kube-scheduler", "arbiter-k8s", "arbiter-server", "arbiter-k8s-bench"} {
 		row("CPU s "+name, cpu(name))

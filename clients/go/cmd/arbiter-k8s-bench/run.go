@@ -220,8 +220,10 @@ func run(ctx context.Context, c *config) (res *Result, err error) {
 	if res.Bound > 0 {
 		step("counting the Scheduled events")
 		res.ScheduledEvents = countScheduledEvents(ctx, kube, c)
+		res.FailedSchedulingEvents = countEvents(ctx, kube, c, "FailedScheduling")
 	}
-	if err == nil && res.Gang != nil && res.Gang.Partial > 0 {
+	// kube-scheduler knows no gangs: it places pods one by one, so a gang may end in part.
+	if err == nil && c.Scheduler == "arbiter" && res.Gang != nil && res.Gang.Partial > 0 {
 		err = fmt.Errorf("%d gangs are bound in part", res.Gang.Partial)
 	}
 	return res, err
@@ -590,17 +592,7 @@ func profile(ctx context.Context, baseURL, token, dir, name string, step func(st
 // changed for 5 s (at most 1 minute after the last binding): schedulers write them after binding,
 // and a busy one may drop some.
 func countScheduledEvents(ctx context.Context, kube kubernetes.Interface, c *config) int {
-	count := func() int {
-		n := 0
-		for i := 0; i < c.Namespaces; i++ {
-			list, err := kube.CoreV1().Events(namespace(i)).List(ctx, metav1.ListOptions{FieldSelector: "reason=Scheduled"})
-			if err != nil {
-				return -1
-			}
-			n += len(list.Items)
-		}
-		return n
-	}
+	count := func() int { return countEvents(ctx, kube, c, "Scheduled") }
 	last, stable := count(), time.Now()
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && time.Since(stable) < 5*time.Second; {
 		select {
@@ -613,4 +605,17 @@ func countScheduledEvents(ctx context.Context, kube kubernetes.Interface, c *con
 		}
 	}
 	return last
+}
+
+// countEvents counts the Events of the given reason in the run's namespaces (-1 on an error).
+func countEvents(ctx context.Context, kube kubernetes.Interface, c *config, reason string) int {
+	n := 0
+	for i := 0; i < c.Namespaces; i++ {
+		list, err := kube.CoreV1().Events(namespace(i)).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + reason})
+		if err != nil {
+			return -1
+		}
+		n += len(list.Items)
+	}
+	return n
 }
