@@ -137,6 +137,10 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	} else if err := os.MkdirAll(cp.Dir, 0o755); err != nil {
 		return nil, err
 	}
+	// Every process runs in Dir and is given paths inside it: they must not be relative to it.
+	if cp.Dir, err = filepath.Abs(cp.Dir); err != nil {
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
 			err = fmt.Errorf("controlplane: %w", err)

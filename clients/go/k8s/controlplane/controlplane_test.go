@@ -13,8 +13,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// TestControlPlaneBindsAPodOntoAKwokNodeAndAuditsIt starts the whole control plane, binds a pod
-// to a kwok node by hand, and checks that kwok runs it and the audit log shows the binding.
+// TestControlPlaneBindsAPodOntoAKwokNodeAndAuditsIt starts the whole control plane in a folder
+// given by a relative path, binds a pod to a kwok node by hand, and checks that kwok runs it and
+// the audit log shows the binding.
 func TestControlPlaneBindsAPodOntoAKwokNodeAndAuditsIt(t *testing.T) {
 	if os.Getenv(BinDirEnv) == "" {
 		if os.Getenv("ARBITER_REQUIRE_K8S") != "" {
@@ -24,7 +25,9 @@ func TestControlPlaneBindsAPodOntoAKwokNodeAndAuditsIt(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cp, err := Start(ctx, Options{})
+	// A relative folder, as `--dir build/local-cluster` gives, works like an absolute one.
+	t.Chdir(t.TempDir())
+	cp, err := Start(ctx, Options{Dir: "relative/cp"})
 	if err != nil {
 		t.Fatal(err)
 	}
