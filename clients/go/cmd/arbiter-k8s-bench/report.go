@@ -43,6 +43,7 @@ type Result struct {
 	CreateSeconds          float64 `json:"createSeconds"`
 	Bound                  int     `json:"bound"`
 	Complete               bool    `json:"complete"`
+	NodesUsed              int     `json:"nodesUsed"`
 	FirstBindSeconds       float64 `json:"firstBindSeconds"`
 	LastBindSeconds        float64 `json:"lastBindSeconds"`
 	PodsPerSecond          float64 `json:"podsPerSecond"`
@@ -443,7 +444,7 @@ func printResult(w io.Writer, r *Result) {
 	if !r.Complete {
 		state = "NOT all bound"
 	}
-	fmt.Fprintf(tw, "  pods bound\t%d of %d (%s)\n", r.Bound, r.Pods, state)
+	fmt.Fprintf(tw, "  pods bound\t%d of %d (%s), on %d nodes\n", r.Bound, r.Pods, state, r.NodesUsed)
 	fmt.Fprintf(tw, "  pods/s\t%.1f\t(first pod created to last pod bound: %.1f s)\n", r.PodsPerSecond, r.LastBindSeconds)
 	fmt.Fprintf(tw, "  pods/s while binding\t%.1f\t(first to last binding)\n", r.BindPhasePodsPerSecond)
 	createRate := 0.0
@@ -553,7 +554,7 @@ func compare(w io.Writer, files []string) error {
 	row("run", func(r *Result) string { return r.Label })
 	row("nodes / pods", func(r *Result) string { return fmt.Sprintf("%d / %d", r.Nodes, r.Pods) })
 	row("client QPS/burst", func(r *Result) string { return r.ClientQPS })
-	row("bound", func(r *Result) string { return fmt.Sprintf("%d", r.Bound) })
+	row("bound (nodes used)", func(r *Result) string { return fmt.Sprintf("%d (%d)", r.Bound, r.NodesUsed) })
 	row("pods/s (create to last bind)", func(r *Result) string { return fmt.Sprintf("%.1f", r.PodsPerSecond) })
 	row("pods/s (first to last bind)", func(r *Result) string { return fmt.Sprintf("%.1f", r.BindPhasePodsPerSecond) })
 	row("last bind (s)", func(r *Result) string { return fmt.Sprintf("%.1f", r.LastBindSeconds) })

@@ -409,13 +409,14 @@ type tracker struct {
 	mu         sync.Mutex
 	bound      map[string]bool // namespace/name
 	groupBound map[string]int
+	nodes      map[string]bool // nodes with a pod of the run
 	first      time.Time
 	last       time.Time
 	timeline   []Sample
 }
 
 func newTracker(c *config) *tracker {
-	return &tracker{c: c, bound: map[string]bool{}, groupBound: map[string]int{}}
+	return &tracker{c: c, bound: map[string]bool{}, groupBound: map[string]int{}, nodes: map[string]bool{}}
 }
 
 func (tr *tracker) start(t time.Time) {
@@ -448,6 +449,7 @@ func (tr *tracker) observe(obj any) {
 	}
 	tr.bound[key] = true
 	tr.groupBound[groupOf(pod)]++
+	tr.nodes[pod.Spec.NodeName] = true
 	if tr.first.IsZero() {
 		tr.first = now
 	}
@@ -522,6 +524,7 @@ func (tr *tracker) fill(res *Result) {
 	res.Created = int(tr.nCreated.Load())
 	res.Bound = len(tr.bound)
 	res.Complete = res.Bound == tr.c.Pods
+	res.NodesUsed = len(tr.nodes)
 	res.Timeline = tr.timeline
 	if !tr.first.IsZero() {
 		res.FirstBindSeconds = tr.first.Sub(tr.t0).Seconds()
