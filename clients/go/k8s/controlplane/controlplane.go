@@ -339,8 +339,11 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, etcdURL string) erro
 	return p.waitHTTP(ctx, cp.URL+"/readyz", cp.tokens[Admin])
 }
 
-func (cp *ControlPlane) startControllerManager(ctx context.Context) error {
-	kubeconfig, err := cp.Kubeconfig("system:kube-controller-manager")
+// startComponent starts a kube-controller-manager or kube-scheduler acting as user: its own
+// kubeconfig, a secure port on loopback (authenticated and authorized through the API server),
+// then args(kubeconfig); it returns once /healthz answers.
+func (cp *ControlPlane) startComponent(ctx context.Context, name, user string, args func(kubeconfig string) ([]string, error)) error {
+	kubeconfig, err := cp.Kubeconfig(user)
 	if err != nil {
 		return err
 	}
@@ -348,56 +351,42 @@ func (cp *ControlPlane) startControllerManager(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	args := []string{
-		"--kubeconfig=" + kubeconfig,
-		"--authentication-kubeconfig=" + kubeconfig,
-		"--authorization-kubeconfig=" + kubeconfig,
-		"--controllers=" + cp.opts.Controllers,
-		"--leader-elect=false",
-		"--bind-address=127.0.0.1",
-		fmt.Sprintf("--secure-port=%d", ports[0]),
-		"--use-service-account-credentials=false",
-		"--service-account-private-key-file=" + filepath.Join(cp.Dir, "certs", "sa.key"),
-		"--root-ca-file=" + cp.CAFile,
-		"--concurrent-gc-syncs=5",
-		"--v=0",
+	own, err := args(kubeconfig)
+	if err != nil {
+		return err
 	}
-	args = append(args, cp.qpsArgs("--kube-api-qps", "--kube-api-burst")...)
-	p, err := cp.start("kube-controller-manager", args...)
+	all := append([]string{
+		"--leader-elect=false", "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", ports[0]),
+		"--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig, "--v=0",
+	}, own...)
+	p, err := cp.start(name, all...)
 	if err != nil {
 		return err
 	}
 	return p.waitHTTP(ctx, fmt.Sprintf("https://127.0.0.1:%d/healthz", ports[0]), "")
 }
 
+func (cp *ControlPlane) startControllerManager(ctx context.Context) error {
+	return cp.startComponent(ctx, "kube-controller-manager", "system:kube-controller-manager", func(kubeconfig string) ([]string, error) {
+		return append([]string{
+			"--kubeconfig=" + kubeconfig,
+			"--controllers=" + cp.opts.Controllers,
+			"--use-service-account-credentials=false",
+			"--service-account-private-key-file=" + filepath.Join(cp.Dir, "certs", "sa.key"),
+			"--root-ca-file=" + cp.CAFile,
+			"--concurrent-gc-syncs=5",
+		}, cp.qpsArgs("--kube-api-qps", "--kube-api-burst")...), nil
+	})
+}
+
 func (cp *ControlPlane) startScheduler(ctx context.Context) error {
-	kubeconfig, err := cp.Kubeconfig("system:kube-scheduler")
-	if err != nil {
-		return err
-	}
-	ports, err := freePorts(1)
-	if err != nil {
-		return err
-	}
-	args := []string{
-		"--leader-elect=false", "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", ports[0]),
-		"--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig, "--v=0",
-	}
-	if cp.opts.SchedulerConfig != "" {
-		config, err := cp.schedulerConfig(kubeconfig)
-		if err != nil {
-			return err
+	return cp.startComponent(ctx, "kube-scheduler", "system:kube-scheduler", func(kubeconfig string) ([]string, error) {
+		if cp.opts.SchedulerConfig == "" {
+			return append([]string{"--kubeconfig=" + kubeconfig}, cp.qpsArgs("--kube-api-qps", "--kube-api-burst")...), nil
 		}
-		args = append(args, "--config="+config)
-	} else {
-		args = append(args, "--kubeconfig="+kubeconfig)
-		args = append(args, cp.qpsArgs("--kube-api-qps", "--kube-api-burst")...)
-	}
-	p, err := cp.start("kube-scheduler", args...)
-	if err != nil {
-		return err
-	}
-	return p.waitHTTP(ctx, fmt.Sprintf("https://127.0.0.1:%d/healthz", ports[0]), "")
+		config, err := cp.schedulerConfig(kubeconfig)
+		return []string{"--config=" + config}, err
+	})
 }
 
 // schedulerConfig copies the given KubeSchedulerConfiguration with its kubeconfig filled in.
