@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protojson"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	arbiterv1 "arbiter.dev/clients/go/arbiterv1"
+	"arbiter.dev/clients/go/internal/replay"
 	"arbiter.dev/clients/go/k8s/translate"
 	"arbiter.dev/clients/go/k8s/usage"
 )
@@ -93,7 +91,7 @@ func (s *Shim) decide(ctx context.Context, now time.Time, writeReasons bool) (*t
 	}
 	req := &arbiterv1.ScheduleRequest{Snapshot: res.Snapshot, Policy: policy}
 	if s.cfg.DumpDir != "" {
-		if err := dumpRequest(s.cfg.DumpDir, now, req); err != nil {
+		if _, err := replay.Write(s.cfg.DumpDir, "schedule", now, req); err != nil {
 			s.log.Error("dump snapshot", "err", err) // diagnostics only: schedule anyway
 		}
 	}
@@ -180,28 +178,4 @@ func (s *Shim) advanceUsage(ctx context.Context, now time.Time, res *translate.R
 		}
 	}
 	return nil
-}
-
-// dumpRequest writes req as proto3 JSON to dir/schedule-<now>.json (atomically), a file that
-// `arbiter schedule` replays.
-func dumpRequest(dir string, now time.Time, req *arbiterv1.ScheduleRequest) error {
-	data, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(req)
-	if err != nil {
-		return err
-	}
-	name := filepath.Join(dir, "schedule-"+now.UTC().Format("20060102T150405.000000000Z")+".json")
-	tmp, err := os.CreateTemp(dir, ".schedule-*.json")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), name)
 }

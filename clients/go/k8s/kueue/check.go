@@ -1,0 +1,389 @@
+package kueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
+	"sigs.k8s.io/kueue/client-go/informers/externalversions"
+
+	arbiterv1 "arbiter.dev/clients/go/arbiterv1"
+	"arbiter.dev/clients/go/internal/replay"
+	"arbiter.dev/clients/go/k8s/usage"
+)
+
+// CheckControllerName is the spec.controllerName of the AdmissionChecks the time-aware check
+// serves.
+const CheckControllerName = "arbiter.dev/time-aware"
+
+// CheckConfig configures the time-aware AdmissionCheck controller.
+type CheckConfig struct {
+	// ControllerName selects the AdmissionChecks served; default CheckControllerName.
+	ControllerName string
+	// KValue is time-aware fairness' k; 0 makes every decision Ready.
+	KValue float64
+	// Window says how the usage ledger remembers.
+	Window usage.Window
+	// Period is the time between passes when nothing changes; default 1s. A change of a Workload
+	// starts a pass at once.
+	Period time.Duration
+	// SaveInterval is how often the ledger is written to its ConfigMap; default 30s.
+	SaveInterval time.Duration
+	// RetryAfter is the requeueAfterSeconds set with Retry; 0 lets Kueue requeue at once (the
+	// workload then queues behind the rival, since Kueue orders an evicted workload by its
+	// eviction time).
+	RetryAfter time.Duration
+	// CallTimeout bounds every call to arbiter; default 10s.
+	CallTimeout time.Duration
+	// Strategies are Kueue's fair-sharing preemption strategies, for the fit test.
+	Strategies []arbiterv1.KueuePreemptionStrategy
+	// DumpDir, when set, receives every time-aware request sent (proto3 JSON, replayable with
+	// `arbiter schedule`).
+	DumpDir string
+}
+
+func (c CheckConfig) withDefaults() CheckConfig {
+	if c.ControllerName == "" {
+		c.ControllerName = CheckControllerName
+	}
+	if c.Period <= 0 {
+		c.Period = time.Second
+	}
+	if c.SaveInterval <= 0 {
+		c.SaveInterval = 30 * time.Second
+	}
+	if c.CallTimeout <= 0 {
+		c.CallTimeout = 10 * time.Second
+	}
+	return c
+}
+
+// checkMetrics are the controller's Prometheus metrics.
+type checkMetrics struct {
+	decisions *prometheus.CounterVec
+	errors    prometheus.Counter
+	passes    prometheus.Histogram
+	saves     *prometheus.CounterVec
+}
+
+func newCheckMetrics(reg prometheus.Registerer) *checkMetrics {
+	m := &checkMetrics{
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "arbiter_kueue_check_decisions_total", Help: "Time-aware check decisions written, by state (Ready, Retry).",
+		}, []string{"state"}),
+		errors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "arbiter_kueue_check_errors_total", Help: "Decisions not made because a call to arbiter or Kubernetes failed (retried on the next pass).",
+		}),
+		passes: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "arbiter_kueue_check_pass_seconds", Help: "Duration of one pass over the workloads waiting for the check.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+		}),
+		saves: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "arbiter_kueue_usage_saves_total", Help: "Writes of the usage ledger to its ConfigMap, by result.",
+		}, []string{"result"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.decisions, m.errors, m.passes, m.saves)
+	}
+	return m
+}
+
+// Checker is the arbiter.dev/time-aware AdmissionCheck controller. It keeps every ClusterQueue's
+// (and Cohort's) decayed usage in a ledger persisted in a ConfigMap, and decides the check of
+// every workload whose quota Kueue reserved (Decide).
+type Checker struct {
+	cfg     CheckConfig
+	kueue   kueueclient.Interface
+	arb     Arbiter
+	store   *usage.ConfigMapStore
+	log     *slog.Logger
+	metrics *checkMetrics
+	now     func() time.Time
+
+	factory externalversions.SharedInformerFactory
+	changed chan struct{}
+
+	ledger   *usage.Ledger
+	lastSave time.Time
+	// decided remembers the reservation each workload was decided for, so that a stale cache
+	// does not decide it twice.
+	decided map[string]time.Time
+}
+
+// NewChecker makes a controller; Run starts it. reg may be nil.
+func NewChecker(cfg CheckConfig, kc kueueclient.Interface, arb Arbiter, store *usage.ConfigMapStore, log *slog.Logger, reg prometheus.Registerer) *Checker {
+	c := &Checker{
+		cfg: cfg.withDefaults(), kueue: kc, arb: arb, store: store, log: log, metrics: newCheckMetrics(reg),
+		now: time.Now, changed: make(chan struct{}, 1), decided: map[string]time.Time{},
+	}
+	c.factory = externalversions.NewSharedInformerFactory(kc, 0)
+	api := c.factory.Kueue().V1beta2()
+	notify := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.poke() },
+		UpdateFunc: func(any, any) { c.poke() },
+		DeleteFunc: func(any) { c.poke() },
+	}
+	for _, inf := range []cache.SharedIndexInformer{
+		api.Workloads().Informer(), api.ClusterQueues().Informer(), api.Cohorts().Informer(),
+		api.LocalQueues().Informer(), api.AdmissionChecks().Informer(),
+	} {
+		if _, err := inf.AddEventHandler(notify); err != nil {
+			panic(err) // only fails on a stopped informer, which a new factory has not
+		}
+	}
+	return c
+}
+
+func (c *Checker) poke() {
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Ledger is the usage ledger (for tests and metrics); nil before Run loads it.
+func (c *Checker) Ledger() *usage.Ledger { return c.ledger }
+
+// Run loads the ledger, syncs the caches, and runs passes until ctx ends; then it saves the
+// ledger once more.
+func (c *Checker) Run(ctx context.Context) error {
+	ledger, err := c.store.Load(ctx)
+	if err != nil {
+		return err
+	}
+	c.ledger = ledger
+	c.factory.Start(ctx.Done())
+	defer c.factory.Shutdown()
+	syncCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for typ, ok := range c.factory.WaitForCacheSync(syncCtx.Done()) {
+		if !ok {
+			return fmt.Errorf("the cache of %v did not sync: can the controller list and watch Kueue's objects?", typ)
+		}
+	}
+	c.log.Info("time-aware admission check running", "controllerName", c.cfg.ControllerName, "k", c.cfg.KValue,
+		"halfLife", c.cfg.Window.HalfLife, "usageUpdated", c.ledger.Updated)
+	ticker := time.NewTicker(c.cfg.Period)
+	defer ticker.Stop()
+	for {
+		if err := c.Pass(ctx); err != nil && ctx.Err() == nil {
+			c.log.Error("pass", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			return c.save(saveCtx)
+		case <-ticker.C:
+		case <-c.changed:
+		}
+	}
+}
+
+func (c *Checker) save(ctx context.Context) error {
+	if err := c.store.Save(ctx, c.ledger); err != nil {
+		c.metrics.saves.WithLabelValues("error").Inc()
+		return err
+	}
+	c.metrics.saves.WithLabelValues("ok").Inc()
+	c.lastSave = c.now()
+	return nil
+}
+
+// state is the cached objects at now.
+func (c *Checker) state(now time.Time) (*State, error) {
+	api := c.factory.Kueue().V1beta2()
+	s := &State{Now: now}
+	cqs, err := api.ClusterQueues().Lister().List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	cohorts, err := api.Cohorts().Lister().List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	lqs, err := api.LocalQueues().Lister().List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	wls, err := api.Workloads().Lister().List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	acs, err := api.AdmissionChecks().Lister().List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range cqs {
+		s.ClusterQueues = append(s.ClusterQueues, *o)
+	}
+	for _, o := range cohorts {
+		s.Cohorts = append(s.Cohorts, *o)
+	}
+	for _, o := range lqs {
+		s.LocalQueues = append(s.LocalQueues, *o)
+	}
+	for _, o := range wls {
+		s.Workloads = append(s.Workloads, *o)
+	}
+	for _, o := range acs {
+		s.AdmissionChecks = append(s.AdmissionChecks, *o)
+	}
+	return s, nil
+}
+
+// Pass advances the ledger and decides every workload waiting for one of the served checks.
+func (c *Checker) Pass(ctx context.Context) error {
+	start := time.Now()
+	defer func() { c.metrics.passes.Observe(time.Since(start).Seconds()) }()
+	now := c.now()
+	s, err := c.state(now)
+	if err != nil {
+		return err
+	}
+	checks := map[kueue.AdmissionCheckReference]bool{}
+	var errs []error
+	for i := range s.AdmissionChecks {
+		ac := &s.AdmissionChecks[i]
+		if ac.Spec.ControllerName != c.cfg.ControllerName {
+			continue
+		}
+		checks[kueue.AdmissionCheckReference(ac.Name)] = true
+		errs = append(errs, c.activate(ctx, ac))
+	}
+	model, buildErr := Build(s, Options{Strategies: c.cfg.Strategies})
+	if buildErr == nil {
+		if err := c.ledger.Advance(now, model.Allocated(), model.Capacity(), c.cfg.Window); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	live := map[string]bool{}
+	for i := range s.Workloads {
+		w := &s.Workloads[i]
+		key := WorkloadKey(w)
+		live[key] = true
+		check := waitingCheck(w, checks)
+		if check == "" || c.decided[key].Equal(reservationTime(w)) {
+			continue
+		}
+		d := Decision{State: kueue.CheckStateReady, Message: fmt.Sprintf("passed through: arbiter cannot model this installation: %v", buildErr)}
+		if buildErr == nil {
+			var req *arbiterv1.ScheduleRequest
+			d, req, err = c.decide(ctx, model, key)
+			if req != nil && c.cfg.DumpDir != "" {
+				if _, err := replay.Write(c.cfg.DumpDir, "time-aware-"+w.Namespace+"_"+w.Name, now, req); err != nil {
+					c.log.Error("dump request", "err", err)
+				}
+			}
+			if err != nil {
+				c.metrics.errors.Inc()
+				errs = append(errs, fmt.Errorf("decide %s: %w", key, err))
+				continue
+			}
+		}
+		if err := c.write(ctx, w, check, d, now); err != nil {
+			c.metrics.errors.Inc()
+			errs = append(errs, fmt.Errorf("write the check of %s: %w", key, err))
+			continue
+		}
+		c.decided[key] = reservationTime(w)
+		c.metrics.decisions.WithLabelValues(string(d.State)).Inc()
+		c.log.Info("decided", "workload", key, "check", check, "state", d.State, "message", d.Message)
+	}
+	for key := range c.decided {
+		if !live[key] {
+			delete(c.decided, key)
+		}
+	}
+	if now.Sub(c.lastSave) >= c.cfg.SaveInterval {
+		errs = append(errs, c.save(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Checker) decide(ctx context.Context, m *Model, key string) (Decision, *arbiterv1.ScheduleRequest, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
+	defer cancel()
+	return Decide(ctx, c.arb, m, c.ledger, c.cfg.KValue, key)
+}
+
+// waitingCheck is the served check w waits for: w has quota, is not evicted, and the check's
+// state is Pending; "" otherwise.
+func waitingCheck(w *kueue.Workload, served map[kueue.AdmissionCheckReference]bool) kueue.AdmissionCheckReference {
+	if !HasQuotaReservation(w) || IsFinished(w) || apimeta.IsStatusConditionTrue(w.Status.Conditions, kueue.WorkloadEvicted) {
+		return ""
+	}
+	for _, st := range w.Status.AdmissionChecks {
+		if served[st.Name] && st.State == kueue.CheckStatePending {
+			return st.Name
+		}
+	}
+	return ""
+}
+
+// write sets the check's state on the workload's status.
+func (c *Checker) write(ctx context.Context, w *kueue.Workload, check kueue.AdmissionCheckReference, d Decision, now time.Time) error {
+	updated := w.DeepCopy()
+	for i := range updated.Status.AdmissionChecks {
+		st := &updated.Status.AdmissionChecks[i]
+		if st.Name != check {
+			continue
+		}
+		st.State, st.Message, st.LastTransitionTime = d.State, truncate(d.Message, 32768), metav1.NewTime(now)
+		st.RequeueAfterSeconds = nil
+		if d.State == kueue.CheckStateRetry && c.cfg.RetryAfter > 0 {
+			secs := int32(math.Ceil(c.cfg.RetryAfter.Seconds()))
+			st.RequeueAfterSeconds = &secs
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
+	defer cancel()
+	_, err := c.kueue.KueueV1beta2().Workloads(w.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return nil // changed meanwhile: the informer brings the new version and a new pass
+	}
+	return err
+}
+
+// activate marks a served AdmissionCheck Active, without which Kueue keeps its ClusterQueues
+// inactive.
+func (c *Checker) activate(ctx context.Context, ac *kueue.AdmissionCheck) error {
+	if apimeta.IsStatusConditionTrue(ac.Status.Conditions, kueue.AdmissionCheckActive) {
+		return nil
+	}
+	updated := ac.DeepCopy()
+	apimeta.SetStatusCondition(&updated.Status.Conditions, metav1.Condition{
+		Type: kueue.AdmissionCheckActive, Status: metav1.ConditionTrue, Reason: "Active",
+		Message:            fmt.Sprintf("arbiter-kueue decides the time-aware check (k=%g)", c.cfg.KValue),
+		ObservedGeneration: ac.Generation,
+	})
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
+	defer cancel()
+	_, err := c.kueue.KueueV1beta2().AdmissionChecks().UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("activate AdmissionCheck %s: %w", ac.Name, err)
+	}
+	c.log.Info("admission check active", "name", ac.Name)
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

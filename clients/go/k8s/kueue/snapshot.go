@@ -1,0 +1,346 @@
+package kueue
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/component-helpers/resource"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	arbiterv1 "arbiter.dev/clients/go/arbiterv1"
+	"arbiter.dev/clients/go/k8s/translate"
+)
+
+// Kinds of the queues of a Model.
+const (
+	KindClusterQueue = "ClusterQueue"
+	KindCohort       = "Cohort"
+)
+
+// releasingNode is the node the snapshot puts the pods of evicted workloads that still hold
+// their quota on (a RELEASING pod must name one). The Kueue model ignores nodes otherwise.
+const releasingNode = "kueue-quota"
+
+// Options shape the model.
+type Options struct {
+	// Strategies are Kueue's fairSharing.preemptionStrategies; nil = Kueue's default.
+	Strategies []arbiterv1.KueuePreemptionStrategy
+}
+
+// Workload is one Workload as the model sees it.
+type Workload struct {
+	Obj *kueue.Workload
+	// ClusterQueue is where its quota is reserved, or where its LocalQueue sends it.
+	ClusterQueue string
+	// Reserved: Kueue has reserved its quota.
+	Reserved bool
+	// Requests is its usage: Σ over pod sets of count × per-pod requests (for a reserved workload,
+	// the usage recorded in its admission).
+	Requests map[string]float64
+}
+
+// Skipped is a workload the model leaves out, and why.
+type Skipped struct {
+	Workload string
+	Reason   string // stable code: inactive, local-queue-not-found, cluster-queue-not-found
+	Message  string
+}
+
+// Model is a Kueue installation as arbiter's Kueue model: the request, and what each of its
+// names stands for.
+type Model struct {
+	Request *arbiterv1.ScheduleRequest
+	// Workloads by pod group name ("namespace/name"); finished workloads are not in the model.
+	Workloads map[string]*Workload
+	Skipped   []Skipped
+	// Kind of every queue name: KindClusterQueue or KindCohort.
+	Kind map[string]string
+	// Parent of every queue name; "" at the top.
+	Parent map[string]string
+	// localQueues maps "namespace/name" of a LocalQueue to its ClusterQueue.
+	localQueues map[string]string
+}
+
+// UnsupportedError names a Kueue configuration arbiter's Kueue model does not express, rather
+// than approximating it.
+type UnsupportedError struct {
+	Object string // e.g. "ClusterQueue team-a"
+	Reason string
+}
+
+func (e *UnsupportedError) Error() string {
+	return fmt.Sprintf("%s: %s (not yet supported by arbiter's Kueue model)", e.Object, e.Reason)
+}
+
+// Root is the top of q's tree.
+func (m *Model) Root(q string) string {
+	for m.Parent[q] != "" {
+		q = m.Parent[q]
+	}
+	return q
+}
+
+// Build turns s into arbiter's Kueue model (SEMANTICS §5.1): ClusterQueues are leaf queues,
+// Cohorts (explicit, or implicit when only named) are non-leaf queues, Workloads are pod groups
+// named "namespace/name" with one pod per pod set carrying the whole pod set's requests.
+func Build(s *State, opts Options) (*Model, error) {
+	m := &Model{Workloads: map[string]*Workload{}, Kind: map[string]string{}, Parent: map[string]string{}}
+	queues, err := m.queues(s)
+	if err != nil {
+		return nil, err
+	}
+	snap := &arbiterv1.Snapshot{Now: timestamppb.New(s.Now), Queues: queues}
+	m.localQueues = map[string]string{}
+	for i := range s.LocalQueues {
+		lq := &s.LocalQueues[i]
+		m.localQueues[Key(lq.Namespace, lq.Name)] = string(lq.Spec.ClusterQueue)
+	}
+	releasing := false
+	for _, w := range s.sortedWorkloads() {
+		if IsFinished(w) {
+			continue
+		}
+		group, wl, skip := m.podGroup(w, m.localQueues)
+		if skip != nil {
+			m.Skipped = append(m.Skipped, *skip)
+			continue
+		}
+		m.Workloads[group.Name] = wl
+		snap.PodGroups = append(snap.PodGroups, group)
+		for _, p := range group.Pods {
+			releasing = releasing || p.Phase == arbiterv1.PodPhase_POD_PHASE_RELEASING
+		}
+	}
+	if releasing {
+		snap.Nodes = []*arbiterv1.Node{{Name: releasingNode}}
+	}
+	m.Request = &arbiterv1.ScheduleRequest{
+		Snapshot: snap,
+		Policy: &arbiterv1.Policy{
+			FairnessModel:             arbiterv1.FairnessModel_FAIRNESS_MODEL_KUEUE,
+			KueuePreemptionStrategies: opts.Strategies,
+		},
+	}
+	return m, nil
+}
+
+// queues maps ClusterQueues and Cohorts to queues, in name order.
+func (m *Model) queues(s *State) ([]*arbiterv1.Queue, error) {
+	byName := map[string]*arbiterv1.Queue{}
+	for i := range s.ClusterQueues {
+		cq := &s.ClusterQueues[i]
+		q, err := quotaQueue("ClusterQueue "+cq.Name, cq.Name, cq.Spec.ResourceGroups, cq.Spec.FairSharing)
+		if err != nil {
+			return nil, err
+		}
+		q.Parent = string(cq.Spec.CohortName)
+		if p := cq.Spec.Preemption; p != nil {
+			q.KueuePreemption = &arbiterv1.KueuePreemption{
+				WithinClusterQueue:  withinClusterQueue(p.WithinClusterQueue),
+				ReclaimWithinCohort: reclaimWithinCohort(p.ReclaimWithinCohort),
+			}
+		}
+		byName[cq.Name] = q
+		m.Kind[cq.Name] = KindClusterQueue
+	}
+	for i := range s.Cohorts {
+		c := &s.Cohorts[i]
+		if m.Kind[c.Name] == KindClusterQueue {
+			return nil, &UnsupportedError{Object: "Cohort " + c.Name, Reason: "a ClusterQueue has the same name"}
+		}
+		q, err := quotaQueue("Cohort "+c.Name, c.Name, c.Spec.ResourceGroups, c.Spec.FairSharing)
+		if err != nil {
+			return nil, err
+		}
+		q.Parent = string(c.Spec.ParentName)
+		byName[c.Name] = q
+		m.Kind[c.Name] = KindCohort
+	}
+	// Cohorts that are only named (by a ClusterQueue or as a parent) exist implicitly, with no
+	// quota of their own, at the top.
+	for _, name := range sortedKeys(byName) {
+		parent := byName[name].Parent
+		if parent == "" {
+			continue
+		}
+		if m.Kind[parent] == KindClusterQueue {
+			return nil, &UnsupportedError{Object: m.Kind[name] + " " + name, Reason: fmt.Sprintf("its cohort %q is the name of a ClusterQueue", parent)}
+		}
+		if _, ok := byName[parent]; !ok {
+			byName[parent] = &arbiterv1.Queue{Name: parent}
+			m.Kind[parent] = KindCohort
+		}
+	}
+	out := make([]*arbiterv1.Queue, 0, len(byName))
+	for _, name := range sortedKeys(byName) {
+		m.Parent[name] = byName[name].Parent
+		out = append(out, byName[name])
+	}
+	for _, name := range sortedKeys(byName) {
+		seen := map[string]bool{}
+		for q := name; q != ""; q = m.Parent[q] {
+			if seen[q] {
+				return nil, &UnsupportedError{Object: "Cohort " + q, Reason: "its parents form a cycle (Kueue leaves such cohorts inactive)"}
+			}
+			seen[q] = true
+		}
+	}
+	return out, nil
+}
+
+// quotaQueue is one queue's quota: nominal quota as deserved, with the borrowing and lending
+// limits, from resource groups that offer each resource in one flavor.
+func quotaQueue(object, name string, groups []kueue.ResourceGroup, fs *kueue.FairSharing) (*arbiterv1.Queue, error) {
+	q := &arbiterv1.Queue{Name: name, Deserved: map[string]float64{}}
+	flavorOf := map[corev1.ResourceName]kueue.ResourceFlavorReference{}
+	for _, rg := range groups {
+		for _, f := range rg.Flavors {
+			for _, rq := range f.Resources {
+				if other, ok := flavorOf[rq.Name]; ok {
+					return nil, &UnsupportedError{Object: object, Reason: fmt.Sprintf(
+						"resource %s is offered in more than one flavor (%s, %s); arbiter's Kueue model has one flavor per resource", rq.Name, other, f.Name)}
+				}
+				flavorOf[rq.Name] = f.Name
+				r := string(rq.Name)
+				q.Deserved[r] = translate.Amount(rq.Name, rq.NominalQuota)
+				if rq.BorrowingLimit != nil {
+					if q.BorrowingLimit == nil {
+						q.BorrowingLimit = map[string]float64{}
+					}
+					q.BorrowingLimit[r] = translate.Amount(rq.Name, *rq.BorrowingLimit)
+				}
+				if rq.LendingLimit != nil {
+					if q.LendingLimit == nil {
+						q.LendingLimit = map[string]float64{}
+					}
+					q.LendingLimit[r] = translate.Amount(rq.Name, *rq.LendingLimit)
+				}
+			}
+		}
+	}
+	if fs != nil && fs.Weight != nil {
+		w := fs.Weight.AsApproximateFloat64()
+		q.FairSharingWeight = &w
+	}
+	return q, nil
+}
+
+// podGroup is w as a pod group, or why it is left out.
+func (m *Model) podGroup(w *kueue.Workload, localQueues map[string]string) (*arbiterv1.PodGroup, *Workload, *Skipped) {
+	key := WorkloadKey(w)
+	group := &arbiterv1.PodGroup{
+		Name:         key,
+		Priority:     priorityOf(w),
+		CreationTime: timestamppb.New(queueOrderTime(w)),
+	}
+	wl := &Workload{Obj: w, Requests: map[string]float64{}}
+	if HasQuotaReservation(w) {
+		wl.Reserved = true
+		wl.ClusterQueue = string(w.Status.Admission.ClusterQueue)
+		if m.Kind[wl.ClusterQueue] != KindClusterQueue {
+			return nil, nil, &Skipped{Workload: key, Reason: "cluster-queue-not-found",
+				Message: fmt.Sprintf("its quota is reserved in ClusterQueue %q, which does not exist", wl.ClusterQueue)}
+		}
+		group.Admitted = true
+		group.AdmissionTime = timestamppb.New(reservationTime(w))
+		releasing := apimeta.IsStatusConditionTrue(w.Status.Conditions, kueue.WorkloadEvicted)
+		for _, psa := range w.Status.Admission.PodSetAssignments {
+			pod := &arbiterv1.Pod{Name: string(psa.Name), Requests: translate.Amounts(psa.ResourceUsage, nil)}
+			if releasing {
+				pod.Phase, pod.NodeName = arbiterv1.PodPhase_POD_PHASE_RELEASING, releasingNode
+			}
+			addTo(wl.Requests, pod.Requests)
+			group.Pods = append(group.Pods, pod)
+		}
+	} else {
+		if !IsActive(w) {
+			return nil, nil, &Skipped{Workload: key, Reason: "inactive", Message: "spec.active is false"}
+		}
+		cq, ok := localQueues[Key(w.Namespace, string(w.Spec.QueueName))]
+		if !ok {
+			return nil, nil, &Skipped{Workload: key, Reason: "local-queue-not-found",
+				Message: fmt.Sprintf("LocalQueue %q does not exist in namespace %s", w.Spec.QueueName, w.Namespace)}
+		}
+		if m.Kind[cq] != KindClusterQueue {
+			return nil, nil, &Skipped{Workload: key, Reason: "cluster-queue-not-found",
+				Message: fmt.Sprintf("LocalQueue %s points at ClusterQueue %q, which does not exist", w.Spec.QueueName, cq)}
+		}
+		wl.ClusterQueue = cq
+		for _, pod := range pendingPods(w) {
+			addTo(wl.Requests, pod.Requests)
+			group.Pods = append(group.Pods, pod)
+		}
+	}
+	group.Queue = wl.ClusterQueue
+	return group, wl, nil
+}
+
+// pendingPods are w's pod sets as Kueue counts a pending workload: per-pod requests (as
+// kube-scheduler computes them) times the count left after reclaimable pods.
+func pendingPods(w *kueue.Workload) []*arbiterv1.Pod {
+	reclaimable := map[kueue.PodSetReference]int32{}
+	for _, rp := range w.Status.ReclaimablePods {
+		reclaimable[rp.Name] = rp.Count
+	}
+	out := make([]*arbiterv1.Pod, 0, len(w.Spec.PodSets))
+	for _, ps := range w.Spec.PodSets {
+		count := float64(ps.Count - reclaimable[ps.Name])
+		perPod := translate.Amounts(resource.PodRequests(&corev1.Pod{Spec: ps.Template.Spec}, resource.PodResourcesOptions{}), nil)
+		requests := make(map[string]float64, len(perPod))
+		for r, v := range perPod {
+			if count > 0 {
+				requests[r] = v * count
+			}
+		}
+		out = append(out, &arbiterv1.Pod{Name: string(ps.Name), Requests: requests})
+	}
+	return out
+}
+
+func withinClusterQueue(p kueue.PreemptionPolicy) arbiterv1.KueuePreemption_WithinClusterQueue {
+	switch p {
+	case kueue.PreemptionPolicyLowerPriority:
+		return arbiterv1.KueuePreemption_WITHIN_CLUSTER_QUEUE_LOWER_PRIORITY
+	case kueue.PreemptionPolicyLowerOrNewerEqualPriority:
+		return arbiterv1.KueuePreemption_WITHIN_CLUSTER_QUEUE_LOWER_OR_NEWER_EQUAL_PRIORITY
+	}
+	return arbiterv1.KueuePreemption_WITHIN_CLUSTER_QUEUE_NEVER
+}
+
+func reclaimWithinCohort(p kueue.PreemptionPolicy) arbiterv1.KueuePreemption_ReclaimWithinCohort {
+	switch p {
+	case kueue.PreemptionPolicyLowerPriority:
+		return arbiterv1.KueuePreemption_RECLAIM_WITHIN_COHORT_LOWER_PRIORITY
+	case kueue.PreemptionPolicyAny:
+		return arbiterv1.KueuePreemption_RECLAIM_WITHIN_COHORT_ANY
+	}
+	return arbiterv1.KueuePreemption_RECLAIM_WITHIN_COHORT_NEVER
+}
+
+func addTo(total, amounts map[string]float64) {
+	for r, v := range amounts {
+		total[r] += v
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// describe formats amounts as "cpu=2000, nvidia.com/gpu=4" in name order.
+func describe(amounts map[string]float64) string {
+	parts := make([]string, 0, len(amounts))
+	for _, r := range sortedKeys(amounts) {
+		parts = append(parts, fmt.Sprintf("%s=%g", r, amounts[r]))
+	}
+	return strings.Join(parts, ", ")
+}
