@@ -70,7 +70,7 @@ type ShareComparison struct {
 type Report struct {
 	Workloads []WorkloadVerdict `json:"workloads"`
 	Queues    []ShareComparison `json:"queues"`
-	Skipped   []Skipped         `json:"skipped,omitempty"`
+	Skipped   []Skipped         `json:"skipped"`
 }
 
 // ExplainOptions narrow a report to some workloads.

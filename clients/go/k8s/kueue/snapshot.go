@@ -45,9 +45,9 @@ type Workload struct {
 
 // Skipped is a workload the model leaves out, and why.
 type Skipped struct {
-	Workload string
-	Reason   string // stable code: inactive, local-queue-not-found, cluster-queue-not-found
-	Message  string
+	Workload string `json:"workload"`
+	Reason   string `json:"reason"` // stable code: inactive, local-queue-not-found, cluster-queue-not-found
+	Message  string `json:"message"`
 }
 
 // Model is a Kueue installation as arbiter's Kueue model: the request, and what each of its

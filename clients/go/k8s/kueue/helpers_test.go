@@ -1,0 +1,106 @@
+package kueue
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	"arbiter.dev/clients/go/client"
+	"arbiter.dev/clients/go/internal/e2e"
+)
+
+var t0 = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+
+// quota is "resource=amount" pairs, e.g. quota("cpu", "8", "nvidia.com/gpu", "4").
+func quota(pairs ...string) []kueue.ResourceQuota {
+	var out []kueue.ResourceQuota
+	for i := 0; i < len(pairs); i += 2 {
+		out = append(out, kueue.ResourceQuota{Name: corev1.ResourceName(pairs[i]), NominalQuota: resource.MustParse(pairs[i+1])})
+	}
+	return out
+}
+
+func groups(flavor string, q []kueue.ResourceQuota) []kueue.ResourceGroup {
+	var covered []corev1.ResourceName
+	for _, r := range q {
+		covered = append(covered, r.Name)
+	}
+	return []kueue.ResourceGroup{{CoveredResources: covered, Flavors: []kueue.FlavorQuotas{{Name: kueue.ResourceFlavorReference(flavor), Resources: q}}}}
+}
+
+func clusterQueue(name, cohort string, q []kueue.ResourceQuota) kueue.ClusterQueue {
+	return kueue.ClusterQueue{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       kueue.ClusterQueueSpec{CohortName: kueue.CohortReference(cohort), ResourceGroups: groups("default", q)},
+	}
+}
+
+func cohortObj(name, parent string, q []kueue.ResourceQuota) kueue.Cohort {
+	c := kueue.Cohort{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kueue.CohortSpec{ParentName: kueue.CohortReference(parent)}}
+	if len(q) > 0 {
+		c.Spec.ResourceGroups = groups("default", q)
+	}
+	return c
+}
+
+func localQueue(ns, name, cq string) kueue.LocalQueue {
+	return kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(cq)}}
+}
+
+// pending is a workload of count pods, each requesting the pairs, in LocalQueue lq, created at
+// t0 + offset.
+func pending(ns, name, lq string, offset time.Duration, count int32, pairs ...string) kueue.Workload {
+	req := corev1.ResourceList{}
+	for i := 0; i < len(pairs); i += 2 {
+		req[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
+	}
+	return kueue.Workload{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: metav1.NewTime(t0.Add(offset))},
+		Spec: kueue.WorkloadSpec{
+			QueueName: kueue.LocalQueueName(lq),
+			PodSets: []kueue.PodSet{{Name: "main", Count: count, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: req}}},
+			}}}},
+		},
+	}
+}
+
+// reserve gives w quota in cq at t0 + offset, as Kueue records it; admitted marks every check
+// Ready (the Admitted condition).
+func reserve(w kueue.Workload, cq string, offset time.Duration, admitted bool) kueue.Workload {
+	usage := corev1.ResourceList{}
+	ps := w.Spec.PodSets[0]
+	for r, q := range ps.Template.Spec.Containers[0].Resources.Requests {
+		total := q.DeepCopy()
+		total.Mul(int64(ps.Count))
+		usage[r] = total
+	}
+	count := ps.Count
+	w.Status.Admission = &kueue.Admission{
+		ClusterQueue:      kueue.ClusterQueueReference(cq),
+		PodSetAssignments: []kueue.PodSetAssignment{{Name: ps.Name, ResourceUsage: usage, Count: &count}},
+	}
+	at := metav1.NewTime(t0.Add(offset))
+	w.Status.Conditions = append(w.Status.Conditions, metav1.Condition{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionTrue, Reason: "QuotaReserved", LastTransitionTime: at})
+	if admitted {
+		w.Status.Conditions = append(w.Status.Conditions, metav1.Condition{Type: kueue.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: "Admitted", LastTransitionTime: at})
+	}
+	return w
+}
+
+// arbiterClient dials a real arbiter-server started for the test.
+func arbiterClient(t *testing.T) *client.Client {
+	t.Helper()
+	c, err := client.Dial(client.Config{Target: e2e.ArbiterServer(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }

@@ -1,0 +1,141 @@
+package kueue
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/testing/protocmp"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	arbiterv1 "arbiter.dev/clients/go/arbiterv1"
+)
+
+func TestBuildMapsKueueObjectsToTheKueueModel(t *testing.T) {
+	teamA := clusterQueue("team-a", "research", quota("cpu", "4", "nvidia.com/gpu", "2"))
+	bl, ll := resource.MustParse("2"), resource.MustParse("1")
+	teamA.Spec.ResourceGroups[0].Flavors[0].Resources[1].BorrowingLimit = &bl
+	teamA.Spec.ResourceGroups[0].Flavors[0].Resources[1].LendingLimit = &ll
+	teamA.Spec.FairSharing = &kueue.FairSharing{Weight: ptr.To(resource.MustParse("2"))}
+	teamA.Spec.Preemption = &kueue.ClusterQueuePreemption{ReclaimWithinCohort: kueue.PreemptionPolicyAny, WithinClusterQueue: kueue.PreemptionPolicyLowerPriority}
+	lone := clusterQueue("lone", "", quota("cpu", "1"))
+
+	running := reserve(pending("ns-a", "running", "lq-a", 0, 2, "cpu", "1500m"), "team-a", time.Minute, true)
+	releasing := reserve(pending("ns-a", "releasing", "lq-a", time.Second, 1, "cpu", "1"), "team-a", time.Minute, true)
+	releasing.Status.Conditions = append(releasing.Status.Conditions, metav1.Condition{Type: kueue.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: "Preempted"})
+	retried := pending("ns-a", "retried", "lq-a", 2*time.Second, 3, "nvidia.com/gpu", "1")
+	retried.Spec.Priority = ptr.To[int32](5)
+	retried.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: kueue.WorkloadEvictedByAdmissionCheck, LastTransitionTime: metav1.NewTime(t0.Add(time.Hour))}}
+	retried.Status.ReclaimablePods = []kueue.ReclaimablePod{{Name: "main", Count: 1}}
+	finished := reserve(pending("ns-a", "finished", "lq-a", 0, 1, "cpu", "1"), "team-a", 0, true)
+	finished.Status.Conditions = append(finished.Status.Conditions, metav1.Condition{Type: kueue.WorkloadFinished, Status: metav1.ConditionTrue, Reason: "Succeeded"})
+	inactive := pending("ns-a", "inactive", "lq-a", 0, 1, "cpu", "1")
+	inactive.Spec.Active = ptr.To(false)
+	lost := pending("ns-b", "lost", "no-such-queue", 0, 1, "cpu", "1")
+	dangling := pending("ns-b", "dangling", "lq-gone", 0, 1, "cpu", "1")
+
+	s := &State{
+		Now:           t0.Add(2 * time.Hour),
+		ClusterQueues: []kueue.ClusterQueue{teamA, lone},
+		Cohorts:       []kueue.Cohort{cohortObj("research", "org", quota("cpu", "10"))},
+		LocalQueues:   []kueue.LocalQueue{localQueue("ns-a", "lq-a", "team-a"), localQueue("ns-b", "lq-gone", "deleted-cq")},
+		Workloads:     []kueue.Workload{running, releasing, retried, finished, inactive, lost, dangling},
+	}
+	m, err := Build(s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &arbiterv1.ScheduleRequest{
+		Snapshot: &arbiterv1.Snapshot{
+			Now: timestamppb.New(t0.Add(2 * time.Hour)),
+			Queues: []*arbiterv1.Queue{
+				{Name: "lone", Deserved: map[string]float64{"cpu": 1000}},
+				{Name: "org"}, // implicit: only named as a parent
+				{Name: "research", Parent: "org", Deserved: map[string]float64{"cpu": 10000}},
+				{
+					Name: "team-a", Parent: "research",
+					Deserved:          map[string]float64{"cpu": 4000, "nvidia.com/gpu": 2},
+					BorrowingLimit:    map[string]float64{"nvidia.com/gpu": 2},
+					LendingLimit:      map[string]float64{"nvidia.com/gpu": 1},
+					FairSharingWeight: ptr.To(2.0),
+					KueuePreemption: &arbiterv1.KueuePreemption{
+						WithinClusterQueue:  arbiterv1.KueuePreemption_WITHIN_CLUSTER_QUEUE_LOWER_PRIORITY,
+						ReclaimWithinCohort: arbiterv1.KueuePreemption_RECLAIM_WITHIN_COHORT_ANY,
+					},
+				},
+			},
+			Nodes: []*arbiterv1.Node{{Name: releasingNode}},
+			PodGroups: []*arbiterv1.PodGroup{
+				{
+					Name: "ns-a/releasing", Queue: "team-a", CreationTime: timestamppb.New(t0.Add(time.Second)),
+					Admitted: true, AdmissionTime: timestamppb.New(t0.Add(time.Minute)),
+					Pods: []*arbiterv1.Pod{{Name: "main", Requests: map[string]float64{"cpu": 1000}, Phase: arbiterv1.PodPhase_POD_PHASE_RELEASING, NodeName: releasingNode}},
+				},
+				{
+					// Ordered by its eviction by an admission check, as Kueue requeues it.
+					Name: "ns-a/retried", Queue: "team-a", Priority: 5, CreationTime: timestamppb.New(t0.Add(time.Hour)),
+					Pods: []*arbiterv1.Pod{{Name: "main", Requests: map[string]float64{"nvidia.com/gpu": 2}}}, // 3 pods, 1 reclaimable
+				},
+				{
+					Name: "ns-a/running", Queue: "team-a", CreationTime: timestamppb.New(t0),
+					Admitted: true, AdmissionTime: timestamppb.New(t0.Add(time.Minute)),
+					Pods: []*arbiterv1.Pod{{Name: "main", Requests: map[string]float64{"cpu": 3000}}},
+				},
+			},
+		},
+		Policy: &arbiterv1.Policy{FairnessModel: arbiterv1.FairnessModel_FAIRNESS_MODEL_KUEUE},
+	}
+	if diff := cmp.Diff(want, m.Request, protocmp.Transform()); diff != "" {
+		t.Errorf("request (-want +got):\n%s", diff)
+	}
+	wantSkipped := []Skipped{
+		{Workload: "ns-a/inactive", Reason: "inactive", Message: "spec.active is false"},
+		{Workload: "ns-b/dangling", Reason: "cluster-queue-not-found", Message: `LocalQueue lq-gone points at ClusterQueue "deleted-cq", which does not exist`},
+		{Workload: "ns-b/lost", Reason: "local-queue-not-found", Message: `LocalQueue "no-such-queue" does not exist in namespace ns-b`},
+	}
+	if diff := cmp.Diff(wantSkipped, m.Skipped); diff != "" {
+		t.Errorf("skipped (-want +got):\n%s", diff)
+	}
+	if m.Root("team-a") != "org" || m.Root("lone") != "lone" || m.Kind["org"] != KindCohort || m.Kind["lone"] != KindClusterQueue {
+		t.Errorf("tree: root(team-a)=%s root(lone)=%s kinds=%v", m.Root("team-a"), m.Root("lone"), m.Kind)
+	}
+}
+
+func TestBuildRefusesAResourceOfferedInTwoFlavors(t *testing.T) {
+	cq := clusterQueue("gpus", "", quota("nvidia.com/gpu", "4"))
+	cq.Spec.ResourceGroups[0].Flavors = append(cq.Spec.ResourceGroups[0].Flavors,
+		kueue.FlavorQuotas{Name: "spot", Resources: quota("nvidia.com/gpu", "8")})
+	_, err := Build(&State{Now: t0, ClusterQueues: []kueue.ClusterQueue{cq}}, Options{})
+	var unsupported *UnsupportedError
+	if !errors.As(err, &unsupported) {
+		t.Fatalf("err = %v, want an UnsupportedError", err)
+	}
+	for _, part := range []string{"ClusterQueue gpus", "nvidia.com/gpu", "default", "spot", "not yet supported"} {
+		if !strings.Contains(err.Error(), part) {
+			t.Errorf("%q does not name %q", err, part)
+		}
+	}
+}
+
+func TestBuildRefusesACohortCycle(t *testing.T) {
+	_, err := Build(&State{Now: t0, Cohorts: []kueue.Cohort{cohortObj("a", "b", nil), cohortObj("b", "a", nil)}}, Options{})
+	if err == nil || !strings.Contains(err.Error(), "cycle") {
+		t.Fatalf("err = %v, want a cohort cycle", err)
+	}
+}
+
+func TestBuildRefusesAClusterQueueAndACohortOfOneName(t *testing.T) {
+	_, err := Build(&State{Now: t0,
+		ClusterQueues: []kueue.ClusterQueue{clusterQueue("shared", "", quota("cpu", "1"))},
+		Cohorts:       []kueue.Cohort{cohortObj("shared", "", nil)},
+	}, Options{})
+	if err == nil || !strings.Contains(err.Error(), "same name") {
+		t.Fatalf("err = %v, want a name clash", err)
+	}
+}
