@@ -14,9 +14,14 @@ rules:
 - level: None
 `
 
+// CompleteAfterAnnotation on a pod makes kwok end it as Succeeded that long (a Go duration such
+// as "3s") after it started running: how a Job's pods finish on kwok nodes.
+const CompleteAfterAnnotation = "arbiter.dev/kwok-complete-after"
+
 // kwokConfig holds the stages kwok plays: a managed node becomes Ready with the capacity it was
-// created with; a pod bound to one becomes Running and Ready; a pod being deleted goes at once,
-// as a kubelet does once its containers have stopped.
+// created with; a pod bound to one becomes Running and Ready, and Succeeded after the duration of
+// its CompleteAfterAnnotation, if it has one; a pod being deleted goes at once, as a kubelet does
+// once its containers have stopped.
 const kwokConfig = `apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
@@ -97,6 +102,54 @@ spec:
         state:
           running:
             startedAt: {{ $t | Quote }}
+      {{ end }}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: arbiter-pod-complete
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: DoesNotExist
+    - key: '.status.phase'
+      operator: In
+      values: [Running]
+    - key: '.metadata.annotations["` + CompleteAfterAnnotation + `"]'
+      operator: Exists
+  delay:
+    durationMilliseconds: 1000
+    durationFrom:
+      expressionFrom: '.metadata.annotations["` + CompleteAfterAnnotation + `"]'
+  next:
+    statusTemplate: |
+      {{ $t := Now }}
+      phase: Succeeded
+      conditions:
+      - type: Ready
+        status: "False"
+        reason: PodCompleted
+        lastTransitionTime: {{ $t | Quote }}
+      - type: ContainersReady
+        status: "False"
+        reason: PodCompleted
+        lastTransitionTime: {{ $t | Quote }}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - name: {{ .name | Quote }}
+        image: {{ .image | Quote }}
+        ready: false
+        started: false
+        restartCount: 0
+        state:
+          terminated:
+            exitCode: 0
+            reason: Completed
+            finishedAt: {{ $t | Quote }}
       {{ end }}
 ---
 apiVersion: kwok.x-k8s.io/v1alpha1
