@@ -10,8 +10,10 @@
 # The Kubernetes end-to-end tests run against a real control plane (kube-apiserver, etcd,
 # kube-controller-manager, kube-scheduler, kwok) that tests/k8s/control-plane/build.sh builds
 # from the module proxy into a cache folder (once; minutes cold) and that ARBITER_K8S_BIN_DIR
-# points at. With ARBITER_REQUIRE_K8S=1 (as `make test` sets it) a missing control plane fails
-# those tests instead of skipping them.
+# points at. The tests of the Kueue adapter also run Kueue's own controller manager on it, which
+# tests/k8s/kueue/build.sh builds the same way (once; about 6 minutes cold on two cores) into a
+# folder of its own that ARBITER_KUEUE_DIR points at. With ARBITER_REQUIRE_K8S=1 (as `make test` sets it) a missing control plane or Kueue
+# fails those tests instead of skipping them.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
@@ -44,6 +46,18 @@ if [[ -z "${ARBITER_K8S_BIN_DIR:-}" ]]; then
   else
     unset ARBITER_K8S_BIN_DIR
     echo "test.sh: no Kubernetes control plane: its end-to-end tests will be skipped"
+  fi
+fi
+
+if [[ -z "${ARBITER_KUEUE_DIR:-}" ]]; then
+  if ARBITER_KUEUE_DIR="$(bash "${repo_root}/tests/k8s/kueue/build.sh")"; then
+    export ARBITER_KUEUE_DIR
+  elif [[ -n "${ARBITER_REQUIRE_K8S:-}" ]]; then
+    echo "test.sh: building Kueue failed" >&2
+    exit 1
+  else
+    unset ARBITER_KUEUE_DIR
+    echo "test.sh: no Kueue: its end-to-end tests will be skipped"
   fi
 fi
 
