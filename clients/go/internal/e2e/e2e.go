@@ -1,8 +1,9 @@
 // Package e2e starts the real programs the end-to-end tests run against: arbiter-server (the
 // binary named by $ARBITER_SERVER_BIN) and a Kubernetes control plane (package controlplane,
-// binaries in $ARBITER_K8S_BIN_DIR). A test whose program is not configured is skipped, and
-// fails instead when $ARBITER_REQUIRE_K8S is set (as `make test` does), so that a missing
-// install step cannot pass unnoticed.
+// binaries in $ARBITER_K8S_BIN_DIR), optionally with Kueue (binary and CRDs in
+// $ARBITER_KUEUE_DIR). A test whose program is not configured is skipped, and fails instead
+// when $ARBITER_REQUIRE_K8S is set (as `make test` does), so that a missing install step cannot
+// pass unnoticed.
 package e2e
 
 import (
@@ -105,6 +106,35 @@ func ControlPlane(t testing.TB, opts controlplane.Options) *controlplane.Control
 		_ = os.RemoveAll(cp.Dir)
 	})
 	return cp
+}
+
+// ControlPlaneWithKueue starts a Kubernetes control plane and Kueue's controller manager on it
+// (ControlPlane.StartKueue) for the test's duration. The test is skipped (or fails, as above)
+// unless both $ARBITER_K8S_BIN_DIR and $ARBITER_KUEUE_DIR are set; it checks both before it
+// starts anything. When the test fails, the end of Kueue's log is written to its output too.
+func ControlPlaneWithKueue(t testing.TB, opts controlplane.Options, kopts controlplane.KueueOptions) (*controlplane.ControlPlane, *controlplane.Kueue) {
+	t.Helper()
+	if kopts.Dir == "" && os.Getenv(controlplane.KueueDirEnv) == "" {
+		missing(t, controlplane.KueueDirEnv+" is not set: run tests/k8s/kueue/build.sh and point it at the folder it prints")
+	}
+	cp := ControlPlane(t, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	start := time.Now()
+	k, err := cp.StartKueue(ctx, kopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Kueue installed and ready in %s", time.Since(start).Round(time.Millisecond))
+	// Runs before ControlPlane's clean-up, which removes the folder the log is in.
+	t.Cleanup(func() {
+		if t.Failed() {
+			if tail := controlplane.Tail(k.Log, 3000); tail != "" {
+				t.Logf("--- end of %s:\n%s", filepath.Base(k.Log), tail)
+			}
+		}
+	})
+	return cp, k
 }
 
 // Binary builds the Go command pkg (e.g. "arbiter.dev/clients/go/cmd/arbiter-k8s") into the

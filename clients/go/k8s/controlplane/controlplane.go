@@ -3,9 +3,11 @@
 // bindings and evictions), kube-controller-manager (the controllers a scheduler's users rely on:
 // disruption budgets, garbage collection, namespaces, ReplicaSets, Jobs), optionally
 // kube-scheduler, and kwok, which runs the fake nodes and moves bound pods to Running.
+// StartKueue adds Kueue's own controller manager (kueue.go).
 //
 // The binaries come from tests/k8s/control-plane/build.sh, which builds them from the Go module
-// proxy into a cache folder; Options.BinDir (or $ARBITER_K8S_BIN_DIR) names that folder.
+// proxy into a cache folder; Options.BinDir (or $ARBITER_K8S_BIN_DIR) names that folder. Kueue
+// comes from tests/k8s/kueue/build.sh, into a folder of its own ($ARBITER_KUEUE_DIR).
 //
 // Every process runs in the control plane's folder, logs to a file there, and dies with the
 // process that started it (Linux parent-death signal), so a crashed test leaves nothing behind.
@@ -155,6 +157,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 		{Name: "system:kube-scheduler", Groups: []string{"system:masters"}},
 		{Name: "system:kube-controller-manager", Groups: []string{"system:masters"}},
 		{Name: "kwok", Groups: []string{"system:masters"}},
+		{Name: KueueUser, Groups: []string{"system:masters"}}, // for StartKueue
 	}, opts.Users...)
 	if err := cp.writeFiles(users); err != nil {
 		return nil, err
