@@ -149,7 +149,7 @@ func (c *common) open(ctx context.Context, agent string) (*session, error) {
 	if s.kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
-	if s.state, err = kueue.Read(ctx, s.kueue, time.Now()); err != nil {
+	if s.state, err = kueue.Read(ctx, s.kueue, s.kube, time.Now()); err != nil {
 		return nil, err
 	}
 	if s.model, err = kueue.Build(s.state, kueue.Options{Strategies: strategies}); err != nil {
@@ -370,7 +370,8 @@ func check(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs.DurationVar(&cfg.Window.Tumbling, "usage-window", 0, "tumbling window that resets the usage; 0 = none")
 	fs.DurationVar(&cfg.Period, "period", time.Second, "time between passes when nothing changes")
 	fs.DurationVar(&cfg.SaveInterval, "usage-save-interval", 30*time.Second, "how often the usage is written to its ConfigMap")
-	fs.DurationVar(&cfg.RetryAfter, "retry-after", 0, "requeueAfterSeconds set with Retry; 0 = Kueue requeues at once")
+	fs.DurationVar(&cfg.RetryAfter, "retry-after", 0,
+		"requeueAfterSeconds set with Retry; Kueue keeps the quota reserved that long before it evicts the workload, so 0 (the default) hands the quota over soonest")
 	namespace := fs.String("namespace", envOr("POD_NAMESPACE", "arbiter-system"), "namespace of the usage ConfigMap")
 	configMap := fs.String("usage-configmap", "arbiter-kueue-usage", "ConfigMap persisting the ClusterQueues' decayed usage")
 	httpAddr := fs.String("http-addr", ":8080", "address of /healthz and /metrics")
@@ -408,7 +409,7 @@ func check(ctx context.Context, args []string, _, stderr io.Writer) error {
 	defer arb.Close()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	checker := kueue.NewChecker(cfg, kc, arb, &usage.ConfigMapStore{Client: kube, Namespace: *namespace, Name: *configMap}, log, reg)
+	checker := kueue.NewChecker(cfg, kc, kube, arb, &usage.ConfigMapStore{Client: kube, Namespace: *namespace, Name: *configMap}, log, reg)
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })

@@ -31,6 +31,8 @@ type KueueOptions struct {
 	FeatureGates map[string]bool
 	// Timeout bounds the start; default 90s.
 	Timeout time.Duration
+	// Args are extra flags of the manager, e.g. --zap-log-level=3 for its scheduler's decisions.
+	Args []string
 }
 
 // Kueue is a Kueue controller manager running as a process of the control plane. Stop stops it
@@ -129,11 +131,11 @@ func (cp *ControlPlane) StartKueue(ctx context.Context, opts KueueOptions) (_ *K
 	if err != nil {
 		return nil, err
 	}
-	p, err := cp.startBinary("kueue", bin,
-		"--config="+config,
-		"--kubeconfig="+kubeconfig,
+	p, err := cp.startBinary("kueue", bin, append([]string{
+		"--config=" + config,
+		"--kubeconfig=" + kubeconfig,
 		"--zap-encoder=console",
-	)
+	}, opts.Args...)...)
 	if err != nil {
 		return nil, err
 	}

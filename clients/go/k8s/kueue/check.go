@@ -13,6 +13,8 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
@@ -40,9 +42,10 @@ type CheckConfig struct {
 	Period time.Duration
 	// SaveInterval is how often the ledger is written to its ConfigMap; default 30s.
 	SaveInterval time.Duration
-	// RetryAfter is the requeueAfterSeconds set with Retry; 0 lets Kueue requeue at once (the
-	// workload then queues behind the rival, since Kueue orders an evicted workload by its
-	// eviction time).
+	// RetryAfter is the requeueAfterSeconds set with Retry (rounded up to seconds). 0, the
+	// default, is best: Kueue (v0.17) keeps the quota reserved until requeueAfterSeconds have
+	// passed and only then evicts and requeues the workload, so a delay only keeps the quota
+	// from the ClusterQueue that deserves it.
 	RetryAfter time.Duration
 	// CallTimeout bounds every call to arbiter; default 10s.
 	CallTimeout time.Duration
@@ -111,23 +114,22 @@ type Checker struct {
 	metrics *checkMetrics
 	now     func() time.Time
 
-	factory externalversions.SharedInformerFactory
-	changed chan struct{}
+	factory     externalversions.SharedInformerFactory
+	kubeFactory informers.SharedInformerFactory
+	changed     chan struct{}
 
 	ledger   *usage.Ledger
 	lastSave time.Time
-	// decided remembers the reservation each workload was decided for, so that a stale cache
-	// does not decide it twice.
-	decided map[string]time.Time
 }
 
 // NewChecker makes a controller; Run starts it. reg may be nil.
-func NewChecker(cfg CheckConfig, kc kueueclient.Interface, arb Arbiter, store *usage.ConfigMapStore, log *slog.Logger, reg prometheus.Registerer) *Checker {
+func NewChecker(cfg CheckConfig, kc kueueclient.Interface, kube kubernetes.Interface, arb Arbiter, store *usage.ConfigMapStore, log *slog.Logger, reg prometheus.Registerer) *Checker {
 	c := &Checker{
 		cfg: cfg.withDefaults(), kueue: kc, arb: arb, store: store, log: log, metrics: newCheckMetrics(reg),
-		now: time.Now, changed: make(chan struct{}, 1), decided: map[string]time.Time{},
+		now: time.Now, changed: make(chan struct{}, 1),
 	}
 	c.factory = externalversions.NewSharedInformerFactory(kc, 0)
+	c.kubeFactory = informers.NewSharedInformerFactory(kube, 0)
 	api := c.factory.Kueue().V1beta2()
 	notify := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { c.poke() },
@@ -136,7 +138,7 @@ func NewChecker(cfg CheckConfig, kc kueueclient.Interface, arb Arbiter, store *u
 	}
 	for _, inf := range []cache.SharedIndexInformer{
 		api.Workloads().Informer(), api.ClusterQueues().Informer(), api.Cohorts().Informer(),
-		api.LocalQueues().Informer(), api.AdmissionChecks().Informer(),
+		api.LocalQueues().Informer(), api.AdmissionChecks().Informer(), c.kubeFactory.Core().V1().Namespaces().Informer(),
 	} {
 		if _, err := inf.AddEventHandler(notify); err != nil {
 			panic(err) // only fails on a stopped informer, which a new factory has not
@@ -165,11 +167,17 @@ func (c *Checker) Run(ctx context.Context) error {
 	c.ledger = ledger
 	c.factory.Start(ctx.Done())
 	defer c.factory.Shutdown()
+	c.kubeFactory.Start(ctx.Done())
+	defer c.kubeFactory.Shutdown()
 	syncCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	for typ, ok := range c.factory.WaitForCacheSync(syncCtx.Done()) {
+	synced := c.factory.WaitForCacheSync(syncCtx.Done())
+	for typ, ok := range c.kubeFactory.WaitForCacheSync(syncCtx.Done()) {
+		synced[typ] = ok
+	}
+	for typ, ok := range synced {
 		if !ok {
-			return fmt.Errorf("the cache of %v did not sync: can the controller list and watch Kueue's objects?", typ)
+			return fmt.Errorf("the cache of %v did not sync: can the controller list and watch Kueue's objects and namespaces?", typ)
 		}
 	}
 	c.log.Info("time-aware admission check running", "controllerName", c.cfg.ControllerName, "k", c.cfg.KValue,
@@ -204,7 +212,14 @@ func (c *Checker) save(ctx context.Context) error {
 // state is the cached objects at now.
 func (c *Checker) state(now time.Time) (*State, error) {
 	api := c.factory.Kueue().V1beta2()
-	s := &State{Now: now}
+	s := &State{Now: now, Namespaces: map[string]map[string]string{}}
+	nss, err := c.kubeFactory.Core().V1().Namespaces().Lister().List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	for _, ns := range nss {
+		s.Namespaces[ns.Name] = ns.Labels
+	}
 	cqs, err := api.ClusterQueues().Lister().List(labels.Everything())
 	if err != nil {
 		return nil, err
@@ -268,13 +283,11 @@ func (c *Checker) Pass(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	live := map[string]bool{}
 	for i := range s.Workloads {
 		w := &s.Workloads[i]
 		key := WorkloadKey(w)
-		live[key] = true
 		check := waitingCheck(w, checks)
-		if check == "" || c.decided[key].Equal(reservationTime(w)) {
+		if check == "" {
 			continue
 		}
 		d := Decision{State: kueue.CheckStateReady, Message: fmt.Sprintf("passed through: arbiter cannot model this installation: %v", buildErr)}
@@ -292,19 +305,17 @@ func (c *Checker) Pass(ctx context.Context) error {
 				continue
 			}
 		}
-		if err := c.write(ctx, w, check, d, now); err != nil {
+		written, err := c.write(ctx, w, check, d, now)
+		if err != nil {
 			c.metrics.errors.Inc()
 			errs = append(errs, fmt.Errorf("write the check of %s: %w", key, err))
 			continue
 		}
-		c.decided[key] = reservationTime(w)
+		if !written {
+			continue
+		}
 		c.metrics.decisions.WithLabelValues(string(d.State)).Inc()
 		c.log.Info("decided", "workload", key, "check", check, "state", d.State, "message", d.Message)
-	}
-	for key := range c.decided {
-		if !live[key] {
-			delete(c.decided, key)
-		}
 	}
 	if now.Sub(c.lastSave) >= c.cfg.SaveInterval {
 		errs = append(errs, c.save(ctx))
@@ -332,8 +343,11 @@ func waitingCheck(w *kueue.Workload, served map[kueue.AdmissionCheckReference]bo
 	return ""
 }
 
-// write sets the check's state on the workload's status.
-func (c *Checker) write(ctx context.Context, w *kueue.Workload, check kueue.AdmissionCheckReference, d Decision, now time.Time) error {
+// write sets the check's state on the workload's status, on the version of the workload the
+// decision was made on: if the workload changed meanwhile (or the cache was behind, and the check
+// is decided already), the write is refused with a conflict and nothing is written; the next pass
+// sees the new version.
+func (c *Checker) write(ctx context.Context, w *kueue.Workload, check kueue.AdmissionCheckReference, d Decision, now time.Time) (written bool, err error) {
 	updated := w.DeepCopy()
 	for i := range updated.Status.AdmissionChecks {
 		st := &updated.Status.AdmissionChecks[i]
@@ -349,11 +363,11 @@ func (c *Checker) write(ctx context.Context, w *kueue.Workload, check kueue.Admi
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
 	defer cancel()
-	_, err := c.kueue.KueueV1beta2().Workloads(w.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	_, err = c.kueue.KueueV1beta2().Workloads(w.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-		return nil // changed meanwhile: the informer brings the new version and a new pass
+		return false, nil
 	}
-	return err
+	return err == nil, err
 }
 
 // activate marks a served AdmissionCheck Active, without which Kueue keeps its ClusterQueues

@@ -33,14 +33,14 @@ func TestCheckerActivatesItsCheckDecidesAndSavesTheLedger(t *testing.T) {
 	}
 	kc := kueuefake.NewSimpleClientset(objects...)
 	saved, _ := json.Marshal(ledgerAfter(1, 0))
-	kube := kubefake.NewSimpleClientset(&corev1.ConfigMap{
+	kube := kubefake.NewSimpleClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "b"}}, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "arbiter-system", Name: "usage"},
 		Data:       map[string]string{usage.DataKey: string(saved)},
 	})
 	store := &usage.ConfigMapStore{Client: kube, Namespace: "arbiter-system", Name: "usage"}
 	reg := prometheus.NewRegistry()
 	c := NewChecker(CheckConfig{KValue: 1, Period: 20 * time.Millisecond, RetryAfter: 1500 * time.Millisecond},
-		kc, arbiterClient(t), store, slog.New(slog.NewTextHandler(io.Discard, nil)), reg)
+		kc, kube, arbiterClient(t), store, slog.New(slog.NewTextHandler(io.Discard, nil)), reg)
 	c.now = func() time.Time { return t0.Add(2*time.Hour + time.Minute) }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

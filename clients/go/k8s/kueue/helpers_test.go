@@ -35,7 +35,10 @@ func groups(flavor string, q []kueue.ResourceQuota) []kueue.ResourceGroup {
 func clusterQueue(name, cohort string, q []kueue.ResourceQuota) kueue.ClusterQueue {
 	return kueue.ClusterQueue{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       kueue.ClusterQueueSpec{CohortName: kueue.CohortReference(cohort), ResourceGroups: groups("default", q)},
+		Spec: kueue.ClusterQueueSpec{
+			CohortName: kueue.CohortReference(cohort), ResourceGroups: groups("default", q),
+			NamespaceSelector: &metav1.LabelSelector{}, // every namespace
+		},
 	}
 }
 

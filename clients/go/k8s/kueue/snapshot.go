@@ -8,6 +8,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/component-helpers/resource"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -46,8 +48,10 @@ type Workload struct {
 // Skipped is a workload the model leaves out, and why.
 type Skipped struct {
 	Workload string `json:"workload"`
-	Reason   string `json:"reason"` // stable code: inactive, local-queue-not-found, cluster-queue-not-found
-	Message  string `json:"message"`
+	// Reason is a stable code: inactive, local-queue-not-found, cluster-queue-not-found,
+	// namespace-not-selected.
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
 }
 
 // Model is a Kueue installation as arbiter's Kueue model: the request, and what each of its
@@ -63,6 +67,10 @@ type Model struct {
 	Parent map[string]string
 	// localQueues maps "namespace/name" of a LocalQueue to its ClusterQueue.
 	localQueues map[string]string
+	// selectors are the ClusterQueues' namespace selectors (nil: no namespace).
+	selectors map[string]labels.Selector
+	// namespaces are State.Namespaces.
+	namespaces map[string]map[string]string
 }
 
 // UnsupportedError names a Kueue configuration arbiter's Kueue model does not express, rather
@@ -88,7 +96,8 @@ func (m *Model) Root(q string) string {
 // Cohorts (explicit, or implicit when only named) are non-leaf queues, Workloads are pod groups
 // named "namespace/name" with one pod per pod set carrying the whole pod set's requests.
 func Build(s *State, opts Options) (*Model, error) {
-	m := &Model{Workloads: map[string]*Workload{}, Kind: map[string]string{}, Parent: map[string]string{}}
+	m := &Model{Workloads: map[string]*Workload{}, Kind: map[string]string{}, Parent: map[string]string{},
+		selectors: map[string]labels.Selector{}, namespaces: s.Namespaces}
 	queues, err := m.queues(s)
 	if err != nil {
 		return nil, err
@@ -146,6 +155,13 @@ func (m *Model) queues(s *State) ([]*arbiterv1.Queue, error) {
 		}
 		byName[cq.Name] = q
 		m.Kind[cq.Name] = KindClusterQueue
+		if sel := cq.Spec.NamespaceSelector; sel != nil {
+			selector, err := metav1.LabelSelectorAsSelector(sel)
+			if err != nil {
+				return nil, fmt.Errorf("ClusterQueue %s: spec.namespaceSelector: %w", cq.Name, err)
+			}
+			m.selectors[cq.Name] = selector
+		}
 	}
 	for i := range s.Cohorts {
 		c := &s.Cohorts[i]
@@ -269,6 +285,9 @@ func (m *Model) podGroup(w *kueue.Workload, localQueues map[string]string) (*arb
 			return nil, nil, &Skipped{Workload: key, Reason: "cluster-queue-not-found",
 				Message: fmt.Sprintf("LocalQueue %s points at ClusterQueue %q, which does not exist", w.Spec.QueueName, cq)}
 		}
+		if skip := m.namespaceSelected(key, w.Namespace, cq); skip != nil {
+			return nil, nil, skip
+		}
 		wl.ClusterQueue = cq
 		for _, pod := range pendingPods(w) {
 			addTo(wl.Requests, pod.Requests)
@@ -277,6 +296,24 @@ func (m *Model) podGroup(w *kueue.Workload, localQueues map[string]string) (*arb
 	}
 	group.Queue = wl.ClusterQueue
 	return group, wl, nil
+}
+
+// namespaceSelected: ClusterQueue cq admits workloads of namespace ns (its namespaceSelector
+// matches the namespace's labels; without a selector, Kueue admits from no namespace).
+func (m *Model) namespaceSelected(key, ns, cq string) *Skipped {
+	if m.namespaces == nil {
+		return nil
+	}
+	selector, ok := m.selectors[cq]
+	if !ok {
+		return &Skipped{Workload: key, Reason: "namespace-not-selected",
+			Message: fmt.Sprintf("ClusterQueue %s has no namespaceSelector: Kueue admits from no namespace", cq)}
+	}
+	if !selector.Matches(labels.Set(m.namespaces[ns])) {
+		return &Skipped{Workload: key, Reason: "namespace-not-selected",
+			Message: fmt.Sprintf("namespace %s does not match the namespaceSelector of ClusterQueue %s", ns, cq)}
+	}
+	return nil
 }
 
 // pendingPods are w's pod sets as Kueue counts a pending workload: per-pod requests (as

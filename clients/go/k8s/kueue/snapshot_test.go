@@ -139,3 +139,34 @@ func TestBuildRefusesAClusterQueueAndACohortOfOneName(t *testing.T) {
 		t.Fatalf("err = %v, want a name clash", err)
 	}
 }
+
+func TestBuildLeavesOutWorkloadsOfNamespacesTheClusterQueueDoesNotSelect(t *testing.T) {
+	open := clusterQueue("open", "", quota("cpu", "4"))
+	none := clusterQueue("none", "", quota("cpu", "4"))
+	none.Spec.NamespaceSelector = nil // Kueue admits from no namespace
+	teams := clusterQueue("teams", "", quota("cpu", "4"))
+	teams.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kind": "team"}}
+	s := &State{
+		Now:           t0,
+		Namespaces:    map[string]map[string]string{"x": {"kind": "team"}, "y": {}},
+		ClusterQueues: []kueue.ClusterQueue{open, none, teams},
+		LocalQueues: []kueue.LocalQueue{localQueue("x", "open", "open"), localQueue("x", "none", "none"),
+			localQueue("x", "teams", "teams"), localQueue("y", "teams", "teams")},
+		Workloads: []kueue.Workload{pending("x", "w-open", "open", 0, 1, "cpu", "1"), pending("x", "w-none", "none", 0, 1, "cpu", "1"),
+			pending("x", "w-team", "teams", 0, 1, "cpu", "1"), pending("y", "w-other", "teams", 0, 1, "cpu", "1")},
+	}
+	m, err := Build(s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(m.Request.Snapshot.PodGroups); got != 2 || m.Workloads["x/w-open"] == nil || m.Workloads["x/w-team"] == nil {
+		t.Errorf("model has %d pod groups (%v), want x/w-open and x/w-team", got, sortedKeys(m.Workloads))
+	}
+	var reasons []string
+	for _, sk := range m.Skipped {
+		reasons = append(reasons, sk.Workload+" "+sk.Reason)
+	}
+	if want := []string{"x/w-none namespace-not-selected", "y/w-other namespace-not-selected"}; !cmp.Equal(reasons, want) {
+		t.Errorf("skipped %v, want %v", reasons, want)
+	}
+}

@@ -15,13 +15,17 @@ import (
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 )
 
 // State is what arbiter is told of a Kueue installation: its objects at one moment.
 type State struct {
-	Now             time.Time
+	Now time.Time
+	// Namespaces holds the labels of every namespace, for the ClusterQueues' namespace
+	// selectors; nil skips that test.
+	Namespaces      map[string]map[string]string
 	ClusterQueues   []kueue.ClusterQueue
 	Cohorts         []kueue.Cohort
 	LocalQueues     []kueue.LocalQueue
@@ -30,9 +34,16 @@ type State struct {
 }
 
 // Read lists every object State holds, cluster-wide, and stamps the state with now.
-func Read(ctx context.Context, c kueueclient.Interface, now time.Time) (*State, error) {
+func Read(ctx context.Context, c kueueclient.Interface, kube kubernetes.Interface, now time.Time) (*State, error) {
 	api := c.KueueV1beta2()
-	s := &State{Now: now}
+	s := &State{Now: now, Namespaces: map[string]map[string]string{}}
+	nss, err := kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list Namespaces: %w", err)
+	}
+	for _, ns := range nss.Items {
+		s.Namespaces[ns.Name] = ns.Labels
+	}
 	cqs, err := api.ClusterQueues().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("list ClusterQueues: %w", err)

@@ -1,0 +1,550 @@
+package kueue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
+
+	"arbiter.dev/clients/go/internal/e2e"
+	"arbiter.dev/clients/go/k8s/controlplane"
+	"arbiter.dev/clients/go/k8s/usage"
+)
+
+// realKueue is a control plane with Kueue's own controller manager, an arbiter-server, and
+// clients of both APIs.
+type realKueue struct {
+	cp         *controlplane.ControlPlane
+	kueue      *controlplane.Kueue
+	kc         kueueclient.Interface
+	kube       kubernetes.Interface
+	server     string
+	kubeconfig string
+}
+
+func startRealKueue(t *testing.T, scheduler bool) *realKueue {
+	t.Helper()
+	server := e2e.ArbiterServer(t)
+	cp, k := e2e.ControlPlaneWithKueue(t, controlplane.Options{Scheduler: scheduler, Dir: os.Getenv("KQ_DEBUG_DIR"), KeepDir: os.Getenv("KQ_DEBUG_DIR") != ""}, controlplane.KueueOptions{Args: strings.Fields(os.Getenv("KQ_DEBUG_ARGS"))})
+	cfg := cp.RESTConfig(controlplane.Admin)
+	r := &realKueue{cp: cp, kueue: k, server: server}
+	var err error
+	if r.kc, err = kueueclient.NewForConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if r.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if r.kubeconfig, err = cp.Kubeconfig(controlplane.Admin); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := r.kc.KueueV1beta2().ResourceFlavors().Create(ctx, &kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			r.logWorkloads(t)
+		}
+	})
+	return r
+}
+
+// logWorkloads writes every Workload's conditions and check states to the test's log.
+func (r *realKueue) logWorkloads(t *testing.T) {
+	list, err := r.kc.KueueV1beta2().Workloads(metav1.NamespaceAll).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Logf("list workloads: %v", err)
+		return
+	}
+	for _, w := range list.Items {
+		var b strings.Builder
+		fmt.Fprintf(&b, "workload %s:", WorkloadKey(&w))
+		for _, c := range w.Status.Conditions {
+			fmt.Fprintf(&b, "\n    %s=%s %s %s (%s)", c.Type, c.Status, c.LastTransitionTime.Format(time.TimeOnly), c.Reason, c.Message)
+		}
+		for _, st := range w.Status.AdmissionChecks {
+			fmt.Fprintf(&b, "\n    check %s=%s retries=%d (%s)", st.Name, st.State, ptr.Deref(st.RetryCount, 0), st.Message)
+		}
+		t.Log(b.String())
+	}
+}
+
+func (r *realKueue) namespace(t *testing.T, names ...string) {
+	t.Helper()
+	for _, ns := range names {
+		if _, err := r.kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// queues creates the Cohort, ClusterQueues and a LocalQueue "lq" per ClusterQueue in the
+// namespace named like the ClusterQueue's suffix (team-a: namespace a).
+func (r *realKueue) queues(t *testing.T, cohort *kueue.Cohort, cqs ...kueue.ClusterQueue) {
+	t.Helper()
+	ctx := context.Background()
+	api := r.kc.KueueV1beta2()
+	if cohort != nil {
+		if _, err := api.Cohorts().Create(ctx, cohort, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range cqs {
+		if _, err := api.ClusterQueues().Create(ctx, &cqs[i], metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		ns := strings.TrimPrefix(cqs[i].Name, "team-")
+		r.namespace(t, ns)
+		lq := localQueue(ns, "lq", cqs[i].Name)
+		if _, err := api.LocalQueues(ns).Create(ctx, &lq, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// workloads lists every Workload, by key.
+func (r *realKueue) workloads(t *testing.T) map[string]*kueue.Workload {
+	t.Helper()
+	list, err := r.kc.KueueV1beta2().Workloads(metav1.NamespaceAll).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*kueue.Workload{}
+	for i := range list.Items {
+		out[WorkloadKey(&list.Items[i])] = &list.Items[i]
+	}
+	return out
+}
+
+// arbiterKueue runs the arbiter-kueue command line against the cluster and arbiter-server.
+func (r *realKueue) arbiterKueue(t *testing.T, bin string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(bin, append(args, "--kubeconfig", r.kubeconfig, "--server", r.server)...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("arbiter-kueue %v: %v\n%s", args, err, out)
+	}
+	return out
+}
+
+// releaseEvicted plays the part of a job integration for plain Workloads until ctx ends: an
+// evicted workload that still holds its quota gives it back, as Kueue's integrations do once the
+// job has stopped.
+func (r *realKueue) releaseEvicted(ctx context.Context) {
+	api := r.kc.KueueV1beta2()
+	for ctx.Err() == nil {
+		list, err := api.Workloads(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+		if err == nil {
+			for i := range list.Items {
+				w := &list.Items[i]
+				if !apimeta.IsStatusConditionTrue(w.Status.Conditions, kueue.WorkloadEvicted) || !HasQuotaReservation(w) {
+					continue
+				}
+				apimeta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{
+					Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionFalse, Reason: "Pending", Message: "the job stopped", ObservedGeneration: w.Generation,
+				})
+				apimeta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{
+					Type: kueue.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: "NoReservation", Message: "the job stopped", ObservedGeneration: w.Generation,
+				})
+				w.Status.Admission = nil
+				_, _ = api.Workloads(w.Namespace).UpdateStatus(ctx, w, metav1.UpdateOptions{})
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func (r *realKueue) createWorkload(t *testing.T, w kueue.Workload) {
+	t.Helper()
+	w.CreationTimestamp = metav1.Time{}
+	if _, err := r.kc.KueueV1beta2().Workloads(w.Namespace).Create(context.Background(), &w, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, done func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !done() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, timeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func withReclaim(cq kueue.ClusterQueue) kueue.ClusterQueue {
+	cq.Spec.Preemption = &kueue.ClusterQueuePreemption{ReclaimWithinCohort: kueue.PreemptionPolicyAny, WithinClusterQueue: kueue.PreemptionPolicyNever}
+	return cq
+}
+
+// TestRealExplainAndWhatIfMatchWhatKueueDoes: team-a borrows the quota of team-b and team-c;
+// with Kueue stopped, team-b submits three workloads; arbiter-kueue explain says what Kueue will
+// do (a reclamation, a fair-sharing preemption, one left pending); Kueue, started again, does
+// exactly that, and publishes the weighted shares arbiter computes. Then what-if predicts the
+// fate of three manifests, each of which Kueue then treats as predicted.
+func TestRealExplainAndWhatIfMatchWhatKueueDoes(t *testing.T) {
+	r := startRealKueue(t, false)
+	bin := e2e.Binary(t, "arbiter.dev/clients/go/cmd/arbiter-kueue")
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go r.releaseEvicted(ctx)
+
+	r.queues(t, &kueue.Cohort{ObjectMeta: metav1.ObjectMeta{Name: "org"}},
+		withReclaim(clusterQueue("team-a", "org", quota("cpu", "2"))),
+		withReclaim(clusterQueue("team-b", "org", quota("cpu", "2"))),
+		withReclaim(clusterQueue("team-c", "org", quota("cpu", "4"))))
+	// team-a takes the whole cohort, one workload at a time, so that their reservation times
+	// (seconds in the API) differ and the order of victims is Kueue's, not a tie.
+	for i := 1; i <= 4; i++ {
+		w := pending("a", fmt.Sprintf("a-%d", i), "lq", 0, 1, "cpu", "2")
+		r.createWorkload(t, w)
+		if _, err := controlplane.WaitForWorkloadCondition(ctx, r.kc, "a", w.Name, kueue.WorkloadQuotaReserved, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1100 * time.Millisecond)
+	}
+	r.kueue.Stop()
+	for i := 1; i <= 3; i++ {
+		r.createWorkload(t, pending("b", fmt.Sprintf("b-%d", i), "lq", 0, 1, "cpu", "2"))
+		time.Sleep(1100 * time.Millisecond) // distinct creation seconds: Kueue's queue order
+	}
+
+	var report Report
+	if err := json.Unmarshal(r.arbiterKueue(t, bin, "explain", "--format", "json"), &report); err != nil {
+		t.Fatal(err)
+	}
+	predicted := map[string]string{} // victim -> rule
+	admit := map[string]bool{}
+	for _, v := range report.Workloads {
+		t.Logf("arbiter: %s %s %s %v", v.Workload, v.Verdict, v.Reason, v.Preempts)
+		if v.Verdict != VerdictPending {
+			admit[v.Workload] = true
+		}
+		for _, p := range v.Preempts {
+			predicted[p.Workload] = p.Rule
+		}
+	}
+	rules := map[string]int{}
+	for _, rule := range predicted {
+		rules[rule]++
+	}
+	if rules["InCohortReclamation"] == 0 || rules["InCohortFairSharing"] == 0 || len(admit) == 3 {
+		t.Fatalf("the scenario should need a reclamation, a fair-sharing preemption and leave a workload pending; arbiter says %v, admits %v", predicted, admit)
+	}
+
+	if err := r.kueue.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Kueue settles when every predicted admission has its quota and every victim is evicted.
+	waitFor(t, "Kueue to admit and preempt as predicted", 2*time.Minute, func() bool {
+		ws := r.workloads(t)
+		for key := range admit {
+			if !HasQuotaReservation(ws[key]) {
+				return false
+			}
+		}
+		for key := range predicted {
+			if HasQuotaReservation(ws[key]) {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(3 * time.Second) // nothing else may move
+	ws := r.workloads(t)
+	for _, key := range sortedKeys(ws) {
+		w := ws[key]
+		preempted := apimeta.FindStatusCondition(w.Status.Conditions, kueue.WorkloadPreempted)
+		switch {
+		case predicted[key] != "":
+			if preempted == nil || preempted.Status != metav1.ConditionTrue || preempted.Reason != predicted[key] {
+				t.Errorf("%s: Kueue's Preempted condition %+v, arbiter predicted %s", key, preempted, predicted[key])
+			}
+		case preempted != nil && preempted.Status == metav1.ConditionTrue:
+			t.Errorf("%s: Kueue preempted it (%s), arbiter did not predict it", key, preempted.Reason)
+		}
+		wantReserved := admit[key] || (strings.HasPrefix(key, "a/") && predicted[key] == "")
+		if HasQuotaReservation(w) != wantReserved {
+			t.Errorf("%s: quota reserved %v, arbiter predicted %v", key, HasQuotaReservation(w), wantReserved)
+		}
+	}
+
+	// The shares Kueue publishes are arbiter's (Kueue updates its status as it goes).
+	waitFor(t, "Kueue's weighted shares to equal arbiter's", time.Minute, func() bool {
+		var now Report
+		if err := json.Unmarshal(r.arbiterKueue(t, bin, "explain", "--format", "json"), &now); err != nil {
+			t.Fatal(err)
+		}
+		published := 0
+		for _, q := range now.Queues {
+			if q.Differs {
+				return false
+			}
+			if q.Kueue != nil {
+				published++
+			}
+		}
+		return published == 4 // three ClusterQueues and the cohort
+	})
+
+	t.Run("what-if", func(t *testing.T) {
+		dir := t.TempDir()
+		manifests := map[string]string{
+			// team-c lends everything it has: it may take back what is its own.
+			"c-small": "apiVersion: batch/v1\nkind: Job\nmetadata: {name: c-small, namespace: c, labels: {kueue.x-k8s.io/queue-name: lq}}\nspec: {suspend: true, template: {spec: {restartPolicy: Never, containers: [{name: c, image: busybox, resources: {requests: {cpu: \"2\"}}}]}}}\n",
+			// More than the cohort holds.
+			"c-huge": "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata: {name: c-huge, namespace: c}\nspec: {queueName: lq, podSets: [{name: main, count: 5, template: {spec: {containers: [{name: c, resources: {requests: {cpu: \"2\"}}}]}}}]}\n",
+			// team-a borrows already: it may not take more from team-b.
+			"a-more": "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata: {name: a-more, namespace: a}\nspec: {queueName: lq, podSets: [{name: main, count: 1, template: {spec: {containers: [{name: c, resources: {requests: {cpu: \"2\"}}}]}}}]}\n",
+		}
+		for _, name := range []string{"c-huge", "a-more", "c-small"} {
+			path := filepath.Join(dir, name+".yaml")
+			if err := os.WriteFile(path, []byte(manifests[name]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var predictions []Prediction
+			if err := json.Unmarshal(r.arbiterKueue(t, bin, "what-if", "-f", path, "--format", "json"), &predictions); err != nil {
+				t.Fatal(err)
+			}
+			p := predictions[0]
+			t.Logf("what-if %s: %+v", name, p)
+			// Submit it as predicted (a Workload as it is; the Job as the Workload Kueue would
+			// make of it) and see what Kueue does.
+			ws, err := WorkloadsFromManifests([]byte(manifests[name]), "default", Priorities{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := *ws[0]
+			w.ResourceVersion = ""
+			r.createWorkload(t, w)
+			key := WorkloadKey(&w)
+			if p.Verdict == VerdictPending {
+				time.Sleep(3 * time.Second)
+				if got := r.workloads(t)[key]; HasQuotaReservation(got) {
+					t.Errorf("%s: predicted pending (%s), Kueue admitted it", key, p.Reason)
+				}
+				continue
+			}
+			if _, err := controlplane.WaitForWorkloadCondition(context.Background(), r.kc, w.Namespace, w.Name, kueue.WorkloadQuotaReserved, time.Minute); err != nil {
+				t.Errorf("%s: predicted %s, but %v", key, p.Verdict, err)
+			}
+			for _, victim := range p.Preempts {
+				if HasQuotaReservation(r.workloads(t)[victim.Workload]) {
+					t.Errorf("%s: predicted to preempt %s, which still has its quota", key, victim.Workload)
+				}
+			}
+		}
+	})
+}
+
+// backlog submits n Jobs of one pod with requests cpu to LocalQueue lq of ns, each running for
+// run once started.
+func (r *realKueue) backlog(t *testing.T, ns string, n int, cpu string, run time.Duration) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		job := &batchv1.Job{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", ns, i), Labels: map[string]string{QueueNameLabel: "lq"}},
+			Spec: batchv1.JobSpec{
+				Suspend: ptr.To(true), // Kueue's webhook would set it; none runs here
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{controlplane.CompleteAfterAnnotation: run.String()}},
+					Spec: corev1.PodSpec{
+						RestartPolicy: corev1.RestartPolicyNever,
+						Containers: []corev1.Container{{Name: "work", Image: "busybox", Resources: corev1.ResourceRequirements{
+							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)},
+						}}},
+					},
+				},
+			},
+		}
+		if _, err := r.kube.BatchV1().Jobs(ns).Create(context.Background(), job, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// admissionOrder is the namespaces of the workloads Kueue admitted (every check Ready), in the
+// order of their Admitted condition.
+func (r *realKueue) admissionOrder(t *testing.T) []string {
+	t.Helper()
+	type admitted struct {
+		ns string
+		at time.Time
+	}
+	var all []admitted
+	for _, w := range r.workloads(t) {
+		if c := apimeta.FindStatusCondition(w.Status.Conditions, kueue.WorkloadAdmitted); c != nil && c.Status == metav1.ConditionTrue ||
+			apimeta.IsStatusConditionTrue(w.Status.Conditions, kueue.WorkloadFinished) {
+			c := apimeta.FindStatusCondition(w.Status.Conditions, kueue.WorkloadQuotaReserved)
+			all = append(all, admitted{w.Namespace, c.LastTransitionTime.Time})
+		}
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].at.Before(all[j].at) })
+	out := make([]string, len(all))
+	for i, a := range all {
+		out[i] = a.ns
+	}
+	return out
+}
+
+// storyOneOnKueue: a cohort of 8 CPUs shared by team-a and team-b, which own none, both behind
+// the arbiter.dev/time-aware check; each has a backlog of jobs that take all 8 CPUs for run,
+// team-a's submitted first.
+func storyOneOnKueue(t *testing.T, r *realKueue, jobs int, run time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	if err := controlplane.CreateNodes(ctx, r.kube, controlplane.NewNode("node-0", corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"), corev1.ResourcePods: resource.MustParse("110"),
+	})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.kc.KueueV1beta2().AdmissionChecks().Create(ctx, &kueue.AdmissionCheck{
+		ObjectMeta: metav1.ObjectMeta{Name: "time-aware"}, Spec: kueue.AdmissionCheckSpec{ControllerName: CheckControllerName},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var cqs []kueue.ClusterQueue
+	for _, name := range []string{"team-a", "team-b"} {
+		cq := clusterQueue(name, "pool", quota("cpu", "0"))
+		cq.Spec.AdmissionChecksStrategy = &kueue.AdmissionChecksStrategy{AdmissionChecks: []kueue.AdmissionCheckStrategyRule{{Name: "time-aware"}}}
+		cqs = append(cqs, cq)
+	}
+	pool := cohortObj("pool", "", quota("cpu", "8"))
+	r.queues(t, &pool, cqs...)
+	r.namespace(t, "arbiter-system")
+	r.backlog(t, "a", jobs, "8", run)
+	time.Sleep(1100 * time.Millisecond) // team-a's backlog is older, to the second
+	r.backlog(t, "b", jobs, "8", run)
+}
+
+// startCheck runs `arbiter-kueue check` with k until the test ends (or stop is called).
+func (r *realKueue) startCheck(t *testing.T, bin string, k float64) (stop func()) {
+	t.Helper()
+	cmd := exec.Command(bin, "check", "--kubeconfig", r.kubeconfig, "--server", r.server,
+		"--k-value", fmt.Sprint(k), "--period", "200ms", "--usage-save-interval", "500ms",
+		"--namespace", "arbiter-system", "--http-addr", "127.0.0.1:0")
+	log, err := os.Create(filepath.Join(t.TempDir(), "check.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+		if t.Failed() {
+			data, _ := os.ReadFile(log.Name())
+			t.Logf("--- arbiter-kueue check log:\n%s", data)
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// TestRealTimeAwareCheckAlternatesTheClusterQueuesAndKeepsItsLedgerAcrossARestart is the seed's
+// story 1 on a real Kueue: with k > 0 the two ClusterQueues take turns, where Kueue alone runs
+// team-a's whole backlog first; the check is restarted half-way and goes on from its saved
+// ledger.
+func TestRealTimeAwareCheckAlternatesTheClusterQueuesAndKeepsItsLedgerAcrossARestart(t *testing.T) {
+	t.Parallel()
+	r := startRealKueue(t, true)
+	bin := e2e.Binary(t, "arbiter.dev/clients/go/cmd/arbiter-kueue")
+	const jobs = 3
+	storyOneOnKueue(t, r, jobs, 2*time.Second)
+	stop := r.startCheck(t, bin, 1)
+	waitFor(t, "three jobs admitted", 2*time.Minute, func() bool { return len(r.admissionOrder(t)) >= 3 })
+	stop()
+	store := &usage.ConfigMapStore{Client: r.kube, Namespace: "arbiter-system", Name: "arbiter-kueue-usage"}
+	before, err := store.Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.Queues["team-a"]["cpu"] <= 0 || before.Queues["team-b"]["cpu"] <= 0 {
+		t.Fatalf("saved ledger %+v: both ClusterQueues ran, both should have usage", before.Queues)
+	}
+	r.startCheck(t, bin, 1)
+	waitFor(t, "every job admitted", 3*time.Minute, func() bool { return len(r.admissionOrder(t)) == 2*jobs })
+	after, err := store.Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Queues["team-a"]["cpu"] < before.Queues["team-a"]["cpu"] || after.Updated.Before(before.Updated) {
+		t.Errorf("the ledger did not go on from the saved one: before %+v, after %+v", before, after)
+	}
+	order := r.admissionOrder(t)
+	t.Logf("admission order with k=1: %v", order)
+	// Kueue alone runs team-a's whole backlog first (the k = 0 test). With the check, team-b gets
+	// the cohort second, and no ClusterQueue keeps it for more than two jobs in a row: when their
+	// usage is even, Kueue's own order (the evicted workload queues last) decides.
+	if len(order) < 2 || order[0] != "a" || order[1] != "b" {
+		t.Errorf("admission order %v: team-b should follow team-a's first job", order)
+	}
+	for i := 2; i < len(order); i++ {
+		if order[i] == order[i-1] && order[i] == order[i-2] {
+			t.Errorf("admission order %v: one ClusterQueue kept the cohort for three jobs", order)
+			break
+		}
+	}
+	retried := 0
+	for _, w := range r.workloads(t) {
+		for _, st := range w.Status.AdmissionChecks {
+			retried += int(ptr.Deref(st.RetryCount, 0))
+		}
+	}
+	if retried == 0 {
+		t.Error("no workload was ever sent back: the check did not act")
+	}
+	t.Logf("%d Retry answers in all", retried)
+}
+
+// TestRealTimeAwareCheckWithKZeroChangesNothing: the same backlog with k = 0 runs as Kueue alone
+// runs it, team-a's backlog first, and no workload is ever sent back.
+func TestRealTimeAwareCheckWithKZeroChangesNothing(t *testing.T) {
+	t.Parallel()
+	r := startRealKueue(t, true)
+	bin := e2e.Binary(t, "arbiter.dev/clients/go/cmd/arbiter-kueue")
+	const jobs = 3
+	storyOneOnKueue(t, r, jobs, time.Second)
+	r.startCheck(t, bin, 0)
+	waitFor(t, "every job admitted", 3*time.Minute, func() bool { return len(r.admissionOrder(t)) == 2*jobs })
+	order := r.admissionOrder(t)
+	if want := []string{"a", "a", "a", "b", "b", "b"}; fmt.Sprint(order) != fmt.Sprint(want) {
+		t.Errorf("admission order with k=0 %v, want Kueue's own %v", order, want)
+	}
+	for key, w := range r.workloads(t) {
+		for _, st := range w.Status.AdmissionChecks {
+			if ptr.Deref(st.RetryCount, 0) > 0 || st.State != kueue.CheckStateReady {
+				t.Errorf("%s: check %+v, want Ready and never retried", key, st)
+			}
+		}
+	}
+}
