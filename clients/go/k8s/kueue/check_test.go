@@ -83,8 +83,10 @@ func TestCheckerActivatesItsCheckDecidesAndSavesTheLedger(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if n := testutil.ToFloat64(c.metrics.decisions.WithLabelValues("Retry")); n != 1 {
-		t.Errorf("%g Retry decisions counted, want 1", n)
+	// The fake clientset does not refuse a write on a stale version as the API server does, so a
+	// pass that ran before the cache saw the first write may have written it again.
+	if n := testutil.ToFloat64(c.metrics.decisions.WithLabelValues("Retry")); n < 1 {
+		t.Errorf("%g Retry decisions counted, want at least 1", n)
 	}
 	l, err := store.Load(context.Background())
 	if err != nil {

@@ -240,8 +240,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	for _, sk := range r.Skipped {
 		fmt.Fprintf(tw, "%s\t-\tskipped\t%s\t%s\n", sk.Workload, sk.Reason, sk.Message)
 	}
-	fmt.Fprintln(tw, "\t\t\t\t")
-	fmt.Fprintln(tw, "QUEUE\tKIND\tWEIGHTED SHARE (arbiter)\tKUEUE STATUS\tBORROWING / DOMINANT")
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "QUEUE\tKIND\tWEIGHTED SHARE (exact)\tKUEUE STATUS\tBORROWING")
 	for _, q := range r.Queues {
 		kueueShare := "-"
 		if q.Kueue != nil {
@@ -258,7 +262,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if q.Borrowing {
 			borrowing = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d (%s)\t%s\t%s %s\n", q.Name, q.Kind, q.WeightedShare, exact, kueueShare, borrowing, q.DominantResource)
+		if q.DominantResource != "" {
+			borrowing += " (" + q.DominantResource + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d (%s)\t%s\t%s\n", q.Name, q.Kind, q.WeightedShare, exact, kueueShare, borrowing)
 	}
 	return tw.Flush()
 }
