@@ -15,8 +15,9 @@ build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
 # Every test: the Go modules (vet, go test -race, the cross-language end-to-end test against the
-# server just built, and arbiter-k8s against a real Kubernetes control plane that
-# tests/k8s/control-plane/build.sh builds from the module proxy into a cache), the Python package (mypy --strict, pytest against the server just built and
+# server just built, and arbiter-k8s, arbiter-extender and arbiter-kueue against a real Kubernetes
+# control plane and Kueue's controller manager that tests/k8s/control-plane/build.sh and
+# tests/k8s/kueue/build.sh build from the module proxy into a cache), the Python package (mypy --strict, pytest against the server just built and
 # against a real Slurm cluster on loopback for arbiter-slurm), the differential test against KAI's and Kueue's own code
 # (docs/conformance.md), then every C++ test through ctest (the golden corpus among them).
 test: build

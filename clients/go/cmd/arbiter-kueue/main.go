@@ -45,9 +45,9 @@ import (
 const usageText = `arbiter-kueue: Kueue decisions, explained and gated by arbiter
 
 Usage:
-  arbiter-kueue explain [flags]        what arbiter would admit or preempt now, and every share
-  arbiter-kueue what-if -f FILE [flags] what a Job, JobSet or Workload would get if submitted now
-  arbiter-kueue check [flags]          run the arbiter.dev/time-aware AdmissionCheck controller
+  arbiter-kueue explain [flags]          what arbiter would admit or preempt now, and every share
+  arbiter-kueue what-if -f FILE [flags]  what a Job, JobSet or Workload would get if submitted now
+  arbiter-kueue check [flags]            run the arbiter.dev/time-aware AdmissionCheck controller
 
 Run "arbiter-kueue COMMAND -h" for the flags of a command.
 `
@@ -73,10 +73,9 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.tls.ServerName, "tls-server-name", "", "name to verify in the server's certificate")
 	fs.BoolVar(&c.useTLS, "tls", false, "use TLS with the system roots (implied by --tls-ca or --tls-cert)")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "bound on each call to arbiter")
-	fs.StringVar(&c.dumpDir, "dump-snapshot", "", "write every request sent to arbiter to this directory (proto3 JSON, replayable with `arbiter schedule`)")
+	fs.StringVar(&c.dumpDir, "dump-snapshot", "", "write every request sent to arbiter to this directory (proto3 JSON, replayable with: arbiter schedule FILE)")
 	fs.StringVar(&c.strategies, "preemption-strategies", "",
 		"Kueue's fairSharing.preemptionStrategies, comma-separated (LessThanOrEqualToFinalShare, LessThanInitialShare); empty = Kueue's default")
-	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
 }
 
 // policyStrategies parses --preemption-strategies.
@@ -169,7 +168,7 @@ func (c *common) dump(stem string, req *arbiterv1.ScheduleRequest, stderr io.Wri
 	if err != nil {
 		return fmt.Errorf("--dump-snapshot: %w", err)
 	}
-	fmt.Fprintf(stderr, "request written to %s (replay: arbiter schedule -f %s)\n", path, path)
+	fmt.Fprintf(stderr, "request written to %s (replay: arbiter schedule %s)\n", path, path)
 	return nil
 }
 
@@ -375,6 +374,7 @@ func check(ctx context.Context, args []string, _, stderr io.Writer) error {
 	namespace := fs.String("namespace", envOr("POD_NAMESPACE", "arbiter-system"), "namespace of the usage ConfigMap")
 	configMap := fs.String("usage-configmap", "arbiter-kueue-usage", "ConfigMap persisting the ClusterQueues' decayed usage")
 	httpAddr := fs.String("http-addr", ":8080", "address of /healthz and /metrics")
+	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
 	if err := parse(fs, args); err != nil {
 		return err
 	}

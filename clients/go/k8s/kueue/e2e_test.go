@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protojson"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -22,6 +23,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
+	arbiterv1 "arbiter.dev/clients/go/arbiterv1"
 	"arbiter.dev/clients/go/internal/e2e"
 	"arbiter.dev/clients/go/k8s/controlplane"
 	"arbiter.dev/clients/go/k8s/usage"
@@ -227,14 +229,21 @@ func TestRealExplainAndWhatIfMatchWhatKueueDoes(t *testing.T) {
 	}
 	r.kueue.Stop()
 	for i := 1; i <= 3; i++ {
-		r.createWorkload(t, pending("b", fmt.Sprintf("b-%d", i), "lq", 0, 1, "cpu", "2"))
+		w := pending("b", fmt.Sprintf("b-%d", i), "lq", 0, 1, "cpu", "2")
+		// Kueue admits b-1 and b-2 in one cycle, so their reservation times (in seconds) tie,
+		// and Kueue breaks that tie between preemption candidates by UID, which no one can
+		// predict. A priority apart settles which of them a later reclamation takes.
+		w.Spec.Priority = ptr.To(int32(10 - i))
+		r.createWorkload(t, w)
 		time.Sleep(1100 * time.Millisecond) // distinct creation seconds: Kueue's queue order
 	}
 
+	dumps := t.TempDir()
 	var report Report
-	if err := json.Unmarshal(r.arbiterKueue(t, bin, "explain", "--format", "json"), &report); err != nil {
+	if err := json.Unmarshal(r.arbiterKueue(t, bin, "explain", "--format", "json", "--dump-snapshot", dumps), &report); err != nil {
 		t.Fatal(err)
 	}
+	replayed := replayDump(t, dumps)
 	predicted := map[string]string{} // victim -> rule
 	admit := map[string]bool{}
 	for _, v := range report.Workloads {
@@ -249,6 +258,21 @@ func TestRealExplainAndWhatIfMatchWhatKueueDoes(t *testing.T) {
 	rules := map[string]int{}
 	for _, rule := range predicted {
 		rules[rule]++
+	}
+	// The dumped request, replayed by the CLI, gives the answer explain read.
+	for key := range admit {
+		found := false
+		for _, a := range replayed.GetAdmissions() {
+			found = found || a.GetPodGroup() == key
+		}
+		if !found {
+			t.Errorf("the replayed snapshot does not admit %s: %v", key, replayed.GetAdmissions())
+		}
+	}
+	for _, e := range replayed.GetEvictions() {
+		if predicted[e.GetPodGroup()] != Rule(e.GetReason()) {
+			t.Errorf("the replayed snapshot evicts %s by %s; explain said %q", e.GetPodGroup(), Rule(e.GetReason()), predicted[e.GetPodGroup()])
+		}
 	}
 	if rules["InCohortReclamation"] == 0 || rules["InCohortFairSharing"] == 0 || len(admit) == 3 {
 		t.Fatalf("the scenario should need a reclamation, a fair-sharing preemption and leave a workload pending; arbiter says %v, admits %v", predicted, admit)
@@ -357,6 +381,25 @@ func TestRealExplainAndWhatIfMatchWhatKueueDoes(t *testing.T) {
 			}
 		}
 	})
+}
+
+// replayDump runs `arbiter schedule` (the CLI built next to arbiter-server) on the one request
+// dumped into dir and returns its answer.
+func replayDump(t *testing.T, dir string) *arbiterv1.ScheduleResponse {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "explain-*.json"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("dumps = %v (%v), want 1", files, err)
+	}
+	out, err := exec.Command(e2e.ArbiterCLI(t), "schedule", files[0], "--format", "json").Output()
+	if err != nil {
+		t.Fatalf("arbiter schedule %s: %v", files[0], err)
+	}
+	resp := &arbiterv1.ScheduleResponse{}
+	if err := protojson.Unmarshal(out, resp); err != nil {
+		t.Fatalf("CLI output is not a ScheduleResponse: %v\n%s", err, out)
+	}
+	return resp
 }
 
 // backlog submits n Jobs of one pod with requests cpu to LocalQueue lq of ns, each running for
