@@ -26,19 +26,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 
 	"arbiter.dev/clients/go/client"
+	"arbiter.dev/clients/go/internal/leader"
 	"arbiter.dev/clients/go/k8s/shim"
 	"arbiter.dev/clients/go/k8s/translate"
 	"arbiter.dev/clients/go/k8s/usage"
@@ -256,14 +254,8 @@ func run(ctx context.Context, o *options) error {
 		s.Run(ctx)
 		return nil
 	}
-	host, _ := os.Hostname()
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: o.cfg.Namespace, Name: o.leaseName},
-		Client:     kube.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())},
-	}
-	cfg := lockConfig(lock, o.leaseName, o.leaseDuration, o.renewDeadline, o.retryPeriod)
-	if runLeading(ctx, cfg, log, s.Run) {
+	cfg := leader.Config(kube, o.cfg.Namespace, o.leaseName, o.leaseDuration, o.renewDeadline, o.retryPeriod)
+	if leader.Run(ctx, cfg, log, s.Run) {
 		return errors.New("lost the leader lease") // restart with a clean state
 	}
 	return nil

@@ -37,6 +37,7 @@ import (
 
 	arbiterv1 "arbiter.dev/clients/go/arbiterv1"
 	"arbiter.dev/clients/go/client"
+	"arbiter.dev/clients/go/internal/leader"
 	"arbiter.dev/clients/go/internal/replay"
 	"arbiter.dev/clients/go/k8s/kueue"
 	"arbiter.dev/clients/go/k8s/usage"
@@ -375,6 +376,11 @@ func check(ctx context.Context, args []string, _, stderr io.Writer) error {
 	configMap := fs.String("usage-configmap", "arbiter-kueue-usage", "ConfigMap persisting the ClusterQueues' decayed usage")
 	httpAddr := fs.String("http-addr", ":8080", "address of /healthz and /metrics")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug, info, warn or error")
+	leaderElect := fs.Bool("leader-elect", true, "decide only while holding the leader Lease (in --namespace), so that replicas never write answers or the ledger twice")
+	leaseName := fs.String("lease-name", "arbiter-kueue", "name of the leader Lease")
+	leaseDuration := fs.Duration("lease-duration", 15*time.Second, "leader Lease duration")
+	renewDeadline := fs.Duration("renew-deadline", 10*time.Second, "leader renew deadline")
+	retryPeriod := fs.Duration("retry-period", 2*time.Second, "leader election retry period")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -426,8 +432,18 @@ func check(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}()
 	defer srv.Close()
 	log.Info("arbiter-kueue check starting", "server", c.server, "http", lis.Addr().String(),
-		"usageConfigMap", *namespace+"/"+*configMap)
-	return checker.Run(ctx)
+		"usageConfigMap", *namespace+"/"+*configMap, "leaderElect", *leaderElect)
+	if !*leaderElect {
+		return checker.Run(ctx)
+	}
+	// The checker loads the ledger when it starts leading and saves it when it stops, before the
+	// Lease is released; a lost Lease ends the process, to start again with a clean state.
+	var runErr error
+	election := leader.Config(kube, *namespace, *leaseName, *leaseDuration, *renewDeadline, *retryPeriod)
+	if leader.Run(ctx, election, log, func(ctx context.Context) { runErr = checker.Run(ctx) }) {
+		return errors.Join(errors.New("lost the leader lease"), runErr)
+	}
+	return runErr
 }
 
 func envOr(key, def string) string {

@@ -518,7 +518,6 @@ func (r *realKueue) startCheck(t *testing.T, bin string, k float64) (stop func()
 // team-a's whole backlog first; the check is restarted half-way and goes on from its saved
 // ledger.
 func TestRealTimeAwareCheckAlternatesTheClusterQueuesAndKeepsItsLedgerAcrossARestart(t *testing.T) {
-	t.Parallel()
 	r := startRealKueue(t, true)
 	bin := e2e.Binary(t, "arbiter.dev/clients/go/cmd/arbiter-kueue")
 	const jobs = 3
@@ -572,7 +571,6 @@ func TestRealTimeAwareCheckAlternatesTheClusterQueuesAndKeepsItsLedgerAcrossARes
 // TestRealTimeAwareCheckWithKZeroChangesNothing: the same backlog with k = 0 runs as Kueue alone
 // runs it, team-a's backlog first, and no workload is ever sent back.
 func TestRealTimeAwareCheckWithKZeroChangesNothing(t *testing.T) {
-	t.Parallel()
 	r := startRealKueue(t, true)
 	bin := e2e.Binary(t, "arbiter.dev/clients/go/cmd/arbiter-kueue")
 	const jobs = 3
