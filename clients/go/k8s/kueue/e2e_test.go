@@ -482,8 +482,9 @@ func storyOneOnKueue(t *testing.T, r *realKueue, jobs int, run time.Duration) {
 	r.backlog(t, "b", jobs, "8", run)
 }
 
-// startCheck runs `arbiter-kueue check` with k until the test ends (or stop is called).
-func (r *realKueue) startCheck(t *testing.T, bin string, k float64) (stop func()) {
+// startCheck runs `arbiter-kueue check` with k (leader election on) until the test ends or stop
+// is called; its log goes to the file logPath.
+func (r *realKueue) startCheck(t *testing.T, bin string, k float64) (stop func(), logPath string) {
 	t.Helper()
 	cmd := exec.Command(bin, "check", "--kubeconfig", r.kubeconfig, "--server", r.server,
 		"--k-value", fmt.Sprint(k), "--period", "200ms", "--usage-save-interval", "500ms",
@@ -510,21 +511,28 @@ func (r *realKueue) startCheck(t *testing.T, bin string, k float64) (stop func()
 		}
 	}
 	t.Cleanup(stop)
-	return stop
+	return stop, log.Name()
 }
 
-// TestRealTimeAwareCheckAlternatesTheClusterQueuesAndKeepsItsLedgerAcrossARestart is the seed's
+// TestRealTimeAwareCheckAlternatesTheClusterQueuesAndHandsItsLedgerToTheNextLeader is the seed's
 // story 1 on a real Kueue: with k > 0 the two ClusterQueues take turns, where Kueue alone runs
-// team-a's whole backlog first; the check is restarted half-way and goes on from its saved
-// ledger.
-func TestRealTimeAwareCheckAlternatesTheClusterQueuesAndKeepsItsLedgerAcrossARestart(t *testing.T) {
+// team-a's whole backlog first. Half-way, a second replica waits for the Lease, deciding nothing,
+// and takes over from the saved ledger when the first one stops.
+func TestRealTimeAwareCheckAlternatesTheClusterQueuesAndHandsItsLedgerToTheNextLeader(t *testing.T) {
 	r := startRealKueue(t, true)
 	bin := e2e.Binary(t, "arbiter.dev/clients/go/cmd/arbiter-kueue")
 	const jobs = 3
 	storyOneOnKueue(t, r, jobs, 2*time.Second)
-	stop := r.startCheck(t, bin, 1)
+	stopLeader, _ := r.startCheck(t, bin, 1)
 	waitFor(t, "three jobs admitted", 2*time.Minute, func() bool { return len(r.admissionOrder(t)) >= 3 })
-	stop()
+	// A second replica waits for the Lease and decides nothing meanwhile.
+	_, followerLog := r.startCheck(t, bin, 1)
+	time.Sleep(2 * time.Second)
+	if log, _ := os.ReadFile(followerLog); strings.Contains(string(log), "msg=decided") {
+		t.Errorf("the second replica decided while the first held the Lease:\n%s", log)
+	}
+	// The leader stops: it saves its ledger, then releases the Lease to the second replica.
+	stopLeader()
 	store := &usage.ConfigMapStore{Client: r.kube, Namespace: "arbiter-system", Name: "arbiter-kueue-usage"}
 	before, err := store.Load(context.Background())
 	if err != nil {
@@ -533,8 +541,10 @@ func TestRealTimeAwareCheckAlternatesTheClusterQueuesAndKeepsItsLedgerAcrossARes
 	if before.Queues["team-a"]["cpu"] <= 0 || before.Queues["team-b"]["cpu"] <= 0 {
 		t.Fatalf("saved ledger %+v: both ClusterQueues ran, both should have usage", before.Queues)
 	}
-	r.startCheck(t, bin, 1)
 	waitFor(t, "every job admitted", 3*time.Minute, func() bool { return len(r.admissionOrder(t)) == 2*jobs })
+	if log, _ := os.ReadFile(followerLog); !strings.Contains(string(log), "msg=leading") {
+		t.Errorf("the second replica never led:\n%s", log)
+	}
 	after, err := store.Load(context.Background())
 	if err != nil {
 		t.Fatal(err)
