@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,18 +22,35 @@ import (
 	"arbiter.dev/clients/go/k8s/usage"
 )
 
-func TestCheckerActivatesItsCheckDecidesAndSavesTheLedger(t *testing.T) {
-	s := storyOne("a/job-1")
+// checkerFixture is a Checker on fake clients holding s, the two AdmissionChecks and the ledger.
+type checkerFixture struct {
+	c     *Checker
+	kc    *kueuefake.Clientset
+	store *usage.ConfigMapStore
+	done  chan error
+	stop  context.CancelFunc
+}
+
+func startChecker(t *testing.T, s *State, ledger *usage.Ledger) *checkerFixture {
+	t.Helper()
 	objects := []runtime.Object{
 		&kueue.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: "time-aware"}, Spec: kueue.AdmissionCheckSpec{ControllerName: CheckControllerName}},
 		&kueue.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses"}, Spec: kueue.AdmissionCheckSpec{ControllerName: "example.com/other"}},
-		&s.Cohorts[0], &s.ClusterQueues[0], &s.ClusterQueues[1], &s.LocalQueues[0], &s.LocalQueues[1],
 	}
 	for i := range s.Workloads {
 		objects = append(objects, &s.Workloads[i])
 	}
+	for i := range s.Cohorts {
+		objects = append(objects, &s.Cohorts[i])
+	}
+	for i := range s.ClusterQueues {
+		objects = append(objects, &s.ClusterQueues[i])
+	}
+	for i := range s.LocalQueues {
+		objects = append(objects, &s.LocalQueues[i])
+	}
 	kc := kueuefake.NewSimpleClientset(objects...)
-	saved, _ := json.Marshal(ledgerAfter(1, 0))
+	saved, _ := json.Marshal(ledger)
 	kube := kubefake.NewSimpleClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "b"}}, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "arbiter-system", Name: "usage"},
 		Data:       map[string]string{usage.DataKey: string(saved)},
@@ -43,25 +61,33 @@ func TestCheckerActivatesItsCheckDecidesAndSavesTheLedger(t *testing.T) {
 		kc, kube, arbiterClient(t), store, slog.New(slog.NewTextHandler(io.Discard, nil)), reg)
 	c.now = func() time.Time { return t0.Add(2*time.Hour + time.Minute) }
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
+	f := &checkerFixture{c: c, kc: kc, store: store, done: make(chan error, 1), stop: cancel}
+	go func() { f.done <- c.Run(ctx) }()
+	t.Cleanup(cancel)
+	return f
+}
 
-	var w *kueue.Workload
+// decided waits until the check of namespace/name is no longer Pending and returns its state.
+func (f *checkerFixture) decided(t *testing.T, namespace, name string) kueue.AdmissionCheckState {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for ; time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		got, err := kc.KueueV1beta2().Workloads("a").Get(ctx, "job-1", metav1.GetOptions{})
+		got, err := f.kc.KueueV1beta2().Workloads(namespace).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Status.AdmissionChecks[0].State != kueue.CheckStatePending {
-			w = got
-			break
+		if st := got.Status.AdmissionChecks[0]; st.State != kueue.CheckStatePending {
+			return st
 		}
 	}
-	if w == nil {
-		t.Fatal("the check was not decided within 20s")
-	}
-	st := w.Status.AdmissionChecks[0]
+	t.Fatal("the check was not decided within 20s")
+	return kueue.AdmissionCheckState{}
+}
+
+func TestCheckerActivatesItsCheckDecidesAndSavesTheLedger(t *testing.T) {
+	f := startChecker(t, storyOne("a/job-1"), ledgerAfter(1, 0))
+	c, kc, store, ctx := f.c, f.kc, f.store, context.Background()
+	st := f.decided(t, "a", "job-1")
 	if st.State != kueue.CheckStateRetry || st.RequeueAfterSeconds == nil || *st.RequeueAfterSeconds != 2 || st.Message == "" {
 		t.Errorf("check state %+v, want Retry after 2s with a message", st)
 	}
@@ -79,8 +105,8 @@ func TestCheckerActivatesItsCheckDecidesAndSavesTheLedger(t *testing.T) {
 	if len(other.Status.Conditions) != 0 {
 		t.Errorf("another controller's AdmissionCheck was touched: %+v", other.Status.Conditions)
 	}
-	cancel()
-	if err := <-done; err != nil {
+	f.stop()
+	if err := <-f.done; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	// The fake clientset does not refuse a write on a stale version as the API server does, so a
@@ -95,5 +121,17 @@ func TestCheckerActivatesItsCheckDecidesAndSavesTheLedger(t *testing.T) {
 	// The loaded history was advanced to the checker's clock and saved on the way out.
 	if !l.Updated.Equal(t0.Add(2*time.Hour+time.Minute)) || l.Queues["team-a"]["nvidia.com/gpu"] != 8*3600 {
 		t.Errorf("saved ledger %+v, want team-a's hour kept and the clock advanced", l)
+	}
+}
+
+func TestCheckerLetsEverythingThroughWhatArbiterCannotModel(t *testing.T) {
+	s := storyOne("a/job-1")
+	// team-b offers its GPUs in two flavors: not expressible in arbiter's Kueue model.
+	s.ClusterQueues[1].Spec.ResourceGroups[0].Flavors = append(s.ClusterQueues[1].Spec.ResourceGroups[0].Flavors,
+		kueue.FlavorQuotas{Name: "spot", Resources: quota("nvidia.com/gpu", "4")})
+	f := startChecker(t, s, ledgerAfter(1, 0))
+	st := f.decided(t, "a", "job-1")
+	if st.State != kueue.CheckStateReady || !strings.Contains(st.Message, "passed through") || !strings.Contains(st.Message, "more than one flavor") {
+		t.Errorf("check %+v, want Ready, passed through with the reason", st)
 	}
 }
