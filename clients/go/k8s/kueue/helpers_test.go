@@ -96,7 +96,7 @@ func reserve(w kueue.Workload, cq string, offset time.Duration, admitted bool) k
 }
 
 // arbiterClient dials a real arbiter-server started for the test.
-func arbiterClient(t *testing.T) *client.Client {
+func arbiterClient(t testing.TB) *client.Client {
 	t.Helper()
 	c, err := client.Dial(client.Config{Target: e2e.ArbiterServer(t)})
 	if err != nil {
