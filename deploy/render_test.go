@@ -1,8 +1,9 @@
 // Package deploy holds the tests of arbiter's Kubernetes manifests: the Helm chart in
 // helm/arbiter, the kustomize base in kustomize/base, which is the chart rendered with its
-// default values, and the overlay in kustomize/overlays/extender, which adds what the chart
-// renders with extender.enabled=true. All are rendered in-process (Helm SDK, kustomize API) and
-// every object is decoded strictly into its typed Kubernetes struct, so a misspelt field fails a
+// default values, and the overlays in kustomize/overlays/extender and kustomize/overlays/kueue,
+// which add what the chart renders with extender.enabled=true and kueue.enabled=true. All are
+// rendered in-process (Helm SDK, kustomize API) and every object is decoded strictly into its
+// typed Kubernetes struct (Kueue's Go types for the AdmissionCheck), so a misspelt field fails a
 // test.
 package deploy
 
@@ -24,8 +25,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/kubernetes/scheme"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	kueuev1beta2 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
@@ -34,6 +37,7 @@ const (
 	chartDir           = "helm/arbiter"
 	baseDir            = "kustomize/base"
 	extenderOverlayDir = "kustomize/overlays/extender"
+	kueueOverlayDir    = "kustomize/overlays/kueue"
 	releaseName        = "arbiter"
 	namespace          = "arbiter-system"
 )
@@ -41,11 +45,22 @@ const (
 // extenderValues are the values kustomize/overlays/extender is rendered with.
 var extenderValues = map[string]any{"extender": map[string]any{"enabled": true}}
 
+// kueueValues are the values kustomize/overlays/kueue is rendered with.
+var kueueValues = map[string]any{"kueue": map[string]any{"enabled": true}}
+
 var update = flag.Bool("update", false,
-	"rewrite kustomize/base and kustomize/overlays/extender from the chart's rendering")
+	"rewrite kustomize/base and kustomize/overlays/* from the chart's rendering")
+
+// decodeScheme knows client-go's kinds and Kueue's v1beta2 kinds.
+var decodeScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(kueuev1beta2.AddToScheme(s))
+	return s
+}()
 
 // strictDecoder rejects unknown and duplicate fields.
-var strictDecoder = serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
+var strictDecoder = serializer.NewCodecFactory(decodeScheme, serializer.EnableStrict).UniversalDeserializer()
 
 // object is one decoded manifest and where it came from.
 type object struct {
@@ -84,19 +99,28 @@ func decodeAll(t *testing.T, source string, data []byte) []object {
 // renderChart renders the chart with values (nil: the defaults), template by template.
 func renderChart(t *testing.T, values map[string]any) map[string]string {
 	t.Helper()
+	out, err := renderChartErr(values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// renderChartErr is renderChart for a rendering that may fail.
+func renderChartErr(values map[string]any) (map[string]string, error) {
 	chrt, err := loader.Load(chartDir)
 	if err != nil {
-		t.Fatalf("load chart: %v", err)
+		return nil, fmt.Errorf("load chart: %w", err)
 	}
 	vals, err := chartutil.ToRenderValues(chrt, values, chartutil.ReleaseOptions{
 		Name: releaseName, Namespace: namespace, Revision: 1, IsInstall: true,
 	}, chartutil.DefaultCapabilities)
 	if err != nil {
-		t.Fatalf("chart values: %v", err)
+		return nil, fmt.Errorf("chart values: %w", err)
 	}
 	rendered, err := engine.Render(chrt, vals)
 	if err != nil {
-		t.Fatalf("render chart: %v", err)
+		return nil, fmt.Errorf("render chart: %w", err)
 	}
 	out := map[string]string{}
 	for name, text := range rendered {
@@ -106,7 +130,7 @@ func renderChart(t *testing.T, values map[string]any) map[string]string {
 		}
 		out[base] = text
 	}
-	return out
+	return out, nil
 }
 
 func chartObjects(t *testing.T, values map[string]any) []object {
@@ -161,6 +185,19 @@ func TestChartRendersStrictlyTypedObjects(t *testing.T) {
 			"scheduler": map[string]any{"enabled": false},
 			"extender":  map[string]any{"enabled": true},
 		}, want: 14},
+		{name: "Kueue", values: kueueValues, want: 22},
+		{name: "KueueWithTLSAndSnapshots", values: map[string]any{
+			"tls":   map[string]any{"enabled": true},
+			"kueue": map[string]any{"enabled": true, "dumpSnapshots": true, "admissionCheck": map[string]any{"create": false}},
+		}, want: 21},
+		{name: "KueueOnly", values: map[string]any{
+			"scheduler": map[string]any{"enabled": false},
+			"kueue":     map[string]any{"enabled": true},
+		}, want: 13},
+		{name: "EveryLayout", values: map[string]any{
+			"extender": map[string]any{"enabled": true},
+			"kueue":    map[string]any{"enabled": true},
+		}, want: 35},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -192,11 +229,12 @@ func TestKustomizeBaseRendersStrictlyTypedObjects(t *testing.T) {
 
 // TestKustomizeBaseIsTheChartWithDefaultValues keeps the two layouts identical: the base is the
 // chart rendered with its defaults, plus the Namespace object. Run with -update to rewrite it
-// (and the extender overlay).
+// (and the overlays).
 func TestKustomizeBaseIsTheChartWithDefaultValues(t *testing.T) {
 	if *update {
 		writeBase(t)
-		writeExtenderOverlay(t)
+		writeOverlay(t, extenderOverlay)
+		writeOverlay(t, kueueOverlay)
 	}
 	compareLayouts(t, chartObjects(t, nil), kustomizeObjects(t, baseDir), "kustomize base")
 }
@@ -206,7 +244,7 @@ func TestKustomizeBaseIsTheChartWithDefaultValues(t *testing.T) {
 // render only with the extender. Run with -update to rewrite it.
 func TestKustomizeOverlayExtenderIsTheChartWithTheExtender(t *testing.T) {
 	if *update {
-		writeExtenderOverlay(t)
+		writeOverlay(t, extenderOverlay)
 	}
 	objs := kustomizeObjects(t, extenderOverlayDir)
 	checkUnique(t, objs)
@@ -263,7 +301,7 @@ func writeBase(t *testing.T) {
 	rendered := renderChart(t, nil)
 	for _, name := range sortedKeys(rendered) {
 		if len(bytes.TrimSpace(stripComments([]byte(rendered[name])))) == 0 {
-			continue // renders nothing with the defaults (the extender's templates)
+			continue // renders nothing with the defaults (the overlays' templates)
 		}
 		text := strings.TrimLeft(rendered[name], "\n")
 		header := "# Generated from deploy/helm/arbiter/templates/" + name + " with the chart's default values.\n" +
@@ -274,36 +312,60 @@ func writeBase(t *testing.T) {
 	}
 }
 
-// writeExtenderOverlay rewrites kustomize/overlays/extender: every template that renders only
-// with extender.enabled=true becomes a file of the overlay, and its kustomization.yaml adds them
-// to the base. A template that renders differently with the extender, but also without it,
-// cannot be added that way and fails the update.
-func writeExtenderOverlay(t *testing.T) {
+// overlay is a kustomize overlay generated from the chart: the base plus every template that
+// renders only with values.
+type overlay struct {
+	dir    string
+	values map[string]any
+	with   string // the values as the generated headers name them
+	about  string // the comment that opens kustomization.yaml
+}
+
+var extenderOverlay = overlay{
+	dir: extenderOverlayDir, values: extenderValues, with: "extender.enabled=true",
+	about: "# arbiter as a scheduler extender: the base plus the Helm chart's extender templates, rendered\n" +
+		"# with extender.enabled=true (a test keeps them identical). It adds a kube-scheduler Deployment\n" +
+		"# with arbiter-extender and arbiter-server as sidecars, its configuration and its RBAC.\n",
+}
+
+var kueueOverlay = overlay{
+	dir: kueueOverlayDir, values: kueueValues, with: "kueue.enabled=true",
+	about: "# arbiter-kueue check, the controller of Kueue's time-aware AdmissionCheck: the base plus the\n" +
+		"# Helm chart's kueue templates, rendered with kueue.enabled=true (a test keeps them identical).\n" +
+		"# It adds the arbiter-kueue Deployment, its RBAC, usage ConfigMap and metrics Service, and the\n" +
+		"# AdmissionCheck time-aware. Kueue's CRDs must be installed first.\n",
+}
+
+// writeOverlay rewrites o.dir: every template that renders only with o.values becomes a file of
+// the overlay, and its kustomization.yaml adds them to the base. A template that renders
+// differently with o.values, but also without them, cannot be added that way and fails the
+// update.
+func writeOverlay(t *testing.T, o overlay) {
 	t.Helper()
 	defaults := renderChart(t, nil)
-	withExtender := renderChart(t, extenderValues)
-	if err := os.MkdirAll(extenderOverlayDir, 0o755); err != nil {
+	with := renderChart(t, o.values)
+	if err := os.MkdirAll(o.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	var files []string
-	for _, name := range sortedKeys(withExtender) {
-		text, base := withExtender[name], defaults[name]
+	for _, name := range sortedKeys(with) {
+		text, base := with[name], defaults[name]
 		switch {
 		case text == base:
 			continue // in the base as it is
 		case len(bytes.TrimSpace(stripComments([]byte(base)))) > 0:
-			t.Fatalf("template %s renders differently with extender.enabled=true; the extender overlay can only add templates that render nothing by default", name)
+			t.Fatalf("template %s renders differently with %s; the overlay %s can only add templates that render nothing by default", name, o.with, o.dir)
 		case len(bytes.TrimSpace(stripComments([]byte(text)))) == 0:
 			continue
 		}
-		header := "# Generated from deploy/helm/arbiter/templates/" + name + " with extender.enabled=true.\n" + generatedHint
-		if err := os.WriteFile(filepath.Join(extenderOverlayDir, name), []byte(header+strings.TrimLeft(text, "\n")), 0o644); err != nil {
+		header := "# Generated from deploy/helm/arbiter/templates/" + name + " with " + o.with + ".\n" + generatedHint
+		if err := os.WriteFile(filepath.Join(o.dir, name), []byte(header+strings.TrimLeft(text, "\n")), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		files = append(files, name)
 	}
 	// Drop the files of templates that no longer render.
-	old, err := filepath.Glob(filepath.Join(extenderOverlayDir, "*.yaml"))
+	old, err := filepath.Glob(filepath.Join(o.dir, "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,16 +377,14 @@ func writeExtenderOverlay(t *testing.T) {
 		}
 	}
 	var k strings.Builder
-	k.WriteString("# arbiter as a scheduler extender: the base plus the Helm chart's extender templates, rendered\n" +
-		"# with extender.enabled=true (a test keeps them identical). It adds a kube-scheduler Deployment\n" +
-		"# with arbiter-extender and arbiter-server as sidecars, its configuration and its RBAC.\n" +
+	k.WriteString(o.about +
 		"# Generated with the files beside it: edit the chart, then run\n" +
 		"# `go test ./... -run TestKustomizeBase -update` in deploy/.\n" +
 		"apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../../base\n")
 	for _, f := range files {
 		k.WriteString("  - " + f + "\n")
 	}
-	if err := os.WriteFile(filepath.Join(extenderOverlayDir, "kustomization.yaml"), []byte(k.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(o.dir, "kustomization.yaml"), []byte(k.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -342,7 +402,7 @@ func checkUnique(t *testing.T, objs []object) {
 
 func isNamespaced(obj runtime.Object) bool {
 	switch obj.GetObjectKind().GroupVersionKind().Kind {
-	case "Namespace", "ClusterRole", "ClusterRoleBinding":
+	case "Namespace", "ClusterRole", "ClusterRoleBinding", "AdmissionCheck":
 		return false
 	}
 	return true

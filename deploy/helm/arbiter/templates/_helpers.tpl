@@ -24,8 +24,13 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- if .Values.scheduler.sidecarServer -}}
 localhost:{{ .Values.server.grpcPort }}
 {{- else -}}
-dns:///{{ .Release.Name }}-server-grpc.{{ .Release.Namespace }}.svc.cluster.local:{{ .Values.server.grpcPort }}
+{{ include "arbiter.serviceTarget" . }}
 {{- end -}}
+{{- end }}
+
+{{/* The gRPC target of the server Deployment's headless Service. */}}
+{{- define "arbiter.serviceTarget" -}}
+dns:///{{ .Release.Name }}-server-grpc.{{ .Release.Namespace }}.svc.cluster.local:{{ .Values.server.grpcPort }}
 {{- end }}
 
 {{/* Pod and container security settings shared by both components. */}}
