@@ -3,6 +3,7 @@ package kueue
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -373,11 +374,12 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// describe formats amounts as "cpu=2000, nvidia.com/gpu=4" in name order.
+// describe formats amounts as "cpu=2000, memory=274877906944, nvidia.com/gpu=4" in name order,
+// every number in full.
 func describe(amounts map[string]float64) string {
 	parts := make([]string, 0, len(amounts))
 	for _, r := range sortedKeys(amounts) {
-		parts = append(parts, fmt.Sprintf("%s=%g", r, amounts[r]))
+		parts = append(parts, r+"="+strconv.FormatFloat(amounts[r], 'f', -1, 64))
 	}
 	return strings.Join(parts, ", ")
 }

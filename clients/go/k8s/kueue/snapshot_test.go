@@ -170,3 +170,10 @@ func TestBuildLeavesOutWorkloadsOfNamespacesTheClusterQueueDoesNotSelect(t *test
 		t.Errorf("skipped %v, want %v", reasons, want)
 	}
 }
+
+func TestDescribeWritesEveryNumberInFull(t *testing.T) {
+	got := describe(map[string]float64{"memory": 274877906944, "cpu": 1500, "nvidia.com/gpu": 0.5})
+	if want := "cpu=1500, memory=274877906944, nvidia.com/gpu=0.5"; got != want {
+		t.Errorf("describe = %q, want %q", got, want)
+	}
+}
