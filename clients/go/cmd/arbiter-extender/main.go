@@ -34,8 +34,8 @@ import (
 
 type options struct {
 	kubeconfig, server, addr, logLevel, usageConfigMap, kaiQueues string
-	cfg                                                shim.Config
-	ext                                                extender.Config
+	cfg                                                           shim.Config
+	ext                                                           extender.Config
 }
 
 func parseFlags(args []string) (*options, error) {
