@@ -124,8 +124,8 @@ func (c *common) logger(w io.Writer) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), nil
 }
 
-// session is what explain and what-if share: clients, and the model of the cluster now.
-type session struct {
+// clusterView is what explain and what-if share: clients, and the model of the cluster now.
+type clusterView struct {
 	kueue   kueueclient.Interface
 	kube    kubernetes.Interface
 	arbiter *client.Client
@@ -133,7 +133,7 @@ type session struct {
 	model   *kueue.Model
 }
 
-func (c *common) open(ctx context.Context, agent string) (*session, error) {
+func (c *common) open(ctx context.Context, agent string) (*clusterView, error) {
 	strategies, err := c.policyStrategies()
 	if err != nil {
 		return nil, err
@@ -142,7 +142,7 @@ func (c *common) open(ctx context.Context, agent string) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &session{}
+	s := &clusterView{}
 	if s.kueue, err = kueueclient.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
@@ -335,7 +335,7 @@ func whatIf(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 }
 
 // priorities reads the priority classes a manifest may name.
-func priorities(ctx context.Context, s *session) (kueue.Priorities, error) {
+func priorities(ctx context.Context, s *clusterView) (kueue.Priorities, error) {
 	p := kueue.Priorities{Workload: map[string]int32{}, Pod: map[string]int32{}}
 	wpcs, err := s.kueue.KueueV1beta2().WorkloadPriorityClasses().List(ctx, metav1.ListOptions{})
 	if err != nil {
