@@ -23,7 +23,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -84,7 +83,7 @@ func run(ctx context.Context, o options) error {
 		}
 		*bin = abs
 	}
-	if err := resetDir(o.dir); err != nil {
+	if err := controlplane.ResetDir(o.dir, "arbiter-local-cluster"); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -100,7 +99,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	if err := createNodes(ctx, kube, o); err != nil {
+	if err := controlplane.CreateUniformNodes(ctx, kube, o.nodes, o.cpu, o.memory, o.gpus); err != nil {
 		return err
 	}
 	base := filepath.Join(o.repo, "deploy", "kustomize", "base")
@@ -151,48 +150,6 @@ func run(ctx context.Context, o options) error {
 		return nil
 	}
 	return checkBound(ctx, cp, kube, o, shimLog)
-}
-
-// marker names the file that says a folder is one this command made, and may empty again.
-const marker = ".arbiter-local-cluster"
-
-// resetDir empties dir for a new cluster, refusing a non-empty folder it did not make.
-func resetDir(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	if len(entries) > 0 {
-		if _, err := os.Stat(filepath.Join(dir, marker)); err != nil {
-			return fmt.Errorf("--dir %s is not empty and was not made by arbiter-local-cluster: choose another", dir)
-		}
-		if err := os.RemoveAll(dir); err != nil {
-			return err
-		}
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, marker), nil, 0o644)
-}
-
-func createNodes(ctx context.Context, kube kubernetes.Interface, o options) error {
-	alloc := corev1.ResourceList{}
-	for name, v := range map[corev1.ResourceName]string{"cpu": o.cpu, "memory": o.memory} {
-		q, err := resource.ParseQuantity(v)
-		if err != nil {
-			return fmt.Errorf("node %s %q: %w", name, v, err)
-		}
-		alloc[name] = q
-	}
-	if o.gpus > 0 {
-		alloc["nvidia.com/gpu"] = *resource.NewQuantity(int64(o.gpus), resource.DecimalSI)
-	}
-	var nodes []*corev1.Node
-	for i := 1; i <= o.nodes; i++ {
-		nodes = append(nodes, controlplane.NewNode(fmt.Sprintf("node-%d", i), alloc))
-	}
-	return controlplane.CreateNodes(ctx, kube, nodes...)
 }
 
 // checkBound applies the manifests, then waits until every pod in their namespaces that names

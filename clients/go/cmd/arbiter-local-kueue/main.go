@@ -23,9 +23,7 @@ import (
 	"syscall"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -115,7 +113,7 @@ func run(ctx context.Context, o options) error {
 	if _, err := os.Stat(queues); err != nil {
 		return fmt.Errorf("%w (--repo names the repository's root)", err)
 	}
-	if err := resetDir(o.dir); err != nil {
+	if err := controlplane.ResetDir(o.dir, "arbiter-local-kueue"); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -135,7 +133,7 @@ func run(ctx context.Context, o options) error {
 	if c.kueue, err = kueueclient.NewForConfig(cfg); err != nil {
 		return err
 	}
-	if err := createNodes(ctx, c.kube, o); err != nil {
+	if err := controlplane.CreateUniformNodes(ctx, c.kube, o.nodes, o.cpu, o.memory, o.gpus); err != nil {
 		return err
 	}
 	k, err := cp.StartKueue(ctx, controlplane.KueueOptions{})
@@ -206,48 +204,6 @@ func run(ctx context.Context, o options) error {
 		return nil
 	}
 	return checkTurns(ctx, c, o, filepath.Join(repo, "examples", "kueue", "backlog.yaml"))
-}
-
-// marker names the file that says a folder is one this command made, and may empty again.
-const marker = ".arbiter-local-kueue"
-
-// resetDir empties dir for a new cluster, refusing a non-empty folder it did not make.
-func resetDir(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	if len(entries) > 0 {
-		if _, err := os.Stat(filepath.Join(dir, marker)); err != nil {
-			return fmt.Errorf("--dir %s is not empty and was not made by arbiter-local-kueue: choose another", dir)
-		}
-		if err := os.RemoveAll(dir); err != nil {
-			return err
-		}
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, marker), nil, 0o644)
-}
-
-func createNodes(ctx context.Context, kube kubernetes.Interface, o options) error {
-	alloc := corev1.ResourceList{}
-	for name, v := range map[corev1.ResourceName]string{"cpu": o.cpu, "memory": o.memory} {
-		q, err := resource.ParseQuantity(v)
-		if err != nil {
-			return fmt.Errorf("node %s %q: %w", name, v, err)
-		}
-		alloc[name] = q
-	}
-	if o.gpus > 0 {
-		alloc["nvidia.com/gpu"] = *resource.NewQuantity(int64(o.gpus), resource.DecimalSI)
-	}
-	var nodes []*corev1.Node
-	for i := 1; i <= o.nodes; i++ {
-		nodes = append(nodes, controlplane.NewNode(fmt.Sprintf("node-%d", i), alloc))
-	}
-	return controlplane.CreateNodes(ctx, kube, nodes...)
 }
 
 // waitActive waits, for at most a minute, until Kueue reports every named ClusterQueue Active.
