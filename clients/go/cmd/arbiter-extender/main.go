@@ -12,7 +12,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -27,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"arbiter.dev/clients/go/client"
+	"arbiter.dev/clients/go/internal/serve"
 	"arbiter.dev/clients/go/k8s/extender"
 	"arbiter.dev/clients/go/k8s/shim"
 	"arbiter.dev/clients/go/k8s/usage"
@@ -142,18 +142,12 @@ func run(ctx context.Context, o *options) error {
 		}
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	lis, err := net.Listen("tcp", o.addr)
+	listening, stopHTTP, err := serve.Start(o.addr, mux, log)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("http server", "err", err)
-		}
-	}()
-	defer srv.Close()
-	log.Info("arbiter-extender starting", "addr", lis.Addr().String(), "server", o.server,
+	defer func() { _ = stopHTTP() }() // on an error below; Shutdown again at the end is a no-op
+	log.Info("arbiter-extender starting", "addr", listening.String(), "server", o.server,
 		"scheduler", o.cfg.SchedulerName, "bind", o.ext.Bind)
 
 	if err := decider.Start(ctx); err != nil {
@@ -164,7 +158,5 @@ func run(ctx context.Context, o *options) error {
 	}
 	close(ready)
 	<-ctx.Done()
-	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	return srv.Shutdown(shutdown)
+	return stopHTTP()
 }

@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -39,6 +38,7 @@ import (
 	"arbiter.dev/clients/go/client"
 	"arbiter.dev/clients/go/internal/leader"
 	"arbiter.dev/clients/go/internal/replay"
+	"arbiter.dev/clients/go/internal/serve"
 	"arbiter.dev/clients/go/k8s/kueue"
 	"arbiter.dev/clients/go/k8s/usage"
 )
@@ -420,18 +420,12 @@ func check(ctx context.Context, args []string, _, stderr io.Writer) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	lis, err := net.Listen("tcp", *httpAddr)
+	listening, stopHTTP, err := serve.Start(*httpAddr, mux, log)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("http server", "err", err)
-		}
-	}()
-	defer srv.Close()
-	log.Info("arbiter-kueue check starting", "server", c.server, "http", lis.Addr().String(),
+	defer func() { _ = stopHTTP() }()
+	log.Info("arbiter-kueue check starting", "server", c.server, "http", listening.String(),
 		"usageConfigMap", *namespace+"/"+*configMap, "leaderElect", *leaderElect)
 	if !*leaderElect {
 		return checker.Run(ctx)
