@@ -294,13 +294,7 @@ func whatIf(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *file == "" {
 		return usageError{errors.New("-f FILE is required")}
 	}
-	var data []byte
-	var err error
-	if *file == "-" {
-		data, err = io.ReadAll(io.LimitReader(os.Stdin, 64<<20))
-	} else {
-		data, err = os.ReadFile(*file)
-	}
+	data, err := readManifest(*file)
 	if err != nil {
 		return err
 	}
@@ -332,6 +326,30 @@ func whatIf(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return kueue.WritePredictionsJSON(stdout, predictions)
 	}
 	return kueue.WritePredictionsTable(stdout, predictions)
+}
+
+// maxManifestBytes bounds what what-if reads of a manifest.
+const maxManifestBytes = 64 << 20
+
+// readManifest reads name ("-" = standard input), refusing more than maxManifestBytes.
+func readManifest(name string) ([]byte, error) {
+	in := io.Reader(os.Stdin)
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		in = f
+	}
+	data, err := io.ReadAll(io.LimitReader(in, maxManifestBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxManifestBytes {
+		return nil, fmt.Errorf("%s: larger than %d MiB", name, maxManifestBytes>>20)
+	}
+	return data, nil
 }
 
 // priorities reads the priority classes a manifest may name.

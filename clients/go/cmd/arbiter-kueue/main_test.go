@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -33,5 +35,18 @@ func TestCommandLineErrorsAreUsageErrors(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, stderr.String(), c.code, c.want)
 			}
 		})
+	}
+}
+
+func TestWhatIfRefusesAManifestBeyondItsBound(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "huge.yaml")
+	if err := os.WriteFile(path, make([]byte, maxManifestBytes+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readManifest(path); err == nil || !strings.Contains(err.Error(), "larger than 64 MiB") {
+		t.Fatalf("err = %v, want the bound named", err)
+	}
+	if data, err := readManifest(path[:len(path)-len("huge.yaml")] + "missing.yaml"); err == nil {
+		t.Fatalf("read %d bytes of a missing file", len(data))
 	}
 }
