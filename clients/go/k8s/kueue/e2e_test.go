@@ -121,6 +121,20 @@ func (r *realKueue) queues(t *testing.T, cohort *kueue.Cohort, cqs ...kueue.Clus
 	}
 }
 
+// holdLocalQueue sets the stopPolicy of the LocalQueue lq of namespace ns.
+func (r *realKueue) holdLocalQueue(t *testing.T, ns string, policy kueue.StopPolicy) {
+	t.Helper()
+	api := r.kc.KueueV1beta2().LocalQueues(ns)
+	lq, err := api.Get(context.Background(), "lq", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lq.Spec.StopPolicy = &policy
+	if _, err := api.Update(context.Background(), lq, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // workloads lists every Workload, by key.
 func (r *realKueue) workloads(t *testing.T) map[string]*kueue.Workload {
 	t.Helper()
@@ -202,8 +216,8 @@ func withReclaim(cq kueue.ClusterQueue) kueue.ClusterQueue {
 }
 
 // TestRealExplainAndWhatIfMatchWhatKueueDoes: team-a borrows the quota of team-b and team-c;
-// with Kueue stopped, team-b submits three workloads; arbiter-kueue explain says what Kueue will
-// do (a reclamation, a fair-sharing preemption, one left pending); Kueue, started again, does
+// with team-b's LocalQueue held, team-b submits three workloads; arbiter-kueue explain says what Kueue will
+// do (a reclamation, a fair-sharing preemption, one left pending); Kueue, once the LocalQueue is released, does
 // exactly that, and publishes the weighted shares arbiter computes. Then what-if predicts the
 // fate of three manifests, each of which Kueue then treats as predicted.
 func TestRealExplainAndWhatIfMatchWhatKueueDoes(t *testing.T) {
@@ -227,7 +241,10 @@ func TestRealExplainAndWhatIfMatchWhatKueueDoes(t *testing.T) {
 		}
 		time.Sleep(1100 * time.Millisecond)
 	}
-	r.kueue.Stop()
+	// team-b's LocalQueue holds its Workloads while explain looks (Kueue keeps them pending; the
+	// model explains them as if released). Holding is safer than stopping Kueue: a restarted Kueue
+	// may schedule before its cache holds the Workloads admitted earlier.
+	r.holdLocalQueue(t, "b", kueue.Hold)
 	for i := 1; i <= 3; i++ {
 		w := pending("b", fmt.Sprintf("b-%d", i), "lq", 0, 1, "cpu", "2")
 		// Kueue admits b-1 and b-2 in one cycle, so their reservation times (in seconds) tie,
@@ -278,9 +295,7 @@ func TestRealExplainAndWhatIfMatchWhatKueueDoes(t *testing.T) {
 		t.Fatalf("the scenario should need a reclamation, a fair-sharing preemption and leave a workload pending; arbiter says %v, admits %v", predicted, admit)
 	}
 
-	if err := r.kueue.Restart(ctx); err != nil {
-		t.Fatal(err)
-	}
+	r.holdLocalQueue(t, "b", kueue.None)
 	// Kueue settles when every predicted admission has its quota and every victim is evicted.
 	waitFor(t, "Kueue to admit and preempt as predicted", 2*time.Minute, func() bool {
 		ws := r.workloads(t)
