@@ -175,7 +175,7 @@ struct Policy {
   Placement placement = Placement::kUnspecified;
   std::vector<Action> actions;  // empty = allocate, consolidate, reclaim, preempt
   std::vector<KueuePreemptionStrategy> kueue_preemption_strategies;
-  std::optional<bool> consolidating_reclaim;          // absent = true
+  std::optional<bool> consolidating_reclaim;            // absent = true
   std::optional<int32_t> max_consolidation_preemptees;  // absent = 16
 };
 
@@ -232,11 +232,11 @@ struct FairShareResult {
 };
 
 struct ScheduleResult {
-  std::vector<QueueShare> queues;          // name order
-  std::vector<Binding> bindings;           // by (pod_group, pod)
-  std::vector<Eviction> evictions;         // by (pod_group, pod)
-  std::vector<Admission> admissions;       // by pod_group
-  std::vector<PendingPodGroup> pending;    // by pod_group
+  std::vector<QueueShare> queues;        // name order
+  std::vector<Binding> bindings;         // by (pod_group, pod)
+  std::vector<Eviction> evictions;       // by (pod_group, pod)
+  std::vector<Admission> admissions;     // by pod_group
+  std::vector<PendingPodGroup> pending;  // by pod_group
 };
 
 }  // namespace arbiter

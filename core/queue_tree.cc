@@ -34,7 +34,8 @@ QueueTree QueueTree::Build(const Snapshot& snapshot) {
   // Depth-first positions, with an explicit stack: a subtree is a contiguous range of them.
   int position = 0;
   std::vector<std::pair<int, bool>> stack;  // (queue, children pushed)
-  for (auto it = tree.roots_.rbegin(); it != tree.roots_.rend(); ++it) stack.emplace_back(*it, false);
+  for (auto it = tree.roots_.rbegin(); it != tree.roots_.rend(); ++it)
+    stack.emplace_back(*it, false);
   while (!stack.empty()) {
     auto [index, expanded] = stack.back();
     stack.pop_back();

@@ -6,9 +6,9 @@
 #include "absl/status/statusor.h"
 
 // Returns from the enclosing function if `expr` (an absl::Status) is not OK.
-#define RETURN_IF_ERROR(expr)                          \
-  do {                                                 \
-    ::absl::Status arbiter_status_macro_ = (expr);     \
+#define RETURN_IF_ERROR(expr)                                      \
+  do {                                                             \
+    ::absl::Status arbiter_status_macro_ = (expr);                 \
     if (!arbiter_status_macro_.ok()) return arbiter_status_macro_; \
   } while (0)
 

@@ -122,8 +122,7 @@ absl::Status CheckPolicy(const Policy& policy) {
   const auto& strategies = policy.kueue_preemption_strategies;
   const bool strategies_ok =
       strategies.empty() ||
-      (strategies.size() == 1 &&
-       strategies[0] != KueuePreemptionStrategy::kUnspecified) ||
+      (strategies.size() == 1 && strategies[0] != KueuePreemptionStrategy::kUnspecified) ||
       (strategies.size() == 2 &&
        strategies[0] == KueuePreemptionStrategy::kLessThanOrEqualToFinalShare &&
        strategies[1] == KueuePreemptionStrategy::kLessThanInitialShare);
@@ -143,9 +142,9 @@ absl::Status CheckPolicy(const Policy& policy) {
   }
   const std::optional<int32_t>& max_preemptees = policy.max_consolidation_preemptees;
   if (max_preemptees.has_value() && *max_preemptees < -1) {
-    return Invalid("policy.max_consolidation_preemptees",
-                   absl::StrCat("must be -1 (unlimited) or more, got ",
-                                *policy.max_consolidation_preemptees));
+    return Invalid(
+        "policy.max_consolidation_preemptees",
+        absl::StrCat("must be -1 (unlimited) or more, got ", *policy.max_consolidation_preemptees));
   }
   return absl::OkStatus();
 }
@@ -153,9 +152,9 @@ absl::Status CheckPolicy(const Policy& policy) {
 // ---- Shared value checks ----
 
 bool TimestampInRange(const std::optional<Timestamp>& t) {
-  return !t.has_value() || (t->seconds >= kMinTimestampSeconds &&
-                            t->seconds <= kMaxTimestampSeconds && t->nanos >= 0 &&
-                            t->nanos <= kMaxNanos);
+  return !t.has_value() ||
+         (t->seconds >= kMinTimestampSeconds && t->seconds <= kMaxTimestampSeconds &&
+          t->nanos >= 0 && t->nanos <= kMaxNanos);
 }
 
 // `path_fn()` is called only on an offence, so valid requests build no strings.
@@ -170,8 +169,8 @@ template <typename PathFn>
 absl::Status CheckDuration(const PathFn& path_fn, const std::optional<Duration>& d) {
   if (!d.has_value()) return absl::OkStatus();
   if (d->seconds < 0 || d->nanos < 0) {
-    return Invalid(path_fn(), absl::StrCat("negative duration (seconds ", d->seconds,
-                                           ", nanos ", d->nanos, ")"));
+    return Invalid(path_fn(), absl::StrCat("negative duration (seconds ", d->seconds, ", nanos ",
+                                           d->nanos, ")"));
   }
   if (d->seconds > kMaxDurationSeconds || d->nanos > kMaxNanos) {
     return Invalid(path_fn(), absl::StrCat("outside the Duration range (seconds ", d->seconds,
@@ -332,8 +331,8 @@ absl::Status CheckKueueQuotaSums(const Snapshot& snapshot, CancelPoll& poll) {
   return absl::OkStatus();
 }
 
-absl::Status CheckQueues(const Snapshot& snapshot, const Policy& policy,
-                         const QueueIndex& index, CancelPoll& poll) {
+absl::Status CheckQueues(const Snapshot& snapshot, const Policy& policy, const QueueIndex& index,
+                         CancelPoll& poll) {
   const bool kueue = policy.fairness_model == FairnessModel::kKueue;
   for (size_t i = 0; i < snapshot.queues.size(); ++i) {
     if (poll.Tick()) return poll.status();
@@ -346,16 +345,13 @@ absl::Status CheckQueues(const Snapshot& snapshot, const Policy& policy,
                                               " (also snapshot.queues[", first, "])"));
     }
     if (!queue.parent.empty() && !index.by_name.contains(queue.parent)) {
-      return Invalid(at("parent"),
-                     absl::StrCat("unknown queue ", QuotedName(queue.parent)));
+      return Invalid(at("parent"), absl::StrCat("unknown queue ", QuotedName(queue.parent)));
     }
     if (index.on_cycle[i]) {
       return Invalid(at("parent"),
                      queue.parent == queue.name
-                         ? absl::StrCat("queue ", QuotedName(queue.name),
-                                        " is its own parent")
-                         : absl::StrCat("parent cycle through queue ",
-                                        QuotedName(queue.name)));
+                         ? absl::StrCat("queue ", QuotedName(queue.name), " is its own parent")
+                         : absl::StrCat("parent cycle through queue ", QuotedName(queue.name)));
     }
     RETURN_IF_ERROR(CheckQuotaMaps(i, queue));
     if (queue.fair_sharing_weight.has_value()) {
@@ -430,8 +426,7 @@ absl::Status CheckNodes(const Snapshot& snapshot,
 template <typename PathFn>
 absl::Status CheckToleration(const PathFn& at, const Toleration& toleration) {
   if (toleration.op != "" && toleration.op != "Equal" && toleration.op != "Exists") {
-    return Invalid(at("operator"), absl::StrCat("unknown operator ",
-                                                QuotedName(toleration.op),
+    return Invalid(at("operator"), absl::StrCat("unknown operator ", QuotedName(toleration.op),
                                                 " (Equal or Exists)"));
   }
   if (toleration.op == "Exists" && !toleration.value.empty()) {
@@ -462,14 +457,13 @@ absl::Status CheckPod(size_t i, size_t j, const Pod& pod,
     return Invalid(at("node_name"), "must be empty for a PENDING pod");
   }
   if (on_node && !nodes_by_name.contains(pod.node_name)) {
-    return Invalid(at("node_name"),
-                   absl::StrCat("unknown node ", QuotedName(pod.node_name)));
+    return Invalid(at("node_name"), absl::StrCat("unknown node ", QuotedName(pod.node_name)));
   }
   for (size_t t = 0; t < pod.tolerations.size(); ++t) {
     RETURN_IF_ERROR(CheckToleration(
         [&](const char* field) {
-          return absl::StrCat("snapshot.pod_groups[", i, "].pods[", j, "].tolerations[", t,
-                              "].", field);
+          return absl::StrCat("snapshot.pod_groups[", i, "].pods[", j, "].tolerations[", t, "].",
+                              field);
         },
         pod.tolerations[t]));
   }
@@ -511,8 +505,7 @@ absl::Status CheckPodGroups(const Snapshot& snapshot, const QueueIndex& queues,
     if (group.queue.empty()) return Invalid(at("queue"), "empty queue");
     auto queue = queues.by_name.find(group.queue);
     if (queue == queues.by_name.end()) {
-      return Invalid(at("queue"),
-                     absl::StrCat("unknown queue ", QuotedName(group.queue)));
+      return Invalid(at("queue"), absl::StrCat("unknown queue ", QuotedName(group.queue)));
     }
     if (queues.has_children[queue->second]) {
       return Invalid(at("queue"),
@@ -536,8 +529,7 @@ absl::Status CheckPodGroups(const Snapshot& snapshot, const QueueIndex& queues,
       if (earlier >= 0) {
         return Invalid(pod_at("name"),
                        absl::StrCat("duplicate pod ", QuotedName(pod.name),
-                                    " (also snapshot.pod_groups[", i, "].pods[", earlier,
-                                    "])"));
+                                    " (also snapshot.pod_groups[", i, "].pods[", earlier, "])"));
       }
       RETURN_IF_ERROR(CheckPod(i, j, pod, nodes_by_name));
     }
@@ -566,8 +558,7 @@ absl::Status CheckUsage(const Snapshot& snapshot, const QueueIndex& queues) {
     const QueueUsage& usage = snapshot.usage[i];
     auto at = [i](const char* field) { return absl::StrCat("snapshot.usage[", i, "].", field); };
     if (!queues.by_name.contains(usage.queue)) {
-      return Invalid(at("queue"),
-                     absl::StrCat("unknown queue ", QuotedName(usage.queue)));
+      return Invalid(at("queue"), absl::StrCat("unknown queue ", QuotedName(usage.queue)));
     }
     auto [it, inserted] = seen.emplace(usage.queue, static_cast<int>(i));
     if (!inserted) {
@@ -592,8 +583,8 @@ absl::Status CheckNowForMinRuntimes(const Snapshot& snapshot) {
                         : IsPositive(queue.preempt_min_runtime) ? "preempt_min_runtime"
                                                                 : nullptr;
     if (field != nullptr) {
-      return Invalid("snapshot.now", absl::StrCat("unset while snapshot.queues[", i, "].", field,
-                                                  " is positive"));
+      return Invalid("snapshot.now",
+                     absl::StrCat("unset while snapshot.queues[", i, "].", field, " is positive"));
     }
   }
   return absl::OkStatus();

@@ -39,8 +39,8 @@ absl::Status CheckOptions(const ServerOptions& options) {
         "--small-lane-workers: ", options.small_lane_workers, " is not 0..", kMaxWorkers));
   }
   if (options.small_request_bytes < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--small-request-bytes: ", options.small_request_bytes, " is negative"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--small-request-bytes: ", options.small_request_bytes, " is negative"));
   }
   if (options.max_queued_calls < 1) {
     return absl::InvalidArgumentError(
@@ -76,8 +76,8 @@ absl::Status ListenError(const ServerOptions& options) {
           "are both PEM?)"));
     }
   }
-  return absl::UnavailableError(absl::StrCat("cannot listen on ", address,
-                                             " (is the port in use, or the host not local?)"));
+  return absl::UnavailableError(
+      absl::StrCat("cannot listen on ", address, " (is the port in use, or the host not local?)"));
 }
 
 }  // namespace

@@ -33,13 +33,13 @@ struct ServerOptions {
   // Largest request or response, in bytes. 512 MiB holds a 20,000-node, 240,000-pod snapshot
   // with room to spare.
   int64_t max_message_bytes = int64_t{512} << 20;
-  int workers = 0;       // general decision threads; 0 = one per core (at most kMaxWorkers)
+  int workers = 0;             // general decision threads; 0 = one per core (at most kMaxWorkers)
   int small_lane_workers = 1;  // threads that run only small requests (at most kMaxWorkers)
   int64_t small_request_bytes = int64_t{64} << 10;  // "small": at most this many request bytes
-  int64_t max_queued_calls = 256;  // calls waiting for a worker; UNAVAILABLE beyond
+  int64_t max_queued_calls = 256;                 // calls waiting for a worker; UNAVAILABLE beyond
   int64_t max_queued_bytes = int64_t{512} << 20;  // their request bytes; UNAVAILABLE beyond
-  RequestLimits limits;  // --max-nodes, --max-pods, --max-queues, ...
-  ServerTlsFiles tls;    // no files: plaintext; cert and key: TLS; client CA too: mutual TLS
+  RequestLimits limits;                           // --max-nodes, --max-pods, --max-queues, ...
+  ServerTlsFiles tls;  // no files: plaintext; cert and key: TLS; client CA too: mutual TLS
   LogLevel log_level = LogLevel::kInfo;
   Logger::Sink log_sink;         // empty: standard error
   PhaseObserver phase_observer;  // for tests: told when each phase of each call ends

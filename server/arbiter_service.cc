@@ -13,10 +13,10 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "core/api/arbiter.h"
+#include "core/status_macros.h"
 #include "google/protobuf/arena.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "grpcpp/support/proto_buffer_writer.h"
-#include "core/status_macros.h"
 #include "server/grpc_status.h"
 #include "server/proto_convert.h"
 #include "server/request_decoder.h"
@@ -117,9 +117,9 @@ absl::Status WriteResponse(const google::protobuf::Message& message, int64_t max
                            grpc::ByteBuffer* out) {
   const size_t size = message.ByteSizeLong();  // also caches the sizes for the write below
   if (size > static_cast<size_t>(max_bytes) || size > static_cast<size_t>(INT32_MAX)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the response would take ", size, " bytes; this server sends at most ",
-        std::min<int64_t>(max_bytes, INT32_MAX), " (--max-message-bytes)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the response would take ", size, " bytes; this server sends at most ",
+                     std::min<int64_t>(max_bytes, INT32_MAX), " (--max-message-bytes)"));
   }
   if (size == 0) {
     // An empty message is zero bytes on the wire. gRPC's buffer writer asserts on a zero size and
@@ -218,13 +218,12 @@ class Workspace {
   // what happened to `record`.
   absl::Status Run(const grpc::ByteBuffer& bytes, grpc::CallbackServerContext* context,
                    const RequestLimits& limits, int64_t max_response_bytes,
-                   const PhaseObserver& observer,
-                   Clock::time_point start, CallRecord* record, grpc::ByteBuffer* out) {
+                   const PhaseObserver& observer, Clock::time_point start, CallRecord* record,
+                   grpc::ByteBuffer* out) {
     PhaseClock clock(start, record, observer);
     if (absl::Status wanted = CheckStillWanted(context, "decode"); !wanted.ok()) return wanted;
-    RETURN_IF_ERROR(DecodeRequestBytes(bytes, Method::Request::descriptor()->full_name(),
-                                               limits, &snapshot_, &policy_,
-                                               &record->decoded_bytes));
+    RETURN_IF_ERROR(DecodeRequestBytes(bytes, Method::Request::descriptor()->full_name(), limits,
+                                       &snapshot_, &policy_, &record->decoded_bytes));
     record->size = SizeOf(snapshot_);
     record->parsed = true;
     clock.Mark("decode");
@@ -270,7 +269,7 @@ class Workspace {
 // returns to about its size at rest.
 constexpr int64_t kTrimAtOnceBytes = int64_t{16} << 20;
 constexpr int64_t kTrimWhenIdleBytes = int64_t{256} << 10;
-std::atomic<int> calls_running{0};   // in this process's workers, over every service
+std::atomic<int> calls_running{0};      // in this process's workers, over every service
 std::atomic<bool> trim_pending{false};  // a call since the last trim freed kTrimWhenIdleBytes
 
 // The caller's x-request-id when acceptable, a fresh id otherwise.
@@ -342,8 +341,9 @@ grpc::ServerUnaryReactor* ArbiterService::Dispatch(grpc::CallbackServerContext* 
   // gauge negative.
   metrics_->CallQueued();
   const bool queued = pool_->TrySubmit(
-      [metrics = metrics_, logger = logger_, limits = limits_, max_response_bytes = max_response_bytes_,
-       observer = phase_observer_, context, request, response, start, request_bytes, finish] {
+      [metrics = metrics_, logger = logger_, limits = limits_,
+       max_response_bytes = max_response_bytes_, observer = phase_observer_, context, request,
+       response, start, request_bytes, finish] {
         metrics->CallDequeued();
         CallRecord record = NewRecord(Method::kName, *context, request_bytes);
         if (logger->Enabled(LogLevel::kDebug)) {
@@ -369,11 +369,10 @@ grpc::ServerUnaryReactor* ArbiterService::Dispatch(grpc::CallbackServerContext* 
   if (!queued) {
     metrics_->CallDequeued();
     CallRecord record = NewRecord(Method::kName, *context, request_bytes);
-    record.status = absl::UnavailableError(absl::StrCat(
-        "the server is busy: its queue of waiting calls is full (--max-queued-calls ",
-        pool_->options().max_queued_tasks, ", --max-queued-bytes ",
-        pool_->options().max_queued_bytes,
-        "); retry with backoff"));
+    record.status = absl::UnavailableError(
+        absl::StrCat("the server is busy: its queue of waiting calls is full (--max-queued-calls ",
+                     pool_->options().max_queued_tasks, ", --max-queued-bytes ",
+                     pool_->options().max_queued_bytes, "); retry with backoff"));
     finish(&record);
   }
   return reactor;

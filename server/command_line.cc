@@ -10,8 +10,7 @@ namespace arbiter::server {
 namespace {
 
 absl::Status BadValue(const std::string& name, const std::string& text, const char* expected) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("--", name, ": \"", text, "\" is not ", expected));
+  return absl::InvalidArgumentError(absl::StrCat("--", name, ": \"", text, "\" is not ", expected));
 }
 
 }  // namespace
@@ -26,28 +25,28 @@ void CommandLine::AddString(const std::string& name, const std::string& placehol
 
 void CommandLine::AddInt(const std::string& name, const std::string& placeholder, int64_t* value,
                          const std::string& help) {
-  flags_.push_back({name, placeholder, help, absl::StrCat(*value),
-                    [name, value](const std::string& text) {
-                      if (!absl::SimpleAtoi(text, value)) return BadValue(name, text, "an integer");
-                      return absl::OkStatus();
-                    }});
+  flags_.push_back(
+      {name, placeholder, help, absl::StrCat(*value), [name, value](const std::string& text) {
+         if (!absl::SimpleAtoi(text, value)) return BadValue(name, text, "an integer");
+         return absl::OkStatus();
+       }});
 }
 
-void CommandLine::AddDouble(const std::string& name, const std::string& placeholder,
-                            double* value, const std::string& help) {
-  flags_.push_back({name, placeholder, help, absl::StrCat(*value),
-                    [name, value](const std::string& text) {
-                      if (!absl::SimpleAtod(text, value)) return BadValue(name, text, "a number");
-                      return absl::OkStatus();
-                    }});
+void CommandLine::AddDouble(const std::string& name, const std::string& placeholder, double* value,
+                            const std::string& help) {
+  flags_.push_back(
+      {name, placeholder, help, absl::StrCat(*value), [name, value](const std::string& text) {
+         if (!absl::SimpleAtod(text, value)) return BadValue(name, text, "a number");
+         return absl::OkStatus();
+       }});
 }
 
 void CommandLine::AddBool(const std::string& name, bool* value, const std::string& help) {
-  flags_.push_back({name, "", help, *value ? "true" : "false",
-                    [name, value](const std::string& text) {
-                      if (!absl::SimpleAtob(text, value)) return BadValue(name, text, "a boolean");
-                      return absl::OkStatus();
-                    }});
+  flags_.push_back(
+      {name, "", help, *value ? "true" : "false", [name, value](const std::string& text) {
+         if (!absl::SimpleAtob(text, value)) return BadValue(name, text, "a boolean");
+         return absl::OkStatus();
+       }});
 }
 
 const CommandLine::Flag* CommandLine::Find(const std::string& name) const {
@@ -75,8 +74,8 @@ absl::Status CommandLine::Parse(absl::Span<const std::string> args,
       continue;
     }
     const size_t equals = arg.find('=');
-    const std::string name = arg.substr(2, equals == std::string::npos ? std::string::npos
-                                                                       : equals - 2);
+    const std::string name =
+        arg.substr(2, equals == std::string::npos ? std::string::npos : equals - 2);
     const Flag* flag = Find(name);
     if (flag == nullptr) return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
     std::string text;
@@ -100,8 +99,8 @@ std::string CommandLine::Usage() const {
   std::vector<std::string> heads;
   size_t width = 0;
   for (const Flag& flag : flags_) {
-    heads.push_back(absl::StrCat("--", flag.name,
-                                 flag.placeholder.empty() ? "" : " ", flag.placeholder));
+    heads.push_back(
+        absl::StrCat("--", flag.name, flag.placeholder.empty() ? "" : " ", flag.placeholder));
     width = std::max(width, heads.back().size());
   }
   std::string usage;

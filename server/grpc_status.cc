@@ -9,15 +9,15 @@ std::string CappedMessage(std::string_view message) {
   // Cut on a UTF-8 character boundary: never inside a multi-byte sequence.
   size_t cut = kMaxStatusMessageBytes;
   while (cut > 0 && (static_cast<unsigned char>(message[cut]) & 0xC0) == 0x80) --cut;
-  return absl::StrCat(absl::string_view(message.data(), cut), "... (",
-                      message.size() - cut, " more bytes)");
+  return absl::StrCat(absl::string_view(message.data(), cut), "... (", message.size() - cut,
+                      " more bytes)");
 }
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      CappedMessage(std::string_view(status.message().data(),
-                                                     status.message().size())));
+  return grpc::Status(
+      static_cast<grpc::StatusCode>(status.code()),
+      CappedMessage(std::string_view(status.message().data(), status.message().size())));
 }
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {

@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -89,8 +89,9 @@ int Run(const std::vector<std::string>& args) {
                "largest snapshot accepted, in nodes (RESOURCE_EXHAUSTED above)");
   flags.AddInt("max-pods", "N", &limits.max_pods,
                "largest snapshot accepted, in pods over all pod groups (RESOURCE_EXHAUSTED above)");
-  flags.AddInt("max-queues", "N", &limits.max_queues,
-               "most queues (or ClusterQueues and cohorts) in a request (RESOURCE_EXHAUSTED above)");
+  flags.AddInt(
+      "max-queues", "N", &limits.max_queues,
+      "most queues (or ClusterQueues and cohorts) in a request (RESOURCE_EXHAUSTED above)");
   flags.AddInt("max-pod-groups", "N", &limits.max_pod_groups,
                "most pod groups in a request (RESOURCE_EXHAUSTED above)");
   flags.AddInt("max-resource-names", "N", &limits.max_resource_names,

@@ -50,8 +50,7 @@ int Listen(const std::string& host, int port, std::string* error) {
     if (fd < 0) continue;
     const int yes = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-    if (bind(fd, at->ai_addr, at->ai_addrlen) != 0 || listen(fd, 128) != 0 ||
-        !SetNonBlocking(fd)) {
+    if (bind(fd, at->ai_addr, at->ai_addrlen) != 0 || listen(fd, 128) != 0 || !SetNonBlocking(fd)) {
       *error = std::strerror(errno);
       close(fd);
       fd = -1;
@@ -134,8 +133,8 @@ void MetricsEndpoint::Serve() {
     polled.push_back({wake_read_, POLLIN, 0});
     polled.push_back({listen_fd_, POLLIN, 0});
     for (const Connection& connection : connections) {
-      polled.push_back({connection.fd, static_cast<short>(connection.answering ? POLLOUT : POLLIN),
-                        0});
+      polled.push_back(
+          {connection.fd, static_cast<short>(connection.answering ? POLLOUT : POLLIN), 0});
     }
     // Wake at least every 100 ms to close connections past their idle timeout.
     if (poll(polled.data(), polled.size(), 100) < 0 && errno != EINTR) break;
@@ -175,7 +174,8 @@ void MetricsEndpoint::Serve() {
           connection.answer =
               HttpAnswer("200 OK", "text/plain; version=0.0.4; charset=utf-8", body.str());
         } else if (absl::StartsWith(line, "GET ")) {
-          connection.answer = HttpAnswer("404 Not Found", "text/plain", "not found: try /metrics\n");
+          connection.answer =
+              HttpAnswer("404 Not Found", "text/plain", "not found: try /metrics\n");
         } else {
           connection.answer =
               HttpAnswer("405 Method Not Allowed", "text/plain", "only GET /metrics\n");

@@ -46,7 +46,7 @@ class MetricsEndpoint {
   MetricsEndpointOptions options_;
   std::shared_ptr<prometheus::Registry> registry_;
   int listen_fd_ = -1;
-  int wake_read_ = -1;   // readable when the destructor wants the thread to stop
+  int wake_read_ = -1;  // readable when the destructor wants the thread to stop
   int wake_write_ = -1;
   int port_ = 0;
   std::thread thread_;

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <array>
-#include <limits>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -45,7 +45,8 @@ struct PathPart {
 // Accounted sizes (libstdc++, 64-bit): a map node is the tree's 32-byte header plus the pair; a
 // string longer than its inline buffer (15 bytes) holds its bytes and a terminator on the heap.
 constexpr int64_t kTreeNodeHeader = 32;
-constexpr int64_t kResourceEntryBytes = kTreeNodeHeader + sizeof(std::pair<const std::string, double>);
+constexpr int64_t kResourceEntryBytes =
+    kTreeNodeHeader + sizeof(std::pair<const std::string, double>);
 constexpr int64_t kLabelEntryBytes =
     kTreeNodeHeader + sizeof(std::pair<const std::string, std::string>);
 // Per resource name: each queue's share in the answer (four map entries, in the core and in the
@@ -110,10 +111,10 @@ class Decoder {
   bool Charge(int64_t bytes) {
     decoded_bytes_ += bytes;
     if (decoded_bytes_ <= limits_.max_decoded_bytes) return true;
-    return Stop(absl::ResourceExhaustedError(absl::StrCat(
-        Path(), ": the decoded request needs more than ", limits_.max_decoded_bytes,
-        " bytes of memory; this server accepts at most ", limits_.max_decoded_bytes,
-        " (--max-decoded-bytes)")));
+    return Stop(absl::ResourceExhaustedError(
+        absl::StrCat(Path(), ": the decoded request needs more than ", limits_.max_decoded_bytes,
+                     " bytes of memory; this server accepts at most ", limits_.max_decoded_bytes,
+                     " (--max-decoded-bytes)")));
   }
 
   // A new element at the end of `items`, the (limit + 1)th refused naming `what` and `flag`.
@@ -122,9 +123,9 @@ class Decoder {
   T* Append(std::vector<T>* items, int64_t limit, const char* field, const char* what,
             const char* flag) {
     if (static_cast<int64_t>(items->size()) >= limit) {
-      Stop(absl::ResourceExhaustedError(
-          absl::StrCat(Path(field), ": more than ", limit, " ", what,
-                       "; this server accepts at most ", limit, " (", flag, ")")));
+      Stop(absl::ResourceExhaustedError(absl::StrCat(Path(field), ": more than ", limit, " ", what,
+                                                     "; this server accepts at most ", limit, " (",
+                                                     flag, ")")));
       return nullptr;
     }
     if (items->size() == items->capacity()) {
@@ -144,8 +145,7 @@ class Decoder {
   // within the memory budget (a hint: decoding refuses what is over either).
   template <typename T>
   void ReserveMore(std::vector<T>* items, int64_t more, int64_t limit) {
-    const int64_t wanted =
-        std::min<int64_t>(static_cast<int64_t>(items->size()) + more, limit);
+    const int64_t wanted = std::min<int64_t>(static_cast<int64_t>(items->size()) + more, limit);
     if (wanted <= static_cast<int64_t>(items->capacity())) return;
     const int64_t cost = (wanted - static_cast<int64_t>(items->capacity())) * sizeof(T);
     if (decoded_bytes_ + cost > limits_.max_decoded_bytes) return;
@@ -166,20 +166,23 @@ class Decoder {
       decoded_bytes_ += cells * names;
       return true;
     }
-    return Stop(absl::ResourceExhaustedError(absl::StrCat(
-        "snapshot: ", snapshot.queues.size(), " queues, ", snapshot.nodes.size(), " nodes and ",
-        snapshot.pod_groups.size(), " pod groups over ", names,
-        " resource names need more memory than this server gives one request (",
-        limits_.max_decoded_bytes, " bytes, --max-decoded-bytes); send fewer resource names or "
-        "fewer objects")));
+    return Stop(absl::ResourceExhaustedError(
+        absl::StrCat("snapshot: ", snapshot.queues.size(), " queues, ", snapshot.nodes.size(),
+                     " nodes and ", snapshot.pod_groups.size(), " pod groups over ", names,
+                     " resource names need more memory than this server gives one request (",
+                     limits_.max_decoded_bytes,
+                     " bytes, --max-decoded-bytes); send fewer resource names or "
+                     "fewer objects")));
   }
 
   // A string's length against --max-name-bytes, before it is copied.
   bool NameFits(uint32_t length, std::string_view field) {
     if (static_cast<int64_t>(length) <= limits_.max_name_bytes) return true;
     return Stop(absl::InvalidArgumentError(
-        absl::StrCat(Path(field), ": ", length, " bytes; this server accepts names, keys and "
-                     "values of at most ", limits_.max_name_bytes, " bytes (--max-name-bytes)")));
+        absl::StrCat(Path(field), ": ", length,
+                     " bytes; this server accepts names, keys and "
+                     "values of at most ",
+                     limits_.max_name_bytes, " bytes (--max-name-bytes)")));
   }
 
   // A resource name against --max-resource-names. Most requests repeat a handful of names
@@ -195,10 +198,10 @@ class Decoder {
       return true;
     }
     if (static_cast<int64_t>(resource_names_.size()) >= limits_.max_resource_names) {
-      return Stop(absl::ResourceExhaustedError(absl::StrCat(
-          Path(field), ": more than ", limits_.max_resource_names,
-          " distinct resource names in the request; this server accepts at most ",
-          limits_.max_resource_names, " (--max-resource-names)")));
+      return Stop(absl::ResourceExhaustedError(
+          absl::StrCat(Path(field), ": more than ", limits_.max_resource_names,
+                       " distinct resource names in the request; this server accepts at most ",
+                       limits_.max_resource_names, " (--max-resource-names)")));
     }
     Remember(*resource_names_.emplace(key).first);
     return true;
@@ -610,14 +613,14 @@ class Decoder {
         case 1:
           return TimeValue(&snapshot->now);
         case 2:
-          return Element(&snapshot->queues, "queues", limits_.max_queues, "queues",
-                         "--max-queues", [&](Queue* queue) { return QueueFields(queue); });
+          return Element(&snapshot->queues, "queues", limits_.max_queues, "queues", "--max-queues",
+                         [&](Queue* queue) { return QueueFields(queue); });
         case 3:
           return Element(&snapshot->nodes, "nodes", limits_.max_nodes, "nodes", "--max-nodes",
                          [&](Node* node) { return NodeFields(node); });
         case 4:
-          return Element(&snapshot->pod_groups, "pod_groups", limits_.max_pod_groups,
-                         "pod groups", "--max-pod-groups",
+          return Element(&snapshot->pod_groups, "pod_groups", limits_.max_pod_groups, "pod groups",
+                         "--max-pod-groups",
                          [&](PodGroup* group) { return PodGroupFields(group); });
         case 5:
           return Element(&snapshot->usage, "usage",
@@ -730,10 +733,10 @@ class Decoder {
         case 7: {
           if (wire != kLength) return Step::kUnknown;
           if (pods_ >= limits_.max_pods) {
-            Stop(absl::ResourceExhaustedError(absl::StrCat(
-                Path("pods"), ": more than ", limits_.max_pods,
-                " pods in all pod groups; this server accepts at most ", limits_.max_pods,
-                " (--max-pods)")));
+            Stop(absl::ResourceExhaustedError(
+                absl::StrCat(Path("pods"), ": more than ", limits_.max_pods,
+                             " pods in all pod groups; this server accepts at most ",
+                             limits_.max_pods, " (--max-pods)")));
             return Step::kBad;
           }
           ++pods_;
@@ -765,8 +768,7 @@ class Decoder {
         case 5:
           return wire == kLength ? TimeValue(&pod->start_time) : Step::kUnknown;
         case 6:
-          return wire == kLength ? MapEntry(&pod->node_selector, "node_selector")
-                                 : Step::kUnknown;
+          return wire == kLength ? MapEntry(&pod->node_selector, "node_selector") : Step::kUnknown;
         case 7:
           if (wire != kLength) return Step::kUnknown;
           return Element(&pod->tolerations, "tolerations",

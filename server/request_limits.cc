@@ -81,10 +81,10 @@ absl::Status CheckQueueDepth(const Snapshot& snapshot, const RequestLimits& limi
     while (!walk.empty()) {
       depth[walk.back()] = ++base;
       if (base > limits.max_queue_depth) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "snapshot.queues[", walk.back(), "]: the queue tree is ", base,
-            " levels deep here; this server accepts at most ", limits.max_queue_depth,
-            " (--max-queue-depth)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("snapshot.queues[", walk.back(), "]: the queue tree is ", base,
+                         " levels deep here; this server accepts at most ", limits.max_queue_depth,
+                         " (--max-queue-depth)"));
       }
       walk.pop_back();
     }
@@ -104,7 +104,8 @@ absl::Status CheckLimitOptions(const RequestLimits& limits) {
       {"--max-decoded-bytes", limits.max_decoded_bytes},
   };
   for (const auto& [flag, value] : named) {
-    if (value < 0) return absl::InvalidArgumentError(absl::StrCat(flag, ": ", value, " is negative"));
+    if (value < 0)
+      return absl::InvalidArgumentError(absl::StrCat(flag, ": ", value, " is negative"));
   }
   if (limits.max_queue_depth < 1) {
     return absl::InvalidArgumentError("--max-queue-depth: must be at least 1");

@@ -16,9 +16,9 @@
 namespace arbiter::server {
 
 struct RequestLimits {
-  int64_t max_nodes = 100'000;    // --max-nodes
-  int64_t max_pods = 1'000'000;   // --max-pods, over all pod groups
-  int64_t max_queues = 50'000;    // --max-queues (KAI queues and Kueue ClusterQueues + cohorts)
+  int64_t max_nodes = 100'000;       // --max-nodes
+  int64_t max_pods = 1'000'000;      // --max-pods, over all pod groups
+  int64_t max_queues = 50'000;       // --max-queues (KAI queues and Kueue ClusterQueues + cohorts)
   int64_t max_pod_groups = 500'000;  // --max-pod-groups
   // --max-resource-names: distinct resource names over the whole request (every quantity map).
   int64_t max_resource_names = 64;

@@ -90,15 +90,16 @@ absl::Status ParseJson(std::string_view json, pb::Message* message) {
 
 absl::Status ParseBinary(std::string_view bytes, pb::Message* message) {
   if (!message->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "not a valid binary ", message->GetDescriptor()->full_name(), " (", bytes.size(),
-        " bytes)"));
+    return absl::InvalidArgumentError(absl::StrCat("not a valid binary ",
+                                                   message->GetDescriptor()->full_name(), " (",
+                                                   bytes.size(), " bytes)"));
   }
   return absl::OkStatus();
 }
 
 WireFormat FormatForPath(std::string_view path) {
-  return absl::EndsWith(absl::string_view(path.data(), path.size()), ".pb") ? WireFormat::kBinary : WireFormat::kJson;
+  return absl::EndsWith(absl::string_view(path.data(), path.size()), ".pb") ? WireFormat::kBinary
+                                                                            : WireFormat::kJson;
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
@@ -152,7 +153,8 @@ absl::Status WriteMessageFile(const std::string& path, const pb::Message& messag
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
   if (file) file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (file) file.close();
-  if (!file) return absl::UnknownError(absl::StrCat(path, ": cannot write: ", std::strerror(errno)));
+  if (!file)
+    return absl::UnknownError(absl::StrCat(path, ": cannot write: ", std::strerror(errno)));
   return absl::OkStatus();
 }
 

@@ -23,10 +23,10 @@
 namespace arbiter::server {
 
 struct WorkerPoolOptions {
-  int threads = 0;            // general workers; 0 or less = one per core
+  int threads = 0;             // general workers; 0 or less = one per core
   int small_lane_threads = 1;  // workers that run only small tasks; 0 = no small lane
   int64_t small_task_bytes = int64_t{64} << 10;
-  int64_t max_queued_tasks = 256;                // waiting, not yet running
+  int64_t max_queued_tasks = 256;                 // waiting, not yet running
   int64_t max_queued_bytes = int64_t{512} << 20;  // the bytes of the waiting tasks
 };
 

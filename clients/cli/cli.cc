@@ -33,8 +33,8 @@ constexpr char kUsage[] =
 std::string FullUsage() {
   return absl::StrCat(kUsage, "\nflags of fairshare and schedule:\n", DecideFlagsUsage(),
                       "\nflags of what-if: --add GROUP (required) and those of schedule\n",
-                      "\nflags of generate:\n", GenerateFlagsUsage(),
-                      "\nflags of simulate:\n", SimulateFlagsUsage());
+                      "\nflags of generate:\n", GenerateFlagsUsage(), "\nflags of simulate:\n",
+                      SimulateFlagsUsage());
 }
 
 }  // namespace

@@ -89,16 +89,15 @@ std::vector<TreeEntry> QueueTree(const v1::Snapshot& snapshot,
 std::set<std::string> Resources(const RepeatedPtrField<v1::QueueShare>& shares) {
   std::set<std::string> resources;
   for (const v1::QueueShare& share : shares) {
-    for (const auto* map : {&share.deserved(), &share.fair_share(), &share.allocated(),
-                            &share.requested()}) {
+    for (const auto* map :
+         {&share.deserved(), &share.fair_share(), &share.allocated(), &share.requested()}) {
       for (const auto& [name, value] : *map) resources.insert(name);
     }
   }
   return resources;
 }
 
-std::string Cell(const Map<std::string, double>& map, const std::string& resource,
-                 bool quota) {
+std::string Cell(const Map<std::string, double>& map, const std::string& resource, bool quota) {
   auto it = map.find(resource);
   if (it == map.end()) return quota ? kNotSet : "0";
   return FormatQuantity(resource, it->second, quota);
@@ -150,24 +149,23 @@ std::string RenderQueues(const v1::Snapshot& snapshot, const v1::Policy& policy,
     const v1::Queue& queue = queue_it == request_queues.end() ? kNoQueue : *queue_it->second;
     bool first = true;
     for (const std::string& resource : resources) {
-      std::vector<std::string> row = {
-          first ? std::string(2 * entry.depth, ' ') + entry.name : "", resource};
+      std::vector<std::string> row = {first ? std::string(2 * entry.depth, ' ') + entry.name : "",
+                                      resource};
       if (kueue) {
-        row.insert(row.end(),
-                   {quota_cell(share.deserved(), resource),
-                    quota_cell(queue.borrowing_limit(), resource),
-                    quota_cell(queue.lending_limit(), resource),
-                    Cell(share.allocated(), resource, false),
-                    Cell(share.requested(), resource, false),
-                    first ? FormatNumber(share.weighted_share()) : "",
-                    first ? share.dominant_resource() : "",
-                    first ? (share.borrowing() ? "yes" : "no") : ""});
+        row.insert(
+            row.end(),
+            {quota_cell(share.deserved(), resource), quota_cell(queue.borrowing_limit(), resource),
+             quota_cell(queue.lending_limit(), resource), Cell(share.allocated(), resource, false),
+             Cell(share.requested(), resource, false),
+             first ? FormatNumber(share.weighted_share()) : "",
+             first ? share.dominant_resource() : "",
+             first ? (share.borrowing() ? "yes" : "no") : ""});
       } else {
-        row.insert(row.end(), {quota_cell(share.deserved(), resource),
-                               Cell(share.fair_share(), resource, false),
-                               Cell(share.allocated(), resource, false),
-                               Cell(share.requested(), resource, false),
-                               first ? FormatNumber(share.saturation()) : ""});
+        row.insert(
+            row.end(),
+            {quota_cell(share.deserved(), resource), Cell(share.fair_share(), resource, false),
+             Cell(share.allocated(), resource, false), Cell(share.requested(), resource, false),
+             first ? FormatNumber(share.saturation()) : ""});
       }
       table.AddRow(std::move(row));
       first = false;
@@ -222,8 +220,8 @@ std::string RenderSchedule(const v1::Snapshot& snapshot, const v1::Policy& polic
     if (response.admissions_size() > 0) {
       TextTable table({{"POD GROUP"}, {"QUEUE"}, {"AFTER EVICTIONS"}});
       for (const v1::Admission& admission : response.admissions()) {
-        table.AddRow({admission.pod_group(), admission.queue(),
-                      admission.after_evictions() ? "yes" : ""});
+        table.AddRow(
+            {admission.pod_group(), admission.queue(), admission.after_evictions() ? "yes" : ""});
       }
       out += table.Render();
     }

@@ -1,6 +1,8 @@
 // `arbiter simulate CONFIG`: fairness over time (clients/simulator/simulation.h,
 // docs/simulate.md). Runs the decision core in-process, or an arbiter-server with --server, writes
 // CSV or JSON (and KAI's CSV), charts with --plot, and closes with a summary per queue.
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -8,7 +10,6 @@
 #include <limits>
 #include <memory>
 #include <string>
-#include <sys/stat.h>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -163,7 +164,8 @@ int RunSimulate(const Args& args, std::ostream& out, std::ostream& err) {
     return 0;
   }
   if (parsed.ok() && positional.size() != 1) {
-    parsed = absl::InvalidArgumentError("simulate takes one CONFIG file; run `arbiter simulate --help`");
+    parsed =
+        absl::InvalidArgumentError("simulate takes one CONFIG file; run `arbiter simulate --help`");
   }
   if (parsed.ok() && values.format != "csv" && values.format != "json" &&
       values.format != "kai-csv") {

@@ -37,7 +37,8 @@ std::string TextTable::Render() const {
   for (size_t i = 0; i < columns_.size(); ++i) {
     titles.push_back(columns_[i].title);
     widths[i] = columns_[i].title.size();
-    for (const std::vector<std::string>& row : rows_) widths[i] = std::max(widths[i], row[i].size());
+    for (const std::vector<std::string>& row : rows_)
+      widths[i] = std::max(widths[i], row[i].size());
   }
   std::string out;
   AppendLine(titles, widths, columns_, &out);

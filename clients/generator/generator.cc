@@ -21,7 +21,8 @@ GeneratedRequest Generate(const GeneratorOptions& options) {
   if (!(clamped.pending_fraction >= 0)) clamped.pending_fraction = 0;
   if (clamped.pending_fraction > 1) clamped.pending_fraction = 1;
   if (clamped.model == GeneratorModel::kKueue) return internal::GenerateKueue(clamped);
-  if (clamped.shape == GeneratorShape::kKaiReclaim) return internal::GenerateKaiReclaimShape(clamped);
+  if (clamped.shape == GeneratorShape::kKaiReclaim)
+    return internal::GenerateKaiReclaimShape(clamped);
   return internal::GenerateKai(clamped);
 }
 
@@ -83,8 +84,8 @@ absl::StatusOr<GeneratorModel> ParseModel(std::string_view name) {
 absl::StatusOr<GeneratorShape> ParseShape(std::string_view name) {
   if (name == "realistic") return GeneratorShape::kRealistic;
   if (name == "kai-reclaim") return GeneratorShape::kKaiReclaim;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "shape: unknown shape \"", std::string(name), "\" (expected realistic or kai-reclaim)"));
+  return absl::InvalidArgumentError(absl::StrCat("shape: unknown shape \"", std::string(name),
+                                                 "\" (expected realistic or kai-reclaim)"));
 }
 
 }  // namespace arbiter::generator

@@ -36,7 +36,7 @@ constexpr int kFirstExtra = 3;
 struct Shape {
   const char* name;
   double gpu;
-  double cpu;         // millicores
+  double cpu;  // millicores
   double memory_gib;
   const char* product;  // nvidia.com/gpu.product label, "" for CPU nodes
   double share;         // of all nodes
@@ -99,7 +99,7 @@ class WeightedTable {
 struct GroupSpec {
   Kind kind = Kind::kBatch;
   int pods = 1;
-  int pending_extra = 0;  // elastic running groups: pods left pending
+  int pending_extra = 0;        // elastic running groups: pods left pending
   std::vector<double> request;  // per pod, dense
   int min_member = 0;
   int priority = 0;
@@ -113,8 +113,7 @@ struct GroupSpec {
 
 class KaiGenerator {
  public:
-  explicit KaiGenerator(const GeneratorOptions& options)
-      : options_(options), rng_(options.seed) {
+  explicit KaiGenerator(const GeneratorOptions& options) : options_(options), rng_(options.seed) {
     resource_names_ = {"cpu", "memory", "nvidia.com/gpu"};
     for (int i = 0; i < options_.extra_resources; ++i) {
       resource_names_.push_back(absl::StrCat("example.com/res-", i));
@@ -236,8 +235,8 @@ class KaiGenerator {
       for (int l = 0; l < depth; ++l) weight_sum += std::pow(b, l);
       int used = 0;
       for (int l = 0; l < depth; ++l) {
-        level_size[l] = std::max(1, static_cast<int>(std::llround(total * std::pow(b, l) /
-                                                                   weight_sum)));
+        level_size[l] =
+            std::max(1, static_cast<int>(std::llround(total * std::pow(b, l) / weight_sum)));
         used += level_size[l];
       }
       level_size[depth - 1] += total - used;
@@ -300,9 +299,8 @@ class KaiGenerator {
       leaf_list_.push_back(q);
     }
     // At least one leaf takes GPU work (a CPU-only team has GPU limit 0).
-    if (!leaf_list_.empty() &&
-        std::all_of(leaf_list_.begin(), leaf_list_.end(),
-                    [&](int q) { return queues_[q].cpu_only; })) {
+    if (!leaf_list_.empty() && std::all_of(leaf_list_.begin(), leaf_list_.end(),
+                                           [&](int q) { return queues_[q].cpu_only; })) {
       queues_[leaf_list_.front()].cpu_only = false;
     }
     SetDeserved();
@@ -533,8 +531,7 @@ class KaiGenerator {
   }
 
   // The first node from `cursor` on (cyclically) where the pod is feasible and fits, or -1.
-  int FindNode(const GroupSpec& spec, const std::vector<int>& category, size_t& cursor,
-               int pod) {
+  int FindNode(const GroupSpec& spec, const std::vector<int>& category, size_t& cursor, int pod) {
     const size_t n = category.size();
     for (size_t step = 0; step < n; ++step) {
       const int candidate = category[(cursor + step) % n];
@@ -581,8 +578,7 @@ class KaiGenerator {
 
   void MakeGroups() {
     const int total = options_.pods;
-    int pending_budget =
-        static_cast<int>(std::llround(total * options_.pending_fraction));
+    int pending_budget = static_cast<int>(std::llround(total * options_.pending_fraction));
     pending_budget = std::min(pending_budget, total);
     int running_budget = total - pending_budget;
 
@@ -624,8 +620,8 @@ class KaiGenerator {
       // let a reclaim group run without evicting anyone.
       spec.releasing = rng_.Chance(kReleasingGroups) && reclaim_leaf_list_.empty();
       if (spec.kind == Kind::kInference && pending_budget > 0 && rng_.Chance(0.15)) {
-        spec.pending_extra = static_cast<int>(std::min<int64_t>(rng_.Between(1, 2),
-                                                                pending_budget));
+        spec.pending_extra =
+            static_cast<int>(std::min<int64_t>(rng_.Between(1, 2), pending_budget));
         pending_budget -= spec.pending_extra;
       }
       gpu_planned += spec.pods * spec.request[kGpu];
@@ -655,8 +651,8 @@ class KaiGenerator {
     for (const GroupSpec& spec : pending) pending_gpu += spec.pods * spec.request[kGpu];
     while (pending_budget > 0 && !leaf_list_.empty()) {
       const double need_pods = std::max(0.0, 2 * free_gpu - pending_gpu) / mean_gpu_per_pod;
-      const bool gpu = rng_.Chance(std::max(kPendingGpuShare, std::min(1.0, need_pods /
-                                                                           pending_budget)));
+      const bool gpu =
+          rng_.Chance(std::max(kPendingGpuShare, std::min(1.0, need_pods / pending_budget)));
       GroupSpec spec = MakeSpec(DrawKind(gpu), pending_budget);
       spec.leaf = DrawLeaf(gpu);
       pending_budget -= spec.pods;
@@ -683,8 +679,8 @@ class KaiGenerator {
     group.priority = spec.priority;
     group.preemptibility = spec.preemptibility;
     group.min_member = spec.min_member;
-    const int64_t age = nodes != nullptr ? rng_.Between(600, 30 * 86400)
-                                         : rng_.Between(0, 2 * 86400);
+    const int64_t age =
+        nodes != nullptr ? rng_.Between(600, 30 * 86400) : rng_.Between(0, 2 * 86400);
     group.creation_time = Timestamp{kNowSeconds - age, 0};
     const bool unknown_start = rng_.Chance(0.05);
     const ResourceMap request = ToMap(spec.request, /*skip_zero=*/true);
@@ -699,9 +695,8 @@ class KaiGenerator {
         pod.node_name = snapshot_.nodes[(*nodes)[p]].name;
         pod.phase = spec.releasing ? PodPhase::kReleasing : PodPhase::kRunning;
         if (!unknown_start) {
-          pod.start_time = Timestamp{kNowSeconds - age + rng_.Between(0, std::min<int64_t>(
-                                                                              age, 300)),
-                                     0};
+          pod.start_time =
+              Timestamp{kNowSeconds - age + rng_.Between(0, std::min<int64_t>(age, 300)), 0};
         }
         if (!spec.releasing) AddUp(spec.leaf, spec.request, /*running=*/true);
       } else {
@@ -740,8 +735,10 @@ class KaiGenerator {
       if (info.same_weight) {
         for (int r = 0; r < R(); ++r) queue.over_quota_weight[resource_names_[r]] = info.gpu_weight;
       }
-      if (info.reclaim_min_runtime > 0) queue.reclaim_min_runtime = Duration{info.reclaim_min_runtime, 0};
-      if (info.preempt_min_runtime > 0) queue.preempt_min_runtime = Duration{info.preempt_min_runtime, 0};
+      if (info.reclaim_min_runtime > 0)
+        queue.reclaim_min_runtime = Duration{info.reclaim_min_runtime, 0};
+      if (info.preempt_min_runtime > 0)
+        queue.preempt_min_runtime = Duration{info.preempt_min_runtime, 0};
       if (!info.reclaim) {
         // Limits never below what the subtree already holds, so the input is within them.
         if (info.cpu_only) {
@@ -752,9 +749,9 @@ class KaiGenerator {
                                   info.deserved[kGpu] * rng_.Real(1.0, 1.5), 1.0}));
         }
         if (rng_.Chance(0.1)) {
-          queue.limit["cpu"] = std::ceil(std::max(
-              {info.allocated[kCpu] * rng_.Real(1.1, 2.0),
-               std::max(info.deserved[kCpu], 0.0) * rng_.Real(1.0, 1.5), 1000.0}));
+          queue.limit["cpu"] = std::ceil(
+              std::max({info.allocated[kCpu] * rng_.Real(1.1, 2.0),
+                        std::max(info.deserved[kCpu], 0.0) * rng_.Real(1.0, 1.5), 1000.0}));
         }
         if (info.deserved[kCpu] == -1 && rng_.Chance(0.5)) {
           queue.limit["cpu"] = -1;

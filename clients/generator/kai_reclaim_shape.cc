@@ -53,16 +53,15 @@ GeneratedRequest GenerateKaiReclaimShape(const GeneratorOptions& options) {
   for (int n = 0; n < nodes; ++n) {
     Node node;
     node.name = Numbered("node-", width, n);
-    node.allocatable = {{"cpu", 128000},
-                        {"memory", 1024.0 * (1 << 30)},
-                        {"nvidia.com/gpu", kGpusPerNode}};
+    node.allocatable = {
+        {"cpu", 128000}, {"memory", 1024.0 * (1 << 30)}, {"nvidia.com/gpu", kGpusPerNode}};
     s.nodes.push_back(std::move(node));
   }
   for (int n = 0; n < nodes; ++n) {
     for (int j = 0; j < kGpusPerNode; ++j) {
       const int index = n * kGpusPerNode + j;
-      PodGroup running = OneGpuJob(Numbered("running-", width + 1, index), "running",
-                                   kNowSeconds - 3600);
+      PodGroup running =
+          OneGpuJob(Numbered("running-", width + 1, index), "running", kNowSeconds - 3600);
       running.pods[0].node_name = s.nodes[n].name;
       running.pods[0].phase = PodPhase::kRunning;
       running.pods[0].start_time = Timestamp{kNowSeconds - 3600, 0};

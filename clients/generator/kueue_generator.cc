@@ -31,8 +31,7 @@ struct Workload {
 
 class KueueGenerator {
  public:
-  explicit KueueGenerator(const GeneratorOptions& options)
-      : options_(options), rng_(options.seed) {
+  explicit KueueGenerator(const GeneratorOptions& options) : options_(options), rng_(options.seed) {
     resources_ = {"cpu", "memory", "nvidia.com/gpu"};
     for (int i = 0; i < options_.extra_resources; ++i) {
       resources_.push_back(absl::StrCat("example.com/res-", i));
@@ -81,10 +80,9 @@ class KueueGenerator {
     const std::vector<int>& homes = mid_index.empty() ? root_index : mid_index;
     // Every cohort gets a ClusterQueue first (a cohort without children would be a leaf).
     for (int i = 0; i < cqs; ++i) {
-      const int parent = homes.empty() ? -1
-                         : i < static_cast<int>(homes.size())
-                             ? homes[i]
-                             : homes[rng_.Below(homes.size())];
+      const int parent = homes.empty()                        ? -1
+                         : i < static_cast<int>(homes.size()) ? homes[i]
+                                                              : homes[rng_.Below(homes.size())];
       const int q = AddQueue(absl::StrFormat("cq-%04d", i), parent, true);
       Info& info = infos_[q];
       info.covers.assign(resources_.size(), true);
@@ -269,8 +267,8 @@ class KueueGenerator {
     group.preemptibility =
         w.non_preemptible ? Preemptibility::kNonPreemptible : Preemptibility::kUnspecified;
     group.min_member = w.pods;
-    const int64_t created = admitted ? admitted_at - rng_.Between(0, 3600)
-                                     : kNowSeconds - rng_.Between(0, 86400);
+    const int64_t created =
+        admitted ? admitted_at - rng_.Between(0, 3600) : kNowSeconds - rng_.Between(0, 86400);
     group.creation_time = Timestamp{created, 0};
     group.admitted = admitted;
     if (admitted) group.admission_time = Timestamp{admitted_at, 0};

@@ -132,8 +132,8 @@ void KueueQuotaTree::Add(int cq, const ResourceMap& request, double sign) {
     const int r = ResourceIndex(name);
     if (r < 0) {  // covered by no queue at all: CheckWithinLimits reports it
       if (sign > 0 && amount > 0 && uncovered_use_.empty()) {
-        uncovered_use_ = absl::StrCat("queue ", nodes_[cq].name, " uses ", amount,
-                                      " of uncovered ", name);
+        uncovered_use_ =
+            absl::StrCat("queue ", nodes_[cq].name, " uses ", amount, " of uncovered ", name);
       }
       continue;
     }
@@ -168,14 +168,13 @@ absl::Status KueueQuotaTree::CheckWithinLimits() const {
         continue;
       }
       if (n.parent < 0 && n.use[r] > n.sq[r]) {
-        return absl::FailedPreconditionError(absl::StrCat("root ", n.name, " uses ", n.use[r],
-                                                          " of ", name, " above its quota ",
-                                                          n.sq[r]));
+        return absl::FailedPreconditionError(absl::StrCat(
+            "root ", n.name, " uses ", n.use[r], " of ", name, " above its quota ", n.sq[r]));
       }
       if (n.parent >= 0 && n.bl[r] >= 0 && n.use[r] > n.sq[r] + n.bl[r]) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "queue ", n.name, " uses ", n.use[r], " of ", name, " above quota ", n.sq[r],
-            " plus borrowing limit ", n.bl[r]));
+        return absl::FailedPreconditionError(absl::StrCat("queue ", n.name, " uses ", n.use[r],
+                                                          " of ", name, " above quota ", n.sq[r],
+                                                          " plus borrowing limit ", n.bl[r]));
       }
     }
   }

@@ -42,10 +42,10 @@ class KueueQuotaTree {
     std::string name;
     int parent = -1;
     std::vector<int> children;
-    std::vector<bool> covered;    // key present in the subtree's quota
-    std::vector<double> sq;       // subtree quota
-    std::vector<double> lq;       // local (never lent) quota
-    std::vector<double> bl;       // borrowing limit, -1 = none
+    std::vector<bool> covered;  // key present in the subtree's quota
+    std::vector<double> sq;     // subtree quota
+    std::vector<double> lq;     // local (never lent) quota
+    std::vector<double> bl;     // borrowing limit, -1 = none
     std::vector<double> use;
   };
   int ResourceIndex(const std::string& name) const;

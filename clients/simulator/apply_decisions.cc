@@ -81,8 +81,8 @@ absl::StatusOr<Snapshot> ApplyDecisions(const Snapshot& snapshot, const Policy& 
     Pod& pod = next.pod_groups[it->second.group].pods[it->second.pod];
     const PodPhase phase = EffectivePhase(pod);
     if (phase != PodPhase::kPending && !(phase == PodPhase::kRunning && evicted.count(key))) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "binding of ", b.pod_group, "/", b.pod, ", which is neither PENDING nor moved"));
+      return absl::InvalidArgumentError(absl::StrCat("binding of ", b.pod_group, "/", b.pod,
+                                                     ", which is neither PENDING nor moved"));
     }
     pod.phase = PodPhase::kRunning;
     pod.node_name = b.node;

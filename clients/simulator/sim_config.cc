@@ -216,15 +216,18 @@ void ReadQueues(Reader& r, const YAML::Node& node, SimConfig& config) {
     queue.over_quota_weight = r.Resources(q["over_quota_weight"], path + ".over_quota_weight");
     queue.borrowing_limit = r.Resources(q["borrowing_limit"], path + ".borrowing_limit");
     queue.lending_limit = r.Resources(q["lending_limit"], path + ".lending_limit");
-    if (q["priority"]) queue.priority = static_cast<int32_t>(r.Integer(q["priority"], path + ".priority"));
+    if (q["priority"])
+      queue.priority = static_cast<int32_t>(r.Integer(q["priority"], path + ".priority"));
     if (q["fair_sharing_weight"]) {
       queue.fair_sharing_weight = r.Number(q["fair_sharing_weight"], path + ".fair_sharing_weight");
     }
     if (q["reclaim_min_runtime"]) {
-      queue.reclaim_min_runtime = ToDuration(r.Seconds(q["reclaim_min_runtime"], path + ".reclaim_min_runtime"));
+      queue.reclaim_min_runtime =
+          ToDuration(r.Seconds(q["reclaim_min_runtime"], path + ".reclaim_min_runtime"));
     }
     if (q["preempt_min_runtime"]) {
-      queue.preempt_min_runtime = ToDuration(r.Seconds(q["preempt_min_runtime"], path + ".preempt_min_runtime"));
+      queue.preempt_min_runtime =
+          ToDuration(r.Seconds(q["preempt_min_runtime"], path + ".preempt_min_runtime"));
     }
     if (q["within_cluster_queue"]) {
       const std::string v = r.String(q["within_cluster_queue"], path + ".within_cluster_queue");
@@ -233,9 +236,11 @@ void ReadQueues(Reader& r, const YAML::Node& node, SimConfig& config) {
       } else if (v == "LowerPriority") {
         queue.kueue_preemption.within_cluster_queue = WithinClusterQueue::kLowerPriority;
       } else if (v == "LowerOrNewerEqualPriority") {
-        queue.kueue_preemption.within_cluster_queue = WithinClusterQueue::kLowerOrNewerEqualPriority;
+        queue.kueue_preemption.within_cluster_queue =
+            WithinClusterQueue::kLowerOrNewerEqualPriority;
       } else {
-        r.Fail(path + ".within_cluster_queue", "must be Never, LowerPriority or LowerOrNewerEqualPriority");
+        r.Fail(path + ".within_cluster_queue",
+               "must be Never, LowerPriority or LowerOrNewerEqualPriority");
       }
     }
     if (q["reclaim_within_cohort"]) {
@@ -296,10 +301,12 @@ void ReadJobs(Reader& r, const YAML::Node& node, SimConfig& config) {
     s.name = j["name"] ? r.String(j["name"], path + ".name") : s.queue;
     if (j["pods"]) s.pods = static_cast<int>(r.Integer(j["pods"], path + ".pods"));
     if (s.pods < 1 || s.pods > 10000) r.Fail(path + ".pods", "must be 1 to 10000");
-    if (j["min_member"]) s.min_member = static_cast<int>(r.Integer(j["min_member"], path + ".min_member"));
+    if (j["min_member"])
+      s.min_member = static_cast<int>(r.Integer(j["min_member"], path + ".min_member"));
     s.requests = r.Resources(j["requests"], path + ".requests");
     if (j["duration"]) s.duration = r.Seconds(j["duration"], path + ".duration");
-    if (j["priority"]) s.priority = static_cast<int32_t>(r.Integer(j["priority"], path + ".priority"));
+    if (j["priority"])
+      s.priority = static_cast<int32_t>(r.Integer(j["priority"], path + ".priority"));
     if (j["preemptible"]) {
       s.preemptibility = r.Bool(j["preemptible"], path + ".preemptible")
                              ? Preemptibility::kPreemptible
@@ -331,8 +338,9 @@ void ReadJobs(Reader& r, const YAML::Node& node, SimConfig& config) {
 }
 
 void ReadOwn(Reader& r, const YAML::Node& root, SimConfig& config) {
-  r.CheckKeys(root, "config",
-              {"name", "step", "horizon", "seed", "accounting", "policy", "queues", "nodes", "jobs"});
+  r.CheckKeys(
+      root, "config",
+      {"name", "step", "horizon", "seed", "accounting", "policy", "queues", "nodes", "jobs"});
   if (!r.ok()) return;
   if (root["name"]) config.name = r.String(root["name"], "name");
   if (root["step"]) config.step = r.Seconds(root["step"], "step");
@@ -341,7 +349,8 @@ void ReadOwn(Reader& r, const YAML::Node& root, SimConfig& config) {
   if (root["accounting"]) {
     const YAML::Node& a = root["accounting"];
     r.CheckKeys(a, "accounting", {"half_life", "window", "window_type"});
-    if (a["half_life"]) config.accounting.half_life = r.Seconds(a["half_life"], "accounting.half_life");
+    if (a["half_life"])
+      config.accounting.half_life = r.Seconds(a["half_life"], "accounting.half_life");
     if (a["window"]) config.accounting.window = r.Seconds(a["window"], "accounting.window");
     if (a["window_type"]) {
       const std::string type = r.String(a["window_type"], "accounting.window_type");
@@ -380,7 +389,8 @@ void ReadKai(Reader& r, const YAML::Node& root, SimConfig& config) {
     if (!r.ok()) return;
     NodeSet set;
     set.name = absl::StrCat("node", i);
-    set.count = nodes[i]["Count"] ? static_cast<int>(r.Integer(nodes[i]["Count"], path + ".Count")) : 1;
+    set.count =
+        nodes[i]["Count"] ? static_cast<int>(r.Integer(nodes[i]["Count"], path + ".Count")) : 1;
     set.allocatable[kGpu] = r.Number(nodes[i]["GPUs"], path + ".GPUs");
     config.nodes.push_back(set);
   }
@@ -393,8 +403,10 @@ void ReadKai(Reader& r, const YAML::Node& root, SimConfig& config) {
     Queue queue;
     queue.name = r.String(q["Name"], path + ".Name");
     if (q["Parent"]) queue.parent = r.String(q["Parent"], path + ".Parent");
-    queue.priority = q["Priority"] ? static_cast<int32_t>(r.Integer(q["Priority"], path + ".Priority")) : 100;
-    queue.deserved[kGpu] = q["DeservedGPUs"] ? r.Number(q["DeservedGPUs"], path + ".DeservedGPUs") : 0;
+    queue.priority =
+        q["Priority"] ? static_cast<int32_t>(r.Integer(q["Priority"], path + ".Priority")) : 100;
+    queue.deserved[kGpu] =
+        q["DeservedGPUs"] ? r.Number(q["DeservedGPUs"], path + ".DeservedGPUs") : 0;
     queue.over_quota_weight[kGpu] = q["Weight"] ? r.Number(q["Weight"], path + ".Weight") : 1;
     config.queues.push_back(std::move(queue));
   }
@@ -409,8 +421,12 @@ void ReadKai(Reader& r, const YAML::Node& root, SimConfig& config) {
     s.queue = queue;
     s.name = queue;
     s.requests[kGpu] = r.Number(entry.second["GPUs"], path + ".GPUs");
-    s.pods = entry.second["NumPods"] ? static_cast<int>(r.Integer(entry.second["NumPods"], path + ".NumPods")) : 1;
-    s.count = entry.second["NumJobs"] ? static_cast<int>(r.Integer(entry.second["NumJobs"], path + ".NumJobs")) : 1;
+    s.pods = entry.second["NumPods"]
+                 ? static_cast<int>(r.Integer(entry.second["NumPods"], path + ".NumPods"))
+                 : 1;
+    s.count = entry.second["NumJobs"]
+                  ? static_cast<int>(r.Integer(entry.second["NumJobs"], path + ".NumJobs"))
+                  : 1;
     s.arrival = Arrival::kStart;
     config.jobs.push_back(std::move(s));
   }
@@ -442,8 +458,8 @@ absl::Status Check(const SimConfig& config) {
   for (const Queue& q : config.queues) queues.insert(q.name);
   for (size_t i = 0; i < config.jobs.size(); ++i) {
     if (queues.count(config.jobs[i].queue) == 0) {
-      return absl::InvalidArgumentError(absl::StrCat("jobs[", i, "].queue: no queue named \"",
-                                                     config.jobs[i].queue, "\""));
+      return absl::InvalidArgumentError(
+          absl::StrCat("jobs[", i, "].queue: no queue named \"", config.jobs[i].queue, "\""));
     }
   }
   return absl::OkStatus();

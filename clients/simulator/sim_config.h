@@ -18,17 +18,18 @@ namespace arbiter::simulator {
 enum class Arrival {
   kStart,    // `count` jobs at `start`
   kBacklog,  // from `start` on, `count` jobs of the stream always wait (an endless backlog)
-  kRate,     // from `start` on, at random at `rate` jobs per hour (Poisson), `count` in all (0 = no end)
+  kRate,     // from `start` on, at random at `rate` jobs per hour (Poisson), `count` in all (0 = no
+             // end)
 };
 
 // Jobs of one kind, submitted to one queue.
 struct JobStream {
   std::string queue;
-  std::string name;            // job names are "<name>-<n>"; default: the queue's name
-  int pods = 1;                // pods per job
-  int min_member = 0;          // gang size; 0 = every pod (the whole job is a gang)
-  ResourceMap requests;        // per pod
-  double duration = 0;         // seconds of uninterrupted running to finish; 0 = never finishes
+  std::string name;      // job names are "<name>-<n>"; default: the queue's name
+  int pods = 1;          // pods per job
+  int min_member = 0;    // gang size; 0 = every pod (the whole job is a gang)
+  ResourceMap requests;  // per pod
+  double duration = 0;   // seconds of uninterrupted running to finish; 0 = never finishes
   int32_t priority = 0;
   Preemptibility preemptibility = Preemptibility::kUnspecified;
   Arrival arrival = Arrival::kStart;
@@ -53,13 +54,13 @@ struct Accounting {
 };
 
 struct SimConfig {
-  std::string name;       // for titles; default: the file name
+  std::string name;  // for titles; default: the file name
   Policy policy;
   std::vector<Queue> queues;
   std::vector<NodeSet> nodes;
   std::vector<JobStream> jobs;
-  double step = 60;      // seconds per cycle
-  double horizon = 3600; // seconds simulated
+  double step = 60;       // seconds per cycle
+  double horizon = 3600;  // seconds simulated
   uint64_t seed = 1;
   Accounting accounting;
   bool from_kai = false;  // read from a KAI simulator config (its CSV columns are available)

@@ -35,9 +35,15 @@ std::string Json(const std::string& text) {
   std::string out = "\"";
   for (unsigned char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
       default:
         if (c < 0x20) {
           out += absl::StrFormat("\\u%04x", c);
@@ -51,7 +57,8 @@ std::string Json(const std::string& text) {
 
 std::string JsonMap(const ResourceMap& amounts) {
   std::vector<std::string> parts;
-  for (const auto& [resource, amount] : amounts) parts.push_back(Json(resource) + ":" + Num(amount));
+  for (const auto& [resource, amount] : amounts)
+    parts.push_back(Json(resource) + ":" + Num(amount));
   return "{" + absl::StrJoin(parts, ",") + "}";
 }
 
@@ -105,9 +112,9 @@ void WriteJson(const SimResult& result, std::ostream& out) {
   for (const std::string& q : result.queues) queues.push_back(Json(q));
   std::vector<std::string> resources;
   for (const std::string& r : result.resources) resources.push_back(Json(r));
-  out << "{\"step_s\":" << Num(result.step) << ",\"cycles\":" << result.cycles
-      << ",\"queues\":[" << absl::StrJoin(queues, ",") << "],\"resources\":["
-      << absl::StrJoin(resources, ",") << "],\n\"steps\":[";
+  out << "{\"step_s\":" << Num(result.step) << ",\"cycles\":" << result.cycles << ",\"queues\":["
+      << absl::StrJoin(queues, ",") << "],\"resources\":[" << absl::StrJoin(resources, ",")
+      << "],\n\"steps\":[";
   for (size_t i = 0; i < result.rows.size(); ++i) {
     const QueueRow& row = result.rows[i];
     out << (i == 0 ? "\n" : ",\n") << "{\"time_s\":" << Num(row.time)
@@ -162,8 +169,8 @@ absl::Status WritePlots(const SimResult& result, const std::string& title, const
     alloc[i] << Num(row.time / 3600) << " " << Num(allocated) << " " << Num(fair) << "\n";
     used[i] += allocated * result.step / 3600;
     target[i] += fair * result.step / 3600;
-    hours[i] << Num((row.time + result.step) / 3600) << " " << Num(used[i]) << " "
-             << Num(target[i]) << "\n";
+    hours[i] << Num((row.time + result.step) / 3600) << " " << Num(used[i]) << " " << Num(target[i])
+             << "\n";
   }
   std::string alloc_text;
   std::string hours_text;
@@ -185,43 +192,36 @@ absl::Status WritePlots(const SimResult& result, const std::string& title, const
   }
   if (jobs_text.empty()) jobs_text = "0 0 0 0\n";
 
-  for (const auto& [name, text] : std::vector<std::pair<std::string, std::string>>{
-           {"allocation.dat", alloc_text}, {"resource_hours.dat", hours_text},
-           {"jobs.dat", jobs_text}}) {
+  for (const auto& [name, text] :
+       std::vector<std::pair<std::string, std::string>>{{"allocation.dat", alloc_text},
+                                                        {"resource_hours.dat", hours_text},
+                                                        {"jobs.dat", jobs_text}}) {
     if (absl::Status s = WriteFile(absl::StrCat(dir, "/", name), text); !s.ok()) return s;
   }
 
   std::string names;
   for (const std::string& leaf : leaves) absl::StrAppend(&names, names.empty() ? "" : " ", leaf);
-  std::string script = absl::StrCat(
-      "# Charts of one simulation; run with gnuplot from any directory.\n",
-      "cd '", dir, "'\n",
-      "names = '", names, "'\n",
-      "n = words(names)\n",
-      "set key outside right top noenhanced\n",
-      "set grid\n",
-      "set xlabel 'hours'\n");
+  std::string script =
+      absl::StrCat("# Charts of one simulation; run with gnuplot from any directory.\n", "cd '",
+                   dir, "'\n", "names = '", names, "'\n", "n = words(names)\n",
+                   "set key outside right top noenhanced\n", "set grid\n", "set xlabel 'hours'\n");
   for (const auto& [terminal, ext] : std::vector<std::pair<std::string, std::string>>{
            {"pngcairo size 1100,520 noenhanced font ',10'", "png"},
            {"svg size 1100,520 noenhanced dynamic font ',10'", "svg"}}) {
     absl::StrAppend(
-        &script, "set terminal ", terminal, "\n",
-        "set output 'allocation.", ext, "'\n",
+        &script, "set terminal ", terminal, "\n", "set output 'allocation.", ext, "'\n",
         "set title '", title, ": allocation (solid) and fair share (dashed) of ", resource, "'\n",
         "set ylabel '", resource, "'\n",
         "plot for [i=1:n] 'allocation.dat' index (i-1) using 1:2 with steps lw 2 lc i title "
         "word(names, i), for [i=1:n] 'allocation.dat' index (i-1) using 1:3 with lines dt 2 lw 1 "
         "lc i notitle\n",
-        "set output 'resource_hours.", ext, "'\n",
-        "set title '", title, ": cumulative ", resource,
-        "-hours (solid) against the fair share (dashed)'\n",
-        "set ylabel '", resource, "-hours'\n",
+        "set output 'resource_hours.", ext, "'\n", "set title '", title, ": cumulative ", resource,
+        "-hours (solid) against the fair share (dashed)'\n", "set ylabel '", resource, "-hours'\n",
         "plot for [i=1:n] 'resource_hours.dat' index (i-1) using 1:2 with lines lw 2 lc i title "
         "word(names, i), for [i=1:n] 'resource_hours.dat' index (i-1) using 1:3 with lines dt 2 "
         "lc i notitle\n",
-        "set output 'jobs.", ext, "'\n",
-        "set title '", title, ": jobs over time (one line per job, coloured by queue)'\n",
-        "set ylabel 'job'\n",
+        "set output 'jobs.", ext, "'\n", "set title '", title,
+        ": jobs over time (one line per job, coloured by queue)'\n", "set ylabel 'job'\n",
         "plot 'jobs.dat' using 1:2:3:(0):4 with vectors nohead lw 3 lc variable notitle, "
         "for [i=1:n] NaN with lines lw 3 lc i title word(names, i)\n",
         "unset output\n");
@@ -232,9 +232,9 @@ absl::Status WritePlots(const SimResult& result, const std::string& title, const
       absl::StrCat(gnuplot, " '", script_path, "' > '", dir, "/plots.log' 2>&1");
   const int status = std::system(command.c_str());
   if (status != 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "gnuplot failed (", status, "); see ", dir, "/plots.log. Is gnuplot installed? "
-        "(apt-get install gnuplot-nox)"));
+    return absl::FailedPreconditionError(absl::StrCat("gnuplot failed (", status, "); see ", dir,
+                                                      "/plots.log. Is gnuplot installed? "
+                                                      "(apt-get install gnuplot-nox)"));
   }
   return absl::OkStatus();
 }

@@ -41,7 +41,7 @@ void Add(ResourceMap& into, const ResourceMap& amounts, double times = 1) {
 struct LiveJob {
   size_t record = 0;  // index in SimResult::jobs
   size_t stream = 0;
-  double ran = 0;     // seconds of uninterrupted running
+  double ran = 0;  // seconds of uninterrupted running
   bool running = false;
 };
 
@@ -106,8 +106,8 @@ class Ledger {
   void Expire(std::deque<ResourceMap>& history, ResourceMap& sums, const ResourceMap& rate) {
     history.push_back(rate);
     if (static_cast<int64_t>(history.size()) <= window_steps_) return;
-    const double decay =
-        std::pow(UsageDecayFactor(step_, accounting_.half_life), static_cast<double>(window_steps_));
+    const double decay = std::pow(UsageDecayFactor(step_, accounting_.half_life),
+                                  static_cast<double>(window_steps_));
     for (const auto& [resource, amount] : history.front()) {
       double& sum = sums[resource];
       sum -= amount * step_ * decay;
@@ -144,8 +144,7 @@ class Simulation {
     for (int64_t i = 0; i < total; ++i) {
       const double time = static_cast<double>(i) * config_.step;
       if (absl::Status status = Step(time); !status.ok()) {
-        return absl::Status(status.code(),
-                            absl::StrCat("at t=", time, "s: ", status.message()));
+        return absl::Status(status.code(), absl::StrCat("at t=", time, "s: ", status.message()));
       }
       ++result_.cycles;
       if (progress_ && !progress_(i + 1, total)) {
@@ -164,8 +163,8 @@ class Simulation {
     for (const NodeSet& set : config_.nodes) {
       for (int i = 0; i < set.count; ++i) {
         Node node;
-        node.name = set.count == 1 && config_.nodes.size() == 1 ? set.name
-                                                                  : absl::StrCat(set.name, "-", i);
+        node.name =
+            set.count == 1 && config_.nodes.size() == 1 ? set.name : absl::StrCat(set.name, "-", i);
         node.allocatable = set.allocatable;
         node.labels = set.labels;
         Add(capacity_, node.allocatable);

@@ -24,9 +24,9 @@ namespace arbiter::simulator {
 struct QueueRow {
   double time = 0;  // seconds from the start
   std::string queue;
-  ResourceMap allocated;   // what its subtree's running pods hold
-  ResourceMap fair_share;  // the answer's fair share (KAI) or nominal quota share (Kueue)
-  ResourceMap usage;       // the decayed usage sent with the step's snapshot
+  ResourceMap allocated;      // what its subtree's running pods hold
+  ResourceMap fair_share;     // the answer's fair share (KAI) or nominal quota share (Kueue)
+  ResourceMap usage;          // the decayed usage sent with the step's snapshot
   double weighted_share = 0;  // Kueue: the answer's weighted share
   int pending = 0;            // its subtree's jobs waiting after the step
   int evictions = 0;          // its subtree's jobs evicted in the step
@@ -39,7 +39,7 @@ struct JobRecord {
   double start = -1;  // first start; -1 = never started
   double end = -1;    // finish; -1 = still running or waiting at the horizon
   int evictions = 0;
-  double wait = 0;    // seconds spent waiting in all (before the first start and after evictions)
+  double wait = 0;  // seconds spent waiting in all (before the first start and after evictions)
 };
 
 struct SimResult {

@@ -22,15 +22,14 @@ bool TryUnit(Session& session, int group, const Unit& unit) {
   if (placed < static_cast<int>(unit.pods.size())) {
     state.Rollback(mark);
     if (session.poll().cancelled()) return false;  // the answer is discarded: explain nothing
-    session.reasons().Record(group, ExplainPlacementFailure(cluster, session.feasibility(),
-                                                            session.index(), session.placer(),
-                                                            unit, placed));
+    session.reasons().Record(
+        group, ExplainPlacementFailure(cluster, session.feasibility(), session.index(),
+                                       session.placer(), unit, placed));
     return false;
   }
   // KAI pipelines a gang as a whole: once G has a pipelined pod, a unit that leaves fewer than g
   // pods running or bound now becomes pipelined too (§4.5).
-  const bool has_pipelined =
-      state.bound(group) - state.bound_now(group) + state.moved(group) > 0;
+  const bool has_pipelined = state.bound(group) - state.bound_now(group) + state.moved(group) > 0;
   if (has_pipelined && state.running(group) + state.bound_now(group) < cluster.group(group).gang) {
     for (int pod : unit.pods) state.MarkPipelined(pod);
   }

@@ -19,9 +19,7 @@ uint32_t Mix(uint32_t x) {
 
 }  // namespace
 
-uint32_t CapacityTree::Priority(int slot) {
-  return Mix(static_cast<uint32_t>(slot) + 0x9e3779b9U);
-}
+uint32_t CapacityTree::Priority(int slot) { return Mix(static_cast<uint32_t>(slot) + 0x9e3779b9U); }
 
 void CapacityTree::Init(const std::vector<int>& members, int resources) {
   r_ = resources;
@@ -158,7 +156,7 @@ int CapacityTree::Find(int t, double bound_key, int bound_node, double max_key,
   absl::InlinedVector<int, 64> pending;
   while (true) {
     while (t >= 0) {
-      if (!MayHold(t, requests, now)) break;  // nothing in t's subtree holds the pod
+      if (!MayHold(t, requests, now)) break;   // nothing in t's subtree holds the pod
       if (Before(t, bound_key, bound_node)) {  // t and its left subtree are before the bound
         t = right_[t];
         continue;

@@ -51,7 +51,7 @@ class CapacityTree {
   bool MayHold(int t, const double* requests, bool now) const;
   bool Holds(int t, const double* requests, bool now) const;
   void Pull(int t);
-  void PullPath(const std::vector<int>& path);  // deepest node last in `path`
+  void PullPath(const std::vector<int>& path);                     // deepest node last in `path`
   void Split(int t, double key, int node, int* left, int* right);  // left: < (key, node)
   int Merge(int a, int b);
   int Erase(int t, int slot);
@@ -65,8 +65,8 @@ class CapacityTree {
   std::vector<uint32_t> priority_;
   std::vector<int> left_, right_;
   std::vector<bool> present_;
-  std::vector<double> values_;  // slot × 2R: idle, then free
-  std::vector<double> maxima_;  // slot × 2R: subtree maxima of the same
+  std::vector<double> values_;   // slot × 2R: idle, then free
+  std::vector<double> maxima_;   // slot × 2R: subtree maxima of the same
   std::vector<double> min_key_;  // per slot: the subtree's smallest and largest keys
   std::vector<double> max_key_;
   std::vector<int> split_path_;  // scratch of Split and Erase

@@ -34,12 +34,12 @@ struct ClusterNode {
 
 struct ClusterGroup {
   const PodGroup* group = nullptr;
-  int queue = -1;            // leaf index in the QueueTree
-  int gang = 1;              // g = max(min_member, 1)
-  bool preemptible = true;   // §0.7
-  int first_pod = 0;         // pods are [first_pod, first_pod + pod_count), name order
+  int queue = -1;           // leaf index in the QueueTree
+  int gang = 1;             // g = max(min_member, 1)
+  bool preemptible = true;  // §0.7
+  int first_pod = 0;        // pods are [first_pod, first_pod + pod_count), name order
   int pod_count = 0;
-  int non_releasing = 0;     // RUNNING + PENDING pods in the input
+  int non_releasing = 0;  // RUNNING + PENDING pods in the input
   bool ready() const { return non_releasing >= gang; }
 };
 

@@ -22,8 +22,8 @@ PendingReason ExplainUnitFailure(Session& session, int group, const Unit& unit) 
   const int placed =
       PlaceUnit(session.placer(), state, unit, /*all_pipelined=*/true, &session.poll());
   state.Rollback(mark);
-  return ExplainPlacementFailure(cluster, session.feasibility(), session.index(),
-                                 session.placer(), unit, placed);
+  return ExplainPlacementFailure(cluster, session.feasibility(), session.index(), session.placer(),
+                                 unit, placed);
 }
 
 void RunEvictionAction(Session& session, const EvictionAction& action) {

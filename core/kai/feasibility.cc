@@ -111,7 +111,8 @@ Feasibility::Feasibility(const Cluster& cluster, CancelPoll* poll) {
   for (int p = 0; p < cluster.num_pods(); ++p) {
     const Pod& pod = *cluster.pod(p).pod;
     if (p > 0 && cancel.Tick()) {
-      for (int rest = p; rest < cluster.num_pods(); ++rest) pod_signature_[rest] = pod_signature_[p - 1];
+      for (int rest = p; rest < cluster.num_pods(); ++rest)
+        pod_signature_[rest] = pod_signature_[p - 1];
       break;
     }
     if (pod.node_selector.empty() && pod.tolerations.empty() && plain >= 0) {

@@ -66,7 +66,7 @@ class ResourceInterner {
 
  private:
   static constexpr int kLinearLimit = 16;
-  std::vector<const std::string*> names_;  // point at map keys of the snapshot
+  std::vector<const std::string*> names_;              // point at map keys of the snapshot
   absl::flat_hash_map<absl::string_view, int> index_;  // filled past kLinearLimit names
 };
 
@@ -95,10 +95,10 @@ struct SnapshotMaps {
   std::vector<MapEntry> deserved;     // owner = queue (input index)
   std::vector<MapEntry> limit;
   std::vector<MapEntry> weight;
-  std::vector<MapEntry> requests;     // owner = pod, numbered through the groups in input order
-  std::vector<size_t> pod_entries;    // per pod, its first entry in `requests`; then the end
-  std::vector<size_t> group_pods;     // per group, its first pod number
-  std::vector<int> position;          // first-met id -> index in R
+  std::vector<MapEntry> requests;   // owner = pod, numbered through the groups in input order
+  std::vector<size_t> pod_entries;  // per pod, its first entry in `requests`; then the end
+  std::vector<size_t> group_pods;   // per group, its first pod number
+  std::vector<int> position;        // first-met id -> index in R
 };
 
 SnapshotMaps ReadMaps(const Snapshot& snapshot, ResourceSet& resources, CancelPoll& poll) {
@@ -182,8 +182,8 @@ void AddPod(const SnapshotMaps& maps, size_t pod, std::vector<double>& into) {
 
 // §0.7 amounts: each leaf sums its pods in (pod group, pod) name order; each parent sums its
 // children in name order.
-void ComputeQueueAmounts(const Snapshot& snapshot, const SnapshotMaps& maps,
-                         KaiFairShare& shares, CancelPoll& poll) {
+void ComputeQueueAmounts(const Snapshot& snapshot, const SnapshotMaps& maps, KaiFairShare& shares,
+                         CancelPoll& poll) {
   const int n = shares.resources.size();
   // Groups in (leaf, name) order.
   struct LeafGroup {
@@ -412,8 +412,7 @@ class LevelDivider {
 };
 
 // U_q,r of §3: usage[q][r] / usage_capacity[r]; 0 without capacity or without a QueueUsage.
-std::vector<std::vector<double>> UsageShares(const Snapshot& snapshot,
-                                             const KaiFairShare& shares) {
+std::vector<std::vector<double>> UsageShares(const Snapshot& snapshot, const KaiFairShare& shares) {
   const int n = shares.resources.size();
   std::vector<std::vector<double>> result(shares.tree.size(), std::vector<double>(n, 0.0));
   std::vector<double> capacity = shares.resources.Dense(snapshot.usage_capacity, 0.0);
@@ -474,8 +473,7 @@ double Saturation(double allocated, double fair_share) {
   return allocated / fair_share;
 }
 
-KaiFairShare ComputeKaiFairShare(const Snapshot& snapshot, const Policy& policy,
-                                 CancelPoll* poll) {
+KaiFairShare ComputeKaiFairShare(const Snapshot& snapshot, const Policy& policy, CancelPoll* poll) {
   CancelPoll never;
   CancelPoll& cancel = poll != nullptr ? *poll : never;
   KaiFairShare shares;
@@ -502,8 +500,7 @@ KaiFairShare ComputeKaiFairShare(const Snapshot& snapshot, const Policy& policy,
   }
   Scatter(maps.deserved, tree_index, maps.position, &QueueAmounts::deserved, shares.queues);
   Scatter(maps.limit, tree_index, maps.position, &QueueAmounts::limit, shares.queues);
-  Scatter(maps.weight, tree_index, maps.position, &QueueAmounts::over_quota_weight,
-          shares.queues);
+  Scatter(maps.weight, tree_index, maps.position, &QueueAmounts::over_quota_weight, shares.queues);
   ComputeQueueAmounts(snapshot, maps, shares, cancel);
   if (cancel.cancelled()) return shares;
 

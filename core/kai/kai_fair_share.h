@@ -26,8 +26,8 @@ struct QueueAmounts {
 struct KaiFairShare {
   ResourceSet resources;
   QueueTree tree;
-  std::vector<double> total;          // T_r divided at the top level (§2.1)
-  std::vector<QueueAmounts> queues;   // indexed like `tree`
+  std::vector<double> total;         // T_r divided at the top level (§2.1)
+  std::vector<QueueAmounts> queues;  // indexed like `tree`
 };
 
 // Computes the division of a validated snapshot. The snapshot must outlive the result (the tree

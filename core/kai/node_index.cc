@@ -123,15 +123,16 @@ void NodeIndex::Apply(int node, const double* idle, const double* free) {
         const MaxFree& a = tree[2 * i];
         const MaxFree& b = tree[2 * i + 1];
         const bool take_b =
-            a.node < 0 || (b.node >= 0 && (b.free > a.free || (b.free == a.free && b.node < a.node)));
+            a.node < 0 ||
+            (b.node >= 0 && (b.free > a.free || (b.free == a.free && b.node < a.node)));
         tree[i] = take_b ? b : a;
       }
     }
   }
   const NodeSlots& slots = nodes_[node];
   if (slots.gpu_tree >= 0) {
-    trees_[slots.gpu_tree].Set(slots.gpu_pos,
-                               Key(free[gpu], AllocatableOf(cluster_, node, gpu)), idle, free);
+    trees_[slots.gpu_tree].Set(slots.gpu_pos, Key(free[gpu], AllocatableOf(cluster_, node, gpu)),
+                               idle, free);
   }
   if (slots.cpu_tree >= 0) {
     const double free_cpu = cpu < 0 ? 0.0 : free[cpu];

@@ -94,16 +94,16 @@ class NodeIndex {
   const Cluster& cluster_;
   int r_;
   std::vector<ClassMaxima> maxima_;
-  std::vector<int> class_of_;     // per node
-  std::vector<int> class_slot_;   // per node: its leaf index within the class
+  std::vector<int> class_of_;    // per node
+  std::vector<int> class_slot_;  // per node: its leaf index within the class
   bool spread_;
   std::vector<CapacityTree> trees_;
   std::vector<std::vector<int>> zero_nodes_;
   std::vector<NodeSlots> nodes_;
-  std::vector<double> pending_;  // per node: R_n idle amounts, then R_n free amounts
-  std::vector<double> applied_;  // per node: the amounts the trees hold (same layout)
+  std::vector<double> pending_;     // per node: R_n idle amounts, then R_n free amounts
+  std::vector<double> applied_;     // per node: the amounts the trees hold (same layout)
   std::vector<char> ever_applied_;  // per node: the trees hold it
-  std::vector<char> dirty_;      // per node: has a pending update
+  std::vector<char> dirty_;         // per node: has a pending update
   std::vector<int> dirty_list_;
 };
 

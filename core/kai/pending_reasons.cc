@@ -11,14 +11,13 @@
 namespace arbiter::kai {
 namespace {
 
-std::string Nodes(int count) {
-  return absl::StrCat(count, count == 1 ? " node" : " nodes");
-}
+std::string Nodes(int count) { return absl::StrCat(count, count == 1 ? " node" : " nodes"); }
 
 PendingReason NoNodeMatches(const Cluster& cluster, const Feasibility& feasibility, int pod) {
   const std::string name = CappedName(cluster.pod_name(pod));
   if (cluster.num_nodes() == 0) {
-    return {kNoNodeMatchesSelector, absl::StrCat("pod ", name, " matches no node: there are no nodes")};
+    return {kNoNodeMatchesSelector,
+            absl::StrCat("pod ", name, " matches no node: there are no nodes")};
   }
   Feasibility::Rejections rejections = feasibility.Explain(feasibility.pod_signature(pod));
   std::vector<std::string> parts;
@@ -40,8 +39,8 @@ PendingReason NoNodeMatches(const Cluster& cluster, const Feasibility& feasibili
           absl::StrCat("pod ", name, " matches no node: ", absl::StrJoin(parts, ", "))};
 }
 
-PendingReason Insufficient(const Cluster& cluster, Feasibility& feasibility,
-                           const NodeIndex& index, int pod) {
+PendingReason Insufficient(const Cluster& cluster, Feasibility& feasibility, const NodeIndex& index,
+                           int pod) {
   const double* requests = cluster.requests(pod);
   const std::string name = CappedName(cluster.pod_name(pod));
   const auto& classes = feasibility.FeasibleClasses(feasibility.pod_signature(pod));
@@ -88,11 +87,10 @@ bool SameShape(const Cluster& cluster, const Feasibility& feasibility, int a, in
 
 PendingReason GangIncompleteReason(const Cluster& cluster, int group) {
   const ClusterGroup& info = cluster.group(group);
-  return {kGangIncomplete,
-          absl::StrCat("needs ", info.gang, info.gang == 1 ? " pod" : " pods",
-                       " to start (min_member ", info.group->min_member, ") but has ",
-                       info.non_releasing, " that ", info.non_releasing == 1 ? "is" : "are",
-                       " not releasing")};
+  return {kGangIncomplete, absl::StrCat("needs ", info.gang, info.gang == 1 ? " pod" : " pods",
+                                        " to start (min_member ", info.group->min_member,
+                                        ") but has ", info.non_releasing, " that ",
+                                        info.non_releasing == 1 ? "is" : "are", " not releasing")};
 }
 
 PendingReason NotAttemptedReason() {
@@ -103,17 +101,16 @@ PendingReason QuotaReason(const Cluster& cluster, const QuotaBreach& breach) {
   const std::string queue = CappedName(cluster.tree().queue(breach.queue).name);
   const std::string resource = CappedName(cluster.resources().name(breach.resource));
   if (breach.kind == QuotaBreach::kLimit) {
-    return {kQueueOverLimit,
-            absl::StrCat("queue ", queue, " would exceed its limit on ", resource, ": ",
-                         FormatQuantity(breach.allocated), " allocated + ",
-                         FormatQuantity(breach.requested), " requested > limit ",
-                         FormatQuantity(breach.bound))};
+    return {kQueueOverLimit, absl::StrCat("queue ", queue, " would exceed its limit on ", resource,
+                                          ": ", FormatQuantity(breach.allocated), " allocated + ",
+                                          FormatQuantity(breach.requested), " requested > limit ",
+                                          FormatQuantity(breach.bound))};
   }
   return {kNonPreemptibleOverQuota,
           absl::StrCat("queue ", queue, " would exceed its deserved ", resource,
                        " with non-preemptible work: ", FormatQuantity(breach.allocated),
-                       " allocated + ", FormatQuantity(breach.requested),
-                       " requested > deserved ", FormatQuantity(breach.bound))};
+                       " allocated + ", FormatQuantity(breach.requested), " requested > deserved ",
+                       FormatQuantity(breach.bound))};
 }
 
 PendingReason ExplainPlacementFailure(const Cluster& cluster, Feasibility& feasibility,
@@ -142,8 +139,7 @@ void PendingReasons::Record(int group, PendingReason reason) {
   reasons_[group] = std::move(reason);
 }
 
-void PendingReasons::AppendOutcome(int group, std::string_view action,
-                                   std::string_view outcome) {
+void PendingReasons::AppendOutcome(int group, std::string_view action, std::string_view outcome) {
   PendingReason& reason = reasons_[group];
   if (reason.code.empty()) return;
   absl::StrAppend(&reason.message, "; ", std::string(action), ": ", std::string(outcome));

@@ -135,9 +135,8 @@ bool Placer::Excluded(int node) const {
   return !excluded_.empty() && std::binary_search(excluded_.begin(), excluded_.end(), node);
 }
 
-CapacityTree::Found Placer::FindAllowed(const CapacityTree& tree, double bound_key,
-                                        int bound_node, double max_key, const double* requests,
-                                        bool now) const {
+CapacityTree::Found Placer::FindAllowed(const CapacityTree& tree, double bound_key, int bound_node,
+                                        double max_key, const double* requests, bool now) const {
   CapacityTree::Found found = tree.FindFirst(bound_key, bound_node, max_key, requests, now);
   // Node indices are integers: (key, node + 1) is the first position after an excluded node.
   while (found.slot >= 0 && Excluded(tree.member(found.slot))) {
@@ -178,8 +177,8 @@ Placer::Candidate Placer::SearchBinpack(const BandGroup& group, const double* re
         // those too (within the tie reach), since an equal score is decided by the name.
         const double tie_limit = found.key + reach;
         while (true) {
-          found = FindAllowed(tree, found.key, std::numeric_limits<int>::max(), tie_limit,
-                              requests, now);
+          found = FindAllowed(tree, found.key, std::numeric_limits<int>::max(), tie_limit, requests,
+                              now);
           if (found.slot < 0) break;
           node = tree.member(found.slot);
           const double next_score =
@@ -206,8 +205,7 @@ Placer::Candidate Placer::SearchBinpack(const BandGroup& group, const double* re
   return best;
 }
 
-Placer::Candidate Placer::SearchSpread(const BandGroup& group, const double* requests,
-                                       bool now) {
+Placer::Candidate Placer::SearchSpread(const BandGroup& group, const double* requests, bool now) {
   Candidate best;
   for (const BucketRef& ref : group.buckets) {
     const CapacityTree& tree = index_.tree(ref.node_class, ref.bucket);
@@ -245,9 +243,8 @@ NodeChoice Placer::Choose(int pod) {
   }
   for (bool now : {true, false}) {
     for (const BandGroup& group : groups) {
-      Candidate best = index_.spread()
-                           ? SearchSpread(group, requests, now)
-                           : SearchBinpack(group, requests, resource, now, min, max);
+      Candidate best = index_.spread() ? SearchSpread(group, requests, now)
+                                       : SearchBinpack(group, requests, resource, now, min, max);
       if (best.node >= 0) return NodeChoice{best.node, now};
     }
   }
@@ -262,7 +259,8 @@ int PlaceUnit(Placer& placer, WorkingState& state, const Unit& unit, bool all_pi
               CancelPoll* poll) {
   int placed = 0;
   const int64_t work =
-      unit.pods.empty() ? 1 : PlacementWork(state.cluster(), state.cluster().pod(unit.pods[0]).group);
+      unit.pods.empty() ? 1
+                        : PlacementWork(state.cluster(), state.cluster().pod(unit.pods[0]).group);
   for (int pod : unit.pods) {
     if (poll != nullptr && poll->Tick(work)) break;
     const NodeChoice choice = placer.Choose(pod);

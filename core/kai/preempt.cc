@@ -6,8 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/echoed_name.h"
 #include "core/kai/eviction_action.h"
-#include "core/quantity_format.h"
 #include "core/kai/victims.h"
+#include "core/quantity_format.h"
 
 namespace arbiter::kai {
 
@@ -17,7 +17,8 @@ void Preempt(Session& session) {
   action.name = "preempt";
   action.candidate = [](int) { return true; };
   // A non-preemptible preemptor must keep non-preemptible work within deserved at every level.
-  action.precheck = [&session, &cluster](int group, const Unit& unit) -> std::optional<std::string> {
+  action.precheck = [&session, &cluster](int group,
+                                         const Unit& unit) -> std::optional<std::string> {
     if (cluster.group(group).preemptible) return std::nullopt;
     const QueueTree& tree = cluster.tree();
     for (int q = cluster.group(group).queue; q >= 0; q = tree.parent(q)) {
@@ -28,10 +29,10 @@ void Preempt(Session& session) {
         if (!(np[r] + unit.requests[r] <= deserved[r])) {
           return absl::StrCat("queue ", CappedName(tree.queue(q).name),
                               " would exceed its deserved ",
-                              CappedName(cluster.resources().name(r)), " with non-preemptible work: ",
-                              FormatQuantity(np[r]), " allocated + ",
-                              FormatQuantity(unit.requests[r]), " requested > deserved ",
-                              FormatQuantity(deserved[r]));
+                              CappedName(cluster.resources().name(r)),
+                              " with non-preemptible work: ", FormatQuantity(np[r]),
+                              " allocated + ", FormatQuantity(unit.requests[r]),
+                              " requested > deserved ", FormatQuantity(deserved[r]));
         }
       }
     }
@@ -46,7 +47,7 @@ void Preempt(Session& session) {
       return Protected(session, g, PreemptMinRuntime(session, cluster.group(g).queue));
     };
     options.eligible = [&session, &cluster, leaf, priority, protect = options.is_protected](int g) {
-      if (cluster.group(g).queue != leaf) return false;                // the same leaf only
+      if (cluster.group(g).queue != leaf) return false;                  // the same leaf only
       if (!(cluster.group(g).group->priority < priority)) return false;  // strictly lower
       const bool elastic = session.state().active(g) > cluster.group(g).gang;
       return elastic || !protect(g);
@@ -54,10 +55,10 @@ void Preempt(Session& session) {
     options.validate = [&cluster, group, priority](const Solver&, Attempt& attempt) {
       for (size_t k = 0; k < attempt.victims.size(); ++k) {
         const int victim = attempt.victims[k].group;
-        attempt.messages[k] = absl::StrCat(
-            "preempted for ", CappedName(cluster.group_name(group)), ": priority ", priority,
-            " over ", cluster.group(victim).group->priority, " in queue ",
-            CappedName(cluster.tree().queue(cluster.group(victim).queue).name));
+        attempt.messages[k] =
+            absl::StrCat("preempted for ", CappedName(cluster.group_name(group)), ": priority ",
+                         priority, " over ", cluster.group(victim).group->priority, " in queue ",
+                         CappedName(cluster.tree().queue(cluster.group(victim).queue).name));
       }
       return true;
     };

@@ -7,10 +7,10 @@
 namespace arbiter::kai {
 
 bool operator<(const ChainKey& a, const ChainKey& b) {
-  if (a.over != b.over) return !a.over;                // rule 1
-  if (a.starved != b.starved) return a.starved;        // rule 2
+  if (a.over != b.over) return !a.over;                          // rule 1
+  if (a.starved != b.starved) return a.starved;                  // rule 2
   if (a.priority != b.priority) return a.priority > b.priority;  // rule 3
-  if (a.penalised != b.penalised) return !a.penalised;  // rule 4
+  if (a.penalised != b.penalised) return !a.penalised;           // rule 4
   if (a.share_with_unit != b.share_with_unit) return a.share_with_unit < b.share_with_unit;
   return a.share_without_unit < b.share_without_unit;  // rule 6
 }
@@ -21,8 +21,7 @@ bool operator==(const ChainKey& a, const ChainKey& b) {
          a.share_without_unit == b.share_without_unit;
 }
 
-QueueChain::QueueChain(const KaiFairShare& shares)
-    : shares_(shares), r_(shares.resources.size()) {
+QueueChain::QueueChain(const KaiFairShare& shares) : shares_(shares), r_(shares.resources.size()) {
   const int queues = shares.tree.size();
   share_base_.resize(static_cast<size_t>(queues) * r_);
   for (int q = 0; q < queues; ++q) {
@@ -78,7 +77,7 @@ bool QueueChain::TieBreakBefore(int a, int b) const {
     if (!(sb[r] <= sa[r])) b_le = false;
     if (sb[r] < sa[r]) b_lt = true;
   }
-  if (a_le && a_lt) return true;   // rule 7
+  if (a_le && a_lt) return true;  // rule 7
   if (b_le && b_lt) return false;
   const Queue& qa = shares_.tree.queue(a);
   const Queue& qb = shares_.tree.queue(b);
@@ -126,7 +125,8 @@ QueueOrder::QueueOrder(const Cluster& cluster, const KaiFairShare& shares,
 bool QueueOrder::Add(int group) {
   if (group_listed_[group]) return true;
   if (!NextUnit(cluster_, state_, group, &units_[group])) return false;
-  group_it_[group] = jobs_[cluster_.group(group).queue].insert(MakeJobKey(cluster_, state_, group)).first;
+  group_it_[group] =
+      jobs_[cluster_.group(group).queue].insert(MakeJobKey(cluster_, state_, group)).first;
   group_listed_[group] = true;
   RefreshPath(cluster_.group(group).queue);
   return true;

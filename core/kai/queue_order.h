@@ -115,7 +115,9 @@ class QueueOrder {
   int BestChild(const ChildSet& set) const;
   // Recomputes q's best job from its children (or jobs) and re-keys q in its container.
   void Rekey(int q);
-  ChildSet& Container(int queue) { return parents_[queue] < 0 ? roots_ : children_[parents_[queue]]; }
+  ChildSet& Container(int queue) {
+    return parents_[queue] < 0 ? roots_ : children_[parents_[queue]];
+  }
 
   const Cluster& cluster_;
   const WorkingState& state_;

@@ -25,8 +25,8 @@ std::optional<QuotaBreach> CheckQuota(const Cluster& cluster, const KaiFairShare
     for (int r = 0; r < r_count; ++r) {
       if (!(unit_requests[r] > 0) || deserved[r] == -1) continue;
       if (!(allocated_np[r] + unit_requests[r] <= deserved[r])) {
-        return QuotaBreach{QuotaBreach::kNonPreemptible, q, r, allocated_np[r], unit_requests[r],
-                           deserved[r]};
+        return QuotaBreach{
+            QuotaBreach::kNonPreemptible, q, r, allocated_np[r], unit_requests[r], deserved[r]};
       }
     }
   }

@@ -10,8 +10,8 @@
 #include "core/echoed_name.h"
 #include "core/kai/eviction_action.h"
 #include "core/kai/kai_fair_share.h"
-#include "core/quantity_format.h"
 #include "core/kai/victims.h"
+#include "core/quantity_format.h"
 
 namespace arbiter::kai {
 namespace {
@@ -72,25 +72,25 @@ bool ValidateReclaim(const Session& session, const Solver& solver, Attempt& atte
       std::vector<double> x_with(start_of(x));
       for (int r = 0; r < r_count; ++r) x_with[r] += a[r];
       const bool fair = !AllWithin(rem_y, ay.allocatable_share);
-      const bool quota = AllWithin(x_with, shares.queues[x].deserved) && !AllWithin(rem_y, ay.deserved);
+      const bool quota =
+          AllWithin(x_with, shares.queues[x].deserved) && !AllWithin(rem_y, ay.deserved);
       if (!fair && !quota) return false;
       const std::string y_name = CappedName(tree.queue(y).name);
       const std::string p_name = CappedName(cluster.group_name(attempt.preemptor));
       if (fair) {
         const int r = FirstAbove(rem_y, ay.allocatable_share);
         attempt.reasons[k] = EvictionReason::kFairShareReclaim;
-        attempt.messages[k] = absl::StrCat("reclaimed for ", p_name, ": queue ", y_name, " holds ",
-                                           FormatQuantity(rem_y[r]), " ",
-                                           CappedName(cluster.resources().name(r)),
-                                           ", above its allocatable share ",
-                                           FormatQuantity(ay.allocatable_share[r]));
+        attempt.messages[k] =
+            absl::StrCat("reclaimed for ", p_name, ": queue ", y_name, " holds ",
+                         FormatQuantity(rem_y[r]), " ", CappedName(cluster.resources().name(r)),
+                         ", above its allocatable share ", FormatQuantity(ay.allocatable_share[r]));
       } else {
         const int r = FirstAbove(rem_y, ay.deserved);
         attempt.reasons[k] = EvictionReason::kQuotaReclaim;
-        attempt.messages[k] = absl::StrCat("reclaimed for ", p_name, ": queue ", y_name, " holds ",
-                                           FormatQuantity(rem_y[r]), " ",
-                                           CappedName(cluster.resources().name(r)),
-                                           ", above its deserved ", FormatQuantity(ay.deserved[r]));
+        attempt.messages[k] =
+            absl::StrCat("reclaimed for ", p_name, ": queue ", y_name, " holds ",
+                         FormatQuantity(rem_y[r]), " ", CappedName(cluster.resources().name(r)),
+                         ", above its deserved ", FormatQuantity(ay.deserved[r]));
       }
       std::vector<double> unit_requests(r_count, 0.0);
       for (int pod : attempt.victims[k].pods) {
@@ -116,7 +116,8 @@ bool ValidateReclaim(const Session& session, const Solver& solver, Attempt& atte
   for (int x = leaf; x >= 0; x = tree.parent(x)) {
     std::vector<double> x_with = read(x);
     for (int r = 0; r < r_count; ++r) x_with[r] += a[r];
-    const std::vector<int>& siblings = tree.parent(x) < 0 ? tree.roots() : tree.children(tree.parent(x));
+    const std::vector<int>& siblings =
+        tree.parent(x) < 0 ? tree.roots() : tree.children(tree.parent(x));
     for (int z : siblings) {
       if (z == x || rem.find(z) == rem.end()) continue;
       const std::vector<double>& rem_z = rem.at(z);
@@ -144,18 +145,18 @@ void Reclaim(Session& session) {
   EvictionAction action;
   action.name = "reclaim";
   action.candidate = [](int) { return true; };
-  action.precheck = [&session, &cluster](int group, const Unit& unit) -> std::optional<std::string> {
+  action.precheck = [&session, &cluster](int group,
+                                         const Unit& unit) -> std::optional<std::string> {
     const int leaf = cluster.group(group).queue;
     const QueueAmounts& amounts = session.shares().queues[leaf];
     const double* allocated = session.state().allocated(leaf);
     for (int r = 0; r < cluster.num_resources(); ++r) {
       if (!(allocated[r] + unit.requests[r] <= amounts.fair_share[r])) {
-        return absl::StrCat("queue ", CappedName(cluster.tree().queue(leaf).name),
-                            " would exceed its fair share of ",
-                            CappedName(cluster.resources().name(r)), ": ",
-                            FormatQuantity(allocated[r]), " allocated + ",
-                            FormatQuantity(unit.requests[r]), " requested > ",
-                            FormatQuantity(amounts.fair_share[r]));
+        return absl::StrCat(
+            "queue ", CappedName(cluster.tree().queue(leaf).name),
+            " would exceed its fair share of ", CappedName(cluster.resources().name(r)), ": ",
+            FormatQuantity(allocated[r]), " allocated + ", FormatQuantity(unit.requests[r]),
+            " requested > ", FormatQuantity(amounts.fair_share[r]));
       }
     }
     // §4.10's validator ends with this test, on every queue from the leaf to the top, and it
@@ -166,10 +167,9 @@ void Reclaim(Session& session) {
         const double* np = session.state().allocated_np(q);
         for (int r = 0; r < cluster.num_resources(); ++r) {
           if (deserved[r] != -1 && !(np[r] + unit.requests[r] <= deserved[r])) {
-            return absl::StrCat("queue ", CappedName(cluster.tree().queue(q).name),
-                                " would exceed its deserved ",
-                                CappedName(cluster.resources().name(r)),
-                                " with non-preemptible work");
+            return absl::StrCat(
+                "queue ", CappedName(cluster.tree().queue(q).name), " would exceed its deserved ",
+                CappedName(cluster.resources().name(r)), " with non-preemptible work");
           }
         }
       }
@@ -227,8 +227,8 @@ void Reclaim(Session& session) {
   action.options = [options, &session, &cluster, protectable](int group) {
     SolverOptions solver_options = options(group);
     const int leaf = cluster.group(group).queue;
-    solver_options.prepare_shared_order = [&session, &cluster, protectable, leaf](
-                                              VictimOrder& order) {
+    solver_options.prepare_shared_order = [&session, &cluster, protectable,
+                                           leaf](VictimOrder& order) {
       order.ExcludeLeaf(leaf);
       const WorkingState& state = session.state();
       session.poll().Tick(1 + static_cast<int64_t>(protectable->size()));

@@ -26,10 +26,9 @@ ScheduleResult BuildResponse(Session& session) {
       result.bindings.push_back(Binding{cluster.group_name(group), cluster.pod_name(pod),
                                         cluster.node_name(state.pod_node(pod)), true});
     }
-    result.evictions.push_back(Eviction{cluster.group_name(group), cluster.pod_name(pod),
-                                        cluster.node_name(original), note.reason,
-                                        note.preemptor < 0 ? "" : cluster.group_name(note.preemptor),
-                                        note.message});
+    result.evictions.push_back(Eviction{
+        cluster.group_name(group), cluster.pod_name(pod), cluster.node_name(original), note.reason,
+        note.preemptor < 0 ? "" : cluster.group_name(note.preemptor), note.message});
   }
   // Bindings of moved pods were appended after the others: restore (pod_group, pod) order.
   auto by_pod = [](const auto& a, const auto& b) {
@@ -49,8 +48,8 @@ ScheduleResult BuildResponse(Session& session) {
     } else {
       reason = NotAttemptedReason();
     }
-    result.pending.push_back(
-        PendingPodGroup{cluster.group_name(group), std::move(reason.code), std::move(reason.message)});
+    result.pending.push_back(PendingPodGroup{cluster.group_name(group), std::move(reason.code),
+                                             std::move(reason.message)});
   }
   return result;
 }

@@ -8,7 +8,6 @@
 #include <utility>
 
 #include "core/echoed_name.h"
-
 #include "core/kai/placement.h"
 #include "core/kai/quota_check.h"
 
@@ -134,7 +133,8 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
   Placer& placer = session_.placer();
   CancelPoll& poll = session_.poll();
   int64_t victim_pods = 0;
-  for (const EvictionUnit& victim : victims) victim_pods += static_cast<int64_t>(victim.pods.size());
+  for (const EvictionUnit& victim : victims)
+    victim_pods += static_cast<int64_t>(victim.pods.size());
   if (poll.Tick(1 + victim_pods)) return false;  // cancelled: before anything changes
   ++session_.counters().tries;
   // Min-runtime protection is judged on the pods RUNNING before the try.
@@ -228,13 +228,14 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
     attempt->victims = victims;
     attempt->moved.assign(victims.size(), false);
     for (size_t k = 0; k < victims.size(); ++k) {
-      attempt->moved[k] = std::find(moved_groups.begin(), moved_groups.end(),
-                                    victims[k].group) != moved_groups.end();
+      attempt->moved[k] = std::find(moved_groups.begin(), moved_groups.end(), victims[k].group) !=
+                          moved_groups.end();
     }
     attempt->reasons.assign(victims.size(), options_.reason);
     attempt->messages.assign(victims.size(), "");
     for (int g : protected_groups) {
-      const bool moved = std::find(moved_groups.begin(), moved_groups.end(), g) != moved_groups.end();
+      const bool moved =
+          std::find(moved_groups.begin(), moved_groups.end(), g) != moved_groups.end();
       if (!moved && state.active(g) < cluster.group(g).gang) ok = false;
     }
     if (ok && options_.validate) ok = options_.validate(*this, *attempt);
@@ -388,9 +389,9 @@ bool Solver::MayHoldPart(const PartCapacity& capacity, int part, int node,
     }
   }
   for (int other : others) {
-    total += PartPodsOn(capacity, other, &other_free_[static_cast<size_t>(other) * rn_count],
-                        part) -
-             capacity.base_count[other];
+    total +=
+        PartPodsOn(capacity, other, &other_free_[static_cast<size_t>(other) * rn_count], part) -
+        capacity.base_count[other];
   }
   return total >= part;
 }
@@ -615,8 +616,9 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
       if (state.pod_state(pod) == PodState::kRunning) continue;  // restored on its own node
       touched = true;
       if (attempt.moved[k]) {
-        notes.push_back(EvictionNote{pod, EvictionReason::kConsolidation, group,
-                                     "moved to make room for " + CappedName(cluster.group_name(group))});
+        notes.push_back(
+            EvictionNote{pod, EvictionReason::kConsolidation, group,
+                         "moved to make room for " + CappedName(cluster.group_name(group))});
       } else {
         notes.push_back(EvictionNote{pod, attempt.reasons[k], group, attempt.messages[k]});
       }

@@ -30,9 +30,9 @@ namespace arbiter::kai {
 // One try, handed to the action's validator.
 struct Attempt {
   int preemptor = -1;
-  std::vector<double> unit_requests;   // unitReq(P) of the whole unit
-  std::vector<EvictionUnit> victims;   // S, in draw order
-  std::vector<bool> moved;             // per victim unit: its group was re-placed
+  std::vector<double> unit_requests;  // unitReq(P) of the whole unit
+  std::vector<EvictionUnit> victims;  // S, in draw order
+  std::vector<bool> moved;            // per victim unit: its group was re-placed
   // Set by the validator for each victim unit that is evicted (not moved).
   std::vector<EvictionReason> reasons;
   std::vector<std::string> messages;
@@ -40,8 +40,8 @@ struct Attempt {
 
 struct SolverOptions {
   EvictionReason reason = EvictionReason::kUnspecified;  // default reason of evicted victims
-  bool replace_victims = true;       // re-place victims where they fit (moves)
-  int max_victim_groups = -1;        // -1: no cap (CONSOLIDATE's max_consolidation_preemptees)
+  bool replace_victims = true;                           // re-place victims where they fit (moves)
+  int max_victim_groups = -1;  // -1: no cap (CONSOLIDATE's max_consolidation_preemptees)
   // Whether a unit that fits with no victim is placed (pipelined, nobody evicted) rather than
   // answered kNeedsNoVictims. See RunEvictionAction for when an action does so.
   bool place_without_victims = false;
@@ -66,9 +66,9 @@ class Solver {
   Solver(Session& session, const QueueChain& chain, SolverOptions options);
 
   enum class Outcome {
-    kPlaced,           // committed: the unit bound with after_evictions, victims evicted or moved
-    kNeedsNoVictims,   // the unit fits as things are and place_without_victims is off
-    kFailed,           // no victim set lets it fit; the state is unchanged
+    kPlaced,          // committed: the unit bound with after_evictions, victims evicted or moved
+    kNeedsNoVictims,  // the unit fits as things are and place_without_victims is off
+    kFailed,          // no victim set lets it fit; the state is unchanged
   };
   // Searches victims for `group`'s `unit`. `victims_out` receives the groups evicted or moved.
   Outcome Solve(int group, const Unit& unit, std::vector<int>* victims_out);
@@ -89,13 +89,13 @@ class Solver {
            bool keep, Attempt* attempt, int* placed_out = nullptr);
   // Node-by-node room for a part of identical pods (see Solve).
   struct PartCapacity {
-    int pod = -1;                     // the part's (identical) pod
-    bool off_nodes = false;           // it requests a resource outside R_n: fits nowhere
+    int pod = -1;                      // the part's (identical) pod
+    bool off_nodes = false;            // it requests a resource outside R_n: fits nowhere
     std::vector<bool> feasible_class;  // per node class
-    std::vector<double> base_free;    // nodes × R_n: free once R is evicted
-    std::vector<int> base_count;      // per node: pods that fit in base_free
+    std::vector<double> base_free;     // nodes × R_n: free once R is evicted
+    std::vector<int> base_count;       // per node: pods that fit in base_free
     int base_total = 0;
-    int with_all_victims = 0;         // pods that fit once every eligible victim is evicted
+    int with_all_victims = 0;  // pods that fit once every eligible victim is evicted
   };
   // Fills `capacity` for the first `part` pods of `unit`; false when they are not identical.
   bool CountPart(const Unit& unit, int part, const std::vector<EvictionUnit>& chosen,

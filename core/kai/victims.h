@@ -11,8 +11,8 @@
 // draw while it has RUNNING pods left.
 #pragma once
 
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <set>
 #include <vector>
@@ -107,18 +107,18 @@ class VictimOrder {
   const QueueChain& chain_;
   std::function<bool(int group)> eligible_filter_;
   int r_;
-  std::vector<int> drawn_pods_;   // per group: RUNNING pods drawn so far
+  std::vector<int> drawn_pods_;  // per group: RUNNING pods drawn so far
   std::vector<bool> pod_drawn_;
-  std::vector<double> drawn_;     // per queue × R: requests drawn from the subtree
-  std::vector<EvictionUnit> units_;                 // per group
+  std::vector<double> drawn_;        // per queue × R: requests drawn from the subtree
+  std::vector<EvictionUnit> units_;  // per group
   std::vector<std::vector<double>> unit_requests_;  // per group
   std::vector<bool> eligible_;
-  std::vector<JobSet> jobs_;              // per leaf
+  std::vector<JobSet> jobs_;  // per leaf
   std::vector<bool> job_listed_;
   std::vector<JobSet::iterator> job_it_;  // per group
   std::vector<ChildSet> children_;        // per non-leaf
   ChildSet roots_;
-  std::vector<int> best_;                 // per queue: the group its subtree gives next
+  std::vector<int> best_;  // per queue: the group its subtree gives next
   std::vector<bool> queue_listed_;
   std::vector<ChildSet::iterator> queue_it_;
   std::vector<double> scratch_;

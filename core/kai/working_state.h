@@ -51,7 +51,9 @@ class WorkingState {
     return cluster_.allocatable(node)[k] - used_[At(node, k)] - releasing_[At(node, k)];
   }
   // Releasing capacity not yet claimed by a pipelined binding.
-  double releasing(int node, int k) const { return releasing_[At(node, k)] - claimed_[At(node, k)]; }
+  double releasing(int node, int k) const {
+    return releasing_[At(node, k)] - claimed_[At(node, k)];
+  }
   // idle + releasing: what the node has once its releasing pods are gone.
   double free(int node, int k) const { return idle(node, k) + releasing(node, k); }
   // req_k <= idle_k for every k with req_k > 0; `node_requests` over R_n.
@@ -134,8 +136,8 @@ class WorkingState {
 
   const Cluster& cluster_;
   NodeIndex* index_;
-  int r_;   // |R|: queue amounts
-  int rn_;  // |R_n|: node amounts
+  int r_;                             // |R|: queue amounts
+  int rn_;                            // |R_n|: node amounts
   std::vector<double> used_;          // nodes × R_n
   std::vector<double> releasing_;     // nodes × R_n: requests of releasing pods
   std::vector<double> claimed_;       // nodes × R_n: releasing capacity claimed by pipelined pods
@@ -158,7 +160,7 @@ class WorkingState {
   int open_statements_ = 0;
   std::vector<std::pair<double*, double>> double_journal_;
   std::vector<std::pair<int32_t*, int32_t>> int_journal_;
-  std::vector<int> node_journal_;  // nodes whose free capacity changed (for the index)
+  std::vector<int> node_journal_;     // nodes whose free capacity changed (for the index)
   std::vector<double> free_scratch_;  // one node's idle, then free amounts, for the index
 };
 

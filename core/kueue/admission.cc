@@ -116,11 +116,11 @@ class Rounds {
   std::vector<char> admitted_now_;  // admitted in this call
   std::vector<char> evicted_;       // evicted in this call
   std::vector<char> set_aside_;
-  std::vector<char> no_fit_;        // this round: nominated NoFit (takes part with no usage)
-  std::vector<char> waited_;        // was waiting for evictions made in this call
+  std::vector<char> no_fit_;  // this round: nominated NoFit (takes part with no usage)
+  std::vector<char> waited_;  // was waiting for evictions made in this call
   std::vector<char> ever_head_;
-  std::vector<char> available_;     // may be a preemption target now
-  std::vector<int> claimed_by_;     // this round: the preemptor that claimed it, or -1
+  std::vector<char> available_;  // may be a preemption target now
+  std::vector<int> claimed_by_;  // this round: the preemptor that claimed it, or -1
   std::vector<std::string> reason_;
   std::vector<std::string> message_;
   // This round.
@@ -262,8 +262,8 @@ bool Rounds::Process(int w, Nomination nomination) {
   waited_[w] = 1;
   Record(w, kWaitingForPreemptions,
          absl::StrCat("waiting for ", victims.size(), " preempted workload",
-                      victims.size() == 1 ? "" : "s", " to release quota: ",
-                      absl::StrJoin(victims, ", ")));
+                      victims.size() == 1 ? "" : "s",
+                      " to release quota: ", absl::StrJoin(victims, ", ")));
   return true;
 }
 
@@ -276,7 +276,8 @@ void Rounds::RebuildTree() {
     std::fill(row, row + resource_count, 0.0);
     for (int w : members_[cq]) {
       if (!holds_[w]) continue;
-      for (const ResourceAmount& amount : workloads_[w].usage) row[amount.resource] += amount.amount;
+      for (const ResourceAmount& amount : workloads_[w].usage)
+        row[amount.resource] += amount.amount;
     }
   }
   changed_.clear();
@@ -357,10 +358,10 @@ PendingDecision Rounds::Pending(int w) const {
       if (other == w) break;
       if (!holds_[other] && !evicted_[other]) ++ahead;
     }
-    return PendingDecision{
-        w, kNotReached,
-        absl::StrCat("never at the head of ", NodeLabel(tree_, workload.cq), " in this cycle: ",
-                     ahead, " pending workload", ahead == 1 ? " is" : "s are", " ahead of it")};
+    return PendingDecision{w, kNotReached,
+                           absl::StrCat("never at the head of ", NodeLabel(tree_, workload.cq),
+                                        " in this cycle: ", ahead, " pending workload",
+                                        ahead == 1 ? " is" : "s are", " ahead of it")};
   }
   return PendingDecision{w, reason_[w], message_[w]};
 }
@@ -385,10 +386,9 @@ absl::StatusOr<AdmissionOutcome> Rounds::Run(const CycleHooks& hooks, int max_ro
             [](const AdmissionDecision& a, const AdmissionDecision& b) {
               return a.workload < b.workload;
             });
-  std::sort(evictions_.begin(), evictions_.end(),
-            [](const EvictionDecision& a, const EvictionDecision& b) {
-              return a.workload < b.workload;
-            });
+  std::sort(
+      evictions_.begin(), evictions_.end(),
+      [](const EvictionDecision& a, const EvictionDecision& b) { return a.workload < b.workload; });
   for (size_t i = 0; i < workloads_.size(); ++i) {
     if (holds_[i] || evicted_[i]) continue;
     outcome.pending.push_back(Pending(static_cast<int>(i)));

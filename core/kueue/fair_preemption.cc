@@ -328,8 +328,7 @@ bool Search::CouldFitAfterRemoval(const std::vector<int>& touched_queues) {
       }
       const double local = tree_.local_quota(node, r);
       if (tree_.has_borrowing_limit(node, r)) {
-        avail = std::min(avail, tree_.subtree_quota(node, r) - local -
-                                    std::max(0.0, used - local) +
+        avail = std::min(avail, tree_.subtree_quota(node, r) - local - std::max(0.0, used - local) +
                                     tree_.borrowing_limit(node, r));
       }
       avail += std::max(0.0, local - used);
@@ -523,14 +522,14 @@ std::string Search::Message(const TargetRecord& target) const {
       break;
   }
   if (target.strategy == KueuePreemptionStrategy::kLessThanInitialShare) {
-    return absl::StrCat("preempted for ", preemptor, " by fair sharing: ",
-                        NodeLabel(tree_, target.a_y), " has share ",
+    return absl::StrCat("preempted for ", preemptor,
+                        " by fair sharing: ", NodeLabel(tree_, target.a_y), " has share ",
                         FormatQuantity(target.target_old), " above ",
-                        FormatQuantity(target.preemptor_new), " of ",
-                        NodeLabel(tree_, target.a_x), " with the workload");
+                        FormatQuantity(target.preemptor_new), " of ", NodeLabel(tree_, target.a_x),
+                        " with the workload");
   }
-  return absl::StrCat("preempted for ", preemptor, " by fair sharing: ",
-                      NodeLabel(tree_, target.a_y), " keeps share ",
+  return absl::StrCat("preempted for ", preemptor,
+                      " by fair sharing: ", NodeLabel(tree_, target.a_y), " keeps share ",
                       FormatQuantity(target.target_new), " without it, at least the ",
                       FormatQuantity(target.preemptor_new), " of ", NodeLabel(tree_, target.a_x),
                       " with the workload");
@@ -706,9 +705,8 @@ CandidateIndex CandidateIndex::Build(const std::vector<Workload>& workloads,
   index.prefix_.assign(queue_count, {});
   for (int cq = 0; cq < queue_count; ++cq) {
     std::vector<int>& list = index.by_queue_[cq];
-    std::sort(list.begin(), list.end(), [&workloads](int a, int b) {
-      return SameQueueBefore(workloads[a], workloads[b]);
-    });
+    std::sort(list.begin(), list.end(),
+              [&workloads](int a, int b) { return SameQueueBefore(workloads[a], workloads[b]); });
     std::vector<int>& by_priority = index.by_priority_[cq];
     by_priority = list;
     std::stable_sort(by_priority.begin(), by_priority.end(), [&workloads](int a, int b) {

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "core/cancel_poll.h"
 #include "core/kueue/quota_tree.h"
 #include "core/kueue/workload.h"
-#include "core/cancel_poll.h"
 #include "core/model.h"
 #include "core/queue_tree.h"
 
@@ -40,10 +40,10 @@ class CandidateIndex {
  private:
   int resource_count_ = 0;
   std::vector<std::vector<int>> by_queue_;
-  std::vector<std::vector<int>> leaves_under_;        // per top-level queue
-  std::vector<std::vector<int>> by_priority_;         // per queue, priority ascending
-  std::vector<std::vector<int32_t>> levels_;          // per queue, distinct priorities ascending
-  std::vector<std::vector<double>> prefix_;           // per queue, (levels + 1) rows of |R|
+  std::vector<std::vector<int>> leaves_under_;  // per top-level queue
+  std::vector<std::vector<int>> by_priority_;   // per queue, priority ascending
+  std::vector<std::vector<int32_t>> levels_;    // per queue, distinct priorities ascending
+  std::vector<std::vector<double>> prefix_;     // per queue, (levels + 1) rows of |R|
 };
 
 // Candidate order across queues (§5.5 step 2) for a preemptor in ClusterQueue `preemptor_cq`:

@@ -33,7 +33,8 @@ std::vector<QueueShare> ComputeKueueShares(const Snapshot& snapshot, CancelPoll*
 // per §6: queues after the call's decisions, admissions and pending by pod_group, one eviction
 // per pod by (pod_group, pod), no bindings. Calls hooks.phase_done with "fair_share",
 // "admission" and "respond"; Cancelled when hooks.cancelled() says so before a phase or, asked
-// every few milliseconds of work (core/cancel_poll.h), inside one. Deterministic; thread-safe (no shared state).
+// every few milliseconds of work (core/cancel_poll.h), inside one. Deterministic; thread-safe (no
+// shared state).
 absl::StatusOr<ScheduleResult> ScheduleKueue(const Snapshot& snapshot, const Policy& policy,
                                              const CycleHooks& hooks);
 

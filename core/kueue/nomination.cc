@@ -19,7 +19,8 @@ Nomination Nominate(const PreemptionContext& context, int workload) {
   const QuotaTree& tree = *context.tree;
   const Workload& w = (*context.workloads)[workload];
   const int cq = w.cq;
-  const ReclaimWithinCohort reclaim = tree.queues().queue(cq).kueue_preemption.reclaim_within_cohort;
+  const ReclaimWithinCohort reclaim =
+      tree.queues().queue(cq).kueue_preemption.reclaim_within_cohort;
   const bool may_reclaim_while_borrowing =
       reclaim != ReclaimWithinCohort::kUnspecified && reclaim != ReclaimWithinCohort::kNever;
   Nomination nomination;

@@ -44,10 +44,10 @@ class Tournament {
   const std::vector<Workload>* workloads_;
   const std::vector<char>* without_usage_;
   int root_;
-  std::vector<int> entry_of_queue_;             // ClusterQueue -> its entry, -1 when none left
-  std::vector<int> best_;                       // node -> winning workload of its subtree
-  std::vector<DominantResourceShare> drs_;      // node -> DRS with best_[node] added
-  std::vector<char> borrows_requested_;         // node -> borrows what best_[node] requests
+  std::vector<int> entry_of_queue_;         // ClusterQueue -> its entry, -1 when none left
+  std::vector<int> best_;                   // node -> winning workload of its subtree
+  std::vector<DominantResourceShare> drs_;  // node -> DRS with best_[node] added
+  std::vector<char> borrows_requested_;     // node -> borrows what best_[node] requests
   // node -> per entry of best_[node]'s usage, the amount that reaches the node when the usage is
   // added at its ClusterQueue (0: none), as AddUsage would bubble it on the current tree.
   std::vector<std::vector<double>> added_;

@@ -61,8 +61,7 @@ bool AdmissionOrderBefore(const Workload& a, const Workload& b) {
 }
 
 std::vector<double> LeafUsage(const std::vector<Workload>& workloads,
-                              const std::vector<char>& holds, int queue_count,
-                              int resource_count) {
+                              const std::vector<char>& holds, int queue_count, int resource_count) {
   std::vector<double> usage(static_cast<size_t>(queue_count) * resource_count, 0.0);
   for (size_t i = 0; i < workloads.size(); ++i) {
     if (!holds[i]) continue;

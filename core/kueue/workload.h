@@ -15,11 +15,11 @@ struct Workload {
   int cq = -1;                      // QueueTree index of its leaf queue
   Usage usage;                      // Σ requests of all its pods (pods by name), positive only
   int32_t priority = 0;
-  Timestamp creation;               // absent = epoch
-  Timestamp admission;              // absent = Snapshot.now (absent too = epoch)
-  bool admitted = false;            // holds its quota at the start of the call
-  bool releasing = false;           // some pod is RELEASING: already being evicted
-  bool preemptible = true;          // only NON_PREEMPTIBLE protects (§0.7)
+  Timestamp creation;       // absent = epoch
+  Timestamp admission;      // absent = Snapshot.now (absent too = epoch)
+  bool admitted = false;    // holds its quota at the start of the call
+  bool releasing = false;   // some pod is RELEASING: already being evicted
+  bool preemptible = true;  // only NON_PREEMPTIBLE protects (§0.7)
   bool has_pods = false;
 
   const std::string& name() const { return group->name; }
@@ -37,7 +37,6 @@ bool AdmissionOrderBefore(const Workload& a, const Workload& b);
 
 // Leaf usage rows (|queues|·|R|) of the workloads with `holds[i]` set, summed in index order.
 std::vector<double> LeafUsage(const std::vector<Workload>& workloads,
-                              const std::vector<char>& holds, int queue_count,
-                              int resource_count);
+                              const std::vector<char>& holds, int queue_count, int resource_count);
 
 }  // namespace arbiter::kueue

@@ -30,16 +30,21 @@ void BM_SimulateMonth100Nodes(benchmark::State& state, double horizon) {
     deciding += result->decide_seconds;
     benchmark::DoNotOptimize(result->rows.data());
   }
-  state.counters["cycles"] = benchmark::Counter(static_cast<double>(cycles), benchmark::Counter::kAvgIterations);
+  state.counters["cycles"] =
+      benchmark::Counter(static_cast<double>(cycles), benchmark::Counter::kAvgIterations);
   state.counters["deciding_s"] = benchmark::Counter(deciding, benchmark::Counter::kAvgIterations);
   state.counters["us_per_cycle"] = benchmark::Counter(
       cycles > 0 ? 1e6 * deciding / static_cast<double>(cycles) : 0, benchmark::Counter::kDefaults);
 }
 
 BENCHMARK_CAPTURE(BM_SimulateMonth100Nodes, day, 86400.0)
-    ->Unit(benchmark::kSecond)->UseRealTime()->Iterations(3);
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime()
+    ->Iterations(3);
 BENCHMARK_CAPTURE(BM_SimulateMonth100Nodes, month, 30 * 86400.0)
-    ->Unit(benchmark::kSecond)->UseRealTime()->Iterations(1);
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime()
+    ->Iterations(1);
 
 }  // namespace
 }  // namespace arbiter::simulator

@@ -211,8 +211,8 @@ void Run(const uint8_t* data, size_t size) {
                                  (decoded ? "accepted" : "rejected") + " bytes protobuf " +
                                  (parsed ? "accepted" : "rejected"));
   if (!parsed) return;
-  Require(ModelBytes(snapshot, policy) ==
-              ModelBytes(server::FromProto(request.snapshot()), server::FromProto(request.policy())),
+  Require(ModelBytes(snapshot, policy) == ModelBytes(server::FromProto(request.snapshot()),
+                                                     server::FromProto(request.policy())),
           "the request decoder built another model than protobuf and FromProto");
 
   const absl::Status fair_share_validation =

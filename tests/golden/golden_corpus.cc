@@ -150,13 +150,13 @@ std::vector<Case> Cases() {
   std::sort(scenarios.begin(), scenarios.end());
   const std::filesystem::path root(ARBITER_SOURCE_DIR "/tests/scenarios");
   for (const std::filesystem::path& path : scenarios) {
-    cases.push_back(Case{absl::StrCat("scenario/", path.parent_path().lexically_relative(root).string()),
-                         [path] {
-                           v1::ScheduleRequest request;
-                           absl::Status read = server::ReadMessageFile(path.string(), &request);
-                           if (!read.ok()) std::cerr << read << "\n";
-                           return request;
-                         }});
+    cases.push_back(Case{
+        absl::StrCat("scenario/", path.parent_path().lexically_relative(root).string()), [path] {
+          v1::ScheduleRequest request;
+          absl::Status read = server::ReadMessageFile(path.string(), &request);
+          if (!read.ok()) std::cerr << read << "\n";
+          return request;
+        }});
   }
   return cases;
 }

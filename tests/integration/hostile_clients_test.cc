@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <iostream>
 #include <cstdint>
+#include <iostream>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -169,9 +169,8 @@ TEST_F(Hostile, CallsWithExpiredOrTinyDeadlinesNeverStopTheServer) {
   for (int c = 0; c < 8; ++c) {
     callers.emplace_back([&, c] {
       for (int i = 0; i < 40; ++i) {
-        const RawAnswer answer =
-            CallRaw(channel_, kSchedule, (c + i) % 2 == 0 ? demo : medium,
-                    absl::Microseconds(((c + i) % 5) * 500 + 1));
+        const RawAnswer answer = CallRaw(channel_, kSchedule, (c + i) % 2 == 0 ? demo : medium,
+                                         absl::Microseconds(((c + i) % 5) * 500 + 1));
         EXPECT_THAT(answer.status.error_code(),
                     AnyOf(grpc::StatusCode::OK, grpc::StatusCode::DEADLINE_EXCEEDED,
                           grpc::StatusCode::CANCELLED));
@@ -257,8 +256,8 @@ TEST_F(Hostile, CompressedBombsAreRefusedByAMemoryCappedServer) {
     options.gzip = true;
     options.timeout = absl::Seconds(60);
     const RawAnswer answer = CallRawWith(channel_, kSchedule, bomb.bytes, options);
-    EXPECT_EQ(answer.status.error_code(), bomb.code) << bomb.name << ": "
-                                                     << answer.status.error_message();
+    EXPECT_EQ(answer.status.error_code(), bomb.code)
+        << bomb.name << ": " << answer.status.error_message();
     EXPECT_THAT(answer.status.error_message(), HasSubstr(bomb.flag)) << bomb.name;
     EXPECT_THAT(answer.status.error_message().size(), Lt(1024u)) << bomb.name;
     ASSERT_TRUE(server_->Alive()) << bomb.name << "\n" << Log();
@@ -325,15 +324,15 @@ TEST_F(Hostile, AnAnswerTooLargeToSendIsRefusedAndCountedAsSuch) {
   for (int q = 0; q < 200; ++q) shares.mutable_snapshot()->add_queues()->set_name(absl::StrCat(q));
   const std::string request = server::SerializeDeterministic(shares);
   Start({"--max-message-bytes", absl::StrCat(request.size() + 16)});
-  const RawAnswer answer = CallRaw(channel_, kSchedule, request, absl::Seconds(30),
-                                   {{"x-request-id", "too-large"}});
+  const RawAnswer answer =
+      CallRaw(channel_, kSchedule, request, absl::Seconds(30), {{"x-request-id", "too-large"}});
   EXPECT_EQ(answer.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(answer.status.error_message(), HasSubstr("(--max-message-bytes)"));
   ASSERT_TRUE(PollUntil([&] { return Log().find("request_id=too-large") != std::string::npos; },
                         absl::Seconds(10)));
   EXPECT_THAT(Log(), HasSubstr("request_id=too-large code=RESOURCE_EXHAUSTED"));
-  EXPECT_EQ(
-      Metric("arbiter_rpc_requests_total{code=\"RESOURCE_EXHAUSTED\",method=\"Schedule\"}"), 1);
+  EXPECT_EQ(Metric("arbiter_rpc_requests_total{code=\"RESOURCE_EXHAUSTED\",method=\"Schedule\"}"),
+            1);
   EXPECT_LE(Metric("arbiter_rpc_requests_total{code=\"OK\",method=\"Schedule\"}"), 0);
 }
 
@@ -443,8 +442,9 @@ TEST(HostileFlags, AnIpv6HostServesBothPorts) {
   EXPECT_TRUE(CallRaw(channel, kSchedule, DemoBytes()).status.ok());
   const ProcessResult scrape = RunProcess(
       {"/bin/bash", "-c",
-       absl::StrCat("exec 3<>/dev/tcp/::1/", server.metrics_port(),
-                    " 2>/dev/null || exit 9; printf 'GET /metrics HTTP/1.0\\r\\n\\r\\n' >&3; cat <&3")});
+       absl::StrCat(
+           "exec 3<>/dev/tcp/::1/", server.metrics_port(),
+           " 2>/dev/null || exit 9; printf 'GET /metrics HTTP/1.0\\r\\n\\r\\n' >&3; cat <&3")});
   if (scrape.exit_code != 9) {  // /bin/sh without /dev/tcp cannot scrape: the bind still counts
     EXPECT_THAT(scrape.out, HasSubstr("arbiter_rpc_in_flight"));
   }
@@ -474,8 +474,8 @@ TEST(HostileFlags, BadFlagValuesAreRefusedByName) {
 TEST(HostileFlags, AKeyThatDoesNotMatchTheCertificateIsNamed) {
   TempDir dir;
   const auto openssl = [&](const std::string& name) {
-    return RunProcess({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                       "-subj", "/CN=localhost", "-keyout", dir.File(name + ".key"), "-out",
+    return RunProcess({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days",
+                       "1", "-subj", "/CN=localhost", "-keyout", dir.File(name + ".key"), "-out",
                        dir.File(name + ".crt")});
   };
   ASSERT_EQ(openssl("a").exit_code, 0);
@@ -494,7 +494,8 @@ TEST(HostileFlags, AKeyThatDoesNotMatchTheCertificateIsNamed) {
 // The server's flags as the Kustomize base (the chart rendered with its defaults) passes them,
 // ports left to the test.
 std::vector<std::string> ChartServerFlags() {
-  std::istringstream manifest(ReadWhole(SourcePath("deploy/kustomize/base/server-deployment.yaml")));
+  std::istringstream manifest(
+      ReadWhole(SourcePath("deploy/kustomize/base/server-deployment.yaml")));
   std::vector<std::string> flags;
   for (std::string line; std::getline(manifest, line);) {
     const size_t dash = line.find("- --");
@@ -521,7 +522,8 @@ TEST_F(Hostile, TheChartsFlagsServeLAndRefuseXlWithinItsMemoryLimit) {
   caller.join();
   EXPECT_TRUE(large_answer.status.ok()) << large_answer.status.error_message() << "\n" << Log();
 
-  const RawAnswer xl = CallRaw(channel_, kSchedule, GeneratedScheduleBytes("XL"), absl::Seconds(300));
+  const RawAnswer xl =
+      CallRaw(channel_, kSchedule, GeneratedScheduleBytes("XL"), absl::Seconds(300));
   EXPECT_EQ(xl.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(xl.status.error_message(), HasSubstr("(--max-decoded-bytes)"));
   ExpectServing();
@@ -590,13 +592,13 @@ TEST_F(Hostile, AMixedLoadLeavesTheServerAsItFoundIt) {
   ExpectServing();
   EXPECT_TRUE(PollUntil([&] { return Metric("arbiter_rpc_in_flight") == 0; }, absl::Seconds(30)));
   // Descriptors: the callers' connections close on the server's side a little after the client's.
-  EXPECT_TRUE(PollUntil([&] { return server_->OpenDescriptors() <= fds_before + 2; },
-                        absl::Seconds(30)))
+  EXPECT_TRUE(
+      PollUntil([&] { return server_->OpenDescriptors() <= fds_before + 2; }, absl::Seconds(30)))
       << server_->OpenDescriptors() << " open, " << fds_before << " before";
   const int64_t rss_after = server_->ResidentBytes();
   std::cout << "mixed load of " << kCallers * kCallsEach << " calls: RSS " << rss_before / (1 << 20)
-            << " MiB before, " << rss_after / (1 << 20) << " MiB after; descriptors "
-            << fds_before << " before, " << server_->OpenDescriptors() << " after\n";
+            << " MiB before, " << rss_after / (1 << 20) << " MiB after; descriptors " << fds_before
+            << " before, " << server_->OpenDescriptors() << " after\n";
   if (kAddressSanitizer) return;  // its quarantine keeps freed memory resident
   EXPECT_LT(rss_after, rss_before + (int64_t{96} << 20))
       << "RSS " << rss_before / (1 << 20) << " MiB before, " << rss_after / (1 << 20)

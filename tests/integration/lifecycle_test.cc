@@ -134,7 +134,8 @@ TEST(Lifecycle, SigtermLetsTheCallsInFlightFinishAndExitsZero) {
         if (!metrics.ok()) return false;
         const double in_flight = MetricValue(*metrics, "arbiter_rpc_in_flight");
         const double answered = std::max(
-            0.0, MetricValue(*metrics, "arbiter_rpc_requests_total{code=\"OK\",method=\"Schedule\"}"));
+            0.0,
+            MetricValue(*metrics, "arbiter_rpc_requests_total{code=\"OK\",method=\"Schedule\"}"));
         return in_flight >= 2 && in_flight + answered >= kCalls;
       },
       absl::Seconds(120));

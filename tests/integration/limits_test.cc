@@ -20,8 +20,8 @@
 namespace arbiter::testing {
 namespace {
 
-using ::testing::EndsWith;
 using ::testing::AnyOf;
+using ::testing::EndsWith;
 using ::testing::HasSubstr;
 using ::testing::SizeIs;
 using ::testing::StartsWith;
@@ -59,10 +59,10 @@ TEST(Limits, MoreNodesThanTheLimitIsResourceExhaustedForBothMethods) {
     const RawAnswer answer = CallRaw(channel, method, server::SerializeDeterministic(demo));
     EXPECT_EQ(answer.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << method;
     // Refused while decoding, at the first node over the limit.
-    EXPECT_EQ(answer.status.error_message(),
-              "snapshot.nodes: more than " + std::to_string(nodes - 1) +
-                  " nodes; this server accepts at most " + std::to_string(nodes - 1) +
-                  " (--max-nodes)")
+    EXPECT_EQ(answer.status.error_message(), "snapshot.nodes: more than " +
+                                                 std::to_string(nodes - 1) +
+                                                 " nodes; this server accepts at most " +
+                                                 std::to_string(nodes - 1) + " (--max-nodes)")
         << method;
   }
 }

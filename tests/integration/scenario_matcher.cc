@@ -97,9 +97,9 @@ absl::Status MatchExpected(const std::string& expected_json, const v1::ScheduleR
   }
   for (const auto& [key, value] : expected.fields()) {
     if (key != "description" && CheckedLists().count(key) == 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "expected.json: unknown key \"", key, "\" (known: description, ",
-          absl::StrJoin(CheckedLists(), ", "), ")"));
+      return absl::InvalidArgumentError(absl::StrCat("expected.json: unknown key \"", key,
+                                                     "\" (known: description, ",
+                                                     absl::StrJoin(CheckedLists(), ", "), ")"));
     }
   }
 

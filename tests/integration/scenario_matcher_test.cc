@@ -32,7 +32,9 @@ TEST(ScenarioMatcher, AcceptsListedFieldsThatMatch) {
     "bindings": [{"pod_group": "g", "pod": "g-0", "node": "n1", "after_evictions": false}],
     "pending": [{"pod_group": "h", "reason": "insufficient-resources"}],
     "evictions": [{"pod": "old-0", "reason": "FAIR_SHARE_RECLAIM"}]
-  })", Answer()).ok());
+  })",
+                            Answer())
+                  .ok());
 }
 
 TEST(ScenarioMatcher, UnlistedListsAreNotChecked) {

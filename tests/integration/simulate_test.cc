@@ -31,9 +31,7 @@ ProcessResult Simulate(const std::string& config, const std::string& out,
   return RunProcess(argv);
 }
 
-std::string Story(const std::string& name) {
-  return SourcePath("examples/simulations/" + name);
-}
+std::string Story(const std::string& name) { return SourcePath("examples/simulations/" + name); }
 
 TEST(SimulateCli, WritesQueueAndJobCsvsAndASummary) {
   TempDir dir;
@@ -43,8 +41,10 @@ TEST(SimulateCli, WritesQueueAndJobCsvsAndASummary) {
   EXPECT_THAT(result.out, HasSubstr("team-a                    192.0   50.0%"));
   EXPECT_THAT(Read(dir.File("queues.csv")),
               StartsWith("time_s,queue,allocated:cpu,allocated:nvidia.com/gpu,"));
-  EXPECT_THAT(Read(dir.File("jobs.csv")),
-              StartsWith("job,queue,submit_s,start_s,end_s,evictions,wait_s\nteam-a-0,team-a,0,0,3600,0,0\n"));
+  EXPECT_THAT(
+      Read(dir.File("jobs.csv")),
+      StartsWith(
+          "job,queue,submit_s,start_s,end_s,evictions,wait_s\nteam-a-0,team-a,0,0,3600,0,0\n"));
 }
 
 TEST(SimulateCli, AServerGivesTheSameRunAsInProcess) {
@@ -53,8 +53,7 @@ TEST(SimulateCli, AServerGivesTheSameRunAsInProcess) {
   TempDir remote;
   const std::string config = Story("story2-burst.yaml");
   ASSERT_EQ(Simulate(config, local.path()).exit_code, 0);
-  const ProcessResult result =
-      Simulate(config, remote.path(), {"--server", server->address()});
+  const ProcessResult result = Simulate(config, remote.path(), {"--server", server->address()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(Read(local.File("queues.csv")), Read(remote.File("queues.csv")));
   EXPECT_EQ(Read(local.File("jobs.csv")), Read(remote.File("jobs.csv")));
@@ -93,8 +92,7 @@ TEST(SimulateCli, ABadConfigIsInvalidArgumentNamingTheKey) {
 
 TEST(SimulateCli, PlotWritesTheCharts) {
   TempDir dir;
-  const ProcessResult result =
-      Simulate(Story("story1-time-sharing.yaml"), dir.path(), {"--plot"});
+  const ProcessResult result = Simulate(Story("story1-time-sharing.yaml"), dir.path(), {"--plot"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   for (const char* chart : {"allocation.png", "allocation.svg", "resource_hours.png",
                             "resource_hours.svg", "jobs.png", "jobs.svg"}) {

@@ -54,8 +54,8 @@ TEST(ApplyDecisions, BoundPodRunsOnItsNodeFromNow) {
 
 TEST(ApplyDecisions, EvictedPodIsPendingAgainInItsGroup) {
   ScheduleResult result;
-  result.evictions.push_back({"running", "running-0", "n1", EvictionReason::kFairShareReclaim,
-                              "waiting", "reclaimed"});
+  result.evictions.push_back(
+      {"running", "running-0", "n1", EvictionReason::kFairShareReclaim, "waiting", "reclaimed"});
   auto next = ApplyDecisions(Cluster(), Policy{}, result);
   ASSERT_TRUE(next.ok()) << next.status();
   const Pod& pod = FindPod(*next, "running", "running-0");
@@ -100,8 +100,8 @@ TEST(ApplyDecisions, RejectsInconsistentResponses) {
             absl::StatusCode::kInvalidArgument);
 
   ScheduleResult pending_evicted;
-  pending_evicted.evictions.push_back({"waiting", "waiting-0", "", EvictionReason::kQuotaReclaim,
-                                       "running", ""});
+  pending_evicted.evictions.push_back(
+      {"waiting", "waiting-0", "", EvictionReason::kQuotaReclaim, "running", ""});
   EXPECT_EQ(ApplyDecisions(Cluster(), Policy{}, pending_evicted).status().code(),
             absl::StatusCode::kInvalidArgument);
 
@@ -125,10 +125,8 @@ TEST(ApplyDecisions, KueueAdmitsAndEvictsWholeWorkloads) {
   Policy policy;
   policy.fairness_model = FairnessModel::kKueue;
   ScheduleResult result;
-  result.evictions.push_back(
-      {"old", "old-0", "", EvictionReason::kKueueInClusterQueue, "new", ""});
-  result.evictions.push_back(
-      {"old", "old-1", "", EvictionReason::kKueueInClusterQueue, "new", ""});
+  result.evictions.push_back({"old", "old-0", "", EvictionReason::kKueueInClusterQueue, "new", ""});
+  result.evictions.push_back({"old", "old-1", "", EvictionReason::kKueueInClusterQueue, "new", ""});
   result.admissions.push_back({"new", "cq", true});
   auto next = ApplyDecisions(s, policy, result);
   ASSERT_TRUE(next.ok()) << next.status();
@@ -143,8 +141,7 @@ TEST(ApplyDecisions, KueueAdmitsAndEvictsWholeWorkloads) {
   }
   ScheduleResult again;
   again.admissions.push_back({"old", "cq", false});  // already admitted
-  EXPECT_EQ(ApplyDecisions(s, policy, again).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ApplyDecisions(s, policy, again).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -20,8 +20,7 @@ constexpr int kCases = 300;
 // Half of the cases turn time-aware fairness on (§3) with random usage, so that the properties
 // cover the k-weighted rounds too.
 GeneratedRequest MakeCase(uint64_t index) {
-  GeneratedRequest request =
-      generator::Generate(PropertyCaseOptions(index, GeneratorModel::kKai));
+  GeneratedRequest request = generator::Generate(PropertyCaseOptions(index, GeneratorModel::kKai));
   generator::Rng rng(index * 7919 + 13);
   if (rng.Chance(0.5)) {
     request.policy.k_value = rng.Real(0, 3);
@@ -60,9 +59,8 @@ TEST(FairShareProperty, NoFairShareAboveRequestOrLimit) {
       const Queue& q = *queues.at(share.queue);
       for (const auto& [r, fs] : share.fair_share) {
         EXPECT_GE(fs, 0) << "case " << i << " " << share.queue << " " << r;
-        EXPECT_LE(fs, Get(share.requested, r, 0))
-            << "case " << i << ": " << share.queue << " fair share of " << r
-            << " above its request";
+        EXPECT_LE(fs, Get(share.requested, r, 0)) << "case " << i << ": " << share.queue
+                                                  << " fair share of " << r << " above its request";
         const double limit = Get(q.limit, r, -1);
         if (limit != -1) {
           EXPECT_LE(fs, limit) << "case " << i << ": " << share.queue << " fair share of " << r
@@ -93,8 +91,7 @@ TEST(FairShareProperty, SiblingsExceedParentOnlyByOversubscribedDeserved) {
     for (auto& [parent, kids] : children) {
       std::sort(kids.begin(), kids.end(),
                 [](const Queue* a, const Queue* b) { return a->name < b->name; });
-      const ResourceMap& total =
-          parent.empty() ? capacity : shares.at(parent)->fair_share;
+      const ResourceMap& total = parent.empty() ? capacity : shares.at(parent)->fair_share;
       for (const auto& [r, unused] : shares.at(kids.front()->name)->fair_share) {
         const double t = Get(total, r, 0);
         double sum = 0, deserved_phase = 0;

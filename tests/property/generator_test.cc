@@ -1,5 +1,7 @@
 // The generator's promises (docs/generator.md): valid, within capacity and limits, realistic
 // at the preset sizes, deterministic per seed and the same on every platform.
+#include "clients/generator/generator.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -9,12 +11,11 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "clients/generator/generator.h"
 #include "clients/generator/random.h"
+#include "clients/simulator/apply_decisions.h"
 #include "core/validation.h"
 #include "gtest/gtest.h"
 #include "tests/property/property_support.h"
-#include "clients/simulator/apply_decisions.h"
 
 namespace arbiter::testing {
 namespace {
@@ -139,8 +140,7 @@ TEST(Generator, GeneratedRequestsAreValid) {
     for (GeneratorModel model : {GeneratorModel::kKai, GeneratorModel::kKueue}) {
       const GeneratorOptions options = PropertyCaseOptions(i, model);
       const GeneratedRequest r = generator::Generate(options);
-      const absl::Status status =
-          ValidateRequest(r.snapshot, r.policy, RequestKind::kSchedule);
+      const absl::Status status = ValidateRequest(r.snapshot, r.policy, RequestKind::kSchedule);
       EXPECT_TRUE(status.ok()) << DescribeCase(i, options) << ": " << status;
     }
   }
@@ -148,8 +148,7 @@ TEST(Generator, GeneratedRequestsAreValid) {
     const GeneratedRequest kai = Preset(size);
     EXPECT_TRUE(ValidateRequest(kai.snapshot, kai.policy, RequestKind::kSchedule).ok()) << size;
     const GeneratedRequest kueue = Preset(size, GeneratorModel::kKueue);
-    EXPECT_TRUE(ValidateRequest(kueue.snapshot, kueue.policy, RequestKind::kSchedule).ok())
-        << size;
+    EXPECT_TRUE(ValidateRequest(kueue.snapshot, kueue.policy, RequestKind::kSchedule).ok()) << size;
   }
 }
 

@@ -1,8 +1,8 @@
 // The invariant checks of the property tests catch what they claim to: each is shown a small
 // hand-made violation (and its lawful counterpart), so that a passing property is not vacuous.
+#include "clients/simulator/apply_decisions.h"
 #include "gtest/gtest.h"
 #include "tests/property/property_support.h"
-#include "clients/simulator/apply_decisions.h"
 #include "tests/support/snapshot_builder.h"
 
 namespace arbiter::testing {

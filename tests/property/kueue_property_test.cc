@@ -98,8 +98,7 @@ TEST(KueueProperty, NoPingPong) {
   for (const PropertyRun& run : PingPongRuns()) {
     ASSERT_TRUE(run.second.ok()) << run.description << ": " << run.second.status();
     evictions += static_cast<int>(run.first->evictions.size());
-    const absl::Status status =
-        CheckNoPingPong(*run.first, *run.second, ReclaimedThenFairShared);
+    const absl::Status status = CheckNoPingPong(*run.first, *run.second, ReclaimedThenFairShared);
     EXPECT_TRUE(status.ok()) << run.description << ": " << status;
   }
   EXPECT_GT(evictions, 0) << "the generated cases never preempt: the property is vacuous";

@@ -18,8 +18,8 @@ struct PropertyRun {
   std::string description;
   generator::GeneratedRequest request;
   absl::StatusOr<ScheduleResult> first;
-  absl::StatusOr<Snapshot> applied;          // the decisions of `first` applied
-  absl::StatusOr<ScheduleResult> second;     // Schedule on `applied`, when asked for
+  absl::StatusOr<Snapshot> applied;       // the decisions of `first` applied
+  absl::StatusOr<ScheduleResult> second;  // Schedule on `applied`, when asked for
 };
 
 // Runs cases [0, count) of `model`; `adjust` may change each request's policy before the calls.

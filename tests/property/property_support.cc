@@ -10,9 +10,9 @@
 #include "absl/strings/str_cat.h"
 #include "clients/generator/kueue_quota.h"
 #include "clients/generator/random.h"
+#include "clients/simulator/apply_decisions.h"
 #include "core/api/arbiter.h"
 #include "tests/property/property_runs.h"
-#include "clients/simulator/apply_decisions.h"
 
 namespace arbiter::testing {
 namespace {
@@ -25,9 +25,7 @@ using generator::Rng;
 
 // Exact equality that tells -0.0 from 0.0 and treats NaN as equal to itself (an answer must be
 // byte-identical, whatever it holds).
-bool SameDouble(double a, double b) {
-  return std::memcmp(&a, &b, sizeof(double)) == 0;
-}
+bool SameDouble(double a, double b) { return std::memcmp(&a, &b, sizeof(double)) == 0; }
 
 std::string DiffMaps(const ResourceMap& a, const ResourceMap& b) {
   if (a.size() != b.size()) return absl::StrCat("sizes ", a.size(), " vs ", b.size());
@@ -176,12 +174,11 @@ GeneratorOptions PropertyCaseOptions(uint64_t index, GeneratorModel model) {
 }
 
 std::string DescribeCase(uint64_t index, const GeneratorOptions& o) {
-  return absl::StrCat("case ", index, ": model=",
-                      o.model == GeneratorModel::kKueue ? "kueue" : "kai", " seed=", o.seed,
-                      " nodes=", o.nodes, " queues=", o.queues, " cohorts=", o.cohorts,
-                      " depth=", o.depth, " pods=", o.pods, " pending_fraction=",
-                      o.pending_fraction, " resources=", o.extra_resources,
-                      " reclaim_groups=", o.reclaim_groups);
+  return absl::StrCat(
+      "case ", index, ": model=", o.model == GeneratorModel::kKueue ? "kueue" : "kai",
+      " seed=", o.seed, " nodes=", o.nodes, " queues=", o.queues, " cohorts=", o.cohorts,
+      " depth=", o.depth, " pods=", o.pods, " pending_fraction=", o.pending_fraction,
+      " resources=", o.extra_resources, " reclaim_groups=", o.reclaim_groups);
 }
 
 Snapshot Permuted(const Snapshot& snapshot, uint64_t seed) {
@@ -216,9 +213,8 @@ std::string DiffResults(const ScheduleResult& a, const ScheduleResult& b) {
   });
   if (!d.empty()) return d;
   d = DiffLists("evictions", a.evictions, b.evictions, [](const Eviction& x, const Eviction& y) {
-    if (x.pod_group != y.pod_group || x.pod != y.pod || x.node != y.node ||
-        x.reason != y.reason || x.preemptor_pod_group != y.preemptor_pod_group ||
-        x.message != y.message) {
+    if (x.pod_group != y.pod_group || x.pod != y.pod || x.node != y.node || x.reason != y.reason ||
+        x.preemptor_pod_group != y.preemptor_pod_group || x.message != y.message) {
       return absl::StrCat(x.pod_group, "/", x.pod, " (", x.message, ") vs ", y.pod_group, "/",
                           y.pod, " (", y.message, ")");
     }
@@ -234,15 +230,14 @@ std::string DiffResults(const ScheduleResult& a, const ScheduleResult& b) {
                   return std::string();
                 });
   if (!d.empty()) return d;
-  return DiffLists("pending", a.pending, b.pending,
-                   [](const PendingPodGroup& x, const PendingPodGroup& y) {
-                     if (x.pod_group != y.pod_group || x.reason != y.reason ||
-                         x.message != y.message) {
-                       return absl::StrCat(x.pod_group, " ", x.reason, " (", x.message, ") vs ",
-                                           y.pod_group, " ", y.reason, " (", y.message, ")");
-                     }
-                     return std::string();
-                   });
+  return DiffLists(
+      "pending", a.pending, b.pending, [](const PendingPodGroup& x, const PendingPodGroup& y) {
+        if (x.pod_group != y.pod_group || x.reason != y.reason || x.message != y.message) {
+          return absl::StrCat(x.pod_group, " ", x.reason, " (", x.message, ") vs ", y.pod_group,
+                              " ", y.reason, " (", y.message, ")");
+        }
+        return std::string();
+      });
 }
 
 bool IsPreemptible(const PodGroup& group, FairnessModel model) {
@@ -263,9 +258,8 @@ absl::Status CheckNodeCapacity(const Snapshot& before, const Snapshot& after) {
       auto prior = use_before.find(node.name);
       const double was = prior == use_before.end() ? 0 : Get(prior->second, r);
       if (used <= was) continue;
-      return absl::FailedPreconditionError(absl::StrCat("node ", node.name, " holds ", used, " ",
-                                                        r, " of ", allocatable, " (was ", was,
-                                                        ")"));
+      return absl::FailedPreconditionError(absl::StrCat("node ", node.name, " holds ", used, " ", r,
+                                                        " of ", allocatable, " (was ", was, ")"));
     }
   }
   return absl::OkStatus();
@@ -284,8 +278,8 @@ absl::Status CheckQueueLimits(const Snapshot& before, const Snapshot& after) {
       auto prior = was.find(q.name);
       const double before_amount = prior == was.end() ? 0 : Get(prior->second, r);
       if (allocated <= before_amount) continue;
-      return absl::FailedPreconditionError(absl::StrCat("queue ", q.name, " holds ", allocated,
-                                                        " ", r, " above its limit ", limit));
+      return absl::FailedPreconditionError(
+          absl::StrCat("queue ", q.name, " holds ", allocated, " ", r, " above its limit ", limit));
     }
   }
   return absl::OkStatus();
@@ -301,9 +295,8 @@ absl::Status CheckGangs(const Snapshot& after, const ScheduleResult& result) {
     if (it == groups.end()) continue;  // ApplyDecisions already rejects unknown groups
     const int running = RunningPods(*it->second);
     if (running != 0 && running < GangSize(*it->second)) {
-      return absl::FailedPreconditionError(absl::StrCat("group ", name, " runs ", running,
-                                                        " pods, gang size ",
-                                                        GangSize(*it->second)));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "group ", name, " runs ", running, " pods, gang size ", GangSize(*it->second)));
     }
   }
   return absl::OkStatus();
@@ -320,19 +313,18 @@ absl::Status CheckBindings(const Snapshot& before, const ScheduleResult& result)
   for (const Binding& b : result.bindings) {
     const PodKey key{b.pod_group, b.pod};
     if (!seen.insert(key).second) {
-      return absl::FailedPreconditionError(absl::StrCat(b.pod_group, "/", b.pod,
-                                                        " bound twice"));
+      return absl::FailedPreconditionError(absl::StrCat(b.pod_group, "/", b.pod, " bound twice"));
     }
     auto pod = pods.find(key);
     auto node = nodes.find(b.node);
     if (pod == pods.end() || node == nodes.end()) {
-      return absl::FailedPreconditionError(absl::StrCat("binding of unknown pod or node ",
-                                                        b.pod_group, "/", b.pod, "->", b.node));
+      return absl::FailedPreconditionError(
+          absl::StrCat("binding of unknown pod or node ", b.pod_group, "/", b.pod, "->", b.node));
     }
     const Node& n = *node->second;
     if (n.unschedulable) {
-      return absl::FailedPreconditionError(absl::StrCat(b.pod_group, "/", b.pod,
-                                                        " bound to unschedulable ", n.name));
+      return absl::FailedPreconditionError(
+          absl::StrCat(b.pod_group, "/", b.pod, " bound to unschedulable ", n.name));
     }
     for (const auto& [key_name, value] : pod->second->node_selector) {
       auto label = n.labels.find(key_name);
@@ -343,8 +335,8 @@ absl::Status CheckBindings(const Snapshot& before, const ScheduleResult& result)
     }
     for (const Taint& t : n.taints) {
       if (t.effect == "PreferNoSchedule" || Tolerated(pod->second->tolerations, t)) continue;
-      return absl::FailedPreconditionError(absl::StrCat(b.pod_group, "/", b.pod, " bound to ",
-                                                        n.name, " despite taint ", t.key));
+      return absl::FailedPreconditionError(
+          absl::StrCat(b.pod_group, "/", b.pod, " bound to ", n.name, " despite taint ", t.key));
     }
   }
   return absl::OkStatus();
@@ -371,8 +363,8 @@ absl::Status CheckMinRuntime(const Snapshot& before, const Snapshot& after,
   const Timestamp now = before.now.value_or(Timestamp{});
   std::set<std::string> checked;
   for (const Eviction& e : result.evictions) {
-    const bool reclaim = e.reason == EvictionReason::kFairShareReclaim ||
-                         e.reason == EvictionReason::kQuotaReclaim;
+    const bool reclaim =
+        e.reason == EvictionReason::kFairShareReclaim || e.reason == EvictionReason::kQuotaReclaim;
     const bool preempt = e.reason == EvictionReason::kPriorityPreemption;
     if (!reclaim && !preempt) continue;
     if (!checked.insert(e.pod_group).second) continue;
@@ -448,17 +440,16 @@ absl::Status CheckKueueEvictionsWhole(const Snapshot& before, const ScheduleResu
     evicted[e.pod_group].insert(e.pod);
     auto preemptor = groups.find(e.preemptor_pod_group);
     if (preemptor == groups.end() || preemptor->second->admitted) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "eviction of ", e.pod_group, " for \"", e.preemptor_pod_group,
-          "\", which is not a pending workload"));
+      return absl::FailedPreconditionError(absl::StrCat("eviction of ", e.pod_group, " for \"",
+                                                        e.preemptor_pod_group,
+                                                        "\", which is not a pending workload"));
     }
   }
   for (const auto& [name, pods] : evicted) {
     const PodGroup& g = *groups.at(name);
     if (pods.size() != g.pods.size()) {
-      return absl::FailedPreconditionError(absl::StrCat("workload ", name, " evicted with ",
-                                                        pods.size(), " of its ", g.pods.size(),
-                                                        " pods"));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "workload ", name, " evicted with ", pods.size(), " of its ", g.pods.size(), " pods"));
     }
   }
   for (const Admission& a : result.admissions) {
@@ -492,10 +483,10 @@ absl::Status CheckNoPingPong(const ScheduleResult& first, const ScheduleResult& 
     auto it = earlier.find({e.preemptor_pod_group, e.pod_group});
     if (it == earlier.end()) continue;
     if (excuse != nullptr && excuse(*it->second, e)) continue;
-    return absl::FailedPreconditionError(absl::StrCat(
-        e.preemptor_pod_group, " was evicted for ", e.pod_group, " (reason ",
-        static_cast<int>(it->second->reason), ") and now evicts it back (reason ",
-        static_cast<int>(e.reason), ")"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(e.preemptor_pod_group, " was evicted for ", e.pod_group, " (reason ",
+                     static_cast<int>(it->second->reason), ") and now evicts it back (reason ",
+                     static_cast<int>(e.reason), ")"));
   }
   return absl::OkStatus();
 }

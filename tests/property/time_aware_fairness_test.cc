@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "clients/simulator/apply_decisions.h"
 #include "core/api/arbiter.h"
 #include "core/usage_accounting.h"
 #include "gtest/gtest.h"
-#include "clients/simulator/apply_decisions.h"
 #include "tests/support/snapshot_builder.h"
 
 namespace arbiter::testing {
@@ -21,20 +21,20 @@ using ::arbiter::simulator::ApplyDecisions;
 
 constexpr char kGpu[] = "nvidia.com/gpu";
 constexpr double kNodeGpus = 8;
-constexpr int64_t kStepSeconds = 600;        // 10 minutes between calls
-constexpr int64_t kJobSeconds = 3600;        // each job runs one hour once started
-constexpr int64_t kMinRuntimeSeconds = 1800; // reclaim min-runtime of both queues
+constexpr int64_t kStepSeconds = 600;         // 10 minutes between calls
+constexpr int64_t kJobSeconds = 3600;         // each job runs one hour once started
+constexpr int64_t kMinRuntimeSeconds = 1800;  // reclaim min-runtime of both queues
 constexpr double kHalfLifeSeconds = 4 * 3600;
-constexpr int kSteps = 200;                  // 33 simulated hours
+constexpr int kSteps = 200;  // 33 simulated hours
 const std::vector<std::string> kTeams = {"team-a", "team-b"};
 
 struct Outcome {
-  std::map<std::string, double> gpu_hours;  // per team
+  std::map<std::string, double> gpu_hours;   // per team
   std::map<std::string, int> steps_holding;  // calls after which the team held GPUs
-  int switches = 0;      // times the team holding the node changed
-  int evictions = 0;     // pods evicted over the whole run
+  int switches = 0;                          // times the team holding the node changed
+  int evictions = 0;                         // pods evicted over the whole run
   int finished_jobs = 0;
-  std::string trace;     // holder per step, for failure messages
+  std::string trace;  // holder per step, for failure messages
 };
 
 void SubmitJob(Snapshot& snapshot, const std::string& team, int serial, int64_t now) {
@@ -127,8 +127,8 @@ Outcome Simulate(double k_value) {
     if (!now_holder.empty()) holder = now_holder;
 
     for (const std::string& team : kTeams) {
-      absl::StatusOr<ResourceMap> next = AccumulateUsage(
-          usage[team], {{kGpu, allocated.at(team)}}, kStepSeconds, kHalfLifeSeconds);
+      absl::StatusOr<ResourceMap> next = AccumulateUsage(usage[team], {{kGpu, allocated.at(team)}},
+                                                         kStepSeconds, kHalfLifeSeconds);
       if (!next.ok()) {
         ADD_FAILURE() << next.status();
         return outcome;

@@ -66,8 +66,8 @@ Jobs:
 }
 
 TEST(KaiConfig, DefaultsAreKais) {
-  absl::StatusOr<SimConfig> config = ParseSimConfig(
-      "Nodes: [{GPUs: 8}]\nQueues: [{Name: q}]\nJobs: {q: {GPUs: 1}}\n");
+  absl::StatusOr<SimConfig> config =
+      ParseSimConfig("Nodes: [{GPUs: 8}]\nQueues: [{Name: q}]\nJobs: {q: {GPUs: 1}}\n");
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->horizon, 100);
   EXPECT_EQ(config->accounting.window, 5);
@@ -110,8 +110,9 @@ TEST(OwnConfig, ErrorsNameTheKeyPath) {
               HasSubstr("step: must be a duration"));
   EXPECT_THAT(std::string(ParseSimConfig(base + "policy: {model: slurm}\n").status().message()),
               HasSubstr("policy.model: must be kai or kueue"));
-  EXPECT_THAT(std::string(ParseSimConfig(base + "jobs: [{queue: a, colour: red}]\n").status().message()),
-              HasSubstr("jobs[0].colour: unknown key"));
+  EXPECT_THAT(
+      std::string(ParseSimConfig(base + "jobs: [{queue: a, colour: red}]\n").status().message()),
+      HasSubstr("jobs[0].colour: unknown key"));
   EXPECT_THAT(std::string(ParseSimConfig("queues: [{name: a}]\n").status().message()),
               HasSubstr("nodes: at least one is needed"));
   EXPECT_THAT(std::string(ParseSimConfig("queues: [").status().message()), HasSubstr("config:"));

@@ -133,7 +133,8 @@ TEST(KueueFairSharing, BorrowingIsReclaimedAndTheWeightedSharesConverge) {
   std::map<std::string, double> late_allocated;
   const double last = result.rows.back().time;
   for (const QueueRow& row : result.rows) {
-    if (row.time == 1800) early[row.queue] = row.allocated.count("cpu") ? row.allocated.at("cpu") : 0;
+    if (row.time == 1800)
+      early[row.queue] = row.allocated.count("cpu") ? row.allocated.at("cpu") : 0;
     if (row.time == last) {
       late[row.queue] = row.weighted_share;
       late_allocated[row.queue] = row.allocated.count("cpu") ? row.allocated.at("cpu") : 0;

@@ -103,7 +103,8 @@ jobs: [{queue: a, requests: {gpu: 8}, duration: 1h}]
   ASSERT_TRUE(result.ok()) << result.status();
   auto usage_at = [&](double time) {
     for (const QueueRow& row : result->rows) {
-      if (row.time == time) return row.usage.count("nvidia.com/gpu") ? row.usage.at("nvidia.com/gpu") : 0.0;
+      if (row.time == time)
+        return row.usage.count("nvidia.com/gpu") ? row.usage.at("nvidia.com/gpu") : 0.0;
     }
     return -1.0;
   };

@@ -26,8 +26,8 @@ inline void RunOnSmallStack(const std::function<void()>& body,
     (*static_cast<const std::function<void()>*>(arg))();
     return nullptr;
   };
-  const int created = pthread_create(&thread, &attr, trampoline,
-                                     const_cast<std::function<void()>*>(&body));
+  const int created =
+      pthread_create(&thread, &attr, trampoline, const_cast<std::function<void()>*>(&body));
   pthread_attr_destroy(&attr);
   ASSERT_EQ(created, 0);
   ASSERT_EQ(pthread_join(thread, nullptr), 0);

@@ -125,8 +125,8 @@ SnapshotBuilder& SnapshotBuilder::Admitted(int64_t admission_seconds) {
   last_group().admission_time = Seconds(admission_seconds);
   return *this;
 }
-SnapshotBuilder& SnapshotBuilder::Pod(ResourceMap requests, const std::string& node,
-                                      PodPhase phase, const std::string& name) {
+SnapshotBuilder& SnapshotBuilder::Pod(ResourceMap requests, const std::string& node, PodPhase phase,
+                                      const std::string& name) {
   PodGroup& group = last_group();
   arbiter::Pod pod;
   pod.name = name.empty() ? group.name + "-" + std::to_string(group.pods.size()) : name;

@@ -64,8 +64,8 @@ class SnapshotBuilder {
   SnapshotBuilder& RunningPods(int count, ResourceMap requests, const std::string& node);
   SnapshotBuilder& Started(int64_t seconds);  // start_time of the last pod
   SnapshotBuilder& Selector(const std::string& key, const std::string& value);
-  SnapshotBuilder& Tolerate(const std::string& key, const std::string& op,
-                            const std::string& value, const std::string& effect);
+  SnapshotBuilder& Tolerate(const std::string& key, const std::string& op, const std::string& value,
+                            const std::string& effect);
 
   Snapshot Build() const { return snapshot_; }
   Snapshot& snapshot() { return snapshot_; }

@@ -104,7 +104,9 @@ TEST(CancellationTest, PreemptStopsInsideTheVictimSearch) {
   builder.Queue("q").Deserved({{"cpu", -1}});
   for (int i = 0; i < kNodes; ++i) {
     builder.Node(Name("n", i), {{"cpu", 1000}})
-        .Group(Name("low", i), "q").Priority(10).RunningPods(1, {{"cpu", 1000}}, Name("n", i));
+        .Group(Name("low", i), "q")
+        .Priority(10)
+        .RunningPods(1, {{"cpu", 1000}}, Name("n", i));
   }
   builder.Group("gang", "q").Priority(200).MinMember(kNodes).Pods(kNodes, {{"cpu", 1000}});
   Canceller canceller("fair_share", 2);
@@ -171,9 +173,11 @@ TEST(CancellationTest, KueueAdmissionStopsInsideARound) {
 TEST(CancellationTest, KueueFairPreemptionStopsInsideTheSearch) {
   SnapshotBuilder builder;
   builder.Queue("root")
-      .Queue("x", "root").Deserved({{"cpu", 3000}})
+      .Queue("x", "root")
+      .Deserved({{"cpu", 3000}})
       .KueuePolicy(WithinClusterQueue::kNever, ReclaimWithinCohort::kAny)
-      .Queue("y", "root").Deserved({{"cpu", 0}});
+      .Queue("y", "root")
+      .Deserved({{"cpu", 0}});
   for (int i = 0; i < 3000; ++i) builder.Group(Name("y-", i), "y").Admitted(0).Pod({{"cpu", 1}});
   builder.Group("head", "x").Pod({{"cpu", 3000}});
   Canceller canceller("fair_share", 3);
@@ -205,7 +209,9 @@ TEST(CancellationTest, AHookThatNeverCancelsChangesNothing) {
   builder.Queue("q").Deserved({{"cpu", -1}});
   for (int i = 0; i < 50; ++i) {
     builder.Node(Name("n", i), {{"cpu", 1000}})
-        .Group(Name("low", i), "q").Priority(10).RunningPods(1, {{"cpu", 1000}}, Name("n", i));
+        .Group(Name("low", i), "q")
+        .Priority(10)
+        .RunningPods(1, {{"cpu", 1000}}, Name("n", i));
   }
   builder.Group("gang", "q").Priority(200).MinMember(20).Pods(20, {{"cpu", 1000}});
   const Snapshot snapshot = builder.Build();

@@ -36,8 +36,13 @@ Snapshot KaiChain(int depth) {
   SnapshotBuilder builder = Chain(depth);
   builder.Queue("leaf", Level(depth - 1))
       .Node("n1", {{"cpu", 4000}})
-      .Group("high", "leaf").Priority(200).Preemptible(Preemptibility::kPreemptible).Pods(2, {{"cpu", 2000}})
-      .Group("low", "leaf").Priority(10).RunningPods(2, {{"cpu", 2000}}, "n1");
+      .Group("high", "leaf")
+      .Priority(200)
+      .Preemptible(Preemptibility::kPreemptible)
+      .Pods(2, {{"cpu", 2000}})
+      .Group("low", "leaf")
+      .Priority(10)
+      .RunningPods(2, {{"cpu", 2000}}, "n1");
   return builder.Build();
 }
 
@@ -51,9 +56,14 @@ Snapshot KueueChain(int depth) {
       .KueuePolicy(WithinClusterQueue::kNever, ReclaimWithinCohort::kAny)
       .Queue("near", Level(0))
       .Deserved({{"cpu", 0}})
-      .Group("near-1", "near").Admitted(0).Pod({{"cpu", 5}})
-      .Group("near-2", "near").Admitted(0).Pod({{"cpu", 5}})
-      .Group("deep-1", "deep").Pod({{"cpu", 5}});
+      .Group("near-1", "near")
+      .Admitted(0)
+      .Pod({{"cpu", 5}})
+      .Group("near-2", "near")
+      .Admitted(0)
+      .Pod({{"cpu", 5}})
+      .Group("deep-1", "deep")
+      .Pod({{"cpu", 5}});
   return builder.Build();
 }
 

@@ -23,13 +23,15 @@ TEST(LongNamesTest, KaiPendingReasonCapsTheQueueAndResourceNames) {
   Policy policy;
   policy.fairness_model = FairnessModel::kKai;
   policy.actions = {Action::kAllocate};
-  absl::StatusOr<ScheduleResult> result =
-      Schedule(SnapshotBuilder()
-                   .Node("n", {{resource, 10}})
-                   .Queue(queue).Deserved({{resource, -1}}).Limit({{resource, 1}})
-                   .Group("g", queue).Pod({{resource, 2}})
-                   .Build(),
-               policy);
+  absl::StatusOr<ScheduleResult> result = Schedule(SnapshotBuilder()
+                                                       .Node("n", {{resource, 10}})
+                                                       .Queue(queue)
+                                                       .Deserved({{resource, -1}})
+                                                       .Limit({{resource, 1}})
+                                                       .Group("g", queue)
+                                                       .Pod({{resource, 2}})
+                                                       .Build(),
+                                                   policy);
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_EQ(result->pending.size(), 1u);
   EXPECT_EQ(result->pending[0].reason, "queue-over-limit");
@@ -43,8 +45,10 @@ TEST(LongNamesTest, KueuePendingReasonCapsTheClusterQueueName) {
   Policy policy;
   policy.fairness_model = FairnessModel::kKueue;
   absl::StatusOr<ScheduleResult> result = Schedule(SnapshotBuilder()
-                                                       .Queue(queue).Deserved({{"cpu", 1}})
-                                                       .Group("w", queue).Pod({{"gpu", 1}})
+                                                       .Queue(queue)
+                                                       .Deserved({{"cpu", 1}})
+                                                       .Group("w", queue)
+                                                       .Pod({{"gpu", 1}})
                                                        .Build(),
                                                    policy);
   ASSERT_TRUE(result.ok()) << result.status();
@@ -60,14 +64,18 @@ TEST(LongNamesTest, EvictionMessageCapsThePreemptorName) {
   Policy policy;
   policy.fairness_model = FairnessModel::kKai;
   policy.actions = {Action::kPreempt};
-  absl::StatusOr<ScheduleResult> result =
-      Schedule(SnapshotBuilder()
-                   .Node("n", {{"cpu", 1000}})
-                   .Queue("q").Deserved({{"cpu", -1}})
-                   .Group("low", "q").Priority(10).RunningPods(1, {{"cpu", 1000}}, "n")
-                   .Group(preemptor, "q").Priority(200).Pod({{"cpu", 1000}})
-                   .Build(),
-               policy);
+  absl::StatusOr<ScheduleResult> result = Schedule(SnapshotBuilder()
+                                                       .Node("n", {{"cpu", 1000}})
+                                                       .Queue("q")
+                                                       .Deserved({{"cpu", -1}})
+                                                       .Group("low", "q")
+                                                       .Priority(10)
+                                                       .RunningPods(1, {{"cpu", 1000}}, "n")
+                                                       .Group(preemptor, "q")
+                                                       .Priority(200)
+                                                       .Pod({{"cpu", 1000}})
+                                                       .Build(),
+                                                   policy);
   ASSERT_TRUE(result.ok()) << result.status();
   ASSERT_EQ(result->evictions.size(), 1u);
   EXPECT_LT(result->evictions[0].message.size(), 1024u);

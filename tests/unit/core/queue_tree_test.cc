@@ -12,7 +12,8 @@ namespace {
 using testing::SnapshotBuilder;
 
 TEST(QueueTreeTest, IndexesQueuesInNameOrderWithParents) {
-  Snapshot s = SnapshotBuilder().Queue("z-team", "dept").Queue("dept").Queue("a-team", "dept").Build();
+  Snapshot s =
+      SnapshotBuilder().Queue("z-team", "dept").Queue("dept").Queue("a-team", "dept").Build();
   QueueTree tree = QueueTree::Build(s);
   ASSERT_EQ(tree.size(), 3);
   EXPECT_EQ(tree.queue(0).name, "a-team");
@@ -27,8 +28,12 @@ TEST(QueueTreeTest, IndexesQueuesInNameOrderWithParents) {
 
 TEST(QueueTreeTest, LowestCommonAncestorAndChildOnPath) {
   Snapshot s = SnapshotBuilder()
-                   .Queue("root").Queue("d1", "root").Queue("d2", "root")
-                   .Queue("a", "d1").Queue("b", "d2").Queue("other")
+                   .Queue("root")
+                   .Queue("d1", "root")
+                   .Queue("d2", "root")
+                   .Queue("a", "d1")
+                   .Queue("b", "d2")
+                   .Queue("other")
                    .Build();
   QueueTree tree = QueueTree::Build(s);
   int a = tree.Find("a"), b = tree.Find("b"), root = tree.Find("root");
@@ -41,8 +46,12 @@ TEST(QueueTreeTest, LowestCommonAncestorAndChildOnPath) {
 
 TEST(QueueTreeTest, SubtreesAndPathsWithoutRecursion) {
   Snapshot s = SnapshotBuilder()
-                   .Queue("root").Queue("d1", "root").Queue("d2", "root")
-                   .Queue("a", "d1").Queue("b", "d2").Queue("other")
+                   .Queue("root")
+                   .Queue("d1", "root")
+                   .Queue("d2", "root")
+                   .Queue("a", "d1")
+                   .Queue("b", "d2")
+                   .Queue("other")
                    .Build();
   QueueTree tree = QueueTree::Build(s);
   const int a = tree.Find("a"), b = tree.Find("b"), d1 = tree.Find("d1"), root = tree.Find("root");
@@ -79,11 +88,15 @@ TEST(ResourceSetTest, CollectsEveryResourceNameSorted) {
   Snapshot s = SnapshotBuilder()
                    .Capacity({{"x", 1}})
                    .Node("n", {{"cpu", 1}, {"nvidia.com/gpu", 2}})
-                   .Queue("q").Limit({{"memory", 3}}).Weight({{"w", 1}})
-                   .Group("g", "q").Pod({{"ephemeral", 1}})
+                   .Queue("q")
+                   .Limit({{"memory", 3}})
+                   .Weight({{"w", 1}})
+                   .Group("g", "q")
+                   .Pod({{"ephemeral", 1}})
                    .Build();
   ResourceSet r = ResourceSet::Collect(s);
-  EXPECT_EQ(r.names(), (std::vector<std::string>{"cpu", "ephemeral", "memory", "nvidia.com/gpu", "w", "x"}));
+  EXPECT_EQ(r.names(),
+            (std::vector<std::string>{"cpu", "ephemeral", "memory", "nvidia.com/gpu", "w", "x"}));
   EXPECT_EQ(r.Find("memory"), 2);
   EXPECT_EQ(r.Dense({{"memory", 5}, {"zzz", 1}}, -1)[2], 5);
   EXPECT_EQ(r.ToMap(std::vector<double>(6, 0)).size(), 6u);

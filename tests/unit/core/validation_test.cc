@@ -38,12 +38,17 @@ Snapshot BaseSnapshot() {
       .Taint("dedicated", "ml", "NoSchedule")
       .Node("n2", {{"cpu", 8000}})
       .Queue("dept")
-      .Queue("team-a", "dept").Deserved({{"cpu", 4000}, {"gpu", -1}}).Limit({{"cpu", -1}})
-      .Queue("team-b", "dept").Weight({{"gpu", 2}})
-      .Group("job-1", "team-a").Pod({{"cpu", 1000}}, "n1", PodPhase::kRunning)
+      .Queue("team-a", "dept")
+      .Deserved({{"cpu", 4000}, {"gpu", -1}})
+      .Limit({{"cpu", -1}})
+      .Queue("team-b", "dept")
+      .Weight({{"gpu", 2}})
+      .Group("job-1", "team-a")
+      .Pod({{"cpu", 1000}}, "n1", PodPhase::kRunning)
       .Tolerate("dedicated", "Equal", "ml", "NoSchedule")
       .Pod({{"cpu", 1000}})
-      .Group("job-2", "team-b").Pod({{"cpu", 500}})
+      .Group("job-2", "team-b")
+      .Pod({{"cpu", 500}})
       .Build();
 }
 
@@ -73,7 +78,9 @@ std::vector<InvalidCase> InvalidCases() {
       {"PlacementOutOfRange", [](Snapshot&, Policy& p) { p.placement = Raw<Placement>(3); },
        "policy.placement: "},
       {"ActionOutOfRange",
-       [](Snapshot&, Policy& p) { p.actions = {Action::kAllocate, Raw<Action>(5)}; },
+       [](Snapshot&, Policy& p) {
+         p.actions = {Action::kAllocate, Raw<Action>(5)};
+       },
        "policy.actions[1]: unknown enum value 5"},
       {"StrategyOutOfRange",
        [](Snapshot&, Policy& p) {
@@ -103,7 +110,9 @@ std::vector<InvalidCase> InvalidCases() {
        },
        "snapshot.pod_groups[0].pods[0].phase: "},
       {"ActionUnspecified",
-       [](Snapshot&, Policy& p) { p.actions = {Action::kAllocate, Action::kUnspecified}; },
+       [](Snapshot&, Policy& p) {
+         p.actions = {Action::kAllocate, Action::kUnspecified};
+       },
        "policy.actions[1]: "},
       {"ActionDuplicate",
        [](Snapshot&, Policy& p) {
@@ -137,14 +146,11 @@ std::vector<InvalidCase> InvalidCases() {
       {"KValueNegative", [](Snapshot&, Policy& p) { p.k_value = -0.5; }, "policy.k_value: "},
       {"KValueNaN", [](Snapshot&, Policy& p) { p.k_value = kNaN; }, "policy.k_value: "},
       {"KValueInfinite", [](Snapshot&, Policy& p) { p.k_value = kInf; }, "policy.k_value: "},
-      {"MultiplierBelowOne",
-       [](Snapshot&, Policy& p) { p.reclaimer_utilization_multiplier = 0.5; },
+      {"MultiplierBelowOne", [](Snapshot&, Policy& p) { p.reclaimer_utilization_multiplier = 0.5; },
        "policy.reclaimer_utilization_multiplier: "},
-      {"MultiplierNegative",
-       [](Snapshot&, Policy& p) { p.reclaimer_utilization_multiplier = -1; },
+      {"MultiplierNegative", [](Snapshot&, Policy& p) { p.reclaimer_utilization_multiplier = -1; },
        "policy.reclaimer_utilization_multiplier: "},
-      {"MultiplierNaN",
-       [](Snapshot&, Policy& p) { p.reclaimer_utilization_multiplier = kNaN; },
+      {"MultiplierNaN", [](Snapshot&, Policy& p) { p.reclaimer_utilization_multiplier = kNaN; },
        "policy.reclaimer_utilization_multiplier: "},
       {"MultiplierInfinite",
        [](Snapshot&, Policy& p) { p.reclaimer_utilization_multiplier = kInf; },
@@ -161,7 +167,10 @@ std::vector<InvalidCase> InvalidCases() {
 
       // ---- §1 rule 2: queues ----
       {"NowOutsideTimestampRange",
-       [](Snapshot& s, Policy&) { s.now = Timestamp{253402300800, 0}; }, "snapshot.now: "},
+       [](Snapshot& s, Policy&) {
+         s.now = Timestamp{253402300800, 0};
+       },
+       "snapshot.now: "},
       {"QueueEmptyName", [](Snapshot& s, Policy&) { s.queues[2].name = ""; },
        "snapshot.queues[2].name: "},
       {"QueueDuplicateNameReportsTheLaterOne",
@@ -238,16 +247,24 @@ std::vector<InvalidCase> InvalidCases() {
        [](Snapshot& s, Policy&) { s.queues[1].fair_sharing_weight = 1e-12; },
        "snapshot.queues[1].fair_sharing_weight: "},
       {"ReclaimMinRuntimeNegative",
-       [](Snapshot& s, Policy&) { s.queues[1].reclaim_min_runtime = Duration{-1, 0}; },
+       [](Snapshot& s, Policy&) {
+         s.queues[1].reclaim_min_runtime = Duration{-1, 0};
+       },
        "snapshot.queues[1].reclaim_min_runtime: "},
       {"PreemptMinRuntimeNegativeNanos",
-       [](Snapshot& s, Policy&) { s.queues[2].preempt_min_runtime = Duration{0, -5}; },
+       [](Snapshot& s, Policy&) {
+         s.queues[2].preempt_min_runtime = Duration{0, -5};
+       },
        "snapshot.queues[2].preempt_min_runtime: "},
       {"QueueCreationTimeBeforeYearOne",
-       [](Snapshot& s, Policy&) { s.queues[0].creation_time = Timestamp{-62135596801, 0}; },
+       [](Snapshot& s, Policy&) {
+         s.queues[0].creation_time = Timestamp{-62135596801, 0};
+       },
        "snapshot.queues[0].creation_time: "},
       {"QueueCreationTimeNanosOutOfRange",
-       [](Snapshot& s, Policy&) { s.queues[0].creation_time = Timestamp{0, 1000000000}; },
+       [](Snapshot& s, Policy&) {
+         s.queues[0].creation_time = Timestamp{0, 1000000000};
+       },
        "snapshot.queues[0].creation_time: "},
       {"KueueDeservedMinusOne",
        [](Snapshot&, Policy& p) { p.fairness_model = FairnessModel::kKueue; },
@@ -297,10 +314,14 @@ std::vector<InvalidCase> InvalidCases() {
       {"MinMemberNegative", [](Snapshot& s, Policy&) { s.pod_groups[0].min_member = -1; },
        "snapshot.pod_groups[0].min_member: "},
       {"GroupCreationTimeOutOfRange",
-       [](Snapshot& s, Policy&) { s.pod_groups[0].creation_time = Timestamp{0, -1}; },
+       [](Snapshot& s, Policy&) {
+         s.pod_groups[0].creation_time = Timestamp{0, -1};
+       },
        "snapshot.pod_groups[0].creation_time: "},
       {"GroupAdmissionTimeOutOfRange",
-       [](Snapshot& s, Policy&) { s.pod_groups[1].admission_time = Timestamp{1LL << 40, 0}; },
+       [](Snapshot& s, Policy&) {
+         s.pod_groups[1].admission_time = Timestamp{1LL << 40, 0};
+       },
        "snapshot.pod_groups[1].admission_time: "},
       {"PodEmptyName", [](Snapshot& s, Policy&) { s.pod_groups[0].pods[1].name = ""; },
        "snapshot.pod_groups[0].pods[1].name: "},
@@ -327,8 +348,7 @@ std::vector<InvalidCase> InvalidCases() {
          s.pod_groups[1].pods[0].node_name = "n1";
        },
        "snapshot.pod_groups[1].pods[0].node_name: "},
-      {"UnknownNode",
-       [](Snapshot& s, Policy&) { s.pod_groups[1].pods[0].node_name = "n9"; },
+      {"UnknownNode", [](Snapshot& s, Policy&) { s.pod_groups[1].pods[0].node_name = "n9"; },
        "snapshot.pod_groups[1].pods[0].node_name: unknown node \"n9\""},
       {"TolerationUnknownOperator",
        [](Snapshot& s, Policy&) { s.pod_groups[0].pods[0].tolerations[0].op = "In"; },
@@ -340,7 +360,9 @@ std::vector<InvalidCase> InvalidCases() {
        [](Snapshot& s, Policy&) { s.pod_groups[0].pods[0].tolerations[0].effect = "Never"; },
        "snapshot.pod_groups[0].pods[0].tolerations[0].effect: "},
       {"PodStartTimeOutOfRange",
-       [](Snapshot& s, Policy&) { s.pod_groups[0].pods[0].start_time = Timestamp{0, 2000000000}; },
+       [](Snapshot& s, Policy&) {
+         s.pod_groups[0].pods[0].start_time = Timestamp{0, 2000000000};
+       },
        "snapshot.pod_groups[0].pods[0].start_time: "},
       {"NodesAreCheckedBeforePodGroups",
        [](Snapshot& s, Policy&) {
@@ -353,7 +375,9 @@ std::vector<InvalidCase> InvalidCases() {
       {"UsageUnknownQueue", [](Snapshot& s, Policy&) { s.usage[0].queue = "team-x"; },
        "snapshot.usage[0].queue: unknown queue \"team-x\""},
       {"UsageDuplicateQueue",
-       [](Snapshot& s, Policy&) { s.usage.push_back(QueueUsage{"team-a", {}}); },
+       [](Snapshot& s, Policy&) {
+         s.usage.push_back(QueueUsage{"team-a", {}});
+       },
        "snapshot.usage[1].queue: "},
       {"UsageNegative", [](Snapshot& s, Policy&) { s.usage[0].usage["gpu"] = -1; },
        "snapshot.usage[0].usage[\"gpu\"]: "},
@@ -531,8 +555,7 @@ std::vector<ValidCase> ValidCases() {
       {"KValuePositive", [](Snapshot&, Policy& p) { p.k_value = 2.5; }},
       {"EveryActionOnce",
        [](Snapshot&, Policy& p) {
-         p.actions = {Action::kPreempt, Action::kReclaim, Action::kConsolidate,
-                      Action::kAllocate};
+         p.actions = {Action::kPreempt, Action::kReclaim, Action::kConsolidate, Action::kAllocate};
        }},
       {"StrategyFinalShareOnly",
        [](Snapshot&, Policy& p) {
@@ -561,7 +584,9 @@ std::vector<ValidCase> ValidCases() {
          s.queues[1].deserved["gpu"] = 4;
        }},
       {"UsageForParentQueue",
-       [](Snapshot& s, Policy&) { s.usage.push_back(QueueUsage{"dept", {{"gpu", 5}}}); }},
+       [](Snapshot& s, Policy&) {
+         s.usage.push_back(QueueUsage{"dept", {{"gpu", 5}}});
+       }},
       {"ZeroDurations",
        [](Snapshot& s, Policy&) {
          s.now.reset();
@@ -604,7 +629,9 @@ std::vector<ValidCase> ValidCases() {
          s.queues[2].lending_limit["cpu"] = 1e308;
        }},
       {"ScheduleWithNowAndMinRuntime",
-       [](Snapshot& s, Policy&) { s.queues[2].preempt_min_runtime = Duration{60, 0}; },
+       [](Snapshot& s, Policy&) {
+         s.queues[2].preempt_min_runtime = Duration{60, 0};
+       },
        RequestKind::kSchedule},
   };
 }

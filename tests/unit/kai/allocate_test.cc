@@ -33,7 +33,9 @@ TEST(Allocate, GangThatFitsOnlyPartlyPlacesNothing) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", Gpu(8))
                    .Queue("team")
-                   .Group("train", "team").MinMember(3).Pods(3, Gpu(4))
+                   .Group("train", "team")
+                   .MinMember(3)
+                   .Pods(3, Gpu(4))
                    .Build();
   ScheduleResult result = RunCycle(s, AllocateOnly());
   EXPECT_THAT(result.bindings, IsEmpty());
@@ -47,7 +49,9 @@ TEST(Allocate, GangThatFitsWholeIsPlacedWhole) {
                    .Node("n1", Gpu(8))
                    .Node("n2", Gpu(4))
                    .Queue("team")
-                   .Group("train", "team").MinMember(3).Pods(3, Gpu(4))
+                   .Group("train", "team")
+                   .MinMember(3)
+                   .Pods(3, Gpu(4))
                    .Build();
   ScheduleResult result = RunCycle(s, AllocateOnly());
   // Binpack: the first pod takes the fuller node n2, the others fill n1.
@@ -60,7 +64,8 @@ TEST(Allocate, GangUnitIsTheMissingPodsThenElasticGrowth) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", Gpu(3))
                    .Queue("team")
-                   .Group("train", "team").MinMember(2)
+                   .Group("train", "team")
+                   .MinMember(2)
                    .Pod(Gpu(1), "n1", PodPhase::kRunning, "a")
                    .Pod(Gpu(1), "", PodPhase::kPending, "b")
                    .Pod(Gpu(1), "", PodPhase::kPending, "c")
@@ -77,9 +82,12 @@ TEST(Allocate, GangUnitIsTheMissingPodsThenElasticGrowth) {
 TEST(Allocate, ElasticGroupsGrowOnePodAtATimeAndAlternate) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", Cpu(4000))
-                   .Queue("a").Queue("b")
-                   .Group("ja", "a").Pods(4, Cpu(1000))
-                   .Group("jb", "b").Pods(4, Cpu(1000))
+                   .Queue("a")
+                   .Queue("b")
+                   .Group("ja", "a")
+                   .Pods(4, Cpu(1000))
+                   .Group("jb", "b")
+                   .Pods(4, Cpu(1000))
                    .Build();
   ScheduleResult result = RunCycle(s, AllocateOnly());
   EXPECT_EQ(CountBound(result, "ja"), 2);
@@ -91,7 +99,9 @@ TEST(Allocate, GroupWithTooFewPodsIsGangIncomplete) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", Gpu(8))
                    .Queue("team")
-                   .Group("train", "team").MinMember(3).Pods(2, Gpu(1))
+                   .Group("train", "team")
+                   .MinMember(3)
+                   .Pods(2, Gpu(1))
                    .Pod(Gpu(1), "n1", PodPhase::kReleasing)
                    .Build();
   ScheduleResult result = RunCycle(s, AllocateOnly());
@@ -105,11 +115,15 @@ TEST(Allocate, GroupWithTooFewPodsIsGangIncomplete) {
 TEST(Allocate, LimitOfAnAncestorBlocksTheUnit) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", Cpu(16000))
-                   .Queue("dept").Limit(Cpu(5000))
+                   .Queue("dept")
+                   .Limit(Cpu(5000))
                    .Queue("team-a", "dept")
                    .Queue("team-b", "dept")
-                   .Group("running", "team-b").RunningPods(1, Cpu(3000), "n1")
-                   .Group("train", "team-a").MinMember(2).Pods(2, Cpu(2000))
+                   .Group("running", "team-b")
+                   .RunningPods(1, Cpu(3000), "n1")
+                   .Group("train", "team-a")
+                   .MinMember(2)
+                   .Pods(2, Cpu(2000))
                    .Build();
   ScheduleResult result = RunCycle(s, AllocateOnly());
   EXPECT_THAT(result.bindings, IsEmpty());
@@ -122,9 +136,12 @@ TEST(Allocate, LimitOfAnAncestorBlocksTheUnit) {
 TEST(Allocate, LimitIsCheckedOnlyForRequestedResources) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", {{"cpu", 8000}, {"nvidia.com/gpu", 4}})
-                   .Queue("team").Limit({{"nvidia.com/gpu", 0}})
-                   .Group("cpu-job", "team").Pods(1, Cpu(1000))
-                   .Group("gpu-job", "team").Pods(1, Gpu(1))
+                   .Queue("team")
+                   .Limit({{"nvidia.com/gpu", 0}})
+                   .Group("cpu-job", "team")
+                   .Pods(1, Cpu(1000))
+                   .Group("gpu-job", "team")
+                   .Pods(1, Gpu(1))
                    .Build();
   ScheduleResult result = RunCycle(s, AllocateOnly());
   EXPECT_THAT(Bindings(result), ElementsAre("cpu-job-0@n1"));
@@ -134,8 +151,10 @@ TEST(Allocate, LimitIsCheckedOnlyForRequestedResources) {
 TEST(Allocate, LimitStopsElasticGrowthAtTheCap) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", Cpu(16000))
-                   .Queue("team").Limit(Cpu(3000))
-                   .Group("web", "team").Pods(5, Cpu(1000))
+                   .Queue("team")
+                   .Limit(Cpu(3000))
+                   .Group("web", "team")
+                   .Pods(5, Cpu(1000))
                    .Build();
   ScheduleResult result = RunCycle(s, AllocateOnly());
   EXPECT_EQ(CountBound(result, "web"), 3);
@@ -146,10 +165,13 @@ TEST(Allocate, LimitStopsElasticGrowthAtTheCap) {
 TEST(Allocate, NonPreemptibleGroupOverDeservedStaysPending) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", Gpu(8))
-                   .Queue("team").Deserved(Gpu(4))
-                   .Group("np-running", "team").Preemptible(Preemptibility::kNonPreemptible)
+                   .Queue("team")
+                   .Deserved(Gpu(4))
+                   .Group("np-running", "team")
+                   .Preemptible(Preemptibility::kNonPreemptible)
                    .RunningPods(1, Gpu(3), "n1")
-                   .Group("np-new", "team").Preemptible(Preemptibility::kNonPreemptible)
+                   .Group("np-new", "team")
+                   .Preemptible(Preemptibility::kNonPreemptible)
                    .Pods(1, Gpu(2))
                    .Build();
   ScheduleResult result = RunCycle(s, AllocateOnly());
@@ -163,9 +185,13 @@ TEST(Allocate, NonPreemptibleGroupOverDeservedStaysPending) {
 TEST(Allocate, NonPreemptibleGroupMayRunWhileQueueIsAboveDeserved) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", Gpu(8))
-                   .Queue("team").Deserved(Gpu(4))
-                   .Group("preemptible", "team").RunningPods(5, Gpu(1), "n1")
-                   .Group("np-new", "team").Priority(100).Pods(1, Gpu(2))  // priority 100: NP
+                   .Queue("team")
+                   .Deserved(Gpu(4))
+                   .Group("preemptible", "team")
+                   .RunningPods(5, Gpu(1), "n1")
+                   .Group("np-new", "team")
+                   .Priority(100)
+                   .Pods(1, Gpu(2))  // priority 100: NP
                    .Build();
   ScheduleResult result = RunCycle(s, AllocateOnly());
   EXPECT_THAT(Bindings(result), ElementsAre("np-new-0@n1"));
@@ -174,8 +200,10 @@ TEST(Allocate, NonPreemptibleGroupMayRunWhileQueueIsAboveDeserved) {
 TEST(Allocate, PreemptibleGroupIgnoresTheNonPreemptibleQuota) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", Gpu(8))
-                   .Queue("team").Deserved(Gpu(1))
-                   .Group("job", "team").Pods(1, Gpu(4))
+                   .Queue("team")
+                   .Deserved(Gpu(1))
+                   .Group("job", "team")
+                   .Pods(1, Gpu(4))
                    .Build();
   ScheduleResult result = RunCycle(s, AllocateOnly());
   EXPECT_THAT(Bindings(result), ElementsAre("job-0@n1"));
@@ -184,9 +212,12 @@ TEST(Allocate, PreemptibleGroupIgnoresTheNonPreemptibleQuota) {
 TEST(Allocate, NonPreemptibleQuotaAppliesAtAncestors) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", Gpu(8))
-                   .Queue("dept").Deserved(Gpu(2))
-                   .Queue("team", "dept").Deserved(Gpu(-1))
-                   .Group("np", "team").Preemptible(Preemptibility::kNonPreemptible)
+                   .Queue("dept")
+                   .Deserved(Gpu(2))
+                   .Queue("team", "dept")
+                   .Deserved(Gpu(-1))
+                   .Group("np", "team")
+                   .Preemptible(Preemptibility::kNonPreemptible)
                    .Pods(1, Gpu(3))
                    .Build();
   ScheduleResult result = RunCycle(s, AllocateOnly());
@@ -201,7 +232,8 @@ TEST(Allocate, WithoutAllocateInTheActionsNothingIsPlaced) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", Gpu(8))
                    .Queue("team")
-                   .Group("job", "team").Pods(1, Gpu(1))
+                   .Group("job", "team")
+                   .Pods(1, Gpu(1))
                    .Build();
   ScheduleResult result = RunCycle(s, PolicyWith({Action::kPreempt}));
   EXPECT_THAT(result.bindings, IsEmpty());
@@ -212,7 +244,8 @@ TEST(Allocate, EmptyActionListMeansTheDefaultActions) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", Gpu(8))
                    .Queue("team")
-                   .Group("job", "team").Pods(1, Gpu(1))
+                   .Group("job", "team")
+                   .Pods(1, Gpu(1))
                    .Build();
   ScheduleResult result = RunCycle(s, Policy{});
   EXPECT_THAT(Bindings(result), ElementsAre("job-0@n1"));
@@ -222,8 +255,10 @@ TEST(Allocate, EmptyActionListMeansTheDefaultActions) {
 TEST(Allocate, QueuesAreTheFairShareAtTheStartOfTheCall) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", Gpu(8))
-                   .Queue("team").Deserved(Gpu(8))
-                   .Group("job", "team").Pods(1, Gpu(2))
+                   .Queue("team")
+                   .Deserved(Gpu(8))
+                   .Group("job", "team")
+                   .Pods(1, Gpu(2))
                    .Build();
   ScheduleResult result = RunCycle(s, AllocateOnly());
   ASSERT_EQ(result.queues.size(), 1u);

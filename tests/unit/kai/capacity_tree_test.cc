@@ -22,9 +22,8 @@ TEST(CapacityTreeTest, KeysOrderedLikePrioritiesDoNotRecursePerNode) {
   std::iota(members.begin(), members.end(), 0);
   // Slots by ascending priority; slot order[k] gets key k.
   std::vector<int> order = members;
-  std::sort(order.begin(), order.end(), [](int a, int b) {
-    return CapacityTree::Priority(a) < CapacityTree::Priority(b);
-  });
+  std::sort(order.begin(), order.end(),
+            [](int a, int b) { return CapacityTree::Priority(a) < CapacityTree::Priority(b); });
   std::vector<double> key(kNodes);
   for (int k = 0; k < kNodes; ++k) key[order[k]] = k;
   RunOnSmallStack(

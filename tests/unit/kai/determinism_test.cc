@@ -20,7 +20,8 @@ using ::arbiter::testing::SnapshotBuilder;
 Snapshot Busy() {
   SnapshotBuilder b;
   for (int n = 0; n < 12; ++n) {
-    b.Node("node-" + std::to_string(n), {{"cpu", 16000}, {"memory", 64}, {"nvidia.com/gpu", n % 3 == 0 ? 0.0 : 4.0}})
+    b.Node("node-" + std::to_string(n),
+           {{"cpu", 16000}, {"memory", 64}, {"nvidia.com/gpu", n % 3 == 0 ? 0.0 : 4.0}})
         .Label("zone", n % 2 == 0 ? "a" : "b");
     if (n == 5) b.Taint("dedicated", "infra", "NoSchedule");
     if (n == 7) b.Taint("spot", "true", "PreferNoSchedule");
@@ -39,7 +40,9 @@ Snapshot Busy() {
         .MinMember(g % 5 == 0 ? 3 : 1)
         .Created(g % 3);
     for (int p = 0; p < 1 + g % 4; ++p) {
-      b.Pod({{"cpu", 1000.0 * (1 + g % 3)}, {"memory", 2}, {"nvidia.com/gpu", g % 2 == 0 ? 1.0 : 0.0}});
+      b.Pod({{"cpu", 1000.0 * (1 + g % 3)},
+             {"memory", 2},
+             {"nvidia.com/gpu", g % 2 == 0 ? 1.0 : 0.0}});
       if (g % 7 == 0) b.Selector("zone", "b");
       if (g % 6 == 0) b.Tolerate("dedicated", "Exists", "", "");
     }
@@ -76,7 +79,8 @@ TEST(Determinism, PermutedInputGivesEqualResults) {
       std::shuffle(permuted.pod_groups.begin(), permuted.pod_groups.end(), rng);
       for (PodGroup& group : permuted.pod_groups) {
         std::shuffle(group.pods.begin(), group.pods.end(), rng);
-        for (Pod& pod : group.pods) std::shuffle(pod.tolerations.begin(), pod.tolerations.end(), rng);
+        for (Pod& pod : group.pods)
+          std::shuffle(pod.tolerations.begin(), pod.tolerations.end(), rng);
       }
       for (Node& node : permuted.nodes) std::shuffle(node.taints.begin(), node.taints.end(), rng);
       EXPECT_EQ(Describe(RunCycle(permuted, Placing(placement))), expected) << "seed " << seed;

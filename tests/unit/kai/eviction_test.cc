@@ -25,11 +25,16 @@ using ::testing::IsEmpty;
 
 std::string ReasonName(EvictionReason reason) {
   switch (reason) {
-    case EvictionReason::kFairShareReclaim: return "FAIR_SHARE_RECLAIM";
-    case EvictionReason::kQuotaReclaim: return "QUOTA_RECLAIM";
-    case EvictionReason::kPriorityPreemption: return "PRIORITY_PREEMPTION";
-    case EvictionReason::kConsolidation: return "CONSOLIDATION";
-    default: return "OTHER";
+    case EvictionReason::kFairShareReclaim:
+      return "FAIR_SHARE_RECLAIM";
+    case EvictionReason::kQuotaReclaim:
+      return "QUOTA_RECLAIM";
+    case EvictionReason::kPriorityPreemption:
+      return "PRIORITY_PREEMPTION";
+    case EvictionReason::kConsolidation:
+      return "CONSOLIDATION";
+    default:
+      return "OTHER";
   }
 }
 
@@ -51,9 +56,12 @@ const std::vector<Action> kAllocateReclaim = {Action::kAllocate, Action::kReclai
 SnapshotBuilder Borrowed() {
   SnapshotBuilder b;
   b.Node("n1", Gpu(8))
-      .Queue("team-a").Deserved(Gpu(4))
-      .Queue("team-b").Deserved(Gpu(4))
-      .Group("borrower", "team-b").RunningPods(4, Gpu(2), "n1");
+      .Queue("team-a")
+      .Deserved(Gpu(4))
+      .Queue("team-b")
+      .Deserved(Gpu(4))
+      .Group("borrower", "team-b")
+      .RunningPods(4, Gpu(2), "n1");
   return b;
 }
 
@@ -61,9 +69,13 @@ SnapshotBuilder Borrowed() {
 SnapshotBuilder GangHoldsTheNode() {
   SnapshotBuilder b;
   b.Node("n1", Gpu(8))
-      .Queue("team-a").Deserved(Gpu(4))
-      .Queue("team-b").Deserved(Gpu(4))
-      .Group("gang", "team-b").MinMember(4).RunningPods(4, Gpu(2), "n1");
+      .Queue("team-a")
+      .Deserved(Gpu(4))
+      .Queue("team-b")
+      .Deserved(Gpu(4))
+      .Group("gang", "team-b")
+      .MinMember(4)
+      .RunningPods(4, Gpu(2), "n1");
   return b;
 }
 
@@ -71,9 +83,12 @@ SnapshotBuilder GangHoldsTheNode() {
 SnapshotBuilder NonPreemptibleBorrower() {
   SnapshotBuilder b;
   b.Node("n1", Gpu(8))
-      .Queue("team-a").Deserved(Gpu(4))
-      .Queue("team-b").Deserved(Gpu(4))
-      .Group("borrower", "team-b").Preemptible(Preemptibility::kNonPreemptible)
+      .Queue("team-a")
+      .Deserved(Gpu(4))
+      .Queue("team-b")
+      .Deserved(Gpu(4))
+      .Group("borrower", "team-b")
+      .Preemptible(Preemptibility::kNonPreemptible)
       .RunningPods(4, Gpu(2), "n1");
   return b;
 }
@@ -108,11 +123,18 @@ TEST(Reclaim, AOnePodPerNodeReclaimerTakesDistinctNodes) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", Gpu(4))
                    .Node("n2", Gpu(4))
-                   .Queue("team-a").Deserved(Gpu(4))
-                   .Queue("team-b").Deserved(Gpu(4))
-                   .Group("b1", "team-b").RunningPods(4, Gpu(1), "n1")
-                   .Group("b2", "team-b").RunningPods(4, Gpu(1), "n2")
-                   .Group("job", "team-a").MinMember(2).OnePodPerNode().Pods(2, Gpu(2))
+                   .Queue("team-a")
+                   .Deserved(Gpu(4))
+                   .Queue("team-b")
+                   .Deserved(Gpu(4))
+                   .Group("b1", "team-b")
+                   .RunningPods(4, Gpu(1), "n1")
+                   .Group("b2", "team-b")
+                   .RunningPods(4, Gpu(1), "n2")
+                   .Group("job", "team-a")
+                   .MinMember(2)
+                   .OnePodPerNode()
+                   .Pods(2, Gpu(2))
                    .Build();
   ScheduleResult result = RunCycle(s, Actions(kAllocateReclaim));
   ASSERT_EQ(result.bindings.size(), 2u);
@@ -131,10 +153,14 @@ TEST(Reclaim, QuotaReclaimWhenVictimIsAboveDeservedOnly) {
   Snapshot s = SnapshotBuilder()
                    .Capacity(Gpu(16))
                    .Node("n1", Gpu(8))
-                   .Queue("team-a").Deserved(Gpu(4))
-                   .Queue("team-b").Deserved(Gpu(2))
-                   .Group("borrower", "team-b").RunningPods(6, Gpu(1), "n1")
-                   .Group("job", "team-a").Pods(1, Gpu(4))
+                   .Queue("team-a")
+                   .Deserved(Gpu(4))
+                   .Queue("team-b")
+                   .Deserved(Gpu(2))
+                   .Group("borrower", "team-b")
+                   .RunningPods(6, Gpu(1), "n1")
+                   .Group("job", "team-a")
+                   .Pods(1, Gpu(4))
                    .Build();
   ScheduleResult result = RunCycle(s, Actions(kAllocateReclaim));
   EXPECT_THAT(Bindings(result), ElementsAre("job-0@n1+"));
@@ -171,10 +197,17 @@ TEST(Reclaim, MinRuntimeProtectsAGang) {
   Snapshot s = SnapshotBuilder()
                    .Now(1000)
                    .Node("n1", Gpu(8))
-                   .Queue("team-a").Deserved(Gpu(4))
-                   .Queue("team-b").Deserved(Gpu(4)).ReclaimMinRuntime(600)
-                   .Group("gang", "team-b").MinMember(4).RunningPods(4, Gpu(2), "n1").Started(900)
-                   .Group("job", "team-a").Pods(1, Gpu(2))
+                   .Queue("team-a")
+                   .Deserved(Gpu(4))
+                   .Queue("team-b")
+                   .Deserved(Gpu(4))
+                   .ReclaimMinRuntime(600)
+                   .Group("gang", "team-b")
+                   .MinMember(4)
+                   .RunningPods(4, Gpu(2), "n1")
+                   .Started(900)
+                   .Group("job", "team-a")
+                   .Pods(1, Gpu(2))
                    .Build();
   EXPECT_THAT(RunCycle(s, Actions(kAllocateReclaim)).evictions, IsEmpty());
   s.now = Timestamp{1600, 0};  // the runtime is over
@@ -186,14 +219,23 @@ TEST(Reclaim, MinRuntimeLetsAnElasticGroupShrinkToMinMember) {
   Snapshot s = SnapshotBuilder()
                    .Now(1000)
                    .Node("n1", Gpu(8))
-                   .Queue("team-a").Deserved(Gpu(4))
-                   .Queue("team-b").Deserved(Gpu(4)).ReclaimMinRuntime(600)
-                   .Group("elastic", "team-b").MinMember(3)
-                   .Pod(Gpu(2), "n1", PodPhase::kRunning).Started(900)
-                   .Pod(Gpu(2), "n1", PodPhase::kRunning).Started(900)
-                   .Pod(Gpu(2), "n1", PodPhase::kRunning).Started(900)
-                   .Pod(Gpu(2), "n1", PodPhase::kRunning).Started(900)
-                   .Group("job", "team-a").Pods(2, Gpu(2))
+                   .Queue("team-a")
+                   .Deserved(Gpu(4))
+                   .Queue("team-b")
+                   .Deserved(Gpu(4))
+                   .ReclaimMinRuntime(600)
+                   .Group("elastic", "team-b")
+                   .MinMember(3)
+                   .Pod(Gpu(2), "n1", PodPhase::kRunning)
+                   .Started(900)
+                   .Pod(Gpu(2), "n1", PodPhase::kRunning)
+                   .Started(900)
+                   .Pod(Gpu(2), "n1", PodPhase::kRunning)
+                   .Started(900)
+                   .Pod(Gpu(2), "n1", PodPhase::kRunning)
+                   .Started(900)
+                   .Group("job", "team-a")
+                   .Pods(2, Gpu(2))
                    .Build();
   ScheduleResult result = RunCycle(s, Actions(kAllocateReclaim));
   // One pod may go (4 -> 3 = min_member); the second pod of job would need another.
@@ -209,15 +251,24 @@ TEST(Reclaim, MinRuntimeLetsAnElasticGroupShrinkToMinMember) {
 Snapshot SaturationCluster() {
   return SnapshotBuilder()
       .Capacity(Gpu(8))
-      .Node("n1", Gpu(10)).Node("n2", Gpu(4))
-      .Queue("dept-a").Deserved(Gpu(4))
-      .Queue("dept-b").Deserved(Gpu(4))
-      .Queue("team-a1", "dept-a").Deserved(Gpu(2))
-      .Queue("team-a2", "dept-a").Deserved(Gpu(2))
-      .Queue("team-b", "dept-b").Deserved(Gpu(4))
-      .Group("b-run", "team-b").RunningPods(5, Gpu(2), "n1")
-      .Group("a2-run", "team-a2").RunningPods(2, Gpu(2), "n2")
-      .Group("job", "team-a1").Pods(1, Gpu(2))
+      .Node("n1", Gpu(10))
+      .Node("n2", Gpu(4))
+      .Queue("dept-a")
+      .Deserved(Gpu(4))
+      .Queue("dept-b")
+      .Deserved(Gpu(4))
+      .Queue("team-a1", "dept-a")
+      .Deserved(Gpu(2))
+      .Queue("team-a2", "dept-a")
+      .Deserved(Gpu(2))
+      .Queue("team-b", "dept-b")
+      .Deserved(Gpu(4))
+      .Group("b-run", "team-b")
+      .RunningPods(5, Gpu(2), "n1")
+      .Group("a2-run", "team-a2")
+      .RunningPods(2, Gpu(2), "n2")
+      .Group("job", "team-a1")
+      .Pods(1, Gpu(2))
       .Build();
 }
 
@@ -239,12 +290,19 @@ TEST(Reclaim, SaturationGuardWithLargerMultiplierRejects) {
 // (CONSOLIDATION plus a binding) instead of being reclaimed; without it every victim is evicted.
 TEST(Reclaim, ConsolidatingReclaimMovesVictimsThatFitElsewhere) {
   Snapshot s = SnapshotBuilder()
-                   .Node("n1", Gpu(4)).Label("zone", "a")
-                   .Node("n2", Gpu(4)).Label("zone", "b")
-                   .Queue("team-a").Deserved(Gpu(4))
-                   .Queue("team-b").Deserved(Gpu(2))
-                   .Group("borrower", "team-b").RunningPods(2, Gpu(2), "n1")
-                   .Group("job", "team-a").Pod(Gpu(4)).Selector("zone", "a")
+                   .Node("n1", Gpu(4))
+                   .Label("zone", "a")
+                   .Node("n2", Gpu(4))
+                   .Label("zone", "b")
+                   .Queue("team-a")
+                   .Deserved(Gpu(4))
+                   .Queue("team-b")
+                   .Deserved(Gpu(2))
+                   .Group("borrower", "team-b")
+                   .RunningPods(2, Gpu(2), "n1")
+                   .Group("job", "team-a")
+                   .Pod(Gpu(4))
+                   .Selector("zone", "a")
                    .Build();
   Policy policy = Actions(kAllocateReclaim);
   ScheduleResult moved = RunCycle(s, policy);
@@ -264,17 +322,23 @@ TEST(Reclaim, LastVictimMayTakeTheQueueBelowItsShare) {
   // The strategy test precedes each subtraction (§4.10): team-b at 4 (fair share 4, deserved 2)
   // is above deserved when its one 4-GPU pod is judged, and ends at 0: quota reclaim.
   Snapshot s = SnapshotBuilder()
-                   .Node("n1", Gpu(4)).Label("zone", "a")
-                   .Node("n2", Gpu(4)).Label("zone", "b")
-                   .Queue("team-a").Deserved(Gpu(4))
-                   .Queue("team-b").Deserved(Gpu(2))
-                   .Group("borrower", "team-b").RunningPods(1, Gpu(4), "n1")
-                   .Group("job", "team-a").Pod(Gpu(4)).Selector("zone", "a")
+                   .Node("n1", Gpu(4))
+                   .Label("zone", "a")
+                   .Node("n2", Gpu(4))
+                   .Label("zone", "b")
+                   .Queue("team-a")
+                   .Deserved(Gpu(4))
+                   .Queue("team-b")
+                   .Deserved(Gpu(2))
+                   .Group("borrower", "team-b")
+                   .RunningPods(1, Gpu(4), "n1")
+                   .Group("job", "team-a")
+                   .Pod(Gpu(4))
+                   .Selector("zone", "a")
                    .Build();
   Policy policy = Actions(kAllocateReclaim);
   policy.consolidating_reclaim = false;
-  EXPECT_THAT(Evictions(RunCycle(s, policy)),
-              ElementsAre("borrower-0@n1 QUOTA_RECLAIM for job"));
+  EXPECT_THAT(Evictions(RunCycle(s, policy)), ElementsAre("borrower-0@n1 QUOTA_RECLAIM for job"));
 }
 
 // §6: a failed eviction action with no earlier reason records the placement reason it ended on.
@@ -290,11 +354,13 @@ TEST(Reclaim, FailureWithoutEarlierReasonRecordsThePlacementReason) {
 TEST(Reclaim, UnitThatNeedsNoVictimIsLeftToAllocate) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", Gpu(8))
-                   .Queue("team-a").Deserved(Gpu(4))
-                   .Group("job", "team-a").Pods(1, Gpu(2))
+                   .Queue("team-a")
+                   .Deserved(Gpu(4))
+                   .Group("job", "team-a")
+                   .Pods(1, Gpu(2))
                    .Build();
-  ScheduleResult result = RunCycle(s, Actions({Action::kReclaim, Action::kPreempt,
-                                               Action::kConsolidate}));
+  ScheduleResult result =
+      RunCycle(s, Actions({Action::kReclaim, Action::kPreempt, Action::kConsolidate}));
   EXPECT_THAT(result.bindings, IsEmpty());
   EXPECT_THAT(Pending(result), ElementsAre("job:not-attempted"));
 }
@@ -307,14 +373,21 @@ TEST(Reclaim, NonPreemptibleReclaimerBlockedByAnAncestorsNonPreemptibleWork) {
   const ResourceMap node = {{"cpu", 8}, {"nvidia.com/gpu", 8}};
   Snapshot s = SnapshotBuilder()
                    .Node("n1", node)
-                   .Queue("dept").Deserved({{"cpu", 4}, {"nvidia.com/gpu", 2}})
-                   .Queue("dept-a", "dept").Deserved({{"cpu", 4}, {"nvidia.com/gpu", 0}})
-                   .Queue("dept-b", "dept").Deserved({{"cpu", 0}, {"nvidia.com/gpu", 2}})
-                   .Queue("other").Deserved({{"cpu", 0}, {"nvidia.com/gpu", 0}})
-                   .Group("serving", "dept-b").Preemptible(Preemptibility::kNonPreemptible)
+                   .Queue("dept")
+                   .Deserved({{"cpu", 4}, {"nvidia.com/gpu", 2}})
+                   .Queue("dept-a", "dept")
+                   .Deserved({{"cpu", 4}, {"nvidia.com/gpu", 0}})
+                   .Queue("dept-b", "dept")
+                   .Deserved({{"cpu", 0}, {"nvidia.com/gpu", 2}})
+                   .Queue("other")
+                   .Deserved({{"cpu", 0}, {"nvidia.com/gpu", 0}})
+                   .Group("serving", "dept-b")
+                   .Preemptible(Preemptibility::kNonPreemptible)
                    .RunningPods(1, Gpu(4), "n1")
-                   .Group("borrower", "other").RunningPods(8, {{"cpu", 1}}, "n1")
-                   .Group("job", "dept-a").Preemptible(Preemptibility::kNonPreemptible)
+                   .Group("borrower", "other")
+                   .RunningPods(8, {{"cpu", 1}}, "n1")
+                   .Group("job", "dept-a")
+                   .Preemptible(Preemptibility::kNonPreemptible)
                    .Pods(1, {{"cpu", 2}})
                    .Build();
   ExpectReclaimRefused(RunCycle(s, Actions(kAllocateReclaim)),
@@ -329,8 +402,10 @@ TEST(Reclaim, NonPreemptibleReclaimerBlockedByAnAncestorsNonPreemptibleWork) {
 // reclaimer of the same shape with it.)
 TEST(Reclaim, UnitThatFitsOnCapacityReleasedByAnEarlierReclaimIsPlaced) {
   Snapshot s = GangHoldsTheNode()
-                   .Group("job-1", "team-a").Pods(1, Gpu(2))
-                   .Group("job-2", "team-a").Pods(1, Gpu(2))
+                   .Group("job-1", "team-a")
+                   .Pods(1, Gpu(2))
+                   .Group("job-2", "team-a")
+                   .Pods(1, Gpu(2))
                    .Build();
   ScheduleResult result = RunCycle(s, Actions(kAllocateReclaim));
   EXPECT_THAT(Bindings(result), ElementsAre("job-1-0@n1+", "job-2-0@n1+"));
@@ -344,8 +419,10 @@ TEST(Reclaim, UnitThatFitsOnCapacityReleasedByAnEarlierReclaimIsPlaced) {
 // When ALLOCATE comes later in the list, the unit that needs no victim is left to it.
 TEST(Reclaim, UnitThatNeedsNoVictimIsLeftToALaterAllocate) {
   Snapshot s = GangHoldsTheNode()
-                   .Group("job-1", "team-a").Pods(1, Gpu(2))
-                   .Group("job-2", "team-a").Pods(1, Gpu(2))
+                   .Group("job-1", "team-a")
+                   .Pods(1, Gpu(2))
+                   .Group("job-2", "team-a")
+                   .Pods(1, Gpu(2))
                    .Build();
   ScheduleResult result = RunCycle(s, Actions({Action::kReclaim, Action::kAllocate}));
   EXPECT_THAT(Bindings(result), ElementsAre("job-1-0@n1+", "job-2-0@n1+"));
@@ -361,9 +438,15 @@ TEST(Reclaim, UnitThatNeedsNoVictimIsLeftToALaterAllocate) {
 TEST(Preempt, VictimsUnderTheLimitedQueueLiftItsLimit) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", Gpu(8))
-                   .Queue("team").Deserved(Gpu(4)).Limit(Gpu(4))
-                   .Group("low", "team").Priority(10).RunningPods(4, Gpu(1), "n1")
-                   .Group("high", "team").Priority(50).Pods(1, Gpu(2))
+                   .Queue("team")
+                   .Deserved(Gpu(4))
+                   .Limit(Gpu(4))
+                   .Group("low", "team")
+                   .Priority(10)
+                   .RunningPods(4, Gpu(1), "n1")
+                   .Group("high", "team")
+                   .Priority(50)
+                   .Pods(1, Gpu(2))
                    .Build();
   ScheduleResult result = RunCycle(s, Actions({Action::kAllocate, Action::kPreempt}));
   EXPECT_THAT(Bindings(result), ElementsAre("high-0@n1+"));
@@ -375,9 +458,14 @@ TEST(Preempt, VictimsUnderTheLimitedQueueLiftItsLimit) {
 TEST(Preempt, HigherPriorityJobEvictsLowerPriorityInTheSameQueue) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", Gpu(4))
-                   .Queue("team").Deserved(Gpu(4))
-                   .Group("low", "team").Priority(10).RunningPods(2, Gpu(2), "n1")
-                   .Group("high", "team").Priority(50).Pods(1, Gpu(2))
+                   .Queue("team")
+                   .Deserved(Gpu(4))
+                   .Group("low", "team")
+                   .Priority(10)
+                   .RunningPods(2, Gpu(2), "n1")
+                   .Group("high", "team")
+                   .Priority(50)
+                   .Pods(1, Gpu(2))
                    .Build();
   ScheduleResult result = RunCycle(s, Actions({Action::kAllocate, Action::kPreempt}));
   EXPECT_THAT(Bindings(result), ElementsAre("high-0@n1+"));
@@ -389,8 +477,12 @@ TEST(Preempt, EqualPriorityIsNotPreempted) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", Gpu(4))
                    .Queue("team")
-                   .Group("a", "team").Priority(10).RunningPods(2, Gpu(2), "n1")
-                   .Group("b", "team").Priority(10).Pods(1, Gpu(2))
+                   .Group("a", "team")
+                   .Priority(10)
+                   .RunningPods(2, Gpu(2), "n1")
+                   .Group("b", "team")
+                   .Priority(10)
+                   .Pods(1, Gpu(2))
                    .Build();
   EXPECT_THAT(RunCycle(s, Actions({Action::kPreempt})).evictions, IsEmpty());
 }
@@ -398,9 +490,14 @@ TEST(Preempt, EqualPriorityIsNotPreempted) {
 TEST(Preempt, OtherQueuesAreNotPreempted) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", Gpu(4))
-                   .Queue("team-a").Queue("team-b")
-                   .Group("low", "team-b").Priority(1).RunningPods(2, Gpu(2), "n1")
-                   .Group("high", "team-a").Priority(50).Pods(1, Gpu(2))
+                   .Queue("team-a")
+                   .Queue("team-b")
+                   .Group("low", "team-b")
+                   .Priority(1)
+                   .RunningPods(2, Gpu(2), "n1")
+                   .Group("high", "team-a")
+                   .Priority(50)
+                   .Pods(1, Gpu(2))
                    .Build();
   EXPECT_THAT(RunCycle(s, Actions({Action::kPreempt})).evictions, IsEmpty());
 }
@@ -409,10 +506,16 @@ TEST(Preempt, PreemptMinRuntimeProtects) {
   Snapshot s = SnapshotBuilder()
                    .Now(100)
                    .Node("n1", Gpu(4))
-                   .Queue("team").PreemptMinRuntime(300)
-                   .Group("low", "team").Priority(10).MinMember(2).RunningPods(2, Gpu(2), "n1")
+                   .Queue("team")
+                   .PreemptMinRuntime(300)
+                   .Group("low", "team")
+                   .Priority(10)
+                   .MinMember(2)
+                   .RunningPods(2, Gpu(2), "n1")
                    .Started(0)
-                   .Group("high", "team").Priority(50).Pods(1, Gpu(2))
+                   .Group("high", "team")
+                   .Priority(50)
+                   .Pods(1, Gpu(2))
                    .Build();
   EXPECT_THAT(RunCycle(s, Actions({Action::kPreempt})).evictions, IsEmpty());
 }
@@ -422,11 +525,15 @@ TEST(Preempt, PreemptMinRuntimeProtects) {
 // Two 4-GPU nodes each hold one 2-GPU pod: moving one frees a whole node for a 4-GPU job.
 TEST(Consolidate, MovesPodsSoThatAFragmentedJobFits) {
   Snapshot s = SnapshotBuilder()
-                   .Node("n1", Gpu(4)).Node("n2", Gpu(4))
+                   .Node("n1", Gpu(4))
+                   .Node("n2", Gpu(4))
                    .Queue("team")
-                   .Group("a", "team").RunningPods(1, Gpu(2), "n1")
-                   .Group("b", "team").RunningPods(1, Gpu(2), "n2")
-                   .Group("big", "team").Pods(1, Gpu(4))
+                   .Group("a", "team")
+                   .RunningPods(1, Gpu(2), "n1")
+                   .Group("b", "team")
+                   .RunningPods(1, Gpu(2), "n2")
+                   .Group("big", "team")
+                   .Pods(1, Gpu(4))
                    .Build();
   ScheduleResult result = RunCycle(s, Actions({Action::kAllocate, Action::kConsolidate}));
   ASSERT_EQ(result.evictions.size(), 1u);
@@ -440,11 +547,15 @@ TEST(Consolidate, MovesPodsSoThatAFragmentedJobFits) {
 
 TEST(Consolidate, SkippedWhenTheClusterLacksTheResourceInAll) {
   Snapshot s = SnapshotBuilder()
-                   .Node("n1", Gpu(4)).Node("n2", Gpu(4))
+                   .Node("n1", Gpu(4))
+                   .Node("n2", Gpu(4))
                    .Queue("team")
-                   .Group("a", "team").RunningPods(1, Gpu(3), "n1")
-                   .Group("b", "team").RunningPods(1, Gpu(3), "n2")
-                   .Group("big", "team").Pods(1, Gpu(4))
+                   .Group("a", "team")
+                   .RunningPods(1, Gpu(3), "n1")
+                   .Group("b", "team")
+                   .RunningPods(1, Gpu(3), "n2")
+                   .Group("big", "team")
+                   .Pods(1, Gpu(4))
                    .Build();
   ScheduleResult result = RunCycle(s, Actions({Action::kAllocate, Action::kConsolidate}));
   EXPECT_THAT(result.evictions, IsEmpty());
@@ -455,11 +566,17 @@ TEST(Consolidate, SkippedWhenTheClusterLacksTheResourceInAll) {
 
 TEST(Consolidate, NothingMovesWithoutPreemptibleVictims) {
   Snapshot s = SnapshotBuilder()
-                   .Node("n1", Gpu(4)).Node("n2", Gpu(4))
+                   .Node("n1", Gpu(4))
+                   .Node("n2", Gpu(4))
                    .Queue("team")
-                   .Group("a", "team").Priority(100).RunningPods(1, Gpu(2), "n1")
-                   .Group("b", "team").Priority(100).RunningPods(1, Gpu(2), "n2")
-                   .Group("big", "team").Pods(1, Gpu(4))
+                   .Group("a", "team")
+                   .Priority(100)
+                   .RunningPods(1, Gpu(2), "n1")
+                   .Group("b", "team")
+                   .Priority(100)
+                   .RunningPods(1, Gpu(2), "n2")
+                   .Group("big", "team")
+                   .Pods(1, Gpu(4))
                    .Build();
   ScheduleResult result = RunCycle(s, Actions({Action::kAllocate, Action::kConsolidate}));
   EXPECT_THAT(result.evictions, IsEmpty());
@@ -469,11 +586,15 @@ TEST(Consolidate, NothingMovesWithoutPreemptibleVictims) {
 
 TEST(Consolidate, ZeroMaxPreempteesDisablesIt) {
   Snapshot s = SnapshotBuilder()
-                   .Node("n1", Gpu(4)).Node("n2", Gpu(4))
+                   .Node("n1", Gpu(4))
+                   .Node("n2", Gpu(4))
                    .Queue("team")
-                   .Group("a", "team").RunningPods(1, Gpu(2), "n1")
-                   .Group("b", "team").RunningPods(1, Gpu(2), "n2")
-                   .Group("big", "team").Pods(1, Gpu(4))
+                   .Group("a", "team")
+                   .RunningPods(1, Gpu(2), "n1")
+                   .Group("b", "team")
+                   .RunningPods(1, Gpu(2), "n2")
+                   .Group("big", "team")
+                   .Pods(1, Gpu(4))
                    .Build();
   Policy policy = Actions({Action::kAllocate, Action::kConsolidate});
   policy.max_consolidation_preemptees = 0;
@@ -482,14 +603,18 @@ TEST(Consolidate, ZeroMaxPreempteesDisablesIt) {
 
 TEST(Consolidate, NonPreemptibleCandidateIsNotConsolidatedFor) {
   Snapshot s = SnapshotBuilder()
-                   .Node("n1", Gpu(4)).Node("n2", Gpu(4))
+                   .Node("n1", Gpu(4))
+                   .Node("n2", Gpu(4))
                    .Queue("team")
-                   .Group("a", "team").RunningPods(1, Gpu(2), "n1")
-                   .Group("b", "team").RunningPods(1, Gpu(2), "n2")
-                   .Group("big", "team").Priority(100).Pods(1, Gpu(4))
+                   .Group("a", "team")
+                   .RunningPods(1, Gpu(2), "n1")
+                   .Group("b", "team")
+                   .RunningPods(1, Gpu(2), "n2")
+                   .Group("big", "team")
+                   .Priority(100)
+                   .Pods(1, Gpu(4))
                    .Build();
-  EXPECT_THAT(RunCycle(s, Actions({Action::kAllocate, Action::kConsolidate})).evictions,
-              IsEmpty());
+  EXPECT_THAT(RunCycle(s, Actions({Action::kAllocate, Action::kConsolidate})).evictions, IsEmpty());
 }
 
 }  // namespace

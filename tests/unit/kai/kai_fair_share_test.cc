@@ -65,12 +65,18 @@ Shares SharesOf(const Snapshot& snapshot, const std::string& resource = "gpu",
 TEST(KaiFairShareTest, SemanticsExampleRemainderCappedByRequest) {
   Snapshot s = SnapshotBuilder()
                    .Capacity({{"gpu", 7}})
-                   .Queue("a").QueueCreated(1)
-                   .Queue("b").QueueCreated(2)
-                   .Queue("c").QueueCreated(3)
-                   .Group("ja", "a").Pod({{"gpu", 2.5}})
-                   .Group("jb", "b").Pod({{"gpu", 50}})
-                   .Group("jc", "c").Pod({{"gpu", 50}})
+                   .Queue("a")
+                   .QueueCreated(1)
+                   .Queue("b")
+                   .QueueCreated(2)
+                   .Queue("c")
+                   .QueueCreated(3)
+                   .Group("ja", "a")
+                   .Pod({{"gpu", 2.5}})
+                   .Group("jb", "b")
+                   .Pod({{"gpu", 50}})
+                   .Group("jc", "c")
+                   .Pod({{"gpu", 50}})
                    .Build();
   EXPECT_EQ(SharesOf(s), (Shares{{"a", 2.5}, {"b", 2.5}, {"c", 2}}));
 }
@@ -80,12 +86,17 @@ TEST(KaiFairShareTest, SemanticsExampleRemainderCappedByRequest) {
 TEST(KaiFairShareTest, SeedDeservedFirstThenSurplusByWeight) {
   Snapshot s = SnapshotBuilder()
                    .Capacity({{"gpu", 11}})
-                   .Queue("a").Deserved({{"gpu", 4}})
-                   .Queue("b").Deserved({{"gpu", 3}})
+                   .Queue("a")
+                   .Deserved({{"gpu", 4}})
+                   .Queue("b")
+                   .Deserved({{"gpu", 3}})
                    .Queue("c")
-                   .Group("ja", "a").Pod({{"gpu", 4}})
-                   .Group("jb", "b").Pod({{"gpu", 10}})
-                   .Group("jc", "c").Pod({{"gpu", 10}})
+                   .Group("ja", "a")
+                   .Pod({{"gpu", 4}})
+                   .Group("jb", "b")
+                   .Pod({{"gpu", 10}})
+                   .Group("jc", "c")
+                   .Pod({{"gpu", 10}})
                    .Build();
   EXPECT_EQ(SharesOf(s), (Shares{{"a", 4}, {"b", 5}, {"c", 2}}));
 }
@@ -94,10 +105,14 @@ TEST(KaiFairShareTest, SeedDeservedFirstThenSurplusByWeight) {
 TEST(KaiFairShareTest, SeedSurplusProportionalToWeight) {
   Snapshot s = SnapshotBuilder()
                    .Capacity({{"gpu", 12}})
-                   .Queue("a").Weight({{"gpu", 1}})
-                   .Queue("b").Weight({{"gpu", 3}})
-                   .Group("ja", "a").Pod({{"gpu", 20}})
-                   .Group("jb", "b").Pod({{"gpu", 20}})
+                   .Queue("a")
+                   .Weight({{"gpu", 1}})
+                   .Queue("b")
+                   .Weight({{"gpu", 3}})
+                   .Group("ja", "a")
+                   .Pod({{"gpu", 20}})
+                   .Group("jb", "b")
+                   .Pod({{"gpu", 20}})
                    .Build();
   EXPECT_EQ(SharesOf(s), (Shares{{"a", 3}, {"b", 9}}));
 }
@@ -108,10 +123,15 @@ TEST(KaiFairShareTest, SeedSurplusProportionalToWeight) {
 TEST(KaiFairShareTest, SeedSatisfiedQueueLeavesTheRestToOthers) {
   Snapshot s = SnapshotBuilder()
                    .Capacity({{"gpu", 9}})
-                   .Queue("a").Queue("b").Queue("c")
-                   .Group("ja", "a").Pod({{"gpu", 1}})
-                   .Group("jb", "b").Pod({{"gpu", 20}})
-                   .Group("jc", "c").Pod({{"gpu", 20}})
+                   .Queue("a")
+                   .Queue("b")
+                   .Queue("c")
+                   .Group("ja", "a")
+                   .Pod({{"gpu", 1}})
+                   .Group("jb", "b")
+                   .Pod({{"gpu", 20}})
+                   .Group("jc", "c")
+                   .Pod({{"gpu", 20}})
                    .Build();
   EXPECT_EQ(SharesOf(s), (Shares{{"a", 1}, {"b", 4}, {"c", 4}}));
 }
@@ -120,11 +140,16 @@ TEST(KaiFairShareTest, SeedSatisfiedQueueLeavesTheRestToOthers) {
 TEST(KaiFairShareTest, SeedHigherPriorityGroupIsServedFirst) {
   Snapshot s = SnapshotBuilder()
                    .Capacity({{"gpu", 10}})
-                   .Queue("h").QueuePriority(1)
-                   .Queue("l1").Queue("l2")
-                   .Group("jh", "h").Pod({{"gpu", 6}})
-                   .Group("j1", "l1").Pod({{"gpu", 10}})
-                   .Group("j2", "l2").Pod({{"gpu", 10}})
+                   .Queue("h")
+                   .QueuePriority(1)
+                   .Queue("l1")
+                   .Queue("l2")
+                   .Group("jh", "h")
+                   .Pod({{"gpu", 6}})
+                   .Group("j1", "l1")
+                   .Pod({{"gpu", 10}})
+                   .Group("j2", "l2")
+                   .Pod({{"gpu", 10}})
                    .Build();
   EXPECT_EQ(SharesOf(s), (Shares{{"h", 6}, {"l1", 2}, {"l2", 2}}));
 }
@@ -134,12 +159,17 @@ TEST(KaiFairShareTest, SeedHigherPriorityGroupIsServedFirst) {
 TEST(KaiFairShareTest, FlooredFractionsFlowToLowerPriorityGroupBeforeRemainder) {
   Snapshot s = SnapshotBuilder()
                    .Capacity({{"gpu", 7}})
-                   .Queue("h1").QueuePriority(5)
-                   .Queue("h2").QueuePriority(5)
+                   .Queue("h1")
+                   .QueuePriority(5)
+                   .Queue("h2")
+                   .QueuePriority(5)
                    .Queue("low")
-                   .Group("j1", "h1").Pod({{"gpu", 100}})
-                   .Group("j2", "h2").Pod({{"gpu", 100}})
-                   .Group("j3", "low").Pod({{"gpu", 100}})
+                   .Group("j1", "h1")
+                   .Pod({{"gpu", 100}})
+                   .Group("j2", "h2")
+                   .Pod({{"gpu", 100}})
+                   .Group("j3", "low")
+                   .Pod({{"gpu", 100}})
                    .Build();
   EXPECT_EQ(SharesOf(s), (Shares{{"h1", 3}, {"h2", 3}, {"low", 1}}));
 }
@@ -148,10 +178,14 @@ TEST(KaiFairShareTest, FlooredFractionsFlowToLowerPriorityGroupBeforeRemainder) 
 TEST(KaiFairShareTest, DeservedTakesPrecedenceOverPriority) {
   Snapshot s = SnapshotBuilder()
                    .Capacity({{"gpu", 10}})
-                   .Queue("high").QueuePriority(10)
-                   .Queue("low").Deserved({{"gpu", 4}})
-                   .Group("jh", "high").Pod({{"gpu", 100}})
-                   .Group("jl", "low").Pod({{"gpu", 100}})
+                   .Queue("high")
+                   .QueuePriority(10)
+                   .Queue("low")
+                   .Deserved({{"gpu", 4}})
+                   .Group("jh", "high")
+                   .Pod({{"gpu", 100}})
+                   .Group("jl", "low")
+                   .Pod({{"gpu", 100}})
                    .Build();
   EXPECT_EQ(SharesOf(s), (Shares{{"high", 6}, {"low", 4}}));
 }
@@ -160,10 +194,16 @@ TEST(KaiFairShareTest, DeservedTakesPrecedenceOverPriority) {
 TEST(KaiFairShareTest, RemainderGoesToLargerFractionFirst) {
   Snapshot s = SnapshotBuilder()
                    .Capacity({{"gpu", 7}})
-                   .Queue("a").QueueCreated(1).Weight({{"gpu", 1}})
-                   .Queue("b").QueueCreated(2).Weight({{"gpu", 2}})
-                   .Group("ja", "a").Pod({{"gpu", 100}})
-                   .Group("jb", "b").Pod({{"gpu", 100}})
+                   .Queue("a")
+                   .QueueCreated(1)
+                   .Weight({{"gpu", 1}})
+                   .Queue("b")
+                   .QueueCreated(2)
+                   .Weight({{"gpu", 2}})
+                   .Group("ja", "a")
+                   .Pod({{"gpu", 100}})
+                   .Group("jb", "b")
+                   .Pod({{"gpu", 100}})
                    .Build();
   EXPECT_EQ(SharesOf(s), (Shares{{"a", 2}, {"b", 5}}));
 }
@@ -172,10 +212,14 @@ TEST(KaiFairShareTest, RemainderGoesToLargerFractionFirst) {
 TEST(KaiFairShareTest, RemainderTieGoesToOlderQueue) {
   Snapshot s = SnapshotBuilder()
                    .Capacity({{"gpu", 5}})
-                   .Queue("a").QueueCreated(20)
-                   .Queue("b").QueueCreated(10)
-                   .Group("ja", "a").Pod({{"gpu", 100}})
-                   .Group("jb", "b").Pod({{"gpu", 100}})
+                   .Queue("a")
+                   .QueueCreated(20)
+                   .Queue("b")
+                   .QueueCreated(10)
+                   .Group("ja", "a")
+                   .Pod({{"gpu", 100}})
+                   .Group("jb", "b")
+                   .Pod({{"gpu", 100}})
                    .Build();
   EXPECT_EQ(SharesOf(s), (Shares{{"a", 2}, {"b", 3}}));
 }
@@ -188,10 +232,13 @@ TEST(KaiFairShareTest, TheRatioComesBeforeTheProduct) {
                    .Capacity({{"gpu", 3}})
                    .UsageCapacity({{"gpu", 10}})
                    .Usage("a", {{"gpu", 1}})
-                   .Queue("a").QueuePriority(1)
+                   .Queue("a")
+                   .QueuePriority(1)
                    .Queue("b")
-                   .Group("ja", "a").Pod({{"gpu", 100}})
-                   .Group("jb", "b").Pod({{"gpu", 100}})
+                   .Group("ja", "a")
+                   .Pod({{"gpu", 100}})
+                   .Group("jb", "b")
+                   .Pod({{"gpu", 100}})
                    .Build();
   Policy policy;
   policy.k_value = 1;
@@ -211,15 +258,14 @@ TEST(KaiFairShareTest, FractionsEqualUpToNoiseAreATieDecidedByAge) {
     builder.Queue(name).QueueCreated(created++).Weight({{"gpu", weight}});
   }
   for (const auto& [name, weight] : weights) builder.Group("j" + name, name).Pod({{"gpu", 100}});
-  EXPECT_EQ(SharesOf(builder.Build()),
-            (Shares{{"a", 2}, {"b", 1}, {"c", 1}, {"d", 1}, {"e", 1}}));
+  EXPECT_EQ(SharesOf(builder.Build()), (Shares{{"a", 2}, {"b", 1}, {"c", 1}, {"d", 1}, {"e", 1}}));
 }
 
 TEST(KaiFairShareTest, FractionsTieWithinOneBillionthOfTheLarger) {
   EXPECT_TRUE(FractionsTie(0.5, 0.49999999999999994));
   EXPECT_TRUE(FractionsTie(0.3, 0.3 + 0.9e-9));
   EXPECT_FALSE(FractionsTie(0.3, 0.3 + 1.1e-9));
-  EXPECT_TRUE(FractionsTie(5e9, 5e9 + 4));   // 1e-9 of the larger: 5
+  EXPECT_TRUE(FractionsTie(5e9, 5e9 + 4));  // 1e-9 of the larger: 5
   EXPECT_FALSE(FractionsTie(5e9, 5e9 + 6));
 }
 
@@ -228,17 +274,23 @@ TEST(KaiFairShareTest, FractionsTieWithinOneBillionthOfTheLarger) {
 TEST(KaiFairShareTest, RemainderTieGoesToSmallerNameThenEpochIsOldest) {
   Snapshot same = SnapshotBuilder()
                       .Capacity({{"gpu", 5}})
-                      .Queue("b").Queue("a")
-                      .Group("ja", "a").Pod({{"gpu", 100}})
-                      .Group("jb", "b").Pod({{"gpu", 100}})
+                      .Queue("b")
+                      .Queue("a")
+                      .Group("ja", "a")
+                      .Pod({{"gpu", 100}})
+                      .Group("jb", "b")
+                      .Pod({{"gpu", 100}})
                       .Build();
   EXPECT_EQ(SharesOf(same), (Shares{{"a", 3}, {"b", 2}}));
   Snapshot epoch = SnapshotBuilder()
                        .Capacity({{"gpu", 5}})
-                       .Queue("a").QueueCreated(1)
+                       .Queue("a")
+                       .QueueCreated(1)
                        .Queue("b")
-                       .Group("ja", "a").Pod({{"gpu", 100}})
-                       .Group("jb", "b").Pod({{"gpu", 100}})
+                       .Group("ja", "a")
+                       .Pod({{"gpu", 100}})
+                       .Group("jb", "b")
+                       .Pod({{"gpu", 100}})
                        .Build();
   EXPECT_EQ(SharesOf(epoch), (Shares{{"a", 2}, {"b", 3}}));
 }
@@ -250,14 +302,19 @@ TEST(KaiFairShareTest, RemainderTieGoesToSmallerNameThenEpochIsOldest) {
 TEST(KaiFairShareTest, FractionIsKeptWhenLaterRoundFloorsExactly) {
   Snapshot s = SnapshotBuilder()
                    .Capacity({{"gpu", 2.25}})
-                   .Queue("a").Weight({{"gpu", 2}})
+                   .Queue("a")
+                   .Weight({{"gpu", 2}})
                    .Queue("c")
                    .Queue("d1")
                    .Queue("d2")
-                   .Group("ja", "a").Pod({{"gpu", 100}})
-                   .Group("jc", "c").Pod({{"gpu", 0.25}})
-                   .Group("j1", "d1").Pod({{"gpu", 100}})
-                   .Group("j2", "d2").Pod({{"gpu", 100}})
+                   .Group("ja", "a")
+                   .Pod({{"gpu", 100}})
+                   .Group("jc", "c")
+                   .Pod({{"gpu", 0.25}})
+                   .Group("j1", "d1")
+                   .Pod({{"gpu", 100}})
+                   .Group("j2", "d2")
+                   .Pod({{"gpu", 100}})
                    .Build();
   EXPECT_EQ(SharesOf(s), (Shares{{"a", 2}, {"c", 0.25}, {"d1", 0}, {"d2", 0}}));
 }
@@ -266,9 +323,12 @@ TEST(KaiFairShareTest, FractionIsKeptWhenLaterRoundFloorsExactly) {
 TEST(KaiFairShareTest, OverQuotaIsWholeUnitsForAnyResourceName) {
   Snapshot s = SnapshotBuilder()
                    .Capacity({{"example.com/fpga", 3}, {"cpu", 1001}})
-                   .Queue("a").Queue("b")
-                   .Group("ja", "a").Pod({{"example.com/fpga", 9}, {"cpu", 9000}})
-                   .Group("jb", "b").Pod({{"example.com/fpga", 9}, {"cpu", 9000}})
+                   .Queue("a")
+                   .Queue("b")
+                   .Group("ja", "a")
+                   .Pod({{"example.com/fpga", 9}, {"cpu", 9000}})
+                   .Group("jb", "b")
+                   .Pod({{"example.com/fpga", 9}, {"cpu", 9000}})
                    .Build();
   EXPECT_EQ(SharesOf(s, "example.com/fpga"), (Shares{{"a", 2}, {"b", 1}}));
   EXPECT_EQ(SharesOf(s, "cpu"), (Shares{{"a", 501}, {"b", 500}}));
@@ -278,10 +338,14 @@ TEST(KaiFairShareTest, OverQuotaIsWholeUnitsForAnyResourceName) {
 TEST(KaiFairShareTest, ZeroWeightGetsOnlyDeserved) {
   Snapshot s = SnapshotBuilder()
                    .Capacity({{"gpu", 10}})
-                   .Queue("a").Deserved({{"gpu", 2}}).Weight({{"gpu", 0}})
+                   .Queue("a")
+                   .Deserved({{"gpu", 2}})
+                   .Weight({{"gpu", 0}})
                    .Queue("b")
-                   .Group("ja", "a").Pod({{"gpu", 10}})
-                   .Group("jb", "b").Pod({{"gpu", 10}})
+                   .Group("ja", "a")
+                   .Pod({{"gpu", 10}})
+                   .Group("jb", "b")
+                   .Pod({{"gpu", 10}})
                    .Build();
   EXPECT_EQ(SharesOf(s), (Shares{{"a", 2}, {"b", 8}}));
 }
@@ -290,10 +354,15 @@ TEST(KaiFairShareTest, ZeroWeightGetsOnlyDeserved) {
 TEST(KaiFairShareTest, AllZeroWeightsDiscardTheSurplus) {
   Snapshot s = SnapshotBuilder()
                    .Capacity({{"gpu", 10}})
-                   .Queue("a").Deserved({{"gpu", 1}}).Weight({{"gpu", 0}})
-                   .Queue("b").Weight({{"gpu", 0}})
-                   .Group("ja", "a").Pod({{"gpu", 10}})
-                   .Group("jb", "b").Pod({{"gpu", 10}})
+                   .Queue("a")
+                   .Deserved({{"gpu", 1}})
+                   .Weight({{"gpu", 0}})
+                   .Queue("b")
+                   .Weight({{"gpu", 0}})
+                   .Group("ja", "a")
+                   .Pod({{"gpu", 10}})
+                   .Group("jb", "b")
+                   .Pod({{"gpu", 10}})
                    .Build();
   EXPECT_EQ(SharesOf(s), (Shares{{"a", 1}, {"b", 0}}));
 }
@@ -302,10 +371,14 @@ TEST(KaiFairShareTest, AllZeroWeightsDiscardTheSurplus) {
 TEST(KaiFairShareTest, LimitZeroGivesZeroFairShare) {
   Snapshot s = SnapshotBuilder()
                    .Capacity({{"gpu", 10}})
-                   .Queue("a").Deserved({{"gpu", 5}}).Limit({{"gpu", 0}})
+                   .Queue("a")
+                   .Deserved({{"gpu", 5}})
+                   .Limit({{"gpu", 0}})
                    .Queue("b")
-                   .Group("ja", "a").Pod({{"gpu", 10}})
-                   .Group("jb", "b").Pod({{"gpu", 10}})
+                   .Group("ja", "a")
+                   .Pod({{"gpu", 10}})
+                   .Group("jb", "b")
+                   .Pod({{"gpu", 10}})
                    .Build();
   EXPECT_EQ(SharesOf(s), (Shares{{"a", 0}, {"b", 10}}));
 }
@@ -314,10 +387,14 @@ TEST(KaiFairShareTest, LimitZeroGivesZeroFairShare) {
 TEST(KaiFairShareTest, LimitCapsFairShareAndPassesTheRestOn) {
   Snapshot s = SnapshotBuilder()
                    .Capacity({{"gpu", 10}})
-                   .Queue("a").Limit({{"gpu", 3}})
-                   .Queue("b").Limit({{"gpu", -1}})
-                   .Group("ja", "a").Pod({{"gpu", 10}})
-                   .Group("jb", "b").Pod({{"gpu", 10}})
+                   .Queue("a")
+                   .Limit({{"gpu", 3}})
+                   .Queue("b")
+                   .Limit({{"gpu", -1}})
+                   .Group("ja", "a")
+                   .Pod({{"gpu", 10}})
+                   .Group("jb", "b")
+                   .Pod({{"gpu", 10}})
                    .Build();
   EXPECT_EQ(SharesOf(s), (Shares{{"a", 3}, {"b", 7}}));
 }
@@ -326,18 +403,24 @@ TEST(KaiFairShareTest, LimitCapsFairShareAndPassesTheRestOn) {
 TEST(KaiFairShareTest, DeservedMinusOneTakesUpToTheLevelTotal) {
   Snapshot small = SnapshotBuilder()
                        .Capacity({{"gpu", 10}})
-                       .Queue("a").Deserved({{"gpu", -1}})
+                       .Queue("a")
+                       .Deserved({{"gpu", -1}})
                        .Queue("b")
-                       .Group("ja", "a").Pod({{"gpu", 4}})
-                       .Group("jb", "b").Pod({{"gpu", 10}})
+                       .Group("ja", "a")
+                       .Pod({{"gpu", 4}})
+                       .Group("jb", "b")
+                       .Pod({{"gpu", 10}})
                        .Build();
   EXPECT_EQ(SharesOf(small), (Shares{{"a", 4}, {"b", 6}}));
   Snapshot large = SnapshotBuilder()
                        .Capacity({{"gpu", 10}})
-                       .Queue("a").Deserved({{"gpu", -1}})
+                       .Queue("a")
+                       .Deserved({{"gpu", -1}})
                        .Queue("b")
-                       .Group("ja", "a").Pod({{"gpu", 40}})
-                       .Group("jb", "b").Pod({{"gpu", 10}})
+                       .Group("ja", "a")
+                       .Pod({{"gpu", 40}})
+                       .Group("jb", "b")
+                       .Pod({{"gpu", 10}})
                        .Build();
   EXPECT_EQ(SharesOf(large), (Shares{{"a", 10}, {"b", 0}}));
 }
@@ -347,12 +430,17 @@ TEST(KaiFairShareTest, DeservedMinusOneTakesUpToTheLevelTotal) {
 TEST(KaiFairShareTest, OversubscribedDeservedIsGivenInFull) {
   Snapshot s = SnapshotBuilder()
                    .Capacity({{"gpu", 10}})
-                   .Queue("a").Deserved({{"gpu", 8}})
-                   .Queue("b").Deserved({{"gpu", 8}})
+                   .Queue("a")
+                   .Deserved({{"gpu", 8}})
+                   .Queue("b")
+                   .Deserved({{"gpu", 8}})
                    .Queue("c")
-                   .Group("ja", "a").Pod({{"gpu", 20}})
-                   .Group("jb", "b").Pod({{"gpu", 6}})
-                   .Group("jc", "c").Pod({{"gpu", 20}})
+                   .Group("ja", "a")
+                   .Pod({{"gpu", 20}})
+                   .Group("jb", "b")
+                   .Pod({{"gpu", 6}})
+                   .Group("jc", "c")
+                   .Pod({{"gpu", 20}})
                    .Build();
   EXPECT_EQ(SharesOf(s), (Shares{{"a", 8}, {"b", 6}, {"c", 0}}));
 }
@@ -361,9 +449,11 @@ TEST(KaiFairShareTest, OversubscribedDeservedIsGivenInFull) {
 TEST(KaiFairShareTest, DeservedIsCappedByRequest) {
   Snapshot s = SnapshotBuilder()
                    .Capacity({{"gpu", 10}})
-                   .Queue("idle").Deserved({{"gpu", 6}})
+                   .Queue("idle")
+                   .Deserved({{"gpu", 6}})
                    .Queue("busy")
-                   .Group("jb", "busy").Pod({{"gpu", 10}})
+                   .Group("jb", "busy")
+                   .Pod({{"gpu", 10}})
                    .Build();
   EXPECT_EQ(SharesOf(s), (Shares{{"busy", 10}, {"idle", 0}}));
 }
@@ -374,40 +464,51 @@ TEST(KaiFairShareTest, DeservedIsCappedByRequest) {
 TEST(KaiFairShareTest, MultiLevelHierarchyDividesTopDown) {
   Snapshot s = SnapshotBuilder()
                    .Capacity({{"gpu", 12}})
-                   .Queue("org-a").Deserved({{"gpu", 8}})
+                   .Queue("org-a")
+                   .Deserved({{"gpu", 8}})
                    .Queue("org-b")
-                   .Queue("dept", "org-a").Deserved({{"gpu", 2}})
+                   .Queue("dept", "org-a")
+                   .Deserved({{"gpu", 2}})
                    .Queue("solo", "org-a")
-                   .Queue("team-1", "dept").Weight({{"gpu", 3}})
+                   .Queue("team-1", "dept")
+                   .Weight({{"gpu", 3}})
                    .Queue("team-2", "dept")
-                   .Group("j1", "team-1").Pod({{"gpu", 20}})
-                   .Group("j2", "team-2").Pod({{"gpu", 20}})
-                   .Group("j3", "solo").Pod({{"gpu", 1}})
-                   .Group("j4", "org-b").Pod({{"gpu", 3}})
+                   .Group("j1", "team-1")
+                   .Pod({{"gpu", 20}})
+                   .Group("j2", "team-2")
+                   .Pod({{"gpu", 20}})
+                   .Group("j3", "solo")
+                   .Pod({{"gpu", 1}})
+                   .Group("j4", "org-b")
+                   .Pod({{"gpu", 3}})
                    .Build();
   // Top (12): org-a 8 deserved, org-b 0; the 4 left is 2 each: org-a 10, org-b 2.
   // org-a's 10: dept 2 deserved, solo 0; 8 over-quota: dept 4 -> 6, solo takes its 1; the next
   // round gives dept the remaining 3: 9. dept's 9 by 3:1 = 6.75 and 2.25 -> 6 and 2, and the
   // spare unit goes to the larger fraction: team-1 7.
-  EXPECT_EQ(SharesOf(s), (Shares{{"org-a", 10},
-                                 {"org-b", 2},
-                                 {"dept", 9},
-                                 {"solo", 1},
-                                 {"team-1", 7},
-                                 {"team-2", 2}}));
+  EXPECT_EQ(
+      SharesOf(s),
+      (Shares{
+          {"org-a", 10}, {"org-b", 2}, {"dept", 9}, {"solo", 1}, {"team-1", 7}, {"team-2", 2}}));
 }
 
 // §2.1: several top-level queues divide T; each subtree is independent below.
 TEST(KaiFairShareTest, ParentFairShareIsChildrenTotalEvenWhenSmall) {
   Snapshot s = SnapshotBuilder()
                    .Capacity({{"gpu", 4}})
-                   .Queue("p").Limit({{"gpu", 1}})
+                   .Queue("p")
+                   .Limit({{"gpu", 1}})
                    .Queue("q")
-                   .Queue("p1", "p").Deserved({{"gpu", 5}})
-                   .Queue("p2", "p").Deserved({{"gpu", 5}})
-                   .Group("j1", "p1").Pod({{"gpu", 5}})
-                   .Group("j2", "p2").Pod({{"gpu", 5}})
-                   .Group("j3", "q").Pod({{"gpu", 5}})
+                   .Queue("p1", "p")
+                   .Deserved({{"gpu", 5}})
+                   .Queue("p2", "p")
+                   .Deserved({{"gpu", 5}})
+                   .Group("j1", "p1")
+                   .Pod({{"gpu", 5}})
+                   .Group("j2", "p2")
+                   .Pod({{"gpu", 5}})
+                   .Group("j3", "q")
+                   .Pod({{"gpu", 5}})
                    .Build();
   // p is capped at 1; its children's deserved (5 each) is capped by their requests, not by
   // p's share: oversubscribed at this level.
@@ -418,11 +519,16 @@ TEST(KaiFairShareTest, ParentFairShareIsChildrenTotalEvenWhenSmall) {
 TEST(KaiFairShareTest, DeservedMinusOneBelowParentUsesParentShare) {
   Snapshot s = SnapshotBuilder()
                    .Capacity({{"gpu", 10}})
-                   .Queue("p").Deserved({{"gpu", 4}}).Weight({{"gpu", 0}})
+                   .Queue("p")
+                   .Deserved({{"gpu", 4}})
+                   .Weight({{"gpu", 0}})
                    .Queue("other")
-                   .Queue("child", "p").Deserved({{"gpu", -1}})
-                   .Group("j1", "child").Pod({{"gpu", 9}})
-                   .Group("j2", "other").Pod({{"gpu", 9}})
+                   .Queue("child", "p")
+                   .Deserved({{"gpu", -1}})
+                   .Group("j1", "child")
+                   .Pod({{"gpu", 9}})
+                   .Group("j2", "other")
+                   .Pod({{"gpu", 9}})
                    .Build();
   EXPECT_EQ(SharesOf(s), (Shares{{"child", 4}, {"other", 6}, {"p", 4}}));
 }
@@ -433,9 +539,11 @@ TEST(KaiFairShareTest, CapacityDefaultsToSchedulableNodes) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", {{"gpu", 4}, {"cpu", 1000}})
                    .Node("n2", {{"gpu", 4}})
-                   .Node("cordoned", {{"gpu", 8}}).Unschedulable()
+                   .Node("cordoned", {{"gpu", 8}})
+                   .Unschedulable()
                    .Queue("a")
-                   .Group("ja", "a").Pod({{"gpu", 100}, {"cpu", 100000}})
+                   .Group("ja", "a")
+                   .Pod({{"gpu", 100}, {"cpu", 100000}})
                    .Build();
   KaiFairShare shares = ComputeKaiFairShare(s, Policy{});
   EXPECT_EQ(shares.total, (std::vector<double>{1000, 8}));  // cpu, gpu
@@ -464,8 +572,10 @@ TEST(KaiFairShareTest, TimeAwareExampleShiftsShareAwayFromHeavyUser) {
                    .Usage("heavy", {{"gpu", 4}})
                    .Queue("heavy")
                    .Queue("light")
-                   .Group("jh", "heavy").Pod({{"gpu", 100}})
-                   .Group("jl", "light").Pod({{"gpu", 100}})
+                   .Group("jh", "heavy")
+                   .Pod({{"gpu", 100}})
+                   .Group("jl", "light")
+                   .Pod({{"gpu", 100}})
                    .Build();
   Policy policy;
   policy.k_value = 1;
@@ -478,12 +588,18 @@ TEST(KaiFairShareTest, TimeAwareExampleShiftsShareAwayFromHeavyUser) {
 TEST(KaiFairShareTest, TimeAwareWithoutUsageEqualsPlainDivision) {
   SnapshotBuilder builder;
   builder.Capacity({{"gpu", 17}})
-      .Queue("a").Weight({{"gpu", 1}})
-      .Queue("b").Weight({{"gpu", 3}})
-      .Queue("c").Weight({{"gpu", 2}})
-      .Group("ja", "a").Pod({{"gpu", 100}})
-      .Group("jb", "b").Pod({{"gpu", 100}})
-      .Group("jc", "c").Pod({{"gpu", 3}});
+      .Queue("a")
+      .Weight({{"gpu", 1}})
+      .Queue("b")
+      .Weight({{"gpu", 3}})
+      .Queue("c")
+      .Weight({{"gpu", 2}})
+      .Group("ja", "a")
+      .Pod({{"gpu", 100}})
+      .Group("jb", "b")
+      .Pod({{"gpu", 100}})
+      .Group("jc", "c")
+      .Pod({{"gpu", 3}});
   Snapshot no_usage = builder.Build();
   Snapshot no_capacity = SnapshotBuilder(builder).Usage("a", {{"gpu", 50}}).Build();
   const Shares plain = SharesOf(no_usage);
@@ -505,8 +621,10 @@ TEST(KaiFairShareTest, TimeAwarePortionIsClampedAtZero) {
                    .Usage("light", {{"gpu", 40}})
                    .Queue("heavy")
                    .Queue("light")
-                   .Group("jh", "heavy").Pod({{"gpu", 100}})
-                   .Group("jl", "light").Pod({{"gpu", 100}})
+                   .Group("jh", "heavy")
+                   .Pod({{"gpu", 100}})
+                   .Group("jl", "light")
+                   .Pod({{"gpu", 100}})
                    .Build();
   Policy policy;
   policy.k_value = 10;
@@ -520,10 +638,13 @@ TEST(KaiFairShareTest, TimeAwareAllPortionsZeroDiscardsSurplus) {
                    .UsageCapacity({{"gpu", 10}})
                    .Usage("a", {{"gpu", 9}})
                    .Usage("b", {{"gpu", 9}})
-                   .Queue("a").Deserved({{"gpu", 1}})
+                   .Queue("a")
+                   .Deserved({{"gpu", 1}})
                    .Queue("b")
-                   .Group("ja", "a").Pod({{"gpu", 100}})
-                   .Group("jb", "b").Pod({{"gpu", 100}})
+                   .Group("ja", "a")
+                   .Pod({{"gpu", 100}})
+                   .Group("jb", "b")
+                   .Pod({{"gpu", 100}})
                    .Build();
   Policy policy;
   policy.k_value = 10;
@@ -536,10 +657,13 @@ TEST(KaiFairShareTest, TimeAwareDoesNotTouchDeserved) {
                    .Capacity({{"gpu", 10}})
                    .UsageCapacity({{"gpu", 10}})
                    .Usage("a", {{"gpu", 10}})
-                   .Queue("a").Deserved({{"gpu", 6}})
+                   .Queue("a")
+                   .Deserved({{"gpu", 6}})
                    .Queue("b")
-                   .Group("ja", "a").Pod({{"gpu", 100}})
-                   .Group("jb", "b").Pod({{"gpu", 100}})
+                   .Group("ja", "a")
+                   .Pod({{"gpu", 100}})
+                   .Group("jb", "b")
+                   .Pod({{"gpu", 100}})
                    .Build();
   Policy policy;
   policy.k_value = 3;
@@ -553,18 +677,19 @@ TEST(KaiFairShareTest, TimeAwareParentUsageIsItsOwnEntry) {
   builder.Capacity({{"gpu", 10}})
       .UsageCapacity({{"gpu", 10}})
       .Usage("p-child", {{"gpu", 10}})
-      .Queue("p").Queue("q")
+      .Queue("p")
+      .Queue("q")
       .Queue("p-child", "p")
-      .Group("j1", "p-child").Pod({{"gpu", 100}})
-      .Group("j2", "q").Pod({{"gpu", 100}});
+      .Group("j1", "p-child")
+      .Pod({{"gpu", 100}})
+      .Group("j2", "q")
+      .Pod({{"gpu", 100}});
   Policy policy;
   policy.k_value = 1;
-  EXPECT_EQ(SharesOf(builder.Build(), "gpu", policy),
-            (Shares{{"p", 5}, {"p-child", 5}, {"q", 5}}));
+  EXPECT_EQ(SharesOf(builder.Build(), "gpu", policy), (Shares{{"p", 5}, {"p-child", 5}, {"q", 5}}));
   // With the parent's own entry (as adapters send it): W' 0.5, U 0.4 -> P 0.6 vs 1.0.
   Snapshot with_parent = SnapshotBuilder(builder).Usage("p", {{"gpu", 4}}).Build();
-  EXPECT_EQ(SharesOf(with_parent, "gpu", policy),
-            (Shares{{"p", 4}, {"p-child", 4}, {"q", 6}}));
+  EXPECT_EQ(SharesOf(with_parent, "gpu", policy), (Shares{{"p", 4}, {"p-child", 4}, {"q", 6}}));
 }
 
 // ---- §0.7: requested, allocated and allocatedNP over the subtree ----
@@ -572,14 +697,17 @@ TEST(KaiFairShareTest, TimeAwareParentUsageIsItsOwnEntry) {
 TEST(KaiFairShareTest, RequestedAndAllocatedFollowPodPhases) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", {{"gpu", 8}})
-                   .Queue("dept").Queue("a", "dept").Queue("b", "dept")
+                   .Queue("dept")
+                   .Queue("a", "dept")
+                   .Queue("b", "dept")
                    .Group("ja", "a")
                    .Pod({{"gpu", 1}}, "n1", PodPhase::kRunning)
                    .Pod({{"gpu", 2}}, "n1")  // UNSPECIFIED with a node: RUNNING
                    .Pod({{"gpu", 4}})        // UNSPECIFIED without: PENDING
                    .Pod({{"gpu", 8}}, "", PodPhase::kPending)
                    .Pod({{"gpu", 16}}, "n1", PodPhase::kReleasing)  // counts in neither
-                   .Group("jb", "b").Pod({{"gpu", 32}}, "n1", PodPhase::kRunning)
+                   .Group("jb", "b")
+                   .Pod({{"gpu", 32}}, "n1", PodPhase::kRunning)
                    .Build();
   KaiFairShare shares = ComputeKaiFairShare(s, Policy{});
   EXPECT_EQ(Amount(shares, &QueueAmounts::requested, "a", "gpu"), 1 + 2 + 4 + 8);
@@ -595,14 +723,18 @@ TEST(KaiFairShareTest, AllocatedNonPreemptibleFollowsPreemptibility) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", {{"gpu", 64}})
                    .Queue("a")
-                   .Group("explicit", "a").Preemptible(Preemptibility::kNonPreemptible)
+                   .Group("explicit", "a")
+                   .Preemptible(Preemptibility::kNonPreemptible)
                    .Pod({{"gpu", 1}}, "n1", PodPhase::kRunning)
-                   .Group("high-priority", "a").Priority(100)
+                   .Group("high-priority", "a")
+                   .Priority(100)
                    .Pod({{"gpu", 2}}, "n1", PodPhase::kRunning)
                    .Pod({{"gpu", 64}})  // pending: not allocated
-                   .Group("low-priority", "a").Priority(99)
+                   .Group("low-priority", "a")
+                   .Priority(99)
                    .Pod({{"gpu", 4}}, "n1", PodPhase::kRunning)
-                   .Group("preemptible-high", "a").Priority(200)
+                   .Group("preemptible-high", "a")
+                   .Priority(200)
                    .Preemptible(Preemptibility::kPreemptible)
                    .Pod({{"gpu", 8}}, "n1", PodPhase::kRunning)
                    .Build();
@@ -615,10 +747,13 @@ TEST(KaiFairShareTest, AllocatedNonPreemptibleFollowsPreemptibility) {
 TEST(KaiFairShareTest, ReleasingPodsDoNotRaiseFairShare) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", {{"gpu", 10}})
-                   .Queue("a").Queue("b")
-                   .Group("ja", "a").Pod({{"gpu", 8}}, "n1", PodPhase::kReleasing)
+                   .Queue("a")
+                   .Queue("b")
+                   .Group("ja", "a")
+                   .Pod({{"gpu", 8}}, "n1", PodPhase::kReleasing)
                    .Pod({{"gpu", 1}})
-                   .Group("jb", "b").Pod({{"gpu", 20}})
+                   .Group("jb", "b")
+                   .Pod({{"gpu", 20}})
                    .Build();
   EXPECT_EQ(SharesOf(s), (Shares{{"a", 1}, {"b", 9}}));
 }
@@ -635,13 +770,22 @@ TEST(KaiFairShareTest, SaturationRatio) {
 TEST(KaiFairShareTest, AllocatableShareIsDeservedToLimit) {
   Snapshot s = SnapshotBuilder()
                    .Capacity({{"gpu", 10}})
-                   .Queue("above").Deserved({{"gpu", 2}})           // fs 5 > d
-                   .Queue("below").Deserved({{"gpu", 6}})           // fs 3 < d: d
-                   .Queue("capped").Deserved({{"gpu", 6}}).Limit({{"gpu", 1}})
-                   .Queue("unlimited").Deserved({{"gpu", -1}})      // L: no cap
-                   .Queue("minus").Deserved({{"gpu", -1}}).Limit({{"gpu", 7}})
-                   .Group("j1", "above").Pod({{"gpu", 5}})
-                   .Group("j2", "below").Pod({{"gpu", 3}})
+                   .Queue("above")
+                   .Deserved({{"gpu", 2}})  // fs 5 > d
+                   .Queue("below")
+                   .Deserved({{"gpu", 6}})  // fs 3 < d: d
+                   .Queue("capped")
+                   .Deserved({{"gpu", 6}})
+                   .Limit({{"gpu", 1}})
+                   .Queue("unlimited")
+                   .Deserved({{"gpu", -1}})  // L: no cap
+                   .Queue("minus")
+                   .Deserved({{"gpu", -1}})
+                   .Limit({{"gpu", 7}})
+                   .Group("j1", "above")
+                   .Pod({{"gpu", 5}})
+                   .Group("j2", "below")
+                   .Pod({{"gpu", 3}})
                    .Build();
   KaiFairShare shares = ComputeKaiFairShare(s, Policy{});
   EXPECT_EQ(FairShare(shares, "above", "gpu"), 5);
@@ -657,10 +801,14 @@ TEST(KaiFairShareTest, AllocatableShareIsDeservedToLimit) {
 TEST(KaiFairShareTest, QueueSharesListEveryResourceAndEchoDeserved) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", {{"cpu", 4000}, {"gpu", 4}})
-                   .Queue("b").Deserved({{"gpu", -1}})
-                   .Queue("a").Limit({{"example.com/fpga", 2}})
-                   .Group("ja", "a").Pod({{"gpu", 2}}, "n1", PodPhase::kRunning)
-                   .Group("jb", "b").Pod({{"gpu", 2}})
+                   .Queue("b")
+                   .Deserved({{"gpu", -1}})
+                   .Queue("a")
+                   .Limit({{"example.com/fpga", 2}})
+                   .Group("ja", "a")
+                   .Pod({{"gpu", 2}}, "n1", PodPhase::kRunning)
+                   .Group("jb", "b")
+                   .Pod({{"gpu", 2}})
                    .Build();
   std::vector<QueueShare> queues = ToQueueShares(ComputeKaiFairShare(s, Policy{}));
   ASSERT_EQ(queues.size(), 2u);
@@ -685,10 +833,13 @@ TEST(KaiFairShareTest, SaturationIsMaxOverResources) {
   Snapshot s = SnapshotBuilder()
                    .Capacity({{"cpu", 4000}, {"gpu", 4}})
                    .Node("n1", {{"cpu", 4000}, {"gpu", 4}})
-                   .Queue("a").Limit({{"gpu", 0}})
+                   .Queue("a")
+                   .Limit({{"gpu", 0}})
                    .Queue("b")
-                   .Group("ja", "a").Pod({{"cpu", 1000}, {"gpu", 1}}, "n1", PodPhase::kRunning)
-                   .Group("jb", "b").Pod({{"cpu", 1000}}, "n1", PodPhase::kRunning)
+                   .Group("ja", "a")
+                   .Pod({{"cpu", 1000}, {"gpu", 1}}, "n1", PodPhase::kRunning)
+                   .Group("jb", "b")
+                   .Pod({{"cpu", 1000}}, "n1", PodPhase::kRunning)
                    .Pod({{"cpu", 1000}})
                    .Build();
   std::vector<QueueShare> queues = ToQueueShares(ComputeKaiFairShare(s, Policy{}));
@@ -711,12 +862,19 @@ TEST(KaiFairShareTest, InputOrderDoesNotMatter) {
   SnapshotBuilder builder;
   builder.Node("n2", {{"gpu", 3.3}})
       .Node("n1", {{"gpu", 4.1}})
-      .Queue("c").Weight({{"gpu", 3}})
-      .Queue("a").Weight({{"gpu", 1.7}})
+      .Queue("c")
+      .Weight({{"gpu", 3}})
+      .Queue("a")
+      .Weight({{"gpu", 1.7}})
       .Queue("b")
-      .Group("jc", "c").Pod({{"gpu", 0.3}}).Pod({{"gpu", 9.1}})
-      .Group("ja", "a").Pod({{"gpu", 0.1}}, "n1", PodPhase::kRunning).Pod({{"gpu", 7}})
-      .Group("jb", "b").Pod({{"gpu", 2.2}});
+      .Group("jc", "c")
+      .Pod({{"gpu", 0.3}})
+      .Pod({{"gpu", 9.1}})
+      .Group("ja", "a")
+      .Pod({{"gpu", 0.1}}, "n1", PodPhase::kRunning)
+      .Pod({{"gpu", 7}})
+      .Group("jb", "b")
+      .Pod({{"gpu", 2.2}});
   Snapshot forward = builder.Build();
   Snapshot reversed = forward;
   std::reverse(reversed.queues.begin(), reversed.queues.end());

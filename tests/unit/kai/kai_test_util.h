@@ -72,8 +72,8 @@ inline std::string Describe(const ScheduleResult& result) {
     return text;
   };
   for (const QueueShare& q : result.queues) {
-    absl::StrAppend(&out, "Q ", q.queue, " d{", map(q.deserved), "} fs{", map(q.fair_share),
-                    "} a{", map(q.allocated), "} r{", map(q.requested), "} s", q.saturation, "\n");
+    absl::StrAppend(&out, "Q ", q.queue, " d{", map(q.deserved), "} fs{", map(q.fair_share), "} a{",
+                    map(q.allocated), "} r{", map(q.requested), "} s", q.saturation, "\n");
   }
   for (const Binding& b : result.bindings) {
     absl::StrAppend(&out, "B ", b.pod_group, "/", b.pod, "@", b.node, b.after_evictions, "\n");

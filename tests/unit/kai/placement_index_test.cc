@@ -5,11 +5,11 @@
 #include <string>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "core/kai/kai_fair_share.h"
 #include "core/kai/placement.h"
 #include "core/kai/session.h"
 #include "core/validation.h"
+#include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
 
 namespace arbiter::kai {
@@ -67,8 +67,8 @@ NodeChoice NaiveChoose(const Cluster& cluster, const WorkingState& state, bool s
   for (int n : feasible) {
     const bool now = state.FitsNow(n, req);
     if (!now && !state.FitsPipelined(n, req)) continue;
-    double score = (now ? 100 : 0) + (preferred[n] ? 50 : 0) +
-                   (!gpu_pod && !cluster.node(n).has_gpu ? 10 : 0);
+    double score =
+        (now ? 100 : 0) + (preferred[n] ? 50 : 0) + (!gpu_pod && !cluster.node(n).has_gpu ? 10 : 0);
     score += spread ? SpreadScore(free(n), alloc(n)) : BinpackScore(free(n), alloc(n), min, max);
     if (best.node < 0 || score > best_score) {  // n ascends: equal scores keep the smaller name
       best = NodeChoice{n, now};
@@ -92,10 +92,17 @@ Snapshot RandomCluster(uint32_t seed) {
     if (gpu > 0) allocatable["nvidia.com/gpu"] = gpu;
     b.Node("node-" + std::to_string(100 + n), allocatable).Label("zone", zones[pick(3)]);
     switch (pick(6)) {
-      case 0: b.Taint("dedicated", "ml", "NoSchedule"); break;
-      case 1: b.Taint("spot", "true", "PreferNoSchedule"); break;
-      case 2: b.Unschedulable(); break;
-      default: break;
+      case 0:
+        b.Taint("dedicated", "ml", "NoSchedule");
+        break;
+      case 1:
+        b.Taint("spot", "true", "PreferNoSchedule");
+        break;
+      case 2:
+        b.Unschedulable();
+        break;
+      default:
+        break;
     }
   }
   b.Queue("team");
@@ -103,8 +110,9 @@ Snapshot RandomCluster(uint32_t seed) {
   b.Group("busy", "team");
   for (int i = 0; i < 50; ++i) {
     const std::string node = "node-" + std::to_string(100 + pick(nodes));
-    b.Pod({{"cpu", 1000.0 * pick(4)}, {"memory", 500.0 * pick(3)}, {"nvidia.com/gpu", 1.0 * pick(3)}},
-          node, pick(3) == 0 ? PodPhase::kReleasing : PodPhase::kRunning);
+    b.Pod(
+        {{"cpu", 1000.0 * pick(4)}, {"memory", 500.0 * pick(3)}, {"nvidia.com/gpu", 1.0 * pick(3)}},
+        node, pick(3) == 0 ? PodPhase::kReleasing : PodPhase::kRunning);
   }
   for (int i = 0; i < 150; ++i) {
     b.Group("job-" + std::to_string(1000 + i), "team");

@@ -25,22 +25,33 @@ using ::testing::IsEmpty;
 
 TEST(Placement, NodeSelectorMustEqualTheNodeLabels) {
   Snapshot s = SnapshotBuilder()
-                   .Node("a100", Gpu(8)).Label("gpu", "a100")
-                   .Node("h100", Gpu(8)).Label("gpu", "h100")
+                   .Node("a100", Gpu(8))
+                   .Label("gpu", "a100")
+                   .Node("h100", Gpu(8))
+                   .Label("gpu", "h100")
                    .Node("plain", Gpu(8))
                    .Queue("team")
-                   .Group("job", "team").Pod(Gpu(1)).Selector("gpu", "h100")
+                   .Group("job", "team")
+                   .Pod(Gpu(1))
+                   .Selector("gpu", "h100")
                    .Build();
   EXPECT_THAT(Bindings(RunCycle(s, AllocateOnly())), ElementsAre("job-0@h100"));
 }
 
 TEST(Placement, NoNodeMatchesSelectorNamesTheRejections) {
   Snapshot s = SnapshotBuilder()
-                   .Node("a100", Gpu(8)).Label("gpu", "a100")
-                   .Node("down", Gpu(8)).Label("gpu", "h100").Unschedulable()
-                   .Node("infra", Gpu(8)).Label("gpu", "h100").Taint("dedicated", "infra", "NoSchedule")
+                   .Node("a100", Gpu(8))
+                   .Label("gpu", "a100")
+                   .Node("down", Gpu(8))
+                   .Label("gpu", "h100")
+                   .Unschedulable()
+                   .Node("infra", Gpu(8))
+                   .Label("gpu", "h100")
+                   .Taint("dedicated", "infra", "NoSchedule")
                    .Queue("team")
-                   .Group("job", "team").Pod(Gpu(1)).Selector("gpu", "h100")
+                   .Group("job", "team")
+                   .Pod(Gpu(1))
+                   .Selector("gpu", "h100")
                    .Build();
   ScheduleResult result = RunCycle(s, AllocateOnly());
   EXPECT_THAT(Pending(result), ElementsAre("job:no-node-matches-selector"));
@@ -64,8 +75,10 @@ TEST(Placement, PodRequestingNothingFitsWhenNoNodeListsAnyResource) {
     Snapshot s = SnapshotBuilder()
                      .Node("n1", {})
                      .Queue("team")
-                     .Group("empty", "team").Pod({})
-                     .Group("cpu", "team").Pod(Cpu(1))
+                     .Group("empty", "team")
+                     .Pod({})
+                     .Group("cpu", "team")
+                     .Pod(Cpu(1))
                      .Build();
     ScheduleResult result = RunCycle(s, AllocateOnly(placement));
     EXPECT_THAT(Bindings(result), ElementsAre("empty-0@n1")) << static_cast<int>(placement);
@@ -77,10 +90,12 @@ TEST(Placement, PodRequestingNothingFitsWhenNoNodeListsAnyResource) {
 
 TEST(Placement, UnschedulableNodeIsNeverUsed) {
   Snapshot s = SnapshotBuilder()
-                   .Node("n1", Gpu(8)).Unschedulable()
+                   .Node("n1", Gpu(8))
+                   .Unschedulable()
                    .Node("n2", Gpu(8))
                    .Queue("team")
-                   .Group("job", "team").Pods(2, Gpu(4))
+                   .Group("job", "team")
+                   .Pods(2, Gpu(4))
                    .Build();
   EXPECT_THAT(Bindings(RunCycle(s, AllocateOnly())), ElementsAre("job-0@n2", "job-1@n2"));
 }
@@ -114,17 +129,20 @@ INSTANTIATE_TEST_SUITE_P(
         TaintCase{"NoScheduleBlocks", "NoSchedule", {}, false},
         TaintCase{"NoExecuteBlocks", "NoExecute", {}, false},
         TaintCase{"PreferNoScheduleDoesNotBlock", "PreferNoSchedule", {}, true},
-        TaintCase{"EqualKeyAndValueTolerates", "NoSchedule", {{"dedicated", "Equal", "ml", ""}}, true},
+        TaintCase{
+            "EqualKeyAndValueTolerates", "NoSchedule", {{"dedicated", "Equal", "ml", ""}}, true},
         TaintCase{"EmptyOperatorMeansEqual", "NoSchedule", {{"dedicated", "", "ml", ""}}, true},
-        TaintCase{"EqualWithOtherValueDoesNot", "NoSchedule", {{"dedicated", "Equal", "web", ""}},
-                  false},
+        TaintCase{
+            "EqualWithOtherValueDoesNot", "NoSchedule", {{"dedicated", "Equal", "web", ""}}, false},
         TaintCase{"ExistsTolerateAnyValue", "NoSchedule", {{"dedicated", "Exists", "", ""}}, true},
-        TaintCase{"ExistsWithEmptyKeyToleratesEverything", "NoExecute", {{"", "Exists", "", ""}},
+        TaintCase{
+            "ExistsWithEmptyKeyToleratesEverything", "NoExecute", {{"", "Exists", "", ""}}, true},
+        TaintCase{"MatchingEffectTolerates",
+                  "NoSchedule",
+                  {{"dedicated", "Exists", "", "NoSchedule"}},
                   true},
-        TaintCase{"MatchingEffectTolerates", "NoSchedule",
-                  {{"dedicated", "Exists", "", "NoSchedule"}}, true},
-        TaintCase{"OtherEffectDoesNot", "NoSchedule", {{"dedicated", "Exists", "", "NoExecute"}},
-                  false}),
+        TaintCase{
+            "OtherEffectDoesNot", "NoSchedule", {{"dedicated", "Exists", "", "NoExecute"}}, false}),
     [](const ::testing::TestParamInfo<TaintCase>& param) { return param.param.name; });
 
 // ---- Score bands ----
@@ -133,12 +151,16 @@ INSTANTIATE_TEST_SUITE_P(
 // the tainted one, and the tainted node is still used when nothing else fits.
 TEST(Placement, PreferNoScheduleTaintOnlyScoresLower) {
   Snapshot s = SnapshotBuilder()
-                   .Node("a-prefer", Gpu(2)).Taint("spot", "true", "PreferNoSchedule")
+                   .Node("a-prefer", Gpu(2))
+                   .Taint("spot", "true", "PreferNoSchedule")
                    .Node("b-empty", Gpu(8))
                    .Queue("team")
-                   .Group("first", "team").Pods(1, Gpu(2))
-                   .Group("second", "team").Pods(1, Gpu(8))
-                   .Group("third", "team").Pods(1, Gpu(2))
+                   .Group("first", "team")
+                   .Pods(1, Gpu(2))
+                   .Group("second", "team")
+                   .Pods(1, Gpu(8))
+                   .Group("third", "team")
+                   .Pods(1, Gpu(2))
                    .Build();
   // first: binpack would take a-prefer (fuller), but b-empty has the 50 band.
   // second: takes the rest of b-empty? It needs 8 and b-empty has 6 left: only a-prefer... which
@@ -149,20 +171,25 @@ TEST(Placement, PreferNoScheduleTaintOnlyScoresLower) {
 
 TEST(Placement, PreferNoScheduleNodeUsedWhenNothingElseFits) {
   Snapshot s = SnapshotBuilder()
-                   .Node("a-prefer", Gpu(8)).Taint("spot", "true", "PreferNoSchedule")
+                   .Node("a-prefer", Gpu(8))
+                   .Taint("spot", "true", "PreferNoSchedule")
                    .Node("b-small", Gpu(2))
                    .Queue("team")
-                   .Group("job", "team").Pods(1, Gpu(4))
+                   .Group("job", "team")
+                   .Pods(1, Gpu(4))
                    .Build();
   EXPECT_THAT(Bindings(RunCycle(s, AllocateOnly())), ElementsAre("job-0@a-prefer"));
 }
 
 TEST(Placement, ToleratedPreferNoScheduleKeepsTheBand) {
   Snapshot s = SnapshotBuilder()
-                   .Node("a-prefer", Gpu(4)).Taint("spot", "true", "PreferNoSchedule")
+                   .Node("a-prefer", Gpu(4))
+                   .Taint("spot", "true", "PreferNoSchedule")
                    .Node("b-empty", Gpu(8))
                    .Queue("team")
-                   .Group("job", "team").Pod(Gpu(2)).Tolerate("spot", "Exists", "", "")
+                   .Group("job", "team")
+                   .Pod(Gpu(2))
+                   .Tolerate("spot", "Exists", "", "")
                    .Build();
   // Both nodes in the 50 band; binpack picks the fuller a-prefer.
   EXPECT_THAT(Bindings(RunCycle(s, AllocateOnly())), ElementsAre("job-0@a-prefer"));
@@ -174,7 +201,8 @@ TEST(Placement, CpuPodPrefersNodeWithoutGpus) {
                    .Node("a-gpu", {{"cpu", 4000}, {"nvidia.com/gpu", 8}})
                    .Node("b-cpu", Cpu(64000))
                    .Queue("team")
-                   .Group("job", "team").Pods(1, Cpu(1000))
+                   .Group("job", "team")
+                   .Pods(1, Cpu(1000))
                    .Build();
   EXPECT_THAT(Bindings(RunCycle(s, AllocateOnly())), ElementsAre("job-0@b-cpu"));
 }
@@ -185,8 +213,10 @@ TEST(Placement, GpuPodIsScoredOnGpus) {
                    .Node("a", {{"cpu", 64000}, {"nvidia.com/gpu", 4}})  // most cpu, fewest gpus
                    .Node("b", {{"cpu", 8000}, {"nvidia.com/gpu", 8}})
                    .Queue("team")
-                   .Group("busy", "team").RunningPods(1, Gpu(2), "a")
-                   .Group("job", "team").Pods(1, {{"cpu", 1000}, {"nvidia.com/gpu", 1}})
+                   .Group("busy", "team")
+                   .RunningPods(1, Gpu(2), "a")
+                   .Group("job", "team")
+                   .Pods(1, {{"cpu", 1000}, {"nvidia.com/gpu", 1}})
                    .Build();
   EXPECT_THAT(Bindings(RunCycle(s, AllocateOnly())), ElementsAre("job-0@a"));
   EXPECT_THAT(Bindings(RunCycle(s, AllocateOnly(Placement::kSpread))), ElementsAre("job-0@b"));
@@ -197,7 +227,8 @@ TEST(Placement, CpuPodIsScoredOnCpu) {
                    .Node("a", {{"cpu", 16000}, {"memory", 1000}})
                    .Node("b", {{"cpu", 4000}, {"memory", 64000}})
                    .Queue("team")
-                   .Group("job", "team").Pods(1, {{"cpu", 1000}, {"memory", 100}})
+                   .Group("job", "team")
+                   .Pods(1, {{"cpu", 1000}, {"memory", 100}})
                    .Build();
   EXPECT_THAT(Bindings(RunCycle(s, AllocateOnly())), ElementsAre("job-0@b"));
   EXPECT_THAT(Bindings(RunCycle(s, AllocateOnly(Placement::kSpread))), ElementsAre("job-0@a"));
@@ -211,8 +242,10 @@ TEST(Placement, BinpackFillsTheFullestNodeFirst) {
                    .Node("n2", Gpu(8))
                    .Node("n3", Gpu(8))
                    .Queue("team")
-                   .Group("old", "team").RunningPods(1, Gpu(2), "n2")
-                   .Group("job", "team").Pods(4, Gpu(2))
+                   .Group("old", "team")
+                   .RunningPods(1, Gpu(2), "n2")
+                   .Group("job", "team")
+                   .Pods(4, Gpu(2))
                    .Build();
   EXPECT_THAT(Bindings(RunCycle(s, AllocateOnly())),
               ElementsAre("job-0@n2", "job-1@n2", "job-2@n2", "job-3@n1"));
@@ -224,8 +257,10 @@ TEST(Placement, SpreadPicksTheEmptiestNode) {
                    .Node("n2", Gpu(8))
                    .Node("n3", Gpu(4))
                    .Queue("team")
-                   .Group("old", "team").RunningPods(1, Gpu(2), "n2")
-                   .Group("job", "team").Pods(4, Gpu(2))
+                   .Group("old", "team")
+                   .RunningPods(1, Gpu(2), "n2")
+                   .Group("job", "team")
+                   .Pods(4, Gpu(2))
                    .Build();
   // Free fractions: n1 1, n2 0.75, n3 1. Ties by name.
   EXPECT_THAT(Bindings(RunCycle(s, AllocateOnly(Placement::kSpread))),
@@ -237,7 +272,8 @@ TEST(Placement, EqualScoresGoToTheSmallerName) {
                    .Node("n2", Gpu(8))
                    .Node("n1", Gpu(8))
                    .Queue("team")
-                   .Group("job", "team").Pods(1, Gpu(8))
+                   .Group("job", "team")
+                   .Pods(1, Gpu(8))
                    .Build();
   EXPECT_THAT(Bindings(RunCycle(s, AllocateOnly())), ElementsAre("job-0@n1"));
   EXPECT_THAT(Bindings(RunCycle(s, AllocateOnly(Placement::kSpread))), ElementsAre("job-0@n1"));
@@ -249,8 +285,10 @@ TEST(Placement, PodThatFitsOnlyOnReleasingCapacityIsPipelined) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", Gpu(8))
                    .Queue("team")
-                   .Group("leaving", "team").Pod(Gpu(8), "n1", PodPhase::kReleasing)
-                   .Group("job", "team").Pods(1, Gpu(4))
+                   .Group("leaving", "team")
+                   .Pod(Gpu(8), "n1", PodPhase::kReleasing)
+                   .Group("job", "team")
+                   .Pods(1, Gpu(4))
                    .Build();
   EXPECT_THAT(Bindings(RunCycle(s, AllocateOnly())), ElementsAre("job-0@n1+"));
 }
@@ -260,8 +298,10 @@ TEST(Placement, FitsNowBeatsPipelinedWhateverTheScore) {
                    .Node("a-releasing", Gpu(8))
                    .Node("b-free", Gpu(8))
                    .Queue("team")
-                   .Group("leaving", "team").Pod(Gpu(6), "a-releasing", PodPhase::kReleasing)
-                   .Group("job", "team").Pods(1, Gpu(4))
+                   .Group("leaving", "team")
+                   .Pod(Gpu(6), "a-releasing", PodPhase::kReleasing)
+                   .Group("job", "team")
+                   .Pods(1, Gpu(4))
                    .Build();
   EXPECT_THAT(Bindings(RunCycle(s, AllocateOnly())), ElementsAre("job-0@b-free"));
 }
@@ -270,9 +310,12 @@ TEST(Placement, TwoPodsNeverClaimTheSameReleasingCapacity) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", Gpu(4))
                    .Queue("team")
-                   .Group("leaving", "team").Pod(Gpu(4), "n1", PodPhase::kReleasing)
-                   .Group("a", "team").Pods(1, Gpu(4))
-                   .Group("b", "team").Pods(1, Gpu(4))
+                   .Group("leaving", "team")
+                   .Pod(Gpu(4), "n1", PodPhase::kReleasing)
+                   .Group("a", "team")
+                   .Pods(1, Gpu(4))
+                   .Group("b", "team")
+                   .Pods(1, Gpu(4))
                    .Build();
   ScheduleResult result = RunCycle(s, AllocateOnly());
   EXPECT_THAT(Bindings(result), ElementsAre("a-0@n1+"));
@@ -286,8 +329,10 @@ TEST(Placement, PodBoundNowDoesNotTakeCapacityAPipelinedPodClaimed) {
                    .Queue("team")
                    .Group("leaving", "team")
                    .Pod({{"cpu", 0}, {"nvidia.com/gpu", 2}}, "n1", PodPhase::kReleasing)
-                   .Group("a", "team").Pods(1, {{"cpu", 4000}, {"nvidia.com/gpu", 2}})
-                   .Group("b", "team").Pods(1, Cpu(4000))
+                   .Group("a", "team")
+                   .Pods(1, {{"cpu", 4000}, {"nvidia.com/gpu", 2}})
+                   .Group("b", "team")
+                   .Pods(1, Cpu(4000))
                    .Build();
   // a waits for the GPUs but claims the idle cpu too; b must not bind onto that cpu.
   ScheduleResult result = RunCycle(s, AllocateOnly());
@@ -302,8 +347,11 @@ TEST(Placement, GangWithOnePipelinedPodIsPipelinedWhole) {
                    .Node("n1", Gpu(4))
                    .Node("n2", Gpu(4))
                    .Queue("team")
-                   .Group("leaving", "team").Pod(Gpu(4), "n2", PodPhase::kReleasing)
-                   .Group("train", "team").MinMember(2).Pods(2, Gpu(4))
+                   .Group("leaving", "team")
+                   .Pod(Gpu(4), "n2", PodPhase::kReleasing)
+                   .Group("train", "team")
+                   .MinMember(2)
+                   .Pods(2, Gpu(4))
                    .Build();
   EXPECT_THAT(Bindings(RunCycle(s, AllocateOnly())), ElementsAre("train-0@n1+", "train-1@n2+"));
 }
@@ -312,8 +360,11 @@ TEST(Placement, ElasticPodPipelinedAloneWhenTheGangRuns) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", Gpu(4))
                    .Queue("team")
-                   .Group("leaving", "team").Pod(Gpu(2), "n1", PodPhase::kReleasing)
-                   .Group("web", "team").RunningPods(1, Gpu(2), "n1").Pods(1, Gpu(2))
+                   .Group("leaving", "team")
+                   .Pod(Gpu(2), "n1", PodPhase::kReleasing)
+                   .Group("web", "team")
+                   .RunningPods(1, Gpu(2), "n1")
+                   .Pods(1, Gpu(2))
                    .Build();
   EXPECT_THAT(Bindings(RunCycle(s, AllocateOnly())), ElementsAre("web-1@n1+"));
 }
@@ -325,8 +376,11 @@ TEST(Placement, InsufficientResourcesNamesTheLargestFreeAmount) {
                    .Node("gpu-1", Gpu(8))
                    .Node("gpu-7", Gpu(8))
                    .Queue("team")
-                   .Group("busy", "team").RunningPods(1, Gpu(7), "gpu-1").RunningPods(1, Gpu(6), "gpu-7")
-                   .Group("job", "team").Pods(1, Gpu(4))
+                   .Group("busy", "team")
+                   .RunningPods(1, Gpu(7), "gpu-1")
+                   .RunningPods(1, Gpu(6), "gpu-7")
+                   .Group("job", "team")
+                   .Pods(1, Gpu(4))
                    .Build();
   ScheduleResult result = RunCycle(s, AllocateOnly());
   EXPECT_THAT(Pending(result), ElementsAre("job:insufficient-resources"));
@@ -339,7 +393,8 @@ TEST(Placement, InsufficientResourcesWhenNoNodeHasEverythingAtOnce) {
                    .Node("n1", {{"cpu", 8000}, {"memory", 1}})
                    .Node("n2", {{"cpu", 1000}, {"memory", 64}})
                    .Queue("team")
-                   .Group("job", "team").Pods(1, {{"cpu", 4000}, {"memory", 16}})
+                   .Group("job", "team")
+                   .Pods(1, {{"cpu", 4000}, {"memory", 16}})
                    .Build();
   ScheduleResult result = RunCycle(s, AllocateOnly());
   EXPECT_EQ(PendingMessage(result, "job"),
@@ -351,8 +406,10 @@ TEST(Placement, FractionalAmountsUseTheShortestForm) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", Gpu(1))
                    .Queue("team")
-                   .Group("busy", "team").RunningPods(1, Gpu(0.7), "n1")
-                   .Group("job", "team").Pods(1, Gpu(0.5))
+                   .Group("busy", "team")
+                   .RunningPods(1, Gpu(0.7), "n1")
+                   .Group("job", "team")
+                   .Pods(1, Gpu(0.5))
                    .Build();
   EXPECT_EQ(PendingMessage(RunCycle(s, AllocateOnly()), "job"),
             "pod job-0 needs 0.5 nvidia.com/gpu on one node; the largest free is "
@@ -367,7 +424,10 @@ TEST(OnePodPerNode, BinpackPutsTheGangsPodsOnDistinctNodes) {
                    .Node("n2", Gpu(8))
                    .Node("n3", Gpu(4))
                    .Queue("team")
-                   .Group("mpi", "team").MinMember(3).OnePodPerNode().Pods(3, Gpu(2))
+                   .Group("mpi", "team")
+                   .MinMember(3)
+                   .OnePodPerNode()
+                   .Pods(3, Gpu(2))
                    .Build();
   ScheduleResult result = RunCycle(s, AllocateOnly());
   EXPECT_THAT(Bindings(result), ElementsAre("mpi-0@n3", "mpi-1@n1", "mpi-2@n2"));
@@ -379,7 +439,9 @@ TEST(OnePodPerNode, WithoutItBinpackStacksTheSameGang) {
                    .Node("n2", Gpu(8))
                    .Node("n3", Gpu(4))
                    .Queue("team")
-                   .Group("mpi", "team").MinMember(3).Pods(3, Gpu(2))
+                   .Group("mpi", "team")
+                   .MinMember(3)
+                   .Pods(3, Gpu(2))
                    .Build();
   ScheduleResult result = RunCycle(s, AllocateOnly());
   EXPECT_THAT(Bindings(result), ElementsAre("mpi-0@n3", "mpi-1@n3", "mpi-2@n1"));
@@ -390,7 +452,10 @@ TEST(OnePodPerNode, AGangWiderThanTheNodesThatCanHoldItStaysPending) {
                    .Node("n1", Gpu(8))
                    .Node("n2", Gpu(8))
                    .Queue("team")
-                   .Group("mpi", "team").MinMember(3).OnePodPerNode().Pods(3, Gpu(1))
+                   .Group("mpi", "team")
+                   .MinMember(3)
+                   .OnePodPerNode()
+                   .Pods(3, Gpu(1))
                    .Build();
   ScheduleResult result = RunCycle(s, AllocateOnly());
   EXPECT_THAT(result.bindings, IsEmpty());
@@ -402,7 +467,8 @@ TEST(OnePodPerNode, ARunningPodKeepsItsNodeFromTheGroupsNextPod) {
                    .Node("n1", Gpu(8))
                    .Node("n2", Gpu(8))
                    .Queue("team")
-                   .Group("mpi", "team").OnePodPerNode()
+                   .Group("mpi", "team")
+                   .OnePodPerNode()
                    .Pod(Gpu(2), "n1", PodPhase::kRunning)
                    .Pod(Gpu(2))
                    .Build();
@@ -415,7 +481,10 @@ TEST(OnePodPerNode, SpreadSkipsTheGroupsNodesToo) {
                    .Node("n1", Gpu(8))
                    .Node("n2", Gpu(4))
                    .Queue("team")
-                   .Group("mpi", "team").MinMember(2).OnePodPerNode().Pods(2, Gpu(1))
+                   .Group("mpi", "team")
+                   .MinMember(2)
+                   .OnePodPerNode()
+                   .Pods(2, Gpu(1))
                    .Build();
   ScheduleResult result = RunCycle(s, AllocateOnly(Placement::kSpread));
   EXPECT_THAT(Bindings(result), ElementsAre("mpi-0@n1", "mpi-1@n2"));

@@ -1,15 +1,16 @@
 // Candidate order (SEMANTICS.md §4.3): the queue chain rules 1-8, the job order in a leaf, and the
 // top-down choice through the tree.
+#include "core/kai/queue_order.h"
+
 #include <limits>
 #include <string>
 #include <vector>
 
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "core/kai/kai_fair_share.h"
-#include "core/kai/queue_order.h"
 #include "core/kai/session.h"
 #include "core/validation.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
 
 namespace arbiter::kai {
@@ -43,8 +44,12 @@ struct ChainCase {
 bool AGoesFirst(const ChainCase& c) {
   Snapshot snapshot = SnapshotBuilder()
                           .Capacity({{"cpu", 16}, {"nvidia.com/gpu", 16}})
-                          .Queue("a").QueuePriority(c.a.priority).QueueCreated(c.a.created)
-                          .Queue("b").QueuePriority(c.b.priority).QueueCreated(c.b.created)
+                          .Queue("a")
+                          .QueuePriority(c.a.priority)
+                          .QueueCreated(c.a.created)
+                          .Queue("b")
+                          .QueuePriority(c.b.priority)
+                          .QueueCreated(c.b.created)
                           .Build();
   KaiFairShare shares = ComputeKaiFairShare(snapshot, Policy{});
   const Side* sides[] = {&c.a, &c.b};
@@ -82,56 +87,144 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         // Rule 1: over fair share (fs < allocated in all resources) goes last, before priority.
         ChainCase{"Rule1NotOverFairShareBeatsOver",
-                  With({}, [](Side& s) { s.allocated = {9, 9}; s.priority = 5; }), Side{}, false},
+                  With({},
+                       [](Side& s) {
+                         s.allocated = {9, 9};
+                         s.priority = 5;
+                       }),
+                  Side{}, false},
         ChainCase{"Rule1OverInOneResourceOnlyIsNotOver",
-                  With({}, [](Side& s) { s.allocated = {9, 0}; s.priority = 5; }), Side{}, true},
+                  With({},
+                       [](Side& s) {
+                         s.allocated = {9, 0};
+                         s.priority = 5;
+                       }),
+                  Side{}, true},
         // Rule 2: starved (allocated + unit <= deserved in all) wins, before priority.
-        ChainCase{"Rule2StarvedWins", With({}, [](Side& s) { s.deserved = {4, 4}; }),
+        ChainCase{"Rule2StarvedWins",
+                  With({},
+                       [](Side& s) {
+                         s.deserved = {4, 4};
+                       }),
                   With({}, [](Side& s) { s.priority = 5; }), true},
-        ChainCase{"Rule2StarvedNeedsAllResources", With({}, [](Side& s) { s.deserved = {4, 0}; }),
+        ChainCase{"Rule2StarvedNeedsAllResources",
+                  With({},
+                       [](Side& s) {
+                         s.deserved = {4, 0};
+                       }),
                   With({}, [](Side& s) { s.priority = 5; }), false},
         ChainCase{"Rule2DeservedMinusOneIsInfinite",
-                  With({}, [](Side& s) { s.deserved = {-1, -1}; s.allocated = {7, 7}; }),
+                  With({},
+                       [](Side& s) {
+                         s.deserved = {-1, -1};
+                         s.allocated = {7, 7};
+                       }),
                   With({}, [](Side& s) { s.priority = 5; }), true},
         // Rule 3: higher queue priority.
         ChainCase{"Rule3HigherPriorityFirst",
-                  With({}, [](Side& s) { s.priority = 2; s.allocated = {6, 6}; }), Side{}, true},
+                  With({},
+                       [](Side& s) {
+                         s.priority = 2;
+                         s.allocated = {6, 6};
+                       }),
+                  Side{}, true},
         // Rule 4: penalised (allocatableShare 0 where it would use some) goes last.
         ChainCase{"Rule4PenalisedLoses",
-                  With({}, [](Side& s) { s.allocatable_share = {0, 8}; s.unit = {1, 0}; }),
-                  With({}, [](Side& s) { s.allocated = {7, 7}; }), false},
+                  With({},
+                       [](Side& s) {
+                         s.allocatable_share = {0, 8};
+                         s.unit = {1, 0};
+                       }),
+                  With({},
+                       [](Side& s) {
+                         s.allocated = {7, 7};
+                       }),
+                  false},
         ChainCase{"Rule4ZeroShareOfAnUnusedResourceIsNoPenalty",
-                  With({}, [](Side& s) { s.allocatable_share = {0, 8}; s.unit = {0, 1}; }),
-                  With({}, [](Side& s) { s.allocated = {7, 7}; }), true},
+                  With({},
+                       [](Side& s) {
+                         s.allocatable_share = {0, 8};
+                         s.unit = {0, 1};
+                       }),
+                  With({},
+                       [](Side& s) {
+                         s.allocated = {7, 7};
+                       }),
+                  true},
         // Rule 5: smaller dominant share with the unit (max over resources of x / share).
         ChainCase{"Rule5SmallerDominantShareWithUnit",
-                  With({}, [](Side& s) { s.allocated = {1, 3}; }),
-                  With({}, [](Side& s) { s.allocated = {2, 2}; }), false},
+                  With({},
+                       [](Side& s) {
+                         s.allocated = {1, 3};
+                       }),
+                  With({},
+                       [](Side& s) {
+                         s.allocated = {2, 2};
+                       }),
+                  false},
         ChainCase{"Rule5NoCapUsesTheTopLevelTotal",
-                  With({}, [](Side& s) {
-                    s.allocatable_share = {kInf, kInf};
-                    s.fair_share = {16, 16};
-                    s.allocated = {14, 14};  // 15/16 of the total, against 5/8 for b
-                  }),
-                  With({}, [](Side& s) { s.allocated = {4, 4}; }), false},
+                  With({},
+                       [](Side& s) {
+                         s.allocatable_share = {kInf, kInf};
+                         s.fair_share = {16, 16};
+                         s.allocated = {14, 14};  // 15/16 of the total, against 5/8 for b
+                       }),
+                  With({},
+                       [](Side& s) {
+                         s.allocated = {4, 4};
+                       }),
+                  false},
         ChainCase{"Rule5ZeroShareCountsThousandTimes",
-                  With({}, [](Side& s) { s.allocatable_share = {0, 0}; s.unit = {0.002, 0}; }),
-                  With({}, [](Side& s) { s.allocatable_share = {0, 0}; s.unit = {0.001, 0}; }),
+                  With({},
+                       [](Side& s) {
+                         s.allocatable_share = {0, 0};
+                         s.unit = {0.002, 0};
+                       }),
+                  With({},
+                       [](Side& s) {
+                         s.allocatable_share = {0, 0};
+                         s.unit = {0.001, 0};
+                       }),
                   false},
         // Rule 6: equal with the unit, smaller without it.
         ChainCase{"Rule6SmallerDominantShareWithoutUnit",
-                  With({}, [](Side& s) { s.allocated = {2, 0}; s.unit = {2, 0}; }),
-                  With({}, [](Side& s) { s.allocated = {3, 0}; s.unit = {1, 0}; }), true},
+                  With({},
+                       [](Side& s) {
+                         s.allocated = {2, 0};
+                         s.unit = {2, 0};
+                       }),
+                  With({},
+                       [](Side& s) {
+                         s.allocated = {3, 0};
+                         s.unit = {1, 0};
+                       }),
+                  true},
         // Rule 7: smaller allocatableShare vector (<= in all, < in one).
         ChainCase{"Rule7SmallerAllocatableShare",
-                  With({}, [](Side& s) { s.allocatable_share = {16, 16}; s.unit = {0, 0};
-                                         s.created = 9; }),
-                  With({}, [](Side& s) { s.allocatable_share = {16, 32}; s.unit = {0, 0}; }),
+                  With({},
+                       [](Side& s) {
+                         s.allocatable_share = {16, 16};
+                         s.unit = {0, 0};
+                         s.created = 9;
+                       }),
+                  With({},
+                       [](Side& s) {
+                         s.allocatable_share = {16, 32};
+                         s.unit = {0, 0};
+                       }),
                   true},
         ChainCase{"Rule7IncomparableVectorsFallToCreation",
-                  With({}, [](Side& s) { s.allocatable_share = {16, 32}; s.unit = {0, 0};
-                                         s.created = 9; }),
-                  With({}, [](Side& s) { s.allocatable_share = {32, 16}; s.unit = {0, 0}; }),
+                  With({},
+                       [](Side& s) {
+                         s.allocatable_share = {16, 32};
+                         s.unit = {0, 0};
+                         s.created = 9;
+                       }),
+                  With({},
+                       [](Side& s) {
+                         s.allocatable_share = {32, 16};
+                         s.unit = {0, 0};
+                       }),
                   false},
         // Rule 8: older creation time, then the smaller name.
         ChainCase{"Rule8OlderQueueFirst", With({}, [](Side& s) { s.created = 5; }),
@@ -162,16 +255,31 @@ TEST(JobOrder, PriorityThenElasticStateThenCreationThenName) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", {{"cpu", 100}})
                    .Queue("team")
-                   .Group("e-low", "team").Priority(-1).Pods(1, {{"cpu", 1}})
-                   .Group("d-high", "team").Priority(9).Created(50).Pods(1, {{"cpu", 1}})
-                   .Group("c-above-gang", "team").MinMember(1).RunningPods(2, {{"cpu", 1}}, "n1")
+                   .Group("e-low", "team")
+                   .Priority(-1)
                    .Pods(1, {{"cpu", 1}})
-                   .Group("b-at-gang", "team").MinMember(1).RunningPods(1, {{"cpu", 1}}, "n1")
+                   .Group("d-high", "team")
+                   .Priority(9)
+                   .Created(50)
                    .Pods(1, {{"cpu", 1}})
-                   .Group("a-below-gang", "team").MinMember(2).RunningPods(1, {{"cpu", 1}}, "n1")
+                   .Group("c-above-gang", "team")
+                   .MinMember(1)
+                   .RunningPods(2, {{"cpu", 1}}, "n1")
                    .Pods(1, {{"cpu", 1}})
-                   .Group("z-old", "team").Created(1).Pods(1, {{"cpu", 1}})
-                   .Group("y-new", "team").Created(2).Pods(1, {{"cpu", 1}})
+                   .Group("b-at-gang", "team")
+                   .MinMember(1)
+                   .RunningPods(1, {{"cpu", 1}}, "n1")
+                   .Pods(1, {{"cpu", 1}})
+                   .Group("a-below-gang", "team")
+                   .MinMember(2)
+                   .RunningPods(1, {{"cpu", 1}}, "n1")
+                   .Pods(1, {{"cpu", 1}})
+                   .Group("z-old", "team")
+                   .Created(1)
+                   .Pods(1, {{"cpu", 1}})
+                   .Group("y-new", "team")
+                   .Created(2)
+                   .Pods(1, {{"cpu", 1}})
                    .Build();
   // Priority 9 first; then elastic state (active < g, = g, > g) for priority 0, where the pending
   // single-pod groups have active 0 < 1; then creation; then name.
@@ -184,12 +292,19 @@ TEST(QueueOrderTree, TheBestChildIsEnteredAtEachLevel) {
   // dept-a's leaf team-a2 has the least of all leaves.
   Snapshot s = SnapshotBuilder()
                    .Node("n1", {{"cpu", 100}})
-                   .Queue("dept-a").Queue("dept-b")
-                   .Queue("team-a1", "dept-a").Queue("team-a2", "dept-a").Queue("team-b1", "dept-b")
-                   .Group("run-a1", "team-a1").RunningPods(1, {{"cpu", 10}}, "n1")
-                   .Group("run-b1", "team-b1").RunningPods(1, {{"cpu", 4}}, "n1")
-                   .Group("job-a2", "team-a2").Pods(1, {{"cpu", 1}})
-                   .Group("job-b1", "team-b1").Pods(1, {{"cpu", 1}})
+                   .Queue("dept-a")
+                   .Queue("dept-b")
+                   .Queue("team-a1", "dept-a")
+                   .Queue("team-a2", "dept-a")
+                   .Queue("team-b1", "dept-b")
+                   .Group("run-a1", "team-a1")
+                   .RunningPods(1, {{"cpu", 10}}, "n1")
+                   .Group("run-b1", "team-b1")
+                   .RunningPods(1, {{"cpu", 4}}, "n1")
+                   .Group("job-a2", "team-a2")
+                   .Pods(1, {{"cpu", 1}})
+                   .Group("job-b1", "team-b1")
+                   .Pods(1, {{"cpu", 1}})
                    .Build();
   EXPECT_THAT(Drain(s), ElementsAre("job-b1", "job-a2"));
 }
@@ -197,9 +312,12 @@ TEST(QueueOrderTree, TheBestChildIsEnteredAtEachLevel) {
 TEST(QueueOrderTree, OrderFollowsAllocationsAfterEachAttempt) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", {{"cpu", 100}})
-                   .Queue("a").Queue("b")
-                   .Group("ja", "a").Pods(3, {{"cpu", 1}})
-                   .Group("jb", "b").Pods(3, {{"cpu", 1}})
+                   .Queue("a")
+                   .Queue("b")
+                   .Group("ja", "a")
+                   .Pods(3, {{"cpu", 1}})
+                   .Group("jb", "b")
+                   .Pods(3, {{"cpu", 1}})
                    .Build();
   Policy policy;
   KaiFairShare shares = ComputeKaiFairShare(s, policy);

@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/quantity_format.h"
 #include "core/model.h"
+#include "core/quantity_format.h"
 
 namespace arbiter::testing {
 
@@ -85,30 +85,44 @@ class Fields {
 
 inline std::string PhaseName(PodPhase phase) {
   switch (phase) {
-    case PodPhase::kPending: return "POD_PHASE_PENDING";
-    case PodPhase::kRunning: return "POD_PHASE_RUNNING";
-    case PodPhase::kReleasing: return "POD_PHASE_RELEASING";
-    default: return "";
+    case PodPhase::kPending:
+      return "POD_PHASE_PENDING";
+    case PodPhase::kRunning:
+      return "POD_PHASE_RUNNING";
+    case PodPhase::kReleasing:
+      return "POD_PHASE_RELEASING";
+    default:
+      return "";
   }
 }
 
 inline std::string ActionName(Action action) {
   switch (action) {
-    case Action::kAllocate: return "ACTION_ALLOCATE";
-    case Action::kConsolidate: return "ACTION_CONSOLIDATE";
-    case Action::kReclaim: return "ACTION_RECLAIM";
-    case Action::kPreempt: return "ACTION_PREEMPT";
-    default: return "ACTION_UNSPECIFIED";
+    case Action::kAllocate:
+      return "ACTION_ALLOCATE";
+    case Action::kConsolidate:
+      return "ACTION_CONSOLIDATE";
+    case Action::kReclaim:
+      return "ACTION_RECLAIM";
+    case Action::kPreempt:
+      return "ACTION_PREEMPT";
+    default:
+      return "ACTION_UNSPECIFIED";
   }
 }
 
 inline std::string ReasonName(EvictionReason reason) {
   switch (reason) {
-    case EvictionReason::kFairShareReclaim: return "FAIR_SHARE_RECLAIM";
-    case EvictionReason::kQuotaReclaim: return "QUOTA_RECLAIM";
-    case EvictionReason::kPriorityPreemption: return "PRIORITY_PREEMPTION";
-    case EvictionReason::kConsolidation: return "CONSOLIDATION";
-    default: return "EVICTION_REASON_UNSPECIFIED";
+    case EvictionReason::kFairShareReclaim:
+      return "FAIR_SHARE_RECLAIM";
+    case EvictionReason::kQuotaReclaim:
+      return "QUOTA_RECLAIM";
+    case EvictionReason::kPriorityPreemption:
+      return "PRIORITY_PREEMPTION";
+    case EvictionReason::kConsolidation:
+      return "CONSOLIDATION";
+    default:
+      return "EVICTION_REASON_UNSPECIFIED";
   }
 }
 
@@ -128,8 +142,11 @@ inline std::string RequestJson(const Snapshot& s, const Policy& p) {
   for (const Node& n : s.nodes) {
     std::vector<std::string> taints;
     for (const Taint& t : n.taints) {
-      taints.push_back(Fields().String("key", t.key).String("value", t.value)
-                           .String("effect", t.effect).Inline());
+      taints.push_back(Fields()
+                           .String("key", t.key)
+                           .String("value", t.value)
+                           .String("effect", t.effect)
+                           .Inline());
     }
     Fields f;
     f.String("name", n.name).Map("allocatable", n.allocatable).Labels("labels", n.labels);
@@ -141,12 +158,19 @@ inline std::string RequestJson(const Snapshot& s, const Policy& p) {
     for (const Pod& pod : g.pods) {
       std::vector<std::string> tolerations;
       for (const Toleration& t : pod.tolerations) {
-        tolerations.push_back(Fields().String("key", t.key).String("operator", t.op)
-                                  .String("value", t.value).String("effect", t.effect).Inline());
+        tolerations.push_back(Fields()
+                                  .String("key", t.key)
+                                  .String("operator", t.op)
+                                  .String("value", t.value)
+                                  .String("effect", t.effect)
+                                  .Inline());
       }
       Fields f;
-      f.String("name", pod.name).Map("requests", pod.requests).String("node_name", pod.node_name)
-          .String("phase", PhaseName(pod.phase)).Labels("node_selector", pod.node_selector);
+      f.String("name", pod.name)
+          .Map("requests", pod.requests)
+          .String("node_name", pod.node_name)
+          .String("phase", PhaseName(pod.phase))
+          .Labels("node_selector", pod.node_selector);
       if (!tolerations.empty()) {
         f.Add("tolerations", absl::StrCat("[", absl::StrJoin(tolerations, ", "), "]"));
       }
@@ -154,7 +178,8 @@ inline std::string RequestJson(const Snapshot& s, const Policy& p) {
     }
     Fields f;
     f.String("name", g.name).String("queue", g.queue).Number("priority", g.priority);
-    if (g.preemptibility == Preemptibility::kPreemptible) f.Add("preemptibility", "\"PREEMPTIBLE\"");
+    if (g.preemptibility == Preemptibility::kPreemptible)
+      f.Add("preemptibility", "\"PREEMPTIBLE\"");
     if (g.preemptibility == Preemptibility::kNonPreemptible) {
       f.Add("preemptibility", "\"NON_PREEMPTIBLE\"");
     }
@@ -162,7 +187,9 @@ inline std::string RequestJson(const Snapshot& s, const Policy& p) {
     groups.push_back(f.Block(6));
   }
   Fields snapshot;
-  snapshot.List("queues", queues, 4).List("nodes", nodes, 4).List("pod_groups", groups, 4)
+  snapshot.List("queues", queues, 4)
+      .List("nodes", nodes, 4)
+      .List("pod_groups", groups, 4)
       .Map("capacity", s.capacity);
   std::vector<std::string> actions;
   for (Action a : p.actions) actions.push_back(w.Quote(ActionName(a)));
@@ -178,19 +205,29 @@ inline std::string RequestJson(const Snapshot& s, const Policy& p) {
 inline std::string DecisionsJson(const ScheduleResult& r) {
   std::vector<std::string> bindings, evictions, pending;
   for (const Binding& b : r.bindings) {
-    bindings.push_back(Fields().String("pod_group", b.pod_group).String("pod", b.pod)
-                           .String("node", b.node).Bool("after_evictions", b.after_evictions)
+    bindings.push_back(Fields()
+                           .String("pod_group", b.pod_group)
+                           .String("pod", b.pod)
+                           .String("node", b.node)
+                           .Bool("after_evictions", b.after_evictions)
                            .Inline());
   }
   for (const Eviction& e : r.evictions) {
-    evictions.push_back(Fields().String("pod_group", e.pod_group).String("pod", e.pod)
-                            .String("node", e.node).Add("reason", "\"" + ReasonName(e.reason) + "\"")
+    evictions.push_back(Fields()
+                            .String("pod_group", e.pod_group)
+                            .String("pod", e.pod)
+                            .String("node", e.node)
+                            .Add("reason", "\"" + ReasonName(e.reason) + "\"")
                             .String("preemptor_pod_group", e.preemptor_pod_group)
-                            .String("message", e.message).Inline());
+                            .String("message", e.message)
+                            .Inline());
   }
   for (const PendingPodGroup& p : r.pending) {
-    pending.push_back(Fields().String("pod_group", p.pod_group).String("reason", p.reason)
-                          .String("message", p.message).Inline());
+    pending.push_back(Fields()
+                          .String("pod_group", p.pod_group)
+                          .String("reason", p.reason)
+                          .String("message", p.message)
+                          .Inline());
   }
   Fields f;
   f.List("bindings", bindings, 2).List("evictions", evictions, 2).List("pending", pending, 2);

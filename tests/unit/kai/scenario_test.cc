@@ -29,18 +29,23 @@ struct Scenario {
   std::string name;
   Snapshot snapshot;
   Policy policy;
-  std::vector<std::string> bindings;  // "pod@node", "+" when pipelined
-  std::vector<std::string> pending;   // "group:reason"
+  std::vector<std::string> bindings;        // "pod@node", "+" when pipelined
+  std::vector<std::string> pending;         // "group:reason"
   std::vector<std::string> evictions = {};  // "pod@node REASON for preemptor"
 };
 
 std::string ReasonName(EvictionReason reason) {
   switch (reason) {
-    case EvictionReason::kFairShareReclaim: return "FAIR_SHARE_RECLAIM";
-    case EvictionReason::kQuotaReclaim: return "QUOTA_RECLAIM";
-    case EvictionReason::kPriorityPreemption: return "PRIORITY_PREEMPTION";
-    case EvictionReason::kConsolidation: return "CONSOLIDATION";
-    default: return "OTHER";
+    case EvictionReason::kFairShareReclaim:
+      return "FAIR_SHARE_RECLAIM";
+    case EvictionReason::kQuotaReclaim:
+      return "QUOTA_RECLAIM";
+    case EvictionReason::kPriorityPreemption:
+      return "PRIORITY_PREEMPTION";
+    case EvictionReason::kConsolidation:
+      return "CONSOLIDATION";
+    default:
+      return "OTHER";
   }
 }
 
@@ -58,81 +63,119 @@ std::vector<Scenario> Scenarios() {
 
   // A gang that fits only whole: "train" (3 × 4 GPUs) fits across both nodes; "eval" (2 × 2
   // GPUs) then finds 2 GPUs for one pod and none for the other, so neither is bound.
-  all.push_back(Scenario{
-      "gang_fits_only_whole",
-      SnapshotBuilder()
-          .Node("node-a", Gpu(8)).Node("node-b", Gpu(6))
-          .Queue("research")
-          .Group("eval", "research").Priority(1).MinMember(2).Pods(2, Gpu(2))
-          .Group("train", "research").Priority(2).MinMember(3).Pods(3, Gpu(4))
-          .Build(),
-      AllocateOnly(),
-      {"train-0@node-b", "train-1@node-a", "train-2@node-a"},
-      {"eval:gang-does-not-fit"}});
+  all.push_back(Scenario{"gang_fits_only_whole",
+                         SnapshotBuilder()
+                             .Node("node-a", Gpu(8))
+                             .Node("node-b", Gpu(6))
+                             .Queue("research")
+                             .Group("eval", "research")
+                             .Priority(1)
+                             .MinMember(2)
+                             .Pods(2, Gpu(2))
+                             .Group("train", "research")
+                             .Priority(2)
+                             .MinMember(3)
+                             .Pods(3, Gpu(4))
+                             .Build(),
+                         AllocateOnly(),
+                         {"train-0@node-b", "train-1@node-a", "train-2@node-a"},
+                         {"eval:gang-does-not-fit"}});
 
   // A limit up the tree: dept caps nvidia.com/gpu at 6 and team-b already runs 4, so team-a's
   // 2 × 2 GPU gang would take dept to 8, though the cluster has room. "solo" in another
   // department is placed.
-  all.push_back(Scenario{
-      "limit_up_the_tree",
-      SnapshotBuilder()
-          .Node("node-a", Gpu(8)).Node("node-b", Gpu(8))
-          .Queue("dept").Limit(Gpu(6))
-          .Queue("team-a", "dept").Queue("team-b", "dept")
-          .Queue("other")
-          .Group("busy", "team-b").RunningPods(2, Gpu(2), "node-a")
-          .Group("gang", "team-a").MinMember(2).Pods(2, Gpu(2))
-          .Group("solo", "other").Pods(1, Gpu(2))
-          .Build(),
-      AllocateOnly(),
-      {"solo-0@node-a"},
-      {"gang:queue-over-limit"}});
+  all.push_back(Scenario{"limit_up_the_tree",
+                         SnapshotBuilder()
+                             .Node("node-a", Gpu(8))
+                             .Node("node-b", Gpu(8))
+                             .Queue("dept")
+                             .Limit(Gpu(6))
+                             .Queue("team-a", "dept")
+                             .Queue("team-b", "dept")
+                             .Queue("other")
+                             .Group("busy", "team-b")
+                             .RunningPods(2, Gpu(2), "node-a")
+                             .Group("gang", "team-a")
+                             .MinMember(2)
+                             .Pods(2, Gpu(2))
+                             .Group("solo", "other")
+                             .Pods(1, Gpu(2))
+                             .Build(),
+                         AllocateOnly(),
+                         {"solo-0@node-a"},
+                         {"gang:queue-over-limit"}});
 
   // Non-preemptible work must fit in deserved (4 GPUs), counting only non-preemptible
   // allocation: "serve-2" would take it to 6; the preemptible "batch" may go above deserved.
-  all.push_back(Scenario{
-      "non_preemptible_over_quota",
-      SnapshotBuilder()
-          .Node("node-a", Gpu(8)).Node("node-b", Gpu(8))
-          .Queue("inference").Deserved(Gpu(4))
-          .Group("serve-1", "inference").Priority(100).RunningPods(1, Gpu(2), "node-a")
-          .Group("serve-2", "inference").Priority(100).Pods(1, Gpu(4))
-          .Group("batch", "inference").Priority(10).Pods(1, Gpu(6))
-          .Build(),
-      AllocateOnly(),
-      {"batch-0@node-a"},
-      {"serve-2:non-preemptible-over-quota"}});
+  all.push_back(Scenario{"non_preemptible_over_quota",
+                         SnapshotBuilder()
+                             .Node("node-a", Gpu(8))
+                             .Node("node-b", Gpu(8))
+                             .Queue("inference")
+                             .Deserved(Gpu(4))
+                             .Group("serve-1", "inference")
+                             .Priority(100)
+                             .RunningPods(1, Gpu(2), "node-a")
+                             .Group("serve-2", "inference")
+                             .Priority(100)
+                             .Pods(1, Gpu(4))
+                             .Group("batch", "inference")
+                             .Priority(10)
+                             .Pods(1, Gpu(6))
+                             .Build(),
+                         AllocateOnly(),
+                         {"batch-0@node-a"},
+                         {"serve-2:non-preemptible-over-quota"}});
 
   // Selectors and taints: h100 nodes are tainted for research; a-spot prefers no scheduling, so
   // "any" takes a100-1 although a-spot ties on score and sorts first, while "spot-ok", which
   // tolerates it, takes a-spot; the v100 node is unschedulable.
-  all.push_back(Scenario{
-      "selectors_and_taints",
-      SnapshotBuilder()
-          .Node("a100-1", Gpu(8)).Label("gpu", "a100")
-          .Node("h100-1", Gpu(8)).Label("gpu", "h100").Taint("dedicated", "research", "NoSchedule")
-          .Node("a-spot", Gpu(8)).Label("gpu", "a100").Taint("spot", "true", "PreferNoSchedule")
-          .Node("v100-1", Gpu(8)).Label("gpu", "v100").Unschedulable()
-          .Queue("team")
-          .Group("h100-tolerating", "team").Pod(Gpu(4)).Selector("gpu", "h100")
-          .Tolerate("dedicated", "Equal", "research", "NoSchedule")
-          .Group("h100-plain", "team").Pod(Gpu(4)).Selector("gpu", "h100")
-          .Group("any", "team").Pod(Gpu(8))
-          .Group("spot-ok", "team").Pod(Gpu(4)).Tolerate("spot", "Exists", "", "")
-          .Group("v100", "team").Pod(Gpu(1)).Selector("gpu", "v100")
-          .Build(),
-      AllocateOnly(),
-      {"any-0@a100-1", "h100-tolerating-0@h100-1", "spot-ok-0@a-spot"},
-      {"h100-plain:no-node-matches-selector", "v100:no-node-matches-selector"}});
+  all.push_back(Scenario{"selectors_and_taints",
+                         SnapshotBuilder()
+                             .Node("a100-1", Gpu(8))
+                             .Label("gpu", "a100")
+                             .Node("h100-1", Gpu(8))
+                             .Label("gpu", "h100")
+                             .Taint("dedicated", "research", "NoSchedule")
+                             .Node("a-spot", Gpu(8))
+                             .Label("gpu", "a100")
+                             .Taint("spot", "true", "PreferNoSchedule")
+                             .Node("v100-1", Gpu(8))
+                             .Label("gpu", "v100")
+                             .Unschedulable()
+                             .Queue("team")
+                             .Group("h100-tolerating", "team")
+                             .Pod(Gpu(4))
+                             .Selector("gpu", "h100")
+                             .Tolerate("dedicated", "Equal", "research", "NoSchedule")
+                             .Group("h100-plain", "team")
+                             .Pod(Gpu(4))
+                             .Selector("gpu", "h100")
+                             .Group("any", "team")
+                             .Pod(Gpu(8))
+                             .Group("spot-ok", "team")
+                             .Pod(Gpu(4))
+                             .Tolerate("spot", "Exists", "", "")
+                             .Group("v100", "team")
+                             .Pod(Gpu(1))
+                             .Selector("gpu", "v100")
+                             .Build(),
+                         AllocateOnly(),
+                         {"any-0@a100-1", "h100-tolerating-0@h100-1", "spot-ok-0@a-spot"},
+                         {"h100-plain:no-node-matches-selector", "v100:no-node-matches-selector"}});
 
   // Binpack versus spread on the same cluster: binpack fills the busier node first, spread
   // takes the node with the largest free fraction.
   auto placement_cluster = [] {
     return SnapshotBuilder()
-        .Node("node-a", Gpu(8)).Node("node-b", Gpu(8)).Node("node-c", Gpu(4))
+        .Node("node-a", Gpu(8))
+        .Node("node-b", Gpu(8))
+        .Node("node-c", Gpu(4))
         .Queue("team")
-        .Group("running", "team").RunningPods(1, Gpu(4), "node-b")
-        .Group("web", "team").Pods(3, Gpu(2))
+        .Group("running", "team")
+        .RunningPods(1, Gpu(4), "node-b")
+        .Group("web", "team")
+        .Pods(3, Gpu(2))
         .Build();
   };
   all.push_back(Scenario{"binpack",
@@ -149,72 +192,93 @@ std::vector<Scenario> Scenarios() {
   // Pipelined binding onto releasing pods: node-a is full of a releasing job. "small" fits now on
   // node-b; "gang" fits only on node-a's releasing capacity and is pipelined as a whole;
   // "late" finds nothing left to claim.
-  all.push_back(Scenario{
-      "pipelined_onto_releasing",
-      SnapshotBuilder()
-          .Node("node-a", {{"cpu", 32000}, {"nvidia.com/gpu", 8}})
-          .Node("node-b", {{"cpu", 32000}, {"nvidia.com/gpu", 4}})
-          .Queue("team")
-          .Group("finished", "team").Pod({{"cpu", 8000}, {"nvidia.com/gpu", 8}}, "node-a",
-                                         PodPhase::kReleasing)
-          .Group("small", "team").Priority(3).Pods(1, Gpu(4))
-          .Group("gang", "team").Priority(2).MinMember(2).Pods(2, Gpu(4))
-          .Group("late", "team").Priority(1).Pods(1, Gpu(2))
-          .Build(),
-      AllocateOnly(),
-      {"gang-0@node-a+", "gang-1@node-a+", "small-0@node-b"},
-      {"finished:gang-incomplete", "late:insufficient-resources"}});
+  all.push_back(
+      Scenario{"pipelined_onto_releasing",
+               SnapshotBuilder()
+                   .Node("node-a", {{"cpu", 32000}, {"nvidia.com/gpu", 8}})
+                   .Node("node-b", {{"cpu", 32000}, {"nvidia.com/gpu", 4}})
+                   .Queue("team")
+                   .Group("finished", "team")
+                   .Pod({{"cpu", 8000}, {"nvidia.com/gpu", 8}}, "node-a", PodPhase::kReleasing)
+                   .Group("small", "team")
+                   .Priority(3)
+                   .Pods(1, Gpu(4))
+                   .Group("gang", "team")
+                   .Priority(2)
+                   .MinMember(2)
+                   .Pods(2, Gpu(4))
+                   .Group("late", "team")
+                   .Priority(1)
+                   .Pods(1, Gpu(2))
+                   .Build(),
+               AllocateOnly(),
+               {"gang-0@node-a+", "gang-1@node-a+", "small-0@node-b"},
+               {"finished:gang-incomplete", "late:insufficient-resources"}});
 
   // Issue 4: a team reclaims its deserved quota from a team that borrowed it. team-b holds all 8
   // GPUs with deserved 4 (and fair share 4, since team-a asks for its deserved 4); team-a's
   // 2 × 2 GPU gang is within its fair share, and team-b's elastic group gives up its last two
   // pods, one at a time, each while team-b is above its allocatable share: fair-share reclaim.
-  all.push_back(Scenario{
-      "reclaim_deserved_quota",
-      SnapshotBuilder()
-          .Node("node-a", Gpu(8))
-          .Queue("team-a").Deserved(Gpu(4))
-          .Queue("team-b").Deserved(Gpu(4))
-          .Group("borrowed", "team-b").RunningPods(4, Gpu(2), "node-a")
-          .Group("train", "team-a").MinMember(2).Pods(2, Gpu(2))
-          .Build(),
-      Policy{},
-      {"train-0@node-a+", "train-1@node-a+"},
-      {},
-      {"borrowed-2@node-a FAIR_SHARE_RECLAIM for train",
-       "borrowed-3@node-a FAIR_SHARE_RECLAIM for train"}});
+  all.push_back(Scenario{"reclaim_deserved_quota",
+                         SnapshotBuilder()
+                             .Node("node-a", Gpu(8))
+                             .Queue("team-a")
+                             .Deserved(Gpu(4))
+                             .Queue("team-b")
+                             .Deserved(Gpu(4))
+                             .Group("borrowed", "team-b")
+                             .RunningPods(4, Gpu(2), "node-a")
+                             .Group("train", "team-a")
+                             .MinMember(2)
+                             .Pods(2, Gpu(2))
+                             .Build(),
+                         Policy{},
+                         {"train-0@node-a+", "train-1@node-a+"},
+                         {},
+                         {"borrowed-2@node-a FAIR_SHARE_RECLAIM for train",
+                          "borrowed-3@node-a FAIR_SHARE_RECLAIM for train"}});
 
   // Issue 4: a lower-priority job is preempted in the same queue.
-  all.push_back(Scenario{
-      "preempt_lower_priority",
-      SnapshotBuilder()
-          .Node("node-a", Gpu(4))
-          .Queue("team").Deserved(Gpu(4))
-          .Group("batch", "team").Priority(10).MinMember(2).RunningPods(2, Gpu(2), "node-a")
-          .Group("urgent", "team").Priority(50).Pods(1, Gpu(4))
-          .Build(),
-      Policy{},
-      {"urgent-0@node-a+"},
-      {},
-      {"batch-0@node-a PRIORITY_PREEMPTION for urgent",
-       "batch-1@node-a PRIORITY_PREEMPTION for urgent"}});
+  all.push_back(Scenario{"preempt_lower_priority",
+                         SnapshotBuilder()
+                             .Node("node-a", Gpu(4))
+                             .Queue("team")
+                             .Deserved(Gpu(4))
+                             .Group("batch", "team")
+                             .Priority(10)
+                             .MinMember(2)
+                             .RunningPods(2, Gpu(2), "node-a")
+                             .Group("urgent", "team")
+                             .Priority(50)
+                             .Pods(1, Gpu(4))
+                             .Build(),
+                         Policy{},
+                         {"urgent-0@node-a+"},
+                         {},
+                         {"batch-0@node-a PRIORITY_PREEMPTION for urgent",
+                          "batch-1@node-a PRIORITY_PREEMPTION for urgent"}});
 
   // Issue 4: consolidation lets a 4-GPU job fit on a fragmented node set: three 4-GPU nodes
   // each hold one 2-GPU pod; one pod moves next to another and frees a whole node.
-  all.push_back(Scenario{
-      "consolidate_fragmented",
-      SnapshotBuilder()
-          .Node("node-a", Gpu(4)).Node("node-b", Gpu(4)).Node("node-c", Gpu(4))
-          .Queue("team")
-          .Group("web-a", "team").RunningPods(1, Gpu(2), "node-a")
-          .Group("web-b", "team").RunningPods(1, Gpu(2), "node-b")
-          .Group("web-c", "team").RunningPods(1, Gpu(2), "node-c")
-          .Group("train", "team").Pods(1, Gpu(4))
-          .Build(),
-      Policy{},
-      {"train-0@node-c+", "web-c-0@node-a+"},
-      {},
-      {"web-c-0@node-c CONSOLIDATION for train"}});
+  all.push_back(Scenario{"consolidate_fragmented",
+                         SnapshotBuilder()
+                             .Node("node-a", Gpu(4))
+                             .Node("node-b", Gpu(4))
+                             .Node("node-c", Gpu(4))
+                             .Queue("team")
+                             .Group("web-a", "team")
+                             .RunningPods(1, Gpu(2), "node-a")
+                             .Group("web-b", "team")
+                             .RunningPods(1, Gpu(2), "node-b")
+                             .Group("web-c", "team")
+                             .RunningPods(1, Gpu(2), "node-c")
+                             .Group("train", "team")
+                             .Pods(1, Gpu(4))
+                             .Build(),
+                         Policy{},
+                         {"train-0@node-c+", "web-c-0@node-a+"},
+                         {},
+                         {"web-c-0@node-c CONSOLIDATION for train"}});
   return all;
 }
 

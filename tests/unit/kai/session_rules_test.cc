@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "core/kai/kai_fair_share.h"
 #include "core/kai/kai_schedule.h"
 #include "core/kai/session.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
 #include "tests/unit/kai/kai_test_util.h"
 
@@ -42,10 +42,14 @@ std::vector<std::string> Evictions(const ScheduleResult& result) {
 // One node's statements, on a fixture of two 2-GPU nodes: "v" runs 1 GPU on n1.
 struct TwoNodes {
   Snapshot snapshot = SnapshotBuilder()
-                          .Node("n1", Gpu(2)).Node("n2", Gpu(2))
+                          .Node("n1", Gpu(2))
+                          .Node("n2", Gpu(2))
                           .Queue("team")
-                          .Group("v", "team").RunningPods(1, Gpu(1), "n1")
-                          .Group("job", "team").MinMember(2).Pods(2, Gpu(1))
+                          .Group("v", "team")
+                          .RunningPods(1, Gpu(1), "n1")
+                          .Group("job", "team")
+                          .MinMember(2)
+                          .Pods(2, Gpu(1))
                           .Build();
   KaiFairShare shares = ComputeKaiFairShare(snapshot, Policy{});
   Session session{snapshot, Policy{}, shares};
@@ -93,10 +97,13 @@ TEST(PipelinedClaim, APodPipelinedWithItsGangTakesReleasingCapacityFirst) {
 // A moved victim claims releasing capacity first too.
 TEST(PipelinedClaim, AMovedVictimTakesReleasingCapacityFirst) {
   Snapshot s = SnapshotBuilder()
-                   .Node("n1", Gpu(2)).Node("n2", Gpu(2))
+                   .Node("n1", Gpu(2))
+                   .Node("n2", Gpu(2))
                    .Queue("team")
-                   .Group("a", "team").RunningPods(1, Gpu(1), "n1")
-                   .Group("b", "team").RunningPods(1, Gpu(1), "n2")
+                   .Group("a", "team")
+                   .RunningPods(1, Gpu(1), "n1")
+                   .Group("b", "team")
+                   .RunningPods(1, Gpu(1), "n2")
                    .Build();
   KaiFairShare shares = ComputeKaiFairShare(s, Policy{});
   Session session(s, Policy{}, shares);
@@ -115,13 +122,21 @@ TEST(PipelinedClaim, AMovedVictimTakesReleasingCapacityFirst) {
 // pod then fits now on n1 as well. (Regression: the second pod went to n2.)
 TEST(PipelinedClaim, TheNextPodOfTheUnitKeepsTheFitsNowBand) {
   Snapshot s = SnapshotBuilder()
-                   .Node("n1", Gpu(2)).Node("n2", Gpu(2))
-                   .Queue("team").Limit(Gpu(2))
+                   .Node("n1", Gpu(2))
+                   .Node("n2", Gpu(2))
+                   .Queue("team")
+                   .Limit(Gpu(2))
                    .Queue("other")
-                   .Group("low", "team").Priority(10).RunningPods(1, Gpu(1), "n1")
-                   .Group("held", "other").Preemptible(Preemptibility::kNonPreemptible)
+                   .Group("low", "team")
+                   .Priority(10)
+                   .RunningPods(1, Gpu(1), "n1")
+                   .Group("held", "other")
+                   .Preemptible(Preemptibility::kNonPreemptible)
                    .RunningPods(1, Gpu(1), "n2")
-                   .Group("high", "team").Priority(50).MinMember(2).Pods(2, Gpu(1))
+                   .Group("high", "team")
+                   .Priority(50)
+                   .MinMember(2)
+                   .Pods(2, Gpu(1))
                    .Build();
   ScheduleResult result =
       RunCycle(s, PolicyWith({Action::kAllocate, Action::kPreempt}, Placement::kSpread));
@@ -135,13 +150,19 @@ TEST(PipelinedClaim, TheNextPodOfTheUnitKeepsTheFitsNowBand) {
 // kept n1's idle GPU and "next" was pipelined onto the releasing one.)
 TEST(PipelinedClaim, AGangPipelinedAsAWholeLeavesIdleCapacityToTheNextJob) {
   Snapshot s = SnapshotBuilder()
-                   .Node("n1", Gpu(2)).Node("n2", Gpu(1))
+                   .Node("n1", Gpu(2))
+                   .Node("n2", Gpu(1))
                    .Queue("team")
                    .Group("leaving", "team")
                    .Pod(Gpu(1), "n1", PodPhase::kReleasing)
                    .Pod(Gpu(1), "n2", PodPhase::kReleasing)
-                   .Group("gang", "team").Created(1).MinMember(2).Pods(2, Gpu(1))
-                   .Group("next", "team").Created(2).Pods(1, Gpu(1))
+                   .Group("gang", "team")
+                   .Created(1)
+                   .MinMember(2)
+                   .Pods(2, Gpu(1))
+                   .Group("next", "team")
+                   .Created(2)
+                   .Pods(1, Gpu(1))
                    .Build();
   ScheduleResult result = RunCycle(s, PolicyWith({Action::kAllocate}, Placement::kSpread));
   EXPECT_THAT(Bindings(result), ElementsAre("gang-0@n1+", "gang-1@n2+", "next-0@n1"));
@@ -157,10 +178,20 @@ TEST(RestoredVictim, AVictimReplacedOnItsOwnNodeIsRestoredAndCanBeEvictedLater) 
   Snapshot s = SnapshotBuilder()
                    .Node("n1", Gpu(3))
                    .Queue("team")
-                   .Group("v1", "team").Priority(0).RunningPods(1, Gpu(1), "n1")
-                   .Group("v2", "team").Priority(1).RunningPods(1, Gpu(2), "n1")
-                   .Group("high", "team").Priority(10).Created(10).Pods(1, Gpu(2))
-                   .Group("later", "team").Priority(10).Created(20).Pods(1, Gpu(1))
+                   .Group("v1", "team")
+                   .Priority(0)
+                   .RunningPods(1, Gpu(1), "n1")
+                   .Group("v2", "team")
+                   .Priority(1)
+                   .RunningPods(1, Gpu(2), "n1")
+                   .Group("high", "team")
+                   .Priority(10)
+                   .Created(10)
+                   .Pods(1, Gpu(2))
+                   .Group("later", "team")
+                   .Priority(10)
+                   .Created(20)
+                   .Pods(1, Gpu(1))
                    .Build();
   ScheduleResult result = RunCycle(s, PolicyWith({Action::kAllocate, Action::kPreempt}));
   EXPECT_THAT(Bindings(result), ElementsAre("high-0@n1+", "later-0@n1+"));
@@ -212,21 +243,34 @@ TEST(RestoredVictim, AClaimOnTheVictimsReleasingCapacityMovesToIdle) {
 TEST(PinnedRules, AnActionsCandidateConditionIsCheckedWhenTheJobComesUp) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", Gpu(2))
-                   .Queue("team-a").QueueCreated(1).Deserved(Gpu(1))
-                   .Queue("team-b").QueueCreated(2).Deserved(Gpu(1))
-                   .Queue("team-c").QueueCreated(3).Deserved(Gpu(0))
-                   .Group("held", "team-c").Preemptible(Preemptibility::kNonPreemptible)
+                   .Queue("team-a")
+                   .QueueCreated(1)
+                   .Deserved(Gpu(1))
+                   .Queue("team-b")
+                   .QueueCreated(2)
+                   .Deserved(Gpu(1))
+                   .Queue("team-c")
+                   .QueueCreated(3)
+                   .Deserved(Gpu(0))
+                   .Group("held", "team-c")
+                   .Preemptible(Preemptibility::kNonPreemptible)
                    .RunningPods(1, Gpu(1), "n1")
-                   .Group("v", "team-c").RunningPods(1, Gpu(1), "n1")
-                   .Group("big", "team-a").Priority(10).Pods(1, Gpu(2))
-                   .Group("small", "team-a").Priority(5).Pods(1, Gpu(1))
-                   .Group("b", "team-b").Pods(1, Gpu(1))
+                   .Group("v", "team-c")
+                   .RunningPods(1, Gpu(1), "n1")
+                   .Group("big", "team-a")
+                   .Priority(10)
+                   .Pods(1, Gpu(2))
+                   .Group("small", "team-a")
+                   .Priority(5)
+                   .Pods(1, Gpu(1))
+                   .Group("b", "team-b")
+                   .Pods(1, Gpu(1))
                    .Build();
   ScheduleResult result = RunCycle(s, PolicyWith({Action::kAllocate, Action::kReclaim}));
   EXPECT_THAT(Bindings(result), ElementsAre("b-0@n1+"));
   EXPECT_THAT(Evictions(result), ElementsAre("v-0@n1 for b"));
-  EXPECT_THAT(Pending(result), ElementsAre("big:insufficient-resources",
-                                           "small:insufficient-resources"));
+  EXPECT_THAT(Pending(result),
+              ElementsAre("big:insufficient-resources", "small:insufficient-resources"));
 }
 
 // §4.1 over §4.8, pinned: without ALLOCATE in the call, an eviction action never places a unit
@@ -235,16 +279,21 @@ TEST(PinnedRules, AnActionsCandidateConditionIsCheckedWhenTheJobComesUp) {
 TEST(PinnedRules, WithoutAllocateAUnitThatNeedsNoVictimStaysPending) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", Gpu(8))
-                   .Queue("team-a").Deserved(Gpu(4))
-                   .Queue("team-b").Deserved(Gpu(4))
-                   .Group("gang", "team-b").MinMember(4).RunningPods(4, Gpu(2), "n1")
-                   .Group("job-1", "team-a").Pods(1, Gpu(2))
-                   .Group("job-2", "team-a").Pods(1, Gpu(2))
+                   .Queue("team-a")
+                   .Deserved(Gpu(4))
+                   .Queue("team-b")
+                   .Deserved(Gpu(4))
+                   .Group("gang", "team-b")
+                   .MinMember(4)
+                   .RunningPods(4, Gpu(2), "n1")
+                   .Group("job-1", "team-a")
+                   .Pods(1, Gpu(2))
+                   .Group("job-2", "team-a")
+                   .Pods(1, Gpu(2))
                    .Build();
-  const std::vector<std::vector<Action>> lists = {
-      {Action::kReclaim},
-      {Action::kReclaim, Action::kPreempt},
-      {Action::kReclaim, Action::kConsolidate}};
+  const std::vector<std::vector<Action>> lists = {{Action::kReclaim},
+                                                  {Action::kReclaim, Action::kPreempt},
+                                                  {Action::kReclaim, Action::kConsolidate}};
   for (const std::vector<Action>& actions : lists) {
     SCOPED_TRACE(actions.size());
     ScheduleResult result = RunCycle(s, PolicyWith(actions));
@@ -261,10 +310,15 @@ TEST(PinnedRules, WithoutAllocateAUnitThatNeedsNoVictimStaysPending) {
 TEST(SearchCounters, EachEvictionActionReportsWhatItsSearchDid) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", Gpu(8))
-                   .Queue("team-a").Deserved(Gpu(4))
-                   .Queue("team-b").Deserved(Gpu(4))
-                   .Group("gang", "team-b").MinMember(4).RunningPods(4, Gpu(2), "n1")
-                   .Group("job", "team-a").Pods(1, Gpu(2))
+                   .Queue("team-a")
+                   .Deserved(Gpu(4))
+                   .Queue("team-b")
+                   .Deserved(Gpu(4))
+                   .Group("gang", "team-b")
+                   .MinMember(4)
+                   .RunningPods(4, Gpu(2), "n1")
+                   .Group("job", "team-a")
+                   .Pods(1, Gpu(2))
                    .Build();
   std::map<std::string, std::map<std::string, int64_t>> reported;
   std::vector<std::string> order;
@@ -272,10 +326,12 @@ TEST(SearchCounters, EachEvictionActionReportsWhatItsSearchDid) {
   hooks.phase_counters = [&](std::string_view phase,
                              const std::vector<std::pair<std::string_view, int64_t>>& counters) {
     order.emplace_back(phase);
-    for (const auto& [name, value] : counters) reported[std::string(phase)][std::string(name)] = value;
+    for (const auto& [name, value] : counters)
+      reported[std::string(phase)][std::string(name)] = value;
   };
   hooks.phase_done = [&](std::string_view phase) { order.push_back("done " + std::string(phase)); };
-  absl::StatusOr<ScheduleResult> result = ScheduleKai(s, PolicyWith({Action::kAllocate, Action::kReclaim, Action::kPreempt}), hooks);
+  absl::StatusOr<ScheduleResult> result =
+      ScheduleKai(s, PolicyWith({Action::kAllocate, Action::kReclaim, Action::kPreempt}), hooks);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_THAT(order, ElementsAre("done fair_share", "done allocate", "reclaim", "done reclaim",
                                  "preempt", "done preempt", "done respond"));

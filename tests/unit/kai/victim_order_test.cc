@@ -6,13 +6,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "core/kai/kai_fair_share.h"
 #include "core/kai/queue_order.h"
 #include "core/kai/session.h"
 #include "core/kai/victims.h"
 #include "core/validation.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
 
 namespace arbiter::kai {
@@ -47,10 +47,14 @@ TEST(VictimOrder, QueueServedLastGivesFirst) {
   // served last and gives first; then the order follows the remaining allocations.
   Snapshot s = SnapshotBuilder()
                    .Node("n1", {{"cpu", 8}})
-                   .Queue("team-a").Deserved({{"cpu", 4}})
-                   .Queue("team-b").Deserved({{"cpu", 4}})
-                   .Group("a", "team-a").RunningPods(2, {{"cpu", 1}}, "n1")
-                   .Group("b", "team-b").RunningPods(6, {{"cpu", 1}}, "n1")
+                   .Queue("team-a")
+                   .Deserved({{"cpu", 4}})
+                   .Queue("team-b")
+                   .Deserved({{"cpu", 4}})
+                   .Group("a", "team-a")
+                   .RunningPods(2, {{"cpu", 1}}, "n1")
+                   .Group("b", "team-b")
+                   .RunningPods(6, {{"cpu", 1}}, "n1")
                    .Build();
   std::vector<std::string> draws = Draws(s);
   // b shrinks one pod at a time down to g = 1 and then gives its last pod; a likewise.
@@ -64,11 +68,23 @@ TEST(VictimOrder, ReversedJobOrderInALeaf) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", {{"cpu", 100}})
                    .Queue("team")
-                   .Group("high", "team").Priority(5).MinMember(1).RunningPods(1, {{"cpu", 1}}, "n1")
-                   .Group("at-gang", "team").MinMember(1).RunningPods(1, {{"cpu", 1}}, "n1")
-                   .Group("above-gang", "team").MinMember(1).RunningPods(2, {{"cpu", 1}}, "n1")
-                   .Group("new", "team").Created(9).MinMember(1).RunningPods(1, {{"cpu", 1}}, "n1")
-                   .Group("z-name", "team").MinMember(1).RunningPods(1, {{"cpu", 1}}, "n1")
+                   .Group("high", "team")
+                   .Priority(5)
+                   .MinMember(1)
+                   .RunningPods(1, {{"cpu", 1}}, "n1")
+                   .Group("at-gang", "team")
+                   .MinMember(1)
+                   .RunningPods(1, {{"cpu", 1}}, "n1")
+                   .Group("above-gang", "team")
+                   .MinMember(1)
+                   .RunningPods(2, {{"cpu", 1}}, "n1")
+                   .Group("new", "team")
+                   .Created(9)
+                   .MinMember(1)
+                   .RunningPods(1, {{"cpu", 1}}, "n1")
+                   .Group("z-name", "team")
+                   .MinMember(1)
+                   .RunningPods(1, {{"cpu", 1}}, "n1")
                    .Build();
   // above-gang (> g) gives its last pod and drops to = g; then among = g: newest first ("new"),
   // then larger names ("z-name", "at-gang", "above-gang"); "high" (priority 5) last.
@@ -80,7 +96,9 @@ TEST(VictimOrder, ElasticGroupShrinksToGangThenGivesTheWholeGang) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", {{"cpu", 100}})
                    .Queue("team")
-                   .Group("elastic", "team").MinMember(2).RunningPods(4, {{"cpu", 1}}, "n1")
+                   .Group("elastic", "team")
+                   .MinMember(2)
+                   .RunningPods(4, {{"cpu", 1}}, "n1")
                    .Build();
   EXPECT_THAT(Draws(s), ElementsAre("elastic-3", "elastic-2", "elastic-0+elastic-1"));
 }
@@ -94,9 +112,14 @@ TEST(VictimOrder, DrawnPodsCountAsGoneForTheRankAsWellAsTheUnit) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", {{"cpu", 100}})
                    .Queue("team")
-                   .Group("elastic", "team").Created(1).MinMember(1)
+                   .Group("elastic", "team")
+                   .Created(1)
+                   .MinMember(1)
                    .RunningPods(2, {{"cpu", 1}}, "n1")
-                   .Group("newer", "team").Created(5).MinMember(1).RunningPods(1, {{"cpu", 1}}, "n1")
+                   .Group("newer", "team")
+                   .Created(5)
+                   .MinMember(1)
+                   .RunningPods(1, {{"cpu", 1}}, "n1")
                    .Build();
   EXPECT_THAT(Draws(s), ElementsAre("elastic-1", "newer-0", "elastic-0"));
 }
@@ -108,24 +131,32 @@ TEST(VictimOrder, GroupWithAMovedPodHasNoEvictionUnit) {
                    .Node("n1", {{"cpu", 100}})
                    .Node("n2", {{"cpu", 100}})
                    .Queue("team")
-                   .Group("moved", "team").MinMember(1).RunningPods(3, {{"cpu", 1}}, "n1")
-                   .Group("grown", "team").MinMember(1).RunningPods(2, {{"cpu", 1}}, "n1")
+                   .Group("moved", "team")
+                   .MinMember(1)
+                   .RunningPods(3, {{"cpu", 1}}, "n1")
+                   .Group("grown", "team")
+                   .MinMember(1)
+                   .RunningPods(2, {{"cpu", 1}}, "n1")
                    .Pods(1, {{"cpu", 1}})
-                   .Group("kept", "team").MinMember(1).RunningPods(1, {{"cpu", 1}}, "n1")
+                   .Group("kept", "team")
+                   .MinMember(1)
+                   .RunningPods(1, {{"cpu", 1}}, "n1")
                    .Build();
-  EXPECT_THAT(Draws(s, [](Session& session) {
-                const Cluster& cluster = session.cluster();
-                WorkingState& state = session.state();
-                for (int g = 0; g < cluster.num_groups(); ++g) {
-                  if (cluster.group_name(g) == "moved") {
-                    const int pod = cluster.group(g).first_pod;
-                    state.Evict(pod);
-                    state.Relocate(pod, /*node=*/1);
-                  } else if (cluster.group_name(g) == "grown") {
-                    state.Bind(state.pending_pod(g, 0), /*node=*/1, /*after_evictions=*/false);
-                  }
-                }
-              }),
+  EXPECT_THAT(Draws(s,
+                    [](Session& session) {
+                      const Cluster& cluster = session.cluster();
+                      WorkingState& state = session.state();
+                      for (int g = 0; g < cluster.num_groups(); ++g) {
+                        if (cluster.group_name(g) == "moved") {
+                          const int pod = cluster.group(g).first_pod;
+                          state.Evict(pod);
+                          state.Relocate(pod, /*node=*/1);
+                        } else if (cluster.group_name(g) == "grown") {
+                          state.Bind(state.pending_pod(g, 0), /*node=*/1,
+                                     /*after_evictions=*/false);
+                        }
+                      }
+                    }),
               ElementsAre("kept-0"));
 }
 
@@ -133,8 +164,12 @@ TEST(VictimOrder, NonPreemptibleGroupsAreNeverDrawn) {
   Snapshot s = SnapshotBuilder()
                    .Node("n1", {{"cpu", 100}})
                    .Queue("team")
-                   .Group("np", "team").Priority(100).RunningPods(1, {{"cpu", 1}}, "n1")
-                   .Group("p", "team").Priority(99).RunningPods(1, {{"cpu", 1}}, "n1")
+                   .Group("np", "team")
+                   .Priority(100)
+                   .RunningPods(1, {{"cpu", 1}}, "n1")
+                   .Group("p", "team")
+                   .Priority(99)
+                   .RunningPods(1, {{"cpu", 1}}, "n1")
                    .Build();
   EXPECT_THAT(Draws(s), ElementsAre("p-0"));
 }

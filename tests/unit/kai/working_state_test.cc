@@ -3,9 +3,9 @@
 #include <string>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "core/kai/kai_fair_share.h"
 #include "core/kai/session.h"
+#include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
 
 namespace arbiter::kai {
@@ -17,11 +17,16 @@ Snapshot Cluster3() {
   return SnapshotBuilder()
       .Node("n1", {{"cpu", 10}, {"nvidia.com/gpu", 1}})
       .Node("n2", {{"cpu", 10}, {"nvidia.com/gpu", 1}})
-      .Queue("dept").Queue("team", "dept").Queue("other", "dept")
-      .Group("np", "team").Preemptible(Preemptibility::kNonPreemptible)
+      .Queue("dept")
+      .Queue("team", "dept")
+      .Queue("other", "dept")
+      .Group("np", "team")
+      .Preemptible(Preemptibility::kNonPreemptible)
       .RunningPods(1, {{"cpu", 0.1}}, "n1")
-      .Group("run", "other").RunningPods(2, {{"cpu", 0.2}}, "n2")
-      .Group("job", "team").Pods(3, {{"cpu", 0.3}, {"nvidia.com/gpu", 0.1}})
+      .Group("run", "other")
+      .RunningPods(2, {{"cpu", 0.2}}, "n2")
+      .Group("job", "team")
+      .Pods(3, {{"cpu", 0.3}, {"nvidia.com/gpu", 0.1}})
       .Build();
 }
 

@@ -36,10 +36,15 @@ TEST(AdmissionTest, HeadIsHighestPriorityThenOldestThenSmallestName) {
   };
   for (const Case& c : cases) {
     const Snapshot s = SnapshotBuilder()
-                           .Queue("q").Deserved({{"cpu", 1}})
-                           .Group("a", "q").Priority(c.a_priority).Created(c.a_created)
+                           .Queue("q")
+                           .Deserved({{"cpu", 1}})
+                           .Group("a", "q")
+                           .Priority(c.a_priority)
+                           .Created(c.a_created)
                            .Pod({{"cpu", 1}})
-                           .Group("b", "q").Priority(c.b_priority).Created(c.b_created)
+                           .Group("b", "q")
+                           .Priority(c.b_priority)
+                           .Created(c.b_created)
                            .Pod({{"cpu", 1}})
                            .Build();
     const RoundsResult r = RunRounds(s, 0);
@@ -52,12 +57,21 @@ TEST(AdmissionTest, HeadIsHighestPriorityThenOldestThenSmallestName) {
 // have admitted a1 and a2 and left b1 out.
 TEST(AdmissionTest, AdmitsOneHeadPerClusterQueuePerRound) {
   const Snapshot s = SnapshotBuilder()
-                         .Queue("root").Deserved({{"cpu", 3}})
-                         .Queue("a", "root").Deserved({{"cpu", 0}})
-                         .Queue("b", "root").Deserved({{"cpu", 0}})
-                         .Group("a1", "a").Created(0).Pod({{"cpu", 1}})
-                         .Group("a2", "a").Created(1).Pod({{"cpu", 1}})
-                         .Group("b1", "b").Created(5).Pod({{"cpu", 2}})
+                         .Queue("root")
+                         .Deserved({{"cpu", 3}})
+                         .Queue("a", "root")
+                         .Deserved({{"cpu", 0}})
+                         .Queue("b", "root")
+                         .Deserved({{"cpu", 0}})
+                         .Group("a1", "a")
+                         .Created(0)
+                         .Pod({{"cpu", 1}})
+                         .Group("a2", "a")
+                         .Created(1)
+                         .Pod({{"cpu", 1}})
+                         .Group("b1", "b")
+                         .Created(5)
+                         .Pod({{"cpu", 2}})
                          .Build();
   const RoundsResult r = RunRounds(s, 0);
   EXPECT_EQ(Keys(r.admitted), (Names{"a1", "b1"}));
@@ -68,13 +82,24 @@ TEST(AdmissionTest, AdmitsOneHeadPerClusterQueuePerRound) {
 // §5.4: rounds repeat until quiet, so one call admits what successive Kueue cycles would.
 TEST(AdmissionTest, RoundsRepeatUntilNothingMoreFits) {
   const Snapshot s = SnapshotBuilder()
-                         .Queue("root").Deserved({{"cpu", 4}})
-                         .Queue("a", "root").Deserved({{"cpu", 0}})
-                         .Queue("b", "root").Deserved({{"cpu", 0}})
-                         .Group("a1", "a").Created(0).Pod({{"cpu", 1}})
-                         .Group("a2", "a").Created(1).Pod({{"cpu", 1}})
-                         .Group("a3", "a").Created(2).Pod({{"cpu", 1}})
-                         .Group("b1", "b").Created(0).Pod({{"cpu", 2}})
+                         .Queue("root")
+                         .Deserved({{"cpu", 4}})
+                         .Queue("a", "root")
+                         .Deserved({{"cpu", 0}})
+                         .Queue("b", "root")
+                         .Deserved({{"cpu", 0}})
+                         .Group("a1", "a")
+                         .Created(0)
+                         .Pod({{"cpu", 1}})
+                         .Group("a2", "a")
+                         .Created(1)
+                         .Pod({{"cpu", 1}})
+                         .Group("a3", "a")
+                         .Created(2)
+                         .Pod({{"cpu", 1}})
+                         .Group("b1", "b")
+                         .Created(0)
+                         .Pod({{"cpu", 2}})
                          .Build();
   const RoundsResult one = RunRounds(s, 1);
   EXPECT_EQ(Keys(one.admitted), (Names{"a1", "b1"}));
@@ -90,14 +115,26 @@ TEST(AdmissionTest, RoundsRepeatUntilNothingMoreFits) {
 // its nominal quota; b asks for cpu it must borrow (share 2000 / 102). Two cpu units are free.
 TEST(AdmissionTest, TournamentPutsEntriesWithinNominalFirst) {
   const Snapshot s = SnapshotBuilder()
-                         .Queue("root").Deserved({{"cpu", 100}})
-                         .Queue("a", "root").Deserved({{"cpu", 2}, {"memory", 1}})
-                         .Queue("b", "root").Deserved({{"cpu", 0}, {"memory", 10}})
-                         .Queue("c", "root").Deserved({{"cpu", 0}})
-                         .Group("a0", "a").Pod({{"memory", 5}}).Admitted(0)
-                         .Group("c0", "c").Pod({{"cpu", 100}}).Admitted(0)
-                         .Group("a1", "a").Created(10).Pod({{"cpu", 2}})
-                         .Group("b1", "b").Created(0).Pod({{"cpu", 2}})
+                         .Queue("root")
+                         .Deserved({{"cpu", 100}})
+                         .Queue("a", "root")
+                         .Deserved({{"cpu", 2}, {"memory", 1}})
+                         .Queue("b", "root")
+                         .Deserved({{"cpu", 0}, {"memory", 10}})
+                         .Queue("c", "root")
+                         .Deserved({{"cpu", 0}})
+                         .Group("a0", "a")
+                         .Pod({{"memory", 5}})
+                         .Admitted(0)
+                         .Group("c0", "c")
+                         .Pod({{"cpu", 100}})
+                         .Admitted(0)
+                         .Group("a1", "a")
+                         .Created(10)
+                         .Pod({{"cpu", 2}})
+                         .Group("b1", "b")
+                         .Created(0)
+                         .Pod({{"cpu", 2}})
                          .Build();
   const RoundsResult r = RunRounds(s, 1);
   EXPECT_EQ(Keys(r.admitted), Names{"a1"});
@@ -126,14 +163,25 @@ TEST(AdmissionTest, TournamentOrdersBorrowersByShareThenPriorityThenAgeThenName)
   };
   for (const Case& c : cases) {
     const Snapshot s = SnapshotBuilder()
-                           .Queue("root").Deserved({{"cpu", 10}})
-                           .Queue("a", "root").Deserved({{"cpu", 0}})
-                           .Queue("b", "root").Deserved({{"cpu", 0}})
-                           .Group("a0", "a").Pod({{"cpu", c.a_used}}).Admitted(0)
-                           .Group("b0", "b").Pod({{"cpu", c.b_used}}).Admitted(0)
-                           .Group("a1", "a").Priority(c.a_priority).Created(c.a_created)
+                           .Queue("root")
+                           .Deserved({{"cpu", 10}})
+                           .Queue("a", "root")
+                           .Deserved({{"cpu", 0}})
+                           .Queue("b", "root")
+                           .Deserved({{"cpu", 0}})
+                           .Group("a0", "a")
+                           .Pod({{"cpu", c.a_used}})
+                           .Admitted(0)
+                           .Group("b0", "b")
+                           .Pod({{"cpu", c.b_used}})
+                           .Admitted(0)
+                           .Group("a1", "a")
+                           .Priority(c.a_priority)
+                           .Created(c.a_created)
                            .Pod({{"cpu", 2}})
-                           .Group("b1", "b").Priority(c.b_priority).Created(c.b_created)
+                           .Group("b1", "b")
+                           .Priority(c.b_priority)
+                           .Created(c.b_created)
                            .Pod({{"cpu", 2}})
                            .Build();
     EXPECT_EQ(Keys(RunRounds(s, 1).admitted), Names{c.admitted}) << c.name;
@@ -145,45 +193,70 @@ TEST(AdmissionTest, TournamentOrdersBorrowersByShareThenPriorityThenAgeThenName)
 // room, although a's own share with a1 (200) is below c's (400).
 TEST(AdmissionTest, TournamentComparesTheNodesDirectlyUnderEachCohort) {
   const Snapshot s = SnapshotBuilder()
-                         .Queue("root").Deserved({{"cpu", 20}})
+                         .Queue("root")
+                         .Deserved({{"cpu", 20}})
                          .Queue("D1", "root")
-                         .Queue("a", "D1").Deserved({{"cpu", 0}})
-                         .Queue("b", "D1").Deserved({{"cpu", 0}})
+                         .Queue("a", "D1")
+                         .Deserved({{"cpu", 0}})
+                         .Queue("b", "D1")
+                         .Deserved({{"cpu", 0}})
                          .Queue("D2", "root")
-                         .Queue("c", "D2").Deserved({{"cpu", 0}})
-                         .Group("a0", "a").Pod({{"cpu", 1}}).Admitted(0)
-                         .Group("b0", "b").Pod({{"cpu", 10}}).Admitted(0)
-                         .Group("c0", "c").Pod({{"cpu", 5}}).Admitted(0)
-                         .Group("a1", "a").Pod({{"cpu", 3}})
-                         .Group("c1", "c").Pod({{"cpu", 3}})
+                         .Queue("c", "D2")
+                         .Deserved({{"cpu", 0}})
+                         .Group("a0", "a")
+                         .Pod({{"cpu", 1}})
+                         .Admitted(0)
+                         .Group("b0", "b")
+                         .Pod({{"cpu", 10}})
+                         .Admitted(0)
+                         .Group("c0", "c")
+                         .Pod({{"cpu", 5}})
+                         .Admitted(0)
+                         .Group("a1", "a")
+                         .Pod({{"cpu", 3}})
+                         .Group("c1", "c")
+                         .Pod({{"cpu", 3}})
                          .Build();
   EXPECT_EQ(Keys(RunRounds(s, 0).admitted), Names{"c1"});
 }
 
 // §5.4 step 3: the NoFit reasons and their sentences.
 TEST(AdmissionTest, NominationNoFitReasonsNameQueueResourceAndAmounts) {
-  const Snapshot s =
-      SnapshotBuilder()
-          .Queue("q").Deserved({{"cpu", 4}})
-          .Queue("root").Deserved({{"cpu", 100000}})
-          .Queue("research", "root").BorrowingLimit({{"cpu", 10000}})
-          .Queue("r1", "research").Deserved({{"cpu", 20000}})
-          .Queue("r2", "research").Deserved({{"cpu", 1000}})
-          .Queue("ops", "root").Deserved({{"cpu", 30000}})
-          .Group("r1-job", "r1").Pod({{"cpu", 26000}}).Admitted(0)
-          .Group("gpu-job", "q").Pod({{"nvidia.com/gpu", 1}})
-          .Group("big-job", "q").Pod({{"cpu", 3}}).Pod({{"cpu", 2}})
-          .Group("r2-job", "r2").Pod({{"cpu", 7000}})
-          .Build();
+  const Snapshot s = SnapshotBuilder()
+                         .Queue("q")
+                         .Deserved({{"cpu", 4}})
+                         .Queue("root")
+                         .Deserved({{"cpu", 100000}})
+                         .Queue("research", "root")
+                         .BorrowingLimit({{"cpu", 10000}})
+                         .Queue("r1", "research")
+                         .Deserved({{"cpu", 20000}})
+                         .Queue("r2", "research")
+                         .Deserved({{"cpu", 1000}})
+                         .Queue("ops", "root")
+                         .Deserved({{"cpu", 30000}})
+                         .Group("r1-job", "r1")
+                         .Pod({{"cpu", 26000}})
+                         .Admitted(0)
+                         .Group("gpu-job", "q")
+                         .Pod({{"nvidia.com/gpu", 1}})
+                         .Group("big-job", "q")
+                         .Pod({{"cpu", 3}})
+                         .Pod({{"cpu", 2}})
+                         .Group("r2-job", "r2")
+                         .Pod({{"cpu", 7000}})
+                         .Build();
   const RoundsResult r = RunRounds(s, 0);
   EXPECT_EQ(r.reason.at("gpu-job"), "resource-not-covered");
   EXPECT_EQ(r.message.at("gpu-job"), "cluster queue q has no quota for nvidia.com/gpu");
   EXPECT_EQ(r.reason.at("big-job"), "exceeds-max-quota");
-  EXPECT_EQ(r.message.at("big-job"), "cluster queue q can reach at most 4 cpu, the workload requests 5");
+  EXPECT_EQ(r.message.at("big-job"),
+            "cluster queue q can reach at most 4 cpu, the workload requests 5");
   // r2 asks 7000 beyond its nominal 1000; the first node that could hold it is the root, and r2
   // may not reclaim: the cohort's borrowing limit is what stands in the way.
   EXPECT_EQ(r.reason.at("r2-job"), "insufficient-quota");
-  EXPECT_EQ(r.message.at("r2-job"), "cohort research would exceed its borrowing limit on cpu by 2000");
+  EXPECT_EQ(r.message.at("r2-job"),
+            "cohort research would exceed its borrowing limit on cpu by 2000");
 }
 
 // §5.4 step 3: a request beyond nominal is still contested when a cohort below the root could
@@ -192,12 +265,18 @@ TEST(AdmissionTest, NominationNoFitReasonsNameQueueResourceAndAmounts) {
 TEST(AdmissionTest, ContestedWhenACohortBelowTheRootCouldHoldTheRequest) {
   const Snapshot s = SnapshotBuilder()
                          .Queue("root")
-                         .Queue("team", "root").Deserved({{"cpu", 10}})
-                         .Queue("a", "team").Deserved({{"cpu", 0}})
+                         .Queue("team", "root")
+                         .Deserved({{"cpu", 10}})
+                         .Queue("a", "team")
+                         .Deserved({{"cpu", 0}})
                          .Queue("other", "root")
-                         .Queue("o", "other").Deserved({{"cpu", 0}})
-                         .Group("o0", "o").Pod({{"cpu", 8}}).Admitted(0)
-                         .Group("a1", "a").Pod({{"cpu", 5}})
+                         .Queue("o", "other")
+                         .Deserved({{"cpu", 0}})
+                         .Group("o0", "o")
+                         .Pod({{"cpu", 8}})
+                         .Admitted(0)
+                         .Group("a1", "a")
+                         .Pod({{"cpu", 5}})
                          .Build();
   const RoundsResult r = RunRounds(s, 0);
   EXPECT_EQ(r.reason.at("a1"), "no-preemption-candidates");
@@ -206,11 +285,17 @@ TEST(AdmissionTest, ContestedWhenACohortBelowTheRootCouldHoldTheRequest) {
             "make room");
   // The same request under a root that owns the quota itself is not contested.
   const Snapshot flat = SnapshotBuilder()
-                            .Queue("root").Deserved({{"cpu", 10}})
-                            .Queue("a", "root").Deserved({{"cpu", 0}})
-                            .Queue("o", "root").Deserved({{"cpu", 0}})
-                            .Group("o0", "o").Pod({{"cpu", 8}}).Admitted(0)
-                            .Group("a1", "a").Pod({{"cpu", 5}})
+                            .Queue("root")
+                            .Deserved({{"cpu", 10}})
+                            .Queue("a", "root")
+                            .Deserved({{"cpu", 0}})
+                            .Queue("o", "root")
+                            .Deserved({{"cpu", 0}})
+                            .Group("o0", "o")
+                            .Pod({{"cpu", 8}})
+                            .Admitted(0)
+                            .Group("a1", "a")
+                            .Pod({{"cpu", 5}})
                             .Build();
   EXPECT_EQ(RunRounds(flat, 0).reason.at("a1"), "insufficient-quota");
 }
@@ -223,25 +308,32 @@ TEST(AdmissionTest, NoPreemptionCandidatesReservesNominalQuotaForTheRound) {
   auto snapshot = [](ReclaimWithinCohort reclaim, Preemptibility b0_preemptibility) {
     return SnapshotBuilder()
         .Queue("root")
-        .Queue("a", "root").Deserved({{"cpu", 4}}).KueuePolicy(kNever, reclaim)
-        .Queue("b", "root").Deserved({{"cpu", 0}})
-        .Group("b0", "b").Priority(10).Preemptible(b0_preemptibility).Pod({{"cpu", 3}})
+        .Queue("a", "root")
+        .Deserved({{"cpu", 4}})
+        .KueuePolicy(kNever, reclaim)
+        .Queue("b", "root")
+        .Deserved({{"cpu", 0}})
+        .Group("b0", "b")
+        .Priority(10)
+        .Preemptible(b0_preemptibility)
+        .Pod({{"cpu", 3}})
         .Admitted(0)
-        .Group("a1", "a").Pod({{"cpu", 4}})
-        .Group("b1", "b").Pod({{"cpu", 1}})
+        .Group("a1", "a")
+        .Pod({{"cpu", 4}})
+        .Group("b1", "b")
+        .Pod({{"cpu", 1}})
         .Build();
   };
-  const RoundsResult reserved = RunRounds(
-      snapshot(ReclaimWithinCohort::kLowerPriority, Preemptibility::kPreemptible), 1);
+  const RoundsResult reserved =
+      RunRounds(snapshot(ReclaimWithinCohort::kLowerPriority, Preemptibility::kPreemptible), 1);
   EXPECT_EQ(reserved.reason.at("a1"), "no-preemption-candidates");
   EXPECT_EQ(reserved.reason.at("b1"), "no-longer-fits");
   EXPECT_TRUE(reserved.admitted.empty());
   // The reservation lasts one round: a1 is set aside, and b1 is admitted in the next.
-  EXPECT_EQ(Keys(RunRounds(snapshot(ReclaimWithinCohort::kLowerPriority,
-                                    Preemptibility::kPreemptible),
-                           0)
-                     .admitted),
-            Names{"b1"});
+  EXPECT_EQ(
+      Keys(RunRounds(snapshot(ReclaimWithinCohort::kLowerPriority, Preemptibility::kPreemptible), 0)
+               .admitted),
+      Names{"b1"});
   const RoundsResult any = RunRounds(snapshot(kAny, Preemptibility::kNonPreemptible), 1);
   EXPECT_EQ(any.reason.at("a1"), "no-preemption-candidates");
   EXPECT_EQ(Keys(any.admitted), Names{"b1"});
@@ -251,9 +343,14 @@ TEST(AdmissionTest, NoPreemptionCandidatesReservesNominalQuotaForTheRound) {
 SnapshotBuilder TwoReclaimersOneBorrower() {
   SnapshotBuilder b;
   b.Queue("root")
-      .Queue("x1", "root").Deserved({{"cpu", 2}}).KueuePolicy(kNever, kAny)
-      .Queue("x2", "root").Deserved({{"cpu", 2}}).KueuePolicy(kNever, kAny)
-      .Queue("y", "root").Deserved({{"cpu", 0}});
+      .Queue("x1", "root")
+      .Deserved({{"cpu", 2}})
+      .KueuePolicy(kNever, kAny)
+      .Queue("x2", "root")
+      .Deserved({{"cpu", 2}})
+      .KueuePolicy(kNever, kAny)
+      .Queue("y", "root")
+      .Deserved({{"cpu", 0}});
   return b;
 }
 
@@ -294,13 +391,22 @@ TEST(AdmissionTest, OverlappingTargetsAreRenominatedWithFreshTargets) {
 // z1 cannot fit in round 1 (set aside); x1 reclaims y0 (4 units); in round 2 both fit.
 TEST(AdmissionTest, SetAsideGroupsReturnAfterEvictions) {
   const Snapshot s = SnapshotBuilder()
-                         .Queue("root").Deserved({{"cpu", 2}})
-                         .Queue("x", "root").Deserved({{"cpu", 2}}).KueuePolicy(kNever, kAny)
-                         .Queue("y", "root").Deserved({{"cpu", 0}})
-                         .Queue("z", "root").Deserved({{"cpu", 0}})
-                         .Group("y0", "y").Pod({{"cpu", 4}}).Admitted(0)
-                         .Group("x1", "x").Pod({{"cpu", 2}})
-                         .Group("z1", "z").Pod({{"cpu", 2}})
+                         .Queue("root")
+                         .Deserved({{"cpu", 2}})
+                         .Queue("x", "root")
+                         .Deserved({{"cpu", 2}})
+                         .KueuePolicy(kNever, kAny)
+                         .Queue("y", "root")
+                         .Deserved({{"cpu", 0}})
+                         .Queue("z", "root")
+                         .Deserved({{"cpu", 0}})
+                         .Group("y0", "y")
+                         .Pod({{"cpu", 4}})
+                         .Admitted(0)
+                         .Group("x1", "x")
+                         .Pod({{"cpu", 2}})
+                         .Group("z1", "z")
+                         .Pod({{"cpu", 2}})
                          .Build();
   const RoundsResult one = RunRounds(s, 1);
   EXPECT_EQ(one.reason.at("z1"), "insufficient-quota");
@@ -316,11 +422,19 @@ TEST(AdmissionTest, SetAsideGroupsReturnAfterEvictions) {
 TEST(AdmissionTest, GroupsAdmittedInTheCallAreNeverPreempted) {
   const Snapshot s = SnapshotBuilder()
                          .Queue("root")
-                         .Queue("a", "root").Deserved({{"cpu", 0}})
-                         .Queue("b", "root").Deserved({{"cpu", 4}}).KueuePolicy(kNever, kAny)
-                         .Group("a1", "a").Pod({{"cpu", 4}})
-                         .Group("b0", "b").Created(0).Pod({{"nvidia.com/gpu", 1}})
-                         .Group("b1", "b").Created(1).Pod({{"cpu", 4}})
+                         .Queue("a", "root")
+                         .Deserved({{"cpu", 0}})
+                         .Queue("b", "root")
+                         .Deserved({{"cpu", 4}})
+                         .KueuePolicy(kNever, kAny)
+                         .Group("a1", "a")
+                         .Pod({{"cpu", 4}})
+                         .Group("b0", "b")
+                         .Created(0)
+                         .Pod({{"nvidia.com/gpu", 1}})
+                         .Group("b1", "b")
+                         .Created(1)
+                         .Pod({{"cpu", 4}})
                          .Build();
   const RoundsResult r = RunRounds(s, 0);
   EXPECT_EQ(Keys(r.admitted), Names{"a1"});
@@ -332,9 +446,12 @@ TEST(AdmissionTest, GroupsAdmittedInTheCallAreNeverPreempted) {
 // §5.4 step 2, §6: a group without pods is never a head: gang-incomplete.
 TEST(AdmissionTest, GroupWithoutPodsIsGangIncomplete) {
   Snapshot s = SnapshotBuilder()
-                   .Queue("q").Deserved({{"cpu", 4}})
+                   .Queue("q")
+                   .Deserved({{"cpu", 4}})
                    .Group("empty", "q")
-                   .Group("job", "q").Created(5).Pod({{"cpu", 1}})
+                   .Group("job", "q")
+                   .Created(5)
+                   .Pod({{"cpu", 1}})
                    .Build();
   const RoundsResult r = RunRounds(s, 0);
   EXPECT_EQ(r.reason.at("empty"), "gang-incomplete");
@@ -349,12 +466,23 @@ TEST(AdmissionTest, GroupWithoutPodsIsGangIncomplete) {
 TEST(AdmissionTest, FitEntryThatNeedsThisRoundsClaimedTargetsWaitsForTheirEvictions) {
   const Snapshot s = SnapshotBuilder()
                          .Queue("root")
-                         .Queue("p", "root").Deserved({{"cpu", 4}}).KueuePolicy(kNever, kAny)
-                         .Queue("f", "root").Deserved({{"cpu", 2}}).KueuePolicy(kNever, kAny)
-                         .Queue("t", "root").Deserved({{"cpu", 0}})
-                         .Group("t0", "t").Pod({{"cpu", 3}}).Admitted(0)
-                         .Group("p0", "p").Priority(10).Pod({{"cpu", 4}})
-                         .Group("f0", "f").Priority(1).Pod({{"cpu", 2}})
+                         .Queue("p", "root")
+                         .Deserved({{"cpu", 4}})
+                         .KueuePolicy(kNever, kAny)
+                         .Queue("f", "root")
+                         .Deserved({{"cpu", 2}})
+                         .KueuePolicy(kNever, kAny)
+                         .Queue("t", "root")
+                         .Deserved({{"cpu", 0}})
+                         .Group("t0", "t")
+                         .Pod({{"cpu", 3}})
+                         .Admitted(0)
+                         .Group("p0", "p")
+                         .Priority(10)
+                         .Pod({{"cpu", 4}})
+                         .Group("f0", "f")
+                         .Priority(1)
+                         .Pod({{"cpu", 2}})
                          .Build();
   const RoundsResult one = RunRounds(s, 1);
   EXPECT_EQ(one.admitted, (std::map<std::string, bool>{{"f0", true}}));
@@ -375,23 +503,39 @@ TEST(AdmissionTest, NoFitEntryTakesPartInTheTournamentWithNoUsage) {
   const Snapshot s = SnapshotBuilder()
                          .Queue("root")
                          .Queue("c1", "root")
-                         .Queue("a1", "c1").Deserved({{"cpu", 10}}).KueuePolicy(kNever, kAny)
-                         .Queue("a2", "c1").Deserved({{"cpu", 0}}).KueuePolicy(kNever, kAny)
-                         .Queue("b", "root").Deserved({{"cpu", 2}}).KueuePolicy(kNever, kAny)
-                         .Queue("t", "root").Deserved({{"cpu", 0}})
-                         .Group("held", "a1").Pod({{"cpu", 7}}).Admitted(0)
-                         .Group("t0", "t").Pod({{"cpu", 2}}).Admitted(0)
-                         .Group("huge", "a1").Priority(1).Pod({{"cpu", 100}})
-                         .Group("a2-job", "a2").Priority(10).Pod({{"cpu", 3}})
-                         .Group("b-job", "b").Priority(5).Pod({{"cpu", 2}})
+                         .Queue("a1", "c1")
+                         .Deserved({{"cpu", 10}})
+                         .KueuePolicy(kNever, kAny)
+                         .Queue("a2", "c1")
+                         .Deserved({{"cpu", 0}})
+                         .KueuePolicy(kNever, kAny)
+                         .Queue("b", "root")
+                         .Deserved({{"cpu", 2}})
+                         .KueuePolicy(kNever, kAny)
+                         .Queue("t", "root")
+                         .Deserved({{"cpu", 0}})
+                         .Group("held", "a1")
+                         .Pod({{"cpu", 7}})
+                         .Admitted(0)
+                         .Group("t0", "t")
+                         .Pod({{"cpu", 2}})
+                         .Admitted(0)
+                         .Group("huge", "a1")
+                         .Priority(1)
+                         .Pod({{"cpu", 100}})
+                         .Group("a2-job", "a2")
+                         .Priority(10)
+                         .Pod({{"cpu", 3}})
+                         .Group("b-job", "b")
+                         .Priority(5)
+                         .Pod({{"cpu", 2}})
                          .Build();
   const RoundsResult one = RunRounds(s, 1);
   EXPECT_EQ(one.admitted, (std::map<std::string, bool>{{"b-job", false}}));
   EXPECT_EQ(one.reason.at("huge"), "exceeds-max-quota");
   EXPECT_EQ(one.reason.at("a2-job"), "no-longer-fits");
   const RoundsResult all = RunRounds(s, 0);
-  EXPECT_EQ(all.admitted,
-            (std::map<std::string, bool>{{"a2-job", true}, {"b-job", false}}));
+  EXPECT_EQ(all.admitted, (std::map<std::string, bool>{{"a2-job", true}, {"b-job", false}}));
   EXPECT_EQ(all.preemptor.at("t0"), "a2-job");
   EXPECT_EQ(all.reason.at("huge"), "exceeds-max-quota");
 }

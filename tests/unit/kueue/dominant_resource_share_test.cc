@@ -30,8 +30,11 @@ DominantResourceShare Share(double unweighted, double weight, bool borrowing = t
 // §5.3 rule 1: a node without a parent has share 0 and is not borrowing, whatever it uses.
 TEST(DominantResourceShareTest, RootHasZeroShare) {
   auto t = BuildTree(SnapshotBuilder()
-                         .Queue("solo").Deserved({{"cpu", 1}})
-                         .Group("g", "solo").Pod({{"cpu", 5}}).Admitted(0)
+                         .Queue("solo")
+                         .Deserved({{"cpu", 1}})
+                         .Group("g", "solo")
+                         .Pod({{"cpu", 5}})
+                         .Admitted(0)
                          .Build());
   const DominantResourceShare drs = ComputeDrs(t->tree, t->q("solo"));
   EXPECT_EQ(drs.weighted, 0);
@@ -46,11 +49,17 @@ TEST(DominantResourceShareTest, RootHasZeroShare) {
 TEST(DominantResourceShareTest, DenominatorIsTheParentsPotentialAvailable) {
   auto t = BuildTree(SnapshotBuilder()
                          .Queue("root")
-                         .Queue("P", "root").BorrowingLimit({{"nvidia.com/gpu", 20}})
-                         .Queue("q", "P").Deserved({{"nvidia.com/gpu", 10}})
-                         .Queue("s", "P").Deserved({{"nvidia.com/gpu", 10}})
-                         .Queue("o", "root").Deserved({{"nvidia.com/gpu", 60}})
-                         .Group("g", "q").Pod({{"nvidia.com/gpu", 16}}).Admitted(0)
+                         .Queue("P", "root")
+                         .BorrowingLimit({{"nvidia.com/gpu", 20}})
+                         .Queue("q", "P")
+                         .Deserved({{"nvidia.com/gpu", 10}})
+                         .Queue("s", "P")
+                         .Deserved({{"nvidia.com/gpu", 10}})
+                         .Queue("o", "root")
+                         .Deserved({{"nvidia.com/gpu", 60}})
+                         .Group("g", "q")
+                         .Pod({{"nvidia.com/gpu", 16}})
+                         .Admitted(0)
                          .Build());
   const DominantResourceShare q = ComputeDrs(t->tree, t->q("q"));
   EXPECT_EQ(q.unweighted, 150);  // (16 - 10) * 1000 / 40; the subtree (20) would give 300
@@ -66,9 +75,13 @@ TEST(DominantResourceShareTest, DenominatorIsTheParentsPotentialAvailable) {
 TEST(DominantResourceShareTest, OwnLendableQuotaCountsInTheDenominator) {
   auto t = BuildTree(SnapshotBuilder()
                          .Queue("root")
-                         .Queue("q", "root").Deserved({{"cpu", 10}})
-                         .Queue("s", "root").Deserved({{"cpu", 10}})
-                         .Group("g", "q").Pod({{"cpu", 15}}).Admitted(0)
+                         .Queue("q", "root")
+                         .Deserved({{"cpu", 10}})
+                         .Queue("s", "root")
+                         .Deserved({{"cpu", 10}})
+                         .Group("g", "q")
+                         .Pod({{"cpu", 15}})
+                         .Admitted(0)
                          .Build());
   EXPECT_EQ(ComputeDrs(t->tree, t->q("q")).unweighted, 250);  // 5 * 1000 / 20
 }
@@ -77,9 +90,14 @@ TEST(DominantResourceShareTest, OwnLendableQuotaCountsInTheDenominator) {
 TEST(DominantResourceShareTest, LendingLimitShrinksWhatTheParentCouldReach) {
   auto t = BuildTree(SnapshotBuilder()
                          .Queue("root")
-                         .Queue("q", "root").Deserved({{"cpu", 10}}).LendingLimit({{"cpu", 4}})
-                         .Queue("s", "root").Deserved({{"cpu", 10}})
-                         .Group("g", "q").Pod({{"cpu", 12}}).Admitted(0)
+                         .Queue("q", "root")
+                         .Deserved({{"cpu", 10}})
+                         .LendingLimit({{"cpu", 4}})
+                         .Queue("s", "root")
+                         .Deserved({{"cpu", 10}})
+                         .Group("g", "q")
+                         .Pod({{"cpu", 12}})
+                         .Admitted(0)
                          .Build());
   EXPECT_EQ(ComputeDrs(t->tree, t->q("q")).unweighted, 2.0 * 1000 / 14);
 }
@@ -88,9 +106,14 @@ TEST(DominantResourceShareTest, LendingLimitShrinksWhatTheParentCouldReach) {
 TEST(DominantResourceShareTest, WeightDividesTheShare) {
   auto t = BuildTree(SnapshotBuilder()
                          .Queue("root")
-                         .Queue("q", "root").Deserved({{"cpu", 10}}).FairSharingWeight(2.5)
-                         .Queue("s", "root").Deserved({{"cpu", 10}})
-                         .Group("g", "q").Pod({{"cpu", 15}}).Admitted(0)
+                         .Queue("q", "root")
+                         .Deserved({{"cpu", 10}})
+                         .FairSharingWeight(2.5)
+                         .Queue("s", "root")
+                         .Deserved({{"cpu", 10}})
+                         .Group("g", "q")
+                         .Pod({{"cpu", 15}})
+                         .Admitted(0)
                          .Build());
   const DominantResourceShare drs = ComputeDrs(t->tree, t->q("q"));
   EXPECT_EQ(drs.unweighted, 250);
@@ -101,10 +124,18 @@ TEST(DominantResourceShareTest, WeightDividesTheShare) {
 TEST(DominantResourceShareTest, WeightZeroBorrowerIsInfiniteAndNonBorrowerIsZero) {
   auto t = BuildTree(SnapshotBuilder()
                          .Queue("root")
-                         .Queue("q", "root").Deserved({{"cpu", 10}}).FairSharingWeight(0)
-                         .Queue("s", "root").Deserved({{"cpu", 10}}).FairSharingWeight(0)
-                         .Group("g", "q").Pod({{"cpu", 15}}).Admitted(0)
-                         .Group("h", "s").Pod({{"cpu", 5}}).Admitted(0)
+                         .Queue("q", "root")
+                         .Deserved({{"cpu", 10}})
+                         .FairSharingWeight(0)
+                         .Queue("s", "root")
+                         .Deserved({{"cpu", 10}})
+                         .FairSharingWeight(0)
+                         .Group("g", "q")
+                         .Pod({{"cpu", 15}})
+                         .Admitted(0)
+                         .Group("h", "s")
+                         .Pod({{"cpu", 5}})
+                         .Admitted(0)
                          .Build());
   const DominantResourceShare q = ComputeDrs(t->tree, t->q("q"));
   EXPECT_EQ(q.weighted, kInf);
@@ -120,8 +151,11 @@ TEST(DominantResourceShareTest, WeightZeroBorrowerIsInfiniteAndNonBorrowerIsZero
 TEST(DominantResourceShareTest, BorrowingFlagIsSeparateFromTheRatio) {
   auto t = BuildTree(SnapshotBuilder()
                          .Queue("root")
-                         .Queue("q", "root").Deserved({{"cpu", 10}, {"nvidia.com/gpu", 0}})
-                         .Group("g", "q").Pod({{"nvidia.com/gpu", 1}}).Admitted(0)
+                         .Queue("q", "root")
+                         .Deserved({{"cpu", 10}, {"nvidia.com/gpu", 0}})
+                         .Group("g", "q")
+                         .Pod({{"nvidia.com/gpu", 1}})
+                         .Admitted(0)
                          .Build());
   const DominantResourceShare drs = ComputeDrs(t->tree, t->q("q"));
   EXPECT_TRUE(drs.borrowing);
@@ -134,10 +168,16 @@ TEST(DominantResourceShareTest, BorrowingFlagIsSeparateFromTheRatio) {
 TEST(DominantResourceShareTest, DominantResourceIsTheLargestRatioSmallerNameOnTies) {
   auto t = BuildTree(SnapshotBuilder()
                          .Queue("root")
-                         .Queue("q", "root").Deserved({{"cpu", 10}, {"memory", 100}})
-                         .Queue("s", "root").Deserved({{"cpu", 10}, {"memory", 100}})
-                         .Group("g", "q").Pod({{"cpu", 15}, {"memory", 150}}).Admitted(0)
-                         .Group("h", "s").Pod({{"cpu", 12}, {"memory", 130}}).Admitted(0)
+                         .Queue("q", "root")
+                         .Deserved({{"cpu", 10}, {"memory", 100}})
+                         .Queue("s", "root")
+                         .Deserved({{"cpu", 10}, {"memory", 100}})
+                         .Group("g", "q")
+                         .Pod({{"cpu", 15}, {"memory", 150}})
+                         .Admitted(0)
+                         .Group("h", "s")
+                         .Pod({{"cpu", 12}, {"memory", 130}})
+                         .Admitted(0)
                          .Build());
   const DominantResourceShare q = ComputeDrs(t->tree, t->q("q"));
   EXPECT_EQ(q.unweighted, 250);  // cpu 5/20 and memory 50/200 tie
@@ -175,12 +215,19 @@ TEST(DominantResourceShareTest, CompareDrsOrdersZeroWeightBorrowersLast) {
 TEST(DominantResourceShareTest, CohortShareDependsOnlyOnAggregateUsage) {
   auto build = [](double a_usage, double b_usage) {
     return BuildTree(SnapshotBuilder()
-                         .Queue("root").Deserved({{"cpu", 20}})
+                         .Queue("root")
+                         .Deserved({{"cpu", 20}})
                          .Queue("C", "root")
-                         .Queue("a", "C").Deserved({{"cpu", 5}})
-                         .Queue("b", "C").Deserved({{"cpu", 5}})
-                         .Group("ga", "a").Pod({{"cpu", a_usage}}).Admitted(0)
-                         .Group("gb", "b").Pod({{"cpu", b_usage}}).Admitted(0)
+                         .Queue("a", "C")
+                         .Deserved({{"cpu", 5}})
+                         .Queue("b", "C")
+                         .Deserved({{"cpu", 5}})
+                         .Group("ga", "a")
+                         .Pod({{"cpu", a_usage}})
+                         .Admitted(0)
+                         .Group("gb", "b")
+                         .Pod({{"cpu", b_usage}})
+                         .Admitted(0)
                          .Build());
   };
   auto even = build(8, 8);
@@ -196,10 +243,14 @@ TEST(DominantResourceShareTest, CohortShareDependsOnlyOnAggregateUsage) {
 // §5.3 "DRS of n with w": w's usage added at its queue, bubbled, evaluated, then undone.
 TEST(DominantResourceShareTest, DrsWithAddsTheWorkloadAndRestoresTheTree) {
   auto t = BuildTree(SnapshotBuilder()
-                         .Queue("root").Deserved({{"cpu", 20}})
+                         .Queue("root")
+                         .Deserved({{"cpu", 20}})
                          .Queue("C", "root")
-                         .Queue("a", "C").Deserved({{"cpu", 5}}).LendingLimit({{"cpu", 1}})
-                         .Queue("b", "C").Deserved({{"cpu", 5}})
+                         .Queue("a", "C")
+                         .Deserved({{"cpu", 5}})
+                         .LendingLimit({{"cpu", 1}})
+                         .Queue("b", "C")
+                         .Deserved({{"cpu", 5}})
                          .Build());
   const Usage w = t->Of("cpu", 10);
   bool borrows = false;
@@ -246,10 +297,16 @@ TEST(DominantResourceShareTest, KepStory3SharesAreBalanced) {
 TEST(DominantResourceShareTest, ComputeKueueSharesAnswersEveryQueue) {
   const Snapshot s = SnapshotBuilder()
                          .Queue("root")
-                         .Queue("b", "root").Deserved({{"cpu", 10}}).LendingLimit({{"cpu", 4}})
-                         .Queue("a", "root").Deserved({{"cpu", 10}, {"memory", 8}})
-                         .Group("b-run", "b").Pod({{"cpu", 12}}).Admitted(0)
-                         .Group("b-wait", "b").Pod({{"cpu", 3}, {"memory", 1}})
+                         .Queue("b", "root")
+                         .Deserved({{"cpu", 10}})
+                         .LendingLimit({{"cpu", 4}})
+                         .Queue("a", "root")
+                         .Deserved({{"cpu", 10}, {"memory", 8}})
+                         .Group("b-run", "b")
+                         .Pod({{"cpu", 12}})
+                         .Admitted(0)
+                         .Group("b-wait", "b")
+                         .Pod({{"cpu", 3}, {"memory", 1}})
                          .Build();
   const std::vector<QueueShare> shares = ComputeKueueShares(s);
   ASSERT_EQ(shares.size(), 3u);

@@ -34,9 +34,7 @@ inline std::string Numbered(const char* prefix, int i) {
 
 inline Snapshot GenerateKueueSnapshot(const KueueShape& shape) {
   std::mt19937 rng(shape.seed);
-  auto uniform = [&rng](int lo, int hi) {
-    return std::uniform_int_distribution<int>(lo, hi)(rng);
-  };
+  auto uniform = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   Snapshot snapshot;
   snapshot.now = Timestamp{100000, 0};
   auto add_queue = [&snapshot](const std::string& name, const std::string& parent) -> Queue& {

@@ -53,7 +53,8 @@ std::string Serialize(const ScheduleResult& r) {
 Snapshot TwoPodVictim() {
   SnapshotBuilder b;
   b.Node("n1", {{"cpu", 8}});
-  b.Queue("q").Deserved({{"cpu", 4}})
+  b.Queue("q")
+      .Deserved({{"cpu", 4}})
       .KueuePolicy(WithinClusterQueue::kLowerPriority, ReclaimWithinCohort::kNever);
   b.Group("victim", "q").Priority(0).Admitted(0);
   b.Pod({{"cpu", 1}}, "n1", PodPhase::kRunning, "p-b");

@@ -20,7 +20,8 @@ constexpr char kGpu[] = "nvidia.com/gpu";
 
 // Adds `count` one-GPU workloads to `queue`, named "<queue>-NNN", all created at once; admitted
 // (at time 0) when `admitted`.
-void OneGpuWorkloads(SnapshotBuilder& b, const std::string& queue, int count, bool admitted, int first = 0) {
+void OneGpuWorkloads(SnapshotBuilder& b, const std::string& queue, int count, bool admitted,
+                     int first = 0) {
   for (int i = first; i < first + count; ++i) {
     char name[64];
     snprintf(name, sizeof(name), "%s-%03d", queue.c_str(), i);
@@ -90,8 +91,7 @@ TEST(KueueStoriesTest, Story2UnneededQuotaIsSharedEquallyByTheOtherDepartment) {
   }
   auto fives = [&b](const std::string& queue, int count, bool admitted) {
     for (int i = 0; i < count; ++i) {
-      b.Group(queue + (admitted ? "-run-" : "-new-") + std::to_string(i), queue)
-          .Pod({{"cpu", 5}});
+      b.Group(queue + (admitted ? "-run-" : "-new-") + std::to_string(i), queue).Pod({{"cpu", 5}});
       if (admitted) b.Admitted(0);
     }
   };

@@ -10,8 +10,8 @@
 #include "core/kueue/admission.h"
 #include "core/kueue/kueue.h"
 #include "core/kueue/queue_shares.h"
-#include "core/kueue/workload.h"
 #include "core/kueue/quota_tree.h"
+#include "core/kueue/workload.h"
 #include "core/model.h"
 #include "core/queue_tree.h"
 #include "core/resources.h"
@@ -35,8 +35,7 @@ inline ScheduleResult RunKueue(const Snapshot& snapshot, const Policy& policy = 
   return result.ok() ? *result : ScheduleResult{};
 }
 
-inline const QueueShare* FindQueue(const std::vector<QueueShare>& queues,
-                                   const std::string& name) {
+inline const QueueShare* FindQueue(const std::vector<QueueShare>& queues, const std::string& name) {
   for (const QueueShare& q : queues) {
     if (q.queue == name) return &q;
   }
@@ -114,8 +113,7 @@ inline std::unique_ptr<BuiltTree> BuildTree(Snapshot snapshot) {
   built->queues = QueueTree::Build(built->snapshot);
   built->resources = ResourceSet::Collect(built->snapshot);
   built->tree = QuotaTree::Build(built->queues, built->resources);
-  std::vector<double> leaf(static_cast<size_t>(built->tree.size()) *
-                               built->tree.resource_count(),
+  std::vector<double> leaf(static_cast<size_t>(built->tree.size()) * built->tree.resource_count(),
                            0.0);
   for (const PodGroup& group : built->snapshot.pod_groups) {
     if (!group.admitted) continue;
@@ -146,8 +144,8 @@ inline RoundsResult RunRounds(const Snapshot& snapshot, int max_rounds,
   auto built = BuildTree(snapshot);
   const std::vector<Workload> workloads =
       CollectWorkloads(built->snapshot, built->queues, built->resources);
-  absl::StatusOr<AdmissionOutcome> outcome = RunAdmission(
-      built->tree, workloads, ResolveStrategies(policy), CycleHooks{}, max_rounds);
+  absl::StatusOr<AdmissionOutcome> outcome =
+      RunAdmission(built->tree, workloads, ResolveStrategies(policy), CycleHooks{}, max_rounds);
   EXPECT_TRUE(outcome.ok()) << outcome.status();
   RoundsResult result;
   if (!outcome.ok()) return result;

@@ -24,11 +24,18 @@ using testing::SnapshotBuilder;
 // SQ(root) = 10 + (6 - 1) + (3 - 0) = 18
 std::unique_ptr<BuiltTree> LendingTree() {
   return BuildTree(SnapshotBuilder()
-                       .Queue("root").Deserved({{"cpu", 10}})
-                       .Queue("team", "root").LendingLimit({{"cpu", 5}})
-                       .Queue("a", "team").Deserved({{"cpu", 8}}).LendingLimit({{"cpu", 2}})
-                       .Queue("b", "team").Deserved({{"cpu", 4}})
-                       .Queue("c", "root").Deserved({{"cpu", 3}}).LendingLimit({{"cpu", -1}})
+                       .Queue("root")
+                       .Deserved({{"cpu", 10}})
+                       .Queue("team", "root")
+                       .LendingLimit({{"cpu", 5}})
+                       .Queue("a", "team")
+                       .Deserved({{"cpu", 8}})
+                       .LendingLimit({{"cpu", 2}})
+                       .Queue("b", "team")
+                       .Deserved({{"cpu", 4}})
+                       .Queue("c", "root")
+                       .Deserved({{"cpu", 3}})
+                       .LendingLimit({{"cpu", -1}})
                        .Build());
 }
 
@@ -77,7 +84,7 @@ TEST(QuotaTreeTest, RemovalReturnsOnlyWhatWasStoredInTheParent) {
   auto t = LendingTree();
   const int cpu = t->r("cpu");
   const int a = t->q("a"), team = t->q("team"), root = t->q("root");
-  t->tree.AddUsage(a, t->Of("cpu", 10));  // a 10, team 4, root 3
+  t->tree.AddUsage(a, t->Of("cpu", 10));    // a 10, team 4, root 3
   t->tree.RemoveUsage(a, t->Of("cpu", 5));  // a stored 4 in team; team stored 3 in root
   EXPECT_EQ(t->tree.usage(a, cpu), 5);
   EXPECT_EQ(t->tree.usage(team, cpu), 0);
@@ -113,12 +120,19 @@ TEST(QuotaTreeTest, AvailableCountsProtectedQuotaOnlyForItsOwnSubtree) {
 // SQ(research) = 21000, SQ(root) = 151000.
 std::unique_ptr<BuiltTree> ResearchTree(double r1_usage) {
   return BuildTree(SnapshotBuilder()
-                       .Queue("root").Deserved({{"cpu", 100000}})
-                       .Queue("research", "root").BorrowingLimit({{"cpu", 10000}})
-                       .Queue("r1", "research").Deserved({{"cpu", 20000}})
-                       .Queue("r2", "research").Deserved({{"cpu", 1000}})
-                       .Queue("ops", "root").Deserved({{"cpu", 30000}})
-                       .Group("r1-job", "r1").Pod({{"cpu", r1_usage}}).Admitted(0)
+                       .Queue("root")
+                       .Deserved({{"cpu", 100000}})
+                       .Queue("research", "root")
+                       .BorrowingLimit({{"cpu", 10000}})
+                       .Queue("r1", "research")
+                       .Deserved({{"cpu", 20000}})
+                       .Queue("r2", "research")
+                       .Deserved({{"cpu", 1000}})
+                       .Queue("ops", "root")
+                       .Deserved({{"cpu", 30000}})
+                       .Group("r1-job", "r1")
+                       .Pod({{"cpu", r1_usage}})
+                       .Admitted(0)
                        .Build());
 }
 
@@ -154,9 +168,14 @@ TEST(QuotaTreeTest, ShortfallNamesTheBindingBorrowingLimit) {
 // §5.2: a ClusterQueue's own borrowing limit: 10 nominal + 2 borrowable, 11 used -> 1 left.
 TEST(QuotaTreeTest, BorrowingLimitOnClusterQueue) {
   auto t = BuildTree(SnapshotBuilder()
-                         .Queue("root").Deserved({{"cpu", 100}})
-                         .Queue("q", "root").Deserved({{"cpu", 10}}).BorrowingLimit({{"cpu", 2}})
-                         .Group("g", "q").Pod({{"cpu", 11}}).Admitted(0)
+                         .Queue("root")
+                         .Deserved({{"cpu", 100}})
+                         .Queue("q", "root")
+                         .Deserved({{"cpu", 10}})
+                         .BorrowingLimit({{"cpu", 2}})
+                         .Group("g", "q")
+                         .Pod({{"cpu", 11}})
+                         .Admitted(0)
                          .Build());
   EXPECT_EQ(t->tree.Available(t->q("q"), t->r("cpu")), 1);
   EXPECT_EQ(t->tree.PotentialAvailable(t->q("q"), t->r("cpu")), 12);
@@ -167,8 +186,10 @@ TEST(QuotaTreeTest, BorrowingLimitOnClusterQueue) {
 // §5.1: borrowing and lending limits have no effect on top-level queues.
 TEST(QuotaTreeTest, LimitsOnTopLevelQueuesHaveNoEffect) {
   auto t = BuildTree(SnapshotBuilder()
-                         .Queue("solo").Deserved({{"cpu", 10}})
-                         .BorrowingLimit({{"cpu", 1}}).LendingLimit({{"cpu", 2}})
+                         .Queue("solo")
+                         .Deserved({{"cpu", 10}})
+                         .BorrowingLimit({{"cpu", 1}})
+                         .LendingLimit({{"cpu", 2}})
                          .Build());
   const int solo = t->q("solo"), cpu = t->r("cpu");
   EXPECT_FALSE(t->tree.has_borrowing_limit(solo, cpu));
@@ -183,8 +204,11 @@ TEST(QuotaTreeTest, LimitsOnTopLevelQueuesHaveNoEffect) {
 // with a positive request.
 TEST(QuotaTreeTest, OverAdmissionLeavesNothingAvailable) {
   auto t = BuildTree(SnapshotBuilder()
-                         .Queue("q").Deserved({{"cpu", 10}, {"memory", 5}})
-                         .Group("g", "q").Pod({{"cpu", 12}}).Admitted(0)
+                         .Queue("q")
+                         .Deserved({{"cpu", 10}, {"memory", 5}})
+                         .Group("g", "q")
+                         .Pod({{"cpu", 12}})
+                         .Admitted(0)
                          .Build());
   const int q = t->q("q");
   EXPECT_EQ(t->tree.RawAvailable(q, t->r("cpu")), -2);
@@ -197,9 +221,12 @@ TEST(QuotaTreeTest, OverAdmissionLeavesNothingAvailable) {
 // children's.
 TEST(QuotaTreeTest, CoveredResourcesAreOwnKeysAndChildrenKeys) {
   auto t = BuildTree(SnapshotBuilder()
-                         .Queue("org").Deserved({{"memory", 1}})
-                         .Queue("a", "org").Deserved({{"cpu", 0}})
-                         .Queue("b", "org").Deserved({{"nvidia.com/gpu", 2}})
+                         .Queue("org")
+                         .Deserved({{"memory", 1}})
+                         .Queue("a", "org")
+                         .Deserved({{"cpu", 0}})
+                         .Queue("b", "org")
+                         .Deserved({{"nvidia.com/gpu", 2}})
                          .Build());
   EXPECT_TRUE(t->tree.covers(t->q("a"), t->r("cpu")));
   EXPECT_FALSE(t->tree.covers(t->q("a"), t->r("nvidia.com/gpu")));
@@ -211,10 +238,16 @@ TEST(QuotaTreeTest, CoveredResourcesAreOwnKeysAndChildrenKeys) {
 TEST(QuotaTreeTest, BorrowsOnlyAboveQuota) {
   auto t = BuildTree(SnapshotBuilder()
                          .Queue("org")
-                         .Queue("a", "org").Deserved({{"cpu", 4}})
-                         .Queue("b", "org").Deserved({{"cpu", 4}})
-                         .Group("a1", "a").Pod({{"cpu", 4}}).Admitted(0)
-                         .Group("b1", "b").Pod({{"cpu", 5}}).Admitted(0)
+                         .Queue("a", "org")
+                         .Deserved({{"cpu", 4}})
+                         .Queue("b", "org")
+                         .Deserved({{"cpu", 4}})
+                         .Group("a1", "a")
+                         .Pod({{"cpu", 4}})
+                         .Admitted(0)
+                         .Group("b1", "b")
+                         .Pod({{"cpu", 5}})
+                         .Admitted(0)
                          .Build());
   const int cpu = t->r("cpu");
   EXPECT_FALSE(t->tree.Borrows(t->q("a"), cpu));
@@ -225,9 +258,14 @@ TEST(QuotaTreeTest, BorrowsOnlyAboveQuota) {
 // Simulations undo exactly: no floating-point residue after add and rollback.
 TEST(QuotaTreeTest, RollbackRestoresUsageExactly) {
   auto t = BuildTree(SnapshotBuilder()
-                         .Queue("org").Deserved({{"cpu", 1}})
-                         .Queue("a", "org").Deserved({{"cpu", 0.3}}).LendingLimit({{"cpu", 0.1}})
-                         .Group("g", "a").Pod({{"cpu", 0.7}}).Admitted(0)
+                         .Queue("org")
+                         .Deserved({{"cpu", 1}})
+                         .Queue("a", "org")
+                         .Deserved({{"cpu", 0.3}})
+                         .LendingLimit({{"cpu", 0.1}})
+                         .Group("g", "a")
+                         .Pod({{"cpu", 0.7}})
+                         .Admitted(0)
                          .Build());
   const int cpu = t->r("cpu");
   const double a_before = t->tree.usage(t->q("a"), cpu);

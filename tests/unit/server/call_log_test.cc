@@ -100,8 +100,8 @@ TEST(CallLogFields, SuccessListsMethodIdCodeDurationSizesAndDecisions) {
                   Pair("duration_ms", "12.500"), Pair("request_bytes", "1234"),
                   Pair("response_bytes", "567"), Pair("nodes", "10"), Pair("pods", "50"),
                   Pair("queues", "5"), Pair("pod_groups", "12"), Pair("decoded_bytes", "0"),
-                  Pair("bindings", "7"),
-                  Pair("evictions", "2"), Pair("pending", "3"), Pair("admissions", "0")));
+                  Pair("bindings", "7"), Pair("evictions", "2"), Pair("pending", "3"),
+                  Pair("admissions", "0")));
 }
 
 TEST(CallLogFields, FailureCarriesTheMessageInsteadOfDecisions) {

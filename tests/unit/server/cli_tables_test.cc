@@ -1,8 +1,7 @@
 // The CLI's table format: aligned columns, readable quantities, the queue tree from the request.
-#include "clients/cli/response_tables.h"
-
 #include <string>
 
+#include "clients/cli/response_tables.h"
 #include "clients/cli/text_table.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -113,7 +112,8 @@ TEST(RenderSchedule, KueueShowsAdmissionsAndHidesEmptyBindings) {
   admission->set_queue("child");
   const std::string table = RenderSchedule(request.snapshot(), request.policy(), response);
   EXPECT_THAT(table, HasSubstr("Queues (Kueue fair sharing)\n"));
-  EXPECT_THAT(table, HasSubstr("  child  cpu             4                -              -      6"));
+  EXPECT_THAT(table,
+              HasSubstr("  child  cpu             4                -              -      6"));
   EXPECT_THAT(table, HasSubstr("250  cpu       yes\n"));
   EXPECT_THAT(table, HasSubstr("\nAdmissions (1)\n"));
   EXPECT_THAT(table, ::testing::Not(HasSubstr("Bindings")));

@@ -113,12 +113,12 @@ class DeterministicResponse : public ::testing::TestWithParam<FairnessModel> {};
 
 TEST_P(DeterministicResponse, FairSharesIgnoreInputOrder) {
   const v1::Snapshot snapshot = ToProto(ClusterSnapshot(GetParam()));
-  const Bytes first = BytesOf(CallComputeFairShares(
-      MakeRequest<v1::FairShareRequest>(snapshot, GetParam())));
-  const Bytes again = BytesOf(CallComputeFairShares(
-      MakeRequest<v1::FairShareRequest>(snapshot, GetParam())));
-  const Bytes shuffled = BytesOf(CallComputeFairShares(
-      MakeRequest<v1::FairShareRequest>(Shuffled(snapshot), GetParam())));
+  const Bytes first =
+      BytesOf(CallComputeFairShares(MakeRequest<v1::FairShareRequest>(snapshot, GetParam())));
+  const Bytes again =
+      BytesOf(CallComputeFairShares(MakeRequest<v1::FairShareRequest>(snapshot, GetParam())));
+  const Bytes shuffled = BytesOf(
+      CallComputeFairShares(MakeRequest<v1::FairShareRequest>(Shuffled(snapshot), GetParam())));
   ASSERT_FALSE(first.binary.empty());
   EXPECT_EQ(first.binary, again.binary);
   EXPECT_EQ(first.binary, shuffled.binary);
@@ -127,10 +127,8 @@ TEST_P(DeterministicResponse, FairSharesIgnoreInputOrder) {
 
 TEST_P(DeterministicResponse, ScheduleIgnoresInputOrder) {
   const v1::Snapshot snapshot = ToProto(ClusterSnapshot(GetParam()));
-  const Bytes first =
-      BytesOf(CallSchedule(MakeRequest<v1::ScheduleRequest>(snapshot, GetParam())));
-  const Bytes again =
-      BytesOf(CallSchedule(MakeRequest<v1::ScheduleRequest>(snapshot, GetParam())));
+  const Bytes first = BytesOf(CallSchedule(MakeRequest<v1::ScheduleRequest>(snapshot, GetParam())));
+  const Bytes again = BytesOf(CallSchedule(MakeRequest<v1::ScheduleRequest>(snapshot, GetParam())));
   const Bytes shuffled =
       BytesOf(CallSchedule(MakeRequest<v1::ScheduleRequest>(Shuffled(snapshot), GetParam())));
   ASSERT_FALSE(first.binary.empty());
@@ -143,7 +141,7 @@ INSTANTIATE_TEST_SUITE_P(Models, DeterministicResponse,
                          ::testing::Values(FairnessModel::kKai, FairnessModel::kKueue),
                          [](const ::testing::TestParamInfo<FairnessModel>& param) {
                            return param.param == FairnessModel::kKai ? std::string("Kai")
-                                                                    : std::string("Kueue");
+                                                                     : std::string("Kueue");
                          });
 
 }  // namespace

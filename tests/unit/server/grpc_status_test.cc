@@ -26,15 +26,14 @@ TEST(CappedMessage, LongMessagesAreCutAndSaySo) {
 
 TEST(CappedMessage, NeverCutsInsideACharacter) {
   // "é" is two bytes: put its second byte right at the cut.
-  const std::string message = std::string(kMaxStatusMessageBytes - 1, 'a') + "\xc3\xa9" +
-                              std::string(100, 'b');
+  const std::string message =
+      std::string(kMaxStatusMessageBytes - 1, 'a') + "\xc3\xa9" + std::string(100, 'b');
   const std::string capped = CappedMessage(message);
   EXPECT_THAT(capped, StartsWith(std::string(kMaxStatusMessageBytes - 1, 'a') + "... ("));
 }
 
 TEST(ToGrpcStatus, CapsTheMessageAndKeepsTheCode) {
-  const grpc::Status status =
-      ToGrpcStatus(absl::InvalidArgumentError(std::string(50'000, 'y')));
+  const grpc::Status status = ToGrpcStatus(absl::InvalidArgumentError(std::string(50'000, 'y')));
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_LT(status.error_message().size(), kMaxStatusMessageBytes + 64);
 }

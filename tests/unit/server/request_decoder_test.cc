@@ -247,9 +247,8 @@ TEST(DecodeRequestLimits, DistinctResourceNamesAreCountedOverTheWholeRequest) {
     return Field(2, Field(1, name) + "\x11" + std::string(8, '\0'));
   };
   // Two nodes sharing "cpu", then a third name on a pod: three distinct names.
-  const std::string bytes = Field(
-      1, Field(3, entry("cpu") + entry("memory")) + Field(3, entry("cpu")) +
-             Field(4, Field(7, entry("gpu"))));
+  const std::string bytes = Field(1, Field(3, entry("cpu") + entry("memory")) +
+                                         Field(3, entry("cpu")) + Field(4, Field(7, entry("gpu"))));
   RequestLimits limits;
   limits.max_resource_names = 3;
   Snapshot snapshot;
@@ -267,8 +266,11 @@ TEST(DecodeRequestLimits, DistinctResourceNamesAreCountedOverTheWholeRequest) {
 TEST(DecodeRequestLimits, BytesThatDoNotParseNameTheMessageType) {
   Snapshot snapshot;
   Policy policy;
-  const absl::Status status = DecodeRequest(std::string("\x0a\x05" "ab", 4), RequestLimits(),
-                                            "arbiter.v1.ScheduleRequest", &snapshot, &policy);
+  const absl::Status status =
+      DecodeRequest(std::string("\x0a\x05"
+                                "ab",
+                                4),
+                    RequestLimits(), "arbiter.v1.ScheduleRequest", &snapshot, &policy);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(status.message(), "request: not a valid binary arbiter.v1.ScheduleRequest (4 bytes)");
 }

@@ -105,8 +105,7 @@ TEST(CheckQueueDepth, AChainOfAMillionQueuesIsMeasuredWithoutRecursion) {
   limits.max_queue_depth = 2'000'000;
   EXPECT_TRUE(CheckQueueDepth(ChainOf(1'000'000), limits).ok());
   limits.max_queue_depth = 64;
-  EXPECT_EQ(CheckQueueDepth(ChainOf(1'000'000), limits).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckQueueDepth(ChainOf(1'000'000), limits).code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(CheckQueueDepth, CyclesAndMissingParentsAreLeftToValidation) {

@@ -66,8 +66,7 @@ TEST(Wire, JsonListsMapKeysInBytewiseOrder) {
   }
   absl::StatusOr<std::string> json = ToJson(share, JsonStyle::kCompact);
   ASSERT_TRUE(json.ok()) << json.status();
-  EXPECT_EQ(*json,
-            R"({"fair_share":{"Zeta":1,"a":1,"cpu":1,"memory":1,"nvidia.com/gpu":1}})");
+  EXPECT_EQ(*json, R"({"fair_share":{"Zeta":1,"a":1,"cpu":1,"memory":1,"nvidia.com/gpu":1}})");
 }
 
 TEST(Wire, JsonUsesOriginalProtoFieldNames) {
@@ -100,8 +99,7 @@ TEST(Wire, ParseJsonRejectsUnknownFieldsAsInvalidArgument) {
   v1::ScheduleRequest request;
   const absl::Status status = ParseJson(R"({"snapshot": {"queuez": []}})", &request);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(status.message().find("arbiter.v1.ScheduleRequest"), absl::string_view::npos)
-      << status;
+  EXPECT_NE(status.message().find("arbiter.v1.ScheduleRequest"), absl::string_view::npos) << status;
 }
 
 TEST(Wire, ParseJsonRejectsMalformedJsonAsInvalidArgument) {

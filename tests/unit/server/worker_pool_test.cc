@@ -51,7 +51,8 @@ TEST(WorkerPool, RunsTasksOnSeveralThreadsAtOnce) {
           threads.insert(std::this_thread::get_id());
           if (++started == 2) both_started.Notify();
           // Each task waits for the other: only two threads running at once get past this.
-          mutex.Await(absl::Condition(+[](int* count) { return *count == 2; }, &started));
+          mutex.Await(absl::Condition(
+              +[](int* count) { return *count == 2; }, &started));
         },
         1));
   }
@@ -138,8 +139,8 @@ TEST(WorkerPool, QueuedBytesAreBoundedButOneLargeTaskIsAlwaysAccepted) {
   Gate gate;
   ASSERT_TRUE(pool.TrySubmit([&gate] { gate.Hold(); }, 1));
   gate.AwaitHeld(1);
-  EXPECT_TRUE(pool.TrySubmit([] {}, 5000));   // alone in the queue: accepted
-  EXPECT_FALSE(pool.TrySubmit([] {}, 10));    // over the bound with it
+  EXPECT_TRUE(pool.TrySubmit([] {}, 5000));  // alone in the queue: accepted
+  EXPECT_FALSE(pool.TrySubmit([] {}, 10));   // over the bound with it
   gate.Release();
 }
 
