@@ -1,6 +1,6 @@
 // Cancellation inside long loops (issue 11).
 //
-// CycleHooks::cancelled (core/api/arbiter.h) is the caller's: the server reads a clock and its
+// CycleHooks::cancelled (core/cycle_hooks.h) is the caller's: the server reads a clock and its
 // client's state there, so it is not free. The entry points ask it between phases; inside a
 // phase, a CancelPoll asks it once per kInterval units of work, so that a loop can count every
 // step for the price of a decrement. Once the hook has said yes, the poll stays cancelled

@@ -5,53 +5,11 @@
 // number of threads at once. Equal arguments give equal results (SEMANTICS.md §0.5).
 #pragma once
 
-#include <cstdint>
-#include <functional>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
-
-#include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/str_cat.h"
+#include "core/cycle_hooks.h"
 #include "core/model.h"
 
 namespace arbiter {
-
-// Hooks a caller may supply; the core calls them between the phases of a call.
-struct CycleHooks {
-  // Asked between phases, and inside the long loops of a phase every few milliseconds of work
-  // (core/cancel_poll.h); true aborts the call with absl::CancelledError naming the phase that
-  // was about to start or was running. The server supplies its client's deadline here. Once it
-  // has returned true it should keep doing so.
-  std::function<bool()> cancelled;
-  // Called when a phase ends, with its name: "validate", "fair_share", "allocate",
-  // "consolidate", "reclaim", "preempt", "admission", "respond". For timing breakdowns.
-  std::function<void(std::string_view phase)> phase_done;
-  // Called just before phase_done for the eviction actions ("consolidate", "reclaim",
-  // "preempt") with the victim search's counters, named and in a fixed order: "candidates",
-  // "placed", "failed", "tries", "tries_skipped_count", "tries_skipped_quota", "victims_drawn",
-  // "victim_orders". For explaining a slow cycle; they never change an answer.
-  std::function<void(std::string_view phase,
-                     const std::vector<std::pair<std::string_view, int64_t>>& counters)>
-      phase_counters;
-
-  // CancelledError naming `next_phase` when `cancelled` says so; OK otherwise.
-  absl::Status CheckCancelled(std::string_view next_phase) const {
-    if (cancelled && cancelled()) {
-      return absl::CancelledError(absl::StrCat("cancelled before phase ", std::string(next_phase)));
-    }
-    return absl::OkStatus();
-  }
-  void PhaseDone(std::string_view phase) const {
-    if (phase_done) phase_done(phase);
-  }
-  void PhaseCounters(std::string_view phase,
-                     const std::vector<std::pair<std::string_view, int64_t>>& counters) const {
-    if (phase_counters) phase_counters(phase, counters);
-  }
-};
 
 // Fair shares of every queue (SEMANTICS.md §2, §3, §5.3, §6).
 // InvalidArgument with a field path for bad input; Cancelled when hooks.cancelled said so.

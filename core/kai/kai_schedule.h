@@ -22,7 +22,7 @@
 #pragma once
 
 #include "absl/status/statusor.h"
-#include "core/api/arbiter.h"
+#include "core/cycle_hooks.h"
 #include "core/model.h"
 
 namespace arbiter::kai {

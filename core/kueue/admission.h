@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/api/arbiter.h"
+#include "core/cycle_hooks.h"
 #include "core/kueue/quota_tree.h"
 #include "core/kueue/workload.h"
 #include "core/model.h"

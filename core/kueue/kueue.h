@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/api/arbiter.h"
 #include "core/cancel_poll.h"
+#include "core/cycle_hooks.h"
 #include "core/model.h"
 
 namespace arbiter::kueue {
