@@ -16,9 +16,9 @@
 #include "server/arbiter_service.h"
 #include "server/call_log.h"
 #include "server/metrics_endpoint.h"
-#include "server/request_limits.h"
+#include "edge/request_limits.h"
 #include "server/rpc_metrics.h"
-#include "server/tls.h"
+#include "edge/tls.h"
 #include "server/worker_pool.h"
 
 namespace arbiter::server {

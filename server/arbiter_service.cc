@@ -17,10 +17,10 @@
 #include "google/protobuf/arena.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "grpcpp/support/proto_buffer_writer.h"
-#include "server/grpc_status.h"
-#include "server/proto_convert.h"
-#include "server/request_decoder.h"
-#include "server/request_id.h"
+#include "edge/grpc_status.h"
+#include "edge/proto_convert.h"
+#include "edge/request_decoder.h"
+#include "edge/request_id.h"
 
 namespace arbiter::server {
 namespace {
@@ -94,7 +94,7 @@ absl::Status ExplainCancellation(const absl::Status& status, grpc::CallbackServe
 }
 
 // Decodes the request's bytes into the core's model within `limits`
-// (server/request_decoder.h), then checks the queue tree's depth.
+// (edge/request_decoder.h), then checks the queue tree's depth.
 absl::Status DecodeRequestBytes(const grpc::ByteBuffer& bytes, std::string_view type_name,
                                 const RequestLimits& limits, Snapshot* snapshot, Policy* policy,
                                 int64_t* decoded_bytes) {

@@ -2,7 +2,7 @@
 //
 // Each call is received as raw bytes and handed whole to a WorkerPool; gRPC's own threads only
 // hand calls over. The worker, in phases (each timed for the metrics and the log):
-//   decode      the bytes straight into the core's model (server/request_decoder.h); then the
+//   decode      the bytes straight into the core's model (edge/request_decoder.h); then the
 //               size limits;
 //   ...         the core's phases (CycleHooks::phase_done: validate, fair_share, ...);
 //   to_proto    the core's answer into the response message;
@@ -15,11 +15,11 @@
 // --max-name-bytes or a queue tree over --max-queue-depth), checked while decoding; a call that
 // finds the pool's queue full answers UNAVAILABLE at once; an answer over the message limit
 // answers RESOURCE_EXHAUSTED; the core's errors are mapped by ToGrpcStatus
-// (server/grpc_status.h); a call whose deadline passes before a phase answers DEADLINE_EXCEEDED,
+// (edge/grpc_status.h); a call whose deadline passes before a phase answers DEADLINE_EXCEEDED,
 // one the client cancelled CANCELLED.
 //
 // Every call gets a request id (the caller's `x-request-id` metadata when acceptable, a fresh one
-// otherwise; server/request_id.h), echoed in the `x-request-id` trailing metadata, and gives one
+// otherwise; edge/request_id.h), echoed in the `x-request-id` trailing metadata, and gives one
 // log line (server/call_log.h) and one RpcMetrics::RecordCall.
 #pragma once
 
@@ -32,7 +32,7 @@
 #include "grpcpp/grpcpp.h"
 #include "server/call_log.h"
 #include "server/call_record.h"
-#include "server/request_limits.h"
+#include "edge/request_limits.h"
 #include "server/rpc_metrics.h"
 #include "server/worker_pool.h"
 

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "server/grpc_status.h"
+#include "edge/grpc_status.h"
 
 namespace arbiter::server {
 namespace {

@@ -21,8 +21,8 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "server/arbiter_server.h"
-#include "server/command_line.h"
-#include "server/grpc_status.h"
+#include "edge/command_line.h"
+#include "edge/grpc_status.h"
 
 namespace {
 

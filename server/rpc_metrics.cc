@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "server/grpc_status.h"
+#include "edge/grpc_status.h"
 
 namespace arbiter::server {
 namespace {

@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "clients/cli/commands.h"
-#include "server/grpc_status.h"
+#include "edge/grpc_status.h"
 
 namespace arbiter::cli {
 namespace {

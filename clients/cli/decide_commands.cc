@@ -11,9 +11,9 @@
 #include "clients/cli/phase_timer.h"
 #include "clients/cli/response_tables.h"
 #include "google/protobuf/arena.h"
-#include "server/command_line.h"
-#include "server/grpc_status.h"
-#include "server/wire.h"
+#include "edge/command_line.h"
+#include "edge/grpc_status.h"
+#include "edge/wire.h"
 
 namespace arbiter::cli {
 namespace {

@@ -11,9 +11,9 @@
 #include "arbiter/v1/arbiter.grpc.pb.h"
 #include "core/api/arbiter.h"
 #include "grpcpp/grpcpp.h"
-#include "server/grpc_status.h"
-#include "server/proto_convert.h"
-#include "server/request_id.h"
+#include "edge/grpc_status.h"
+#include "edge/proto_convert.h"
+#include "edge/request_id.h"
 
 namespace arbiter::cli {
 namespace {

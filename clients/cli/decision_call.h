@@ -11,8 +11,8 @@
 #include "arbiter/v1/arbiter.grpc.pb.h"
 #include "arbiter/v1/arbiter.pb.h"
 #include "clients/cli/phase_timer.h"
-#include "server/command_line.h"
-#include "server/tls.h"
+#include "edge/command_line.h"
+#include "edge/tls.h"
 
 namespace arbiter::cli {
 

@@ -6,10 +6,10 @@
 #include "absl/strings/str_cat.h"
 #include "clients/cli/commands.h"
 #include "clients/generator/generator.h"
-#include "server/command_line.h"
-#include "server/grpc_status.h"
-#include "server/proto_convert.h"
-#include "server/wire.h"
+#include "edge/command_line.h"
+#include "edge/grpc_status.h"
+#include "edge/proto_convert.h"
+#include "edge/wire.h"
 
 namespace arbiter::cli {
 namespace {

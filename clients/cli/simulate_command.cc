@@ -21,10 +21,10 @@
 #include "clients/simulator/sim_output.h"
 #include "clients/simulator/simulation.h"
 #include "grpcpp/grpcpp.h"
-#include "server/command_line.h"
-#include "server/grpc_status.h"
-#include "server/proto_convert.h"
-#include "server/tls.h"
+#include "edge/command_line.h"
+#include "edge/grpc_status.h"
+#include "edge/proto_convert.h"
+#include "edge/tls.h"
 
 namespace arbiter::cli {
 namespace {

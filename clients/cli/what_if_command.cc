@@ -12,9 +12,9 @@
 #include "clients/cli/what_if_answer.h"
 #include "core/echoed_name.h"
 #include "google/protobuf/arena.h"
-#include "server/command_line.h"
-#include "server/grpc_status.h"
-#include "server/wire.h"
+#include "edge/command_line.h"
+#include "edge/grpc_status.h"
+#include "edge/wire.h"
 
 namespace arbiter::cli {
 namespace {

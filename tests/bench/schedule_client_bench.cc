@@ -25,8 +25,8 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "server/arbiter_server.h"
-#include "server/proto_convert.h"
-#include "server/wire.h"
+#include "edge/proto_convert.h"
+#include "edge/wire.h"
 
 namespace arbiter {
 namespace {

@@ -3,8 +3,8 @@
 #include <iostream>
 
 #include "arbiter/v1/arbiter.pb.h"
-#include "server/grpc_status.h"
-#include "server/wire.h"
+#include "edge/grpc_status.h"
+#include "edge/wire.h"
 
 int main(int argc, char** argv) {
   if (argc != 3) {

@@ -1,7 +1,7 @@
 // libFuzzer target: bytes -> the core's model -> ValidateRequest -> ComputeFairShares and
-// Schedule, the way the server goes: its request decoder (server/request_decoder.h) reads the
+// Schedule, the way the server goes: its request decoder (edge/request_decoder.h) reads the
 // bytes straight into the model. The same bytes also go through protobuf's parser and
-// FromProto (server/proto_convert.h), and the decoder must agree with that: it accepts exactly
+// FromProto (edge/proto_convert.h), and the decoder must agree with that: it accepts exactly
 // the bytes protobuf accepts and builds the same model.
 //
 // Besides "no crash, no sanitizer report, no hang", every input is held to what SEMANTICS.md
@@ -10,7 +10,7 @@
 //   the message starting with a "snapshot." or "policy." field path), and succeed otherwise;
 // - §0.5: the answer holds no NaN, +inf only in saturation and weighted_share, no -0.0;
 // - §6: bindings and evictions name pods and nodes of the request; the lists are in order.
-// - the server's limits (server/request_limits.h) only ever refuse with a limit's own error, and
+// - the server's limits (edge/request_limits.h) only ever refuse with a limit's own error, and
 //   the limited decoder otherwise agrees with the unlimited one;
 // - a call cancelled (the server's deadline or the client's cancellation, through
 //   CycleHooks::cancelled) at any poll answers Cancelled or exactly the uncancelled answer.
@@ -34,10 +34,10 @@
 #include "core/validation.h"
 #include "google/protobuf/map.h"
 #include "google/protobuf/stubs/logging.h"
-#include "server/proto_convert.h"
-#include "server/request_decoder.h"
-#include "server/request_limits.h"
-#include "server/wire.h"
+#include "edge/proto_convert.h"
+#include "edge/request_decoder.h"
+#include "edge/request_limits.h"
+#include "edge/wire.h"
 
 namespace arbiter::fuzz {
 namespace {

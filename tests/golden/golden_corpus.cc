@@ -8,8 +8,8 @@
 //   golden_corpus dump   CASE DIR                       write CASE's request and answers as .pb
 //
 // Every request goes the server's way: serialised to binary, read back by the server's decoder
-// (server/request_decoder.h), answered by the core (core/api/arbiter.h), the answer converted
-// (server/proto_convert.h) and serialised deterministically. A line of CORPUS is
+// (edge/request_decoder.h), answered by the core (core/api/arbiter.h), the answer converted
+// (edge/proto_convert.h) and serialised deterministically. A line of CORPUS is
 //   CASE RPC REQUEST_SHA256 ANSWER_BYTES ANSWER_SHA256
 // The request's digest tells a changed request (the generator, a scenario file) from a changed
 // answer. The cases are listed in `Cases()` and in tests/golden/README.md.
@@ -35,9 +35,9 @@
 #include "core/api/arbiter.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-#include "server/proto_convert.h"
-#include "server/request_decoder.h"
-#include "server/wire.h"
+#include "edge/proto_convert.h"
+#include "edge/request_decoder.h"
+#include "edge/wire.h"
 #include "tests/property/property_support.h"
 
 namespace arbiter {

@@ -16,8 +16,8 @@
 #include "arbiter/v1/arbiter.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/calls.h"
-#include "server/wire.h"
+#include "edge/calls.h"
+#include "edge/wire.h"
 #include "tests/integration/server_harness.h"
 #include "tests/integration/subprocess.h"
 

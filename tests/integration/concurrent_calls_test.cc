@@ -12,8 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "arbiter/v1/arbiter.pb.h"
 #include "gtest/gtest.h"
-#include "server/calls.h"
-#include "server/wire.h"
+#include "edge/calls.h"
+#include "edge/wire.h"
 #include "tests/integration/server_harness.h"
 
 namespace arbiter::testing {

@@ -12,7 +12,7 @@
 #include "arbiter/v1/arbiter.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/wire.h"
+#include "edge/wire.h"
 #include "tests/integration/server_harness.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/subprocess.h"

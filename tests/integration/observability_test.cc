@@ -10,8 +10,8 @@
 #include "clients/generator/generator.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/proto_convert.h"
-#include "server/wire.h"
+#include "edge/proto_convert.h"
+#include "edge/wire.h"
 #include "tests/integration/server_harness.h"
 
 namespace arbiter::testing {

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "server/calls.h"
-#include "server/wire.h"
+#include "edge/calls.h"
+#include "edge/wire.h"
 #include "tests/integration/scenario_matcher.h"
 
 namespace arbiter::testing {

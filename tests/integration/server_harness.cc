@@ -18,8 +18,8 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/dynamic_message.h"
 #include "grpcpp/generic/generic_stub.h"
-#include "server/proto_convert.h"
-#include "server/wire.h"
+#include "edge/proto_convert.h"
+#include "edge/wire.h"
 
 namespace arbiter::testing {
 namespace {

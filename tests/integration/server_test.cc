@@ -6,8 +6,8 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
-#include "server/calls.h"
-#include "server/wire.h"
+#include "edge/calls.h"
+#include "edge/wire.h"
 #include "tests/integration/server_harness.h"
 
 namespace arbiter::testing {

@@ -3,7 +3,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/tls.h"
+#include "edge/tls.h"
 
 namespace arbiter::server {
 namespace {

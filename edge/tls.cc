@@ -1,9 +1,9 @@
-#include "server/tls.h"
+#include "edge/tls.h"
 
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "server/wire.h"
+#include "edge/wire.h"
 
 namespace arbiter::server {
 namespace {

@@ -1,6 +1,6 @@
-#include "server/calls.h"
+#include "edge/calls.h"
 
-#include "server/proto_convert.h"
+#include "edge/proto_convert.h"
 
 namespace arbiter::server {
 

@@ -1,4 +1,4 @@
-#include "server/proto_convert.h"
+#include "edge/proto_convert.h"
 
 #include <cstdint>
 #include <string>

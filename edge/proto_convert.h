@@ -9,7 +9,7 @@
 // - maps become std::map (bytewise key order), repeated fields keep their input order.
 //
 // ToProto writes every map in key order and turns -0.0 into 0 (SEMANTICS.md §0.5), so that a
-// deterministic serialisation of its output (server/wire.h) depends only on the core's answer.
+// deterministic serialisation of its output (edge/wire.h) depends only on the core's answer.
 // All functions are thread-safe and cost O(size of the message).
 #pragma once
 

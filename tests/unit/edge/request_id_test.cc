@@ -1,5 +1,5 @@
 // Request ids: fresh ones are distinct hex strings; a caller's id is kept only when it is safe.
-#include "server/request_id.h"
+#include "edge/request_id.h"
 
 #include <set>
 #include <string>

@@ -1,7 +1,7 @@
 // The request decoder against protobuf itself: for every input, DecodeRequest must accept
 // exactly what ScheduleRequest::ParseFromString accepts, and give the model that FromProto gives
 // (compared as deterministic bytes of ToProto, which writes every field of the model).
-#include "server/request_decoder.h"
+#include "edge/request_decoder.h"
 
 #include <cstdint>
 #include <cstring>
@@ -15,8 +15,8 @@
 #include "arbiter/v1/arbiter.pb.h"
 #include "clients/generator/generator.h"
 #include "gtest/gtest.h"
-#include "server/proto_convert.h"
-#include "server/wire.h"
+#include "edge/proto_convert.h"
+#include "edge/wire.h"
 #include "tests/support/wire_bytes.h"
 
 namespace arbiter::server {

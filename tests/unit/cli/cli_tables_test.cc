@@ -5,7 +5,7 @@
 #include "clients/cli/text_table.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/wire.h"
+#include "edge/wire.h"
 
 namespace arbiter::cli {
 namespace {

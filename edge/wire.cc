@@ -1,4 +1,4 @@
-#include "server/wire.h"
+#include "edge/wire.h"
 
 #include <cerrno>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "server/request_id.h"
+#include "edge/request_id.h"
 
 #include <cstdint>
 #include <random>

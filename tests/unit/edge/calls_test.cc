@@ -6,9 +6,9 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "server/calls.h"
-#include "server/proto_convert.h"
-#include "server/wire.h"
+#include "edge/calls.h"
+#include "edge/proto_convert.h"
+#include "edge/wire.h"
 #include "tests/support/snapshot_builder.h"
 
 namespace arbiter::server {

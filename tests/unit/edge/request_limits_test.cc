@@ -1,13 +1,13 @@
 // The per-request limits: counting a snapshot, refusing one over a limit, the queue tree's
 // depth, and the flags' own values.
-#include "server/request_limits.h"
+#include "edge/request_limits.h"
 
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/proto_convert.h"
+#include "edge/proto_convert.h"
 
 namespace arbiter::server {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/request_decoder.h"
+#include "edge/request_decoder.h"
 
 #include <algorithm>
 #include <array>

@@ -1,7 +1,7 @@
 // The server's limits on one request: what a single call may make the server hold and compute.
 //
 // The counts, the name lengths and the decoded size are enforced by the request decoder
-// (server/request_decoder.h) while it reads the bytes, before the memory they would take is
+// (edge/request_decoder.h) while it reads the bytes, before the memory they would take is
 // allocated; the queue tree's depth right after decoding, before the core sees the request.
 // Together they bound a call's memory (server/README.md, "What one call may cost").
 #pragma once

@@ -1,6 +1,6 @@
 // FromProto / ToProto: every field crosses the edge unchanged, raw enum values and presence are
 // kept for validation, and answers are written canonically (SEMANTICS.md §0.5).
-#include "server/proto_convert.h"
+#include "edge/proto_convert.h"
 
 #include <cmath>
 #include <limits>
@@ -10,7 +10,7 @@
 #include "google/protobuf/arena.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
-#include "server/wire.h"
+#include "edge/wire.h"
 #include "tests/support/snapshot_builder.h"
 
 namespace arbiter::server {

@@ -1,6 +1,6 @@
 // Deterministic bytes (SEMANTICS.md §0.5): binary and JSON output of equal messages are equal
 // whatever order their map entries were inserted in, and JSON lists map keys in bytewise order.
-#include "server/wire.h"
+#include "edge/wire.h"
 
 #include <unistd.h>
 
@@ -11,7 +11,7 @@
 
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
-#include "server/proto_convert.h"
+#include "edge/proto_convert.h"
 
 namespace arbiter::server {
 namespace {

@@ -2,7 +2,7 @@
 //
 // The server's fast path. It gives the same Snapshot and Policy as parsing the bytes with
 // protobuf into a ScheduleRequest (or FairShareRequest) and converting that with FromProto
-// (server/proto_convert.h), and rejects exactly the bytes protobuf rejects, without building the
+// (edge/proto_convert.h), and rejects exactly the bytes protobuf rejects, without building the
 // message first: protobuf's map fields are hash maps and every string and message is an arena
 // object, which together cost more than the conversion itself.
 //
@@ -26,7 +26,7 @@
 
 #include "absl/status/status.h"
 #include "core/model.h"
-#include "server/request_limits.h"
+#include "edge/request_limits.h"
 
 namespace arbiter::server {
 
