@@ -1,7 +1,8 @@
 // The core's view of a request and of its answer.
 //
-// These types mirror proto/arbiter/v1/arbiter.proto one to one, without protobuf: the server
-// converts at the edge (edge/proto_convert.h) and the core never sees a protobuf type. Enum
+// These types mirror proto/arbiter/v1/arbiter.proto one to one, without protobuf: the edge reads
+// requests into them (edge/request_decoder.h) and writes answers from them
+// (edge/proto_convert.h), and the core never sees a protobuf type. Enum
 // fields keep the caller's raw value, so that an out-of-range value reaches validation
 // (core/validation.h) and is reported there with its field path.
 //

@@ -30,10 +30,6 @@ void ToProtoMap(const LabelMap& map, pb::Map<std::string, std::string>* proto) {
   for (const auto& [key, value] : map) (*proto)[key] = value;
 }
 
-Timestamp FromProto(const pb::Timestamp& proto) { return {proto.seconds(), proto.nanos()}; }
-
-Duration FromProto(const pb::Duration& proto) { return {proto.seconds(), proto.nanos()}; }
-
 void ToProto(const Timestamp& time, pb::Timestamp* proto) {
   proto->set_seconds(time.seconds);
   proto->set_nanos(time.nanos);
@@ -56,31 +52,6 @@ ProtoEnum ProtoRawEnum(CoreEnum value) {
 }
 
 // ---- Snapshot pieces ----
-
-Queue FromProto(const v1::Queue& proto) {
-  Queue queue;
-  queue.name = proto.name();
-  queue.parent = proto.parent();
-  queue.deserved = FromProtoMap(proto.deserved());
-  queue.limit = FromProtoMap(proto.limit());
-  queue.over_quota_weight = FromProtoMap(proto.over_quota_weight());
-  queue.priority = proto.priority();
-  if (proto.has_creation_time()) queue.creation_time = FromProto(proto.creation_time());
-  queue.borrowing_limit = FromProtoMap(proto.borrowing_limit());
-  queue.lending_limit = FromProtoMap(proto.lending_limit());
-  if (proto.has_fair_sharing_weight()) queue.fair_sharing_weight = proto.fair_sharing_weight();
-  if (proto.has_reclaim_min_runtime()) {
-    queue.reclaim_min_runtime = FromProto(proto.reclaim_min_runtime());
-  }
-  if (proto.has_preempt_min_runtime()) {
-    queue.preempt_min_runtime = FromProto(proto.preempt_min_runtime());
-  }
-  queue.kueue_preemption.within_cluster_queue =
-      RawEnum<WithinClusterQueue>(proto.kueue_preemption().within_cluster_queue());
-  queue.kueue_preemption.reclaim_within_cohort =
-      RawEnum<ReclaimWithinCohort>(proto.kueue_preemption().reclaim_within_cohort());
-  return queue;
-}
 
 v1::Queue ToProto(const Queue& queue) {
   v1::Queue proto;
@@ -114,19 +85,6 @@ v1::Queue ToProto(const Queue& queue) {
   return proto;
 }
 
-Node FromProto(const v1::Node& proto) {
-  Node node;
-  node.name = proto.name();
-  node.allocatable = FromProtoMap(proto.allocatable());
-  node.labels = FromProtoMap(proto.labels());
-  node.taints.reserve(proto.taints_size());
-  for (const v1::Taint& taint : proto.taints()) {
-    node.taints.push_back({taint.key(), taint.value(), taint.effect()});
-  }
-  node.unschedulable = proto.unschedulable();
-  return node;
-}
-
 v1::Node ToProto(const Node& node) {
   v1::Node proto;
   proto.set_name(node.name);
@@ -140,22 +98,6 @@ v1::Node ToProto(const Node& node) {
   }
   proto.set_unschedulable(node.unschedulable);
   return proto;
-}
-
-Pod FromProto(const v1::Pod& proto) {
-  Pod pod;
-  pod.name = proto.name();
-  pod.requests = FromProtoMap(proto.requests());
-  pod.node_name = proto.node_name();
-  pod.phase = RawEnum<PodPhase>(proto.phase());
-  if (proto.has_start_time()) pod.start_time = FromProto(proto.start_time());
-  pod.node_selector = FromProtoMap(proto.node_selector());
-  pod.tolerations.reserve(proto.tolerations_size());
-  for (const v1::Toleration& toleration : proto.tolerations()) {
-    pod.tolerations.push_back(
-        {toleration.key(), toleration.operator_(), toleration.value(), toleration.effect()});
-  }
-  return pod;
 }
 
 void ToProto(const Pod& pod, v1::Pod* proto) {
@@ -174,22 +116,6 @@ void ToProto(const Pod& pod, v1::Pod* proto) {
   }
 }
 
-PodGroup FromProto(const v1::PodGroup& proto) {
-  PodGroup group;
-  group.name = proto.name();
-  group.queue = proto.queue();
-  group.priority = proto.priority();
-  group.preemptibility = RawEnum<Preemptibility>(proto.preemptibility());
-  group.min_member = proto.min_member();
-  if (proto.has_creation_time()) group.creation_time = FromProto(proto.creation_time());
-  group.pods.reserve(proto.pods_size());
-  for (const v1::Pod& pod : proto.pods()) group.pods.push_back(FromProto(pod));
-  group.admitted = proto.admitted();
-  if (proto.has_admission_time()) group.admission_time = FromProto(proto.admission_time());
-  group.one_pod_per_node = proto.one_pod_per_node();
-  return group;
-}
-
 void ToProto(const PodGroup& group, v1::PodGroup* proto) {
   proto->set_name(group.name);
   proto->set_queue(group.queue);
@@ -206,19 +132,7 @@ void ToProto(const PodGroup& group, v1::PodGroup* proto) {
 
 // ---- Answer pieces ----
 
-void ToProto(const QueueShare& share, v1::QueueShare* proto) {
-  proto->set_queue(share.queue);
-  ToProtoMap(share.deserved, proto->mutable_deserved());
-  ToProtoMap(share.fair_share, proto->mutable_fair_share());
-  ToProtoMap(share.allocated, proto->mutable_allocated());
-  ToProtoMap(share.requested, proto->mutable_requested());
-  proto->set_saturation(Canonical(share.saturation));
-  proto->set_weighted_share(Canonical(share.weighted_share));
-  proto->set_dominant_resource(share.dominant_resource);
-  proto->set_borrowing(share.borrowing);
-}
-
-void MoveToProto(QueueShare&& share, v1::QueueShare* proto) {
+void ShareToProto(QueueShare&& share, v1::QueueShare* proto) {
   proto->set_queue(std::move(share.queue));
   ToProtoMap(share.deserved, proto->mutable_deserved());
   ToProtoMap(share.fair_share, proto->mutable_fair_share());
@@ -244,16 +158,9 @@ QueueShare FromProto(const v1::QueueShare& proto) {
   return share;
 }
 
-void ToProtoShares(const std::vector<QueueShare>& shares,
-                   pb::RepeatedPtrField<v1::QueueShare>* proto) {
+void SharesToProto(std::vector<QueueShare>&& shares, pb::RepeatedPtrField<v1::QueueShare>* proto) {
   proto->Reserve(static_cast<int>(shares.size()));
-  for (const QueueShare& share : shares) ToProto(share, proto->Add());
-}
-
-void MoveToProtoShares(std::vector<QueueShare>&& shares,
-                       pb::RepeatedPtrField<v1::QueueShare>* proto) {
-  proto->Reserve(static_cast<int>(shares.size()));
-  for (QueueShare& share : shares) MoveToProto(std::move(share), proto->Add());
+  for (QueueShare& share : shares) ShareToProto(std::move(share), proto->Add());
 }
 
 std::vector<QueueShare> FromProtoShares(const pb::RepeatedPtrField<v1::QueueShare>& proto) {
@@ -265,48 +172,7 @@ std::vector<QueueShare> FromProtoShares(const pb::RepeatedPtrField<v1::QueueShar
 
 }  // namespace
 
-// ---- Requests ----
-
-Snapshot FromProto(const v1::Snapshot& proto) {
-  Snapshot snapshot;
-  if (proto.has_now()) snapshot.now = FromProto(proto.now());
-  snapshot.queues.reserve(proto.queues_size());
-  for (const v1::Queue& queue : proto.queues()) snapshot.queues.push_back(FromProto(queue));
-  snapshot.nodes.reserve(proto.nodes_size());
-  for (const v1::Node& node : proto.nodes()) snapshot.nodes.push_back(FromProto(node));
-  snapshot.pod_groups.reserve(proto.pod_groups_size());
-  for (const v1::PodGroup& group : proto.pod_groups()) {
-    snapshot.pod_groups.push_back(FromProto(group));
-  }
-  snapshot.usage.reserve(proto.usage_size());
-  for (const v1::QueueUsage& usage : proto.usage()) {
-    snapshot.usage.push_back({usage.queue(), FromProtoMap(usage.usage())});
-  }
-  snapshot.usage_capacity = FromProtoMap(proto.usage_capacity());
-  snapshot.capacity = FromProtoMap(proto.capacity());
-  return snapshot;
-}
-
-Policy FromProto(const v1::Policy& proto) {
-  Policy policy;
-  policy.fairness_model = RawEnum<FairnessModel>(proto.fairness_model());
-  policy.k_value = proto.k_value();
-  policy.reclaimer_utilization_multiplier = proto.reclaimer_utilization_multiplier();
-  policy.placement = RawEnum<Placement>(proto.placement());
-  policy.actions.reserve(proto.actions_size());
-  for (int action : proto.actions()) policy.actions.push_back(static_cast<Action>(action));
-  policy.kueue_preemption_strategies.reserve(proto.kueue_preemption_strategies_size());
-  for (int strategy : proto.kueue_preemption_strategies()) {
-    policy.kueue_preemption_strategies.push_back(static_cast<KueuePreemptionStrategy>(strategy));
-  }
-  if (proto.has_consolidating_reclaim()) {
-    policy.consolidating_reclaim = proto.consolidating_reclaim();
-  }
-  if (proto.has_max_consolidation_preemptees()) {
-    policy.max_consolidation_preemptees = proto.max_consolidation_preemptees();
-  }
-  return policy;
-}
+// ---- Requests: core -> proto ----
 
 v1::Snapshot ToProto(const Snapshot& snapshot) {
   v1::Snapshot proto;
@@ -346,54 +212,12 @@ v1::Policy ToProto(const Policy& policy) {
 
 // ---- Answers ----
 
-v1::FairShareResponse ToProto(const FairShareResult& result) {
-  v1::FairShareResponse proto;
-  ToProtoShares(result.queues, proto.mutable_queues());
-  return proto;
+void ToProto(FairShareResult result, v1::FairShareResponse* proto) {
+  SharesToProto(std::move(result.queues), proto->mutable_queues());
 }
 
-v1::ScheduleResponse ToProto(const ScheduleResult& result) {
-  v1::ScheduleResponse proto;
-  ToProtoShares(result.queues, proto.mutable_queues());
-  proto.mutable_bindings()->Reserve(static_cast<int>(result.bindings.size()));
-  for (const Binding& binding : result.bindings) {
-    v1::Binding* out = proto.add_bindings();
-    out->set_pod_group(binding.pod_group);
-    out->set_pod(binding.pod);
-    out->set_node(binding.node);
-    out->set_after_evictions(binding.after_evictions);
-  }
-  proto.mutable_evictions()->Reserve(static_cast<int>(result.evictions.size()));
-  for (const Eviction& eviction : result.evictions) {
-    v1::Eviction* out = proto.add_evictions();
-    out->set_pod_group(eviction.pod_group);
-    out->set_pod(eviction.pod);
-    out->set_node(eviction.node);
-    out->set_reason(ProtoRawEnum<v1::EvictionReason>(eviction.reason));
-    out->set_preemptor_pod_group(eviction.preemptor_pod_group);
-    out->set_message(eviction.message);
-  }
-  for (const Admission& admission : result.admissions) {
-    v1::Admission* out = proto.add_admissions();
-    out->set_pod_group(admission.pod_group);
-    out->set_queue(admission.queue);
-    out->set_after_evictions(admission.after_evictions);
-  }
-  for (const PendingPodGroup& pending : result.pending) {
-    v1::PendingPodGroup* out = proto.add_pending();
-    out->set_pod_group(pending.pod_group);
-    out->set_reason(pending.reason);
-    out->set_message(pending.message);
-  }
-  return proto;
-}
-
-void MoveToProto(FairShareResult&& result, v1::FairShareResponse* proto) {
-  MoveToProtoShares(std::move(result.queues), proto->mutable_queues());
-}
-
-void MoveToProto(ScheduleResult&& result, v1::ScheduleResponse* proto) {
-  MoveToProtoShares(std::move(result.queues), proto->mutable_queues());
+void ToProto(ScheduleResult result, v1::ScheduleResponse* proto) {
+  SharesToProto(std::move(result.queues), proto->mutable_queues());
   proto->mutable_bindings()->Reserve(static_cast<int>(result.bindings.size()));
   for (Binding& binding : result.bindings) {
     v1::Binding* out = proto->add_bindings();
@@ -426,12 +250,6 @@ void MoveToProto(ScheduleResult&& result, v1::ScheduleResponse* proto) {
     out->set_reason(std::move(pending.reason));
     out->set_message(std::move(pending.message));
   }
-}
-
-FairShareResult FromProto(const v1::FairShareResponse& proto) {
-  FairShareResult result;
-  result.queues = FromProtoShares(proto.queues());
-  return result;
 }
 
 ScheduleResult FromProto(const v1::ScheduleResponse& proto) {

@@ -1,27 +1,24 @@
-// Conversion between the arbiter.v1 protobuf messages and the core's model (core/model.h).
+// Writing the core's model (core/model.h) as arbiter.v1 protobuf messages, and reading an answer
+// back for the clients that act on one.
 //
-// The core never sees a protobuf type: the server and the CLI convert at the edge with these
-// functions. The conversion is total and checks nothing; validation is the core's job
-// (core/validation.h), so:
-// - enum fields keep the caller's raw integer, even one outside the declared range;
-// - a Timestamp or Duration message that is present becomes an engaged std::optional, an absent
-//   one std::nullopt; `optional` scalars keep their presence the same way;
-// - maps become std::map (bytewise key order), repeated fields keep their input order.
+// There is one way in for a request: the bytes, read by the request decoder
+// (edge/request_decoder.h); a message in hand is serialised first (edge/wire.h). What is here
+// goes the other way:
+// - requests, core -> proto: the generator, the simulator and the tests write the requests they
+//   make;
+// - answers, core -> proto: the one writer of both answers, for the server and the CLI;
+// - a Schedule answer, proto -> core: the simulator acting on a server's answer.
 //
 // ToProto writes every map in key order and turns -0.0 into 0 (SEMANTICS.md §0.5), so that a
-// deterministic serialisation of its output (edge/wire.h) depends only on the core's answer.
-// All functions are thread-safe and cost O(size of the message).
+// deterministic serialisation of its output (edge/wire.h) depends only on the core's answer;
+// enums are written as the raw integers the model holds. All functions are thread-safe and cost
+// O(size of the message).
 #pragma once
 
 #include "arbiter/v1/arbiter.pb.h"
 #include "core/model.h"
 
 namespace arbiter::server {
-
-// ---- Requests: proto -> core ----
-
-Snapshot FromProto(const v1::Snapshot& proto);
-Policy FromProto(const v1::Policy& proto);
 
 // ---- Requests: core -> proto (the generator, tests and round trips) ----
 
@@ -30,18 +27,13 @@ v1::Policy ToProto(const Policy& policy);
 
 // ---- Answers: core -> proto ----
 
-v1::FairShareResponse ToProto(const FairShareResult& result);
-v1::ScheduleResponse ToProto(const ScheduleResult& result);
+// Writes `result` into `proto` (which may live on an arena and must be empty), moving its
+// strings: pass std::move(result) when it is no longer needed, a copy otherwise.
+void ToProto(FairShareResult result, v1::FairShareResponse* proto);
+void ToProto(ScheduleResult result, v1::ScheduleResponse* proto);
 
-// The same answers written into `proto` (which may live on an arena and must be empty), moving
-// the strings out of `result` instead of copying them: the server's path, which drops the result
-// once it is converted.
-void MoveToProto(FairShareResult&& result, v1::FairShareResponse* proto);
-void MoveToProto(ScheduleResult&& result, v1::ScheduleResponse* proto);
+// ---- A Schedule answer: proto -> core (the simulator, acting on a server's answer) ----
 
-// ---- Answers: proto -> core (clients and tests that read a response back) ----
-
-FairShareResult FromProto(const v1::FairShareResponse& proto);
 ScheduleResult FromProto(const v1::ScheduleResponse& proto);
 
 }  // namespace arbiter::server

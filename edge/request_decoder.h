@@ -1,10 +1,11 @@
-// Decoding a binary arbiter.v1 request straight into the core's model (core/model.h).
+// Decoding a binary arbiter.v1 request straight into the core's model (core/model.h): the one way
+// a request becomes a model, for the server, the CLI (which serialises a JSON request first), the
+// tests and the benchmarks alike.
 //
-// The server's fast path. It gives the same Snapshot and Policy as parsing the bytes with
-// protobuf into a ScheduleRequest (or FairShareRequest) and converting that with FromProto
-// (edge/proto_convert.h), and rejects exactly the bytes protobuf rejects, without building the
-// message first: protobuf's map fields are hash maps and every string and message is an arena
-// object, which together cost more than the conversion itself.
+// It reads every field protobuf reads (tests/unit/edge/request_decoder_test.cc walks the proto
+// descriptors to make sure a field added later is not dropped), and rejects exactly the bytes
+// protobuf rejects, without building the message first: protobuf's map fields are hash maps and
+// every string and message is an arena object, which together cost more than decoding itself.
 //
 // Wire rules followed, as protobuf's parser follows them:
 // - unknown fields are skipped (groups included); a known field number with an unexpected wire

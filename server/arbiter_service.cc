@@ -246,7 +246,7 @@ class Workspace {
 
     if (absl::Status wanted = CheckStillWanted(context, "to_proto"); !wanted.ok()) return wanted;
     auto* response = google::protobuf::Arena::CreateMessage<typename Method::Response>(&arena_);
-    MoveToProto(*std::move(*result_), response);
+    ToProto(*std::move(*result_), response);
     CountDecisions(*response, &record->decisions);
     clock.Mark("to_proto");
 

@@ -3,17 +3,17 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "arbiter/v1/arbiter.grpc.pb.h"
-#include "core/api/arbiter.h"
-#include "grpcpp/grpcpp.h"
+#include "edge/calls.h"
 #include "edge/grpc_status.h"
-#include "edge/proto_convert.h"
 #include "edge/request_id.h"
+#include "grpcpp/grpcpp.h"
 
 namespace arbiter::cli {
 namespace {
@@ -25,11 +25,8 @@ struct FairShareCall {
   using Request = v1::FairShareRequest;
   using Response = v1::FairShareResponse;
 
-  static absl::StatusOr<Response> Local(const Snapshot& snapshot, const Policy& policy,
-                                        const CycleHooks& hooks) {
-    absl::StatusOr<FairShareResult> result = ComputeFairShares(snapshot, policy, hooks);
-    if (!result.ok()) return result.status();
-    return server::ToProto(*result);
+  static absl::StatusOr<Response> Local(std::string_view request_bytes, const CycleHooks& hooks) {
+    return server::CallComputeFairShares(request_bytes, hooks);
   }
   static grpc::Status Remote(v1::Arbiter::Stub& stub, grpc::ClientContext* context,
                              const Request& request, Response* response) {
@@ -41,11 +38,8 @@ struct ScheduleCall {
   using Request = v1::ScheduleRequest;
   using Response = v1::ScheduleResponse;
 
-  static absl::StatusOr<Response> Local(const Snapshot& snapshot, const Policy& policy,
-                                        const CycleHooks& hooks) {
-    absl::StatusOr<ScheduleResult> result = Schedule(snapshot, policy, hooks);
-    if (!result.ok()) return result.status();
-    return server::ToProto(*result);
+  static absl::StatusOr<Response> Local(std::string_view request_bytes, const CycleHooks& hooks) {
+    return server::CallSchedule(request_bytes, hooks);
   }
   static grpc::Status Remote(v1::Arbiter::Stub& stub, grpc::ClientContext* context,
                              const Request& request, Response* response) {
@@ -57,9 +51,10 @@ template <typename Call>
 absl::StatusOr<typename Call::Response> AnswerInProcess(const typename Call::Request& request,
                                                         const DecideOptions& options,
                                                         PhaseTimer* timer) {
-  const Snapshot snapshot = server::FromProto(request.snapshot());
-  const Policy policy = server::FromProto(request.policy());
-  timer->Mark("convert");
+  // A request read from JSON or binary is in hand as a message: it takes the one way in, as
+  // bytes through the decoder.
+  const std::string request_bytes = request.SerializeAsString();
+  timer->Mark("serialize_request");
   CycleHooks hooks;
   hooks.phase_done = [timer](std::string_view phase) { timer->Mark(phase); };
   hooks.phase_counters = [timer](
@@ -73,7 +68,7 @@ absl::StatusOr<typename Call::Response> AnswerInProcess(const typename Call::Req
                            std::chrono::duration<double>(options.deadline_seconds));
     hooks.cancelled = [deadline] { return Clock::now() > deadline; };
   }
-  absl::StatusOr<typename Call::Response> response = Call::Local(snapshot, policy, hooks);
+  absl::StatusOr<typename Call::Response> response = Call::Local(request_bytes, hooks);
   if (!response.ok() && response.status().code() == absl::StatusCode::kCancelled &&
       options.deadline_seconds > 0) {
     return absl::DeadlineExceededError(

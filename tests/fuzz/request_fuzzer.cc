@@ -1,8 +1,9 @@
 // libFuzzer target: bytes -> the core's model -> ValidateRequest -> ComputeFairShares and
 // Schedule, the way the server goes: its request decoder (edge/request_decoder.h) reads the
-// bytes straight into the model. The same bytes also go through protobuf's parser and
-// FromProto (edge/proto_convert.h), and the decoder must agree with that: it accepts exactly
-// the bytes protobuf accepts and builds the same model.
+// bytes straight into the model. The same bytes also go through protobuf's parser, and the
+// decoder must agree with it: it accepts exactly the bytes protobuf accepts, and the model it
+// builds, written back (edge/proto_convert.h), is the message protobuf parsed
+// (tests/support/canonical_request.h).
 //
 // Besides "no crash, no sanitizer report, no hang", every input is held to what SEMANTICS.md
 // promises for any request:
@@ -32,12 +33,13 @@
 #include "arbiter/v1/arbiter.pb.h"
 #include "core/api/arbiter.h"
 #include "core/validation.h"
-#include "google/protobuf/map.h"
-#include "google/protobuf/stubs/logging.h"
 #include "edge/proto_convert.h"
 #include "edge/request_decoder.h"
 #include "edge/request_limits.h"
 #include "edge/wire.h"
+#include "google/protobuf/map.h"
+#include "google/protobuf/stubs/logging.h"
+#include "tests/support/canonical_request.h"
 
 namespace arbiter::fuzz {
 namespace {
@@ -157,6 +159,19 @@ std::string ModelBytes(const Snapshot& snapshot, const Policy& policy) {
   return server::SerializeDeterministic(request);
 }
 
+// The one answer writer, into a fresh message.
+v1::FairShareResponse Answer(FairShareResult result) {
+  v1::FairShareResponse proto;
+  server::ToProto(std::move(result), &proto);
+  return proto;
+}
+
+v1::ScheduleResponse Answer(ScheduleResult result) {
+  v1::ScheduleResponse proto;
+  server::ToProto(std::move(result), &proto);
+  return proto;
+}
+
 // The hooks of a call whose caller gives up at the `after`-th time the core asks.
 CycleHooks CancelledAfter(int after, int* asked) {
   CycleHooks hooks;
@@ -173,8 +188,8 @@ void CheckCancelled(const absl::StatusOr<Result>& cancelled, const absl::StatusO
           std::string(kind) + " cancelled answered " + cancelled.status().ToString() +
               " where the whole call answered " + whole.status().ToString());
   if (!whole.ok()) return;
-  Require(server::SerializeDeterministic(server::ToProto(*cancelled)) ==
-              server::SerializeDeterministic(server::ToProto(*whole)),
+  Require(server::SerializeDeterministic(Answer(*cancelled)) ==
+              server::SerializeDeterministic(Answer(*whole)),
           std::string(kind) + " answered differently after a cancellation that did not stop it");
 }
 
@@ -211,9 +226,8 @@ void Run(const uint8_t* data, size_t size) {
                                  (decoded ? "accepted" : "rejected") + " bytes protobuf " +
                                  (parsed ? "accepted" : "rejected"));
   if (!parsed) return;
-  Require(ModelBytes(snapshot, policy) == ModelBytes(server::FromProto(request.snapshot()),
-                                                     server::FromProto(request.policy())),
-          "the request decoder built another model than protobuf and FromProto");
+  Require(ModelBytes(snapshot, policy) == testing::CanonicalRequestBytes(request),
+          "the request decoder built another model than the message protobuf parsed");
 
   const absl::Status fair_share_validation =
       ValidateRequest(snapshot, policy, RequestKind::kFairShares);
@@ -230,12 +244,12 @@ void Run(const uint8_t* data, size_t size) {
 
   const absl::StatusOr<FairShareResult> shares = ComputeFairShares(snapshot, policy);
   CheckAgreesWithValidation(shares, fair_share_validation, "ComputeFairShares");
-  if (shares.ok()) CheckShares(server::ToProto(*shares).queues(), request);
+  if (shares.ok()) CheckShares(Answer(*shares).queues(), request);
 
   const absl::StatusOr<ScheduleResult> result = Schedule(snapshot, policy);
   CheckAgreesWithValidation(result, schedule_validation, "Schedule");
   if (result.ok()) {
-    const v1::ScheduleResponse response = server::ToProto(*result);
+    const v1::ScheduleResponse response = Answer(*result);
     CheckShares(response.queues(), request);
     CheckScheduleAnswer(request, response);
   }

@@ -177,7 +177,7 @@ std::vector<Answer> AnswerBoth(const std::string& request_bytes) {
   absl::StatusOr<FairShareResult> shares = ComputeFairShares(snapshot, policy, CycleHooks{});
   if (shares.ok()) {
     v1::FairShareResponse proto;
-    server::MoveToProto(*std::move(shares), &proto);
+    server::ToProto(*std::move(shares), &proto);
     answers.push_back({"ComputeFairShares", Deterministic(proto)});
   } else {
     answers.push_back({"ComputeFairShares", shares.status().ToString()});
@@ -185,7 +185,7 @@ std::vector<Answer> AnswerBoth(const std::string& request_bytes) {
   absl::StatusOr<ScheduleResult> result = Schedule(snapshot, policy, CycleHooks{});
   if (result.ok()) {
     v1::ScheduleResponse proto;
-    server::MoveToProto(*std::move(result), &proto);
+    server::ToProto(*std::move(result), &proto);
     answers.push_back({"Schedule", Deterministic(proto)});
   } else {
     answers.push_back({"Schedule", result.status().ToString()});

@@ -1,14 +1,15 @@
 // SEMANTICS.md §0.5: equal requests give byte-identical responses, and the response does not
 // depend on the order of repeated input fields or map entries. Checked on the bytes the server
 // and the CLI write (deterministic binary and JSON), through the calls they both use.
+#include "edge/calls.h"
+
 #include <algorithm>
 #include <map>
 #include <string>
 
-#include "gtest/gtest.h"
-#include "edge/calls.h"
 #include "edge/proto_convert.h"
 #include "edge/wire.h"
+#include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
 
 namespace arbiter::server {

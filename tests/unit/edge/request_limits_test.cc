@@ -5,9 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "edge/proto_convert.h"
+#include "edge/request_decoder.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "edge/proto_convert.h"
 
 namespace arbiter::server {
 namespace {
@@ -38,7 +39,12 @@ TEST(SizeOf, CountsPodsOverEveryGroup) {
 TEST(SizeOf, CountsTheModelAsTheMessage) {
   const v1::Snapshot proto = SnapshotOf(3, {2, 0, 5}, 4);
   const SnapshotSize from_proto = SizeOf(proto);
-  const SnapshotSize from_model = SizeOf(FromProto(proto));
+  v1::ScheduleRequest request;
+  *request.mutable_snapshot() = proto;
+  Snapshot model;
+  Policy policy;
+  ASSERT_TRUE(DecodeRequest(request.SerializeAsString(), &model, &policy));
+  const SnapshotSize from_model = SizeOf(model);
   EXPECT_EQ(from_model.nodes, from_proto.nodes);
   EXPECT_EQ(from_model.pods, from_proto.pods);
   EXPECT_EQ(from_model.queues, from_proto.queues);

@@ -1,9 +1,10 @@
 // TLS credentials from flags: which combinations are accepted, and errors that name the flag.
+#include "edge/tls.h"
+
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "edge/tls.h"
 
 namespace arbiter::server {
 namespace {

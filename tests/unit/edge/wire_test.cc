@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "edge/proto_convert.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
-#include "edge/proto_convert.h"
 
 namespace arbiter::server {
 namespace {
