@@ -6,35 +6,39 @@
 #include "core/kai/kai_schedule.h"
 #include "core/kueue/kueue.h"
 #include "core/status_macros.h"
-#include "core/validation.h"
+#include "core/validated_snapshot.h"
 
 namespace arbiter {
 namespace {
 
 bool IsKueue(const Policy& policy) { return policy.fairness_model == FairnessModel::kKueue; }
 
-absl::Status Validate(const Snapshot& snapshot, const Policy& policy, RequestKind kind,
-                      const CycleHooks& hooks) {
+// The one validation of a call: the request checked and interned, for either model.
+absl::StatusOr<ValidatedSnapshot> Validate(const Snapshot& snapshot, const Policy& policy,
+                                           RequestKind kind, const CycleHooks& hooks) {
+  RETURN_IF_ERROR(hooks.CheckCancelled("validate"));
   CancelPoll poll(&hooks.cancelled);
   poll.set_phase("validate");
-  return ValidateRequest(snapshot, policy, kind, &poll);
+  absl::StatusOr<ValidatedSnapshot> request =
+      ValidatedSnapshot::Validate(snapshot, policy, kind, &poll);
+  if (request.ok()) hooks.PhaseDone("validate");
+  return request;
 }
 
 }  // namespace
 
 absl::StatusOr<FairShareResult> ComputeFairShares(const Snapshot& snapshot, const Policy& policy,
                                                   const CycleHooks& hooks) {
-  RETURN_IF_ERROR(hooks.CheckCancelled("validate"));
-  RETURN_IF_ERROR(Validate(snapshot, policy, RequestKind::kFairShares, hooks));
-  hooks.PhaseDone("validate");
+  ASSIGN_OR_RETURN(const ValidatedSnapshot request,
+                   Validate(snapshot, policy, RequestKind::kFairShares, hooks));
   RETURN_IF_ERROR(hooks.CheckCancelled("fair_share"));
   CancelPoll poll(&hooks.cancelled);
   poll.set_phase("fair_share");
   FairShareResult result;
   if (IsKueue(policy)) {
-    result.queues = kueue::ComputeKueueShares(snapshot, &poll);
+    result.queues = kueue::ComputeKueueShares(request, &poll);
   } else {
-    kai::KaiFairShare shares = kai::ComputeKaiFairShare(snapshot, policy, &poll);
+    kai::KaiFairShare shares = kai::ComputeKaiFairShare(request, &poll);
     if (!poll.cancelled()) result.queues = kai::ToQueueShares(shares);
   }
   if (poll.cancelled()) return poll.status();
@@ -44,11 +48,10 @@ absl::StatusOr<FairShareResult> ComputeFairShares(const Snapshot& snapshot, cons
 
 absl::StatusOr<ScheduleResult> Schedule(const Snapshot& snapshot, const Policy& policy,
                                         const CycleHooks& hooks) {
-  RETURN_IF_ERROR(hooks.CheckCancelled("validate"));
-  RETURN_IF_ERROR(Validate(snapshot, policy, RequestKind::kSchedule, hooks));
-  hooks.PhaseDone("validate");
-  if (IsKueue(policy)) return kueue::ScheduleKueue(snapshot, policy, hooks);
-  return kai::ScheduleKai(snapshot, policy, hooks);
+  ASSIGN_OR_RETURN(const ValidatedSnapshot request,
+                   Validate(snapshot, policy, RequestKind::kSchedule, hooks));
+  if (IsKueue(policy)) return kueue::ScheduleKueue(request, hooks);
+  return kai::ScheduleKai(request, hooks);
 }
 
 }  // namespace arbiter

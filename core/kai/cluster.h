@@ -21,6 +21,7 @@
 #include "core/model.h"
 #include "core/queue_tree.h"
 #include "core/resources.h"
+#include "core/validated_snapshot.h"
 
 namespace arbiter::kai {
 
@@ -54,12 +55,11 @@ struct ClusterPod {
 
 class Cluster {
  public:
-  // Interns a validated snapshot. `resources` and `tree` must describe the same snapshot (the
-  // fair share's), and all three must outlive the Cluster. O(size · log size). When `poll` (may
-  // be null) reports the call cancelled, the cluster is left with its nodes and no pod group or
-  // pod (consistent, but not the request's: the caller discards it).
-  Cluster(const Snapshot& snapshot, const ResourceSet& resources, const QueueTree& tree,
-          CancelPoll* poll = nullptr);
+  // Lays out a validated request as dense vectors; the request must outlive the Cluster.
+  // O(pods · |R| + nodes · |R_n|). When `poll` (may be null) reports the call cancelled, the
+  // cluster is left with its nodes and no pod group or pod (consistent, but not the request's:
+  // the caller discards it).
+  explicit Cluster(const ValidatedSnapshot& request, CancelPoll* poll = nullptr);
 
   const Snapshot& snapshot() const { return *snapshot_; }
   const ResourceSet& resources() const { return *resources_; }

@@ -8,6 +8,7 @@
 #include "core/model.h"
 #include "core/queue_tree.h"
 #include "core/resources.h"
+#include "core/validated_snapshot.h"
 
 namespace arbiter::kai {
 
@@ -24,18 +25,17 @@ struct QueueAmounts {
 };
 
 struct KaiFairShare {
-  ResourceSet resources;
-  QueueTree tree;
+  const ValidatedSnapshot* request = nullptr;  // the request divided, which owns R and the tree
+  const ResourceSet& resources() const { return request->resources(); }
+  const QueueTree& tree() const { return request->tree(); }
   std::vector<double> total;         // T_r divided at the top level (§2.1)
   std::vector<QueueAmounts> queues;  // indexed like `tree`
 };
 
-// Computes the division of a validated snapshot. The snapshot must outlive the result (the tree
-// points into it). O(queues · resources · rounds). When `poll` (may be null) reports the call
+// Computes the division of a validated request, which must outlive the result. O(queues · resources · rounds). When `poll` (may be null) reports the call
 // cancelled, the division stops early and the result is incomplete: the caller checks
 // poll->cancelled() and discards it.
-KaiFairShare ComputeKaiFairShare(const Snapshot& snapshot, const Policy& policy,
-                                 CancelPoll* poll = nullptr);
+KaiFairShare ComputeKaiFairShare(const ValidatedSnapshot& request, CancelPoll* poll = nullptr);
 
 // The response's queue list (SEMANTICS.md §6, KAI): name order, every resource of R listed in
 // fair_share, allocated and requested; deserved echoes the configured map.

@@ -41,15 +41,16 @@ const char* ActionName(Action action) {
 
 }  // namespace
 
-absl::StatusOr<ScheduleResult> ScheduleKai(const Snapshot& snapshot, const Policy& policy,
+absl::StatusOr<ScheduleResult> ScheduleKai(const ValidatedSnapshot& request,
                                            const CycleHooks& hooks) {
+  const Policy& policy = request.policy();
   RETURN_IF_ERROR(hooks.CheckCancelled("fair_share"));
   CancelPoll poll(&hooks.cancelled);
   poll.set_phase("fair_share");
-  const KaiFairShare shares = ComputeKaiFairShare(snapshot, policy, &poll);
+  const KaiFairShare shares = ComputeKaiFairShare(request, &poll);
   if (poll.cancelled()) return poll.status();
-  // The "fair_share" phase also covers interning the snapshot for the cycle.
-  Session session(snapshot, policy, shares, &poll);
+  // The "fair_share" phase also covers laying out the cycle's state.
+  Session session(shares, &poll);
   hooks.PhaseDone("fair_share");
 
   for (Action action : ActionsOf(policy)) {

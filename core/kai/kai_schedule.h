@@ -24,17 +24,18 @@
 #include "absl/status/statusor.h"
 #include "core/cycle_hooks.h"
 #include "core/model.h"
+#include "core/validated_snapshot.h"
 
 namespace arbiter::kai {
 
-// Runs Policy.actions (default allocate, consolidate, reclaim, preempt) on a validated snapshot
+// Runs Policy.actions (default allocate, consolidate, reclaim, preempt) on a validated request
 // and returns the response of §6: `queues` is the fair share at the start of the call, bindings
 // and evictions are sorted by (pod_group, pod), pending by pod_group. Reports the phases
 // "fair_share" (which includes building the session), each action's name and "respond" to
 // hooks.phase_done; returns absl::CancelledError when hooks.cancelled() says so before a phase or,
 // asked every few milliseconds of work (core/cancel_poll.h), inside one.
 // Thread-safe (no shared state); deterministic (§0.5).
-absl::StatusOr<ScheduleResult> ScheduleKai(const Snapshot& snapshot, const Policy& policy,
+absl::StatusOr<ScheduleResult> ScheduleKai(const ValidatedSnapshot& request,
                                            const CycleHooks& hooks);
 
 }  // namespace arbiter::kai

@@ -21,8 +21,8 @@ bool operator==(const ChainKey& a, const ChainKey& b) {
          a.share_without_unit == b.share_without_unit;
 }
 
-QueueChain::QueueChain(const KaiFairShare& shares) : shares_(shares), r_(shares.resources.size()) {
-  const int queues = shares.tree.size();
+QueueChain::QueueChain(const KaiFairShare& shares) : shares_(shares), r_(shares.resources().size()) {
+  const int queues = shares.tree().size();
   share_base_.resize(static_cast<size_t>(queues) * r_);
   for (int q = 0; q < queues; ++q) {
     for (int r = 0; r < r_; ++r) {
@@ -62,7 +62,7 @@ ChainKey QueueChain::Key(int queue, const double* allocated, const double* unit_
     if (deserved != -1 && !(with_unit <= deserved)) key.starved = false;
     if (amounts.allocatable_share[r] == 0 && with_unit > 0) key.penalised = true;
   }
-  key.priority = shares_.tree.queue(queue).priority;
+  key.priority = shares_.tree().queue(queue).priority;
   DominantShares(queue, allocated, unit_requests, &key.share_with_unit, &key.share_without_unit);
   return key;
 }
@@ -79,8 +79,8 @@ bool QueueChain::TieBreakBefore(int a, int b) const {
   }
   if (a_le && a_lt) return true;  // rule 7
   if (b_le && b_lt) return false;
-  const Queue& qa = shares_.tree.queue(a);
-  const Queue& qb = shares_.tree.queue(b);
+  const Queue& qa = shares_.tree().queue(a);
+  const Queue& qb = shares_.tree().queue(b);
   const Timestamp ca = qa.creation_time.value_or(Timestamp{});
   const Timestamp cb = qb.creation_time.value_or(Timestamp{});
   if (ca != cb) return ca < cb;  // rule 8

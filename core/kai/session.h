@@ -55,10 +55,9 @@ struct SearchCounters {
 
 class Session {
  public:
-  // Builds the cycle's state over a validated snapshot and its fair share; all three must outlive
-  // the session, and so must `poll` (null: never cancelled). O(size · log size).
-  Session(const Snapshot& snapshot, const Policy& policy, const KaiFairShare& shares,
-          CancelPoll* poll = nullptr);
+  // Builds the cycle's state over a fair share and the validated request it divided; both must
+  // outlive the session, and so must `poll` (null: never cancelled). O(size · log size).
+  explicit Session(const KaiFairShare& shares, CancelPoll* poll = nullptr);
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 

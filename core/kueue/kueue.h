@@ -19,23 +19,25 @@
 #include "core/cancel_poll.h"
 #include "core/cycle_hooks.h"
 #include "core/model.h"
+#include "core/validated_snapshot.h"
 
 namespace arbiter::kueue {
 
-// The response's queue list for a validated snapshot (§5.3, §6 KUEUE): weighted_share,
+// The response's queue list for a validated request (§5.3, §6 KUEUE): weighted_share,
 // dominant_resource, borrowing, allocated (bubbled Use of the admitted groups) and requested
 // (allocated + the subtree's pending requests) per queue, name order; fair_share empty.
 // O(groups · |R| + queues · |R|). When `poll` (may be null) reports the call cancelled, the
 // result is incomplete: the caller checks poll->cancelled() and discards it.
-std::vector<QueueShare> ComputeKueueShares(const Snapshot& snapshot, CancelPoll* poll = nullptr);
+std::vector<QueueShare> ComputeKueueShares(const ValidatedSnapshot& request,
+                                           CancelPoll* poll = nullptr);
 
-// Admission rounds and fair-sharing preemption (§5.4, §5.5) on a validated snapshot, answered
+// Admission rounds and fair-sharing preemption (§5.4, §5.5) on a validated request, answered
 // per §6: queues after the call's decisions, admissions and pending by pod_group, one eviction
 // per pod by (pod_group, pod), no bindings. Calls hooks.phase_done with "fair_share",
 // "admission" and "respond"; Cancelled when hooks.cancelled() says so before a phase or, asked
 // every few milliseconds of work (core/cancel_poll.h), inside one. Deterministic; thread-safe (no
 // shared state).
-absl::StatusOr<ScheduleResult> ScheduleKueue(const Snapshot& snapshot, const Policy& policy,
+absl::StatusOr<ScheduleResult> ScheduleKueue(const ValidatedSnapshot& request,
                                              const CycleHooks& hooks);
 
 }  // namespace arbiter::kueue

@@ -12,21 +12,19 @@
 #include "core/status_macros.h"
 
 namespace arbiter::kueue {
-absl::StatusOr<ScheduleResult> ScheduleKueue(const Snapshot& snapshot, const Policy& policy,
+absl::StatusOr<ScheduleResult> ScheduleKueue(const ValidatedSnapshot& request,
                                              const CycleHooks& hooks) {
   RETURN_IF_ERROR(hooks.CheckCancelled("fair_share"));
   CancelPoll poll(&hooks.cancelled);
   poll.set_phase("fair_share");
-  const QueueTree queues = QueueTree::Build(snapshot);
-  const ResourceSet resources = ResourceSet::Collect(snapshot);
-  QuotaTree tree = QuotaTree::Build(queues, resources, &poll);
+  QuotaTree tree = QuotaTree::Build(request, &poll);
   if (poll.cancelled()) return poll.status();
-  const std::vector<Workload> workloads = CollectWorkloads(snapshot, queues, resources);
+  const std::vector<Workload> workloads = CollectWorkloads(request);
   hooks.PhaseDone("fair_share");
 
   RETURN_IF_ERROR(hooks.CheckCancelled("admission"));
   ASSIGN_OR_RETURN(AdmissionOutcome outcome,
-                   RunAdmission(tree, workloads, ResolveStrategies(policy), hooks));
+                   RunAdmission(tree, workloads, ResolveStrategies(request.policy()), hooks));
   hooks.PhaseDone("admission");
 
   RETURN_IF_ERROR(hooks.CheckCancelled("respond"));

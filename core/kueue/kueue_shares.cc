@@ -56,12 +56,10 @@ std::vector<KueuePreemptionStrategy> ResolveStrategies(const Policy& policy) {
           KueuePreemptionStrategy::kLessThanInitialShare};
 }
 
-std::vector<QueueShare> ComputeKueueShares(const Snapshot& snapshot, CancelPoll* poll) {
-  const QueueTree queues = QueueTree::Build(snapshot);
-  const ResourceSet resources = ResourceSet::Collect(snapshot);
-  QuotaTree tree = QuotaTree::Build(queues, resources, poll);
+std::vector<QueueShare> ComputeKueueShares(const ValidatedSnapshot& request, CancelPoll* poll) {
+  QuotaTree tree = QuotaTree::Build(request, poll);
   if (poll != nullptr && poll->cancelled()) return {};
-  const std::vector<Workload> workloads = CollectWorkloads(snapshot, queues, resources);
+  const std::vector<Workload> workloads = CollectWorkloads(request);
   std::vector<char> holds(workloads.size(), 0);
   for (size_t i = 0; i < workloads.size(); ++i) holds[i] = workloads[i].admitted ? 1 : 0;
   tree.SetLeafUsage(LeafUsage(workloads, holds, tree.size(), tree.resource_count()));

@@ -10,18 +10,11 @@ namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
-// A limit map entry: absent or -1 means "no limit".
-bool LimitSet(const ResourceMap& limits, const std::string& resource, double* value) {
-  auto it = limits.find(resource);
-  if (it == limits.end() || it->second == -1) return false;
-  *value = it->second;
-  return true;
-}
-
 }  // namespace
 
-QuotaTree QuotaTree::Build(const QueueTree& queues, const ResourceSet& resources,
-                           CancelPoll* poll) {
+QuotaTree QuotaTree::Build(const ValidatedSnapshot& request, CancelPoll* poll) {
+  const QueueTree& queues = request.tree();
+  const ResourceSet& resources = request.resources();
   CancelPoll never;
   CancelPoll& cancel = poll != nullptr ? *poll : never;
   const int64_t row_work = 1 + resources.size();
@@ -46,22 +39,17 @@ QuotaTree QuotaTree::Build(const QueueTree& queues, const ResourceSet& resources
     if (cancel.Tick(row_work)) return tree;  // incomplete: the caller discards it
     const Queue& queue = queues.queue(node);
     if (queue.fair_sharing_weight.has_value()) tree.weight_[node] = *queue.fair_sharing_weight;
-    for (const auto& [name, value] : queue.deserved) {
-      int r = resources.Find(name);
-      if (r < 0) continue;
-      tree.covers_[tree.At(node, r)] = 1;
-      tree.nominal_[tree.At(node, r)] = value;
+    for (const Amount& a : request.deserved(node)) {
+      tree.covers_[tree.At(node, a.resource)] = 1;
+      tree.nominal_[tree.At(node, a.resource)] = a.value;
     }
-    // Limits have no effect on top-level queues (§5.1).
+    // Limits have no effect on top-level queues (§5.1); -1 means no limit.
     if (queues.parent(node) < 0) continue;
-    for (int r = 0; r < tree.resource_count_; ++r) {
-      double value = 0;
-      if (LimitSet(queue.borrowing_limit, resources.name(r), &value)) {
-        tree.borrowing_limit_[tree.At(node, r)] = value;
-      }
-      if (LimitSet(queue.lending_limit, resources.name(r), &value)) {
-        lending_limit[tree.At(node, r)] = value;
-      }
+    for (const Amount& a : request.borrowing_limit(node)) {
+      if (a.value != -1) tree.borrowing_limit_[tree.At(node, a.resource)] = a.value;
+    }
+    for (const Amount& a : request.lending_limit(node)) {
+      if (a.value != -1) lending_limit[tree.At(node, a.resource)] = a.value;
     }
   }
 

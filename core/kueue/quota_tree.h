@@ -18,6 +18,7 @@
 #include "core/cancel_poll.h"
 #include "core/queue_tree.h"
 #include "core/resources.h"
+#include "core/validated_snapshot.h"
 
 namespace arbiter::kueue {
 
@@ -41,11 +42,10 @@ class QuotaTree {
 
   QuotaTree() = default;
 
-  // The quotas of `queues` over `resources`, with zero usage. Both must outlive the tree.
-  // O(|queues|·|R|). When `poll` (may be null) reports the call cancelled, the tree is returned
-  // incomplete: the caller checks poll->cancelled() and discards it.
-  static QuotaTree Build(const QueueTree& queues, const ResourceSet& resources,
-                         CancelPoll* poll = nullptr);
+  // The quotas of the request's queues over its R, with zero usage. The request must outlive the
+  // tree. O(|queues|·|R|). When `poll` (may be null) reports the call cancelled, the tree is
+  // returned incomplete: the caller checks poll->cancelled() and discards it.
+  static QuotaTree Build(const ValidatedSnapshot& request, CancelPoll* poll = nullptr);
 
   const QueueTree& queues() const { return *queues_; }
   const ResourceSet& resources() const { return *resources_; }

@@ -11,40 +11,31 @@ double Workload::Amount(int r) const {
   return 0;
 }
 
-std::vector<Workload> CollectWorkloads(const Snapshot& snapshot, const QueueTree& queues,
-                                       const ResourceSet& resources) {
-  std::vector<const PodGroup*> groups;
-  groups.reserve(snapshot.pod_groups.size());
-  for (const PodGroup& group : snapshot.pod_groups) groups.push_back(&group);
-  std::sort(groups.begin(), groups.end(),
-            [](const PodGroup* a, const PodGroup* b) { return a->name < b->name; });
+std::vector<Workload> CollectWorkloads(const ValidatedSnapshot& request) {
+  const Snapshot& snapshot = request.snapshot();
+  const ResourceSet& resources = request.resources();
   const Timestamp now = snapshot.now.value_or(Timestamp{});
 
   std::vector<Workload> workloads;
-  workloads.reserve(groups.size());
+  workloads.reserve(snapshot.pod_groups.size());
   std::vector<double> sums(resources.size(), 0.0);
-  std::vector<const Pod*> pods;
-  for (const PodGroup* group : groups) {
+  for (int g : request.groups_by_name()) {
+    const PodGroup* group = &snapshot.pod_groups[g];
     Workload w;
     w.group = group;
-    w.cq = queues.Find(group->queue);
+    w.cq = request.group_queue(g);
     w.priority = group->priority;
     w.creation = group->creation_time.value_or(Timestamp{});
     w.admission = group->admission_time.value_or(now);
     w.admitted = group->admitted;
     w.preemptible = group->preemptibility != Preemptibility::kNonPreemptible;
     w.has_pods = !group->pods.empty();
-    pods.clear();
-    for (const Pod& pod : group->pods) pods.push_back(&pod);
-    std::sort(pods.begin(), pods.end(),
-              [](const Pod* a, const Pod* b) { return a->name < b->name; });
     std::fill(sums.begin(), sums.end(), 0.0);
-    for (const Pod* pod : pods) {
-      if (pod->phase == PodPhase::kReleasing) w.releasing = true;
-      for (const auto& [name, value] : pod->requests) {
-        const int r = resources.Find(name);
-        if (r >= 0) sums[r] += value;
-      }
+    const int first_pod = request.first_pod(g);
+    for (size_t k = 0; k < group->pods.size(); ++k) {
+      const int position = request.pods_by_name()[first_pod + k];
+      if (group->pods[position].phase == PodPhase::kReleasing) w.releasing = true;
+      for (const Amount& a : request.requests(first_pod + position)) sums[a.resource] += a.value;
     }
     for (int r = 0; r < resources.size(); ++r) {
       if (sums[r] > 0) w.usage.push_back(ResourceAmount{r, sums[r]});

@@ -7,6 +7,7 @@
 
 #include "core/kueue/quota_tree.h"
 #include "core/model.h"
+#include "core/validated_snapshot.h"
 
 namespace arbiter::kueue {
 
@@ -27,9 +28,8 @@ struct Workload {
   double Amount(int r) const;
 };
 
-// Every pod group of a validated snapshot, indexed in name order (so index order is name order).
-std::vector<Workload> CollectWorkloads(const Snapshot& snapshot, const QueueTree& queues,
-                                       const ResourceSet& resources);
+// Every pod group of a validated request, indexed in name order (so index order is name order).
+std::vector<Workload> CollectWorkloads(const ValidatedSnapshot& request);
 
 // Admission order within a ClusterQueue (§5.4 step 2): higher priority, older creation_time,
 // smaller name.

@@ -23,7 +23,7 @@
 #include "benchmark/benchmark.h"
 #include "core/kai/kai_fair_share.h"
 #include "core/model.h"
-#include "core/validation.h"
+#include "core/validated_snapshot.h"
 
 namespace arbiter {
 namespace {
@@ -138,12 +138,14 @@ void SetCounters(benchmark::State& state, const Snapshot& snapshot) {
 
 void BM_KaiFairShare(benchmark::State& state) {
   const Snapshot snapshot = BuildSnapshot(static_cast<int>(state.range(0)));
-  if (!ValidateRequest(snapshot, Policy{}, RequestKind::kFairShares).ok()) {
+  const absl::StatusOr<ValidatedSnapshot> request =
+      ValidatedSnapshot::Validate(snapshot, Policy{}, RequestKind::kFairShares);
+  if (!request.ok()) {
     state.SkipWithError("the benchmark snapshot is invalid");
     return;
   }
   for (auto _ : state) {
-    kai::KaiFairShare shares = kai::ComputeKaiFairShare(snapshot, Policy{});
+    kai::KaiFairShare shares = kai::ComputeKaiFairShare(*request);
     benchmark::DoNotOptimize(shares);
   }
   SetCounters(state, snapshot);
@@ -153,8 +155,14 @@ void BM_KaiFairShareTimeAware(benchmark::State& state) {
   const Snapshot snapshot = BuildSnapshot(static_cast<int>(state.range(0)));
   Policy policy;
   policy.k_value = 1;
+  const absl::StatusOr<ValidatedSnapshot> request =
+      ValidatedSnapshot::Validate(snapshot, policy, RequestKind::kFairShares);
+  if (!request.ok()) {
+    state.SkipWithError("the benchmark snapshot is invalid");
+    return;
+  }
   for (auto _ : state) {
-    kai::KaiFairShare shares = kai::ComputeKaiFairShare(snapshot, policy);
+    kai::KaiFairShare shares = kai::ComputeKaiFairShare(*request);
     benchmark::DoNotOptimize(shares);
   }
   SetCounters(state, snapshot);
@@ -163,12 +171,13 @@ void BM_KaiFairShareTimeAware(benchmark::State& state) {
 void BM_ValidateAndFairShare(benchmark::State& state) {
   const Snapshot snapshot = BuildSnapshot(static_cast<int>(state.range(0)));
   for (auto _ : state) {
-    absl::Status status = ValidateRequest(snapshot, Policy{}, RequestKind::kFairShares);
-    if (!status.ok()) {
-      state.SkipWithError(std::string(status.message()).c_str());
+    absl::StatusOr<ValidatedSnapshot> request =
+        ValidatedSnapshot::Validate(snapshot, Policy{}, RequestKind::kFairShares);
+    if (!request.ok()) {
+      state.SkipWithError(std::string(request.status().message()).c_str());
       break;
     }
-    kai::KaiFairShare shares = kai::ComputeKaiFairShare(snapshot, Policy{});
+    kai::KaiFairShare shares = kai::ComputeKaiFairShare(*request);
     benchmark::DoNotOptimize(shares);
   }
   SetCounters(state, snapshot);
@@ -177,13 +186,13 @@ void BM_ValidateAndFairShare(benchmark::State& state) {
 void BM_ValidateFairShareRespond(benchmark::State& state) {
   const Snapshot snapshot = BuildSnapshot(static_cast<int>(state.range(0)));
   for (auto _ : state) {
-    absl::Status status = ValidateRequest(snapshot, Policy{}, RequestKind::kFairShares);
-    if (!status.ok()) {
-      state.SkipWithError(std::string(status.message()).c_str());
+    absl::StatusOr<ValidatedSnapshot> request =
+        ValidatedSnapshot::Validate(snapshot, Policy{}, RequestKind::kFairShares);
+    if (!request.ok()) {
+      state.SkipWithError(std::string(request.status().message()).c_str());
       break;
     }
-    std::vector<QueueShare> queues =
-        kai::ToQueueShares(kai::ComputeKaiFairShare(snapshot, Policy{}));
+    std::vector<QueueShare> queues = kai::ToQueueShares(kai::ComputeKaiFairShare(*request));
     benchmark::DoNotOptimize(queues);
   }
   SetCounters(state, snapshot);

@@ -15,9 +15,10 @@
 
 namespace arbiter::testing {
 
-// Rewrites `message` (any message of a request) in place as ToProto writes a model: unknown fields dropped (the model keeps
-// none), every -0.0 written as 0 (SEMANTICS.md §0.5), and a KueuePreemption with both policies
-// unspecified left out (the model cannot tell it from an absent one).
+// Rewrites `message` (any message of a request) in place as ToProto writes a model: unknown fields
+// dropped (the model keeps none), every -0.0 written as 0 (SEMANTICS.md §0.5), and a
+// KueuePreemption with both policies unspecified left out (the model cannot tell it from an absent
+// one).
 inline void Canonicalize(google::protobuf::Message* message) {
   namespace pb = ::google::protobuf;
   const pb::Reflection* reflection = message->GetReflection();

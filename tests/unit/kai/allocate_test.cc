@@ -5,6 +5,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
+#include "tests/support/validated.h"
 #include "tests/unit/kai/kai_test_util.h"
 
 namespace arbiter::kai {
@@ -274,7 +275,8 @@ TEST(Allocate, CancelledBetweenActions) {
   hooks.cancelled = [&calls] { return ++calls > 1; };  // fair share runs, allocate does not
   std::vector<std::string> phases;
   hooks.phase_done = [&phases](std::string_view phase) { phases.emplace_back(phase); };
-  absl::StatusOr<ScheduleResult> result = ScheduleKai(s, AllocateOnly(), hooks);
+  absl::StatusOr<ScheduleResult> result =
+      ScheduleKai(testing::MustValidate(s, AllocateOnly()), hooks);
   EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled);
   EXPECT_THAT(std::string(result.status().message()), ::testing::HasSubstr("allocate"));
   EXPECT_THAT(phases, ElementsAre("fair_share"));
@@ -285,7 +287,10 @@ TEST(Allocate, PhasesAreReportedInOrder) {
   std::vector<std::string> phases;
   CycleHooks hooks;
   hooks.phase_done = [&phases](std::string_view phase) { phases.emplace_back(phase); };
-  ASSERT_TRUE(ScheduleKai(s, PolicyWith({Action::kReclaim, Action::kAllocate}), hooks).ok());
+  ASSERT_TRUE(
+      ScheduleKai(testing::MustValidate(s, PolicyWith({Action::kReclaim, Action::kAllocate})),
+                  hooks)
+          .ok());
   EXPECT_THAT(phases, ElementsAre("fair_share", "reclaim", "allocate", "respond"));
 }
 

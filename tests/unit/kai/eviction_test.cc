@@ -7,6 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
+#include "tests/support/validated.h"
 #include "tests/unit/kai/kai_test_util.h"
 
 namespace arbiter::kai {
@@ -632,7 +633,8 @@ int QuestionsAsked(const Snapshot& snapshot, const Policy& policy, ScheduleResul
     ++asked;
     return false;
   };
-  absl::StatusOr<ScheduleResult> answer = ScheduleKai(snapshot, policy, hooks);
+  absl::StatusOr<ScheduleResult> answer =
+      ScheduleKai(testing::MustValidate(snapshot, policy), hooks);
   EXPECT_TRUE(answer.ok()) << answer.status();
   if (answer.ok()) *result = *std::move(answer);
   return asked;

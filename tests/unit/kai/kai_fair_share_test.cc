@@ -11,6 +11,7 @@
 
 #include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
+#include "tests/support/validated.h"
 
 namespace arbiter::kai {
 namespace {
@@ -21,13 +22,13 @@ using Shares = std::map<std::string, double>;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 int QueueIndex(const KaiFairShare& shares, const std::string& queue) {
-  int q = shares.tree.Find(queue);
+  int q = shares.tree().Find(queue);
   EXPECT_GE(q, 0) << queue;
   return q;
 }
 
 int ResourceIndex(const KaiFairShare& shares, const std::string& resource) {
-  int r = shares.resources.Find(resource);
+  int r = shares.resources().Find(resource);
   EXPECT_GE(r, 0) << resource;
   return r;
 }
@@ -49,11 +50,12 @@ double FairShare(const KaiFairShare& shares, const std::string& queue,
 // Every queue's fair share of `resource`, by name.
 Shares SharesOf(const Snapshot& snapshot, const std::string& resource = "gpu",
                 const Policy& policy = {}) {
-  KaiFairShare shares = ComputeKaiFairShare(snapshot, policy);
+  const ValidatedSnapshot request = testing::MustValidate(snapshot, policy);
+  KaiFairShare shares = ComputeKaiFairShare(request);
   Shares result;
-  int r = shares.resources.Find(resource);
-  for (int q = 0; q < shares.tree.size(); ++q) {
-    result[shares.tree.queue(q).name] = r < 0 ? 0 : shares.queues[q].fair_share[r];
+  int r = shares.resources().Find(resource);
+  for (int q = 0; q < shares.tree().size(); ++q) {
+    result[shares.tree().queue(q).name] = r < 0 ? 0 : shares.queues[q].fair_share[r];
   }
   return result;
 }
@@ -545,7 +547,8 @@ TEST(KaiFairShareTest, CapacityDefaultsToSchedulableNodes) {
                    .Group("ja", "a")
                    .Pod({{"gpu", 100}, {"cpu", 100000}})
                    .Build();
-  KaiFairShare shares = ComputeKaiFairShare(s, Policy{});
+  const ValidatedSnapshot request = testing::MustValidate(s, Policy{});
+  KaiFairShare shares = ComputeKaiFairShare(request);
   EXPECT_EQ(shares.total, (std::vector<double>{1000, 8}));  // cpu, gpu
   EXPECT_EQ(FairShare(shares, "a", "gpu"), 8);
 }
@@ -557,7 +560,8 @@ TEST(KaiFairShareTest, CapacityOverridesPerResource) {
                    .Node("n1", {{"gpu", 4}, {"cpu", 1000}})
                    .Queue("a")
                    .Build();
-  KaiFairShare shares = ComputeKaiFairShare(s, Policy{});
+  const ValidatedSnapshot request = testing::MustValidate(s, Policy{});
+  KaiFairShare shares = ComputeKaiFairShare(request);
   EXPECT_EQ(shares.total, (std::vector<double>{1000, 3}));  // cpu, gpu
 }
 
@@ -709,7 +713,8 @@ TEST(KaiFairShareTest, RequestedAndAllocatedFollowPodPhases) {
                    .Group("jb", "b")
                    .Pod({{"gpu", 32}}, "n1", PodPhase::kRunning)
                    .Build();
-  KaiFairShare shares = ComputeKaiFairShare(s, Policy{});
+  const ValidatedSnapshot request = testing::MustValidate(s, Policy{});
+  KaiFairShare shares = ComputeKaiFairShare(request);
   EXPECT_EQ(Amount(shares, &QueueAmounts::requested, "a", "gpu"), 1 + 2 + 4 + 8);
   EXPECT_EQ(Amount(shares, &QueueAmounts::allocated, "a", "gpu"), 1 + 2);
   EXPECT_EQ(Amount(shares, &QueueAmounts::requested, "b", "gpu"), 32);
@@ -738,7 +743,8 @@ TEST(KaiFairShareTest, AllocatedNonPreemptibleFollowsPreemptibility) {
                    .Preemptible(Preemptibility::kPreemptible)
                    .Pod({{"gpu", 8}}, "n1", PodPhase::kRunning)
                    .Build();
-  KaiFairShare shares = ComputeKaiFairShare(s, Policy{});
+  const ValidatedSnapshot request = testing::MustValidate(s, Policy{});
+  KaiFairShare shares = ComputeKaiFairShare(request);
   EXPECT_EQ(Amount(shares, &QueueAmounts::allocated_np, "a", "gpu"), 3);
   EXPECT_EQ(Amount(shares, &QueueAmounts::allocated, "a", "gpu"), 15);
 }
@@ -787,7 +793,8 @@ TEST(KaiFairShareTest, AllocatableShareIsDeservedToLimit) {
                    .Group("j2", "below")
                    .Pod({{"gpu", 3}})
                    .Build();
-  KaiFairShare shares = ComputeKaiFairShare(s, Policy{});
+  const ValidatedSnapshot request = testing::MustValidate(s, Policy{});
+  KaiFairShare shares = ComputeKaiFairShare(request);
   EXPECT_EQ(FairShare(shares, "above", "gpu"), 5);
   EXPECT_EQ(Amount(shares, &QueueAmounts::allocatable_share, "above", "gpu"), 5);
   EXPECT_EQ(Amount(shares, &QueueAmounts::allocatable_share, "below", "gpu"), 6);
@@ -810,7 +817,8 @@ TEST(KaiFairShareTest, QueueSharesListEveryResourceAndEchoDeserved) {
                    .Group("jb", "b")
                    .Pod({{"gpu", 2}})
                    .Build();
-  std::vector<QueueShare> queues = ToQueueShares(ComputeKaiFairShare(s, Policy{}));
+  std::vector<QueueShare> queues =
+      ToQueueShares(ComputeKaiFairShare(testing::MustValidate(s, Policy{})));
   ASSERT_EQ(queues.size(), 2u);
   EXPECT_EQ(queues[0].queue, "a");
   EXPECT_EQ(queues[1].queue, "b");
@@ -842,7 +850,8 @@ TEST(KaiFairShareTest, SaturationIsMaxOverResources) {
                    .Pod({{"cpu", 1000}}, "n1", PodPhase::kRunning)
                    .Pod({{"cpu", 1000}})
                    .Build();
-  std::vector<QueueShare> queues = ToQueueShares(ComputeKaiFairShare(s, Policy{}));
+  std::vector<QueueShare> queues =
+      ToQueueShares(ComputeKaiFairShare(testing::MustValidate(s, Policy{})));
   ASSERT_EQ(queues.size(), 2u);
   EXPECT_EQ(queues[0].saturation, kInf);  // gpu: fs 0 < allocated 1
   EXPECT_EQ(queues[1].saturation, 0.5);   // cpu: 1000 / 2000; gpu 0 / 0 = 0
@@ -851,7 +860,8 @@ TEST(KaiFairShareTest, SaturationIsMaxOverResources) {
 TEST(KaiFairShareTest, NegativeZeroIsWrittenAsZero) {
   Snapshot s =
       SnapshotBuilder().Capacity({{"gpu", 1}}).Queue("a").Deserved({{"gpu", -0.0}}).Build();
-  std::vector<QueueShare> queues = ToQueueShares(ComputeKaiFairShare(s, Policy{}));
+  std::vector<QueueShare> queues =
+      ToQueueShares(ComputeKaiFairShare(testing::MustValidate(s, Policy{})));
   ASSERT_EQ(queues.size(), 1u);
   EXPECT_FALSE(std::signbit(queues[0].deserved.at("gpu")));
   EXPECT_FALSE(std::signbit(queues[0].fair_share.at("gpu")));
@@ -881,8 +891,10 @@ TEST(KaiFairShareTest, InputOrderDoesNotMatter) {
   std::reverse(reversed.nodes.begin(), reversed.nodes.end());
   std::reverse(reversed.pod_groups.begin(), reversed.pod_groups.end());
   for (PodGroup& group : reversed.pod_groups) std::reverse(group.pods.begin(), group.pods.end());
-  std::vector<QueueShare> a = ToQueueShares(ComputeKaiFairShare(forward, Policy{}));
-  std::vector<QueueShare> b = ToQueueShares(ComputeKaiFairShare(reversed, Policy{}));
+  std::vector<QueueShare> a =
+      ToQueueShares(ComputeKaiFairShare(testing::MustValidate(forward, Policy{})));
+  std::vector<QueueShare> b =
+      ToQueueShares(ComputeKaiFairShare(testing::MustValidate(reversed, Policy{})));
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(a[i].queue, b[i].queue);
@@ -893,8 +905,11 @@ TEST(KaiFairShareTest, InputOrderDoesNotMatter) {
 }
 
 TEST(KaiFairShareTest, EmptySnapshotHasNoQueues) {
-  KaiFairShare shares = ComputeKaiFairShare(Snapshot{}, Policy{});
-  EXPECT_EQ(shares.tree.size(), 0);
+  const Snapshot empty;
+  const ValidatedSnapshot request =
+      testing::MustValidate(empty, Policy{}, RequestKind::kFairShares);
+  KaiFairShare shares = ComputeKaiFairShare(request);
+  EXPECT_EQ(shares.tree().size(), 0);
   EXPECT_TRUE(ToQueueShares(shares).empty());
 }
 

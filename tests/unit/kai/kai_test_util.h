@@ -9,6 +9,7 @@
 #include "core/model.h"
 #include "core/validation.h"
 #include "gtest/gtest.h"
+#include "tests/support/validated.h"
 
 namespace arbiter::testing {
 
@@ -30,7 +31,8 @@ inline Policy AllocateOnly(Placement placement = Placement::kBinpack) {
 inline ScheduleResult RunCycle(const Snapshot& snapshot, const Policy& policy) {
   absl::Status valid = ValidateRequest(snapshot, policy, RequestKind::kSchedule);
   EXPECT_TRUE(valid.ok()) << valid;
-  absl::StatusOr<ScheduleResult> result = kai::ScheduleKai(snapshot, policy, CycleHooks{});
+  absl::StatusOr<ScheduleResult> result =
+      kai::ScheduleKai(testing::MustValidate(snapshot, policy), CycleHooks{});
   EXPECT_TRUE(result.ok()) << result.status();
   return result.ok() ? *std::move(result) : ScheduleResult{};
 }

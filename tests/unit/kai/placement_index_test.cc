@@ -11,6 +11,7 @@
 #include "core/validation.h"
 #include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
+#include "tests/support/validated.h"
 
 namespace arbiter::kai {
 namespace {
@@ -134,8 +135,9 @@ TEST_P(PlacementIndexTest, IndexedChoiceEqualsScoringEveryNode) {
   Policy policy;
   policy.placement = placement;
   ASSERT_TRUE(ValidateRequest(snapshot, policy, RequestKind::kSchedule).ok());
-  KaiFairShare shares = ComputeKaiFairShare(snapshot, policy);
-  Session session(snapshot, policy, shares);
+  const ValidatedSnapshot request = testing::MustValidate(snapshot, policy);
+  KaiFairShare shares = ComputeKaiFairShare(request);
+  Session session{shares};
   const Cluster& cluster = session.cluster();
   WorkingState& state = session.state();
   std::mt19937 rng(seed * 7 + 1);

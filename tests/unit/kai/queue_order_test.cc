@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
+#include "tests/support/validated.h"
 
 namespace arbiter::kai {
 namespace {
@@ -51,7 +52,8 @@ bool AGoesFirst(const ChainCase& c) {
                           .QueuePriority(c.b.priority)
                           .QueueCreated(c.b.created)
                           .Build();
-  KaiFairShare shares = ComputeKaiFairShare(snapshot, Policy{});
+  const ValidatedSnapshot request = testing::MustValidate(snapshot, Policy{});
+  KaiFairShare shares = ComputeKaiFairShare(request);
   const Side* sides[] = {&c.a, &c.b};
   for (int q = 0; q < 2; ++q) {
     shares.queues[q].fair_share = sides[q]->fair_share;
@@ -237,8 +239,9 @@ INSTANTIATE_TEST_SUITE_P(
 std::vector<std::string> Drain(const Snapshot& snapshot) {
   Policy policy;
   EXPECT_TRUE(ValidateRequest(snapshot, policy, RequestKind::kSchedule).ok());
-  KaiFairShare shares = ComputeKaiFairShare(snapshot, policy);
-  Session session(snapshot, policy, shares);
+  const ValidatedSnapshot request = testing::MustValidate(snapshot, policy);
+  KaiFairShare shares = ComputeKaiFairShare(request);
+  Session session{shares};
   QueueOrder order(session.cluster(), shares, session.state());
   std::vector<int> groups;
   for (int g = 0; g < session.cluster().num_groups(); ++g) groups.push_back(g);
@@ -320,8 +323,9 @@ TEST(QueueOrderTree, OrderFollowsAllocationsAfterEachAttempt) {
                    .Pods(3, {{"cpu", 1}})
                    .Build();
   Policy policy;
-  KaiFairShare shares = ComputeKaiFairShare(s, policy);
-  Session session(s, policy, shares);
+  const ValidatedSnapshot request = testing::MustValidate(s, policy);
+  KaiFairShare shares = ComputeKaiFairShare(request);
+  Session session{shares};
   QueueOrder order(session.cluster(), shares, session.state());
   order.AddAll({0, 1});
   std::vector<std::string> picks;

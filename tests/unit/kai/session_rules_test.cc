@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
+#include "tests/support/validated.h"
 #include "tests/unit/kai/kai_test_util.h"
 
 namespace arbiter::kai {
@@ -51,8 +52,9 @@ struct TwoNodes {
                           .MinMember(2)
                           .Pods(2, Gpu(1))
                           .Build();
-  KaiFairShare shares = ComputeKaiFairShare(snapshot, Policy{});
-  Session session{snapshot, Policy{}, shares};
+  const ValidatedSnapshot request = testing::MustValidate(snapshot, Policy{});
+  KaiFairShare shares = ComputeKaiFairShare(request);
+  Session session{shares};
   const Cluster& cluster = session.cluster();
   WorkingState& state = session.state();
   int gpu = cluster.NodeSpaceOf(cluster.resources().Find("nvidia.com/gpu"));
@@ -105,8 +107,9 @@ TEST(PipelinedClaim, AMovedVictimTakesReleasingCapacityFirst) {
                    .Group("b", "team")
                    .RunningPods(1, Gpu(1), "n2")
                    .Build();
-  KaiFairShare shares = ComputeKaiFairShare(s, Policy{});
-  Session session(s, Policy{}, shares);
+  const ValidatedSnapshot request = testing::MustValidate(s, Policy{});
+  KaiFairShare shares = ComputeKaiFairShare(request);
+  Session session{shares};
   const Cluster& cluster = session.cluster();
   WorkingState& state = session.state();
   const int gpu = cluster.NodeSpaceOf(cluster.resources().Find("nvidia.com/gpu"));
@@ -330,8 +333,9 @@ TEST(SearchCounters, EachEvictionActionReportsWhatItsSearchDid) {
       reported[std::string(phase)][std::string(name)] = value;
   };
   hooks.phase_done = [&](std::string_view phase) { order.push_back("done " + std::string(phase)); };
-  absl::StatusOr<ScheduleResult> result =
-      ScheduleKai(s, PolicyWith({Action::kAllocate, Action::kReclaim, Action::kPreempt}), hooks);
+  absl::StatusOr<ScheduleResult> result = ScheduleKai(
+      testing::MustValidate(s, PolicyWith({Action::kAllocate, Action::kReclaim, Action::kPreempt})),
+      hooks);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_THAT(order, ElementsAre("done fair_share", "done allocate", "reclaim", "done reclaim",
                                  "preempt", "done preempt", "done respond"));

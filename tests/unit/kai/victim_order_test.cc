@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
+#include "tests/support/validated.h"
 
 namespace arbiter::kai {
 namespace {
@@ -27,8 +28,9 @@ std::vector<std::string> Draws(const Snapshot& snapshot,
                                const std::function<void(Session&)>& before = nullptr) {
   Policy policy;
   EXPECT_TRUE(ValidateRequest(snapshot, policy, RequestKind::kSchedule).ok());
-  KaiFairShare shares = ComputeKaiFairShare(snapshot, policy);
-  Session session(snapshot, policy, shares);
+  const ValidatedSnapshot request = testing::MustValidate(snapshot, policy);
+  KaiFairShare shares = ComputeKaiFairShare(request);
+  Session session{shares};
   if (before) before(session);
   QueueChain chain(shares);
   VictimOrder order(session, chain, [](int) { return true; }, {});

@@ -7,6 +7,7 @@
 #include "core/kai/session.h"
 #include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
+#include "tests/support/validated.h"
 
 namespace arbiter::kai {
 namespace {
@@ -54,8 +55,9 @@ std::string Dump(const Cluster& cluster, const WorkingState& state) {
 
 struct Fixture {
   Snapshot snapshot = Cluster3();
-  KaiFairShare shares = ComputeKaiFairShare(snapshot, Policy{});
-  Session session{snapshot, Policy{}, shares};
+  const ValidatedSnapshot request = testing::MustValidate(snapshot, Policy{});
+  KaiFairShare shares = ComputeKaiFairShare(request);
+  Session session{shares};
   const Cluster& cluster = session.cluster();
   WorkingState& state = session.state();
   int Group(const std::string& name) {

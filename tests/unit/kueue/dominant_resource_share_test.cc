@@ -7,6 +7,7 @@
 
 #include "core/kueue/kueue.h"
 #include "gtest/gtest.h"
+#include "tests/support/validated.h"
 #include "tests/unit/kueue/kueue_test_util.h"
 
 namespace arbiter::kueue {
@@ -308,7 +309,8 @@ TEST(DominantResourceShareTest, ComputeKueueSharesAnswersEveryQueue) {
                          .Group("b-wait", "b")
                          .Pod({{"cpu", 3}, {"memory", 1}})
                          .Build();
-  const std::vector<QueueShare> shares = ComputeKueueShares(s);
+  const std::vector<QueueShare> shares =
+      ComputeKueueShares(::arbiter::testing::MustValidate(s, testing::KueuePolicy()));
   ASSERT_EQ(shares.size(), 3u);
   EXPECT_EQ(shares[0].queue, "a");
   EXPECT_EQ(shares[1].queue, "b");

@@ -14,8 +14,11 @@
 #include "core/queue_tree.h"
 #include "core/resources.h"
 #include "tests/support/snapshot_builder.h"
+#include "tests/support/validated.h"
 
 namespace arbiter::kueue::testing {
+
+using ::arbiter::testing::MustValidate;
 
 struct KueueShape {
   int divisions = 9;          // cohorts under the root
@@ -72,9 +75,12 @@ inline Snapshot GenerateKueueSnapshot(const KueueShape& shape) {
   std::discrete_distribution<int> pick_queue(demand.begin(), demand.end());
 
   // Admit greedily on the quota tree so that the starting state respects every limit.
-  const QueueTree queues = QueueTree::Build(snapshot);
-  const ResourceSet resources = ResourceSet::Collect(snapshot);
-  QuotaTree tree = QuotaTree::Build(queues, resources);
+  Policy kueue;
+  kueue.fairness_model = FairnessModel::kKueue;
+  const ValidatedSnapshot request = MustValidate(snapshot, kueue);
+  const QueueTree& queues = request.tree();
+  const ResourceSet& resources = request.resources();
+  QuotaTree tree = QuotaTree::Build(request);
   const int cpu = resources.Find("cpu");
   const int memory = resources.Find("memory");
   const int gpu = resources.Find("nvidia.com/gpu");

@@ -101,8 +101,7 @@ TEST(KueuePropertiesTest, PreemptionTargetSetsAreAllOrNothing) {
   for (const Generated& c : Cases()) {
     auto built = BuildTree(c.snapshot);
     QuotaTree& tree = built->tree;
-    const std::vector<Workload> workloads =
-        CollectWorkloads(built->snapshot, built->queues, built->resources);
+    const std::vector<Workload> workloads = CollectWorkloads(*built->request);
     std::vector<char> available(workloads.size(), 0);
     for (size_t i = 0; i < workloads.size(); ++i) available[i] = workloads[i].admitted;
     CandidateIndex index = CandidateIndex::Build(workloads, built->queues, tree.resource_count());

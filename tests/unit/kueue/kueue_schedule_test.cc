@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "core/kueue/kueue.h"
 #include "gtest/gtest.h"
+#include "tests/support/validated.h"
 #include "tests/unit/kueue/kueue_generator.h"
 #include "tests/unit/kueue/kueue_test_util.h"
 
@@ -128,7 +129,8 @@ TEST(KueueScheduleTest, HooksReportPhasesAndCancelBetweenRounds) {
   std::vector<std::string> phases;
   CycleHooks hooks;
   hooks.phase_done = [&phases](std::string_view phase) { phases.emplace_back(phase); };
-  ASSERT_TRUE(ScheduleKueue(TwoPodVictim(), KueuePolicy(), hooks).ok());
+  ASSERT_TRUE(
+      ScheduleKueue(::arbiter::testing::MustValidate(TwoPodVictim(), KueuePolicy()), hooks).ok());
   EXPECT_EQ(phases, (std::vector<std::string>{"fair_share", "admission", "respond"}));
 
   for (int allowed : {0, 1, 2, 3}) {
@@ -136,7 +138,7 @@ TEST(KueueScheduleTest, HooksReportPhasesAndCancelBetweenRounds) {
     CycleHooks cancelling;
     cancelling.cancelled = [&calls, allowed] { return calls++ >= allowed; };
     const absl::StatusOr<ScheduleResult> r =
-        ScheduleKueue(TwoPodVictim(), KueuePolicy(), cancelling);
+        ScheduleKueue(::arbiter::testing::MustValidate(TwoPodVictim(), KueuePolicy()), cancelling);
     EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled) << allowed;
   }
 }

@@ -3,6 +3,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -17,9 +18,11 @@
 #include "core/resources.h"
 #include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
+#include "tests/support/validated.h"
 
 namespace arbiter::kueue::testing {
 
+using ::arbiter::testing::MustValidate;
 using ::arbiter::testing::SnapshotBuilder;
 
 inline Policy KueuePolicy(std::vector<KueuePreemptionStrategy> strategies = {}) {
@@ -30,7 +33,8 @@ inline Policy KueuePolicy(std::vector<KueuePreemptionStrategy> strategies = {}) 
 }
 
 inline ScheduleResult RunKueue(const Snapshot& snapshot, const Policy& policy = KueuePolicy()) {
-  absl::StatusOr<ScheduleResult> result = ScheduleKueue(snapshot, policy, CycleHooks{});
+  absl::StatusOr<ScheduleResult> result =
+      ScheduleKueue(MustValidate(snapshot, policy), CycleHooks{});
   EXPECT_TRUE(result.ok()) << result.status();
   return result.ok() ? *result : ScheduleResult{};
 }
@@ -83,11 +87,12 @@ inline const PendingPodGroup* FindPending(const ScheduleResult& result, const st
   return nullptr;
 }
 
-// A snapshot with its queue tree, resource set and quota tree (usage from the admitted groups),
-// kept together because the trees point into the snapshot.
+// A snapshot with its validated request, queue tree, resource set and quota tree (usage from the
+// admitted groups), kept together because the trees point into the snapshot and the request.
 struct BuiltTree {
   Snapshot snapshot;
-  QueueTree queues;
+  std::optional<ValidatedSnapshot> request;
+  QueueTree queues;  // copies of the request's, for the tests' convenience
   ResourceSet resources;
   QuotaTree tree;
 
@@ -110,9 +115,10 @@ struct BuiltTree {
 inline std::unique_ptr<BuiltTree> BuildTree(Snapshot snapshot) {
   auto built = std::make_unique<BuiltTree>();
   built->snapshot = std::move(snapshot);
-  built->queues = QueueTree::Build(built->snapshot);
-  built->resources = ResourceSet::Collect(built->snapshot);
-  built->tree = QuotaTree::Build(built->queues, built->resources);
+  built->request.emplace(MustValidate(built->snapshot, KueuePolicy()));
+  built->queues = built->request->tree();
+  built->resources = built->request->resources();
+  built->tree = QuotaTree::Build(*built->request);
   std::vector<double> leaf(static_cast<size_t>(built->tree.size()) * built->tree.resource_count(),
                            0.0);
   for (const PodGroup& group : built->snapshot.pod_groups) {
@@ -142,8 +148,7 @@ struct RoundsResult {
 inline RoundsResult RunRounds(const Snapshot& snapshot, int max_rounds,
                               const Policy& policy = KueuePolicy()) {
   auto built = BuildTree(snapshot);
-  const std::vector<Workload> workloads =
-      CollectWorkloads(built->snapshot, built->queues, built->resources);
+  const std::vector<Workload> workloads = CollectWorkloads(*built->request);
   absl::StatusOr<AdmissionOutcome> outcome =
       RunAdmission(built->tree, workloads, ResolveStrategies(policy), CycleHooks{}, max_rounds);
   EXPECT_TRUE(outcome.ok()) << outcome.status();

@@ -1,0 +1,210 @@
+#include "core/validated_snapshot.h"
+
+#include <algorithm>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
+#include "core/status_macros.h"
+
+namespace arbiter {
+namespace {
+
+// Resource names in the order first met while reading the request. Maps tend to repeat the same
+// keys in the same order, so the name after the previous key is tried first.
+class ResourceInterner {
+ public:
+  int Intern(const std::string& name, int& hint) {
+    const int n = static_cast<int>(names_.size());
+    if (hint < n && *names_[hint] == name) return hint++;
+    int id = -1;
+    if (n <= kLinearLimit) {
+      for (int i = 0; i < n; ++i) {
+        if (*names_[i] == name) {
+          id = i;
+          break;
+        }
+      }
+    } else {
+      auto it = index_.find(name);
+      if (it != index_.end()) id = it->second;
+    }
+    if (id < 0) {
+      id = n;
+      names_.push_back(&name);
+      if (n + 1 == kLinearLimit + 1) {
+        for (int i = 0; i <= n; ++i) index_.emplace(*names_[i], i);
+      } else if (n + 1 > kLinearLimit + 1) {
+        index_.emplace(name, id);
+      }
+    }
+    hint = id + 1;
+    return id;
+  }
+
+  // The names sorted bytewise, and each first-met id's position among them.
+  ResourceSet Sorted(std::vector<int>& position) const {
+    std::vector<int> order(names_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+    std::sort(order.begin(), order.end(), [&](int a, int b) { return *names_[a] < *names_[b]; });
+    position.assign(names_.size(), 0);
+    std::vector<std::string> sorted;
+    sorted.reserve(order.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+      position[order[i]] = static_cast<int>(i);
+      sorted.push_back(*names_[order[i]]);
+    }
+    return ResourceSet::FromSortedNames(std::move(sorted));
+  }
+
+ private:
+  static constexpr int kLinearLimit = 16;
+  std::vector<const std::string*> names_;              // point at map keys of the snapshot
+  absl::flat_hash_map<absl::string_view, int> index_;  // filled past kLinearLimit names
+};
+
+// Indices 0..n-1 sorted by `name_of(i)`, untouched when already in order.
+template <typename NameOf>
+std::vector<int> ByName(size_t n, NameOf name_of) {
+  std::vector<int> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = static_cast<int>(i);
+  const auto by_name = [&](int a, int b) { return name_of(a) < name_of(b); };
+  if (!std::is_sorted(order.begin(), order.end(), by_name)) {
+    std::sort(order.begin(), order.end(), by_name);
+  }
+  return order;
+}
+
+}  // namespace
+
+// Reads the request's maps into runs of first-met ids, then, once R is known, turns the ids into
+// indices of R (which keeps every run ascending: a map's keys are in bytewise order, and so is R).
+class ValidatedSnapshot::Builder {
+ public:
+  Builder(const Snapshot& snapshot, ValidatedSnapshot& out) : snapshot_(snapshot), out_(out) {}
+
+  // False when cancelled.
+  bool Build(CancelPoll& poll) {
+    out_.capacity_ = Read(snapshot_.capacity);
+    out_.allocatable_.reserve(snapshot_.nodes.size());
+    for (const Node& node : snapshot_.nodes) out_.allocatable_.push_back(Read(node.allocatable));
+    if (!ReadPods(poll)) return false;
+    std::vector<QueueRanges> by_input(snapshot_.queues.size());
+    for (size_t i = 0; i < snapshot_.queues.size(); ++i) {
+      const Queue& queue = snapshot_.queues[i];
+      by_input[i] = {Read(queue.deserved), Read(queue.limit), Read(queue.over_quota_weight),
+                     Read(queue.borrowing_limit), Read(queue.lending_limit)};
+    }
+    std::vector<int> position;
+    out_.resources_ = interner_.Sorted(position);
+    for (Amount& amount : out_.amounts_) amount.resource = position[amount.resource];
+
+    out_.tree_ = QueueTree::Build(snapshot_);
+    out_.queues_.resize(by_input.size());
+    for (int q = 0; q < out_.tree_.size(); ++q) {
+      out_.queues_[q] = by_input[&out_.tree_.queue(q) - snapshot_.queues.data()];
+    }
+    ReadUsage();
+    out_.group_queue_.reserve(snapshot_.pod_groups.size());
+    for (const PodGroup& group : snapshot_.pod_groups) {
+      out_.group_queue_.push_back(out_.tree_.Find(group.queue));
+    }
+    return true;
+  }
+
+ private:
+  Range Read(const ResourceMap& map) {
+    Range range;
+    range.begin = static_cast<uint32_t>(out_.amounts_.size());
+    int hint = 0;
+    for (const auto& [name, value] : map) {
+      out_.amounts_.push_back({interner_.Intern(name, hint), value});
+    }
+    range.end = static_cast<uint32_t>(out_.amounts_.size());
+    return range;
+  }
+
+  bool ReadPods(CancelPoll& poll) {
+    const std::vector<Node>& nodes = snapshot_.nodes;
+    out_.nodes_by_name_ = ByName(nodes.size(), [&](int i) -> const std::string& {
+      return nodes[i].name;
+    });
+    absl::flat_hash_map<std::string_view, int> node_index;
+    node_index.reserve(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) node_index.emplace(nodes[i].name, static_cast<int>(i));
+
+    const std::vector<PodGroup>& groups = snapshot_.pod_groups;
+    out_.groups_by_name_ = ByName(groups.size(), [&](int i) -> const std::string& {
+      return groups[i].name;
+    });
+    size_t pod_count = 0;
+    for (const PodGroup& group : groups) pod_count += group.pods.size();
+    out_.first_pod_.reserve(groups.size() + 1);
+    out_.pods_by_name_.reserve(pod_count);
+    out_.requests_.reserve(pod_count);
+    out_.pod_node_.reserve(pod_count);
+    for (const PodGroup& group : groups) {
+      if (poll.Tick(1 + static_cast<int64_t>(group.pods.size()))) return false;
+      out_.first_pod_.push_back(static_cast<int>(out_.pod_node_.size()));
+      const std::vector<Pod>& pods = group.pods;
+      const std::vector<int> order = ByName(pods.size(), [&](int i) -> const std::string& {
+        return pods[i].name;
+      });
+      out_.pods_by_name_.insert(out_.pods_by_name_.end(), order.begin(), order.end());
+      for (const Pod& pod : pods) {
+        out_.requests_.push_back(Read(pod.requests));
+        int node = -1;
+        if (!pod.node_name.empty()) {
+          auto it = node_index.find(pod.node_name);
+          if (it != node_index.end()) node = it->second;  // always, after validation
+        }
+        out_.pod_node_.push_back(node);
+      }
+    }
+    out_.first_pod_.push_back(static_cast<int>(out_.pod_node_.size()));
+    return true;
+  }
+
+  // Usage of resources outside R is kept out: no queue can be charged for it.
+  void ReadUsage() {
+    out_.usage_capacity_ = ReadKnown(snapshot_.usage_capacity);
+    out_.usage_queue_.reserve(snapshot_.usage.size());
+    out_.usage_.reserve(snapshot_.usage.size());
+    for (const QueueUsage& usage : snapshot_.usage) {
+      out_.usage_queue_.push_back(out_.tree_.Find(usage.queue));
+      out_.usage_.push_back(ReadKnown(usage.usage));
+    }
+  }
+
+  Range ReadKnown(const ResourceMap& map) {
+    Range range;
+    range.begin = static_cast<uint32_t>(out_.amounts_.size());
+    for (const auto& [name, value] : map) {
+      const int r = out_.resources_.Find(name);
+      if (r >= 0) out_.amounts_.push_back({r, value});
+    }
+    range.end = static_cast<uint32_t>(out_.amounts_.size());
+    return range;
+  }
+
+  const Snapshot& snapshot_;
+  ValidatedSnapshot& out_;
+  ResourceInterner interner_;
+};
+
+absl::StatusOr<ValidatedSnapshot> ValidatedSnapshot::Validate(const Snapshot& snapshot,
+                                                              const Policy& policy,
+                                                              RequestKind kind, CancelPoll* poll) {
+  RETURN_IF_ERROR(ValidateRequest(snapshot, policy, kind, poll));
+  CancelPoll never;
+  CancelPoll& cancel = poll != nullptr ? *poll : never;
+  ValidatedSnapshot validated;
+  validated.snapshot_ = &snapshot;
+  validated.policy_ = policy;
+  if (!Builder(snapshot, validated).Build(cancel)) return cancel.status();
+  return validated;
+}
+
+}  // namespace arbiter
