@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/cancel_poll.h"
+#include "core/kai/fair_share_answer.h"
 #include "core/kai/kai_fair_share.h"
 #include "core/kai/kai_schedule.h"
 #include "core/kueue/kueue.h"

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-
 namespace arbiter::kai {
 
 Cluster::Cluster(const ValidatedSnapshot& request, CancelPoll* poll)

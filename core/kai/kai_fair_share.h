@@ -32,19 +32,10 @@ struct KaiFairShare {
   std::vector<QueueAmounts> queues;  // indexed like `tree`
 };
 
-// Computes the division of a validated request, which must outlive the result. O(queues · resources · rounds). When `poll` (may be null) reports the call
-// cancelled, the division stops early and the result is incomplete: the caller checks
-// poll->cancelled() and discards it.
+// Computes the division of a validated request, which must outlive the result. O(queues · resources
+// · rounds). When `poll` (may be null) reports the call cancelled, the division stops early and the
+// result is incomplete: the caller checks poll->cancelled() and discards it.
 KaiFairShare ComputeKaiFairShare(const ValidatedSnapshot& request, CancelPoll* poll = nullptr);
-
-// The response's queue list (SEMANTICS.md §6, KAI): name order, every resource of R listed in
-// fair_share, allocated and requested; deserved echoes the configured map.
-std::vector<QueueShare> ToQueueShares(const KaiFairShare& shares);
-
-// §2.2: whether two fractions of the remainder order are equal: their difference is at most
-// 1e-9 · max(1, |a|, |b|), so that floating-point noise never decides an order that the
-// creation-time and name tie-break is meant to decide.
-bool FractionsTie(double a, double b);
 
 // sat(a, f) of §2.3: +inf if f == 0 < a; 0 if a == f == 0; else a / f.
 double Saturation(double allocated, double fair_share);

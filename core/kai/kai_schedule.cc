@@ -9,6 +9,7 @@
 #include "core/cancel_poll.h"
 #include "core/kai/allocate.h"
 #include "core/kai/consolidate.h"
+#include "core/kai/fair_share_answer.h"
 #include "core/kai/kai_fair_share.h"
 #include "core/kai/preempt.h"
 #include "core/kai/reclaim.h"

@@ -21,7 +21,8 @@ bool operator==(const ChainKey& a, const ChainKey& b) {
          a.share_without_unit == b.share_without_unit;
 }
 
-QueueChain::QueueChain(const KaiFairShare& shares) : shares_(shares), r_(shares.resources().size()) {
+QueueChain::QueueChain(const KaiFairShare& shares)
+    : shares_(shares), r_(shares.resources().size()) {
   const int queues = shares.tree().size();
   share_base_.resize(static_cast<size_t>(queues) * r_);
   for (int q = 0; q < queues; ++q) {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "core/kai/fair_share_answer.h"
 #include "core/kai/kai_fair_share.h"
 #include "core/model.h"
 #include "core/validated_snapshot.h"

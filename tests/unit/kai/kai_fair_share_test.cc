@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/kai/fair_share_answer.h"
+#include "core/kai/fair_share_division.h"
 #include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
 #include "tests/support/validated.h"

@@ -1,0 +1,15 @@
+// The response's queue list for KAI (SEMANTICS.md §6): a fair share written as QueueShares.
+#pragma once
+
+#include <vector>
+
+#include "core/kai/kai_fair_share.h"
+#include "core/model.h"
+
+namespace arbiter::kai {
+
+// Name order, every resource of R listed in fair_share, allocated and requested; deserved echoes
+// the configured map; saturation the largest of §2.3's per resource.
+std::vector<QueueShare> ToQueueShares(const KaiFairShare& shares);
+
+}  // namespace arbiter::kai
