@@ -11,9 +11,16 @@
 #include "absl/status/status.h"
 #include "arbiter/v1/arbiter.pb.h"
 #include "core/model.h"
-#include "server/call_record.h"
 
 namespace arbiter::server {
+
+// The sizes of a request's snapshot.
+struct SnapshotSize {
+  int64_t nodes = 0;
+  int64_t pods = 0;  // over every pod group
+  int64_t queues = 0;
+  int64_t pod_groups = 0;
+};
 
 struct RequestLimits {
   int64_t max_nodes = 100'000;       // --max-nodes

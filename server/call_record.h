@@ -10,16 +10,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "edge/request_limits.h"
 
 namespace arbiter::server {
-
-// The sizes of a request's snapshot.
-struct SnapshotSize {
-  int64_t nodes = 0;
-  int64_t pods = 0;  // over every pod group
-  int64_t queues = 0;
-  int64_t pod_groups = 0;
-};
 
 // The decisions of an answer, counted, and grouped by (kind, reason) for the metrics. Kinds are
 // "bind", "evict", "pending" and "admit"; reasons are short fixed codes (see CountDecisions in
