@@ -13,28 +13,10 @@
 
 #include "absl/container/node_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "google/protobuf/io/coded_stream.h"
+#include "edge/wire_reader.h"
 
 namespace arbiter::server {
 namespace {
-
-// Wire types (protobuf encoding).
-constexpr int kVarint = 0;
-constexpr int kFixed64 = 1;
-constexpr int kLength = 2;
-constexpr int kStartGroup = 3;
-constexpr int kEndGroup = 4;
-constexpr int kFixed32 = 5;
-
-// Protobuf's default recursion limit.
-constexpr int kMaxDepth = 100;
-
-// What a field handler did with one field.
-enum class Step {
-  kRead,     // the field was read
-  kUnknown,  // not a field of this message (or not with this wire type): skip it
-  kBad,      // the bytes are not a valid message
-};
 
 // One segment of a field path: "queues" with index 3 is "queues[3]"; index -1 has no index.
 struct PathPart {
@@ -60,14 +42,12 @@ int64_t HeapBytes(size_t string_length) {
   return string_length > 15 ? static_cast<int64_t>(string_length) + 1 : 0;
 }
 
-class Decoder {
+// The arbiter.v1 field map over the wire framing of WireReader, with the limits of
+// RequestLimits counted as the fields are read.
+class Decoder : private WireReader {
  public:
   Decoder(std::string_view bytes, const RequestLimits& limits)
-      : in_(reinterpret_cast<const uint8_t*>(bytes.data()), static_cast<int>(bytes.size())),
-        limits_(limits) {
-    // A limit at the end of the input, so that BytesUntilLimit always says what is left.
-    in_.PushLimit(static_cast<int>(bytes.size()));
-  }
+      : WireReader(bytes), limits_(limits) {}
 
   bool Request(Snapshot* snapshot, Policy* policy) {
     const bool read = Fields([&](uint32_t number, int wire) {
@@ -213,45 +193,6 @@ class Decoder {
     recent_names_[0] = name;
   }
 
-  // ---- Framing ----
-
-  // Reads fields until the current limit, giving each to `handler(number, wire_type)`. False
-  // when a field is bad or the fields do not end exactly at the limit.
-  template <typename Handler>
-  bool Fields(Handler&& handler) {
-    while (in_.BytesUntilLimit() > 0) {
-      uint32_t tag = 0;
-      if (!ReadTag(&tag) || tag == 0) return false;  // a zero or malformed tag
-      const uint32_t number = tag >> 3;
-      const int wire = static_cast<int>(tag & 7);
-      if (number == 0 || wire == kEndGroup) return false;
-      switch (handler(number, wire)) {
-        case Step::kRead:
-          break;
-        case Step::kUnknown:
-          if (!Skip(number, wire)) return false;
-          break;
-        case Step::kBad:
-          return false;
-      }
-    }
-    return true;
-  }
-
-  // Reads a length and runs `body` (which calls Fields) within it.
-  template <typename Body>
-  Step Embedded(Body&& body) {
-    uint32_t length = 0;
-    if (!ReadLength(&length)) return Step::kBad;
-    if (++depth_ > kMaxDepth) return Step::kBad;
-    const google::protobuf::io::CodedInputStream::Limit limit =
-        in_.PushLimit(static_cast<int>(length));
-    const bool read = body();
-    in_.PopLimit(limit);
-    --depth_;
-    return read ? Step::kRead : Step::kBad;
-  }
-
   // Embedded, for a message field named `field` (element `index` of a repeated one, or -1):
   // the path of limit errors inside it names it.
   template <typename Body>
@@ -262,140 +203,14 @@ class Decoder {
     return step;
   }
 
-  // A tag as protobuf's message parser reads it: a varint of at most 5 bytes, keeping its low 32
-  // bits. (CodedInputStream::ReadTag takes up to 10 bytes, which the parser rejects.)
-  bool ReadTag(uint32_t* tag) {
-    uint64_t value = 0;
-    int bytes = 0;
-    if (!ReadShortVarint(&value, &bytes)) return false;
-    *tag = static_cast<uint32_t>(value);
-    return true;
-  }
-
-  // A length as protobuf's message parser reads it: at most 5 bytes, below 2 GiB (the fifth
-  // byte under 8), and within the current limit.
-  bool ReadLength(uint32_t* length) {
-    uint64_t value = 0;
-    int bytes = 0;
-    if (!ReadShortVarint(&value, &bytes)) return false;
-    if (bytes == 5 && (value >> 28) >= 8) return false;
-    *length = static_cast<uint32_t>(value);
-    return static_cast<int64_t>(value) <= static_cast<int64_t>(in_.BytesUntilLimit());
-  }
-
-  // A varint of at most 5 bytes before the current limit; `bytes` is how many it took.
-  bool ReadShortVarint(uint64_t* value, int* bytes) {
-    const void* data = nullptr;
-    int size = 0;
-    if (!in_.GetDirectBufferPointer(&data, &size)) return false;
-    const uint8_t* p = static_cast<const uint8_t*>(data);
-    *value = 0;
-    for (int i = 0; i < 5 && i < size; ++i) {
-      *value |= static_cast<uint64_t>(p[i] & 0x7f) << (7 * i);
-      if (p[i] < 0x80) {
-        *bytes = i + 1;
-        return in_.Skip(i + 1);
-      }
-    }
-    return false;
-  }
-
-  // Skips an unknown field whose tag was just read.
-  bool Skip(uint32_t number, int wire) {
-    switch (wire) {
-      case kVarint: {
-        uint64_t ignored = 0;
-        return in_.ReadVarint64(&ignored);
-      }
-      case kFixed64:
-        return in_.Skip(8);
-      case kLength: {
-        uint32_t length = 0;
-        return ReadLength(&length) && in_.Skip(static_cast<int>(length));
-      }
-      case kStartGroup:
-        return SkipGroup(number);
-      case kFixed32:
-        return in_.Skip(4);
-      default:
-        return false;
-    }
-  }
-
-  bool SkipGroup(uint32_t number) {
-    if (++depth_ > kMaxDepth) return false;
-    while (true) {
-      uint32_t tag = 0;
-      if (!ReadTag(&tag) || tag == 0) return false;  // the group is not closed
-      const uint32_t inner = tag >> 3;
-      const int wire = static_cast<int>(tag & 7);
-      if (inner == 0) return false;
-      if (wire == kEndGroup) {
-        --depth_;
-        return inner == number;
-      }
-      if (!Skip(inner, wire)) return false;
-    }
-  }
-
-  // ---- Values (the wire type was checked by the caller) ----
+  // ---- Values with limits (the wire type was checked by the caller) ----
 
   // A string field named `field`, within --max-name-bytes.
   Step String(std::string* out, std::string_view field) {
     uint32_t length = 0;
     if (!ReadLength(&length)) return Step::kBad;
     if (!NameFits(length, field) || !Charge(HeapBytes(length))) return Step::kBad;
-    // The input is one array, so the stream's buffer holds everything up to the limit: copy
-    // from it directly (ReadString would zero-fill the string before copying).
-    const void* data = nullptr;
-    int available = 0;
-    if (!in_.GetDirectBufferPointer(&data, &available) ||
-        static_cast<int64_t>(available) < static_cast<int64_t>(length)) {
-      if (!in_.ReadString(out, static_cast<int>(length))) return Step::kBad;
-    } else {
-      out->assign(static_cast<const char*>(data), length);
-      in_.Skip(static_cast<int>(length));
-    }
-    return IsValidUtf8(*out) ? Step::kRead : Step::kBad;
-  }
-
-  Step Double(double* out) {
-    uint64_t bits = 0;
-    if (!in_.ReadLittleEndian64(&bits)) return Step::kBad;
-    std::memcpy(out, &bits, sizeof(*out));
-    return Step::kRead;
-  }
-
-  bool Varint(uint64_t* value) { return in_.ReadVarint64(value); }
-
-  Step Int32(int32_t* out) {
-    uint64_t value = 0;
-    if (!Varint(&value)) return Step::kBad;
-    *out = static_cast<int32_t>(static_cast<uint32_t>(value));
-    return Step::kRead;
-  }
-
-  Step Int64(int64_t* out) {
-    uint64_t value = 0;
-    if (!Varint(&value)) return Step::kBad;
-    *out = static_cast<int64_t>(value);
-    return Step::kRead;
-  }
-
-  Step Bool(bool* out) {
-    uint64_t value = 0;
-    if (!Varint(&value)) return Step::kBad;
-    *out = value != 0;
-    return Step::kRead;
-  }
-
-  // An enum keeps the caller's raw value (proto3 enums are open).
-  template <typename Enum>
-  Step EnumValue(Enum* out) {
-    int32_t raw = 0;
-    const Step step = Int32(&raw);
-    *out = static_cast<Enum>(raw);
-    return step;
+    return ReadUtf8(length, out);
   }
 
   // A repeated enum, one value (unpacked) or a packed run.
@@ -409,72 +224,15 @@ class Decoder {
     if (wire != kLength) return Step::kUnknown;
     uint32_t length = 0;
     if (!ReadLength(&length)) return Step::kBad;
-    const google::protobuf::io::CodedInputStream::Limit limit =
-        in_.PushLimit(static_cast<int>(length));
-    bool read = true;
-    while (read && in_.BytesUntilLimit() > 0) {
-      Enum* value = Append(out, field);
-      read = value != nullptr && EnumValue(value) == Step::kRead;
-    }
-    in_.PopLimit(limit);
-    return read ? Step::kRead : Step::kBad;
-  }
-
-  // The bytes that the stream can hand out directly, up to the current limit (all of them, as
-  // the input is one array).
-  std::string_view Ahead() {
-    const void* data = nullptr;
-    int size = 0;
-    if (!in_.GetDirectBufferPointer(&data, &size)) return {};
-    return std::string_view(static_cast<const char*>(data), static_cast<size_t>(size));
-  }
-
-  // How many times each field number below kCounted occurs among the fields ahead, up to the
-  // current limit: a hint for reserving vectors, read without decoding the fields. The scan
-  // stops early (undercounting) at a group or at bytes that do not parse, which the decoding
-  // itself then reports.
-  static constexpr uint32_t kCounted = 16;
-  std::array<int64_t, kCounted> CountAhead() {
-    std::array<int64_t, kCounted> counts{};
-    const std::string_view bytes = Ahead();
-    size_t pos = 0;
-    while (pos < bytes.size()) {
-      uint64_t tag = 0;
-      if (!RawVarint(bytes, &pos, &tag)) break;
-      const uint64_t number = tag >> 3;
-      if (number < kCounted) ++counts[number];
-      uint64_t skip = 0;
-      switch (tag & 7) {
-        case kVarint:
-          if (!RawVarint(bytes, &pos, &skip)) return counts;
-          skip = 0;
-          break;
-        case kFixed64:
-          skip = 8;
-          break;
-        case kLength:
-          if (!RawVarint(bytes, &pos, &skip)) return counts;
-          break;
-        case kFixed32:
-          skip = 4;
-          break;
-        default:
-          return counts;
+    const bool read = Within(length, [&] {
+      bool all = true;
+      while (all && !AtLimit()) {
+        Enum* value = Append(out, field);
+        all = value != nullptr && EnumValue(value) == Step::kRead;
       }
-      if (skip > bytes.size() - pos) break;
-      pos += skip;
-    }
-    return counts;
-  }
-
-  static bool RawVarint(std::string_view bytes, size_t* pos, uint64_t* value) {
-    *value = 0;
-    for (int shift = 0; shift < 64 && *pos < bytes.size(); shift += 7) {
-      const auto byte = static_cast<uint8_t>(bytes[(*pos)++]);
-      *value |= static_cast<uint64_t>(byte & 0x7f) << shift;
-      if ((byte & 0x80) == 0) return true;
-    }
-    return false;
+      return all;
+    });
+    return read ? Step::kRead : Step::kBad;
   }
 
   // One entry of a resource quantity map named `field`: a resource name and a quantity.
@@ -496,7 +254,7 @@ class Decoder {
         double value = 0;
         std::memcpy(&value, ahead.data() + 4 + key_length, sizeof(value));
         Put(map, std::string(key), value);
-        in_.Skip(1 + length);
+        Advance(1 + length);
         return Step::kRead;
       }
     }
@@ -547,7 +305,7 @@ class Decoder {
             return Step::kBad;
           }
           Put(map, std::string(key), std::string(value));
-          in_.Skip(1 + length);
+          Advance(1 + length);
           return Step::kRead;
         }
       }
@@ -565,21 +323,6 @@ class Decoder {
     if (!Charge(kLabelEntryBytes)) return Step::kBad;
     Put(map, std::move(key), std::move(value));
     return step;
-  }
-
-  // A Timestamp or Duration (seconds = 1, nanos = 2), merged into `*out`.
-  template <typename Time>
-  Step TimeValue(std::optional<Time>* out) {
-    if (!out->has_value()) out->emplace();
-    Time& time = **out;
-    return Embedded([&] {
-      return Fields([&](uint32_t number, int wire) {
-        if (wire != kVarint) return Step::kUnknown;
-        if (number == 1) return Int64(&time.seconds);
-        if (number == 2) return Int32(&time.nanos);
-        return Step::kUnknown;
-      });
-    });
   }
 
   // Element `items.size()` of the repeated message field `field`, read by `fields(element)`;
@@ -827,9 +570,7 @@ class Decoder {
     });
   }
 
-  google::protobuf::io::CodedInputStream in_;
   const RequestLimits& limits_;
-  int depth_ = 0;
   std::vector<PathPart> path_;
   absl::Status limit_error_;
   int64_t decoded_bytes_ = 0;
@@ -839,52 +580,6 @@ class Decoder {
 };
 
 }  // namespace
-
-bool IsValidUtf8(std::string_view text) {
-  const size_t size = text.size();
-  size_t i = 0;
-  // ASCII eight bytes at a time: most names and keys are plain ASCII.
-  while (size - i >= 8) {
-    uint64_t word = 0;
-    std::memcpy(&word, text.data() + i, sizeof(word));
-    if ((word & 0x8080808080808080ULL) != 0) break;
-    i += 8;
-  }
-  while (i < size) {
-    const auto lead = static_cast<unsigned char>(text[i]);
-    if (lead < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t length = 0;
-    uint32_t code = 0;
-    uint32_t least = 0;
-    if ((lead & 0xE0) == 0xC0) {
-      length = 2;
-      code = lead & 0x1F;
-      least = 0x80;
-    } else if ((lead & 0xF0) == 0xE0) {
-      length = 3;
-      code = lead & 0x0F;
-      least = 0x800;
-    } else if ((lead & 0xF8) == 0xF0) {
-      length = 4;
-      code = lead & 0x07;
-      least = 0x10000;
-    } else {
-      return false;
-    }
-    if (size - i < length) return false;
-    for (size_t k = 1; k < length; ++k) {
-      const auto next = static_cast<unsigned char>(text[i + k]);
-      if ((next & 0xC0) != 0x80) return false;
-      code = (code << 6) | (next & 0x3F);
-    }
-    if (code < least || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return false;
-    i += length;
-  }
-  return true;
-}
 
 absl::Status DecodeRequest(std::string_view bytes, const RequestLimits& limits,
                            std::string_view type_name, Snapshot* snapshot, Policy* policy,

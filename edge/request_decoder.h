@@ -55,7 +55,4 @@ absl::Status NotARequest(std::string_view type_name, size_t size);
 // DecodeRequest without limits: false when `bytes` is not a valid binary request.
 bool DecodeRequest(std::string_view bytes, Snapshot* snapshot, Policy* policy);
 
-// Whether `text` is valid UTF-8 (RFC 3629: no overlong forms, no surrogates, at most U+10FFFF).
-bool IsValidUtf8(std::string_view text);
-
 }  // namespace arbiter::server

@@ -18,6 +18,7 @@
 #include "clients/generator/generator.h"
 #include "edge/proto_convert.h"
 #include "edge/wire.h"
+#include "edge/wire_reader.h"
 #include "gtest/gtest.h"
 #include "tests/support/canonical_request.h"
 #include "tests/support/wire_bytes.h"

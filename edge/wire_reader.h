@@ -1,0 +1,320 @@
+// Protobuf's wire format read as protobuf's own message parser reads it, for a decoder that
+// builds its own types instead of protobuf messages (edge/request_decoder.cc): tags, lengths,
+// nesting, unknown fields skipped, scalars, and a look at the bytes ahead. It knows no message
+// of arbiter.v1; the decoder gives it the field map.
+//
+// Followed as protobuf's parser follows it: a tag is a varint of at most 5 bytes; a length at
+// most 5 bytes, below 2 GiB and within its message; field number 0, a stray end-group tag and
+// wire types 6 and 7 are refused; nesting (messages and groups) stops at 100 levels; a known
+// field number with an unexpected wire type is the handler's to call unknown, and is skipped.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "google/protobuf/io/coded_stream.h"
+
+namespace arbiter::server {
+
+// Wire types (protobuf encoding).
+constexpr int kVarint = 0;
+constexpr int kFixed64 = 1;
+constexpr int kLength = 2;
+constexpr int kStartGroup = 3;
+constexpr int kEndGroup = 4;
+constexpr int kFixed32 = 5;
+
+// Protobuf's default recursion limit.
+constexpr int kMaxDepth = 100;
+
+// What a field handler did with one field.
+enum class Step {
+  kRead,     // the field was read
+  kUnknown,  // not a field of this message (or not with this wire type): skip it
+  kBad,      // the bytes are not a valid message
+};
+
+// Whether `text` is valid UTF-8 (RFC 3629: no overlong forms, no surrogates, at most U+10FFFF).
+bool IsValidUtf8(std::string_view text);
+
+class WireReader {
+ public:
+  // Reads `bytes`, which must outlive the reader and be at most 2 GiB.
+  explicit WireReader(std::string_view bytes)
+      : in_(reinterpret_cast<const uint8_t*>(bytes.data()), static_cast<int>(bytes.size())) {
+    // A limit at the end of the input, so that BytesUntilLimit always says what is left.
+    in_.PushLimit(static_cast<int>(bytes.size()));
+  }
+
+  // ---- Framing ----
+
+  // Reads fields until the current limit, giving each to `handler(number, wire_type)`. False
+  // when a field is bad or the fields do not end exactly at the limit.
+  template <typename Handler>
+  bool Fields(Handler&& handler) {
+    while (in_.BytesUntilLimit() > 0) {
+      uint32_t tag = 0;
+      if (!ReadTag(&tag) || tag == 0) return false;  // a zero or malformed tag
+      const uint32_t number = tag >> 3;
+      const int wire = static_cast<int>(tag & 7);
+      if (number == 0 || wire == kEndGroup) return false;
+      switch (handler(number, wire)) {
+        case Step::kRead:
+          break;
+        case Step::kUnknown:
+          if (!Skip(number, wire)) return false;
+          break;
+        case Step::kBad:
+          return false;
+      }
+    }
+    return true;
+  }
+
+  // Reads a length and runs `body` (which calls Fields) within it.
+  template <typename Body>
+  Step Embedded(Body&& body) {
+    uint32_t length = 0;
+    if (!ReadLength(&length)) return Step::kBad;
+    if (++depth_ > kMaxDepth) return Step::kBad;
+    const google::protobuf::io::CodedInputStream::Limit limit =
+        in_.PushLimit(static_cast<int>(length));
+    const bool read = body();
+    in_.PopLimit(limit);
+    --depth_;
+    return read ? Step::kRead : Step::kBad;
+  }
+
+  // A tag as protobuf's message parser reads it: a varint of at most 5 bytes, keeping its low 32
+  // bits. (CodedInputStream::ReadTag takes up to 10 bytes, which the parser rejects.)
+  bool ReadTag(uint32_t* tag) {
+    uint64_t value = 0;
+    int bytes = 0;
+    if (!ReadShortVarint(&value, &bytes)) return false;
+    *tag = static_cast<uint32_t>(value);
+    return true;
+  }
+
+  // A length as protobuf's message parser reads it: at most 5 bytes, below 2 GiB (the fifth
+  // byte under 8), and within the current limit.
+  bool ReadLength(uint32_t* length) {
+    uint64_t value = 0;
+    int bytes = 0;
+    if (!ReadShortVarint(&value, &bytes)) return false;
+    if (bytes == 5 && (value >> 28) >= 8) return false;
+    *length = static_cast<uint32_t>(value);
+    return static_cast<int64_t>(value) <= static_cast<int64_t>(in_.BytesUntilLimit());
+  }
+
+  // A varint of at most 5 bytes before the current limit; `bytes` is how many it took.
+  bool ReadShortVarint(uint64_t* value, int* bytes) {
+    const void* data = nullptr;
+    int size = 0;
+    if (!in_.GetDirectBufferPointer(&data, &size)) return false;
+    const uint8_t* p = static_cast<const uint8_t*>(data);
+    *value = 0;
+    for (int i = 0; i < 5 && i < size; ++i) {
+      *value |= static_cast<uint64_t>(p[i] & 0x7f) << (7 * i);
+      if (p[i] < 0x80) {
+        *bytes = i + 1;
+        return in_.Skip(i + 1);
+      }
+    }
+    return false;
+  }
+
+  // Skips an unknown field whose tag was just read.
+  bool Skip(uint32_t number, int wire) {
+    switch (wire) {
+      case kVarint: {
+        uint64_t ignored = 0;
+        return in_.ReadVarint64(&ignored);
+      }
+      case kFixed64:
+        return in_.Skip(8);
+      case kLength: {
+        uint32_t length = 0;
+        return ReadLength(&length) && in_.Skip(static_cast<int>(length));
+      }
+      case kStartGroup:
+        return SkipGroup(number);
+      case kFixed32:
+        return in_.Skip(4);
+      default:
+        return false;
+    }
+  }
+
+  bool SkipGroup(uint32_t number) {
+    if (++depth_ > kMaxDepth) return false;
+    while (true) {
+      uint32_t tag = 0;
+      if (!ReadTag(&tag) || tag == 0) return false;  // the group is not closed
+      const uint32_t inner = tag >> 3;
+      const int wire = static_cast<int>(tag & 7);
+      if (inner == 0) return false;
+      if (wire == kEndGroup) {
+        --depth_;
+        return inner == number;
+      }
+      if (!Skip(inner, wire)) return false;
+    }
+  }
+
+  // ---- Values (the wire type was checked by the caller) ----
+
+  // `length` bytes (already read with ReadLength) as a string, which must be valid UTF-8.
+  Step ReadUtf8(uint32_t length, std::string* out) {
+    // The input is one array, so the stream's buffer holds everything up to the limit: copy
+    // from it directly (ReadString would zero-fill the string before copying).
+    const void* data = nullptr;
+    int available = 0;
+    if (!in_.GetDirectBufferPointer(&data, &available) ||
+        static_cast<int64_t>(available) < static_cast<int64_t>(length)) {
+      if (!in_.ReadString(out, static_cast<int>(length))) return Step::kBad;
+    } else {
+      out->assign(static_cast<const char*>(data), length);
+      in_.Skip(static_cast<int>(length));
+    }
+    return IsValidUtf8(*out) ? Step::kRead : Step::kBad;
+  }
+
+  Step Double(double* out) {
+    uint64_t bits = 0;
+    if (!in_.ReadLittleEndian64(&bits)) return Step::kBad;
+    std::memcpy(out, &bits, sizeof(*out));
+    return Step::kRead;
+  }
+
+  bool Varint(uint64_t* value) { return in_.ReadVarint64(value); }
+
+  Step Int32(int32_t* out) {
+    uint64_t value = 0;
+    if (!Varint(&value)) return Step::kBad;
+    *out = static_cast<int32_t>(static_cast<uint32_t>(value));
+    return Step::kRead;
+  }
+
+  Step Int64(int64_t* out) {
+    uint64_t value = 0;
+    if (!Varint(&value)) return Step::kBad;
+    *out = static_cast<int64_t>(value);
+    return Step::kRead;
+  }
+
+  Step Bool(bool* out) {
+    uint64_t value = 0;
+    if (!Varint(&value)) return Step::kBad;
+    *out = value != 0;
+    return Step::kRead;
+  }
+
+  // An enum keeps the caller's raw value (proto3 enums are open).
+  template <typename Enum>
+  Step EnumValue(Enum* out) {
+    int32_t raw = 0;
+    const Step step = Int32(&raw);
+    *out = static_cast<Enum>(raw);
+    return step;
+  }
+
+  // A Timestamp or Duration (seconds = 1, nanos = 2), merged into `*out`.
+  template <typename Time>
+  Step TimeValue(std::optional<Time>* out) {
+    if (!out->has_value()) out->emplace();
+    Time& time = **out;
+    return Embedded([&] {
+      return Fields([&](uint32_t number, int wire) {
+        if (wire != kVarint) return Step::kUnknown;
+        if (number == 1) return Int64(&time.seconds);
+        if (number == 2) return Int32(&time.nanos);
+        return Step::kUnknown;
+      });
+    });
+  }
+
+  // ---- Looking ahead ----
+
+  // The bytes that the stream can hand out directly, up to the current limit (all of them, as
+  // the input is one array).
+  std::string_view Ahead() {
+    const void* data = nullptr;
+    int size = 0;
+    if (!in_.GetDirectBufferPointer(&data, &size)) return {};
+    return std::string_view(static_cast<const char*>(data), static_cast<size_t>(size));
+  }
+
+  // How many times each field number below kCounted occurs among the fields ahead, up to the
+  // current limit: a hint for reserving vectors, read without decoding the fields. The scan
+  // stops early (undercounting) at a group or at bytes that do not parse, which the decoding
+  // itself then reports.
+  static constexpr uint32_t kCounted = 16;
+  std::array<int64_t, kCounted> CountAhead() {
+    std::array<int64_t, kCounted> counts{};
+    const std::string_view bytes = Ahead();
+    size_t pos = 0;
+    while (pos < bytes.size()) {
+      uint64_t tag = 0;
+      if (!RawVarint(bytes, &pos, &tag)) break;
+      const uint64_t number = tag >> 3;
+      if (number < kCounted) ++counts[number];
+      uint64_t skip = 0;
+      switch (tag & 7) {
+        case kVarint:
+          if (!RawVarint(bytes, &pos, &skip)) return counts;
+          skip = 0;
+          break;
+        case kFixed64:
+          skip = 8;
+          break;
+        case kLength:
+          if (!RawVarint(bytes, &pos, &skip)) return counts;
+          break;
+        case kFixed32:
+          skip = 4;
+          break;
+        default:
+          return counts;
+      }
+      if (skip > bytes.size() - pos) break;
+      pos += skip;
+    }
+    return counts;
+  }
+
+  static bool RawVarint(std::string_view bytes, size_t* pos, uint64_t* value) {
+    *value = 0;
+    for (int shift = 0; shift < 64 && *pos < bytes.size(); shift += 7) {
+      const auto byte = static_cast<uint8_t>(bytes[(*pos)++]);
+      *value |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      if ((byte & 0x80) == 0) return true;
+    }
+    return false;
+  }
+
+  // Runs `body` (which reads up to the limit) within the next `length` bytes.
+  template <typename Body>
+  bool Within(uint32_t length, Body&& body) {
+    const google::protobuf::io::CodedInputStream::Limit limit =
+        in_.PushLimit(static_cast<int>(length));
+    const bool read = body();
+    in_.PopLimit(limit);
+    return read;
+  }
+
+  // Whether the current message (or packed run) has no bytes left.
+  bool AtLimit() { return in_.BytesUntilLimit() <= 0; }
+
+  // Skips `bytes` bytes that a look at Ahead() has already read.
+  void Advance(int bytes) { in_.Skip(bytes); }
+
+ private:
+  google::protobuf::io::CodedInputStream in_;
+  int depth_ = 0;
+};
+
+}  // namespace arbiter::server
