@@ -3,6 +3,7 @@
 // The std:: distributions are implementation-defined and are never used.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <random>
@@ -69,6 +70,33 @@ class Rng {
 
  private:
   std::mt19937_64 engine_;
+};
+
+// Draws indices with probability proportional to fixed weights, in O(log n): Rng::Weighted for
+// many draws from the same weights.
+class WeightedTable {
+ public:
+  WeightedTable() = default;  // empty
+  explicit WeightedTable(const std::vector<double>& weights) {
+    double sum = 0;
+    for (double w : weights) {
+      sum += w;
+      cumulative_.push_back(sum);
+    }
+  }
+
+  // True when no index can be drawn (no weights, or none positive).
+  bool empty() const { return cumulative_.empty() || cumulative_.back() <= 0; }
+
+  // An index; the table must not be empty().
+  size_t Draw(Rng& rng) const {
+    const double x = rng.Unit() * cumulative_.back();
+    size_t i = std::upper_bound(cumulative_.begin(), cumulative_.end(), x) - cumulative_.begin();
+    return std::min(i, cumulative_.size() - 1);
+  }
+
+ private:
+  std::vector<double> cumulative_;
 };
 
 }  // namespace arbiter::generator
