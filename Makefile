@@ -3,7 +3,8 @@ BUILD ?= build
 WERROR ?= OFF
 JOBS ?= $(shell nproc)
 
-.PHONY: deps configure build test fuzz-short demo bench clean test-sanitize
+.PHONY: deps configure build test check-style check-format check-tidy fuzz-short demo bench clean \
+  test-sanitize
 
 deps:
 	@bash .ci/install-deps.sh
@@ -14,13 +15,24 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-# Every test: the Go modules (vet, go test -race, the cross-language end-to-end test against the
-# server just built, and arbiter-k8s, arbiter-extender and arbiter-kueue against a real Kubernetes
+# The style checks (CONTRIBUTING.md): clang-format over every tracked C++ file (seconds, no build
+# needed, so `make test` fails fast on it), then clang-tidy with .clang-tidy over arbiter's own
+# sources (a few minutes; it needs the build's compile_commands.json and generated headers).
+check-style: check-format check-tidy
+
+check-format: deps
+	@bash tests/style/check-format.sh
+
+check-tidy: build
+	@bash tests/style/check-tidy.sh $(BUILD)
+
+# Every test, after the style checks: the Go modules (vet, go test -race, the cross-language
+# end-to-end test against the server just built, and arbiter-k8s, arbiter-extender and arbiter-kueue against a real Kubernetes
 # control plane and Kueue's controller manager that tests/k8s/control-plane/build.sh and
 # tests/k8s/kueue/build.sh build from the module proxy into a cache), the Python package (mypy --strict, pytest against the server just built and
 # against a real Slurm cluster on loopback for arbiter-slurm), the differential test against KAI's and Kueue's own code
 # (docs/conformance.md), then every C++ test through ctest (the golden corpus among them).
-test: build
+test: check-style
 	ARBITER_REQUIRE_K8S=1 bash clients/go/hack/test.sh $(BUILD)/bin/arbiter-server
 	ARBITER_SERVER_BIN=$(BUILD)/bin/arbiter-server bash tests/k8s/local-cluster.sh \
 	  --dir $(BUILD)/local-cluster --check examples/k8s/two-teams.yaml

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages arbiter needs, when they are missing: the C++ toolchain and
-# libraries, Python's venv (the Python package's tests), Slurm with munge, slurmdbd and MariaDB
-# (the real cluster that arbiter-slurm's end-to-end tests start on loopback), yaml-cpp and gnuplot
-# (arbiter simulate). Runs apt-get when it can
+# libraries, clang-format and clang-tidy (make check-style), Python's venv (the Python package's
+# tests), Slurm with munge, slurmdbd and MariaDB (the real cluster that arbiter-slurm's end-to-end
+# tests start on loopback), yaml-cpp and gnuplot (arbiter simulate). Runs apt-get when it can
 # (root, or sudo without a password); otherwise prints the exact command and fails.
 set -euo pipefail
 
@@ -10,7 +10,7 @@ packages=(
   cmake ninja-build g++ pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
-  clang libclang-rt-14-dev openssl libssl-dev
+  clang libclang-rt-14-dev clang-format clang-tidy openssl libssl-dev
   jq
   python3 python3-venv
   libyaml-cpp-dev gnuplot-nox
