@@ -128,17 +128,16 @@ class ValidatedSnapshot::Builder {
 
   bool ReadPods(CancelPoll& poll) {
     const std::vector<Node>& nodes = snapshot_.nodes;
-    out_.nodes_by_name_ = ByName(nodes.size(), [&](int i) -> const std::string& {
-      return nodes[i].name;
-    });
+    out_.nodes_by_name_ =
+        ByName(nodes.size(), [&](int i) -> const std::string& { return nodes[i].name; });
     absl::flat_hash_map<std::string_view, int> node_index;
     node_index.reserve(nodes.size());
-    for (size_t i = 0; i < nodes.size(); ++i) node_index.emplace(nodes[i].name, static_cast<int>(i));
+    for (size_t i = 0; i < nodes.size(); ++i)
+      node_index.emplace(nodes[i].name, static_cast<int>(i));
 
     const std::vector<PodGroup>& groups = snapshot_.pod_groups;
-    out_.groups_by_name_ = ByName(groups.size(), [&](int i) -> const std::string& {
-      return groups[i].name;
-    });
+    out_.groups_by_name_ =
+        ByName(groups.size(), [&](int i) -> const std::string& { return groups[i].name; });
     size_t pod_count = 0;
     for (const PodGroup& group : groups) pod_count += group.pods.size();
     out_.first_pod_.reserve(groups.size() + 1);
@@ -149,9 +148,8 @@ class ValidatedSnapshot::Builder {
       if (poll.Tick(1 + static_cast<int64_t>(group.pods.size()))) return false;
       out_.first_pod_.push_back(static_cast<int>(out_.pod_node_.size()));
       const std::vector<Pod>& pods = group.pods;
-      const std::vector<int> order = ByName(pods.size(), [&](int i) -> const std::string& {
-        return pods[i].name;
-      });
+      const std::vector<int> order =
+          ByName(pods.size(), [&](int i) -> const std::string& { return pods[i].name; });
       out_.pods_by_name_.insert(out_.pods_by_name_.end(), order.begin(), order.end());
       for (const Pod& pod : pods) {
         out_.requests_.push_back(Read(pod.requests));

@@ -11,14 +11,14 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "edge/request_limits.h"
+#include "edge/tls.h"
 #include "grpcpp/grpcpp.h"
 #include "prometheus/registry.h"
 #include "server/arbiter_service.h"
 #include "server/call_log.h"
 #include "server/metrics_endpoint.h"
-#include "edge/request_limits.h"
 #include "server/rpc_metrics.h"
-#include "edge/tls.h"
 #include "server/worker_pool.h"
 
 namespace arbiter::server {

@@ -14,13 +14,13 @@
 #include "absl/strings/str_cat.h"
 #include "core/api/arbiter.h"
 #include "core/status_macros.h"
-#include "google/protobuf/arena.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "grpcpp/support/proto_buffer_writer.h"
 #include "edge/grpc_status.h"
 #include "edge/proto_convert.h"
 #include "edge/request_decoder.h"
 #include "edge/request_id.h"
+#include "google/protobuf/arena.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "grpcpp/support/proto_buffer_writer.h"
 
 namespace arbiter::server {
 namespace {

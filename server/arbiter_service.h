@@ -29,10 +29,10 @@
 
 #include "absl/status/status.h"
 #include "arbiter/v1/arbiter.grpc.pb.h"
+#include "edge/request_limits.h"
 #include "grpcpp/grpcpp.h"
 #include "server/call_log.h"
 #include "server/call_record.h"
-#include "edge/request_limits.h"
 #include "server/rpc_metrics.h"
 #include "server/worker_pool.h"
 

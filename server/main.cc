@@ -20,9 +20,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "server/arbiter_server.h"
 #include "edge/command_line.h"
 #include "edge/grpc_status.h"
+#include "server/arbiter_server.h"
 
 namespace {
 

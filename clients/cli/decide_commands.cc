@@ -10,10 +10,10 @@
 #include "clients/cli/decision_call.h"
 #include "clients/cli/phase_timer.h"
 #include "clients/cli/response_tables.h"
-#include "google/protobuf/arena.h"
 #include "edge/command_line.h"
 #include "edge/grpc_status.h"
 #include "edge/wire.h"
+#include "google/protobuf/arena.h"
 
 namespace arbiter::cli {
 namespace {

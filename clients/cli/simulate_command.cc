@@ -20,11 +20,11 @@
 #include "clients/simulator/sim_config.h"
 #include "clients/simulator/sim_output.h"
 #include "clients/simulator/simulation.h"
-#include "grpcpp/grpcpp.h"
 #include "edge/command_line.h"
 #include "edge/grpc_status.h"
 #include "edge/proto_convert.h"
 #include "edge/tls.h"
+#include "grpcpp/grpcpp.h"
 
 namespace arbiter::cli {
 namespace {

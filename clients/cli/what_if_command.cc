@@ -11,10 +11,10 @@
 #include "clients/cli/phase_timer.h"
 #include "clients/cli/what_if_answer.h"
 #include "core/echoed_name.h"
-#include "google/protobuf/arena.h"
 #include "edge/command_line.h"
 #include "edge/grpc_status.h"
 #include "edge/wire.h"
+#include "google/protobuf/arena.h"
 
 namespace arbiter::cli {
 namespace {

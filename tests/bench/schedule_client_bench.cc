@@ -22,11 +22,11 @@
 #include "arbiter/v1/arbiter.pb.h"
 #include "benchmark/benchmark.h"
 #include "clients/generator/generator.h"
+#include "edge/proto_convert.h"
+#include "edge/wire.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "server/arbiter_server.h"
-#include "edge/proto_convert.h"
-#include "edge/wire.h"
 
 namespace arbiter {
 namespace {

@@ -33,11 +33,11 @@
 #include "arbiter/v1/arbiter.pb.h"
 #include "clients/generator/generator.h"
 #include "core/api/arbiter.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "edge/proto_convert.h"
 #include "edge/request_decoder.h"
 #include "edge/wire.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "tests/property/property_support.h"
 
 namespace arbiter {

@@ -14,10 +14,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "arbiter/v1/arbiter.pb.h"
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "edge/calls.h"
 #include "edge/wire.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "tests/integration/server_harness.h"
 #include "tests/integration/subprocess.h"
 

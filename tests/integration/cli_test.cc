@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "edge/calls.h"
+#include "edge/wire.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
-#include "edge/calls.h"
-#include "edge/wire.h"
 #include "tests/integration/server_harness.h"
 #include "tests/integration/subprocess.h"
 

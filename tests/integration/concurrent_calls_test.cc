@@ -11,9 +11,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "arbiter/v1/arbiter.pb.h"
-#include "gtest/gtest.h"
 #include "edge/calls.h"
 #include "edge/wire.h"
+#include "gtest/gtest.h"
 #include "tests/integration/server_harness.h"
 
 namespace arbiter::testing {

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "arbiter/v1/arbiter.pb.h"
+#include "edge/wire.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "edge/wire.h"
 #include "tests/integration/server_harness.h"
 #include "tests/integration/server_process.h"
 #include "tests/integration/subprocess.h"

@@ -12,9 +12,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "arbiter/v1/arbiter.pb.h"
+#include "edge/wire.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "edge/wire.h"
 #include "tests/integration/server_harness.h"
 
 namespace arbiter::testing {

@@ -8,10 +8,10 @@
 
 #include "arbiter/v1/arbiter.pb.h"
 #include "clients/generator/generator.h"
-#include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "edge/proto_convert.h"
 #include "edge/wire.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
 #include "tests/integration/server_harness.h"
 
 namespace arbiter::testing {

@@ -5,9 +5,9 @@
 #include <iterator>
 #include <string>
 
-#include "gtest/gtest.h"
 #include "edge/calls.h"
 #include "edge/wire.h"
+#include "gtest/gtest.h"
 #include "tests/integration/scenario_matcher.h"
 
 namespace arbiter::testing {

@@ -15,11 +15,11 @@
 #include "absl/time/clock.h"
 #include "arbiter/v1/arbiter.pb.h"
 #include "clients/generator/generator.h"
+#include "edge/proto_convert.h"
+#include "edge/wire.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/dynamic_message.h"
 #include "grpcpp/generic/generic_stub.h"
-#include "edge/proto_convert.h"
-#include "edge/wire.h"
 
 namespace arbiter::testing {
 namespace {

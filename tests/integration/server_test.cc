@@ -3,11 +3,11 @@
 #include <vector>
 
 #include "arbiter/v1/arbiter.grpc.pb.h"
+#include "edge/calls.h"
+#include "edge/wire.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
-#include "edge/calls.h"
-#include "edge/wire.h"
 #include "tests/integration/server_harness.h"
 
 namespace arbiter::testing {

@@ -1,16 +1,15 @@
 // TLS and mutual TLS, with certificates made by openssl when the test starts: a CA, a server
 // certificate for 127.0.0.1 and localhost (subject alternative names), a client certificate
 // from the same CA, and a second CA with its own client certificate (the wrong one).
-#include "edge/tls.h"
-
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "arbiter/v1/arbiter.grpc.pb.h"
+#include "edge/tls.h"
+#include "edge/wire.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "edge/wire.h"
 #include "tests/integration/server_harness.h"
 #include "tests/integration/subprocess.h"
 

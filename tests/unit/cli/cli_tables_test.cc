@@ -3,9 +3,9 @@
 
 #include "clients/cli/response_tables.h"
 #include "clients/cli/text_table.h"
+#include "edge/wire.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "edge/wire.h"
 
 namespace arbiter::cli {
 namespace {
