@@ -3,8 +3,8 @@ BUILD ?= build
 WERROR ?= OFF
 JOBS ?= $(shell nproc)
 
-.PHONY: deps configure build test check-style check-format check-tidy fuzz-short demo bench clean \
-  test-sanitize
+.PHONY: deps configure build test check-style check-format check-layers check-tidy fuzz-short demo \
+  bench clean test-sanitize
 
 deps:
 	@bash .ci/install-deps.sh
@@ -15,13 +15,18 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-# The style checks (CONTRIBUTING.md): clang-format over every tracked C++ file (seconds, no build
-# needed, so `make test` fails fast on it), then clang-tidy with .clang-tidy over arbiter's own
+# The style checks (CONTRIBUTING.md): clang-format over every tracked C++ file and the include
+# layering (seconds, no build needed, so `make test` fails fast on them), then clang-tidy with .clang-tidy over arbiter's own
 # sources (a few minutes; it needs the build's compile_commands.json and generated headers).
-check-style: check-format check-tidy
+check-style: check-format check-layers check-tidy
 
 check-format: deps
 	@bash tests/style/check-format.sh
+
+# Every include points down: core's models never include core/api/ or each other, edge/ and
+# clients/ never include server/ (tests/style/check-layers.sh).
+check-layers:
+	@bash tests/style/check-layers.sh
 
 check-tidy: build
 	@bash tests/style/check-tidy.sh $(BUILD)
