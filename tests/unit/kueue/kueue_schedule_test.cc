@@ -6,9 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "clients/generator/generator.h"
 #include "core/kueue/kueue.h"
 #include "gtest/gtest.h"
-#include "tests/unit/kueue/kueue_generator.h"
 #include "tests/unit/kueue/kueue_test_util.h"
 
 namespace arbiter::kueue {
@@ -144,14 +144,16 @@ TEST(KueueScheduleTest, HooksReportPhasesAndCancelBetweenRounds) {
 // §0.5: the answer does not depend on the order of queues, groups or pods in the request, and
 // equal requests give identical answers.
 TEST(KueueScheduleTest, AnswerIsDeterministicAndOrderIndependent) {
-  testing::KueueShape shape;
-  shape.divisions = 3;
-  shape.teams = 7;
-  shape.cluster_queues = 40;
-  shape.admitted = 600;
-  shape.pending = 120;
-  shape.seed = 11;
-  const Snapshot snapshot = testing::GenerateKueueSnapshot(shape);
+  generator::GeneratorOptions options;
+  options.model = generator::GeneratorModel::kKueue;
+  options.queues = 40;
+  options.cohorts = 10;
+  options.depth = 3;
+  options.pods = 720;
+  options.pending_fraction = 1.0 / 6.0;
+  options.extra_resources = 1;
+  options.seed = 11;
+  const Snapshot snapshot = generator::Generate(options).snapshot;
   const std::string reference = Serialize(RunKueue(snapshot));
   EXPECT_EQ(Serialize(RunKueue(snapshot)), reference);
   std::mt19937 rng(5);
