@@ -1,14 +1,18 @@
-// Helpers for the KAI cycle's table tests: run one validated cycle and read its decisions.
+// The KAI test kit: run one validated cycle and read its decisions, and the calls into the
+// model's internals (the fair-share division) that the unit tests make, funnelled here so that a
+// change of the internal signatures is adapted in one place.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/kai/kai_fair_share.h"
 #include "core/kai/kai_schedule.h"
 #include "core/model.h"
 #include "core/validation.h"
 #include "gtest/gtest.h"
+#include "tests/support/status_matchers.h"
 
 namespace arbiter::testing {
 
@@ -26,12 +30,23 @@ inline Policy AllocateOnly(Placement placement = Placement::kBinpack) {
   return PolicyWith({Action::kAllocate}, placement);
 }
 
+// The KAI fair-share division of `snapshot` under `policy` (SEMANTICS §2, §3).
+inline kai::KaiFairShare KaiFairShareOf(const Snapshot& snapshot, const Policy& policy = {}) {
+  return kai::ComputeKaiFairShare(snapshot, policy);
+}
+
+// One KAI cycle, unvalidated, with the caller's hooks.
+inline absl::StatusOr<ScheduleResult> ScheduleKaiWithHooks(const Snapshot& snapshot,
+                                                           const Policy& policy,
+                                                           const CycleHooks& hooks) {
+  return kai::ScheduleKai(snapshot, policy, hooks);
+}
+
 // Validates the request (a test snapshot must be valid) and runs one KAI cycle.
 inline ScheduleResult RunCycle(const Snapshot& snapshot, const Policy& policy) {
-  absl::Status valid = ValidateRequest(snapshot, policy, RequestKind::kSchedule);
-  EXPECT_TRUE(valid.ok()) << valid;
-  absl::StatusOr<ScheduleResult> result = kai::ScheduleKai(snapshot, policy, CycleHooks{});
-  EXPECT_TRUE(result.ok()) << result.status();
+  EXPECT_THAT(ValidateRequest(snapshot, policy, RequestKind::kSchedule), IsOk());
+  absl::StatusOr<ScheduleResult> result = ScheduleKaiWithHooks(snapshot, policy, CycleHooks{});
+  EXPECT_THAT(result, IsOk());
   return result.ok() ? *std::move(result) : ScheduleResult{};
 }
 
