@@ -18,9 +18,13 @@
 #include "gtest/gtest.h"
 #include "tests/support/small_stack.h"
 #include "tests/support/snapshot_builder.h"
+#include "tests/support/status_matchers.h"
 
 namespace arbiter {
 namespace {
+
+using ::arbiter::testing::IsOk;
+using ::arbiter::testing::StatusIs;
 
 using ::arbiter::testing::RunOnSmallStack;
 using ::arbiter::testing::SnapshotBuilder;
@@ -89,7 +93,7 @@ TEST(CancellationTest, KaiFairShareStopsInsideTheDivision) {
   Canceller canceller("validate", 2);
   absl::StatusOr<FairShareResult> result =
       ComputeFairShares(snapshot, KaiWith({}), canceller.Hooks());
-  EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kCancelled));
   EXPECT_THAT(std::string(result.status().message()), HasSubstr("in phase fair_share"));
   EXPECT_THAT(canceller.phases(), ElementsAre("validate"));
   EXPECT_EQ(canceller.asked_after_arming(), 2);
@@ -103,7 +107,7 @@ TEST(CancellationTest, AllocateStopsBetweenJobs) {
   Canceller canceller("fair_share", 2);
   absl::StatusOr<ScheduleResult> result =
       Schedule(builder.Build(), KaiWith({Action::kAllocate}), canceller.Hooks());
-  EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kCancelled));
   EXPECT_THAT(std::string(result.status().message()), HasSubstr("in phase allocate"));
   EXPECT_THAT(canceller.phases(), ElementsAre("validate", "fair_share"));
   EXPECT_EQ(canceller.asked_after_arming(), 2);
@@ -125,7 +129,7 @@ TEST(CancellationTest, PreemptStopsInsideTheVictimSearch) {
   Canceller canceller("fair_share", 2);
   absl::StatusOr<ScheduleResult> result =
       Schedule(builder.Build(), KaiWith({Action::kPreempt}), canceller.Hooks());
-  EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kCancelled));
   EXPECT_THAT(std::string(result.status().message()), HasSubstr("in phase preempt"));
   EXPECT_THAT(canceller.phases(), ElementsAre("validate", "fair_share"));
   EXPECT_EQ(canceller.asked_after_arming(), 2);
@@ -141,7 +145,7 @@ TEST(CancellationTest, ReclaimStopsBetweenCandidates) {
   Canceller canceller("fair_share", 2);
   absl::StatusOr<ScheduleResult> result =
       Schedule(builder.Build(), KaiWith({Action::kReclaim}), canceller.Hooks());
-  EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kCancelled));
   EXPECT_THAT(std::string(result.status().message()), HasSubstr("in phase reclaim"));
   EXPECT_THAT(canceller.phases(), ElementsAre("validate", "fair_share"));
   EXPECT_EQ(canceller.asked_after_arming(), 2);
@@ -158,7 +162,7 @@ TEST(CancellationTest, ConsolidateStopsBetweenCandidates) {
   Canceller canceller("fair_share", 2);
   absl::StatusOr<ScheduleResult> result =
       Schedule(builder.Build(), KaiWith({Action::kConsolidate}), canceller.Hooks());
-  EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kCancelled));
   EXPECT_THAT(std::string(result.status().message()), HasSubstr("in phase consolidate"));
   EXPECT_THAT(canceller.phases(), ElementsAre("validate", "fair_share"));
   EXPECT_EQ(canceller.asked_after_arming(), 2);
@@ -175,7 +179,7 @@ TEST(CancellationTest, KueueAdmissionStopsInsideARound) {
   }
   Canceller canceller("fair_share", 3);
   absl::StatusOr<ScheduleResult> result = Schedule(builder.Build(), Kueue(), canceller.Hooks());
-  EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kCancelled));
   EXPECT_THAT(std::string(result.status().message()), HasSubstr("in phase admission in round 1"));
   EXPECT_THAT(canceller.phases(), ElementsAre("validate", "fair_share"));
   EXPECT_EQ(canceller.asked_after_arming(), 3);
@@ -195,7 +199,7 @@ TEST(CancellationTest, KueueFairPreemptionStopsInsideTheSearch) {
   builder.Group("head", "x").Pod({{"cpu", 3000}});
   Canceller canceller("fair_share", 3);
   absl::StatusOr<ScheduleResult> result = Schedule(builder.Build(), Kueue(), canceller.Hooks());
-  EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kCancelled));
   EXPECT_THAT(std::string(result.status().message()), HasSubstr("in phase admission in round 1"));
   EXPECT_THAT(canceller.phases(), ElementsAre("validate", "fair_share"));
   EXPECT_EQ(canceller.asked_after_arming(), 3);
@@ -209,7 +213,7 @@ TEST(CancellationTest, KueueQuotaTreeStopsWhileBuilding) {
   Canceller canceller("validate", 2);
   absl::StatusOr<FairShareResult> result =
       ComputeFairShares(builder.Build(), Kueue(), canceller.Hooks());
-  EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kCancelled));
   EXPECT_THAT(std::string(result.status().message()), HasSubstr("in phase fair_share"));
   EXPECT_THAT(canceller.phases(), ElementsAre("validate"));
   EXPECT_EQ(canceller.asked_after_arming(), 2);
@@ -236,8 +240,8 @@ TEST(CancellationTest, AHookThatNeverCancelsChangesNothing) {
   };
   absl::StatusOr<ScheduleResult> plain = Schedule(snapshot, KaiWith({}));
   absl::StatusOr<ScheduleResult> polled = Schedule(snapshot, KaiWith({}), hooks);
-  ASSERT_TRUE(plain.ok());
-  ASSERT_TRUE(polled.ok());
+  ASSERT_THAT(plain, IsOk());
+  ASSERT_THAT(polled, IsOk());
   EXPECT_GT(asked, 0);
   EXPECT_EQ(plain->evictions.size(), 20u);
   ASSERT_EQ(plain->bindings.size(), polled->bindings.size());
@@ -332,24 +336,24 @@ std::vector<std::string> Bound(const ScheduleResult& result) {
 void ExpectKaiChainAnswer(int depth) {
   const Snapshot snapshot = KaiChain(depth);
   absl::StatusOr<ScheduleResult> result = Schedule(snapshot, KaiPolicy());
-  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_THAT(result, IsOk());
   EXPECT_THAT(Evicted(*result), ElementsAre("low/low-0", "low/low-1"));
   EXPECT_THAT(Bound(*result), ElementsAre("high-0@n1", "high-1@n1"));
   EXPECT_EQ(result->queues.size(), static_cast<size_t>(depth) + 1);
   absl::StatusOr<FairShareResult> shares = ComputeFairShares(snapshot, KaiPolicy());
-  ASSERT_TRUE(shares.ok()) << shares.status();
+  ASSERT_THAT(shares, IsOk());
   EXPECT_EQ(shares->queues.front().fair_share.at("cpu"), 4000);
 }
 
 void ExpectKueueChainAnswer(int depth) {
   const Snapshot snapshot = KueueChain(depth);
   absl::StatusOr<ScheduleResult> result = Schedule(snapshot, KueuePolicy());
-  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_THAT(result, IsOk());
   EXPECT_THAT(Evicted(*result), ElementsAre("near-1/near-1-0"));
   ASSERT_EQ(result->admissions.size(), 1u);
   EXPECT_EQ(result->admissions[0].pod_group, "deep-1");
   absl::StatusOr<FairShareResult> shares = ComputeFairShares(snapshot, KueuePolicy());
-  ASSERT_TRUE(shares.ok()) << shares.status();
+  ASSERT_THAT(shares, IsOk());
   EXPECT_EQ(shares->queues.size(), static_cast<size_t>(depth) + 2);
 }
 
@@ -389,7 +393,7 @@ TEST(LongNamesTest, KaiPendingReasonCapsTheQueueAndResourceNames) {
                                                        .Pod({{resource, 2}})
                                                        .Build(),
                                                    policy);
-  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_THAT(result, IsOk());
   ASSERT_EQ(result->pending.size(), 1u);
   EXPECT_EQ(result->pending[0].reason, "queue-over-limit");
   EXPECT_LT(result->pending[0].message.size(), 1024u);
@@ -408,7 +412,7 @@ TEST(LongNamesTest, KueuePendingReasonCapsTheClusterQueueName) {
                                                        .Pod({{"gpu", 1}})
                                                        .Build(),
                                                    policy);
-  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_THAT(result, IsOk());
   ASSERT_EQ(result->pending.size(), 1u);
   EXPECT_EQ(result->pending[0].reason, "resource-not-covered");
   EXPECT_LT(result->pending[0].message.size(), 1024u);
@@ -433,7 +437,7 @@ TEST(LongNamesTest, EvictionMessageCapsThePreemptorName) {
                                                        .Pod({{"cpu", 1000}})
                                                        .Build(),
                                                    policy);
-  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_THAT(result, IsOk());
   ASSERT_EQ(result->evictions.size(), 1u);
   EXPECT_LT(result->evictions[0].message.size(), 1024u);
   EXPECT_THAT(result->evictions[0].message,
@@ -472,7 +476,7 @@ TEST(ManyResourcesTest, TwentyThousandRequestedResourcesCostNothingPerNode) {
     return false;
   };
   absl::StatusOr<ScheduleResult> result = Schedule(snapshot, policy, hooks);
-  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_THAT(result, IsOk());
   ASSERT_EQ(result->bindings.size(), 1u);
   EXPECT_EQ(result->bindings[0].pod_group, "plain");
   ASSERT_EQ(result->pending.size(), 1u);

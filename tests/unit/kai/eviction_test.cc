@@ -7,10 +7,13 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
+#include "tests/support/status_matchers.h"
 #include "tests/unit/kai/kai_test_util.h"
 
 namespace arbiter::kai {
 namespace {
+
+using ::arbiter::testing::IsOk;
 
 using ::arbiter::testing::Bindings;
 using ::arbiter::testing::Gpu;
@@ -632,8 +635,9 @@ int QuestionsAsked(const Snapshot& snapshot, const Policy& policy, ScheduleResul
     ++asked;
     return false;
   };
-  absl::StatusOr<ScheduleResult> answer = ScheduleKai(snapshot, policy, hooks);
-  EXPECT_TRUE(answer.ok()) << answer.status();
+  absl::StatusOr<ScheduleResult> answer =
+      ::arbiter::testing::ScheduleKaiWithHooks(snapshot, policy, hooks);
+  EXPECT_THAT(answer, IsOk());
   if (answer.ok()) *result = *std::move(answer);
   return asked;
 }

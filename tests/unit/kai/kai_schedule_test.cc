@@ -21,11 +21,14 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
+#include "tests/support/status_matchers.h"
 #include "tests/unit/kai/kai_test_util.h"
 #include "tests/unit/kai/scenario_json.h"
 
 namespace arbiter::kai {
 namespace {
+
+using ::arbiter::testing::IsOk;
 
 using ::arbiter::testing::AllocateOnly;
 using ::arbiter::testing::Bindings;
@@ -441,7 +444,7 @@ struct TwoNodes {
                           .MinMember(2)
                           .Pods(2, Gpu(1))
                           .Build();
-  KaiFairShare shares = ComputeKaiFairShare(snapshot, Policy{});
+  KaiFairShare shares = ::arbiter::testing::KaiFairShareOf(snapshot, Policy{});
   Session session{snapshot, Policy{}, shares};
   const Cluster& cluster = session.cluster();
   WorkingState& state = session.state();
@@ -495,7 +498,7 @@ TEST(PipelinedClaim, AMovedVictimTakesReleasingCapacityFirst) {
                    .Group("b", "team")
                    .RunningPods(1, Gpu(1), "n2")
                    .Build();
-  KaiFairShare shares = ComputeKaiFairShare(s, Policy{});
+  KaiFairShare shares = ::arbiter::testing::KaiFairShareOf(s, Policy{});
   Session session(s, Policy{}, shares);
   const Cluster& cluster = session.cluster();
   WorkingState& state = session.state();
@@ -720,9 +723,9 @@ TEST(SearchCounters, EachEvictionActionReportsWhatItsSearchDid) {
       reported[std::string(phase)][std::string(name)] = value;
   };
   hooks.phase_done = [&](std::string_view phase) { order.push_back("done " + std::string(phase)); };
-  absl::StatusOr<ScheduleResult> result =
-      ScheduleKai(s, PolicyWith({Action::kAllocate, Action::kReclaim, Action::kPreempt}), hooks);
-  ASSERT_TRUE(result.ok()) << result.status();
+  absl::StatusOr<ScheduleResult> result = ::arbiter::testing::ScheduleKaiWithHooks(
+      s, PolicyWith({Action::kAllocate, Action::kReclaim, Action::kPreempt}), hooks);
+  ASSERT_THAT(result, IsOk());
   EXPECT_THAT(order, ElementsAre("done fair_share", "done allocate", "reclaim", "done reclaim",
                                  "preempt", "done preempt", "done respond"));
   EXPECT_EQ(reported["reclaim"]["candidates"], 1);

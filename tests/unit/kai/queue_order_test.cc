@@ -12,9 +12,13 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
+#include "tests/support/status_matchers.h"
+#include "tests/unit/kai/kai_test_util.h"
 
 namespace arbiter::kai {
 namespace {
+
+using ::arbiter::testing::IsOk;
 
 using ::arbiter::testing::SnapshotBuilder;
 using ::testing::ElementsAre;
@@ -51,7 +55,7 @@ bool AGoesFirst(const ChainCase& c) {
                           .QueuePriority(c.b.priority)
                           .QueueCreated(c.b.created)
                           .Build();
-  KaiFairShare shares = ComputeKaiFairShare(snapshot, Policy{});
+  KaiFairShare shares = ::arbiter::testing::KaiFairShareOf(snapshot, Policy{});
   const Side* sides[] = {&c.a, &c.b};
   for (int q = 0; q < 2; ++q) {
     shares.queues[q].fair_share = sides[q]->fair_share;
@@ -236,8 +240,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 std::vector<std::string> Drain(const Snapshot& snapshot) {
   Policy policy;
-  EXPECT_TRUE(ValidateRequest(snapshot, policy, RequestKind::kSchedule).ok());
-  KaiFairShare shares = ComputeKaiFairShare(snapshot, policy);
+  EXPECT_THAT(ValidateRequest(snapshot, policy, RequestKind::kSchedule), IsOk());
+  KaiFairShare shares = ::arbiter::testing::KaiFairShareOf(snapshot, policy);
   Session session(snapshot, policy, shares);
   QueueOrder order(session.cluster(), shares, session.state());
   std::vector<int> groups;
@@ -320,7 +324,7 @@ TEST(QueueOrderTree, OrderFollowsAllocationsAfterEachAttempt) {
                    .Pods(3, {{"cpu", 1}})
                    .Build();
   Policy policy;
-  KaiFairShare shares = ComputeKaiFairShare(s, policy);
+  KaiFairShare shares = ::arbiter::testing::KaiFairShareOf(s, policy);
   Session session(s, policy, shares);
   QueueOrder order(session.cluster(), shares, session.state());
   order.AddAll({0, 1});

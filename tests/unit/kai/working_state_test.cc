@@ -7,6 +7,7 @@
 #include "core/kai/session.h"
 #include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
+#include "tests/unit/kai/kai_test_util.h"
 
 namespace arbiter::kai {
 namespace {
@@ -54,7 +55,7 @@ std::string Dump(const Cluster& cluster, const WorkingState& state) {
 
 struct Fixture {
   Snapshot snapshot = Cluster3();
-  KaiFairShare shares = ComputeKaiFairShare(snapshot, Policy{});
+  KaiFairShare shares = ::arbiter::testing::KaiFairShareOf(snapshot, Policy{});
   Session session{snapshot, Policy{}, shares};
   const Cluster& cluster = session.cluster();
   WorkingState& state = session.state();

@@ -13,11 +13,16 @@
 #include "absl/strings/str_format.h"
 #include "clients/generator/generator.h"
 #include "core/kueue/kueue.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/status_matchers.h"
 #include "tests/unit/kueue/kueue_test_util.h"
 
 namespace arbiter::kueue {
 namespace {
+
+using ::arbiter::testing::IsOk;
+using ::arbiter::testing::StatusIs;
 
 using testing::Allocated;
 using testing::Evicted;
@@ -138,7 +143,7 @@ TEST(KueueScheduleTest, HooksReportPhasesAndCancelBetweenRounds) {
   std::vector<std::string> phases;
   CycleHooks hooks;
   hooks.phase_done = [&phases](std::string_view phase) { phases.emplace_back(phase); };
-  ASSERT_TRUE(ScheduleKueue(TwoPodVictim(), KueuePolicy(), hooks).ok());
+  ASSERT_THAT(testing::ScheduleKueueWithHooks(TwoPodVictim(), KueuePolicy(), hooks), IsOk());
   EXPECT_EQ(phases, (std::vector<std::string>{"fair_share", "admission", "respond"}));
 
   for (int allowed : {0, 1, 2, 3}) {
@@ -146,8 +151,8 @@ TEST(KueueScheduleTest, HooksReportPhasesAndCancelBetweenRounds) {
     CycleHooks cancelling;
     cancelling.cancelled = [&calls, allowed] { return calls++ >= allowed; };
     const absl::StatusOr<ScheduleResult> r =
-        ScheduleKueue(TwoPodVictim(), KueuePolicy(), cancelling);
-    EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled) << allowed;
+        testing::ScheduleKueueWithHooks(TwoPodVictim(), KueuePolicy(), cancelling);
+    EXPECT_THAT(r, StatusIs(absl::StatusCode::kCancelled)) << allowed;
   }
 }
 

@@ -40,14 +40,14 @@ inline Policy KueuePolicy(std::vector<KueuePreemptionStrategy> strategies = {}) 
 }
 
 // One cycle of the Kueue model, with the caller's hooks.
-inline absl::StatusOr<ScheduleResult> ScheduleWithHooks(const Snapshot& snapshot,
-                                                        const Policy& policy,
-                                                        const CycleHooks& hooks) {
+inline absl::StatusOr<ScheduleResult> ScheduleKueueWithHooks(const Snapshot& snapshot,
+                                                             const Policy& policy,
+                                                             const CycleHooks& hooks) {
   return ScheduleKueue(snapshot, policy, hooks);
 }
 
 inline ScheduleResult RunKueue(const Snapshot& snapshot, const Policy& policy = KueuePolicy()) {
-  absl::StatusOr<ScheduleResult> result = ScheduleWithHooks(snapshot, policy, CycleHooks{});
+  absl::StatusOr<ScheduleResult> result = ScheduleKueueWithHooks(snapshot, policy, CycleHooks{});
   EXPECT_THAT(result, ::arbiter::testing::IsOk());
   return result.ok() ? *result : ScheduleResult{};
 }
