@@ -2,8 +2,10 @@
 // every property test): tests/support/apply_decisions.h.
 #include "clients/simulator/apply_decisions.h"
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
+#include "tests/support/status_matchers.h"
 
 namespace arbiter::testing {
 namespace {
@@ -42,7 +44,7 @@ TEST(ApplyDecisions, BoundPodRunsOnItsNodeFromNow) {
   ScheduleResult result;
   result.bindings.push_back({"waiting", "waiting-0", "n2", false});
   auto next = ApplyDecisions(Cluster(), Policy{}, result);
-  ASSERT_TRUE(next.ok()) << next.status();
+  ASSERT_THAT(next, IsOk());
   const Pod& pod = FindPod(*next, "waiting", "waiting-0");
   EXPECT_EQ(pod.phase, PodPhase::kRunning);
   EXPECT_EQ(pod.node_name, "n2");
@@ -57,7 +59,7 @@ TEST(ApplyDecisions, EvictedPodIsPendingAgainInItsGroup) {
   result.evictions.push_back(
       {"running", "running-0", "n1", EvictionReason::kFairShareReclaim, "waiting", "reclaimed"});
   auto next = ApplyDecisions(Cluster(), Policy{}, result);
-  ASSERT_TRUE(next.ok()) << next.status();
+  ASSERT_THAT(next, IsOk());
   const Pod& pod = FindPod(*next, "running", "running-0");
   EXPECT_EQ(pod.phase, PodPhase::kPending);
   EXPECT_TRUE(pod.node_name.empty());
@@ -71,7 +73,7 @@ TEST(ApplyDecisions, MovedPodRunsOnItsNewNode) {
       {"running", "running-1", "n1", EvictionReason::kConsolidation, "waiting", "moved"});
   result.bindings.push_back({"running", "running-1", "n2", true});
   auto next = ApplyDecisions(Cluster(), Policy{}, result);
-  ASSERT_TRUE(next.ok()) << next.status();
+  ASSERT_THAT(next, IsOk());
   const Pod& pod = FindPod(*next, "running", "running-1");
   EXPECT_EQ(pod.phase, PodPhase::kRunning);
   EXPECT_EQ(pod.node_name, "n2");
@@ -79,7 +81,7 @@ TEST(ApplyDecisions, MovedPodRunsOnItsNewNode) {
 
 TEST(ApplyDecisions, ReleasingPodsDisappear) {
   auto next = ApplyDecisions(Cluster(), Policy{}, ScheduleResult{});
-  ASSERT_TRUE(next.ok()) << next.status();
+  ASSERT_THAT(next, IsOk());
   for (const PodGroup& g : next->pod_groups) {
     if (g.name == "leaving") {
       EXPECT_TRUE(g.pods.empty());
@@ -91,24 +93,24 @@ TEST(ApplyDecisions, RejectsInconsistentResponses) {
   ScheduleResult twice;
   twice.bindings.push_back({"waiting", "waiting-0", "n2", false});
   twice.bindings.push_back({"waiting", "waiting-0", "n1", false});
-  EXPECT_EQ(ApplyDecisions(Cluster(), Policy{}, twice).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(ApplyDecisions(Cluster(), Policy{}, twice),
+              StatusIs(absl::StatusCode::kInvalidArgument));
 
   ScheduleResult running_bound;  // a RUNNING pod bound without being moved
   running_bound.bindings.push_back({"running", "running-0", "n2", false});
-  EXPECT_EQ(ApplyDecisions(Cluster(), Policy{}, running_bound).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(ApplyDecisions(Cluster(), Policy{}, running_bound),
+              StatusIs(absl::StatusCode::kInvalidArgument));
 
   ScheduleResult pending_evicted;
   pending_evicted.evictions.push_back(
       {"waiting", "waiting-0", "", EvictionReason::kQuotaReclaim, "running", ""});
-  EXPECT_EQ(ApplyDecisions(Cluster(), Policy{}, pending_evicted).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(ApplyDecisions(Cluster(), Policy{}, pending_evicted),
+              StatusIs(absl::StatusCode::kInvalidArgument));
 
   ScheduleResult unknown_node;
   unknown_node.bindings.push_back({"waiting", "waiting-0", "n9", false});
-  EXPECT_EQ(ApplyDecisions(Cluster(), Policy{}, unknown_node).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(ApplyDecisions(Cluster(), Policy{}, unknown_node),
+              StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 TEST(ApplyDecisions, KueueAdmitsAndEvictsWholeWorkloads) {
@@ -129,7 +131,7 @@ TEST(ApplyDecisions, KueueAdmitsAndEvictsWholeWorkloads) {
   result.evictions.push_back({"old", "old-1", "", EvictionReason::kKueueInClusterQueue, "new", ""});
   result.admissions.push_back({"new", "cq", true});
   auto next = ApplyDecisions(s, policy, result);
-  ASSERT_TRUE(next.ok()) << next.status();
+  ASSERT_THAT(next, IsOk());
   for (const PodGroup& g : next->pod_groups) {
     if (g.name == "old") {
       EXPECT_FALSE(g.admitted);
@@ -141,7 +143,7 @@ TEST(ApplyDecisions, KueueAdmitsAndEvictsWholeWorkloads) {
   }
   ScheduleResult again;
   again.admissions.push_back({"old", "cq", false});  // already admitted
-  EXPECT_EQ(ApplyDecisions(s, policy, again).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(ApplyDecisions(s, policy, again), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 }  // namespace

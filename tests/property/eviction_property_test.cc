@@ -7,9 +7,11 @@
 #include "absl/strings/str_cat.h"
 #include "clients/generator/random.h"
 #include "core/api/arbiter.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/property/property_runs.h"
 #include "tests/property/property_support.h"
+#include "tests/support/status_matchers.h"
 
 namespace arbiter::testing {
 namespace {
@@ -44,8 +46,8 @@ const std::vector<PropertyRun>& PingPongRuns() {
 
 TEST(EvictionProperty, DecisionsApplyCleanly) {
   for (const PropertyRun& run : Runs()) {
-    ASSERT_TRUE(run.first.ok()) << run.description << ": " << run.first.status();
-    ASSERT_TRUE(run.applied.ok()) << run.description << ": " << run.applied.status();
+    ASSERT_THAT(run.first, IsOk()) << run.description;
+    ASSERT_THAT(run.applied, IsOk()) << run.description;
   }
 }
 
@@ -55,7 +57,7 @@ TEST(EvictionProperty, NoNonPreemptiblePodEvicted) {
     if (!run.first.ok()) continue;
     const absl::Status status =
         CheckNonPreemptibleKept(run.request.snapshot, *run.first, FairnessModel::kKai);
-    EXPECT_TRUE(status.ok()) << run.description << ": " << status;
+    EXPECT_THAT(status, IsOk()) << run.description;
   }
 }
 
@@ -64,7 +66,7 @@ TEST(EvictionProperty, NoMinRuntimeProtectedPodEvicted) {
   for (const PropertyRun& run : Runs()) {
     if (!run.applied.ok()) continue;
     const absl::Status status = CheckMinRuntime(run.request.snapshot, *run.applied, *run.first);
-    EXPECT_TRUE(status.ok()) << run.description << ": " << status;
+    EXPECT_THAT(status, IsOk()) << run.description;
   }
 }
 
@@ -73,7 +75,7 @@ TEST(EvictionProperty, EveryEvictionsPreemptorIsBound) {
   for (const PropertyRun& run : Runs()) {
     if (!run.first.ok()) continue;
     const absl::Status status = CheckPreemptorsBound(*run.first);
-    EXPECT_TRUE(status.ok()) << run.description << ": " << status;
+    EXPECT_THAT(status, IsOk()) << run.description;
   }
 }
 
@@ -83,13 +85,13 @@ TEST(EvictionProperty, CapacityLimitsAndGangsHoldAfterPipelinedBindings) {
   for (const PropertyRun& run : Runs()) {
     if (!run.applied.ok()) continue;
     absl::Status status = CheckNodeCapacity(run.request.snapshot, *run.applied);
-    EXPECT_TRUE(status.ok()) << run.description << ": " << status;
+    EXPECT_THAT(status, IsOk()) << run.description;
     status = CheckQueueLimits(run.request.snapshot, *run.applied);
-    EXPECT_TRUE(status.ok()) << run.description << ": " << status;
+    EXPECT_THAT(status, IsOk()) << run.description;
     status = CheckGangs(*run.applied, *run.first);
-    EXPECT_TRUE(status.ok()) << run.description << ": " << status;
+    EXPECT_THAT(status, IsOk()) << run.description;
     status = CheckBindings(run.request.snapshot, *run.first);
-    EXPECT_TRUE(status.ok()) << run.description << ": " << status;
+    EXPECT_THAT(status, IsOk()) << run.description;
   }
 }
 
@@ -99,11 +101,11 @@ TEST(EvictionProperty, NoPingPongOverThousandSnapshots) {
   int checked = 0;
   std::map<EvictionReason, int> reasons;
   for (const PropertyRun& run : PingPongRuns()) {
-    ASSERT_TRUE(run.second.ok()) << run.description << ": " << run.second.status();
+    ASSERT_THAT(run.second, IsOk()) << run.description;
     ++checked;
     for (const Eviction& e : run.first->evictions) ++reasons[e.reason];
     const absl::Status status = CheckNoPingPong(*run.first, *run.second);
-    EXPECT_TRUE(status.ok()) << run.description << ": " << status;
+    EXPECT_THAT(status, IsOk()) << run.description;
   }
   EXPECT_GE(checked, 1000);
   // The generated cases do evict, by reclaim and by preemption: the property is not vacuous.

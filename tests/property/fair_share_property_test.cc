@@ -6,8 +6,10 @@
 #include "clients/generator/generator.h"
 #include "clients/generator/random.h"
 #include "core/api/arbiter.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/property/property_support.h"
+#include "tests/support/status_matchers.h"
 
 namespace arbiter::testing {
 namespace {
@@ -51,8 +53,7 @@ TEST(FairShareProperty, NoFairShareAboveRequestOrLimit) {
   for (uint64_t i = 0; i < kCases; ++i) {
     const GeneratedRequest req = MakeCase(i);
     auto result = ComputeFairShares(req.snapshot, req.policy);
-    ASSERT_TRUE(result.ok()) << DescribeCase(i, PropertyCaseOptions(i, GeneratorModel::kKai))
-                             << ": " << result.status();
+    ASSERT_THAT(result, IsOk()) << DescribeCase(i, PropertyCaseOptions(i, GeneratorModel::kKai));
     std::map<std::string, const Queue*> queues;
     for (const Queue& q : req.snapshot.queues) queues[q.name] = &q;
     for (const QueueShare& share : result->queues) {
@@ -77,7 +78,7 @@ TEST(FairShareProperty, SiblingsExceedParentOnlyByOversubscribedDeserved) {
   for (uint64_t i = 0; i < kCases; ++i) {
     const GeneratedRequest req = MakeCase(i);
     auto result = ComputeFairShares(req.snapshot, req.policy);
-    ASSERT_TRUE(result.ok()) << result.status();
+    ASSERT_THAT(result, IsOk());
     std::map<std::string, const QueueShare*> shares;
     for (const QueueShare& s : result->queues) shares[s.queue] = &s;
     std::map<std::string, std::vector<const Queue*>> children;  // "" = top level
@@ -115,7 +116,9 @@ TEST(FairShareProperty, SameInputGivesSameShares) {
     auto first = ComputeFairShares(req.snapshot, req.policy);
     auto again = ComputeFairShares(req.snapshot, req.policy);
     auto permuted = ComputeFairShares(Permuted(req.snapshot, i), req.policy);
-    ASSERT_TRUE(first.ok() && again.ok() && permuted.ok()) << first.status();
+    ASSERT_THAT(first, IsOk());
+    ASSERT_THAT(again, IsOk());
+    ASSERT_THAT(permuted, IsOk());
     EXPECT_EQ(DiffQueueShares(first->queues, again->queues), "") << "case " << i;
     EXPECT_EQ(DiffQueueShares(first->queues, permuted->queues), "")
         << "case " << i << " with permuted input";
@@ -128,7 +131,8 @@ TEST(FairShareProperty, SameInputGivesSameKueueShares) {
         generator::Generate(PropertyCaseOptions(i, GeneratorModel::kKueue));
     auto first = ComputeFairShares(req.snapshot, req.policy);
     auto permuted = ComputeFairShares(Permuted(req.snapshot, i), req.policy);
-    ASSERT_TRUE(first.ok() && permuted.ok()) << first.status();
+    ASSERT_THAT(first, IsOk());
+    ASSERT_THAT(permuted, IsOk());
     EXPECT_EQ(DiffQueueShares(first->queues, permuted->queues), "")
         << "case " << i << " with permuted input";
   }

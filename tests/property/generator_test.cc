@@ -14,8 +14,10 @@
 #include "clients/generator/random.h"
 #include "clients/simulator/apply_decisions.h"
 #include "core/validation.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/property/property_support.h"
+#include "tests/support/status_matchers.h"
 
 namespace arbiter::testing {
 namespace {
@@ -26,7 +28,7 @@ using generator::GeneratorOptions;
 
 GeneratedRequest Preset(const char* size, GeneratorModel model = GeneratorModel::kKai) {
   absl::StatusOr<GeneratorOptions> options = generator::SizePreset(size, model);
-  EXPECT_TRUE(options.ok()) << options.status();
+  EXPECT_THAT(options, IsOk());
   return generator::Generate(*options);
 }
 
@@ -141,14 +143,15 @@ TEST(Generator, GeneratedRequestsAreValid) {
       const GeneratorOptions options = PropertyCaseOptions(i, model);
       const GeneratedRequest r = generator::Generate(options);
       const absl::Status status = ValidateRequest(r.snapshot, r.policy, RequestKind::kSchedule);
-      EXPECT_TRUE(status.ok()) << DescribeCase(i, options) << ": " << status;
+      EXPECT_THAT(status, IsOk()) << DescribeCase(i, options);
     }
   }
   for (const char* size : {"S", "M"}) {
     const GeneratedRequest kai = Preset(size);
-    EXPECT_TRUE(ValidateRequest(kai.snapshot, kai.policy, RequestKind::kSchedule).ok()) << size;
+    EXPECT_THAT(ValidateRequest(kai.snapshot, kai.policy, RequestKind::kSchedule), IsOk()) << size;
     const GeneratedRequest kueue = Preset(size, GeneratorModel::kKueue);
-    EXPECT_TRUE(ValidateRequest(kueue.snapshot, kueue.policy, RequestKind::kSchedule).ok()) << size;
+    EXPECT_THAT(ValidateRequest(kueue.snapshot, kueue.policy, RequestKind::kSchedule), IsOk())
+        << size;
   }
 }
 
@@ -160,10 +163,10 @@ TEST(Generator, InputIsWithinCapacityAndLimits) {
     Snapshot empty = r.snapshot;
     for (PodGroup& g : empty.pod_groups) g.pods.clear();
     // Against an empty cluster, "unless it already was" excuses nothing.
-    EXPECT_TRUE(CheckNodeCapacity(empty, r.snapshot).ok()) << DescribeCase(i, kai);
-    EXPECT_TRUE(CheckQueueLimits(empty, r.snapshot).ok()) << DescribeCase(i, kai);
+    EXPECT_THAT(CheckNodeCapacity(empty, r.snapshot), IsOk()) << DescribeCase(i, kai);
+    EXPECT_THAT(CheckQueueLimits(empty, r.snapshot), IsOk()) << DescribeCase(i, kai);
     const GeneratorOptions kueue = PropertyCaseOptions(i, GeneratorModel::kKueue);
-    EXPECT_TRUE(CheckKueueLimits(generator::Generate(kueue).snapshot).ok())
+    EXPECT_THAT(CheckKueueLimits(generator::Generate(kueue).snapshot), IsOk())
         << DescribeCase(i, kueue);
   }
 }
@@ -272,7 +275,7 @@ TEST(Generator, SelectorsMatchNodesAndRunningPodsTolerateTheirNodes) {
   }
   Snapshot schedulable = r.snapshot;
   for (Node& n : schedulable.nodes) n.unschedulable = false;  // cordoned nodes keep their pods
-  EXPECT_TRUE(CheckBindings(schedulable, bind_all).ok()) << CheckBindings(schedulable, bind_all);
+  EXPECT_THAT(CheckBindings(schedulable, bind_all), IsOk());
 }
 
 // Issue 4's option: pending groups in queues within their fair share, other queues above
@@ -339,7 +342,7 @@ TEST(Generator, KaiReclaimShapeHasEightRunningAndEightPendingJobsPerNode) {
   options.shape = generator::GeneratorShape::kKaiReclaim;
   options.nodes = 50;
   const GeneratedRequest r = generator::Generate(options);
-  EXPECT_TRUE(ValidateRequest(r.snapshot, r.policy, RequestKind::kSchedule).ok());
+  EXPECT_THAT(ValidateRequest(r.snapshot, r.policy, RequestKind::kSchedule), IsOk());
   ASSERT_EQ(r.snapshot.nodes.size(), 50u);
   std::map<std::string, int> running_on;
   int pending = 0;
@@ -358,7 +361,7 @@ TEST(Generator, KaiReclaimShapeHasEightRunningAndEightPendingJobsPerNode) {
   ASSERT_EQ(running_on.size(), 50u);
   for (const auto& [node, count] : running_on) EXPECT_EQ(count, 8) << node;
   EXPECT_EQ(generator::Generate(options).snapshot.pod_groups.size(), 800u);
-  EXPECT_FALSE(generator::ParseShape("kai").ok());
+  EXPECT_THAT(generator::ParseShape("kai"), ::testing::Not(IsOk()));
 }
 
 // Issue 5's size: 1,000 ClusterQueues under 100 cohorts in 3 levels, 10,000 admitted and 2,000
@@ -384,12 +387,12 @@ TEST(Generator, KueuePresetMHasTheIssueSize) {
   for (const PodGroup& g : r.snapshot.pod_groups) (g.admitted ? admitted : pending)++;
   EXPECT_EQ(admitted, 10000);
   EXPECT_EQ(pending, 2000);
-  EXPECT_TRUE(CheckKueueLimits(r.snapshot).ok()) << CheckKueueLimits(r.snapshot);
+  EXPECT_THAT(CheckKueueLimits(r.snapshot), IsOk());
 }
 
 TEST(Generator, UnknownSizeOrModelIsInvalidArgument) {
-  EXPECT_EQ(generator::SizePreset("XXL").status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(generator::ParseModel("slurm").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(generator::SizePreset("XXL"), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(generator::ParseModel("slurm"), StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_EQ(*generator::ParseModel("kueue"), GeneratorModel::kKueue);
 }
 

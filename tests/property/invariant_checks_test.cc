@@ -1,9 +1,11 @@
 // The invariant checks of the property tests catch what they claim to: each is shown a small
 // hand-made violation (and its lawful counterpart), so that a passing property is not vacuous.
 #include "clients/simulator/apply_decisions.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/property/property_support.h"
 #include "tests/support/snapshot_builder.h"
+#include "tests/support/status_matchers.h"
 
 namespace arbiter::testing {
 namespace {
@@ -36,7 +38,7 @@ Snapshot Cluster() {
 
 Snapshot Applied(const Snapshot& s, const ScheduleResult& r) {
   absl::StatusOr<Snapshot> next = ApplyDecisions(s, Policy{}, r);
-  EXPECT_TRUE(next.ok()) << next.status();
+  EXPECT_THAT(next, IsOk());
   return next.ok() ? *next : s;
 }
 
@@ -44,38 +46,39 @@ TEST(InvariantChecks, NodeCapacityCatchesAnOverfullNode) {
   const Snapshot s = Cluster();
   ScheduleResult r;
   r.bindings.push_back({"wait", "wait-0", "n1", false});  // n1 already holds 4 of 4
-  EXPECT_FALSE(CheckNodeCapacity(s, Applied(s, r)).ok());
+  EXPECT_THAT(CheckNodeCapacity(s, Applied(s, r)), StatusIs(absl::StatusCode::kFailedPrecondition));
   r.evictions.push_back({"run", "run-0", "n1", EvictionReason::kFairShareReclaim, "wait", ""});
-  EXPECT_TRUE(CheckNodeCapacity(s, Applied(s, r)).ok());
+  EXPECT_THAT(CheckNodeCapacity(s, Applied(s, r)), IsOk());
 }
 
 TEST(InvariantChecks, QueueLimitsCatchAParentOverItsLimit) {
   const Snapshot s = Cluster();  // dept holds 5 of its limit 5
   ScheduleResult r;
   r.bindings.push_back({"wait", "wait-0", "n2", false});
-  EXPECT_FALSE(CheckQueueLimits(s, Applied(s, r)).ok());
+  EXPECT_THAT(CheckQueueLimits(s, Applied(s, r)), StatusIs(absl::StatusCode::kFailedPrecondition));
 }
 
 TEST(InvariantChecks, GangsCatchAPartlyPlacedGroup) {
   const Snapshot s = Cluster();
   ScheduleResult r;
   r.bindings.push_back({"wait", "wait-0", "n2", false});
-  EXPECT_FALSE(CheckGangs(Applied(s, r), r).ok());
+  EXPECT_THAT(CheckGangs(Applied(s, r), r), StatusIs(absl::StatusCode::kFailedPrecondition));
   r.bindings.push_back({"wait", "wait-1", "n2", false});
-  EXPECT_TRUE(CheckGangs(Applied(s, r), r).ok());
+  EXPECT_THAT(CheckGangs(Applied(s, r), r), IsOk());
 }
 
 TEST(InvariantChecks, BindingsCatchAnUntoleratedTaint) {
   ScheduleResult r;
   r.bindings.push_back({"wait", "wait-0", "n2", false});
-  EXPECT_FALSE(CheckBindings(Cluster(), r).ok());
+  EXPECT_THAT(CheckBindings(Cluster(), r), StatusIs(absl::StatusCode::kFailedPrecondition));
 }
 
 TEST(InvariantChecks, NonPreemptibleCatchesAnEvictedHighPriorityGroup) {
   ScheduleResult r;
   r.evictions.push_back({"vip", "vip-0", "n2", EvictionReason::kFairShareReclaim, "wait", ""});
-  EXPECT_FALSE(CheckNonPreemptibleKept(Cluster(), r, FairnessModel::kKai).ok());
-  EXPECT_TRUE(CheckNonPreemptibleKept(Cluster(), r, FairnessModel::kKueue).ok());
+  EXPECT_THAT(CheckNonPreemptibleKept(Cluster(), r, FairnessModel::kKai),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(CheckNonPreemptibleKept(Cluster(), r, FairnessModel::kKueue), IsOk());
 }
 
 TEST(InvariantChecks, MinRuntimeCatchesAReclaimedYoungGang) {
@@ -84,17 +87,18 @@ TEST(InvariantChecks, MinRuntimeCatchesAReclaimedYoungGang) {
   for (const char* pod : {"run-0", "run-1"}) {
     r.evictions.push_back({"run", pod, "n1", EvictionReason::kFairShareReclaim, "wait", ""});
   }
-  EXPECT_FALSE(CheckMinRuntime(s, Applied(s, r), r).ok());
+  EXPECT_THAT(CheckMinRuntime(s, Applied(s, r), r),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
   for (Eviction& e : r.evictions) e.reason = EvictionReason::kPriorityPreemption;
-  EXPECT_TRUE(CheckMinRuntime(s, Applied(s, r), r).ok());  // no preempt min-runtime set
+  EXPECT_THAT(CheckMinRuntime(s, Applied(s, r), r), IsOk());  // no preempt min-runtime set
 }
 
 TEST(InvariantChecks, PreemptorsMustBeBound) {
   ScheduleResult r;
   r.evictions.push_back({"run", "run-0", "n1", EvictionReason::kFairShareReclaim, "wait", ""});
-  EXPECT_FALSE(CheckPreemptorsBound(r).ok());
+  EXPECT_THAT(CheckPreemptorsBound(r), StatusIs(absl::StatusCode::kFailedPrecondition));
   r.bindings.push_back({"wait", "wait-0", "n1", true});
-  EXPECT_TRUE(CheckPreemptorsBound(r).ok());
+  EXPECT_THAT(CheckPreemptorsBound(r), IsOk());
 }
 
 TEST(InvariantChecks, PingPongCatchesAReversal) {
@@ -102,9 +106,9 @@ TEST(InvariantChecks, PingPongCatchesAReversal) {
   first.evictions.push_back({"run", "run-0", "n1", EvictionReason::kFairShareReclaim, "wait", ""});
   second.evictions.push_back(
       {"wait", "wait-0", "n1", EvictionReason::kFairShareReclaim, "run", ""});
-  EXPECT_FALSE(CheckNoPingPong(first, second).ok());
+  EXPECT_THAT(CheckNoPingPong(first, second), StatusIs(absl::StatusCode::kFailedPrecondition));
   second.evictions[0].reason = EvictionReason::kConsolidation;  // a move is not a reversal
-  EXPECT_TRUE(CheckNoPingPong(first, second).ok());
+  EXPECT_THAT(CheckNoPingPong(first, second), IsOk());
 }
 
 TEST(InvariantChecks, KueueLimitsCatchAnOverfullRoot) {
@@ -119,9 +123,9 @@ TEST(InvariantChecks, KueueLimitsCatchAnOverfullRoot) {
                    .Admitted(10)
                    .Pods(1, {{"cpu", 2}})
                    .Build();
-  EXPECT_FALSE(CheckKueueLimits(s).ok());
+  EXPECT_THAT(CheckKueueLimits(s), StatusIs(absl::StatusCode::kFailedPrecondition));
   s.pod_groups[1].admitted = false;
-  EXPECT_TRUE(CheckKueueLimits(s).ok());
+  EXPECT_THAT(CheckKueueLimits(s), IsOk());
 }
 
 TEST(InvariantChecks, KueueEvictionsCatchAPartialWorkload) {
@@ -136,9 +140,9 @@ TEST(InvariantChecks, KueueEvictionsCatchAPartialWorkload) {
                          .Build();
   ScheduleResult r;
   r.evictions.push_back({"a", "a-0", "", EvictionReason::kKueueInClusterQueue, "b", ""});
-  EXPECT_FALSE(CheckKueueEvictionsWhole(s, r).ok());
+  EXPECT_THAT(CheckKueueEvictionsWhole(s, r), StatusIs(absl::StatusCode::kFailedPrecondition));
   r.evictions.push_back({"a", "a-1", "", EvictionReason::kKueueInClusterQueue, "b", ""});
-  EXPECT_TRUE(CheckKueueEvictionsWhole(s, r).ok());
+  EXPECT_THAT(CheckKueueEvictionsWhole(s, r), IsOk());
 }
 
 TEST(InvariantChecks, DiffResultsTellsNegativeZeroFromZero) {

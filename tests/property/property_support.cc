@@ -461,6 +461,58 @@ absl::Status CheckKueueEvictionsWhole(const Snapshot& before, const ScheduleResu
   return absl::OkStatus();
 }
 
+absl::Status CheckKueueDecisionPlaces(const Snapshot& before, const ScheduleResult& result) {
+  const auto groups = GroupsByName(before);
+  std::map<std::string, int> places;
+  std::set<std::string> evicted;
+  for (const Admission& a : result.admissions) {
+    auto it = groups.find(a.pod_group);
+    if (it == groups.end() || it->second->admitted) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("admission of ", a.pod_group, ", which is not a pending workload"));
+    }
+    if (a.queue != it->second->queue) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "workload ", a.pod_group, " of queue ", it->second->queue, " admitted into ", a.queue));
+    }
+    ++places[a.pod_group];
+  }
+  for (const Eviction& e : result.evictions) {
+    auto it = groups.find(e.pod_group);
+    if (it == groups.end() || !it->second->admitted) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("eviction of ", e.pod_group, ", which is not an admitted workload"));
+    }
+    if (evicted.insert(e.pod_group).second) ++places[e.pod_group];
+  }
+  for (const PendingPodGroup& p : result.pending) ++places[p.pod_group];
+  for (const auto& [name, group] : groups) {
+    const int expected = group->admitted ? static_cast<int>(evicted.count(name)) : 1;
+    if (places[name] != expected) {
+      return absl::FailedPreconditionError(absl::StrCat(group->admitted ? "admitted" : "pending",
+                                                        " workload ", name, " is in ", places[name],
+                                                        " places of the answer, not ", expected));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckKueuePreemptorsServed(const ScheduleResult& result) {
+  std::map<std::string, bool> admitted;  // name -> after_evictions
+  for (const Admission& a : result.admissions) admitted[a.pod_group] = a.after_evictions;
+  std::set<std::string> pending;
+  for (const PendingPodGroup& p : result.pending) pending.insert(p.pod_group);
+  for (const Eviction& e : result.evictions) {
+    auto it = admitted.find(e.preemptor_pod_group);
+    if (it != admitted.end() ? !it->second : pending.count(e.preemptor_pod_group) == 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "eviction of ", e.pod_group, " for ", e.preemptor_pod_group, ", which is ",
+          it != admitted.end() ? "admitted without evictions" : "neither admitted nor pending"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 std::vector<std::pair<std::string, std::string>> EvictionPairs(const ScheduleResult& result) {
   std::set<std::pair<std::string, std::string>> pairs;
   for (const Eviction& e : result.evictions) {

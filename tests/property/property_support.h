@@ -66,6 +66,15 @@ absl::Status CheckKueueLimits(const Snapshot& after);
 // Issue 5: every evicted workload is evicted whole (every pod listed), each eviction names a
 // preemptor that was pending, and no workload is both admitted and evicted.
 absl::Status CheckKueueEvictionsWhole(const Snapshot& before, const ScheduleResult& result);
+// §5.4, §0.7: decisions only where they may be made. Only workloads pending in `before` are
+// admitted, each into its own queue; only admitted ones are evicted; and every workload is in
+// exactly one place at the end: an admitted one stays admitted or is evicted (never listed as
+// pending or admitted again), a pending one is admitted or listed as pending.
+absl::Status CheckKueueDecisionPlaces(const Snapshot& before, const ScheduleResult& result);
+// §5.4 step 5.7: every eviction makes room for its preemptor, which is admitted after the
+// evictions or, when an entry ordered before it in the next round took the released quota
+// first, still pending.
+absl::Status CheckKueuePreemptorsServed(const ScheduleResult& result);
 
 // ---- Both models ----
 

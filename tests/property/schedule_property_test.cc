@@ -5,9 +5,11 @@
 
 #include "clients/generator/random.h"
 #include "core/api/arbiter.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/property/property_runs.h"
 #include "tests/property/property_support.h"
+#include "tests/support/status_matchers.h"
 
 namespace arbiter::testing {
 namespace {
@@ -40,8 +42,8 @@ const std::vector<PropertyRun>& Runs() {
 
 TEST(ScheduleProperty, DecisionsApplyCleanly) {
   for (const PropertyRun& run : Runs()) {
-    ASSERT_TRUE(run.first.ok()) << run.description << ": " << run.first.status();
-    ASSERT_TRUE(run.applied.ok()) << run.description << ": " << run.applied.status();
+    ASSERT_THAT(run.first, IsOk()) << run.description;
+    ASSERT_THAT(run.applied, IsOk()) << run.description;
   }
 }
 
@@ -51,7 +53,7 @@ TEST(ScheduleProperty, NoNodeOverAllocatable) {
   for (const PropertyRun& run : Runs()) {
     if (!run.applied.ok()) continue;
     const absl::Status status = CheckNodeCapacity(run.request.snapshot, *run.applied);
-    EXPECT_TRUE(status.ok()) << run.description << ": " << status;
+    EXPECT_THAT(status, IsOk()) << run.description;
   }
 }
 
@@ -60,7 +62,7 @@ TEST(ScheduleProperty, NoQueueOverLimitAtAnyLevel) {
   for (const PropertyRun& run : Runs()) {
     if (!run.applied.ok()) continue;
     const absl::Status status = CheckQueueLimits(run.request.snapshot, *run.applied);
-    EXPECT_TRUE(status.ok()) << run.description << ": " << status;
+    EXPECT_THAT(status, IsOk()) << run.description;
   }
 }
 
@@ -69,7 +71,7 @@ TEST(ScheduleProperty, NoGangPartlyPlaced) {
   for (const PropertyRun& run : Runs()) {
     if (!run.applied.ok()) continue;
     const absl::Status status = CheckGangs(*run.applied, *run.first);
-    EXPECT_TRUE(status.ok()) << run.description << ": " << status;
+    EXPECT_THAT(status, IsOk()) << run.description;
   }
 }
 
@@ -78,7 +80,7 @@ TEST(ScheduleProperty, NoPodBoundTwiceAndOnlyToFeasibleNodes) {
   for (const PropertyRun& run : Runs()) {
     if (!run.first.ok()) continue;
     const absl::Status status = CheckBindings(run.request.snapshot, *run.first);
-    EXPECT_TRUE(status.ok()) << run.description << ": " << status;
+    EXPECT_THAT(status, IsOk()) << run.description;
   }
 }
 
@@ -89,7 +91,8 @@ TEST(ScheduleProperty, SameRequestGivesSameAnswerInAnyInputOrder) {
     if (!run.first.ok() || index++ % 2 != 0) continue;  // every other case keeps this quick
     auto again = Schedule(run.request.snapshot, run.request.policy);
     auto permuted = Schedule(Permuted(run.request.snapshot, run.index), run.request.policy);
-    ASSERT_TRUE(again.ok() && permuted.ok()) << run.description;
+    ASSERT_THAT(again, IsOk());
+    ASSERT_THAT(permuted, IsOk()) << run.description;
     EXPECT_EQ(DiffResults(*run.first, *again), "") << run.description;
     EXPECT_EQ(DiffResults(*run.first, *permuted), "") << run.description << " (permuted input)";
   }

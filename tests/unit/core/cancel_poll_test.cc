@@ -4,9 +4,12 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/status_matchers.h"
 
 namespace arbiter {
 namespace {
+
+using ::arbiter::testing::StatusIs;
 
 TEST(CancelPollTest, AsksOncePerIntervalOfWork) {
   int asked = 0;
@@ -33,7 +36,7 @@ TEST(CancelPollTest, LatchesOnceCancelled) {
   EXPECT_TRUE(poll.cancelled());
   EXPECT_TRUE(poll.Tick(CancelPoll::kInterval));
   EXPECT_EQ(asked, 1);
-  EXPECT_EQ(poll.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_THAT(poll.status(), StatusIs(absl::StatusCode::kCancelled));
   EXPECT_EQ(poll.status().message(), "cancelled in phase reclaim");
 }
 

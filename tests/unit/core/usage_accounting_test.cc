@@ -19,10 +19,15 @@
 #include <utility>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/status_matchers.h"
 
 namespace arbiter {
 namespace {
+
+using ::arbiter::testing::IsOk;
+using ::arbiter::testing::StatusIs;
 
 // ---- A minimal JSON reader: enough for the vector file (objects, arrays, strings without
 // escapes other than \" and \\, numbers, true, false, null). ----
@@ -192,10 +197,10 @@ TEST(UsageAccountingTest, SharedVectorsHold) {
     SCOPED_TRACE(v.name);
     absl::StatusOr<ResourceMap> result = AccumulateUsage(v.usage, v.rate, v.interval, v.half_life);
     if (v.error) {
-      EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_THAT(result, StatusIs(absl::StatusCode::kInvalidArgument));
       continue;
     }
-    ASSERT_TRUE(result.ok()) << result.status();
+    ASSERT_THAT(result, IsOk());
     ASSERT_EQ(result->size(), v.expected.size());
     for (const auto& [name, expected] : v.expected) {
       SCOPED_TRACE(name);
@@ -228,36 +233,36 @@ TEST(UsageAccountingTest, DecayHalvesPerHalfLife) {
 TEST(UsageAccountingTest, AddsAllocationTimesInterval) {
   absl::StatusOr<ResourceMap> result =
       AccumulateUsage({{"nvidia.com/gpu", 6}}, {{"nvidia.com/gpu", 3}}, 30, 30);
-  ASSERT_TRUE(result.ok());
+  ASSERT_THAT(result, IsOk());
   EXPECT_EQ(result->at("nvidia.com/gpu"), 3 + 3 * 30);
 }
 
 TEST(UsageAccountingTest, RejectsNonFiniteInterval) {
-  EXPECT_EQ(AccumulateUsage({}, {}, std::numeric_limits<double>::infinity(), 1).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(AccumulateUsage({}, {}, std::nan(""), 1).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(AccumulateUsage({}, {}, std::numeric_limits<double>::infinity(), 1),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(AccumulateUsage({}, {}, std::nan(""), 1),
+              StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 TEST(UsageAccountingTest, ErrorNamesTheArgumentAndKey) {
   absl::StatusOr<ResourceMap> result = AccumulateUsage({}, {{"cpu", -2}}, 1, 1);
-  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_EQ(result.status().message().substr(0, 11), "rate[\"cpu\"]");
 }
 
 // Issue 11: finite inputs whose product or sum overflows give an error, never +Inf usage.
 TEST(UsageAccountingTest, RejectsAResultThatOverflows) {
   absl::StatusOr<ResourceMap> product = AccumulateUsage({}, {{"cpu", 1e308}}, 10, 60);
-  EXPECT_EQ(product.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(product, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_EQ(product.status().message().substr(0, 11), "rate[\"cpu\"]");
   absl::StatusOr<ResourceMap> sum = AccumulateUsage({{"gpu", 1.5e308}}, {{"gpu", 1e308}}, 1, 0);
-  EXPECT_EQ(sum.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(sum, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_EQ(sum.status().message().substr(0, 11), "rate[\"gpu\"]");
 }
 
 TEST(UsageAccountingTest, ErrorCapsALongKey) {
   absl::StatusOr<ResourceMap> result = AccumulateUsage({{std::string(100000, 'k'), -1}}, {}, 1, 1);
-  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_LT(result.status().message().size(), 1024u);
   EXPECT_EQ(result.status().message().substr(0, 7), "usage[\"");
 }

@@ -11,11 +11,16 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
+#include "tests/support/status_matchers.h"
 
 namespace arbiter {
 namespace {
+
+using ::arbiter::testing::IsOk;
+using ::arbiter::testing::StatusIs;
 
 using ::arbiter::testing::SnapshotBuilder;
 
@@ -484,10 +489,11 @@ TEST_P(ValidationRejectsTest, InvalidArgumentWithFieldPath) {
   const InvalidCase& c = GetParam();
   Snapshot snapshot = BaseSnapshot();
   Policy policy;
-  ASSERT_TRUE(ValidateRequest(snapshot, policy, c.kind).ok()) << "the base request must be valid";
+  ASSERT_THAT(ValidateRequest(snapshot, policy, c.kind), IsOk())
+      << "the base request must be valid";
   c.mutate(snapshot, policy);
   absl::Status status = ValidateRequest(snapshot, policy, c.kind);
-  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument)) << status;
   EXPECT_TRUE(absl::StartsWith(status.message(), c.path_prefix))
       << "message: " << status.message() << "\nexpected prefix: " << c.path_prefix;
   // Deterministic: the same input gives the same message.
@@ -644,7 +650,7 @@ TEST_P(ValidationAcceptsTest, Ok) {
   Policy policy;
   c.mutate(snapshot, policy);
   absl::Status status = ValidateRequest(snapshot, policy, c.kind);
-  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_THAT(status, IsOk());
 }
 
 INSTANTIATE_TEST_SUITE_P(Semantics1NotErrors, ValidationAcceptsTest,
@@ -671,7 +677,7 @@ TEST(ValidationTest, HundredKilobyteDuplicateQueueNameGivesAShortMessage) {
   Queue twin = snapshot.queues[2];
   snapshot.queues.push_back(twin);
   const absl::Status status = ValidateRequest(snapshot, Policy{}, RequestKind::kFairShares);
-  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_LT(status.message().size(), 1024u);
   EXPECT_TRUE(absl::StartsWith(status.message(), "snapshot.queues[3].name: duplicate queue \"qqq"))
       << status.message().substr(0, 100);
@@ -682,7 +688,7 @@ TEST(ValidationTest, HundredKilobyteUnknownParentGivesAShortMessage) {
   Snapshot snapshot = BaseSnapshot();
   snapshot.queues[2].parent = LongName('p');
   const absl::Status status = ValidateRequest(snapshot, Policy{}, RequestKind::kFairShares);
-  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_LT(status.message().size(), 1024u);
   EXPECT_EQ(status.message(), absl::StrCat("snapshot.queues[2].parent: unknown queue \"",
                                            std::string(256, 'p'), "...\""));
@@ -692,7 +698,7 @@ TEST(ValidationTest, HundredKilobyteResourceNameIsCappedInThePath) {
   Snapshot snapshot = BaseSnapshot();
   snapshot.pod_groups[1].pods[0].requests[LongName('r')] = -1;
   const absl::Status status = ValidateRequest(snapshot, Policy{}, RequestKind::kFairShares);
-  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_LT(status.message().size(), 1024u);
   EXPECT_EQ(status.message(),
             absl::StrCat("snapshot.pod_groups[1].pods[0].requests[\"", std::string(256, 'r'),

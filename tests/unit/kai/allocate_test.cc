@@ -5,11 +5,14 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
-#include "tests/support/validated.h"
+#include "tests/support/status_matchers.h"
 #include "tests/unit/kai/kai_test_util.h"
 
 namespace arbiter::kai {
 namespace {
+
+using ::arbiter::testing::IsOk;
+using ::arbiter::testing::StatusIs;
 
 using ::arbiter::testing::AllocateOnly;
 using ::arbiter::testing::Bindings;
@@ -276,8 +279,8 @@ TEST(Allocate, CancelledBetweenActions) {
   std::vector<std::string> phases;
   hooks.phase_done = [&phases](std::string_view phase) { phases.emplace_back(phase); };
   absl::StatusOr<ScheduleResult> result =
-      ScheduleKai(testing::MustValidate(s, AllocateOnly()), hooks);
-  EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled);
+      ::arbiter::testing::ScheduleKaiWithHooks(s, AllocateOnly(), hooks);
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kCancelled));
   EXPECT_THAT(std::string(result.status().message()), ::testing::HasSubstr("allocate"));
   EXPECT_THAT(phases, ElementsAre("fair_share"));
 }
@@ -287,10 +290,9 @@ TEST(Allocate, PhasesAreReportedInOrder) {
   std::vector<std::string> phases;
   CycleHooks hooks;
   hooks.phase_done = [&phases](std::string_view phase) { phases.emplace_back(phase); };
-  ASSERT_TRUE(
-      ScheduleKai(testing::MustValidate(s, PolicyWith({Action::kReclaim, Action::kAllocate})),
-                  hooks)
-          .ok());
+  ASSERT_THAT(::arbiter::testing::ScheduleKaiWithHooks(
+                  s, PolicyWith({Action::kReclaim, Action::kAllocate}), hooks),
+              IsOk());
   EXPECT_THAT(phases, ElementsAre("fair_share", "reclaim", "allocate", "respond"));
 }
 

@@ -7,11 +7,13 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
-#include "tests/support/validated.h"
+#include "tests/support/status_matchers.h"
 #include "tests/unit/kai/kai_test_util.h"
 
 namespace arbiter::kai {
 namespace {
+
+using ::arbiter::testing::IsOk;
 
 using ::arbiter::testing::Bindings;
 using ::arbiter::testing::Gpu;
@@ -634,8 +636,8 @@ int QuestionsAsked(const Snapshot& snapshot, const Policy& policy, ScheduleResul
     return false;
   };
   absl::StatusOr<ScheduleResult> answer =
-      ScheduleKai(testing::MustValidate(snapshot, policy), hooks);
-  EXPECT_TRUE(answer.ok()) << answer.status();
+      ::arbiter::testing::ScheduleKaiWithHooks(snapshot, policy, hooks);
+  EXPECT_THAT(answer, IsOk());
   if (answer.ok()) *result = *std::move(answer);
   return asked;
 }

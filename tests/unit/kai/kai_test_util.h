@@ -1,14 +1,20 @@
-// Helpers for the KAI cycle's table tests: run one validated cycle and read its decisions.
+// The KAI test kit: run one validated cycle and read its decisions, and the calls into the
+// model's internals (the fair-share division) that the unit tests make, funnelled here so that a
+// change of the internal signatures is adapted in one place.
 #pragma once
 
+#include <deque>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/kai/kai_fair_share.h"
 #include "core/kai/kai_schedule.h"
 #include "core/model.h"
 #include "core/validation.h"
 #include "gtest/gtest.h"
+#include "tests/support/status_matchers.h"
 #include "tests/support/validated.h"
 
 namespace arbiter::testing {
@@ -27,13 +33,34 @@ inline Policy AllocateOnly(Placement placement = Placement::kBinpack) {
   return PolicyWith({Action::kAllocate}, placement);
 }
 
+// The KAI fair-share division of `snapshot` under `policy` (SEMANTICS §2, §3). A fair share
+// points into the validated request it divided, and that into its snapshot: both are kept (a
+// copy of the snapshot) for the life of the test program, so that the share may outlive the
+// caller's snapshot, a temporary included.
+inline kai::KaiFairShare KaiFairShareOf(const Snapshot& snapshot, const Policy& policy = {}) {
+  struct Kept {
+    Snapshot snapshot;
+    std::optional<ValidatedSnapshot> request;
+  };
+  static std::deque<Kept> kept;
+  Kept& entry = kept.emplace_back();
+  entry.snapshot = snapshot;
+  entry.request.emplace(MustValidate(entry.snapshot, policy, RequestKind::kFairShares));
+  return kai::ComputeKaiFairShare(*entry.request);
+}
+
+// One KAI cycle on the validated request, with the caller's hooks.
+inline absl::StatusOr<ScheduleResult> ScheduleKaiWithHooks(const Snapshot& snapshot,
+                                                           const Policy& policy,
+                                                           const CycleHooks& hooks) {
+  return kai::ScheduleKai(MustValidate(snapshot, policy), hooks);
+}
+
 // Validates the request (a test snapshot must be valid) and runs one KAI cycle.
 inline ScheduleResult RunCycle(const Snapshot& snapshot, const Policy& policy) {
-  absl::Status valid = ValidateRequest(snapshot, policy, RequestKind::kSchedule);
-  EXPECT_TRUE(valid.ok()) << valid;
-  absl::StatusOr<ScheduleResult> result =
-      kai::ScheduleKai(testing::MustValidate(snapshot, policy), CycleHooks{});
-  EXPECT_TRUE(result.ok()) << result.status();
+  EXPECT_THAT(ValidateRequest(snapshot, policy, RequestKind::kSchedule), IsOk());
+  absl::StatusOr<ScheduleResult> result = ScheduleKaiWithHooks(snapshot, policy, CycleHooks{});
+  EXPECT_THAT(result, IsOk());
   return result.ok() ? *std::move(result) : ScheduleResult{};
 }
 

@@ -12,10 +12,13 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
-#include "tests/support/validated.h"
+#include "tests/support/status_matchers.h"
+#include "tests/unit/kai/kai_test_util.h"
 
 namespace arbiter::kai {
 namespace {
+
+using ::arbiter::testing::IsOk;
 
 using ::arbiter::testing::SnapshotBuilder;
 using ::testing::ElementsAre;
@@ -52,8 +55,7 @@ bool AGoesFirst(const ChainCase& c) {
                           .QueuePriority(c.b.priority)
                           .QueueCreated(c.b.created)
                           .Build();
-  const ValidatedSnapshot request = testing::MustValidate(snapshot, Policy{});
-  KaiFairShare shares = ComputeKaiFairShare(request);
+  KaiFairShare shares = ::arbiter::testing::KaiFairShareOf(snapshot, Policy{});
   const Side* sides[] = {&c.a, &c.b};
   for (int q = 0; q < 2; ++q) {
     shares.queues[q].fair_share = sides[q]->fair_share;
@@ -238,9 +240,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 std::vector<std::string> Drain(const Snapshot& snapshot) {
   Policy policy;
-  EXPECT_TRUE(ValidateRequest(snapshot, policy, RequestKind::kSchedule).ok());
-  const ValidatedSnapshot request = testing::MustValidate(snapshot, policy);
-  KaiFairShare shares = ComputeKaiFairShare(request);
+  EXPECT_THAT(ValidateRequest(snapshot, policy, RequestKind::kSchedule), IsOk());
+  KaiFairShare shares = ::arbiter::testing::KaiFairShareOf(snapshot, policy);
   Session session{shares};
   QueueOrder order(session.cluster(), shares, session.state());
   std::vector<int> groups;
@@ -323,8 +324,7 @@ TEST(QueueOrderTree, OrderFollowsAllocationsAfterEachAttempt) {
                    .Pods(3, {{"cpu", 1}})
                    .Build();
   Policy policy;
-  const ValidatedSnapshot request = testing::MustValidate(s, policy);
-  KaiFairShare shares = ComputeKaiFairShare(request);
+  KaiFairShare shares = ::arbiter::testing::KaiFairShareOf(s, policy);
   Session session{shares};
   QueueOrder order(session.cluster(), shares, session.state());
   order.AddAll({0, 1});

@@ -7,7 +7,7 @@
 #include "core/kai/session.h"
 #include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
-#include "tests/support/validated.h"
+#include "tests/unit/kai/kai_test_util.h"
 
 namespace arbiter::kai {
 namespace {
@@ -55,8 +55,7 @@ std::string Dump(const Cluster& cluster, const WorkingState& state) {
 
 struct Fixture {
   Snapshot snapshot = Cluster3();
-  const ValidatedSnapshot request = testing::MustValidate(snapshot, Policy{});
-  KaiFairShare shares = ComputeKaiFairShare(request);
+  KaiFairShare shares = ::arbiter::testing::KaiFairShareOf(snapshot, Policy{});
   Session session{shares};
   const Cluster& cluster = session.cluster();
   WorkingState& state = session.state();

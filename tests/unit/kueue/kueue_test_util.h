@@ -1,6 +1,10 @@
-// Helpers shared by the Kueue unit tests: run the model on a snapshot and read its answer.
+// The Kueue test kit: run the model on a snapshot and read its answer, and the few calls into
+// the model's internals (quota tree, workloads, admission rounds, nomination) that the unit and
+// property tests make, funnelled here so that a change of the internal signatures is adapted in
+// one place.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
@@ -8,8 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "core/kueue/admission.h"
+#include "core/kueue/fair_preemption.h"
 #include "core/kueue/kueue.h"
+#include "core/kueue/nomination.h"
 #include "core/kueue/queue_shares.h"
 #include "core/kueue/quota_tree.h"
 #include "core/kueue/workload.h"
@@ -18,6 +27,7 @@
 #include "core/resources.h"
 #include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
+#include "tests/support/status_matchers.h"
 #include "tests/support/validated.h"
 
 namespace arbiter::kueue::testing {
@@ -32,10 +42,16 @@ inline Policy KueuePolicy(std::vector<KueuePreemptionStrategy> strategies = {}) 
   return policy;
 }
 
+// One cycle of the Kueue model, with the caller's hooks.
+inline absl::StatusOr<ScheduleResult> ScheduleKueueWithHooks(const Snapshot& snapshot,
+                                                             const Policy& policy,
+                                                             const CycleHooks& hooks) {
+  return ScheduleKueue(MustValidate(snapshot, policy), hooks);
+}
+
 inline ScheduleResult RunKueue(const Snapshot& snapshot, const Policy& policy = KueuePolicy()) {
-  absl::StatusOr<ScheduleResult> result =
-      ScheduleKueue(MustValidate(snapshot, policy), CycleHooks{});
-  EXPECT_TRUE(result.ok()) << result.status();
+  absl::StatusOr<ScheduleResult> result = ScheduleKueueWithHooks(snapshot, policy, CycleHooks{});
+  EXPECT_THAT(result, ::arbiter::testing::IsOk());
   return result.ok() ? *result : ScheduleResult{};
 }
 
@@ -151,7 +167,7 @@ inline RoundsResult RunRounds(const Snapshot& snapshot, int max_rounds,
   const std::vector<Workload> workloads = CollectWorkloads(*built->request);
   absl::StatusOr<AdmissionOutcome> outcome =
       RunAdmission(built->tree, workloads, ResolveStrategies(policy), CycleHooks{}, max_rounds);
-  EXPECT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_THAT(outcome, ::arbiter::testing::IsOk());
   RoundsResult result;
   if (!outcome.ok()) return result;
   result.rounds = outcome->rounds;
@@ -167,6 +183,91 @@ inline RoundsResult RunRounds(const Snapshot& snapshot, int max_rounds,
     result.message[workloads[p.workload].name()] = p.message;
   }
   return result;
+}
+
+// §5.2 on the model's own quota tree for `snapshot` (usage from its admitted groups): the root
+// within its quota, and what every other node stores in its parent beyond its local quota within
+// its borrowing limit. OK, or the first node and resource beyond.
+inline absl::Status CheckQuotaTreeWithinLimits(const Snapshot& snapshot) {
+  const std::unique_ptr<BuiltTree> built = BuildTree(snapshot);
+  const QuotaTree& tree = built->tree;
+  for (int n = 0; n < tree.size(); ++n) {
+    for (int r = 0; r < tree.resource_count(); ++r) {
+      const double use = tree.usage(n, r);
+      const double local = tree.local_quota(n, r);
+      const std::string where = absl::StrCat(tree.name(n), " ", tree.resources().name(r));
+      if (tree.parent(n) < 0) {
+        if (use > tree.subtree_quota(n, r)) {
+          return absl::FailedPreconditionError(
+              absl::StrCat(where, ": root uses ", use, " of its quota ", tree.subtree_quota(n, r)));
+        }
+      } else if (tree.has_borrowing_limit(n, r) &&
+                 std::max(0.0, use - local) >
+                     tree.subtree_quota(n, r) - local + tree.borrowing_limit(n, r)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            where, ": uses ", use, " beyond its borrowing limit ", tree.borrowing_limit(n, r)));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// §5.5 step 8 on every pending workload of `snapshot`, each nominated as a head against the
+// starting state: a preemption search answers a complete target set or nothing (evicting all
+// the targets makes the workload fit, and every target is admitted), and leaves the quota tree
+// exactly as it found it. The number of workloads that got targets, or the first failure.
+inline absl::StatusOr<int> CheckTargetSetsAllOrNothing(const Snapshot& snapshot,
+                                                       const Policy& policy) {
+  const std::unique_ptr<BuiltTree> built = BuildTree(snapshot);
+  QuotaTree& tree = built->tree;
+  const std::vector<Workload> workloads = CollectWorkloads(*built->request);
+  std::vector<char> available(workloads.size(), 0);
+  for (size_t i = 0; i < workloads.size(); ++i) available[i] = workloads[i].admitted;
+  CandidateIndex index = CandidateIndex::Build(workloads, built->queues, tree.resource_count());
+  index.RefreshSums(workloads, available, {});
+  auto buffers = MakeSearchBuffers(tree);
+  PreemptionContext context;
+  context.tree = &tree;
+  context.workloads = &workloads;
+  context.index = &index;
+  context.available = &available;
+  context.strategies = ResolveStrategies(policy);
+  context.buffers = buffers.get();
+  auto usage = [&tree] {
+    std::vector<double> all;
+    for (int n = 0; n < tree.size(); ++n) {
+      for (int r = 0; r < tree.resource_count(); ++r) all.push_back(tree.usage(n, r));
+    }
+    return all;
+  };
+  const std::vector<double> before = usage();
+  int with_targets = 0;
+  for (size_t i = 0; i < workloads.size(); ++i) {
+    const Workload& w = workloads[i];
+    if (w.admitted || !w.has_pods) continue;
+    const Nomination nomination = Nominate(context, static_cast<int>(i));
+    if (usage() != before) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("nominating ", w.name(), " left the quota tree changed"));
+    }
+    if (nomination.mode != NominationMode::kPreempt || nomination.targets.empty()) continue;
+    ++with_targets;
+    const size_t mark = tree.Mark();
+    for (const PreemptionTarget& t : nomination.targets) {
+      if (!available[t.workload]) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            w.name(), " targets ", workloads[t.workload].name(), ", which is not admitted"));
+      }
+      tree.RemoveUsage(workloads[t.workload].cq, workloads[t.workload].usage);
+    }
+    const bool fits = tree.Fits(w.cq, w.usage);
+    tree.Rollback(mark);
+    if (!fits) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          w.name(), " does not fit after evicting its ", nomination.targets.size(), " targets"));
+    }
+  }
+  return with_targets;
 }
 
 inline std::set<std::string> Keys(const std::map<std::string, bool>& map) {

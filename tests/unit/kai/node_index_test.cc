@@ -9,12 +9,16 @@
 #include "core/kai/placement.h"
 #include "core/kai/session.h"
 #include "core/validation.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
-#include "tests/support/validated.h"
+#include "tests/support/status_matchers.h"
+#include "tests/unit/kai/kai_test_util.h"
 
 namespace arbiter::kai {
 namespace {
+
+using ::arbiter::testing::IsOk;
 
 using ::arbiter::testing::SnapshotBuilder;
 
@@ -134,9 +138,8 @@ TEST_P(PlacementIndexTest, IndexedChoiceEqualsScoringEveryNode) {
   Snapshot snapshot = RandomCluster(seed);
   Policy policy;
   policy.placement = placement;
-  ASSERT_TRUE(ValidateRequest(snapshot, policy, RequestKind::kSchedule).ok());
-  const ValidatedSnapshot request = testing::MustValidate(snapshot, policy);
-  KaiFairShare shares = ComputeKaiFairShare(request);
+  ASSERT_THAT(ValidateRequest(snapshot, policy, RequestKind::kSchedule), IsOk());
+  KaiFairShare shares = ::arbiter::testing::KaiFairShareOf(snapshot, policy);
   Session session{shares};
   const Cluster& cluster = session.cluster();
   WorkingState& state = session.state();

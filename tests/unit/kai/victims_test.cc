@@ -1,5 +1,7 @@
 // Victim order and eviction units (SEMANTICS.md §4.7): drawn with every §4.3 comparison reversed,
 // reversed job order in a leaf, elastic groups shrinking one pod at a time down to g.
+#include "core/kai/victims.h"
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -9,15 +11,17 @@
 #include "core/kai/kai_fair_share.h"
 #include "core/kai/queue_order.h"
 #include "core/kai/session.h"
-#include "core/kai/victims.h"
 #include "core/validation.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
-#include "tests/support/validated.h"
+#include "tests/support/status_matchers.h"
+#include "tests/unit/kai/kai_test_util.h"
 
 namespace arbiter::kai {
 namespace {
+
+using ::arbiter::testing::IsOk;
 
 using ::arbiter::testing::SnapshotBuilder;
 using ::testing::ElementsAre;
@@ -27,9 +31,8 @@ using ::testing::ElementsAre;
 std::vector<std::string> Draws(const Snapshot& snapshot,
                                const std::function<void(Session&)>& before = nullptr) {
   Policy policy;
-  EXPECT_TRUE(ValidateRequest(snapshot, policy, RequestKind::kSchedule).ok());
-  const ValidatedSnapshot request = testing::MustValidate(snapshot, policy);
-  KaiFairShare shares = ComputeKaiFairShare(request);
+  EXPECT_THAT(ValidateRequest(snapshot, policy, RequestKind::kSchedule), IsOk());
+  KaiFairShare shares = ::arbiter::testing::KaiFairShareOf(snapshot, policy);
   Session session{shares};
   if (before) before(session);
   QueueChain chain(shares);
