@@ -11,8 +11,13 @@
 #include "core/kai/quota_check.h"
 
 namespace arbiter::kai {
-Solver::Solver(Session& session, const QueueChain& chain, SolverOptions options)
-    : session_(session), chain_(chain), options_(std::move(options)) {}
+Solver::Solver(Session& session, const QueueChain& chain, const EvictionAction& action,
+               VictimOrder* shared_order, bool place_without_victims)
+    : session_(session),
+      chain_(chain),
+      action_(action),
+      shared_order_(shared_order),
+      place_without_victims_(place_without_victims) {}
 
 namespace {
 
@@ -125,10 +130,8 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
   ++session_.counters().tries;
   // Min-runtime protection is judged on the pods RUNNING before the try.
   std::vector<int> protected_groups;
-  if (options_.is_protected) {
-    for (const EvictionUnit& victim : victims) {
-      if (options_.is_protected(victim.group)) protected_groups.push_back(victim.group);
-    }
+  for (const EvictionUnit& victim : victims) {
+    if (action_.IsProtected(group, victim.group)) protected_groups.push_back(victim.group);
   }
   const WorkingState::Mark mark = state.Checkpoint();
   for (const EvictionUnit& victim : victims) {
@@ -179,7 +182,7 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
       if (!ok) break;
       continue;
     }
-    if (!options_.replace_victims) continue;
+    if (!action_.ReplacesVictims()) continue;
     const WorkingState::Mark inner = state.Checkpoint();
     bool placed = !CheckQuota(cluster, session_.shares(), state, h, requests[j].data());
     const int64_t work = PlacementWork(cluster, h);
@@ -217,14 +220,14 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
       attempt->moved[k] = std::find(moved_groups.begin(), moved_groups.end(), victims[k].group) !=
                           moved_groups.end();
     }
-    attempt->reasons.assign(victims.size(), options_.reason);
+    attempt->reasons.assign(victims.size(), action_.reason());
     attempt->messages.assign(victims.size(), "");
     for (int g : protected_groups) {
       const bool moved =
           std::find(moved_groups.begin(), moved_groups.end(), g) != moved_groups.end();
       if (!moved && state.active(g) < cluster.group(g).gang) ok = false;
     }
-    if (ok && options_.validate) ok = options_.validate(*this, *attempt);
+    if (ok) ok = action_.Validate(*this, *attempt);
   }
   if (ok && keep) {
     state.Commit(mark);
@@ -274,10 +277,10 @@ namespace {
 class FreshVictimOrder {
  public:
   // Building an order of its own ticks the poll; the caller checks it.
-  FreshVictimOrder(Session& session, const QueueChain& chain, const SolverOptions& options,
-                   int group, const std::function<bool(int)>& eligible,
+  FreshVictimOrder(Session& session, const QueueChain& chain, const EvictionAction& action,
+                   VictimOrder* shared, int group, const std::function<bool(int)>& eligible,
                    const std::vector<EvictionUnit>& chosen)
-      : shared_(options.shared_order) {
+      : shared_(shared) {
     if (shared_ == nullptr) {
       own_ = std::make_unique<VictimOrder>(session, chain, eligible, chosen);
       ++session.counters().victim_orders;
@@ -285,7 +288,7 @@ class FreshVictimOrder {
       return;
     }
     shared_->ExcludeGroup(group);
-    if (options.prepare_shared_order) options.prepare_shared_order(*shared_);
+    action.PrepareSharedOrder(group, *shared_);
     if (!chosen.empty()) shared_->MarkDrawn(chosen);
   }
   FreshVictimOrder(const FreshVictimOrder&) = delete;
@@ -354,9 +357,7 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part,
   const Cluster& cluster = session_.cluster();
   CancelPoll& poll = session_.poll();
   SearchCounters& counters = session_.counters();
-  const std::function<bool(int)> eligible = [this, group](int g) {
-    return g != group && options_.eligible(g);
-  };
+  const std::function<bool(int)> eligible = [this, group](int g) { return MayEvict(group, g); };
   // Give up at once when no victim set can make the room or lift the quota breach; below, skip
   // the tries either bound rules out (solver_bounds.h).
   RoomBound room(session_, unit, part, *chosen, eligible, &room_scratch_);
@@ -365,9 +366,9 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part,
   const QuotaBound quota(session_, group, unit, part, *chosen);
   if (!quota.AnyVictimSetMayLift(eligible)) return false;
 
-  FreshVictimOrder order(session_, chain_, options_, group, eligible, *chosen);
+  FreshVictimOrder order(session_, chain_, action_, shared_order_, group, eligible, *chosen);
   if (poll.cancelled()) return false;
-  Draws draws(cluster.num_groups(), *chosen, options_.max_victim_groups);
+  Draws draws(cluster.num_groups(), *chosen, action_.max_victim_groups());
   EvictionUnit next;
   std::vector<int> nodes;
   std::vector<const EvictionUnit*> fresh;
@@ -428,7 +429,7 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
     if (fits) continue;
     if (!FindVictimsForPart(group, unit, part, &chosen, &attempt)) return Outcome::kFailed;
   }
-  if (chosen.empty() && !options_.place_without_victims) return Outcome::kNeedsNoVictims;
+  if (chosen.empty() && !place_without_victims_) return Outcome::kNeedsNoVictims;
   if (!Try(group, unit, size, chosen, true, &attempt)) return Outcome::kFailed;
   RecordEvictions(group, attempt, victims_out);
   return Outcome::kPlaced;

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "core/kai/eviction_action.h"
 #include "core/kai/queue_order.h"
 #include "core/kai/quota_check.h"
 #include "core/kai/session.h"
@@ -40,32 +41,17 @@ struct Attempt {
   std::vector<std::string> messages;
 };
 
-struct SolverOptions {
-  EvictionReason reason = EvictionReason::kUnspecified;  // default reason of evicted victims
-  bool replace_victims = true;                           // re-place victims where they fit (moves)
-  int max_victim_groups = -1;  // -1: no cap (CONSOLIDATE's max_consolidation_preemptees)
-  // Whether a unit that fits with no victim is placed (pipelined, nobody evicted) rather than
-  // answered kNeedsNoVictims. See RunEvictionAction for when an action does so.
-  bool place_without_victims = false;
-  // A victim order over every preemptible group, built with eligibility independent of the
-  // preemptor on the current state, that the solver turns into the preemptor's fresh order (P
-  // excluded, prepare_shared_order applied, R counted as drawn) and resets after use. Null: build
-  // a fresh order every time.
-  VictimOrder* shared_order = nullptr;
-  // With shared_order: takes this preemptor's ineligible victims out of it before drawing.
-  std::function<void(VictimOrder& order)> prepare_shared_order;
-  std::function<bool(int group)> eligible;  // the action's victim filter
-  // Whether a victim group is protected by min-runtime (on the state before the try); null for
-  // none. A protected group evicted in a try must keep at least g active pods (§4.7).
-  std::function<bool(int group)> is_protected;
-  // The action's validator; null accepts every try.
-  std::function<bool(const class Solver& solver, Attempt& attempt)> validate;
-};
-
 class Solver {
  public:
-  // `chain` must outlive the solver.
-  Solver(Session& session, const QueueChain& chain, SolverOptions options);
+  // Searches victims by `action`'s rules. `chain` and `action` must outlive the solver.
+  // `shared_order`: when the action shares its victim order (SharesVictimOrder), that order,
+  // built with eligibility independent of the preemptor on the current state; the solver turns
+  // it into the preemptor's fresh order (P excluded, PrepareSharedOrder applied, R counted as
+  // drawn) and resets it after use. Null: a fresh order is built every time.
+  // `place_without_victims`: whether a unit that fits with no victim is placed (pipelined,
+  // nobody evicted) rather than answered kNeedsNoVictims; see RunEvictionAction for when.
+  Solver(Session& session, const QueueChain& chain, const EvictionAction& action,
+         VictimOrder* shared_order, bool place_without_victims);
 
   enum class Outcome {
     kPlaced,          // committed: the unit bound with after_evictions, victims evicted or moved
@@ -112,9 +98,16 @@ class Solver {
               const std::vector<std::vector<double>>& requests,
               const std::vector<std::vector<int>>& paths);
 
+  // Whether `preemptor` may take `victim`: never itself, else by the action's filter.
+  bool MayEvict(int preemptor, int victim) const {
+    return victim != preemptor && action_.MayEvict(preemptor, victim);
+  }
+
   Session& session_;
   const QueueChain& chain_;
-  SolverOptions options_;
+  const EvictionAction& action_;
+  VictimOrder* shared_order_;
+  bool place_without_victims_;
   std::vector<double> start_allocated_;
   std::vector<double> start_allocated_np_;
   std::vector<int> touched_;
