@@ -2,11 +2,13 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/echoed_name.h"
 #include "core/kai/eviction_action.h"
+#include "core/kai/solver.h"
 #include "core/quantity_format.h"
 
 namespace arbiter::kai {
@@ -28,45 +30,58 @@ std::vector<double> TotalFree(const Session& session) {
   return total;
 }
 
+// §4.9: a pending preemptible group may move preemptible running pods of any queue, at most
+// `max_preemptees` victim groups, so long as every victim is re-placed: nobody loses allocation.
+class ConsolidateAction final : public EvictionAction {
+ public:
+  ConsolidateAction(Session& session, int max_preemptees)
+      : session_(session), max_preemptees_(max_preemptees) {}
+
+  std::string_view name() const override { return "consolidate"; }
+  bool IsCandidate(int group) const override { return session_.cluster().group(group).preemptible; }
+  // Skipped when the cluster as a whole lacks some resource for the unit: moving pods cannot help.
+  std::optional<std::string> Precheck(int group, const Unit& unit) const override;
+
+  EvictionReason reason() const override { return EvictionReason::kConsolidation; }
+  int max_victim_groups() const override { return max_preemptees_; }
+  // Any queue; min-runtime does not apply.
+  bool MayEvict(int /*preemptor*/, int /*victim*/) const override { return true; }
+  // MayEvict ignores the preemptor (P itself has no RUNNING pod): one order serves them all.
+  bool SharesVictimOrder() const override { return true; }
+  bool Validate(const Solver& /*solver*/, Attempt& attempt) const override {
+    for (bool moved : attempt.moved) {
+      if (!moved) return false;  // nobody may lose allocation
+    }
+    return true;
+  }
+
+ private:
+  Session& session_;
+  int max_preemptees_;
+};
+
+std::optional<std::string> ConsolidateAction::Precheck(int /*group*/, const Unit& unit) const {
+  const Cluster& cluster = session_.cluster();
+  // A sum over every node per candidate. Cancelled: the solver stops at once.
+  if (session_.poll().Tick(cluster.num_nodes())) return std::nullopt;
+  const std::vector<double> total = TotalFree(session_);
+  for (int r = 0; r < cluster.num_resources(); ++r) {
+    if (total[r] < unit.requests[r]) {
+      return absl::StrCat("the cluster has ", FormatQuantity(total[r]), " ",
+                          CappedName(cluster.resources().name(r)), " free in all, below the ",
+                          FormatQuantity(unit.requests[r]), " requested");
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 void Consolidate(Session& session) {
   const int max_preemptees =
       session.policy().max_consolidation_preemptees.value_or(kDefaultMaxPreemptees);
   if (max_preemptees == 0) return;  // disabled
-  const Cluster& cluster = session.cluster();
-  EvictionAction action;
-  action.name = "consolidate";
-  action.candidate = [&cluster](int g) { return cluster.group(g).preemptible; };
-  // Skipped when the cluster as a whole lacks some resource for the unit: moving pods cannot help.
-  action.precheck = [&session, &cluster](int, const Unit& unit) -> std::optional<std::string> {
-    // A sum over every node per candidate. Cancelled: the solver stops at once.
-    if (session.poll().Tick(cluster.num_nodes())) return std::nullopt;
-    const std::vector<double> total = TotalFree(session);
-    for (int r = 0; r < cluster.num_resources(); ++r) {
-      if (total[r] < unit.requests[r]) {
-        return absl::StrCat("the cluster has ", FormatQuantity(total[r]), " ",
-                            CappedName(cluster.resources().name(r)), " free in all, below the ",
-                            FormatQuantity(unit.requests[r]), " requested");
-      }
-    }
-    return std::nullopt;
-  };
-  action.shared_eligible = [](int) { return true; };  // any queue; P itself has no RUNNING pod
-  action.options = [max_preemptees](int) {
-    SolverOptions options;
-    options.reason = EvictionReason::kConsolidation;
-    options.max_victim_groups = max_preemptees;
-    options.eligible = [](int) { return true; };  // any queue; min-runtime does not apply
-    options.validate = [](const Solver&, Attempt& attempt) {
-      for (bool moved : attempt.moved) {
-        if (!moved) return false;  // nobody may lose allocation
-      }
-      return true;
-    };
-    return options;
-  };
-  RunEvictionAction(session, action);
+  RunEvictionAction(session, ConsolidateAction(session, max_preemptees));
 }
 
 }  // namespace arbiter::kai

@@ -8,6 +8,7 @@
 #include "core/kai/placement.h"
 #include "core/kai/queue_order.h"
 #include "core/kai/quota_check.h"
+#include "core/kai/solver.h"
 #include "core/kai/victims.h"
 
 namespace arbiter::kai {
@@ -31,7 +32,7 @@ void RunEvictionAction(Session& session, const EvictionAction& action) {
   QueueOrder order(cluster, session.shares(), session.state());
   std::vector<int> groups;
   for (int g = 0; g < cluster.num_groups(); ++g) {
-    if (action.candidate(g)) groups.push_back(g);
+    if (action.IsCandidate(g)) groups.push_back(g);
   }
   order.AddAll(groups);
   std::vector<int> victims;
@@ -44,26 +45,22 @@ void RunEvictionAction(Session& session, const EvictionAction& action) {
     if (poll.Tick(PlacementWork(cluster, group))) break;
     const Unit unit = order.unit(group);
     ++counters.candidates;
-    if (std::optional<std::string> skip = action.precheck(group, unit)) {
-      session.reasons().AppendOutcome(group, action.name, *skip);
+    if (std::optional<std::string> skip = action.Precheck(group, unit)) {
+      session.reasons().AppendOutcome(group, action.name(), *skip);
       order.Update(group, /*keep=*/false);
       continue;
     }
-    SolverOptions options = action.options(group);
+    if (action.SharesVictimOrder() && shared == nullptr) {
+      shared = std::make_unique<VictimOrder>(
+          session, order.chain(), [](int) { return true; }, std::vector<EvictionUnit>{});
+      ++counters.victim_orders;
+    }
     // A unit that fits with no victim is ALLOCATE's while ALLOCATE is still to run, and stays
     // pending when ALLOCATE is not listed (§4.1). Once ALLOCATE has run, it can only fit thanks
     // to this response's evictions (capacity they release, allocation they lower): the action
     // places it then, pipelined, as §4.8's solver takes a scenario that needs no victim.
-    options.place_without_victims = session.allocate_ran();
-    if (action.shared_eligible) {
-      if (shared == nullptr) {
-        shared = std::make_unique<VictimOrder>(session, order.chain(), action.shared_eligible,
-                                               std::vector<EvictionUnit>{});
-        ++counters.victim_orders;
-      }
-      options.shared_order = shared.get();
-    }
-    Solver solver(session, order.chain(), std::move(options));
+    Solver solver(session, order.chain(), action, shared.get(),
+                  /*place_without_victims=*/session.allocate_ran());
     victims.clear();
     const Solver::Outcome outcome = solver.Solve(group, unit, &victims);
     if (poll.cancelled()) break;  // a failure may only mean "stopped": record nothing
@@ -79,7 +76,7 @@ void RunEvictionAction(Session& session, const EvictionAction& action) {
       continue;
     }
     ++counters.failed;
-    session.reasons().RecordOutcome(group, action.name, "no set of victims lets it fit",
+    session.reasons().RecordOutcome(group, action.name(), "no set of victims lets it fit",
                                     ExplainUnitFailure(session, group, unit));
     order.Update(group, /*keep=*/false);
   }

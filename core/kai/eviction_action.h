@@ -1,33 +1,67 @@
 // The loop shared by CONSOLIDATE, RECLAIM and PREEMPT (SEMANTICS.md §4.9-4.11): candidates in
-// §4.3 order, a pre-check, the victim search of §4.8, and the pending outcome of a failure.
+// §4.3 order, a pre-check, the victim search of §4.8, and the pending outcome of a failure. Each
+// action states its own rules by implementing EvictionAction (consolidate.cc, reclaim.cc,
+// preempt.cc); the loop and the victim search (solver.h) ask them.
 #pragma once
 
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "core/kai/session.h"
-#include "core/kai/solver.h"
 #include "core/kai/unit.h"
+#include "core/kai/victims.h"
+#include "core/model.h"
 
 namespace arbiter::kai {
 
-struct EvictionAction {
-  std::string_view name;  // "consolidate", "reclaim", "preempt": prefixes pending outcomes
-  // Which ready groups with a unit are candidates.
-  std::function<bool(int group)> candidate;
+struct Attempt;
+class Solver;
+
+// The rules of one eviction action: which groups it serves, which victims it may take for them,
+// and how it judges a try. Every method is a pure reading of the session's current state.
+class EvictionAction {
+ public:
+  virtual ~EvictionAction() = default;
+
+  // "consolidate", "reclaim", "preempt": prefixes pending outcomes.
+  virtual std::string_view name() const = 0;
+  // Whether a ready group with a unit is a candidate. Default: every one.
+  virtual bool IsCandidate(int /*group*/) const { return true; }
   // Checked when the candidate comes up: nullopt to go on, else why it is skipped (appended to
-  // an earlier pending reason, if any).
-  std::function<std::optional<std::string>(int group, const Unit& unit)> precheck;
-  // The solver's options for one preemptor.
-  std::function<SolverOptions(int group)> options;
-  // When set, the victims' eligibility does not depend on the preemptor: one victim order is
-  // built per state and shared by the candidates (rebuilt after every placed unit).
-  std::function<bool(int group)> shared_eligible;
+  // an earlier pending reason, if any). Default: go on.
+  virtual std::optional<std::string> Precheck(int /*group*/, const Unit& /*unit*/) const {
+    return std::nullopt;
+  }
+
+  // The reason of an evicted victim, unless Validate sets another.
+  virtual EvictionReason reason() const = 0;
+  // Whether a victim group is re-placed where it fits (moved) rather than only evicted.
+  virtual bool ReplacesVictims() const { return true; }
+  // The most victim groups one solution may take; -1: no cap.
+  virtual int max_victim_groups() const { return -1; }
+  // The action's victim filter: whether `preemptor` may take `victim`, on top of the generic
+  // rules of §4.7 (min-runtime included, which the generic rules leave to the action).
+  virtual bool MayEvict(int preemptor, int victim) const = 0;
+  // Whether min-runtime protects `victim` from `preemptor`, judged on the state before a try: a
+  // protected group evicted in a try must keep at least g active pods (§4.7). Default: never.
+  virtual bool IsProtected(int /*preemptor*/, int /*victim*/) const { return false; }
+
+  // Whether MayEvict depends on the preemptor only through what PrepareSharedOrder takes out: then
+  // one victim order over every group the generic rules accept is built per state and shared by
+  // the candidates (rebuilt after every placed unit). Default: a fresh order per preemptor.
+  virtual bool SharesVictimOrder() const { return false; }
+  // With a shared order: takes out of it the victims `preemptor` may not take (the solver takes
+  // out the preemptor itself). Undone by the order's Reset.
+  virtual void PrepareSharedOrder(int /*preemptor*/, VictimOrder& /*order*/) const {}
+
+  // The action's validator on a try: sets the reason and message of each victim unit evicted
+  // (not moved), and returns false to reject the try. `solver` gives the allocations at the
+  // start of the search. Default: accepts every try, reasons and messages as they are.
+  virtual bool Validate(const Solver& /*solver*/, Attempt& /*attempt*/) const { return true; }
 };
 
-// Runs the action until no candidate is left. A candidate whose unit is placed competes again
+// Runs `action` until no candidate is left. A candidate whose unit is placed competes again
 // while it has PENDING pods; its victims stop being candidates. A candidate whose unit needs no
 // victim leaves untouched (placing it is ALLOCATE's job). A failed candidate leaves, with
 // "; <name>: <outcome>" appended to its pending reason (or, without one, the placement reason of

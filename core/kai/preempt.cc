@@ -2,69 +2,84 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/echoed_name.h"
 #include "core/kai/eviction_action.h"
+#include "core/kai/solver.h"
 #include "core/kai/victims.h"
 #include "core/quantity_format.h"
 
 namespace arbiter::kai {
+namespace {
 
-void Preempt(Session& session) {
-  const Cluster& cluster = session.cluster();
-  EvictionAction action;
-  action.name = "preempt";
-  action.candidate = [](int) { return true; };
+// §4.11: within one leaf, a group may evict preemptible groups of strictly lower priority,
+// outside their preempt min-runtime.
+class PreemptAction final : public EvictionAction {
+ public:
+  explicit PreemptAction(Session& session) : session_(session), cluster_(session.cluster()) {}
+
+  std::string_view name() const override { return "preempt"; }
   // A non-preemptible preemptor must keep non-preemptible work within deserved at every level.
-  action.precheck = [&session, &cluster](int group,
-                                         const Unit& unit) -> std::optional<std::string> {
-    if (cluster.group(group).preemptible) return std::nullopt;
-    const QueueTree& tree = cluster.tree();
-    for (int q = cluster.group(group).queue; q >= 0; q = tree.parent(q)) {
-      const std::vector<double>& deserved = session.shares().queues[q].deserved;
-      const double* np = session.state().allocated_np(q);
-      for (int r = 0; r < cluster.num_resources(); ++r) {
-        if (!(unit.requests[r] > 0) || deserved[r] == -1) continue;
-        if (!(np[r] + unit.requests[r] <= deserved[r])) {
-          return absl::StrCat("queue ", CappedName(tree.queue(q).name),
-                              " would exceed its deserved ",
-                              CappedName(cluster.resources().name(r)),
-                              " with non-preemptible work: ", FormatQuantity(np[r]),
-                              " allocated + ", FormatQuantity(unit.requests[r]),
-                              " requested > deserved ", FormatQuantity(deserved[r]));
-        }
+  std::optional<std::string> Precheck(int group, const Unit& unit) const override;
+
+  EvictionReason reason() const override { return EvictionReason::kPriorityPreemption; }
+  bool MayEvict(int preemptor, int victim) const override {
+    if (cluster_.group(victim).queue != cluster_.group(preemptor).queue) return false;  // same leaf
+    if (!(priority(victim) < priority(preemptor))) return false;  // strictly lower
+    // A protected group is a victim only while elastic (it may shrink to g, §4.7).
+    const bool elastic = session_.state().active(victim) > cluster_.group(victim).gang;
+    return elastic || !IsProtected(preemptor, victim);
+  }
+  bool IsProtected(int /*preemptor*/, int victim) const override {
+    return Protected(session_, victim, PreemptMinRuntime(session_, cluster_.group(victim).queue));
+  }
+  // Every victim's message names the priorities.
+  bool Validate(const Solver& solver, Attempt& attempt) const override;
+
+ private:
+  int32_t priority(int group) const { return cluster_.group(group).group->priority; }
+
+  Session& session_;
+  const Cluster& cluster_;
+};
+
+std::optional<std::string> PreemptAction::Precheck(int group, const Unit& unit) const {
+  if (cluster_.group(group).preemptible) return std::nullopt;
+  const QueueTree& tree = cluster_.tree();
+  for (int q = cluster_.group(group).queue; q >= 0; q = tree.parent(q)) {
+    const std::vector<double>& deserved = session_.shares().queues[q].deserved;
+    const double* np = session_.state().allocated_np(q);
+    for (int r = 0; r < cluster_.num_resources(); ++r) {
+      if (!(unit.requests[r] > 0) || deserved[r] == -1) continue;
+      if (!(np[r] + unit.requests[r] <= deserved[r])) {
+        return absl::StrCat("queue ", CappedName(tree.queue(q).name), " would exceed its deserved ",
+                            CappedName(cluster_.resources().name(r)),
+                            " with non-preemptible work: ", FormatQuantity(np[r]), " allocated + ",
+                            FormatQuantity(unit.requests[r]), " requested > deserved ",
+                            FormatQuantity(deserved[r]));
       }
     }
-    return std::nullopt;
-  };
-  action.options = [&session, &cluster](int group) {
-    SolverOptions options;
-    options.reason = EvictionReason::kPriorityPreemption;
-    const int leaf = cluster.group(group).queue;
-    const int priority = cluster.group(group).group->priority;
-    options.is_protected = [&session, &cluster](int g) {
-      return Protected(session, g, PreemptMinRuntime(session, cluster.group(g).queue));
-    };
-    options.eligible = [&session, &cluster, leaf, priority, protect = options.is_protected](int g) {
-      if (cluster.group(g).queue != leaf) return false;                  // the same leaf only
-      if (!(cluster.group(g).group->priority < priority)) return false;  // strictly lower
-      const bool elastic = session.state().active(g) > cluster.group(g).gang;
-      return elastic || !protect(g);
-    };
-    options.validate = [&cluster, group, priority](const Solver&, Attempt& attempt) {
-      for (size_t k = 0; k < attempt.victims.size(); ++k) {
-        const int victim = attempt.victims[k].group;
-        attempt.messages[k] =
-            absl::StrCat("preempted for ", CappedName(cluster.group_name(group)), ": priority ",
-                         priority, " over ", cluster.group(victim).group->priority, " in queue ",
-                         CappedName(cluster.tree().queue(cluster.group(victim).queue).name));
-      }
-      return true;
-    };
-    return options;
-  };
-  RunEvictionAction(session, action);
+  }
+  return std::nullopt;
 }
+
+bool PreemptAction::Validate(const Solver& /*solver*/, Attempt& attempt) const {
+  const int preemptor = attempt.preemptor;
+  for (size_t k = 0; k < attempt.victims.size(); ++k) {
+    const int victim = attempt.victims[k].group;
+    attempt.messages[k] =
+        absl::StrCat("preempted for ", CappedName(cluster_.group_name(preemptor)), ": priority ",
+                     priority(preemptor), " over ", priority(victim), " in queue ",
+                     CappedName(cluster_.tree().queue(cluster_.group(victim).queue).name));
+  }
+  return true;
+}
+
+}  // namespace
+
+void Preempt(Session& session) { RunEvictionAction(session, PreemptAction(session)); }
 
 }  // namespace arbiter::kai

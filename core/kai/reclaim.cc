@@ -1,15 +1,16 @@
 #include "core/kai/reclaim.h"
 
 #include <map>
-#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/echoed_name.h"
 #include "core/kai/eviction_action.h"
 #include "core/kai/kai_fair_share.h"
+#include "core/kai/solver.h"
 #include "core/kai/victims.h"
 #include "core/quantity_format.h"
 
@@ -140,110 +141,127 @@ bool ValidateReclaim(const Session& session, const Solver& solver, Attempt& atte
   return true;
 }
 
-void Reclaim(Session& session) {
-  const Cluster& cluster = session.cluster();
-  EvictionAction action;
-  action.name = "reclaim";
-  action.candidate = [](int) { return true; };
-  action.precheck = [&session, &cluster](int group,
-                                         const Unit& unit) -> std::optional<std::string> {
-    const int leaf = cluster.group(group).queue;
-    const QueueAmounts& amounts = session.shares().queues[leaf];
-    const double* allocated = session.state().allocated(leaf);
-    for (int r = 0; r < cluster.num_resources(); ++r) {
-      if (!(allocated[r] + unit.requests[r] <= amounts.fair_share[r])) {
-        return absl::StrCat(
-            "queue ", CappedName(cluster.tree().queue(leaf).name),
-            " would exceed its fair share of ", CappedName(cluster.resources().name(r)), ": ",
-            FormatQuantity(allocated[r]), " allocated + ", FormatQuantity(unit.requests[r]),
-            " requested > ", FormatQuantity(amounts.fair_share[r]));
-      }
-    }
-    // §4.10's validator ends with this test, on every queue from the leaf to the top, and it
-    // does not depend on the victims: when it fails, every try fails, so no victim is searched.
-    if (!cluster.group(group).preemptible) {
-      for (int q = leaf; q >= 0; q = cluster.tree().parent(q)) {
-        const std::vector<double>& deserved = session.shares().queues[q].deserved;
-        const double* np = session.state().allocated_np(q);
-        for (int r = 0; r < cluster.num_resources(); ++r) {
-          if (deserved[r] != -1 && !(np[r] + unit.requests[r] <= deserved[r])) {
-            return absl::StrCat(
-                "queue ", CappedName(cluster.tree().queue(q).name), " would exceed its deserved ",
-                CappedName(cluster.resources().name(r)), " with non-preemptible work");
-          }
-        }
-      }
-    }
-    return std::nullopt;
-  };
-  // Whether some queue from q up to the top sets a reclaim min-runtime: where none does, no
-  // reclaimer's min-runtime reaches q's groups (ReclaimMinRuntime walks up from below the LCA).
-  const QueueTree& tree = cluster.tree();
-  auto under_min_runtime = std::make_shared<std::vector<bool>>(tree.size(), false);
-  for (int q : tree.top_down()) {
-    (*under_min_runtime)[q] = tree.queue(q).reclaim_min_runtime.has_value() ||
-                              (tree.parent(q) >= 0 && (*under_min_runtime)[tree.parent(q)]);
+namespace {
+
+// §4.10: a group whose leaf stays within its fair share with the unit may evict groups of other
+// leaves, outside their reclaim min-runtime unless elastic, when ValidateReclaim accepts the try.
+class ReclaimAction final : public EvictionAction {
+ public:
+  explicit ReclaimAction(Session& session);
+
+  std::string_view name() const override { return "reclaim"; }
+  // The reclaimer's leaf must stay within its fair share with the unit, and a non-preemptible
+  // reclaimer's non-preemptible work within deserved.
+  std::optional<std::string> Precheck(int group, const Unit& unit) const override;
+
+  EvictionReason reason() const override { return EvictionReason::kFairShareReclaim; }
+  bool ReplacesVictims() const override {
+    return session_.policy().consolidating_reclaim.value_or(true);
   }
-  action.options = [&session, &cluster, under_min_runtime](int group) {
-    SolverOptions options;
-    options.reason = EvictionReason::kFairShareReclaim;
-    options.replace_victims = session.policy().consolidating_reclaim.value_or(true);
-    const int leaf = cluster.group(group).queue;
-    options.is_protected = [&session, &cluster, leaf, under_min_runtime](int g) {
-      const int victim_leaf = cluster.group(g).queue;
-      if (!(*under_min_runtime)[victim_leaf]) return false;
-      return Protected(session, g, ReclaimMinRuntime(session, leaf, victim_leaf));
-    };
-    options.eligible = [&session, &cluster, leaf, protect = options.is_protected](int g) {
-      if (cluster.group(g).queue == leaf) return false;  // other leaves only
-      // A protected group is a victim only while elastic (it may shrink to g, §4.7).
-      const bool elastic = session.state().active(g) > cluster.group(g).gang;
-      return elastic || !protect(g);
-    };
-    options.validate = [&session](const Solver& solver, Attempt& attempt) {
-      return ValidateReclaim(session, solver, attempt);
-    };
-    return options;
-  };
+  bool MayEvict(int preemptor, int victim) const override {
+    if (cluster_.group(victim).queue == cluster_.group(preemptor).queue) return false;
+    // A protected group is a victim only while elastic (it may shrink to g, §4.7).
+    const bool elastic = session_.state().active(victim) > cluster_.group(victim).gang;
+    return elastic || !IsProtected(preemptor, victim);
+  }
+  bool IsProtected(int preemptor, int victim) const override {
+    const int victim_leaf = cluster_.group(victim).queue;
+    if (!under_min_runtime_[victim_leaf]) return false;
+    return Protected(session_, victim,
+                     ReclaimMinRuntime(session_, cluster_.group(preemptor).queue, victim_leaf));
+  }
   // A victim's eligibility depends on the reclaimer only through its leaf and, for groups a
   // reclaim min-runtime may protect, through the min-runtime resolved from both leaves. So one
   // order over every victim is shared, and each reclaimer takes out its own leaf and the groups
-  // protected from it (non-elastic groups with a start time under some reclaim min-runtime).
-  // Groups a reclaim min-runtime could protect: some RUNNING pod with a start time, under a
-  // queue that sets one. Whether they are protected from a reclaimer is checked per reclaimer.
-  auto protectable = std::make_shared<std::vector<int>>();
-  for (int g = 0; g < cluster.num_groups(); ++g) {
-    const ClusterGroup& info = cluster.group(g);
-    if (!info.preemptible || !(*under_min_runtime)[info.queue]) continue;
+  // protected from it.
+  bool SharesVictimOrder() const override { return true; }
+  void PrepareSharedOrder(int preemptor, VictimOrder& order) const override;
+  bool Validate(const Solver& solver, Attempt& attempt) const override {
+    return ValidateReclaim(session_, solver, attempt);
+  }
+
+ private:
+  Session& session_;
+  const Cluster& cluster_;
+  // Per queue: whether some queue from it up to the top sets a reclaim min-runtime. Where none
+  // does, no reclaimer's min-runtime reaches its groups (ReclaimMinRuntime walks up from below
+  // the LCA).
+  std::vector<bool> under_min_runtime_;
+  // The groups a reclaim min-runtime could protect: preemptible, some RUNNING pod with a start
+  // time, under a queue that sets one. Whether they are protected from a reclaimer is checked
+  // per reclaimer.
+  std::vector<int> protectable_;
+};
+
+ReclaimAction::ReclaimAction(Session& session)
+    : session_(session),
+      cluster_(session.cluster()),
+      under_min_runtime_(cluster_.tree().size(), false) {
+  const QueueTree& tree = cluster_.tree();
+  for (int q : tree.top_down()) {
+    under_min_runtime_[q] = tree.queue(q).reclaim_min_runtime.has_value() ||
+                            (tree.parent(q) >= 0 && under_min_runtime_[tree.parent(q)]);
+  }
+  for (int g = 0; g < cluster_.num_groups(); ++g) {
+    const ClusterGroup& info = cluster_.group(g);
+    if (!info.preemptible || !under_min_runtime_[info.queue]) continue;
     for (int p = info.first_pod; p < info.first_pod + info.pod_count; ++p) {
-      if (cluster.pod(p).phase == PodPhase::kRunning && cluster.pod(p).pod->start_time) {
-        protectable->push_back(g);
+      if (cluster_.pod(p).phase == PodPhase::kRunning && cluster_.pod(p).pod->start_time) {
+        protectable_.push_back(g);
         break;
       }
     }
   }
-  action.shared_eligible = [](int) { return true; };
-  auto options = action.options;
-  action.options = [options, &session, &cluster, protectable](int group) {
-    SolverOptions solver_options = options(group);
-    const int leaf = cluster.group(group).queue;
-    solver_options.prepare_shared_order = [&session, &cluster, protectable,
-                                           leaf](VictimOrder& order) {
-      order.ExcludeLeaf(leaf);
-      const WorkingState& state = session.state();
-      session.poll().Tick(1 + static_cast<int64_t>(protectable->size()));
-      for (int g : *protectable) {
-        const ClusterGroup& info = cluster.group(g);
-        if (info.queue == leaf || state.running(g) == 0) continue;
-        if (state.active(g) > info.gang) continue;  // elastic: may shrink to g (§4.7)
-        if (Protected(session, g, ReclaimMinRuntime(session, leaf, info.queue))) {
-          order.ExcludeGroup(g);
+}
+
+std::optional<std::string> ReclaimAction::Precheck(int group, const Unit& unit) const {
+  const int leaf = cluster_.group(group).queue;
+  const QueueAmounts& amounts = session_.shares().queues[leaf];
+  const double* allocated = session_.state().allocated(leaf);
+  for (int r = 0; r < cluster_.num_resources(); ++r) {
+    if (!(allocated[r] + unit.requests[r] <= amounts.fair_share[r])) {
+      return absl::StrCat(
+          "queue ", CappedName(cluster_.tree().queue(leaf).name),
+          " would exceed its fair share of ", CappedName(cluster_.resources().name(r)), ": ",
+          FormatQuantity(allocated[r]), " allocated + ", FormatQuantity(unit.requests[r]),
+          " requested > ", FormatQuantity(amounts.fair_share[r]));
+    }
+  }
+  // §4.10's validator ends with this test, on every queue from the leaf to the top, and it does
+  // not depend on the victims: when it fails, every try fails, so no victim is searched.
+  if (!cluster_.group(group).preemptible) {
+    for (int q = leaf; q >= 0; q = cluster_.tree().parent(q)) {
+      const std::vector<double>& deserved = session_.shares().queues[q].deserved;
+      const double* np = session_.state().allocated_np(q);
+      for (int r = 0; r < cluster_.num_resources(); ++r) {
+        if (deserved[r] != -1 && !(np[r] + unit.requests[r] <= deserved[r])) {
+          return absl::StrCat(
+              "queue ", CappedName(cluster_.tree().queue(q).name), " would exceed its deserved ",
+              CappedName(cluster_.resources().name(r)), " with non-preemptible work");
         }
       }
-    };
-    return solver_options;
-  };
-  RunEvictionAction(session, action);
+    }
+  }
+  return std::nullopt;
 }
+
+void ReclaimAction::PrepareSharedOrder(int preemptor, VictimOrder& order) const {
+  const int leaf = cluster_.group(preemptor).queue;
+  order.ExcludeLeaf(leaf);
+  const WorkingState& state = session_.state();
+  session_.poll().Tick(1 + static_cast<int64_t>(protectable_.size()));
+  for (int g : protectable_) {
+    const ClusterGroup& info = cluster_.group(g);
+    if (info.queue == leaf || state.running(g) == 0) continue;
+    if (state.active(g) > info.gang) continue;  // elastic: may shrink to g (§4.7)
+    if (Protected(session_, g, ReclaimMinRuntime(session_, leaf, info.queue))) {
+      order.ExcludeGroup(g);
+    }
+  }
+}
+
+}  // namespace
+
+void Reclaim(Session& session) { RunEvictionAction(session, ReclaimAction(session)); }
 
 }  // namespace arbiter::kai

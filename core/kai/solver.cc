@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <map>
 #include <memory>
 #include <utility>
@@ -12,21 +11,13 @@
 #include "core/kai/quota_check.h"
 
 namespace arbiter::kai {
-namespace {
-
-std::vector<double> SumRequests(const Cluster& cluster, const int* pods, int count) {
-  std::vector<double> sum(cluster.num_resources(), 0.0);
-  for (int i = 0; i < count; ++i) {
-    const double* requests = cluster.requests(pods[i]);
-    for (int r = 0; r < cluster.num_resources(); ++r) sum[r] += requests[r];
-  }
-  return sum;
-}
-
-}  // namespace
-
-Solver::Solver(Session& session, const QueueChain& chain, SolverOptions options)
-    : session_(session), chain_(chain), options_(std::move(options)) {}
+Solver::Solver(Session& session, const QueueChain& chain, const EvictionAction& action,
+               VictimOrder* shared_order, bool place_without_victims)
+    : session_(session),
+      chain_(chain),
+      action_(action),
+      shared_order_(shared_order),
+      place_without_victims_(place_without_victims) {}
 
 namespace {
 
@@ -139,10 +130,8 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
   ++session_.counters().tries;
   // Min-runtime protection is judged on the pods RUNNING before the try.
   std::vector<int> protected_groups;
-  if (options_.is_protected) {
-    for (const EvictionUnit& victim : victims) {
-      if (options_.is_protected(victim.group)) protected_groups.push_back(victim.group);
-    }
+  for (const EvictionUnit& victim : victims) {
+    if (action_.IsProtected(group, victim.group)) protected_groups.push_back(victim.group);
   }
   const WorkingState::Mark mark = state.Checkpoint();
   for (const EvictionUnit& victim : victims) {
@@ -193,7 +182,7 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
       if (!ok) break;
       continue;
     }
-    if (!options_.replace_victims) continue;
+    if (!action_.ReplacesVictims()) continue;
     const WorkingState::Mark inner = state.Checkpoint();
     bool placed = !CheckQuota(cluster, session_.shares(), state, h, requests[j].data());
     const int64_t work = PlacementWork(cluster, h);
@@ -231,14 +220,14 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
       attempt->moved[k] = std::find(moved_groups.begin(), moved_groups.end(), victims[k].group) !=
                           moved_groups.end();
     }
-    attempt->reasons.assign(victims.size(), options_.reason);
+    attempt->reasons.assign(victims.size(), action_.reason());
     attempt->messages.assign(victims.size(), "");
     for (int g : protected_groups) {
       const bool moved =
           std::find(moved_groups.begin(), moved_groups.end(), g) != moved_groups.end();
       if (!moved && state.active(g) < cluster.group(g).gang) ok = false;
     }
-    if (ok && options_.validate) ok = options_.validate(*this, *attempt);
+    if (ok) ok = action_.Validate(*this, *attempt);
   }
   if (ok && keep) {
     state.Commit(mark);
@@ -248,178 +237,10 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
   return ok;
 }
 
-namespace {
-
-// How many pods of `node_requests` fit in `free` (both over the rn node resources), capped at
-// `cap`; none when the pod requests a resource outside R_n (`off_nodes`), which no node has.
-int PodsThatFit(const double* node_requests, bool off_nodes, const double* free, int rn, int cap) {
-  if (off_nodes) return 0;
-  int count = cap;
-  for (int r = 0; r < rn; ++r) {
-    if (!(node_requests[r] > 0)) continue;
-    if (!(free[r] >= node_requests[r])) return 0;
-    const double fit = std::floor(free[r] / node_requests[r]);
-    if (fit < count) count = static_cast<int>(fit);
-  }
-  return count;
-}
-
-}  // namespace
-
-int Solver::PartPodsOn(const PartCapacity& capacity, int node, const double* free, int part) {
-  const Cluster& cluster = session_.cluster();
-  if (cluster.node(node).node->unschedulable ||
-      !capacity.feasible_class[session_.feasibility().node_class(node)]) {
-    return 0;
-  }
-  return PodsThatFit(cluster.node_requests(capacity.pod), capacity.off_nodes, free,
-                     cluster.num_node_resources(), part);
-}
-
-bool Solver::CountPart(const Unit& unit, int part, const std::vector<EvictionUnit>& chosen,
-                       const std::function<bool(int)>& eligible, PartCapacity* capacity) {
-  const Cluster& cluster = session_.cluster();
+void Solver::RecordStartAllocations() {
   const WorkingState& state = session_.state();
-  Feasibility& feasibility = session_.feasibility();
-  const int r_count = cluster.num_resources();
-  const int pod = unit.pods[0];
-  const double* requests = cluster.requests(pod);
-  // Room is counted over the node resources; a pod that requests another fits nowhere.
-  const int rn_count = cluster.num_node_resources();
-  for (int k = 1; k < part; ++k) {
-    const int other = unit.pods[k];
-    if (feasibility.pod_signature(other) != feasibility.pod_signature(pod) ||
-        !std::equal(requests, requests + r_count, cluster.requests(other))) {
-      return false;  // not identical: no count bound
-    }
-  }
-  bool requests_something = false;
-  for (int r = 0; r < r_count; ++r) requests_something |= requests[r] > 0;
-  if (!requests_something) return false;
-  capacity->pod = pod;
-  capacity->off_nodes = cluster.pod(pod).requests_off_nodes;
-  capacity->feasible_class.assign(feasibility.num_classes(), false);
-  for (const auto& c : feasibility.FeasibleClasses(feasibility.pod_signature(pod))) {
-    capacity->feasible_class[c.node_class] = true;
-  }
-  // Free per node once R is evicted, and once every eligible victim is evicted too.
-  const int nodes = cluster.num_nodes();
-  capacity->base_free.assign(static_cast<size_t>(nodes) * rn_count, 0.0);
-  std::vector<double> all_free(static_cast<size_t>(nodes) * rn_count, 0.0);
-  for (int n = 0; n < nodes; ++n) {
-    for (int k = 0; k < rn_count; ++k) {
-      capacity->base_free[n * rn_count + k] = state.free(n, k);
-    }
-  }
-  std::vector<bool> in_chosen(cluster.num_pods(), false);
-  for (const EvictionUnit& victim : chosen) {
-    for (int p : victim.pods) {
-      in_chosen[p] = true;
-      const double* victim_requests = cluster.node_requests(p);
-      for (int k = 0; k < rn_count; ++k) {
-        capacity->base_free[state.pod_node(p) * rn_count + k] += victim_requests[k];
-      }
-    }
-  }
-  all_free = capacity->base_free;
-  for (int g = 0; g < cluster.num_groups(); ++g) {
-    const ClusterGroup& info = cluster.group(g);
-    if (!info.preemptible || state.running(g) == 0 || state.bound(g) > 0 || state.moved(g) > 0 ||
-        !eligible(g)) {
-      continue;
-    }
-    for (int p = info.first_pod; p < info.first_pod + info.pod_count; ++p) {
-      if (state.pod_state(p) != PodState::kRunning || in_chosen[p]) continue;
-      const double* victim_requests = cluster.node_requests(p);
-      for (int k = 0; k < rn_count; ++k) {
-        all_free[state.pod_node(p) * rn_count + k] += victim_requests[k];
-      }
-    }
-  }
-  capacity->base_count.assign(nodes, 0);
-  capacity->base_total = 0;
-  capacity->with_all_victims = 0;
-  for (int n = 0; n < nodes; ++n) {
-    capacity->base_count[n] = PartPodsOn(*capacity, n, &capacity->base_free[n * rn_count], part);
-    capacity->base_total += capacity->base_count[n];
-    capacity->with_all_victims += PartPodsOn(*capacity, n, &all_free[n * rn_count], part);
-  }
-  return true;
-}
-
-bool Solver::MayHoldPart(const PartCapacity& capacity, int part, int node,
-                         const std::vector<const EvictionUnit*>& fresh,
-                         const std::vector<double>& drawn_free) {
-  if (capacity.base_total >= part) return true;  // the count does not rule it out
-  const Cluster& cluster = session_.cluster();
-  const WorkingState& state = session_.state();
-  const int rn_count = cluster.num_node_resources();
-  // On `node` itself, every drawn victim with a pod there is in `fresh`: its room is the base
-  // plus everything drawn there, kept up to date by the caller. (An infeasible node counts 0
-  // pods, in the base too.)
-  int total = capacity.base_total - capacity.base_count[node] +
-              PartPodsOn(capacity, node, &drawn_free[node * rn_count], part);
-  // Gains are never negative: once the count reaches the part, the other nodes cannot undo it.
-  if (total >= part) return true;
-  // The other nodes of `fresh` (victims with pods on several nodes) gain only those victims'
-  // pods there: each such node's room is the base plus those pods, summed in a scratch row per
-  // node (in draw order, then pod order).
-  const int nodes = cluster.num_nodes();
-  if (other_stamp_.size() != static_cast<size_t>(nodes)) {
-    other_stamp_.assign(nodes, 0);
-    other_free_.reset(new double[static_cast<size_t>(nodes) * rn_count]);
-    stamp_ = 0;
-  }
-  ++stamp_;
-  std::vector<int>& others = others_;
-  others.clear();
-  for (const EvictionUnit* victim : fresh) {
-    for (int p : victim->pods) {
-      const int other = state.pod_node(p);
-      if (other == node) continue;
-      double* row = &other_free_[static_cast<size_t>(other) * rn_count];
-      if (other_stamp_[other] != stamp_) {
-        other_stamp_[other] = stamp_;
-        others.push_back(other);
-        std::copy(&capacity.base_free[other * rn_count],
-                  &capacity.base_free[other * rn_count] + rn_count, row);
-      }
-      const double* victim_requests = cluster.node_requests(p);
-      for (int k = 0; k < rn_count; ++k) row[k] += victim_requests[k];
-    }
-  }
-  for (int other : others) {
-    total +=
-        PartPodsOn(capacity, other, &other_free_[static_cast<size_t>(other) * rn_count], part) -
-        capacity.base_count[other];
-  }
-  return total >= part;
-}
-
-bool Solver::Under(int leaf, int queue) const {
-  return session_.cluster().tree().InSubtree(leaf, queue);
-}
-
-std::optional<QuotaBreach> Solver::QuotaAfter(int group, const Unit& unit, int part,
-                                              const std::vector<EvictionUnit>& victims) {
-  const Cluster& cluster = session_.cluster();
-  WorkingState& state = session_.state();
-  const WorkingState::Mark mark = state.Checkpoint();
-  for (const EvictionUnit& victim : victims) {
-    for (int p : victim.pods) state.Evict(p);
-  }
-  const std::vector<double> requests = SumRequests(cluster, unit.pods.data(), part);
-  std::optional<QuotaBreach> breach =
-      CheckQuota(cluster, session_.shares(), state, group, requests.data());
-  state.Rollback(mark);
-  return breach;
-}
-
-Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* victims_out) {
-  const Cluster& cluster = session_.cluster();
-  const WorkingState& state = session_.state();
-  const int queues = cluster.tree().size();
-  const int r_count = cluster.num_resources();
+  const int queues = session_.cluster().tree().size();
+  const int r_count = session_.cluster().num_resources();
   start_allocated_.resize(static_cast<size_t>(queues) * r_count);
   start_allocated_np_.resize(static_cast<size_t>(queues) * r_count);
   for (int q = 0; q < queues; ++q) {
@@ -427,184 +248,196 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
     std::copy(state.allocated_np(q), state.allocated_np(q) + r_count,
               &start_allocated_np_[q * r_count]);
   }
-  auto eligible = [this, group](int g) { return g != group && options_.eligible(g); };
+}
+
+int Solver::FirstPartNeedingVictims(int group, const Unit& unit, Attempt* attempt) {
+  // solve(P) would try each part that fits with no victim at all with R empty and go on, which
+  // costs O(|U|²) placements for a gang that (nearly) fits as it is. With no victim, try(part)
+  // evicts nothing and P is the only job: P's §4.4 check passes for a part whenever it passes
+  // for a longer one (requests are not negative), the part's pods are placed one by one exactly
+  // as the first pods of the longer part, and the validator judges victims (with none, every
+  // part gets the same verdict). So if the first k pods place and try(k) passes, every try(i)
+  // with i <= k passes too.
+  const int size = static_cast<int>(unit.pods.size());
+  const std::vector<EvictionUnit> no_victims;
+  int placed = 0;
+  if (Try(group, unit, size, no_victims, false, attempt, &placed)) return size + 1;
+  if (session_.poll().cancelled()) return 1;
+  if (placed > 1 && placed < size && Try(group, unit, placed, no_victims, false, attempt)) {
+    return placed + 1;
+  }
+  return 1;
+}
+
+namespace {
+
+// The preemptor's fresh victim order for one part ("draw victims in a fresh order, skipping
+// R"): the action's shared order made the preemptor's (P itself out, the action's own filter
+// applied, R counted as drawn) and reset when the part is done, or an order built for it.
+class FreshVictimOrder {
+ public:
+  // Building an order of its own ticks the poll; the caller checks it.
+  FreshVictimOrder(Session& session, const QueueChain& chain, const EvictionAction& action,
+                   VictimOrder* shared, int group, const std::function<bool(int)>& eligible,
+                   const std::vector<EvictionUnit>& chosen)
+      : shared_(shared) {
+    if (shared_ == nullptr) {
+      own_ = std::make_unique<VictimOrder>(session, chain, eligible, chosen);
+      ++session.counters().victim_orders;
+      session.poll().Tick(session.cluster().num_groups() + session.cluster().tree().size());
+      return;
+    }
+    shared_->ExcludeGroup(group);
+    action.PrepareSharedOrder(group, *shared_);
+    if (!chosen.empty()) shared_->MarkDrawn(chosen);
+  }
+  FreshVictimOrder(const FreshVictimOrder&) = delete;
+  FreshVictimOrder& operator=(const FreshVictimOrder&) = delete;
+  ~FreshVictimOrder() {
+    if (shared_ != nullptr) shared_->Reset();
+  }
+
+  VictimOrder* operator->() { return shared_ != nullptr ? shared_ : own_.get(); }
+
+ private:
+  VictimOrder* shared_;
+  std::unique_ptr<VictimOrder> own_;
+};
+
+// The victims drawn for one part: in draw order, by node, and the groups they and R come from,
+// for the cap on victim groups.
+class Draws {
+ public:
+  // `max_groups` -1: no cap.
+  Draws(int group_count, const std::vector<EvictionUnit>& chosen, int max_groups)
+      : group_seen_(group_count, false), max_groups_(max_groups) {
+    for (const EvictionUnit& unit : chosen) Admits(unit.group);
+  }
+
+  // Counts `group` among the victim groups; false when it is a new one and the cap is reached.
+  bool Admits(int group) {
+    if (group_seen_[group]) return true;
+    if (max_groups_ >= 0 && groups_seen_ >= max_groups_) return false;
+    group_seen_[group] = true;
+    ++groups_seen_;
+    return true;
+  }
+  // Adds the drawn `unit`, whose pods are on `nodes`.
+  void Add(const EvictionUnit& unit, const std::vector<int>& nodes) {
+    const int index = static_cast<int>(drawn_.size());
+    drawn_.push_back(unit);
+    for (int node : nodes) on_node_[node].push_back(index);
+  }
+  // Sets `fresh` to the drawn units with a pod on `node`, in draw order.
+  void On(int node, std::vector<const EvictionUnit*>* fresh) const {
+    fresh->clear();
+    for (int k : on_node_.at(node)) fresh->push_back(&drawn_[k]);
+  }
+
+ private:
+  std::vector<EvictionUnit> drawn_;
+  std::map<int, std::vector<int>> on_node_;  // node -> indices into drawn_, draw order
+  std::vector<bool> group_seen_;
+  int groups_seen_ = 0;
+  int max_groups_;
+};
+
+// The nodes of `unit`'s pods, ascending, each once.
+void NodesOf(const WorkingState& state, const EvictionUnit& unit, std::vector<int>* nodes) {
+  nodes->clear();
+  for (int pod : unit.pods) nodes->push_back(state.pod_node(pod));
+  std::sort(nodes->begin(), nodes->end());
+  nodes->erase(std::unique(nodes->begin(), nodes->end()), nodes->end());
+}
+
+}  // namespace
+
+bool Solver::FindVictimsForPart(int group, const Unit& unit, int part,
+                                std::vector<EvictionUnit>* chosen, Attempt* attempt) {
+  const Cluster& cluster = session_.cluster();
+  CancelPoll& poll = session_.poll();
+  SearchCounters& counters = session_.counters();
+  const std::function<bool(int)> eligible = [this, group](int g) { return MayEvict(group, g); };
+  // Give up at once when no victim set can make the room or lift the quota breach; below, skip
+  // the tries either bound rules out (solver_bounds.h).
+  RoomBound room(session_, unit, part, *chosen, eligible, &room_scratch_);
+  if (poll.Tick(cluster.num_nodes() + cluster.num_pods())) return false;
+  if (!room.AnyVictimSetMayHold()) return false;
+  const QuotaBound quota(session_, group, unit, part, *chosen);
+  if (!quota.AnyVictimSetMayLift(eligible)) return false;
+
+  FreshVictimOrder order(session_, chain_, action_, shared_order_, group, eligible, *chosen);
+  if (poll.cancelled()) return false;
+  Draws draws(cluster.num_groups(), *chosen, action_.max_victim_groups());
+  EvictionUnit next;
+  std::vector<int> nodes;
+  std::vector<const EvictionUnit*> fresh;
+  while (order->Next(&next)) {
+    if (poll.Tick(1 + static_cast<int64_t>(next.pods.size()))) return false;
+    ++counters.victims_drawn;
+    if (!draws.Admits(next.group)) return false;  // one victim group too many
+    NodesOf(session_.state(), next, &nodes);
+    draws.Add(next, nodes);
+    room.AddDrawn(next, nodes);
+    if (!room.DrawnMayHold()) {
+      counters.tries_skipped_count += static_cast<int64_t>(nodes.size());
+      continue;
+    }
+    // try(R plus the drawn units with a pod on n), for each node n of the drawn unit's pods.
+    for (int node : nodes) {
+      draws.On(node, &fresh);
+      if (!room.MayHold(node, fresh)) {
+        ++counters.tries_skipped_count;
+        continue;
+      }
+      if (!quota.MayLift(fresh)) {
+        ++counters.tries_skipped_quota;
+        continue;
+      }
+      std::vector<EvictionUnit> candidate = *chosen;
+      for (const EvictionUnit* victim : fresh) candidate.push_back(*victim);
+      if (!quota.LiftedBy(candidate)) {
+        ++counters.tries_skipped_quota;
+        continue;
+      }
+      const bool fits = Try(group, unit, part, candidate, false, attempt);
+      if (poll.cancelled()) return false;
+      if (fits) {
+        *chosen = std::move(candidate);
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* victims_out) {
+  RecordStartAllocations();
   // Cancelled (here or in a try): every statement is closed, the state is as it was; the caller
   // sees kFailed and, checking the poll, records nothing.
   CancelPoll& poll = session_.poll();
-  if (poll.Tick(queues)) return Outcome::kFailed;
+  if (poll.Tick(session_.cluster().tree().size())) return Outcome::kFailed;
 
-  std::vector<EvictionUnit> chosen;  // R
   Attempt attempt;
+  const int first_part = FirstPartNeedingVictims(group, unit, &attempt);
+  if (poll.cancelled()) return Outcome::kFailed;
+  std::vector<EvictionUnit> chosen;  // R
   const int size = static_cast<int>(unit.pods.size());
-  // The parts that fit with no victim at all are skipped: the loop below would try each of them
-  // with R empty and go on, which costs O(|U|²) placements for a gang that (nearly) fits as it
-  // is. With no victim, try(part) evicts nothing and P is the only job: P's §4.4 check passes
-  // for a part whenever it passes for a longer one (requests are not negative), the part's pods
-  // are placed one by one exactly as the first pods of the longer part, and the validator judges
-  // victims (with none, every part gets the same verdict). So if the first k pods place and
-  // try(k) passes, every try(i) with i <= k passes too.
-  int first_part = 1;
-  {
-    int placed = 0;
-    const bool whole = Try(group, unit, size, chosen, false, &attempt, &placed);
-    if (poll.cancelled()) return Outcome::kFailed;
-    if (whole) {
-      first_part = size + 1;
-    } else if (placed > 1 && placed < size) {
-      const bool prefix = Try(group, unit, placed, chosen, false, &attempt);
-      if (poll.cancelled()) return Outcome::kFailed;
-      if (prefix) first_part = placed + 1;
-    }
-  }
   for (int part = first_part; part <= size; ++part) {
     const bool fits = Try(group, unit, part, chosen, false, &attempt);
     if (poll.cancelled()) return Outcome::kFailed;
     if (fits) continue;
-    // §4.8 allows skipping a try that provably cannot place the part. For a part of identical
-    // pods, k pods fit only if the nodes can hold k of them counted node by node (an upper bound,
-    // since re-placed victims only take room): give up at once if evicting every eligible victim
-    // could not make that room, and skip tries whose freed nodes cannot make up the shortfall.
-    PartCapacity capacity;
-    const bool counted = CountPart(unit, part, chosen, eligible, &capacity);
-    if (poll.Tick(cluster.num_nodes() + cluster.num_pods())) return Outcome::kFailed;
-    if (counted && capacity.with_all_victims < part) return Outcome::kFailed;
-    // The same for §4.4: evictions lower a queue's allocation only inside its subtree, and never
-    // its non-preemptible allocation. While P's part breaches a limit once R is evicted, only a
-    // set with a victim under the breached queue can lift it.
-    const std::optional<QuotaBreach> breach = QuotaAfter(group, unit, part, chosen);
-    if (breach.has_value()) {
-      if (breach->kind == QuotaBreach::kNonPreemptible) return Outcome::kFailed;
-      bool any = false;
-      for (int g = 0; g < cluster.num_groups() && !any; ++g) {
-        any = cluster.group(g).preemptible && state.running(g) > 0 &&
-              Under(cluster.group(g).queue, breach->queue) && eligible(g);
-      }
-      if (!any) return Outcome::kFailed;
-    }
-    std::unique_ptr<VictimOrder> own;
-    VictimOrder* order = options_.shared_order;
-    if (order == nullptr) {
-      own = std::make_unique<VictimOrder>(session_, chain_, eligible, chosen);
-      order = own.get();
-      ++session_.counters().victim_orders;
-      if (poll.Tick(cluster.num_groups() + cluster.tree().size())) return Outcome::kFailed;
-    }
-    struct ResetOnExit {
-      VictimOrder* order;
-      bool shared;
-      ~ResetOnExit() {
-        if (shared) order->Reset();
-      }
-    } reset{order, own == nullptr};
-    if (own == nullptr) {
-      // The shared order becomes this preemptor's fresh order: P itself out, its own filter
-      // applied, R counted as drawn.
-      order->ExcludeGroup(group);
-      if (options_.prepare_shared_order) options_.prepare_shared_order(*order);
-      if (!chosen.empty()) order->MarkDrawn(chosen);
-    }
-    std::vector<EvictionUnit> drawn;
-    // Per node × R: free once R and every drawn victim are evicted (when `counted`).
-    std::vector<double> drawn_free;
-    // Per node: pods of the part that fit in drawn_free, and their sum over the nodes. Every try
-    // evicts R and some of the drawn victims, so the count with all of them drawn bounds every
-    // try's count from above (PodsThatFit grows with free room): while the sum is below the
-    // part, MayHoldPart fails for every node and is not asked.
-    std::vector<int> drawn_count;
-    int drawn_total = 0;
-    if (counted) {
-      drawn_free = capacity.base_free;
-      drawn_count = capacity.base_count;
-      drawn_total = capacity.base_total;
-    }
-    std::map<int, std::vector<int>> drawn_on_node;  // node -> indices into drawn, draw order
-    std::vector<bool> group_seen(cluster.num_groups(), false);
-    int groups_seen = 0;
-    for (const EvictionUnit& v : chosen) {
-      if (!group_seen[v.group]) {
-        group_seen[v.group] = true;
-        ++groups_seen;
-      }
-    }
-    bool found = false;
-    EvictionUnit next;
-    std::vector<int> nodes;
-    std::vector<const EvictionUnit*> fresh;
-    while (!found && order->Next(&next)) {
-      if (poll.Tick(1 + static_cast<int64_t>(next.pods.size()))) return Outcome::kFailed;
-      ++session_.counters().victims_drawn;
-      if (!group_seen[next.group]) {
-        if (options_.max_victim_groups >= 0 && groups_seen >= options_.max_victim_groups) break;
-        group_seen[next.group] = true;
-        ++groups_seen;
-      }
-      const int index = static_cast<int>(drawn.size());
-      drawn.push_back(next);
-      if (counted) {
-        const int rn_count = cluster.num_node_resources();
-        for (int pod : next.pods) {
-          const double* victim_requests = cluster.node_requests(pod);
-          double* into = &drawn_free[state.pod_node(pod) * rn_count];
-          for (int k = 0; k < rn_count; ++k) into[k] += victim_requests[k];
-        }
-      }
-      nodes.clear();
-      for (int pod : next.pods) nodes.push_back(state.pod_node(pod));
-      std::sort(nodes.begin(), nodes.end());
-      nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-      for (int node : nodes) drawn_on_node[node].push_back(index);
-      if (counted) {
-        const int rn_count = cluster.num_node_resources();
-        for (int node : nodes) {
-          const int count = PartPodsOn(capacity, node, &drawn_free[node * rn_count], part);
-          drawn_total += count - drawn_count[node];
-          drawn_count[node] = count;
-        }
-      }
-      for (int node : nodes) {
-        if (counted && drawn_total < part) {
-          ++session_.counters().tries_skipped_count;
-          continue;
-        }
-        fresh.clear();
-        for (int k : drawn_on_node[node]) fresh.push_back(&drawn[k]);
-        if (counted && !MayHoldPart(capacity, part, node, fresh, drawn_free)) {
-          ++session_.counters().tries_skipped_count;
-          continue;
-        }
-        if (breach.has_value()) {
-          // Cheap first: without a victim under the breached queue the breach cannot move.
-          bool lifts = false;
-          for (const EvictionUnit* v : fresh) {
-            lifts = lifts || Under(cluster.group(v->group).queue, breach->queue);
-          }
-          if (!lifts) {
-            ++session_.counters().tries_skipped_quota;
-            continue;
-          }
-        }
-        std::vector<EvictionUnit> candidate = chosen;
-        for (const EvictionUnit* v : fresh) candidate.push_back(*v);
-        // P's §4.4 check in the try sees the allocations once the candidates are evicted, plus
-        // whatever victims re-placed before P add back: a breach with every candidate evicted
-        // stays a breach, so the try cannot place the part.
-        if (breach.has_value() && QuotaAfter(group, unit, part, candidate).has_value()) {
-          ++session_.counters().tries_skipped_quota;
-          continue;
-        }
-        const bool fits_with_candidate = Try(group, unit, part, candidate, false, &attempt);
-        if (poll.cancelled()) return Outcome::kFailed;
-        if (fits_with_candidate) {
-          chosen = std::move(candidate);
-          found = true;
-          break;
-        }
-      }
-    }
-    if (!found) return Outcome::kFailed;
+    if (!FindVictimsForPart(group, unit, part, &chosen, &attempt)) return Outcome::kFailed;
   }
-  if (chosen.empty() && !options_.place_without_victims) return Outcome::kNeedsNoVictims;
+  if (chosen.empty() && !place_without_victims_) return Outcome::kNeedsNoVictims;
   if (!Try(group, unit, size, chosen, true, &attempt)) return Outcome::kFailed;
+  RecordEvictions(group, attempt, victims_out);
+  return Outcome::kPlaced;
+}
+
+void Solver::RecordEvictions(int group, const Attempt& attempt, std::vector<int>* victims_out) {
+  const Cluster& cluster = session_.cluster();
+  const WorkingState& state = session_.state();
   touched_.assign(1, group);
   for (const EvictionUnit& victim : attempt.victims) touched_.push_back(victim.group);
 
@@ -628,7 +461,6 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
       victims_out->push_back(victim.group);
     }
   }
-  return Outcome::kPlaced;
 }
 
 }  // namespace arbiter::kai

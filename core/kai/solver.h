@@ -10,6 +10,7 @@
 //     (pipelined), or the try fails; every other group re-places its pods of S as one unit
 //     (§4.4, pipelined) and is then "moved"; the action's validator judges the rest.
 // Every try runs in a statement and is rolled back; the final solution is replayed and committed.
+// Tries that provably cannot place the part are skipped by the bounds of solver_bounds.h.
 #pragma once
 
 #include <cstdint>
@@ -19,9 +20,11 @@
 #include <string>
 #include <vector>
 
+#include "core/kai/eviction_action.h"
 #include "core/kai/queue_order.h"
 #include "core/kai/quota_check.h"
 #include "core/kai/session.h"
+#include "core/kai/solver_bounds.h"
 #include "core/kai/unit.h"
 #include "core/kai/victims.h"
 
@@ -38,32 +41,17 @@ struct Attempt {
   std::vector<std::string> messages;
 };
 
-struct SolverOptions {
-  EvictionReason reason = EvictionReason::kUnspecified;  // default reason of evicted victims
-  bool replace_victims = true;                           // re-place victims where they fit (moves)
-  int max_victim_groups = -1;  // -1: no cap (CONSOLIDATE's max_consolidation_preemptees)
-  // Whether a unit that fits with no victim is placed (pipelined, nobody evicted) rather than
-  // answered kNeedsNoVictims. See RunEvictionAction for when an action does so.
-  bool place_without_victims = false;
-  // A victim order over every preemptible group, built with eligibility independent of the
-  // preemptor on the current state, that the solver turns into the preemptor's fresh order (P
-  // excluded, prepare_shared_order applied, R counted as drawn) and resets after use. Null: build
-  // a fresh order every time.
-  VictimOrder* shared_order = nullptr;
-  // With shared_order: takes this preemptor's ineligible victims out of it before drawing.
-  std::function<void(VictimOrder& order)> prepare_shared_order;
-  std::function<bool(int group)> eligible;  // the action's victim filter
-  // Whether a victim group is protected by min-runtime (on the state before the try); null for
-  // none. A protected group evicted in a try must keep at least g active pods (§4.7).
-  std::function<bool(int group)> is_protected;
-  // The action's validator; null accepts every try.
-  std::function<bool(const class Solver& solver, Attempt& attempt)> validate;
-};
-
 class Solver {
  public:
-  // `chain` must outlive the solver.
-  Solver(Session& session, const QueueChain& chain, SolverOptions options);
+  // Searches victims by `action`'s rules. `chain` and `action` must outlive the solver.
+  // `shared_order`: when the action shares its victim order (SharesVictimOrder), that order,
+  // built with eligibility independent of the preemptor on the current state; the solver turns
+  // it into the preemptor's fresh order (P excluded, PrepareSharedOrder applied, R counted as
+  // drawn) and resets it after use. Null: a fresh order is built every time.
+  // `place_without_victims`: whether a unit that fits with no victim is placed (pipelined,
+  // nobody evicted) rather than answered kNeedsNoVictims; see RunEvictionAction for when.
+  Solver(Session& session, const QueueChain& chain, const EvictionAction& action,
+         VictimOrder* shared_order, bool place_without_victims);
 
   enum class Outcome {
     kPlaced,          // committed: the unit bound with after_evictions, victims evicted or moved
@@ -87,33 +75,20 @@ class Solver {
   // by the number of P's pods placed before the try ended (P's quota check failing: none).
   bool Try(int group, const Unit& unit, int part, const std::vector<EvictionUnit>& victims,
            bool keep, Attempt* attempt, int* placed_out = nullptr);
-  // Node-by-node room for a part of identical pods (see Solve).
-  struct PartCapacity {
-    int pod = -1;                      // the part's (identical) pod
-    bool off_nodes = false;            // it requests a resource outside R_n: fits nowhere
-    std::vector<bool> feasible_class;  // per node class
-    std::vector<double> base_free;     // nodes × R_n: free once R is evicted
-    std::vector<int> base_count;       // per node: pods that fit in base_free
-    int base_total = 0;
-    int with_all_victims = 0;  // pods that fit once every eligible victim is evicted
-  };
-  // Fills `capacity` for the first `part` pods of `unit`; false when they are not identical.
-  bool CountPart(const Unit& unit, int part, const std::vector<EvictionUnit>& chosen,
-                 const std::function<bool(int)>& eligible, PartCapacity* capacity);
-  // How many of the part's (identical) pods fit in `free` (R_n values) on `node`: 0 where the pod
-  // may not go (unschedulable, selector, taints), else by PodsThatFit, capped at `part`.
-  int PartPodsOn(const PartCapacity& capacity, int node, const double* free, int part);
-  // False when the part provably cannot fit once R and `fresh` (the drawn victims with a pod on
-  // `node`) are evicted, counted node by node: only nodes holding a pod of `fresh` gain room
-  // over the base. `drawn_free` (nodes × R_n) is the base plus every drawn victim's pods.
-  bool MayHoldPart(const PartCapacity& capacity, int part, int node,
-                   const std::vector<const EvictionUnit*>& fresh,
-                   const std::vector<double>& drawn_free);
-  // The §4.4 breach of P's first `part` pods once `victims` are evicted, if any.
-  std::optional<QuotaBreach> QuotaAfter(int group, const Unit& unit, int part,
-                                        const std::vector<EvictionUnit>& victims);
-  // Whether `leaf` is `queue` or lies under it.
-  bool Under(int leaf, int queue) const;
+  // Copies every queue's allocations into start_allocated_ and start_allocated_np_.
+  void RecordStartAllocations();
+  // The first part worth searching victims for: every shorter part fits with no victim (see
+  // Solve). Returns early, with the poll cancelled, when a try is cancelled.
+  int FirstPartNeedingVictims(int group, const Unit& unit, Attempt* attempt);
+  // One step of solve(P) for a `part` that does not fit with R (`chosen`): draws victims in a
+  // fresh order and, after each draw, tries R plus the drawn units on each node of the draw.
+  // On success sets `chosen` to the victims of the solution and returns true; false when no
+  // drawn set fits or the call is cancelled. Tries the bounds rule out are skipped.
+  bool FindVictimsForPart(int group, const Unit& unit, int part, std::vector<EvictionUnit>* chosen,
+                          Attempt* attempt);
+  // After the committed try: the eviction notes of every victim pod evicted or moved, and the
+  // victim groups touched in `victims_out`.
+  void RecordEvictions(int group, const Attempt& attempt, std::vector<int>* victims_out);
   // {P} ∪ groups(S) in §4.3 order on the current state; requests: each job's unit.
   std::vector<int> OrderJobs(const std::vector<int>& groups,
                              const std::vector<std::vector<double>>& requests);
@@ -123,17 +98,20 @@ class Solver {
               const std::vector<std::vector<double>>& requests,
               const std::vector<std::vector<int>>& paths);
 
+  // Whether `preemptor` may take `victim`: never itself, else by the action's filter.
+  bool MayEvict(int preemptor, int victim) const {
+    return victim != preemptor && action_.MayEvict(preemptor, victim);
+  }
+
   Session& session_;
   const QueueChain& chain_;
-  SolverOptions options_;
+  const EvictionAction& action_;
+  VictimOrder* shared_order_;
+  bool place_without_victims_;
   std::vector<double> start_allocated_;
   std::vector<double> start_allocated_np_;
   std::vector<int> touched_;
-  // MayHoldPart's scratch: a row of free room per node, valid where its stamp is current.
-  std::vector<uint32_t> other_stamp_;
-  std::unique_ptr<double[]> other_free_;
-  uint32_t stamp_ = 0;
-  std::vector<int> others_;
+  RoomScratch room_scratch_;  // shared by the room bounds of every part
 };
 
 }  // namespace arbiter::kai

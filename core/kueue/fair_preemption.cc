@@ -8,65 +8,20 @@
 #include "core/echoed_name.h"
 #include "core/kueue/dominant_resource_share.h"
 #include "core/kueue/pending_reasons.h"
+#include "core/kueue/preemption_order.h"
 
 namespace arbiter::kueue {
-namespace {
 
-// Order inside one queue: the preemptor criterion of CandidateBefore is constant there.
-bool SameQueueBefore(const Workload& a, const Workload& b) {
-  if (a.releasing != b.releasing) return a.releasing;
-  if (a.priority != b.priority) return a.priority < b.priority;
-  if (a.admission != b.admission) return b.admission < a.admission;
-  return a.name() < b.name();
-}
-
-// The candidates of one queue for one pass, in candidate order: listed `items`, then, when
-// `from_index` is set, the queue's index list from position `index_from` on, filtered lazily by
-// the search's candidate test (a whole queue's remaining candidates move between passes without
-// being enumerated). `item_at` and `index_at` are the pass's read positions.
-struct CandidateRun {
-  std::vector<int> items;
-  bool from_index = false;
-  size_t index_from = 0;
-  size_t item_at = 0;
-  size_t index_at = 0;
-  bool empty() const { return items.empty() && !from_index; }
-};
-
-// Candidate runs per queue for one pass, reset in O(queues touched) by bumping a stamp.
-struct RunTable {
-  std::vector<CandidateRun> runs;
-  std::vector<uint32_t> stamp;
-  uint32_t current = 1;
-  std::vector<int> touched;  // queues with a run under the current stamp
-
-  void Reset() {
-    ++current;
-    touched.clear();
-  }
-  CandidateRun* Find(int cq) { return stamp[cq] == current ? &runs[cq] : nullptr; }
-  CandidateRun& Touch(int cq) {
-    CandidateRun& run = runs[cq];
-    if (stamp[cq] != current) {
-      stamp[cq] = current;
-      run.items.clear();
-      run.from_index = false;
-      run.index_from = run.item_at = run.index_at = 0;
-      touched.push_back(cq);
-    }
-    return run;
-  }
-};
-
-}  // namespace
+using internal::CandidateFilter;
+using internal::OrderingScope;
+using internal::PreemptorPath;
+using internal::RunTable;
+using internal::TargetOrdering;
 
 struct SearchBuffers {
   RunTable tables[3];
-  std::vector<DominantResourceShare> drs;
-  std::vector<uint32_t> drs_stamp;
-  uint32_t drs_current = 1;
-  std::vector<uint32_t> alive;  // ordering: a node is unpruned iff alive[node] == alive_current
-  uint32_t alive_current = 1;
+  internal::ShareCache shares;
+  internal::PruneMarks marks;
   std::vector<double> removal;  // the feasibility bound: usage removed per node and resource
   std::vector<uint32_t> removal_stamp;
   uint32_t removal_current = 1;
@@ -76,13 +31,9 @@ struct SearchBuffers {
 std::shared_ptr<SearchBuffers> MakeSearchBuffers(const QuotaTree& tree) {
   auto buffers = std::make_shared<SearchBuffers>();
   const size_t n = static_cast<size_t>(tree.size());
-  for (RunTable& table : buffers->tables) {
-    table.runs.assign(n, CandidateRun{});
-    table.stamp.assign(n, 0);
-  }
-  buffers->drs.assign(n, DominantResourceShare{});
-  buffers->drs_stamp.assign(n, 0);
-  buffers->alive.assign(n, 0);
+  for (RunTable& table : buffers->tables) table.Resize(n);
+  buffers->shares.Resize(n);
+  buffers->marks.alive.assign(n, 0);
   buffers->removal.assign(n * static_cast<size_t>(tree.resource_count()), 0.0);
   buffers->removal_stamp.assign(n, 0);
   int max_depth = 0;
@@ -116,52 +67,21 @@ class Search {
       : tree_(*context.tree),
         workloads_(*context.workloads),
         index_(*context.index),
-        available_(*context.available),
         strategies_(context.strategies),
         buffers_(*context.buffers),
         w_(workloads_[preemptor]),
         x_(w_.cq),
+        path_(tree_, x_),
         contested_(contested),
         policy_(tree_.queues().queue(x_).kueue_preemption),
-        contested_mask_(tree_.resource_count(), 0),
-        poll_(context.poll != nullptr ? *context.poll : never_cancelled_) {
-    for (int r : contested) contested_mask_[r] = 1;
-    for (int node = x_; node >= 0; node = tree_.parent(node)) {
-      x_path_.push_back(node);
-      root_ = node;
-    }
-  }
+        is_candidate_(workloads_, *context.available, w_, policy_, contested,
+                      tree_.resource_count()),
+        poll_(context.poll != nullptr ? *context.poll : never_cancelled_),
+        scope_{tree_, workloads_, index_, is_candidate_, path_, buffers_.shares, poll_} {}
 
   std::vector<PreemptionTarget> Run();
 
  private:
-  // Target queue ordering for one pass (§5.5 step 4) over `source`, popping candidates from the
-  // front of each queue's run. Queues without candidates, and cohorts without such queues below
-  // them, start pruned: `next` would prune them on its way without ever returning them.
-  class Ordering {
-   public:
-    Ordering(Search& search, RunTable* source);
-    int Next();  // the next target queue, -1 when every queue is pruned
-    int Head(int cq);
-    int Pop(int cq);
-    // Moves every candidate of cq not popped yet to the end of `out`'s run for cq.
-    void MoveRest(int cq, RunTable* out);
-    // Prunes the subtree of `top`, first moving (when `out` is set) the rest of every queue that
-    // `next` would still return from it: borrowing queues below borrowing, unpruned cohorts.
-    // Used when every such queue would meet the same fate because the shares compared for it
-    // are those of `top` itself, which nothing changes in the meantime.
-    void PruneSubtree(int top, RunTable* out);
-    void Drop(int cq) { alive_[cq] = 0; }
-
-   private:
-    bool pruned(int node) const { return alive_[node] != id_; }
-
-    Search& search_;
-    RunTable* source_;
-    std::vector<uint32_t>& alive_;
-    uint32_t id_;
-  };
-
   bool MayPreemptInOwnQueue() const {
     return policy_.within_cluster_queue != WithinClusterQueue::kUnspecified &&
            policy_.within_cluster_queue != WithinClusterQueue::kNever;
@@ -172,11 +92,6 @@ class Search {
            policy_.reclaim_within_cohort != ReclaimWithinCohort::kNever;
   }
   bool BorrowsContested(int cq) const;
-  bool IsCandidate(int workload) const;
-  bool OnXPath(int node) const {
-    const int depth = tree_.queues().entry(node).depth;
-    return depth < static_cast<int>(x_path_.size()) && x_path_[x_path_.size() - 1 - depth] == node;
-  }
   // The queues that may give candidates (§5.5 step 1), as lazy runs over the index in `out`.
   // False when evicting every candidate still would not make w fit: then no target set exists.
   bool FindCandidates(RunTable* out);
@@ -184,7 +99,7 @@ class Search {
   // RemoveUsage, but summed per node first).
   bool CouldFitAfterRemoval(const std::vector<int>& touched_queues);
   // DRS(n) on the current tree, cached until an eviction below n.
-  const DominantResourceShare& Drs(int node);
+  const DominantResourceShare& Drs(int node) { return buffers_.shares.Of(tree_, node); }
   bool FitsWithoutPreemptor();
   bool WithinNominal() const;
   void Evict(TargetRecord target);
@@ -192,24 +107,23 @@ class Search {
   bool FirstPass(RunTable* source, RunTable* retry, bool* evicted_from_x);
   bool SecondPass(RunTable* retry);
   std::string Message(const TargetRecord& target) const;
+  // Work units of one step that walks x's path (a simulated eviction, a share recomputed).
+  int64_t path_work() const { return static_cast<int64_t>(path_.nodes().size()); }
 
   QuotaTree& tree_;
   const std::vector<Workload>& workloads_;
   const CandidateIndex& index_;
-  const std::vector<char>& available_;
   const std::vector<KueuePreemptionStrategy>& strategies_;
   SearchBuffers& buffers_;
   const Workload& w_;
   int x_;
-  int root_ = -1;
-  std::vector<int> x_path_;  // x, its parent, ..., the root
+  PreemptorPath path_;
   const std::vector<int>& contested_;
   KueuePreemption policy_;
-  std::vector<char> contested_mask_;
+  CandidateFilter is_candidate_;
   CancelPoll never_cancelled_;
   CancelPoll& poll_;
-  // Work units of one step that walks x's path (a simulated eviction, a share recomputed).
-  int64_t path_work() const { return static_cast<int64_t>(x_path_.size()); }
+  OrderingScope scope_;  // what the target orderings of this search read
   std::vector<TargetRecord> targets_;
 };
 
@@ -218,29 +132,6 @@ bool Search::BorrowsContested(int cq) const {
     if (tree_.Borrows(cq, r)) return true;
   }
   return false;
-}
-
-bool Search::IsCandidate(int index) const {
-  if (!available_[index]) return false;
-  const Workload& c = workloads_[index];
-  if (!c.preemptible) return false;
-  bool uses_contested = false;
-  for (const ResourceAmount& amount : c.usage) {
-    if (contested_mask_[amount.resource]) {
-      uses_contested = true;
-      break;
-    }
-  }
-  if (!uses_contested) return false;
-  if (c.cq == x_) {
-    if (c.priority < w_.priority) return true;
-    return policy_.within_cluster_queue == WithinClusterQueue::kLowerOrNewerEqualPriority &&
-           c.priority == w_.priority && w_.creation < c.creation;
-  }
-  if (policy_.reclaim_within_cohort == ReclaimWithinCohort::kLowerPriority) {
-    return c.priority < w_.priority;
-  }
-  return true;
 }
 
 bool Search::FindCandidates(RunTable* out) {
@@ -259,17 +150,17 @@ bool Search::FindCandidates(RunTable* out) {
   };
   if (MayPreemptInOwnQueue()) {
     for (int c : index_.of(x_)) {
-      if (!IsCandidate(c)) continue;
+      if (!is_candidate_(c)) continue;
       double* row = removal_row(x_);
       for (const ResourceAmount& amount : workloads_[c].usage) {
-        if (contested_mask_[amount.resource]) row[amount.resource] += amount.amount;
+        if (is_candidate_.contested(amount.resource)) row[amount.resource] += amount.amount;
       }
       if (target_queues.empty()) target_queues.push_back(x_);
     }
   }
   if (MayReclaimFromOthers()) {
     const bool lower_only = policy_.reclaim_within_cohort == ReclaimWithinCohort::kLowerPriority;
-    for (int cq : index_.leaves_under(root_)) {
+    for (int cq : index_.leaves_under(path_.root())) {
       if (poll_.Tick()) return false;  // cancelled: no target set
       // A queue's own usage changes only by evictions from it, so whether it borrows is the same
       // here as when `next` first looks at it.
@@ -318,11 +209,11 @@ bool Search::CouldFitAfterRemoval(const std::vector<int>& touched_queues) {
   // Available(x) top down with the reduced usage on x's path.
   for (int r : contested_) {
     double avail = 0;
-    for (auto it = x_path_.rbegin(); it != x_path_.rend(); ++it) {
+    for (auto it = path_.nodes().rbegin(); it != path_.nodes().rend(); ++it) {
       const int node = *it;
       double used = tree_.usage(node, r);
       if (buffers_.removal_stamp[node] == buffers_.removal_current) used -= row(node)[r];
-      if (node == root_) {
+      if (node == path_.root()) {
         avail = tree_.subtree_quota(node, r) - used;
         continue;
       }
@@ -343,145 +234,6 @@ bool Search::CouldFitAfterRemoval(const std::vector<int>& touched_queues) {
   return true;
 }
 
-const DominantResourceShare& Search::Drs(int node) {
-  if (buffers_.drs_stamp[node] != buffers_.drs_current) {
-    buffers_.drs[node] = ComputeDrs(tree_, node);
-    buffers_.drs_stamp[node] = buffers_.drs_current;
-  }
-  return buffers_.drs[node];
-}
-
-Search::Ordering::Ordering(Search& search, RunTable* source)
-    : search_(search),
-      source_(source),
-      alive_(search.buffers_.alive),
-      id_(++search.buffers_.alive_current) {
-  for (int cq : source->touched) {
-    CandidateRun& run = source->runs[cq];
-    if (run.empty()) continue;
-    run.item_at = 0;
-    run.index_at = run.index_from;
-    for (int node = cq; node >= 0 && alive_[node] != id_; node = search.tree_.parent(node)) {
-      alive_[node] = id_;
-    }
-  }
-}
-
-int Search::Ordering::Head(int cq) {
-  CandidateRun* run = source_->Find(cq);
-  if (run == nullptr) return -1;
-  if (run->item_at < run->items.size()) return run->items[run->item_at];
-  if (!run->from_index) return -1;
-  const std::vector<int>& list = search_.index_.of(cq);
-  while (run->index_at < list.size() && !search_.IsCandidate(list[run->index_at])) {
-    ++run->index_at;
-  }
-  return run->index_at < list.size() ? list[run->index_at] : -1;
-}
-
-int Search::Ordering::Pop(int cq) {
-  const int head = Head(cq);
-  if (head < 0) return head;
-  CandidateRun& run = *source_->Find(cq);
-  if (run.item_at < run.items.size()) {
-    ++run.item_at;
-  } else {
-    ++run.index_at;
-  }
-  return head;
-}
-
-void Search::Ordering::MoveRest(int cq, RunTable* out) {
-  CandidateRun* run = source_->Find(cq);
-  if (run == nullptr) return;
-  CandidateRun& target = out->Touch(cq);
-  for (; run->item_at < run->items.size(); ++run->item_at) {
-    target.items.push_back(run->items[run->item_at]);
-  }
-  if (run->from_index) {
-    // Nothing follows a queue's whole remainder in the same pass: the tail stays lazy.
-    target.from_index = true;
-    target.index_from = run->index_at;
-    run->index_at = search_.index_.of(cq).size();
-  }
-}
-
-void Search::Ordering::PruneSubtree(int top, RunTable* out) {
-  if (out == nullptr) {
-    alive_[top] = 0;  // nothing below a pruned node is reached again
-    return;
-  }
-  std::vector<int> stack = {top};
-  while (!stack.empty()) {
-    const int node = stack.back();
-    stack.pop_back();
-    search_.poll_.Tick();  // a cancelled search stops at its pass's next step
-    if (pruned(node)) continue;
-    alive_[node] = 0;
-    if (search_.tree_.is_leaf(node)) {
-      const CandidateRun* run = source_->Find(node);
-      if (run != nullptr && !run->empty() && search_.Drs(node).borrowing) MoveRest(node, out);
-      continue;
-    }
-    if (!search_.Drs(node).borrowing) continue;  // `next` prunes it without descending
-    const std::vector<int>& children = search_.tree_.queues().children(node);
-    stack.insert(stack.end(), children.begin(), children.end());
-  }
-}
-
-int Search::Ordering::Next() {
-  const QuotaTree& tree = search_.tree_;
-  const int x = search_.x_;
-  if (tree.parent(x) < 0) return Head(x) >= 0 ? x : -1;
-  const int root = search_.root_;
-  while (!pruned(root)) {
-    int cohort = root;
-    while (true) {
-      int best_cq = -1;
-      int best_cohort = -1;
-      for (int child : tree.queues().children(cohort)) {
-        if (pruned(child)) continue;
-        const DominantResourceShare& drs = search_.Drs(child);
-        if (tree.is_leaf(child)) {
-          if ((!drs.borrowing && child != x) || Head(child) < 0) {
-            alive_[child] = 0;
-            continue;
-          }
-          if (best_cq < 0) {
-            best_cq = child;
-            continue;
-          }
-          const int order = CompareDrs(drs, search_.Drs(best_cq));
-          if (order > 0 || (order == 0 && CandidateBefore(search_.workloads_[Head(child)],
-                                                          search_.workloads_[Head(best_cq)], x))) {
-            best_cq = child;
-          }
-        } else {
-          if (!drs.borrowing && !search_.OnXPath(child)) {
-            alive_[child] = 0;
-            continue;
-          }
-          // Children come in name order: an equal share keeps the smaller name.
-          if (best_cohort < 0 || CompareDrs(drs, search_.Drs(best_cohort)) > 0) {
-            best_cohort = child;
-          }
-        }
-      }
-      if (best_cq < 0 && best_cohort < 0) {
-        alive_[cohort] = 0;
-        break;
-      }
-      if (best_cohort >= 0 &&
-          (best_cq < 0 || CompareDrs(search_.Drs(best_cohort), search_.Drs(best_cq)) >= 0)) {
-        cohort = best_cohort;
-        continue;
-      }
-      return best_cq;
-    }
-  }
-  return -1;
-}
-
 bool Search::FitsWithoutPreemptor() {
   const size_t mark = tree_.Mark();
   tree_.RemoveUsage(x_, w_.usage);
@@ -500,7 +252,7 @@ bool Search::WithinNominal() const {
 void Search::Evict(TargetRecord target) {
   const int cq = workloads_[target.workload].cq;
   tree_.RemoveUsage(cq, workloads_[target.workload].usage);
-  for (int node = cq; node >= 0; node = tree_.parent(node)) buffers_.drs_stamp[node] = 0;
+  buffers_.shares.ClearPath(tree_, cq);
   targets_.push_back(target);
 }
 
@@ -537,7 +289,7 @@ std::string Search::Message(const TargetRecord& target) const {
 
 bool Search::FirstPass(RunTable* source, RunTable* retry, bool* evicted_from_x) {
   const KueuePreemptionStrategy strategy = strategies_.front();
-  Ordering ordering(*this, source);
+  TargetOrdering ordering(scope_, source, &buffers_.marks);
   const bool within_nominal = WithinNominal();
   for (int y = ordering.Next(); y >= 0; y = ordering.Next()) {
     if (poll_.Tick(path_work())) return false;  // cancelled: Run undoes the simulation
@@ -600,7 +352,7 @@ bool Search::FirstPass(RunTable* source, RunTable* retry, bool* evicted_from_x) 
 }
 
 bool Search::SecondPass(RunTable* retry) {
-  Ordering ordering(*this, retry);
+  TargetOrdering ordering(scope_, retry, &buffers_.marks);
   for (int y = ordering.Next(); y >= 0; y = ordering.Next()) {
     if (poll_.Tick(path_work())) return false;
     const int lca = tree_.queues().LowestCommonAncestor(x_, y);
@@ -634,7 +386,7 @@ std::vector<PreemptionTarget> Search::Run() {
   if (!FindCandidates(candidates)) return {};
   const size_t start = tree_.Mark();
   tree_.AddUsage(x_, w_.usage);  // every share below is "with w"
-  ++buffers_.drs_current;
+  buffers_.shares.Clear();
   retry->Reset();
   bool evicted_from_x = false;
   bool fits = FirstPass(candidates, retry, &evicted_from_x);
@@ -679,94 +431,6 @@ std::vector<PreemptionTarget> Search::Run() {
 }
 
 }  // namespace
-
-CandidateIndex CandidateIndex::Build(const std::vector<Workload>& workloads,
-                                     const QueueTree& queues, int resource_count) {
-  const int queue_count = queues.size();
-  CandidateIndex index;
-  index.leaves_under_.assign(queue_count, {});
-  for (int root : queues.roots()) {
-    std::vector<int> stack = {root};
-    while (!stack.empty()) {
-      const int node = stack.back();
-      stack.pop_back();
-      if (queues.is_leaf(node)) index.leaves_under_[root].push_back(node);
-      const std::vector<int>& children = queues.children(node);
-      stack.insert(stack.end(), children.rbegin(), children.rend());
-    }
-  }
-  index.resource_count_ = resource_count;
-  index.by_queue_.assign(queue_count, {});
-  for (size_t i = 0; i < workloads.size(); ++i) {
-    if (workloads[i].admitted) index.by_queue_[workloads[i].cq].push_back(static_cast<int>(i));
-  }
-  index.by_priority_.assign(queue_count, {});
-  index.levels_.assign(queue_count, {});
-  index.prefix_.assign(queue_count, {});
-  for (int cq = 0; cq < queue_count; ++cq) {
-    std::vector<int>& list = index.by_queue_[cq];
-    std::sort(list.begin(), list.end(),
-              [&workloads](int a, int b) { return SameQueueBefore(workloads[a], workloads[b]); });
-    std::vector<int>& by_priority = index.by_priority_[cq];
-    by_priority = list;
-    std::stable_sort(by_priority.begin(), by_priority.end(), [&workloads](int a, int b) {
-      return workloads[a].priority < workloads[b].priority;
-    });
-    for (int w : by_priority) {
-      if (index.levels_[cq].empty() || index.levels_[cq].back() != workloads[w].priority) {
-        index.levels_[cq].push_back(workloads[w].priority);
-      }
-    }
-    index.prefix_[cq].assign((index.levels_[cq].size() + 1) * resource_count, 0.0);
-  }
-  return index;
-}
-
-void CandidateIndex::RefreshSums(const std::vector<Workload>& workloads,
-                                 const std::vector<char>& available,
-                                 const std::vector<int>& queues) {
-  const size_t r_count = static_cast<size_t>(resource_count_);
-  std::vector<int> all;
-  if (queues.empty()) {
-    for (size_t cq = 0; cq < by_priority_.size(); ++cq) all.push_back(static_cast<int>(cq));
-  }
-  for (int cq : queues.empty() ? all : queues) {
-    std::vector<double>& prefix = prefix_[cq];
-    std::fill(prefix.begin(), prefix.end(), 0.0);
-    const std::vector<int32_t>& levels = levels_[cq];
-    // Row k + 1 first sums the workloads of priority levels[k] alone ...
-    size_t level = 0;
-    for (int w : by_priority_[cq]) {
-      while (levels[level] != workloads[w].priority) ++level;
-      if (!available[w] || !workloads[w].preemptible) continue;
-      for (const ResourceAmount& amount : workloads[w].usage) {
-        prefix[(level + 1) * r_count + amount.resource] += amount.amount;
-      }
-    }
-    // ... then every row adds the rows below: row k sums the priorities below levels[k].
-    for (size_t k = 1; k <= levels.size(); ++k) {
-      for (size_t r = 0; r < r_count; ++r) prefix[k * r_count + r] += prefix[(k - 1) * r_count + r];
-    }
-  }
-}
-
-const double* CandidateIndex::SumBelow(int cq, int32_t priority) const {
-  const std::vector<int32_t>& levels = levels_[cq];
-  const size_t k = std::lower_bound(levels.begin(), levels.end(), priority) - levels.begin();
-  return prefix_[cq].data() + k * static_cast<size_t>(resource_count_);
-}
-
-const double* CandidateIndex::SumAll(int cq) const {
-  return prefix_[cq].data() + levels_[cq].size() * static_cast<size_t>(resource_count_);
-}
-
-bool CandidateBefore(const Workload& a, const Workload& b, int preemptor_cq) {
-  if (a.releasing != b.releasing) return a.releasing;
-  const bool a_own = a.cq == preemptor_cq;
-  const bool b_own = b.cq == preemptor_cq;
-  if (a_own != b_own) return b_own;
-  return SameQueueBefore(a, b);
-}
 
 std::vector<PreemptionTarget> FindFairSharingTargets(const PreemptionContext& context,
                                                      int preemptor,

@@ -1,0 +1,226 @@
+#include "core/kai/solver_bounds.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace arbiter::kai {
+
+std::vector<double> SumRequests(const Cluster& cluster, const int* pods, int count) {
+  std::vector<double> sum(cluster.num_resources(), 0.0);
+  for (int i = 0; i < count; ++i) {
+    const double* requests = cluster.requests(pods[i]);
+    for (int r = 0; r < cluster.num_resources(); ++r) sum[r] += requests[r];
+  }
+  return sum;
+}
+
+namespace {
+
+// How many pods of `node_requests` fit in `free` (both over the rn node resources), capped at
+// `cap`; none when the pod requests a resource outside R_n (`off_nodes`), which no node has.
+int PodsThatFit(const double* node_requests, bool off_nodes, const double* free, int rn, int cap) {
+  if (off_nodes) return 0;
+  int count = cap;
+  for (int r = 0; r < rn; ++r) {
+    if (!(node_requests[r] > 0)) continue;
+    if (!(free[r] >= node_requests[r])) return 0;
+    const double fit = std::floor(free[r] / node_requests[r]);
+    if (fit < count) count = static_cast<int>(fit);
+  }
+  return count;
+}
+
+}  // namespace
+
+RoomBound::RoomBound(Session& session, const Unit& unit, int part,
+                     const std::vector<EvictionUnit>& chosen,
+                     const std::function<bool(int group)>& eligible, RoomScratch* scratch)
+    : session_(session), scratch_(*scratch), part_(part) {
+  const Cluster& cluster = session_.cluster();
+  const WorkingState& state = session_.state();
+  Feasibility& feasibility = session_.feasibility();
+  const int r_count = cluster.num_resources();
+  const int pod = unit.pods[0];
+  const double* requests = cluster.requests(pod);
+  // Room is counted over the node resources; a pod that requests another fits nowhere.
+  const int rn_count = cluster.num_node_resources();
+  for (int k = 1; k < part; ++k) {
+    const int other = unit.pods[k];
+    if (feasibility.pod_signature(other) != feasibility.pod_signature(pod) ||
+        !std::equal(requests, requests + r_count, cluster.requests(other))) {
+      return;  // not identical: no count bound
+    }
+  }
+  bool requests_something = false;
+  for (int r = 0; r < r_count; ++r) requests_something |= requests[r] > 0;
+  if (!requests_something) return;
+  counted_ = true;
+  pod_ = pod;
+  off_nodes_ = cluster.pod(pod).requests_off_nodes;
+  feasible_class_.assign(feasibility.num_classes(), false);
+  for (const auto& c : feasibility.FeasibleClasses(feasibility.pod_signature(pod))) {
+    feasible_class_[c.node_class] = true;
+  }
+  // Free per node once R is evicted, and once every eligible victim is evicted too.
+  const int nodes = cluster.num_nodes();
+  base_free_.assign(static_cast<size_t>(nodes) * rn_count, 0.0);
+  std::vector<double> all_free(static_cast<size_t>(nodes) * rn_count, 0.0);
+  for (int n = 0; n < nodes; ++n) {
+    for (int k = 0; k < rn_count; ++k) base_free_[n * rn_count + k] = state.free(n, k);
+  }
+  std::vector<bool> in_chosen(cluster.num_pods(), false);
+  for (const EvictionUnit& victim : chosen) {
+    for (int p : victim.pods) {
+      in_chosen[p] = true;
+      const double* victim_requests = cluster.node_requests(p);
+      for (int k = 0; k < rn_count; ++k) {
+        base_free_[state.pod_node(p) * rn_count + k] += victim_requests[k];
+      }
+    }
+  }
+  all_free = base_free_;
+  for (int g = 0; g < cluster.num_groups(); ++g) {
+    const ClusterGroup& info = cluster.group(g);
+    if (!info.preemptible || state.running(g) == 0 || state.bound(g) > 0 || state.moved(g) > 0 ||
+        !eligible(g)) {
+      continue;
+    }
+    for (int p = info.first_pod; p < info.first_pod + info.pod_count; ++p) {
+      if (state.pod_state(p) != PodState::kRunning || in_chosen[p]) continue;
+      const double* victim_requests = cluster.node_requests(p);
+      for (int k = 0; k < rn_count; ++k) {
+        all_free[state.pod_node(p) * rn_count + k] += victim_requests[k];
+      }
+    }
+  }
+  base_count_.assign(nodes, 0);
+  for (int n = 0; n < nodes; ++n) {
+    base_count_[n] = PodsOn(n, &base_free_[n * rn_count]);
+    base_total_ += base_count_[n];
+    with_all_victims_ += PodsOn(n, &all_free[n * rn_count]);
+  }
+  drawn_free_ = base_free_;
+  drawn_count_ = base_count_;
+  drawn_total_ = base_total_;
+}
+
+int RoomBound::PodsOn(int node, const double* free) const {
+  const Cluster& cluster = session_.cluster();
+  if (cluster.node(node).node->unschedulable ||
+      !feasible_class_[session_.feasibility().node_class(node)]) {
+    return 0;
+  }
+  return PodsThatFit(cluster.node_requests(pod_), off_nodes_, free, cluster.num_node_resources(),
+                     part_);
+}
+
+void RoomBound::AddDrawn(const EvictionUnit& victim, const std::vector<int>& nodes) {
+  if (!counted_) return;
+  const Cluster& cluster = session_.cluster();
+  const WorkingState& state = session_.state();
+  const int rn_count = cluster.num_node_resources();
+  for (int pod : victim.pods) {
+    const double* victim_requests = cluster.node_requests(pod);
+    double* into = &drawn_free_[state.pod_node(pod) * rn_count];
+    for (int k = 0; k < rn_count; ++k) into[k] += victim_requests[k];
+  }
+  for (int node : nodes) {
+    const int count = PodsOn(node, &drawn_free_[node * rn_count]);
+    drawn_total_ += count - drawn_count_[node];
+    drawn_count_[node] = count;
+  }
+}
+
+bool RoomBound::MayHold(int node, const std::vector<const EvictionUnit*>& fresh) {
+  if (!counted_) return true;
+  if (base_total_ >= part_) return true;  // the count does not rule it out
+  const Cluster& cluster = session_.cluster();
+  const WorkingState& state = session_.state();
+  const int rn_count = cluster.num_node_resources();
+  // On `node` itself, every drawn victim with a pod there is in `fresh`: its room is the base
+  // plus everything drawn there, kept up to date by AddDrawn. (An infeasible node counts 0 pods,
+  // in the base too.)
+  int total = base_total_ - base_count_[node] + PodsOn(node, &drawn_free_[node * rn_count]);
+  // Gains are never negative: once the count reaches the part, the other nodes cannot undo it.
+  if (total >= part_) return true;
+  // The other nodes of `fresh` (victims with pods on several nodes) gain only those victims'
+  // pods there: each such node's room is the base plus those pods, summed in a scratch row per
+  // node (in draw order, then pod order).
+  const int nodes = cluster.num_nodes();
+  if (scratch_.stamp.size() != static_cast<size_t>(nodes)) {
+    scratch_.stamp.assign(nodes, 0);
+    scratch_.free.reset(new double[static_cast<size_t>(nodes) * rn_count]);
+    scratch_.current = 0;
+  }
+  ++scratch_.current;
+  std::vector<int>& others = scratch_.nodes;
+  others.clear();
+  for (const EvictionUnit* victim : fresh) {
+    for (int p : victim->pods) {
+      const int other = state.pod_node(p);
+      if (other == node) continue;
+      double* row = &scratch_.free[static_cast<size_t>(other) * rn_count];
+      if (scratch_.stamp[other] != scratch_.current) {
+        scratch_.stamp[other] = scratch_.current;
+        others.push_back(other);
+        std::copy(&base_free_[other * rn_count], &base_free_[other * rn_count] + rn_count, row);
+      }
+      const double* victim_requests = cluster.node_requests(p);
+      for (int k = 0; k < rn_count; ++k) row[k] += victim_requests[k];
+    }
+  }
+  for (int other : others) {
+    total +=
+        PodsOn(other, &scratch_.free[static_cast<size_t>(other) * rn_count]) - base_count_[other];
+  }
+  return total >= part_;
+}
+
+QuotaBound::QuotaBound(Session& session, int group, const Unit& unit, int part,
+                       const std::vector<EvictionUnit>& chosen)
+    : session_(session),
+      group_(group),
+      requests_(SumRequests(session.cluster(), unit.pods.data(), part)) {
+  breach_ = BreachAfter(chosen);
+}
+
+std::optional<QuotaBreach> QuotaBound::BreachAfter(const std::vector<EvictionUnit>& victims) const {
+  WorkingState& state = session_.state();
+  const WorkingState::Mark mark = state.Checkpoint();
+  for (const EvictionUnit& victim : victims) {
+    for (int p : victim.pods) state.Evict(p);
+  }
+  std::optional<QuotaBreach> breach =
+      CheckQuota(session_.cluster(), session_.shares(), state, group_, requests_.data());
+  state.Rollback(mark);
+  return breach;
+}
+
+bool QuotaBound::AnyVictimSetMayLift(const std::function<bool(int group)>& eligible) const {
+  if (!breach_.has_value()) return true;
+  if (breach_->kind == QuotaBreach::kNonPreemptible) return false;
+  const Cluster& cluster = session_.cluster();
+  const WorkingState& state = session_.state();
+  for (int g = 0; g < cluster.num_groups(); ++g) {
+    if (cluster.group(g).preemptible && state.running(g) > 0 &&
+        cluster.tree().InSubtree(cluster.group(g).queue, breach_->queue) && eligible(g)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool QuotaBound::MayLift(const std::vector<const EvictionUnit*>& fresh) const {
+  if (!breach_.has_value()) return true;
+  const Cluster& cluster = session_.cluster();
+  for (const EvictionUnit* victim : fresh) {
+    if (cluster.tree().InSubtree(cluster.group(victim->group).queue, breach_->queue)) return true;
+  }
+  return false;
+}
+
+bool QuotaBound::LiftedBy(const std::vector<EvictionUnit>& victims) const {
+  return !breach_.has_value() || !BreachAfter(victims).has_value();
+}
+
+}  // namespace arbiter::kai

@@ -1,0 +1,112 @@
+// The two bounds by which the victim search of §4.8 (solver.h) skips tries that provably cannot
+// place a part (SEMANTICS.md §4.8 allows it): a count of the room the nodes could make for the
+// part's pods, node by node (RoomBound), and the §4.4 quota breach no victim set outside the
+// breached queue can lift (QuotaBound). Neither decides an answer: each only rules out tries
+// that would fail.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "core/kai/quota_check.h"
+#include "core/kai/session.h"
+#include "core/kai/unit.h"
+#include "core/kai/victims.h"
+
+namespace arbiter::kai {
+
+// Σ of the requests (over R) of the `count` pods at `pods`, summed in that order.
+std::vector<double> SumRequests(const Cluster& cluster, const int* pods, int count);
+
+// Scratch rows of free room per node that RoomBound::MayHold reuses from one call to the next,
+// valid where their stamp is current. Owned by the search so the bounds of its parts share it.
+struct RoomScratch {
+  std::vector<uint32_t> stamp;  // per node
+  std::unique_ptr<double[]> free;
+  uint32_t current = 0;
+  std::vector<int> nodes;  // the nodes with a current row
+};
+
+// For a part of identical pods, k pods fit only if the nodes can hold k of them counted node by
+// node: an upper bound, since re-placed victims only take room. The bound counts that room once R
+// is evicted (the base), once R and every victim drawn so far are evicted, and once every
+// eligible victim is evicted. For a part whose pods are not identical, or request nothing, it
+// rules nothing out.
+class RoomBound {
+ public:
+  // Counts the room for the first `part` pods of `unit` once `chosen` (R) is evicted, and once
+  // every eligible victim (a preemptible group with RUNNING pods, none bound or moved, accepted
+  // by `eligible`) is evicted too. `session` and `scratch` outlive the bound.
+  // O(nodes · R_n + pods).
+  RoomBound(Session& session, const Unit& unit, int part, const std::vector<EvictionUnit>& chosen,
+            const std::function<bool(int group)>& eligible, RoomScratch* scratch);
+
+  // False when evicting every eligible victim could not make the room: no try can place the part.
+  bool AnyVictimSetMayHold() const { return !counted_ || with_all_victims_ >= part_; }
+  // Counts the pods of a drawn `victim` as freed room; `nodes` are the nodes of its pods (sorted,
+  // unique). O(|victim| · R_n + |nodes|).
+  void AddDrawn(const EvictionUnit& victim, const std::vector<int>& nodes);
+  // False when no try among the drawn victims can place the part: every try evicts R and some of
+  // the drawn victims, so the count with all of them evicted bounds each try's from above
+  // (PodsThatFit grows with free room). O(1).
+  bool DrawnMayHold() const { return !counted_ || drawn_total_ >= part_; }
+  // False when the part provably cannot fit once R and `fresh` (the drawn victims with a pod on
+  // `node`) are evicted: only nodes holding a pod of `fresh` gain room over the base.
+  // O(pods of fresh · R_n).
+  bool MayHold(int node, const std::vector<const EvictionUnit*>& fresh);
+
+ private:
+  // How many of the part's pods fit in `free` (R_n values) on `node`: 0 where the pod may not go
+  // (unschedulable, selector, taints), else by PodsThatFit, capped at the part.
+  int PodsOn(int node, const double* free) const;
+
+  Session& session_;
+  RoomScratch& scratch_;
+  int part_;
+  bool counted_ = false;              // the part's pods are identical and request something
+  int pod_ = -1;                      // the part's (identical) pod
+  bool off_nodes_ = false;            // it requests a resource outside R_n: fits nowhere
+  std::vector<bool> feasible_class_;  // per node class
+  std::vector<double> base_free_;     // nodes × R_n: free once R is evicted
+  std::vector<int> base_count_;       // per node: pods that fit in base_free_
+  int base_total_ = 0;
+  int with_all_victims_ = 0;        // pods that fit once every eligible victim is evicted
+  std::vector<double> drawn_free_;  // nodes × R_n: free once R and every drawn victim are evicted
+  std::vector<int> drawn_count_;    // per node: pods that fit in drawn_free_
+  int drawn_total_ = 0;
+};
+
+// Evictions lower a queue's allocation only inside its subtree, and never its non-preemptible
+// allocation. So while P's part breaches a §4.4 limit once R is evicted, only a victim set with a
+// victim under the breached queue can lift it, and a non-preemptible breach no set lifts.
+class QuotaBound {
+ public:
+  // The breach of P's (`group`'s) first `part` pods once `chosen` (R) is evicted, if any.
+  // `session` outlives the bound.
+  QuotaBound(Session& session, int group, const Unit& unit, int part,
+             const std::vector<EvictionUnit>& chosen);
+
+  // False when no victim set can lift the breach: it is non-preemptible, or no RUNNING
+  // preemptible group that `eligible` accepts lies under the breached queue. O(groups · depth).
+  bool AnyVictimSetMayLift(const std::function<bool(int group)>& eligible) const;
+  // Cheap first: false when there is a breach and none of `fresh` lies under the breached queue.
+  bool MayLift(const std::vector<const EvictionUnit*>& fresh) const;
+  // False when there is a breach and it stays once every unit of `victims` is evicted. P's check
+  // in a try sees those allocations plus whatever victims re-placed before P add back, so the try
+  // cannot place the part then. O(pods of victims + depth · R).
+  bool LiftedBy(const std::vector<EvictionUnit>& victims) const;
+
+ private:
+  // The breach once `victims` are evicted, if any.
+  std::optional<QuotaBreach> BreachAfter(const std::vector<EvictionUnit>& victims) const;
+
+  Session& session_;
+  int group_;
+  std::vector<double> requests_;  // the part's requests
+  std::optional<QuotaBreach> breach_;
+};
+
+}  // namespace arbiter::kai
