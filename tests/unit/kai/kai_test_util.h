@@ -5,6 +5,7 @@
 
 #include <deque>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "core/model.h"
 #include "core/validation.h"
 #include "gtest/gtest.h"
+#include "tests/support/snapshot_builder.h"
 #include "tests/support/status_matchers.h"
 #include "tests/support/validated.h"
 
@@ -80,6 +82,32 @@ inline std::vector<std::string> Pending(const ScheduleResult& result) {
   return out;
 }
 
+// The short name of an eviction reason, as Evictions() prints it.
+inline std::string EvictionReasonName(EvictionReason reason) {
+  switch (reason) {
+    case EvictionReason::kFairShareReclaim:
+      return "FAIR_SHARE_RECLAIM";
+    case EvictionReason::kQuotaReclaim:
+      return "QUOTA_RECLAIM";
+    case EvictionReason::kPriorityPreemption:
+      return "PRIORITY_PREEMPTION";
+    case EvictionReason::kConsolidation:
+      return "CONSOLIDATION";
+    default:
+      return "OTHER";
+  }
+}
+
+// "pod@node REASON for preemptor" per eviction, in response order.
+inline std::vector<std::string> Evictions(const ScheduleResult& result) {
+  std::vector<std::string> out;
+  for (const Eviction& e : result.evictions) {
+    out.push_back(absl::StrCat(e.pod, "@", e.node, " ", EvictionReasonName(e.reason), " for ",
+                               e.preemptor_pod_group));
+  }
+  return out;
+}
+
 inline const PendingPodGroup* FindPending(const ScheduleResult& result, const std::string& group) {
   for (const PendingPodGroup& p : result.pending) {
     if (p.pod_group == group) return &p;
@@ -116,6 +144,69 @@ inline std::string Describe(const ScheduleResult& result) {
     absl::StrAppend(&out, "P ", p.pod_group, " ", p.reason, ": ", p.message, "\n");
   }
   return out;
+}
+
+// The same node held by team-b's gang of four 2-GPU pods at its min_member: two teams with
+// equal deserved GPUs (4) on one 8-GPU node.
+inline SnapshotBuilder GangHoldsTheNode() {
+  SnapshotBuilder b;
+  b.Node("n1", Gpu(8))
+      .Queue("team-a")
+      .Deserved(Gpu(4))
+      .Queue("team-b")
+      .Deserved(Gpu(4))
+      .Group("gang", "team-b")
+      .MinMember(4)
+      .RunningPods(4, Gpu(2), "n1");
+  return b;
+}
+
+// The same node held by a non-preemptible borrower in team-b (four 2-GPU pods).
+inline SnapshotBuilder NonPreemptibleBorrower() {
+  SnapshotBuilder b;
+  b.Node("n1", Gpu(8))
+      .Queue("team-a")
+      .Deserved(Gpu(4))
+      .Queue("team-b")
+      .Deserved(Gpu(4))
+      .Group("borrower", "team-b")
+      .Preemptible(Preemptibility::kNonPreemptible)
+      .RunningPods(4, Gpu(2), "n1");
+  return b;
+}
+
+// A named case of an eviction action's table: one cycle of `snapshot` under `policy`, and the
+// decisions expected of it. An unset field is not checked.
+struct EvictionCase {
+  std::string name;
+  Snapshot snapshot;
+  Policy policy;
+  // Exactly these evictions, as Evictions() prints them.
+  std::vector<std::string> evictions;
+  // When set: exactly these bindings, as Bindings() prints them.
+  std::optional<std::vector<std::string>> bindings = std::nullopt;
+  // When set: exactly these pending groups, as Pending() prints them.
+  std::optional<std::vector<std::string>> pending = std::nullopt;
+  // When not empty: the first eviction's message.
+  std::string first_eviction_message = "";
+};
+
+inline void PrintTo(const EvictionCase& c, std::ostream* os) { *os << c.name; }
+
+// Runs the case's cycle and checks every decision the case states.
+inline void ExpectDecisions(const EvictionCase& c) {
+  const ScheduleResult result = RunCycle(c.snapshot, c.policy);
+  EXPECT_EQ(Evictions(result), c.evictions);
+  if (c.bindings.has_value()) {
+    EXPECT_EQ(Bindings(result), *c.bindings);
+  }
+  if (c.pending.has_value()) {
+    EXPECT_EQ(Pending(result), *c.pending);
+  }
+  if (!c.first_eviction_message.empty()) {
+    ASSERT_FALSE(result.evictions.empty());
+    EXPECT_EQ(result.evictions[0].message, c.first_eviction_message);
+  }
 }
 
 }  // namespace arbiter::testing

@@ -1,0 +1,175 @@
+// PREEMPT (core/kai/preempt.cc, SEMANTICS.md §4.7, §4.8, §4.11): a table of named cases, one
+// cycle each with the evictions, bindings and pending groups it must give, then the work the
+// solver does for a gang PREEMPT cannot help (issue 11).
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/named_cases.h"
+#include "tests/support/snapshot_builder.h"
+#include "tests/unit/kai/kai_test_util.h"
+
+namespace arbiter::kai {
+namespace {
+
+using ::arbiter::testing::CaseName;
+using ::arbiter::testing::EvictionCase;
+using ::arbiter::testing::ExpectDecisions;
+using ::arbiter::testing::Gpu;
+using ::arbiter::testing::IsOk;
+using ::arbiter::testing::Pending;
+using ::arbiter::testing::PolicyWith;
+using ::arbiter::testing::SnapshotBuilder;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using Decisions = std::vector<std::string>;
+
+Policy AllocatePreempt() { return PolicyWith({Action::kAllocate, Action::kPreempt}); }
+
+std::vector<EvictionCase> PreemptCases() {
+  std::vector<EvictionCase> cases;
+
+  // §4.4 inside §4.8's try: the preemptor's queue is at its limit; one victim pod does not bring
+  // it low enough, two do. The solver may skip the first set only because its limit check would
+  // fail with every candidate evicted; the second set must still be tried and taken.
+  cases.push_back(
+      {"VictimsUnderTheLimitedQueueLiftItsLimit",
+       SnapshotBuilder()
+           .Node("n1", Gpu(8))
+           .Queue("team")
+           .Deserved(Gpu(4))
+           .Limit(Gpu(4))
+           .Group("low", "team")
+           .Priority(10)
+           .RunningPods(4, Gpu(1), "n1")
+           .Group("high", "team")
+           .Priority(50)
+           .Pods(1, Gpu(2))
+           .Build(),
+       AllocatePreempt(),
+       Decisions{"low-2@n1 PRIORITY_PREEMPTION for high", "low-3@n1 PRIORITY_PREEMPTION for high"},
+       Decisions{"high-0@n1+"}, Decisions{}});
+
+  // §4.11: a higher priority evicts a lower one of its own queue.
+  cases.push_back({"HigherPriorityJobEvictsLowerPriorityInTheSameQueue",
+                   SnapshotBuilder()
+                       .Node("n1", Gpu(4))
+                       .Queue("team")
+                       .Deserved(Gpu(4))
+                       .Group("low", "team")
+                       .Priority(10)
+                       .RunningPods(2, Gpu(2), "n1")
+                       .Group("high", "team")
+                       .Priority(50)
+                       .Pods(1, Gpu(2))
+                       .Build(),
+                   AllocatePreempt(), Decisions{"low-1@n1 PRIORITY_PREEMPTION for high"},
+                   Decisions{"high-0@n1+"}, std::nullopt,
+                   "preempted for high: priority 50 over 10 in queue team"});
+
+  // §4.11: an equal priority is not preempted...
+  cases.push_back({"EqualPriorityIsNotPreempted",
+                   SnapshotBuilder()
+                       .Node("n1", Gpu(4))
+                       .Queue("team")
+                       .Group("a", "team")
+                       .Priority(10)
+                       .RunningPods(2, Gpu(2), "n1")
+                       .Group("b", "team")
+                       .Priority(10)
+                       .Pods(1, Gpu(2))
+                       .Build(),
+                   PolicyWith({Action::kPreempt}), Decisions{}});
+
+  // ... nor are other queues, whatever their priority...
+  cases.push_back({"OtherQueuesAreNotPreempted",
+                   SnapshotBuilder()
+                       .Node("n1", Gpu(4))
+                       .Queue("team-a")
+                       .Queue("team-b")
+                       .Group("low", "team-b")
+                       .Priority(1)
+                       .RunningPods(2, Gpu(2), "n1")
+                       .Group("high", "team-a")
+                       .Priority(50)
+                       .Pods(1, Gpu(2))
+                       .Build(),
+                   PolicyWith({Action::kPreempt}), Decisions{}});
+
+  // ... nor a gang protected by the queue's preempt min-runtime (§4.7).
+  cases.push_back({"PreemptMinRuntimeProtects",
+                   SnapshotBuilder()
+                       .Now(100)
+                       .Node("n1", Gpu(4))
+                       .Queue("team")
+                       .PreemptMinRuntime(300)
+                       .Group("low", "team")
+                       .Priority(10)
+                       .MinMember(2)
+                       .RunningPods(2, Gpu(2), "n1")
+                       .Started(0)
+                       .Group("high", "team")
+                       .Priority(50)
+                       .Pods(1, Gpu(2))
+                       .Build(),
+                   PolicyWith({Action::kPreempt}), Decisions{}});
+  return cases;
+}
+
+class PreemptDecisions : public ::testing::TestWithParam<EvictionCase> {};
+
+TEST_P(PreemptDecisions, AreTheExpectedOnes) { ExpectDecisions(GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(Preempt, PreemptDecisions, ::testing::ValuesIn(PreemptCases()),
+                         CaseName());
+
+// The work a call does, read from the cancellation hook: it is asked once per CancelPoll::kInterval
+// units of work (core/cancel_poll.h), so the count of questions measures work without a clock.
+int QuestionsAsked(const Snapshot& snapshot, const Policy& policy, ScheduleResult* result) {
+  int asked = 0;
+  CycleHooks hooks;
+  hooks.cancelled = [&asked] {
+    ++asked;
+    return false;
+  };
+  absl::StatusOr<ScheduleResult> answer =
+      ::arbiter::testing::ScheduleKaiWithHooks(snapshot, policy, hooks);
+  EXPECT_THAT(answer, IsOk());
+  if (answer.ok()) *result = *std::move(answer);
+  return asked;
+}
+
+Snapshot GangOnEmptyNodes(int nodes, int pods) {
+  SnapshotBuilder builder;
+  builder.Queue("q").Deserved({{"cpu", -1}});
+  for (int i = 0; i < nodes; ++i) builder.Node(absl::StrCat("n", i), {{"cpu", 1000}});
+  builder.Group("gang", "q").Priority(300).MinMember(pods).Pods(pods, {{"cpu", 1000}});
+  return builder.Build();
+}
+
+// Issue 11: with nothing to evict, the solver tried the gang part by part (1, 2, ..., 1,501
+// pods), about 1.1 million placements. The parts that place with no victim are tried once,
+// whole: a few thousand placements, a handful of questions to the hook.
+TEST(Preempt, GangThatFitsButForItsLastPodIsNotTriedPartByPart) {
+  ScheduleResult result;
+  const int asked =
+      QuestionsAsked(GangOnEmptyNodes(1500, 1501), PolicyWith({Action::kPreempt}), &result);
+  EXPECT_THAT(Pending(result), ElementsAre("gang:gang-does-not-fit"));
+  EXPECT_THAT(result.evictions, IsEmpty());
+  EXPECT_LT(asked, 100);  // part by part: more than 1,000
+}
+
+TEST(Preempt, GangThatFitsWithoutVictimsIsNotTriedPartByPart) {
+  ScheduleResult result;
+  const int asked =
+      QuestionsAsked(GangOnEmptyNodes(1500, 1500), PolicyWith({Action::kPreempt}), &result);
+  // PREEMPT leaves a unit that needs no victim to ALLOCATE, which is not listed.
+  EXPECT_THAT(Pending(result), ElementsAre("gang:not-attempted"));
+  EXPECT_THAT(result.bindings, IsEmpty());
+  EXPECT_LT(asked, 100);
+}
+
+}  // namespace
+}  // namespace arbiter::kai
