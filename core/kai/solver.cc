@@ -311,15 +311,14 @@ class Draws {
   // `max_groups` -1: no cap.
   Draws(int group_count, const std::vector<EvictionUnit>& chosen, int max_groups)
       : group_seen_(group_count, false), max_groups_(max_groups) {
-    for (const EvictionUnit& unit : chosen) Admits(unit.group);
+    for (const EvictionUnit& unit : chosen) Count(unit.group);
   }
 
   // Counts `group` among the victim groups; false when it is a new one and the cap is reached.
   bool Admits(int group) {
     if (group_seen_[group]) return true;
     if (max_groups_ >= 0 && groups_seen_ >= max_groups_) return false;
-    group_seen_[group] = true;
-    ++groups_seen_;
+    Count(group);
     return true;
   }
   // Adds the drawn `unit`, whose pods are on `nodes`.
@@ -335,6 +334,12 @@ class Draws {
   }
 
  private:
+  void Count(int group) {
+    if (group_seen_[group]) return;
+    group_seen_[group] = true;
+    ++groups_seen_;
+  }
+
   std::vector<EvictionUnit> drawn_;
   std::map<int, std::vector<int>> on_node_;  // node -> indices into drawn_, draw order
   std::vector<bool> group_seen_;
