@@ -49,7 +49,11 @@ count=$(echo "$sources" | wc -l)
 if [ "$rc" -ne 0 ]; then
   # clang-tidy's own "N warnings generated" lines count system headers' suppressed warnings.
   grep -v -E '^[0-9]+ warnings? (and [0-9]+ errors? )?generated\.$' "$log" >&2 || true
-  echo "check-tidy: findings above in $count files ($((SECONDS - start)) s)" >&2
+  if grep -q -E ': (error|warning):' "$log"; then
+    echo "check-tidy: findings above, in $count files ($((SECONDS - start)) s)" >&2
+  else
+    echo "check-tidy: clang-tidy failed without a finding (xargs exit $rc)" >&2
+  fi
   exit 1
 fi
 echo "check-tidy: $count files clean ($((SECONDS - start)) s)"
