@@ -5,7 +5,9 @@
 //   dominant_resource_share.h §5.3 DRS, weight 0, CompareDRS, "DRS with w"
 //   workload.h                §5.1 a PodGroup as a Kueue workload (usage, times, flags)
 //   nomination.h              §5.4 step 3: Fit, Preempt (with §5.5 targets) or NoFit
-//   fair_preemption.h         §5.5 candidates, target ordering, strategies, passes, fill-back
+//   preemption_candidates.h   §5.5 steps 1-2: which workloads may be targets, in which order
+//   preemption_order.h        §5.5 step 4: the ClusterQueue that gives the next target
+//   fair_preemption.h         §5.5 the search: strategies, passes, all or nothing, fill-back
 //   tournament.h              §5.4 step 4: the admission order of one root tree, incremental
 //   admission.h               §5.4 rounds and the processing steps of each entry
 //   pending_reasons.h         §6 reason codes and their sentences
