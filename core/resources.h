@@ -14,12 +14,10 @@ class ResourceSet {
  public:
   ResourceSet() = default;
 
-  // The union of the keys of Snapshot.capacity, every Node.allocatable, every Pod.requests and
-  // every queue's deserved, limit, over_quota_weight, borrowing_limit and lending_limit.
-  static ResourceSet Collect(const Snapshot& snapshot);
-
-  // A set of `names` that are already sorted bytewise and unique, for callers that gather R
-  // while reading the snapshot for other purposes.
+  // A set of `names` that are already sorted bytewise and unique. R of a request is built once,
+  // by ValidatedSnapshot::Validate (core/validated_snapshot.h): the union of the keys of
+  // Snapshot.capacity, every Node.allocatable, every Pod.requests and every queue's deserved,
+  // limit, over_quota_weight, borrowing_limit and lending_limit.
   static ResourceSet FromSortedNames(std::vector<std::string> names);
 
   int size() const { return static_cast<int>(names_.size()); }

@@ -132,8 +132,9 @@ class ValidatedSnapshot::Builder {
         ByName(nodes.size(), [&](int i) -> const std::string& { return nodes[i].name; });
     absl::flat_hash_map<std::string_view, int> node_index;
     node_index.reserve(nodes.size());
-    for (size_t i = 0; i < nodes.size(); ++i)
+    for (size_t i = 0; i < nodes.size(); ++i) {
       node_index.emplace(nodes[i].name, static_cast<int>(i));
+    }
 
     const std::vector<PodGroup>& groups = snapshot_.pod_groups;
     out_.groups_by_name_ =

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_format.h"
 #include "core/resources.h"
+#include "core/validated_snapshot.h"
 #include "gtest/gtest.h"
 #include "tests/support/small_stack.h"
 #include "tests/support/snapshot_builder.h"
@@ -94,7 +95,10 @@ TEST(ResourceSetTest, CollectsEveryResourceNameSorted) {
                    .Group("g", "q")
                    .Pod({{"ephemeral", 1}})
                    .Build();
-  ResourceSet r = ResourceSet::Collect(s);
+  const absl::StatusOr<ValidatedSnapshot> request =
+      ValidatedSnapshot::Validate(s, Policy{}, RequestKind::kSchedule);
+  ASSERT_TRUE(request.ok()) << request.status();
+  const ResourceSet& r = request->resources();
   EXPECT_EQ(r.names(),
             (std::vector<std::string>{"cpu", "ephemeral", "memory", "nvidia.com/gpu", "w", "x"}));
   EXPECT_EQ(r.Find("memory"), 2);
