@@ -6,21 +6,23 @@
 // fields keep the caller's raw value, so that an out-of-range value reaches validation
 // (core/validation.h) and is reported there with its field path.
 //
-// Maps are std::map so that every iteration is in bytewise key order (SEMANTICS.md §0.5).
+// Maps are SortedMaps (core/sorted_map.h): every iteration is in bytewise key order
+// (SEMANTICS.md §0.5), and a map is one array rather than a heap node per entry.
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "core/sorted_map.h"
 
 namespace arbiter {
 
 // A resource name to quantity map, in the caller's units ("cpu" millicores, "memory" bytes,
 // "nvidia.com/gpu" devices by convention; the core never converts).
-using ResourceMap = std::map<std::string, double>;
-using LabelMap = std::map<std::string, std::string>;
+using ResourceMap = SortedMap<double>;
+using LabelMap = SortedMap<std::string>;
 
 // A point in time: seconds and nanos since the Unix epoch, compared exactly.
 struct Timestamp {

@@ -18,8 +18,8 @@ namespace pb = ::google::protobuf;
 double Canonical(double value) { return value == 0 ? 0.0 : value; }
 
 template <typename Value>
-std::map<std::string, Value> FromProtoMap(const pb::Map<std::string, Value>& proto) {
-  return std::map<std::string, Value>(proto.begin(), proto.end());
+SortedMap<Value> FromProtoMap(const pb::Map<std::string, Value>& proto) {
+  return SortedMap<Value>(proto.begin(), proto.end());
 }
 
 void ToProtoMap(const ResourceMap& map, pb::Map<std::string, double>* proto) {

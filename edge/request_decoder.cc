@@ -276,7 +276,7 @@ class Decoder : private WireReader {
   // map[key] = value, with a shortcut for keys that arrive in order (as deterministic
   // serialisation writes them).
   template <typename Value>
-  static void Put(std::map<std::string, Value>* map, std::string key, Value value) {
+  static void Put(SortedMap<Value>* map, std::string key, Value value) {
     if (map->empty() || map->rbegin()->first < key) {
       map->emplace_hint(map->end(), std::move(key), std::move(value));
     } else {

@@ -21,8 +21,8 @@
 
 namespace arbiter::testing {
 
-inline const std::map<std::string, double> Gpu(double n) { return {{"nvidia.com/gpu", n}}; }
-inline const std::map<std::string, double> Cpu(double n) { return {{"cpu", n}}; }
+inline ResourceMap Gpu(double n) { return {{"nvidia.com/gpu", n}}; }
+inline ResourceMap Cpu(double n) { return {{"cpu", n}}; }
 
 inline Policy PolicyWith(std::vector<Action> actions, Placement placement = Placement::kBinpack) {
   Policy policy;
