@@ -24,13 +24,11 @@ struct PathPart {
   int64_t index;
 };
 
-// Accounted sizes (libstdc++, 64-bit): a map node is the tree's 32-byte header plus the pair; a
-// string longer than its inline buffer (15 bytes) holds its bytes and a terminator on the heap.
-constexpr int64_t kTreeNodeHeader = 32;
-constexpr int64_t kResourceEntryBytes =
-    kTreeNodeHeader + sizeof(std::pair<const std::string, double>);
-constexpr int64_t kLabelEntryBytes =
-    kTreeNodeHeader + sizeof(std::pair<const std::string, std::string>);
+// Accounted sizes (libstdc++, 64-bit): a map is one array of (key, value) pairs whose capacity
+// grows by doubling, so an entry is charged twice its pair; a string longer than its inline
+// buffer (15 bytes) holds its bytes and a terminator on the heap.
+constexpr int64_t kResourceEntryBytes = 2 * sizeof(ResourceMap::value_type);
+constexpr int64_t kLabelEntryBytes = 2 * sizeof(LabelMap::value_type);
 // Per resource name: each queue's share in the answer (four map entries, in the core and in the
 // response message) and its fair-share vectors; each node's capacity vectors; each pod group's
 // request vector.
