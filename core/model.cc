@@ -14,11 +14,6 @@ Timestamp AddDuration(const Timestamp& t, const Duration& d) {
   return Timestamp{seconds, static_cast<int32_t>(nanos)};
 }
 
-PodPhase EffectivePhase(const Pod& pod) {
-  if (pod.phase != PodPhase::kUnspecified) return pod.phase;
-  return pod.node_name.empty() ? PodPhase::kPending : PodPhase::kRunning;
-}
-
 bool IsPreemptibleUnderKai(const PodGroup& group) {
   switch (group.preemptibility) {
     case Preemptibility::kPreemptible:

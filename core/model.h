@@ -183,7 +183,10 @@ struct Policy {
 };
 
 // §0.2: the phase a pod counts as; UNSPECIFIED is RUNNING when the pod has a node, else PENDING.
-PodPhase EffectivePhase(const Pod& pod);
+inline PodPhase EffectivePhase(const Pod& pod) {
+  if (pod.phase != PodPhase::kUnspecified) return pod.phase;
+  return pod.node_name.empty() ? PodPhase::kPending : PodPhase::kRunning;
+}
 
 // §0.7, KAI: whether the group may be evicted; UNSPECIFIED means priority below 100.
 bool IsPreemptibleUnderKai(const PodGroup& group);

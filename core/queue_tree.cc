@@ -13,7 +13,11 @@ QueueTree QueueTree::Build(const Snapshot& snapshot) {
   for (const Queue& queue : snapshot.queues) sorted.push_back(&queue);
   std::sort(sorted.begin(), sorted.end(),
             [](const Queue* a, const Queue* b) { return a->name < b->name; });
-  for (size_t i = 0; i < sorted.size(); ++i) tree.entries_[i].queue = sorted[i];
+  tree.by_name_.reserve(sorted.size());
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    tree.entries_[i].queue = sorted[i];
+    tree.by_name_.emplace(sorted[i]->name, static_cast<int>(i));
+  }
   for (int i = 0; i < tree.size(); ++i) {
     Entry& entry = tree.entries_[i];
     if (entry.queue->parent.empty()) {
@@ -54,10 +58,8 @@ QueueTree QueueTree::Build(const Snapshot& snapshot) {
 }
 
 int QueueTree::Find(std::string_view name) const {
-  auto it = std::lower_bound(entries_.begin(), entries_.end(), name,
-                             [](const Entry& e, std::string_view n) { return e.queue->name < n; });
-  if (it == entries_.end() || it->queue->name != name) return -1;
-  return static_cast<int>(it - entries_.begin());
+  const auto it = by_name_.find(name);
+  return it == by_name_.end() ? -1 : it->second;
 }
 
 int QueueTree::LowestCommonAncestor(int a, int b) const {

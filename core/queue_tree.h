@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "core/model.h"
 
 namespace arbiter {
@@ -40,7 +41,7 @@ class QueueTree {
   // Top-level queues, name order.
   const std::vector<int>& roots() const { return roots_; }
 
-  // The index of the queue called `name`, or -1. O(log n).
+  // The index of the queue called `name`, or -1. One hash lookup.
   int Find(std::string_view name) const;
 
   // Every index so that a parent comes before its children (breadth first from the roots, each
@@ -67,6 +68,7 @@ class QueueTree {
   std::vector<Entry> entries_;
   std::vector<int> roots_;
   std::vector<int> top_down_;
+  absl::flat_hash_map<std::string_view, int> by_name_;  // keys point into the snapshot
 };
 
 }  // namespace arbiter

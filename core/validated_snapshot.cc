@@ -7,63 +7,11 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
+#include "core/resource_interner.h"
 #include "core/status_macros.h"
 
 namespace arbiter {
 namespace {
-
-// Resource names in the order first met while reading the request. Maps tend to repeat the same
-// keys in the same order, so the name after the previous key is tried first.
-class ResourceInterner {
- public:
-  int Intern(const std::string& name, int& hint) {
-    const int n = static_cast<int>(names_.size());
-    if (hint < n && *names_[hint] == name) return hint++;
-    int id = -1;
-    if (n <= kLinearLimit) {
-      for (int i = 0; i < n; ++i) {
-        if (*names_[i] == name) {
-          id = i;
-          break;
-        }
-      }
-    } else {
-      auto it = index_.find(name);
-      if (it != index_.end()) id = it->second;
-    }
-    if (id < 0) {
-      id = n;
-      names_.push_back(&name);
-      if (n + 1 == kLinearLimit + 1) {
-        for (int i = 0; i <= n; ++i) index_.emplace(*names_[i], i);
-      } else if (n + 1 > kLinearLimit + 1) {
-        index_.emplace(name, id);
-      }
-    }
-    hint = id + 1;
-    return id;
-  }
-
-  // The names sorted bytewise, and each first-met id's position among them.
-  ResourceSet Sorted(std::vector<int>& position) const {
-    std::vector<int> order(names_.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-    std::sort(order.begin(), order.end(), [&](int a, int b) { return *names_[a] < *names_[b]; });
-    position.assign(names_.size(), 0);
-    std::vector<std::string> sorted;
-    sorted.reserve(order.size());
-    for (size_t i = 0; i < order.size(); ++i) {
-      position[order[i]] = static_cast<int>(i);
-      sorted.push_back(*names_[order[i]]);
-    }
-    return ResourceSet::FromSortedNames(std::move(sorted));
-  }
-
- private:
-  static constexpr int kLinearLimit = 16;
-  std::vector<const std::string*> names_;              // point at map keys of the snapshot
-  absl::flat_hash_map<absl::string_view, int> index_;  // filled past kLinearLimit names
-};
 
 // Indices 0..n-1 sorted by `name_of(i)`, untouched when already in order.
 template <typename NameOf>

@@ -16,6 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "core/cancel_poll.h"
 #include "core/echoed_name.h"
+#include "core/resource_interner.h"
 #include "core/status_macros.h"
 
 namespace arbiter {
@@ -211,8 +212,11 @@ class QuantitySums {
   // Adds every entry of `map`; `path_fn()` names the map (called only on an offence).
   template <typename PathFn>
   absl::Status Add(const PathFn& path_fn, const ResourceMap& map) {
+    int hint = 0;
     for (const auto& [name, value] : map) {
-      double& total = totals_[name];
+      const int id = names_.Intern(name, hint);
+      if (id == static_cast<int>(totals_.size())) totals_.push_back(0);
+      double& total = totals_[id];
       total += value;
       if (total > kMaxQuantitySum) {
         return Invalid(absl::StrCat(path_fn(), Key(name)),
@@ -225,7 +229,8 @@ class QuantitySums {
 
  private:
   const char* what_;
-  absl::flat_hash_map<absl::string_view, double> totals_;  // keys point into the snapshot
+  ResourceInterner names_;      // names point into the snapshot
+  std::vector<double> totals_;  // by id of names_
 };
 
 // ---- Rule 2: queues ----

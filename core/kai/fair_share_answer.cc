@@ -10,6 +10,7 @@ double WithoutNegativeZero(double value) { return value == 0 ? 0.0 : value; }
 
 ResourceMap ToResponseMap(const ResourceSet& resources, const std::vector<double>& values) {
   ResourceMap map;
+  map.reserve(resources.size());
   for (int r = 0; r < resources.size(); ++r) {
     map.emplace_hint(map.end(), resources.name(r), WithoutNegativeZero(values[r]));
   }
@@ -25,6 +26,7 @@ std::vector<QueueShare> ToQueueShares(const KaiFairShare& shares) {
     const QueueAmounts& a = shares.queues[q];
     QueueShare share;
     share.queue = shares.tree().queue(q).name;
+    share.deserved.reserve(shares.tree().queue(q).deserved.size());
     for (const auto& [name, value] : shares.tree().queue(q).deserved) {
       share.deserved.emplace_hint(share.deserved.end(), name, WithoutNegativeZero(value));
     }
