@@ -93,6 +93,7 @@ class ValidatedSnapshot::Builder {
     out_.pods_by_name_.reserve(pod_count);
     out_.requests_.reserve(pod_count);
     out_.pod_node_.reserve(pod_count);
+    out_.pod_phase_.reserve(pod_count);
     for (const PodGroup& group : groups) {
       if (poll.Tick(1 + static_cast<int64_t>(group.pods.size()))) return false;
       out_.first_pod_.push_back(static_cast<int>(out_.pod_node_.size()));
@@ -108,6 +109,7 @@ class ValidatedSnapshot::Builder {
           if (it != node_index.end()) node = it->second;  // always, after validation
         }
         out_.pod_node_.push_back(node);
+        out_.pod_phase_.push_back(EffectivePhase(pod));
       }
     }
     out_.first_pod_.push_back(static_cast<int>(out_.pod_node_.size()));

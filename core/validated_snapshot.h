@@ -84,6 +84,9 @@ class ValidatedSnapshot {
   // Of the pod numbered `pod`: its requests, and its node's input index (-1 without node_name).
   Amounts requests(int pod) const { return Run(requests_[pod]); }
   int pod_node(int pod) const { return pod_node_[pod]; }
+  // Of the pod numbered `pod`: the phase it counts as (EffectivePhase, §0.2), kept beside the
+  // other per-pod arrays so that a walk over the pods need not touch the snapshot's Pod.
+  PodPhase pod_phase(int pod) const { return pod_phase_[pod]; }
 
  private:
   struct Range {
@@ -120,8 +123,9 @@ class ValidatedSnapshot {
   std::vector<int> group_queue_;
   std::vector<int> first_pod_;  // per group, then the pod count
   std::vector<int> pods_by_name_;
-  std::vector<Range> requests_;  // per pod
-  std::vector<int> pod_node_;    // per pod
+  std::vector<Range> requests_;      // per pod
+  std::vector<int> pod_node_;        // per pod
+  std::vector<PodPhase> pod_phase_;  // per pod
 };
 
 }  // namespace arbiter

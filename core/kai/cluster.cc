@@ -79,7 +79,7 @@ Cluster::Cluster(const ValidatedSnapshot& request, CancelPoll* poll)
       ClusterPod pod;
       pod.pod = &source_pod;
       pod.group = static_cast<int>(g);
-      pod.phase = EffectivePhase(source_pod);
+      pod.phase = request.pod_phase(number);
       if (request.pod_node(number) >= 0) pod.node = node_index[request.pod_node(number)];
       double* requests = requests_.data() + pods_.size() * r_count;
       for (const Amount& a : request.requests(number)) requests[a.resource] = a.value;

@@ -61,10 +61,11 @@ void ComputeQueueAmounts(const ValidatedSnapshot& request, KaiFairShare& shares,
     QueueAmounts& amounts = shares.queues[request.group_queue(g)];
     const bool preemptible = IsPreemptibleUnderKai(group);
     const int first_pod = request.first_pod(g);
-    for (size_t k = 0; k < group.pods.size(); ++k) {
-      const int i = request.pods_by_name()[first_pod + k];
-      const Amounts requests = request.requests(first_pod + i);
-      switch (EffectivePhase(group.pods[i])) {
+    const int end_pod = request.first_pod(g + 1);
+    for (int k = first_pod; k < end_pod; ++k) {
+      const int pod = first_pod + request.pods_by_name()[k];
+      const Amounts requests = request.requests(pod);
+      switch (request.pod_phase(pod)) {
         case PodPhase::kPending:
           AddPod(requests, amounts.requested);
           break;

@@ -97,6 +97,20 @@ TEST(ValidatedSnapshotTest, NumbersPodsFlatAndKeepsNameOrdersAndIndices) {
   EXPECT_THAT(Named(*request, request->requests(1)), ElementsAre(P{"cpu", 1}, P{"memory", 2}));
 }
 
+// §0.2: a pod's phase as it counts, UNSPECIFIED resolved by whether it has a node.
+TEST(ValidatedSnapshotTest, KeepsEachPodsEffectivePhase) {
+  Snapshot s = Unordered();
+  s.pod_groups[0].pods[0].phase = PodPhase::kUnspecified;  // on n2
+  s.pod_groups[1].pods[0].phase = PodPhase::kUnspecified;  // no node
+  s.pod_groups[1].pods[1].phase = PodPhase::kPending;
+  const absl::StatusOr<ValidatedSnapshot> request =
+      ValidatedSnapshot::Validate(s, Policy{}, RequestKind::kSchedule);
+  ASSERT_THAT(request, IsOk());
+  EXPECT_EQ(request->pod_phase(0), PodPhase::kRunning);
+  EXPECT_EQ(request->pod_phase(1), PodPhase::kPending);
+  EXPECT_EQ(request->pod_phase(2), PodPhase::kPending);
+}
+
 TEST(ValidatedSnapshotTest, AnInvalidRequestIsRefusedWithItsFieldPath) {
   Snapshot s = Unordered();
   s.pod_groups[0].queue = "nowhere";
