@@ -8,7 +8,7 @@ namespace {
 
 double WithoutNegativeZero(double value) { return value == 0 ? 0.0 : value; }
 
-ResourceMap ToResponseMap(const ResourceSet& resources, const std::vector<double>& values) {
+ResourceMap ToResponseMap(const ResourceSet& resources, Row values) {
   ResourceMap map;
   map.reserve(resources.size());
   for (int r = 0; r < resources.size(); ++r) {

@@ -232,7 +232,8 @@ void DivideFairShares(const ValidatedSnapshot& request, KaiFairShare& shares, Ca
   for (int q : shares.tree().top_down()) {
     if (poll.cancelled()) return;
     if (shares.tree().is_leaf(q)) continue;
-    const std::vector<double> parent_share = shares.queues[q].fair_share;
+    const Row row = shares.queues[q].fair_share;
+    const std::vector<double> parent_share(row.begin(), row.end());
     DivideSiblings(shares.tree().children(q), parent_share, divider, groups, ends, shares);
   }
 }

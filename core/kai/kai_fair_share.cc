@@ -35,11 +35,11 @@ std::vector<double> TopLevelTotal(const ValidatedSnapshot& request) {
   return total;
 }
 
-void Scatter(Amounts amounts, std::vector<double>& into) {
+void Scatter(Amounts amounts, Row into) {
   for (const Amount& a : amounts) into[a.resource] = a.value;
 }
 
-void AddPod(Amounts requests, std::vector<double>& into) {
+void AddPod(Amounts requests, Row into) {
   for (const Amount& a : requests) into[a.resource] += a.value;
 }
 
@@ -110,17 +110,21 @@ KaiFairShare ComputeKaiFairShare(const ValidatedSnapshot& request, CancelPoll* p
   shares.request = &request;
   const int n = request.resources().size();
   shares.total = TopLevelTotal(request);
-  shares.queues.resize(request.tree().size());
-  for (int q = 0; q < request.tree().size(); ++q) {
+  const int queue_count = request.tree().size();
+  shares.queues.resize(queue_count);
+  constexpr int kRows = 8;
+  shares.rows.assign(static_cast<size_t>(queue_count) * kRows * n, 0.0);
+  for (int q = 0; q < queue_count; ++q) {
     if (cancel.Tick()) return shares;
     QueueAmounts& a = shares.queues[q];
-    a.deserved.assign(n, 0.0);
-    a.limit.assign(n, -1.0);
-    a.over_quota_weight.assign(n, 1.0);
-    a.requested.assign(n, 0.0);
-    a.allocated.assign(n, 0.0);
-    a.allocated_np.assign(n, 0.0);
-    a.fair_share.assign(n, 0.0);
+    double* at = shares.rows.data() + static_cast<size_t>(q) * kRows * n;
+    for (Row* row : {&a.deserved, &a.limit, &a.over_quota_weight, &a.requested, &a.allocated,
+                     &a.allocated_np, &a.fair_share, &a.allocatable_share}) {
+      *row = Row(at, n);
+      at += n;
+    }
+    std::fill(a.limit.begin(), a.limit.end(), -1.0);
+    std::fill(a.over_quota_weight.begin(), a.over_quota_weight.end(), 1.0);
     Scatter(request.deserved(q), a.deserved);
     Scatter(request.limit(q), a.limit);
     Scatter(request.over_quota_weight(q), a.over_quota_weight);
@@ -132,7 +136,6 @@ KaiFairShare ComputeKaiFairShare(const ValidatedSnapshot& request, CancelPoll* p
   if (cancel.cancelled()) return shares;
 
   for (QueueAmounts& a : shares.queues) {
-    a.allocatable_share.resize(n);
     for (int r = 0; r < n; ++r) {
       const double limit = a.limit[r] == -1 ? kInfinity : a.limit[r];
       a.allocatable_share[r] =

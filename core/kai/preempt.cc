@@ -50,7 +50,7 @@ std::optional<std::string> PreemptAction::Precheck(int group, const Unit& unit) 
   if (cluster_.group(group).preemptible) return std::nullopt;
   const QueueTree& tree = cluster_.tree();
   for (int q = cluster_.group(group).queue; q >= 0; q = tree.parent(q)) {
-    const std::vector<double>& deserved = session_.shares().queues[q].deserved;
+    const Row deserved = session_.shares().queues[q].deserved;
     const double* np = session_.state().allocated_np(q);
     for (int r = 0; r < cluster_.num_resources(); ++r) {
       if (!(unit.requests[r] > 0) || deserved[r] == -1) continue;

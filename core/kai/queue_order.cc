@@ -69,8 +69,8 @@ ChainKey QueueChain::Key(int queue, const double* allocated, const double* unit_
 }
 
 bool QueueChain::TieBreakBefore(int a, int b) const {
-  const std::vector<double>& sa = shares_.queues[a].allocatable_share;
-  const std::vector<double>& sb = shares_.queues[b].allocatable_share;
+  const Row sa = shares_.queues[a].allocatable_share;
+  const Row sb = shares_.queues[b].allocatable_share;
   bool a_le = true, a_lt = false, b_le = true, b_lt = false;
   for (int r = 0; r < r_; ++r) {
     if (!(sa[r] <= sb[r])) a_le = false;

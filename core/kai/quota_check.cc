@@ -9,7 +9,7 @@ std::optional<QuotaBreach> CheckQuota(const Cluster& cluster, const KaiFairShare
   const int r_count = cluster.num_resources();
   const int leaf = cluster.group(group).queue;
   for (int q = leaf; q >= 0; q = tree.parent(q)) {
-    const std::vector<double>& limit = shares.queues[q].limit;
+    const Row limit = shares.queues[q].limit;
     const double* allocated = state.allocated(q);
     for (int r = 0; r < r_count; ++r) {
       if (!(unit_requests[r] > 0) || limit[r] == -1) continue;
@@ -20,7 +20,7 @@ std::optional<QuotaBreach> CheckQuota(const Cluster& cluster, const KaiFairShare
   }
   if (cluster.group(group).preemptible) return std::nullopt;
   for (int q = leaf; q >= 0; q = tree.parent(q)) {
-    const std::vector<double>& deserved = shares.queues[q].deserved;
+    const Row deserved = shares.queues[q].deserved;
     const double* allocated_np = state.allocated_np(q);
     for (int r = 0; r < r_count; ++r) {
       if (!(unit_requests[r] > 0) || deserved[r] == -1) continue;

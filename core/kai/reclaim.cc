@@ -18,7 +18,7 @@ namespace arbiter::kai {
 namespace {
 
 // a <= b in every resource, -1 in b read as +infinity.
-bool AllWithin(const std::vector<double>& a, const std::vector<double>& b) {
+bool AllWithin(const std::vector<double>& a, Row b) {
   for (size_t r = 0; r < a.size(); ++r) {
     if (b[r] != -1 && !(a[r] <= b[r])) return false;
   }
@@ -26,7 +26,7 @@ bool AllWithin(const std::vector<double>& a, const std::vector<double>& b) {
 }
 
 // The first resource where a > b (-1 in b = +infinity), or -1.
-int FirstAbove(const std::vector<double>& a, const std::vector<double>& b) {
+int FirstAbove(const std::vector<double>& a, Row b) {
   for (size_t r = 0; r < a.size(); ++r) {
     if (b[r] != -1 && !(a[r] <= b[r])) return static_cast<int>(r);
   }
@@ -231,7 +231,7 @@ std::optional<std::string> ReclaimAction::Precheck(int group, const Unit& unit) 
   // not depend on the victims: when it fails, every try fails, so no victim is searched.
   if (!cluster_.group(group).preemptible) {
     for (int q = leaf; q >= 0; q = cluster_.tree().parent(q)) {
-      const std::vector<double>& deserved = session_.shares().queues[q].deserved;
+      const Row deserved = session_.shares().queues[q].deserved;
       const double* np = session_.state().allocated_np(q);
       for (int r = 0; r < cluster_.num_resources(); ++r) {
         if (deserved[r] != -1 && !(np[r] + unit.requests[r] <= deserved[r])) {

@@ -40,8 +40,8 @@ int ResourceIndex(const KaiFairShare& shares, const std::string& resource) {
 }
 
 // The value of `field` (a QueueAmounts vector) for `queue` and `resource`.
-double AmountOf(const KaiFairShare& shares, std::vector<double> QueueAmounts::*field,
-                const std::string& queue, const std::string& resource) {
+double AmountOf(const KaiFairShare& shares, Row QueueAmounts::*field, const std::string& queue,
+                const std::string& resource) {
   int q = QueueIndex(shares, queue);
   int r = ResourceIndex(shares, resource);
   if (q < 0 || r < 0) return std::nan("");
@@ -640,7 +640,7 @@ INSTANTIATE_TEST_SUITE_P(KaiFairShareTest, KaiFairShareDivision,
 
 // One amount of a queue: `field` (a QueueAmounts vector) of `queue` for `resource`.
 struct Amount {
-  std::vector<double> QueueAmounts::*field;
+  Row QueueAmounts::*field;
   std::string queue;
   std::string resource;
   double value;

@@ -2,6 +2,7 @@
 // top-down choice through the tree.
 #include "core/kai/queue_order.h"
 
+#include <algorithm>
 #include <limits>
 #include <string>
 #include <vector>
@@ -44,6 +45,12 @@ struct ChainCase {
   bool by_name = false;  // decided by the queue names, which do not swap with the sides
 };
 
+// Writes `values` into `row` (one value per resource of the row).
+void Set(Row row, const std::vector<double>& values) {
+  ASSERT_EQ(static_cast<size_t>(row.size()), values.size());
+  std::copy(values.begin(), values.end(), row.begin());
+}
+
 // Queues "a" and "b" at the top level with the case's values; the top-level total is 16 each.
 bool AGoesFirst(const ChainCase& c) {
   Snapshot snapshot = SnapshotBuilder()
@@ -58,9 +65,9 @@ bool AGoesFirst(const ChainCase& c) {
   KaiFairShare shares = ::arbiter::testing::KaiFairShareOf(snapshot, Policy{});
   const Side* sides[] = {&c.a, &c.b};
   for (int q = 0; q < 2; ++q) {
-    shares.queues[q].fair_share = sides[q]->fair_share;
-    shares.queues[q].deserved = sides[q]->deserved;
-    shares.queues[q].allocatable_share = sides[q]->allocatable_share;
+    Set(shares.queues[q].fair_share, sides[q]->fair_share);
+    Set(shares.queues[q].deserved, sides[q]->deserved);
+    Set(shares.queues[q].allocatable_share, sides[q]->allocatable_share);
   }
   QueueChain chain(shares);
   ChainKey ka = chain.Key(0, c.a.allocated.data(), c.a.unit.data());
