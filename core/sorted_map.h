@@ -62,6 +62,7 @@ class SortedMap {
   bool empty() const { return entries_.empty(); }
   size_t size() const { return entries_.size(); }
   void clear() { entries_.clear(); }
+  size_t capacity() const { return entries_.capacity(); }
   void reserve(size_t n) { entries_.reserve(n); }
 
   iterator find(std::string_view key) {

@@ -24,11 +24,8 @@ struct PathPart {
   int64_t index;
 };
 
-// Accounted sizes (libstdc++, 64-bit): a map is one array of (key, value) pairs whose capacity
-// grows by doubling, so an entry is charged twice its pair; a string longer than its inline
-// buffer (15 bytes) holds its bytes and a terminator on the heap.
-constexpr int64_t kResourceEntryBytes = 2 * sizeof(ResourceMap::value_type);
-constexpr int64_t kLabelEntryBytes = 2 * sizeof(LabelMap::value_type);
+// Accounted sizes (libstdc++, 64-bit): a string longer than its inline buffer (15 bytes) holds
+// its bytes and a terminator on the heap.
 // Per resource name: each queue's share in the answer (four map entries, in the core and in the
 // response message) and its fair-share vectors; each node's capacity vectors; each pod group's
 // request vector.
@@ -246,7 +243,7 @@ class Decoder : private WireReader {
         const std::string_view key = ahead.substr(3, key_length);
         if (!IsValidUtf8(key)) return Step::kBad;
         if (!NameFits(key_length, field) || !KnownResource(key, field) ||
-            !Charge(kResourceEntryBytes + HeapBytes(key.size()))) {
+            !Charge(HeapBytes(key.size())) || !Room(map)) {
           return Step::kBad;
         }
         double value = 0;
@@ -266,9 +263,22 @@ class Decoder : private WireReader {
       });
     });
     if (step != Step::kRead) return step;
-    if (!KnownResource(key, field) || !Charge(kResourceEntryBytes)) return Step::kBad;
+    if (!KnownResource(key, field) || !Room(map)) return Step::kBad;
     Put(map, std::move(key), value);
     return step;
+  }
+
+  // Room for one more entry in `map`, charged before it is allocated: a map's array starts with
+  // room for four entries (a request's maps hold a handful of resources or labels, so one
+  // allocation is the rule) and doubles after.
+  template <typename Value>
+  bool Room(SortedMap<Value>* map) {
+    if (map->size() < map->capacity()) return true;
+    const size_t grown = std::max<size_t>(4, 2 * map->capacity());
+    const size_t entry = sizeof(typename SortedMap<Value>::value_type);
+    if (!Charge(static_cast<int64_t>((grown - map->capacity()) * entry))) return false;
+    map->reserve(grown);
+    return true;
   }
 
   // map[key] = value, with a shortcut for keys that arrive in order (as deterministic
@@ -299,7 +309,7 @@ class Decoder : private WireReader {
           const std::string_view value = ahead.substr(5 + key_length, value_length);
           if (!IsValidUtf8(key) || !IsValidUtf8(value)) return Step::kBad;
           if (!NameFits(key_length, field) || !NameFits(value_length, field) ||
-              !Charge(kLabelEntryBytes + HeapBytes(key.size()) + HeapBytes(value.size()))) {
+              !Charge(HeapBytes(key.size()) + HeapBytes(value.size())) || !Room(map)) {
             return Step::kBad;
           }
           Put(map, std::string(key), std::string(value));
@@ -318,7 +328,7 @@ class Decoder : private WireReader {
       });
     });
     if (step != Step::kRead) return step;
-    if (!Charge(kLabelEntryBytes)) return Step::kBad;
+    if (!Room(map)) return Step::kBad;
     Put(map, std::move(key), std::move(value));
     return step;
   }

@@ -210,6 +210,34 @@ TEST(DecodeRequestLimits, TheMemoryBudgetStopsDecodingBeforeItIsSpent) {
   EXPECT_LE(snapshot.nodes[0].taints.capacity() * sizeof(Taint), size_t{1} << 20);
 }
 
+// A map is one array: its room is charged before it is allocated, so a node with many labels
+// costs what its array holds, and a budget below that refuses it.
+TEST(DecodeRequestLimits, AMapsArrayIsChargedBeforeItGrows) {
+  std::string node;
+  for (int i = 0; i < 5000; ++i) {
+    node += Field(3, Field(1, "label-" + std::to_string(i)) + Field(2, "v"));
+  }
+  const std::string bytes = Field(1, Field(3, node));
+  RequestLimits limits;
+  Snapshot snapshot;
+  Policy policy;
+  int64_t decoded_bytes = 0;
+  ASSERT_TRUE(DecodeRequest(bytes, limits, "request", &snapshot, &policy, &decoded_bytes).ok());
+  ASSERT_EQ(snapshot.nodes.size(), 1u);
+  const LabelMap& labels = snapshot.nodes[0].labels;
+  EXPECT_EQ(labels.size(), 5000u);
+  EXPECT_GE(decoded_bytes, static_cast<int64_t>(labels.capacity() * sizeof(LabelMap::value_type)));
+
+  limits.max_decoded_bytes = 5000 * static_cast<int64_t>(sizeof(LabelMap::value_type));
+  Snapshot again;
+  const absl::Status status = DecodeRequest(bytes, limits, "request", &again, &policy);
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(status.message().find("snapshot.nodes[0]"), absl::string_view::npos) << status;
+  ASSERT_EQ(again.nodes.size(), 1u);
+  EXPECT_LE(again.nodes[0].labels.capacity() * sizeof(LabelMap::value_type),
+            static_cast<size_t>(limits.max_decoded_bytes));
+}
+
 TEST(DecodeRequestLimits, PerResourceTablesAreChargedOnceTheCountsAreKnown) {
   // 1,000 empty queues and one node with 64 resource names: small bytes, a large answer.
   std::string node;
