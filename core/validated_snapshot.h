@@ -6,7 +6,7 @@
 // - every resource map of the request as a run of (resource index, amount) pairs, ascending by
 //   index (the maps' key order, since R is sorted), all runs in one contiguous array;
 // - nodes and pod groups in name order, the pods of each group in name order, numbered flat;
-// - each pod's node and each pod group's leaf queue as indices.
+// - each pod's node and each pod group's leaf queue as indices, and each pod's effective phase.
 //
 // Holding a ValidatedSnapshot is the proof that the request is valid: only Validate makes one.
 // It points into the Snapshot it was made from, which must outlive it, and holds a copy of the
