@@ -26,12 +26,15 @@ struct PathPart {
 
 // Accounted sizes (libstdc++, 64-bit): a string longer than its inline buffer (15 bytes) holds
 // its bytes and a terminator on the heap.
+//
 // Per resource name: each queue's share in the answer (four map entries, in the core and in the
 // response message) and its fair-share vectors; each node's capacity vectors; each pod group's
-// request vector.
+// request vector; each pod's two dense request vectors in the KAI cycle (its own, and its
+// node-side copy).
 constexpr int64_t kQueueResourceBytes = 600;
 constexpr int64_t kNodeResourceBytes = 128;
 constexpr int64_t kGroupResourceBytes = 16;
+constexpr int64_t kPodResourceBytes = 16;
 
 int64_t HeapBytes(size_t string_length) {
   return string_length > 15 ? static_cast<int64_t>(string_length) + 1 : 0;
@@ -128,7 +131,7 @@ class Decoder : private WireReader {
     items->reserve(static_cast<size_t>(wanted));
   }
 
-  // What the decision and its answer hold for every (queue, node or pod group) x resource name
+  // What the decision and its answer hold for every (queue, node, pod group or pod) x resource name
   // of the request: the core's dense per-resource vectors, and for each queue the four
   // per-resource maps of its QueueShare. Charged once the counts are known, before the core
   // runs; the figures are measured (server/README.md, "What one call may cost").
@@ -136,18 +139,19 @@ class Decoder : private WireReader {
     const auto names = static_cast<int64_t>(resource_names_.size());
     const int64_t cells = static_cast<int64_t>(snapshot.queues.size()) * kQueueResourceBytes +
                           static_cast<int64_t>(snapshot.nodes.size()) * kNodeResourceBytes +
-                          static_cast<int64_t>(snapshot.pod_groups.size()) * kGroupResourceBytes;
+                          static_cast<int64_t>(snapshot.pod_groups.size()) * kGroupResourceBytes +
+                          pods_ * kPodResourceBytes;
     if (names == 0 || cells <= (limits_.max_decoded_bytes - decoded_bytes_) / names) {
       decoded_bytes_ += cells * names;
       return true;
     }
-    return Stop(absl::ResourceExhaustedError(
-        absl::StrCat("snapshot: ", snapshot.queues.size(), " queues, ", snapshot.nodes.size(),
-                     " nodes and ", snapshot.pod_groups.size(), " pod groups over ", names,
-                     " resource names need more memory than this server gives one request (",
-                     limits_.max_decoded_bytes,
-                     " bytes, --max-decoded-bytes); send fewer resource names or "
-                     "fewer objects")));
+    return Stop(absl::ResourceExhaustedError(absl::StrCat(
+        "snapshot: ", snapshot.queues.size(), " queues, ", snapshot.nodes.size(), " nodes, ",
+        snapshot.pod_groups.size(), " pod groups and ", pods_, " pods over ", names,
+        " resource names need more memory than this server gives one request (",
+        limits_.max_decoded_bytes,
+        " bytes, --max-decoded-bytes); send fewer resource names or "
+        "fewer objects")));
   }
 
   // A string's length against --max-name-bytes, before it is copied.

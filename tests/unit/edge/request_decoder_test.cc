@@ -255,8 +255,37 @@ TEST(DecodeRequestLimits, PerResourceTablesAreChargedOnceTheCountsAreKnown) {
   Snapshot again;
   const absl::Status status = DecodeRequest(bytes, limits, "request", &again, &policy);
   EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_EQ(status.message().substr(0, 56),
-            "snapshot: 1000 queues, 1 nodes and 0 pod groups over 64 ");
+  const std::string expected = "snapshot: 1000 queues, 1 nodes, 0 pod groups and 0 pods over 64 ";
+  EXPECT_EQ(status.message().substr(0, expected.size()), expected);
+}
+
+// The KAI cycle holds every pod's requests as dense vectors over every resource name, so a
+// request of many pods over many names is charged per pod and name, whatever its groups: 1,000
+// pods in one group, each asking for one of 64 names, once cost four times what was accounted.
+TEST(DecodeRequestLimits, PodsAreChargedPerResourceNameOnceTheCountsAreKnown) {
+  std::string pods;
+  for (int p = 0; p < 1000; ++p) {
+    const std::string requests =
+        Field(2, Field(1, "r" + std::to_string(p % 64)) + "\x11" + std::string(8, '\0'));
+    pods += Field(7, Field(1, "p" + std::to_string(p)) + requests);
+  }
+  const std::string group = Field(1, "g") + Field(2, "q") + pods;
+  const std::string bytes = Field(1, Field(2, Field(1, "q")) + Field(4, group));
+  RequestLimits limits;
+  Snapshot snapshot;
+  Policy policy;
+  int64_t decoded_bytes = 0;
+  ASSERT_TRUE(DecodeRequest(bytes, limits, "request", &snapshot, &policy, &decoded_bytes).ok());
+  ASSERT_EQ(snapshot.pod_groups.size(), 1u);
+  ASSERT_EQ(snapshot.pod_groups[0].pods.size(), 1000u);
+  EXPECT_GE(decoded_bytes, int64_t{1000} * 64 * 16);
+  limits.max_decoded_bytes = int64_t{1000} * 64 * 16;
+  Snapshot again;
+  const absl::Status status = DecodeRequest(bytes, limits, "request", &again, &policy);
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(status.message().find("1 pod groups and 1000 pods over 64 resource names"),
+            absl::string_view::npos)
+      << status;
 }
 
 TEST(DecodeRequestLimits, ALongStringIsRefusedBeforeItIsCopied) {
