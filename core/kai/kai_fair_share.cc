@@ -114,8 +114,8 @@ KaiFairShare ComputeKaiFairShare(const ValidatedSnapshot& request, CancelPoll* p
   shares.queues.resize(queue_count);
   constexpr int kRows = 8;
   shares.rows.assign(static_cast<size_t>(queue_count) * kRows * n, 0.0);
+  // Every row is laid out before the first poll, so a cancelled division leaves no row unset.
   for (int q = 0; q < queue_count; ++q) {
-    if (cancel.Tick()) return shares;
     QueueAmounts& a = shares.queues[q];
     double* at = shares.rows.data() + static_cast<size_t>(q) * kRows * n;
     for (Row* row : {&a.deserved, &a.limit, &a.over_quota_weight, &a.requested, &a.allocated,
@@ -123,6 +123,10 @@ KaiFairShare ComputeKaiFairShare(const ValidatedSnapshot& request, CancelPoll* p
       *row = Row(at, n);
       at += n;
     }
+  }
+  for (int q = 0; q < queue_count; ++q) {
+    if (cancel.Tick()) return shares;
+    QueueAmounts& a = shares.queues[q];
     std::fill(a.limit.begin(), a.limit.end(), -1.0);
     std::fill(a.over_quota_weight.begin(), a.over_quota_weight.end(), 1.0);
     Scatter(request.deserved(q), a.deserved);

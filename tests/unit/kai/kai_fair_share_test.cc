@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <string>
@@ -15,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "tests/support/named_cases.h"
 #include "tests/support/snapshot_builder.h"
+#include "tests/support/validated.h"
 #include "tests/unit/kai/kai_test_util.h"
 
 namespace arbiter::kai {
@@ -920,6 +922,33 @@ TEST(KaiFairShareTest, EmptySnapshotHasNoQueues) {
   KaiFairShare shares = KaiFairShareOf(Snapshot{}, Policy{});
   EXPECT_EQ(shares.tree().size(), 0);
   EXPECT_TRUE(ToQueueShares(shares).empty());
+}
+
+}  // namespace
+}  // namespace arbiter::kai
+
+namespace arbiter::kai {
+namespace {
+
+// A division cancelled at its first poll is incomplete, but every queue's rows are laid out:
+// nothing a caller reads before discarding it points nowhere.
+TEST(KaiFairShareTest, ACancelledDivisionLeavesEveryRowLaidOut) {
+  SnapshotBuilder builder;
+  builder.Node("n1", {{"cpu", 8}, {"nvidia.com/gpu", 4}});
+  for (int q = 0; q < 4 * static_cast<int>(CancelPoll::kInterval); ++q) {
+    builder.Queue("q" + std::to_string(q));
+  }
+  const Snapshot snapshot = builder.Build();
+  const ValidatedSnapshot request = ::arbiter::testing::MustValidate(snapshot);
+  const std::function<bool()> cancelled = [] { return true; };
+  CancelPoll poll(&cancelled);
+  const KaiFairShare shares = ComputeKaiFairShare(request, &poll);
+  EXPECT_TRUE(poll.cancelled());
+  ASSERT_EQ(static_cast<int>(shares.queues.size()), request.tree().size());
+  for (const QueueAmounts& a : shares.queues) {
+    EXPECT_EQ(a.fair_share.size(), 2);
+    EXPECT_NE(a.allocatable_share.data(), nullptr);
+  }
 }
 
 }  // namespace
