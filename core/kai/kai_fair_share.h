@@ -4,7 +4,6 @@
 
 #include <vector>
 
-#include "absl/types/span.h"
 #include "core/cancel_poll.h"
 #include "core/model.h"
 #include "core/queue_tree.h"
@@ -24,7 +23,6 @@ class Row {
   double* data() const { return data_; }
   double* begin() const { return data_; }
   double* end() const { return data_ + size_; }
-  operator absl::Span<const double>() const { return {data_, static_cast<size_t>(size_)}; }
 
  private:
   double* data_ = nullptr;
