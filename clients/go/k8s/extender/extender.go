@@ -18,11 +18,16 @@
 //   - pending: filter refuses every node with arbiter's reason, which kube-scheduler writes in
 //     the pod's FailedScheduling event.
 //
+// A pod of arbiter's that even a fresh answer does not know (kube-scheduler saw it before the
+// decider's caches did) gets an error from filter and no victims from preempt: kube-scheduler
+// neither places it nor preempts for it on its own, and retries it after backoff.
+//
 // Pods arbiter does not schedule (no queue, another scheduler's) pass through untouched.
 package extender
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -58,6 +63,9 @@ type Config struct {
 // Decider is the source of answers; *shim.Shim implements it (Decide).
 type Decider interface {
 	Decide(ctx context.Context) (*translate.Result, *arbiterv1.ScheduleResponse, error)
+	// Owns reports whether the decider schedules pod, from the pod alone: kube-scheduler may
+	// ask about a pod before the decider's caches have it.
+	Owns(pod *corev1.Pod) bool
 }
 
 // Extender answers kube-scheduler's extender calls. Create it with New, then Start.
@@ -185,9 +193,22 @@ func (e *Extender) decision(ctx context.Context, pod *corev1.Pod) (decision, boo
 	}
 	e.metrics.Answers.WithLabelValues("asked").Inc()
 	e.answer, e.stale = index(res, resp), false
-	d, ok := e.answer.byUID[pod.UID]
-	return d, ok, nil
+	if d, ok := e.answer.byUID[pod.UID]; ok {
+		return d, true, nil
+	}
+	if e.answer.leftOut[pod.UID] || !e.decider.Owns(pod) {
+		return decision{}, false, nil
+	}
+	// Arbiter's pod, but newer than the decider's caches. Letting kube-scheduler decide it alone
+	// (place it, or preempt for it) would not be arbiter's decision; refusing its nodes would
+	// leave it in kube-scheduler's unschedulable pool until some other change in the cluster.
+	// An error makes kube-scheduler retry it after backoff, by when the caches have it.
+	e.stale = true
+	return decision{}, true, errUnseen
 }
+
+// errUnseen is the answer for a pod of arbiter's that the decider's caches do not have yet.
+var errUnseen = errors.New("the pod is not in arbiter's snapshot yet; kube-scheduler retries it after backoff")
 
 // index turns an answer into per-pod decisions.
 func index(res *translate.Result, resp *arbiterv1.ScheduleResponse) *answer {

@@ -36,6 +36,9 @@ func (f *fixedDecider) Decide(context.Context) (*translate.Result, *arbiterv1.Sc
 	return f.res, f.resp, nil
 }
 
+// Owns: the pods that name a queue are the decider's.
+func (f *fixedDecider) Owns(pod *corev1.Pod) bool { return translate.QueueOf(pod, "") != "" }
+
 func testPod(name string, labels map[string]string, node string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name, UID: types.UID(name + "-uid"), Labels: labels},
 		Spec: corev1.PodSpec{NodeName: node}}
@@ -105,6 +108,44 @@ func TestFilterKeepsArbitersNodeAndRefusesPendingPodsAsUnresolvable(t *testing.T
 	filter(e, testPod("new", nil, ""), "n1")
 	if d.calls != 2 {
 		t.Errorf("Decide called %d times after an unknown pod, want 2", d.calls)
+	}
+}
+
+// TestAPodOfArbitersNotYetInTheAnswerIsNeitherPlacedNorPreemptedFor: kube-scheduler can ask
+// about a pod before the decider's caches have it. Filter answers such a pod with an error (so
+// kube-scheduler retries it after backoff) and preempt names no victims, rather than treating
+// it as a pod arbiter does not schedule, whose placement and preemption kube-scheduler decides
+// alone.
+func TestAPodOfArbitersNotYetInTheAnswerIsNeitherPlacedNorPreemptedFor(t *testing.T) {
+	e, d, _ := newTestExtender(t)
+	unseen := testPod("late", map[string]string{translate.KeyQueue: "team-b"}, "")
+	got := filter(e, unseen, "n1", "n2")
+	if got.NodeNames != nil || len(got.FailedNodes) != 0 || !strings.Contains(got.Error, "not in arbiter's snapshot yet") {
+		t.Errorf("filter kept %v, failed %v, error %q; want an error, retried after backoff until arbiter has the pod",
+			got.NodeNames, got.FailedNodes, got.Error)
+	}
+	kubes := map[string]*extenderv1.MetaVictims{"n1": {Pods: []*extenderv1.MetaPod{{UID: "v-0-uid"}}}}
+	pre := e.Preempt(context.Background(), &extenderv1.ExtenderPreemptionArgs{Pod: unseen, NodeNameToMetaVictims: kubes})
+	if len(pre.NodeNameToMetaVictims) != 0 {
+		t.Errorf("preempt = %+v, want no victims: arbiter has not decided this pod", pre.NodeNameToMetaVictims)
+	}
+	if n := testutil.ToFloat64(e.metrics.Filtered.WithLabelValues("unseen")); n != 1 {
+		t.Errorf("unseen filter calls = %v, want 1", n)
+	}
+	// A pod that names no queue is not arbiter's: kube-scheduler's own choice stands.
+	other := testPod("other", nil, "")
+	pre = e.Preempt(context.Background(), &extenderv1.ExtenderPreemptionArgs{Pod: other, NodeNameToMetaVictims: kubes})
+	if len(pre.NodeNameToMetaVictims["n1"].Pods) != 1 {
+		t.Errorf("preempt for a pod arbiter does not schedule = %+v, want kube-scheduler's victims", pre.NodeNameToMetaVictims)
+	}
+	// Once the answer has the pod, its decision stands.
+	d.mu.Lock()
+	d.res.Pods[translate.PodKey{Group: "ml/late", Pod: "late"}] = unseen
+	d.resp.Bindings = append(d.resp.Bindings, &arbiterv1.Binding{PodGroup: "ml/late", Pod: "late", Node: "n2"})
+	d.mu.Unlock()
+	got = filter(e, unseen, "n1", "n2")
+	if strings.Join(*got.NodeNames, ",") != "n2" {
+		t.Errorf("filter kept %v once the answer has the pod, want n2", *got.NodeNames)
 	}
 }
 

@@ -7,7 +7,7 @@ type Metrics struct {
 	Calls          *prometheus.HistogramVec // by verb
 	DecideDuration prometheus.Histogram
 	Answers        *prometheus.CounterVec // asked, reused, failed
-	Filtered       *prometheus.CounterVec // placed, pending
+	Filtered       *prometheus.CounterVec // placed, pending, unseen
 	Preemptions    *prometheus.CounterVec // victims, budget
 	Binds          prometheus.Counter
 	BindErrors     prometheus.Counter
@@ -34,7 +34,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"how"}),
 		Filtered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "arbiter_extender_filtered_pods_total",
-			Help: "Filter calls for arbiter's pods: placed (one node kept) or pending (every node refused).",
+			Help: "Filter calls for arbiter's pods: placed (one node kept), pending (every node refused), or or unseen (an error: not in arbiter's snapshot yet, retried after backoff).",
 		}, []string{"outcome"}),
 		Preemptions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "arbiter_extender_preemptions_total",

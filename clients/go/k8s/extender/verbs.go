@@ -3,6 +3,7 @@ package extender
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -99,6 +100,9 @@ func (e *Extender) Filter(ctx context.Context, args *extenderv1.ExtenderArgs) *e
 	switch {
 	case err != nil:
 		res.Error = fmt.Sprintf("arbiter: %v", err)
+		if errors.Is(err, errUnseen) {
+			e.metrics.Filtered.WithLabelValues("unseen").Inc()
+		}
 	case !ours:
 		keep(func(string) bool { return true })
 	case d.node == "":

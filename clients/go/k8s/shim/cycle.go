@@ -39,6 +39,13 @@ func (s *Shim) Decide(ctx context.Context) (*translate.Result, *arbiterv1.Schedu
 	return s.decide(ctx, s.deps.Clock.Now(), false)
 }
 
+// Owns reports whether a cycle would schedule pod: it is of the shim's scheduler and has a queue,
+// its own or the default one. It reads only pod, so it answers for a pod the informers have
+// not seen yet.
+func (s *Shim) Owns(pod *corev1.Pod) bool {
+	return pod.Spec.SchedulerName == s.cfg.SchedulerName && translate.QueueOf(pod, s.cfg.DefaultQueue) != ""
+}
+
 // decide is a cycle up to the answer; writeReasons writes the reasons of pods left out.
 func (s *Shim) decide(ctx context.Context, now time.Time, writeReasons bool) (*translate.Result, *arbiterv1.ScheduleResponse, error) {
 	allPods, err := s.pods.List(labels.Everything())

@@ -501,3 +501,30 @@ func TestPolicyComesFromTheQueueConfigMap(t *testing.T) {
 		t.Errorf("k_value = %v, want 2", got)
 	}
 }
+
+// TestOwnsIsTheCyclesRuleReadFromThePodAlone: a pod is the shim's when it is of the shim's
+// scheduler and has a queue (its own, the KAI label, or the default).
+func TestOwnsIsTheCyclesRuleReadFromThePodAlone(t *testing.T) {
+	pod := func(scheduler string, labels map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "p", Labels: labels},
+			Spec: corev1.PodSpec{SchedulerName: scheduler}}
+	}
+	plain := newHarness(t, harnessOpts{cfg: Config{SchedulerName: "arbiter"}}).shim
+	withDefault := newHarness(t, harnessOpts{cfg: Config{SchedulerName: "arbiter", DefaultQueue: "team-a"}}).shim
+	for _, c := range []struct {
+		name string
+		s    *Shim
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"its queue label", plain, pod("arbiter", map[string]string{translate.KeyQueue: "team-a"}), true},
+		{"KAI's queue label", plain, pod("arbiter", map[string]string{translate.KAIQueueLabel: "team-a"}), true},
+		{"no queue", plain, pod("arbiter", nil), false},
+		{"no queue, a default one", withDefault, pod("arbiter", nil), true},
+		{"another scheduler's", withDefault, pod("default-scheduler", map[string]string{translate.KeyQueue: "team-a"}), false},
+	} {
+		if got := c.s.Owns(c.pod); got != c.want {
+			t.Errorf("%s: Owns = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -46,17 +46,24 @@ func lookup(pod *corev1.Pod, key string) (string, bool) {
 	return v, ok
 }
 
+// QueueOf is the queue pod names (KeyQueue, else KAIQueueLabel, in its labels or annotations),
+// or defaultQueue when it names none.
+func QueueOf(pod *corev1.Pod, defaultQueue string) string {
+	if v, ok := lookup(pod, KeyQueue); ok && v != "" {
+		return v
+	}
+	if v, ok := lookup(pod, KAIQueueLabel); ok && v != "" {
+		return v
+	}
+	return defaultQueue
+}
+
 // groupOf reads the pod-group attributes of pod; defaultQueue applies when the pod names no
 // queue. The error says which key is malformed.
 func groupOf(pod *corev1.Pod, defaultQueue string) (groupAttributes, error) {
-	g := groupAttributes{name: pod.Namespace + "/" + pod.Name, queue: defaultQueue}
+	g := groupAttributes{name: pod.Namespace + "/" + pod.Name, queue: QueueOf(pod, defaultQueue)}
 	if v, ok := lookup(pod, KeyPodGroup); ok && v != "" {
 		g.name = pod.Namespace + "/" + v
-	}
-	if v, ok := lookup(pod, KeyQueue); ok && v != "" {
-		g.queue = v
-	} else if v, ok := lookup(pod, KAIQueueLabel); ok && v != "" {
-		g.queue = v
 	}
 	if v, ok := lookup(pod, KeyMinMember); ok {
 		n, err := strconv.ParseInt(v, 10, 32)
