@@ -54,6 +54,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.ext.MaxAge, "max-answer-age", 2*time.Second, "longest time one Schedule answer serves kube-scheduler's calls")
 	fs.BoolVar(&o.ext.Bind, "bind", false, "serve the bind verb: bind gangs whole (name bindVerb in the configuration too)")
 	fs.DurationVar(&o.ext.GangWait, "gang-wait", 20*time.Second, "how long a gang member's bind waits for the rest of its gang")
+	fs.DurationVar(&o.ext.CacheWait, "cache-wait", 2*time.Second, "how long a call about a pod kube-scheduler saw first waits for arbiter's caches to have it")
 	fs.StringVar(&o.kaiQueues, "kai-queues", "auto", "read KAI Queue resources (scheduling.run.ai/v2): auto, true or false")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {

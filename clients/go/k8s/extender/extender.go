@@ -19,8 +19,9 @@
 //     the pod's FailedScheduling event.
 //
 // A pod of arbiter's that even a fresh answer does not know (kube-scheduler saw it before the
-// decider's caches did) gets an error from filter and no victims from preempt: kube-scheduler
-// neither places it nor preempts for it on its own, and retries it after backoff.
+// decider's caches did) waits, up to Config.CacheWait, for the caches to have it. If they still
+// do not, filter answers with an error and preempt names no victims: kube-scheduler neither
+// places it nor preempts for it on its own, and retries it after backoff.
 //
 // Pods arbiter does not schedule (no queue, another scheduler's) pass through untouched.
 package extender
@@ -58,6 +59,9 @@ type Config struct {
 	// GangWait bounds how long a member's bind call waits for the rest of its gang; default 20s
 	// (keep it below the extender's httpTimeout in KubeSchedulerConfiguration).
 	GangWait time.Duration
+	// CacheWait bounds how long a call about a pod of arbiter's waits for the decider's caches
+	// to have it, when kube-scheduler saw it first; default 2s.
+	CacheWait time.Duration
 }
 
 // Decider is the source of answers; *shim.Shim implements it (Decide).
@@ -66,6 +70,8 @@ type Decider interface {
 	// Owns reports whether the decider schedules pod, from the pod alone: kube-scheduler may
 	// ask about a pod before the decider's caches have it.
 	Owns(pod *corev1.Pod) bool
+	// Has reports whether the decider's caches have pod, so that its next answer covers it.
+	Has(pod *corev1.Pod) bool
 }
 
 // Extender answers kube-scheduler's extender calls. Create it with New, then Start.
@@ -115,6 +121,9 @@ func New(cfg Config, decider Decider, kube kubernetes.Interface, metrics *Metric
 	}
 	if cfg.GangWait <= 0 {
 		cfg.GangWait = 20 * time.Second
+	}
+	if cfg.CacheWait <= 0 {
+		cfg.CacheWait = 2 * time.Second
 	}
 	if metrics == nil {
 		metrics = NewMetrics(nil)
@@ -172,7 +181,24 @@ func (e *Extender) expected(pod *corev1.Pod) bool {
 
 // decision returns what the current answer says about pod, asking arbiter again when the answer
 // is stale or does not know the pod. ok is false for a pod arbiter does not schedule.
+//
+// kube-scheduler can ask about a pod of arbiter's before the decider's caches have it. Then
+// decision waits, up to Config.CacheWait, for the caches to have it, and asks again. If they
+// still do not, it returns errUnseen: letting kube-scheduler decide the pod alone (place it, or
+// preempt for it) would not be arbiter's decision.
 func (e *Extender) decision(ctx context.Context, pod *corev1.Pod) (decision, bool, error) {
+	d, ours, err := e.lookup(ctx, pod)
+	if !errors.Is(err, errUnseen) || !e.awaitCache(ctx, pod) {
+		return d, ours, err
+	}
+	return e.lookup(ctx, pod)
+}
+
+// errUnseen is the answer for a pod of arbiter's that the decider's caches do not have yet.
+var errUnseen = errors.New("the pod is not in arbiter's snapshot yet; kube-scheduler retries it after backoff")
+
+// lookup is decision without the wait: errUnseen for a pod of arbiter's the answer does not know.
+func (e *Extender) lookup(ctx context.Context, pod *corev1.Pod) (decision, bool, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.answer != nil && !e.stale && time.Since(e.answer.at) < e.cfg.MaxAge {
@@ -199,16 +225,26 @@ func (e *Extender) decision(ctx context.Context, pod *corev1.Pod) (decision, boo
 	if e.answer.leftOut[pod.UID] || !e.decider.Owns(pod) {
 		return decision{}, false, nil
 	}
-	// Arbiter's pod, but newer than the decider's caches. Letting kube-scheduler decide it alone
-	// (place it, or preempt for it) would not be arbiter's decision; refusing its nodes would
-	// leave it in kube-scheduler's unschedulable pool until some other change in the cluster.
-	// An error makes kube-scheduler retry it after backoff, by when the caches have it.
 	e.stale = true
 	return decision{}, true, errUnseen
 }
 
-// errUnseen is the answer for a pod of arbiter's that the decider's caches do not have yet.
-var errUnseen = errors.New("the pod is not in arbiter's snapshot yet; kube-scheduler retries it after backoff")
+// awaitCache waits until the decider's caches have pod, up to Config.CacheWait; it reports
+// whether they do.
+func (e *Extender) awaitCache(ctx context.Context, pod *corev1.Pod) bool {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.CacheWait)
+	defer cancel()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !e.decider.Has(pod) {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
+}
 
 // index turns an answer into per-pod decisions.
 func index(res *translate.Result, resp *arbiterv1.ScheduleResponse) *answer {

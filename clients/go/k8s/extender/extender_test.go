@@ -27,6 +27,25 @@ type fixedDecider struct {
 	res   *translate.Result
 	resp  *arbiterv1.ScheduleResponse
 	calls int
+	// arrive, when set, is called by Has for a pod the answer does not know: the cache's late
+	// event, as the informer would deliver it.
+	arrive func(pod *corev1.Pod)
+}
+
+// Has: the decider's cache has the pods its answer knows.
+func (f *fixedDecider) Has(pod *corev1.Pod) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range f.res.Pods {
+		if p.UID == pod.UID {
+			return true
+		}
+	}
+	if f.arrive != nil {
+		f.arrive(pod)
+		f.arrive = nil
+	}
+	return false
 }
 
 func (f *fixedDecider) Decide(context.Context) (*translate.Result, *arbiterv1.ScheduleResponse, error) {
@@ -78,7 +97,7 @@ func newTestExtender(t *testing.T, objs ...*corev1.Pod) (*Extender, *fixedDecide
 		}
 	}
 	d := &fixedDecider{res: res, resp: resp}
-	e := New(Config{MaxAge: time.Hour, Bind: true, GangWait: 2 * time.Second}, d, kube, nil, nil)
+	e := New(Config{MaxAge: time.Hour, Bind: true, GangWait: 2 * time.Second, CacheWait: 200 * time.Millisecond}, d, kube, nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	if err := e.Start(ctx); err != nil {
@@ -111,13 +130,13 @@ func TestFilterKeepsArbitersNodeAndRefusesPendingPodsAsUnresolvable(t *testing.T
 	}
 }
 
-// TestAPodOfArbitersNotYetInTheAnswerIsNeitherPlacedNorPreemptedFor: kube-scheduler can ask
-// about a pod before the decider's caches have it. Filter answers such a pod with an error (so
-// kube-scheduler retries it after backoff) and preempt names no victims, rather than treating
-// it as a pod arbiter does not schedule, whose placement and preemption kube-scheduler decides
-// alone.
-func TestAPodOfArbitersNotYetInTheAnswerIsNeitherPlacedNorPreemptedFor(t *testing.T) {
-	e, d, _ := newTestExtender(t)
+// TestAPodOfArbitersTheCachesNeverGetIsNeitherPlacedNorPreemptedFor: kube-scheduler can ask
+// about a pod before the decider's caches have it. When they still do not after the wait,
+// filter answers with an error (kube-scheduler retries after backoff) and preempt names no
+// victims, rather than treating it as a pod arbiter does not schedule, whose placement and
+// preemption kube-scheduler decides alone.
+func TestAPodOfArbitersTheCachesNeverGetIsNeitherPlacedNorPreemptedFor(t *testing.T) {
+	e, _, _ := newTestExtender(t)
 	unseen := testPod("late", map[string]string{translate.KeyQueue: "team-b"}, "")
 	got := filter(e, unseen, "n1", "n2")
 	if got.NodeNames != nil || len(got.FailedNodes) != 0 || !strings.Contains(got.Error, "not in arbiter's snapshot yet") {
@@ -138,14 +157,28 @@ func TestAPodOfArbitersNotYetInTheAnswerIsNeitherPlacedNorPreemptedFor(t *testin
 	if len(pre.NodeNameToMetaVictims["n1"].Pods) != 1 {
 		t.Errorf("preempt for a pod arbiter does not schedule = %+v, want kube-scheduler's victims", pre.NodeNameToMetaVictims)
 	}
-	// Once the answer has the pod, its decision stands.
+}
+
+// TestAPodOfArbitersTheCachesGetLateIsDecidedByArbiter: when the decider's caches get the pod
+// during the wait, the call asks again and follows arbiter's answer: here, b-1 placed on n1
+// after evicting v-0, so preempt names v-0 (kube-scheduler's own choice was a-9).
+func TestAPodOfArbitersTheCachesGetLateIsDecidedByArbiter(t *testing.T) {
+	e, d, _ := newTestExtender(t)
+	late := testPod("b-1", map[string]string{translate.KeyQueue: "team-b"}, "")
 	d.mu.Lock()
-	d.res.Pods[translate.PodKey{Group: "ml/late", Pod: "late"}] = unseen
-	d.resp.Bindings = append(d.resp.Bindings, &arbiterv1.Binding{PodGroup: "ml/late", Pod: "late", Node: "n2"})
+	d.arrive = func(pod *corev1.Pod) {
+		d.res.Pods[translate.PodKey{Group: "ml/b-1", Pod: "b-1"}] = pod
+		d.resp.Bindings = append(d.resp.Bindings, &arbiterv1.Binding{PodGroup: "ml/b-1", Pod: "b-1", Node: "n1", AfterEvictions: true})
+		d.resp.Evictions = append(d.resp.Evictions, &arbiterv1.Eviction{PodGroup: "ml/v-0", Pod: "v-0", Node: "n1", PreemptorPodGroup: "ml/b-1"})
+	}
 	d.mu.Unlock()
-	got = filter(e, unseen, "n1", "n2")
-	if strings.Join(*got.NodeNames, ",") != "n2" {
-		t.Errorf("filter kept %v once the answer has the pod, want n2", *got.NodeNames)
+	kubes := map[string]*extenderv1.MetaVictims{"n1": {Pods: []*extenderv1.MetaPod{{UID: "a-9-uid"}}}}
+	got := e.Preempt(context.Background(), &extenderv1.ExtenderPreemptionArgs{Pod: late, NodeNameToMetaVictims: kubes})
+	if v := got.NodeNameToMetaVictims["n1"]; len(got.NodeNameToMetaVictims) != 1 || v == nil || len(v.Pods) != 1 || v.Pods[0].UID != "v-0-uid" {
+		t.Errorf("preempt = %+v, want arbiter's victim v-0 on n1", got.NodeNameToMetaVictims)
+	}
+	if d.calls != 2 {
+		t.Errorf("Decide called %d times, want 2: once before the cache had the pod, once after", d.calls)
 	}
 }
 

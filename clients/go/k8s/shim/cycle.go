@@ -46,6 +46,13 @@ func (s *Shim) Owns(pod *corev1.Pod) bool {
 	return pod.Spec.SchedulerName == s.cfg.SchedulerName && translate.QueueOf(pod, s.cfg.DefaultQueue) != ""
 }
 
+// Has reports whether the shim's pod cache has pod (the same object, by UID), so that the next
+// cycle's snapshot covers it.
+func (s *Shim) Has(pod *corev1.Pod) bool {
+	cached, err := s.pods.Pods(pod.Namespace).Get(pod.Name)
+	return err == nil && cached.UID == pod.UID
+}
+
 // decide is a cycle up to the answer; writeReasons writes the reasons of pods left out.
 func (s *Shim) decide(ctx context.Context, now time.Time, writeReasons bool) (*translate.Result, *arbiterv1.ScheduleResponse, error) {
 	allPods, err := s.pods.List(labels.Everything())

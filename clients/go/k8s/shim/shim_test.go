@@ -528,3 +528,21 @@ func TestOwnsIsTheCyclesRuleReadFromThePodAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestHasIsThePodCacheByUID: Has is true for the cached object only, not for a pod of the same
+// name made anew (another UID), nor for a pod the cache has not seen.
+func TestHasIsThePodCacheByUID(t *testing.T) {
+	cached := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "p", UID: "uid-1"}}
+	s := newHarness(t, harnessOpts{}, cached).shim
+	if !s.Has(cached) {
+		t.Error("Has(the cached pod) = false")
+	}
+	anew := cached.DeepCopy()
+	anew.UID = "uid-2"
+	if s.Has(anew) {
+		t.Error("Has(a pod of the same name, another UID) = true")
+	}
+	if s.Has(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "q", UID: "uid-3"}}) {
+		t.Error("Has(a pod the cache never saw) = true")
+	}
+}
