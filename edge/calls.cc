@@ -8,7 +8,7 @@
 #include "edge/request_decoder.h"
 #include "edge/request_limits.h"
 
-namespace arbiter::server {
+namespace arbiter::edge {
 namespace {
 
 // The request in `bytes` decoded into `snapshot` and `policy`, then "decode" reported.
@@ -61,4 +61,4 @@ absl::StatusOr<v1::ScheduleResponse> CallSchedule(const v1::ScheduleRequest& req
   return CallSchedule(request.SerializeAsString(), hooks);
 }
 
-}  // namespace arbiter::server
+}  // namespace arbiter::edge

@@ -10,7 +10,7 @@
 #include "arbiter/v1/arbiter.pb.h"
 #include "core/cycle_hooks.h"
 
-namespace arbiter::server {
+namespace arbiter::edge {
 
 // Fair shares for the binary FairShareRequest `request_bytes`, decoded without limits (the
 // caller is trusted: the CLI on its own file, a test). InvalidArgument "request: not a valid
@@ -30,4 +30,4 @@ absl::StatusOr<v1::FairShareResponse> CallComputeFairShares(const v1::FairShareR
 absl::StatusOr<v1::ScheduleResponse> CallSchedule(const v1::ScheduleRequest& request,
                                                   const CycleHooks& hooks = {});
 
-}  // namespace arbiter::server
+}  // namespace arbiter::edge

@@ -8,7 +8,7 @@
 #include "google/protobuf/map.h"
 #include "google/protobuf/timestamp.pb.h"
 
-namespace arbiter::server {
+namespace arbiter::edge {
 namespace {
 
 namespace pb = ::google::protobuf;
@@ -276,4 +276,4 @@ ScheduleResult FromProto(const v1::ScheduleResponse& proto) {
   return result;
 }
 
-}  // namespace arbiter::server
+}  // namespace arbiter::edge

@@ -18,7 +18,7 @@
 #include "arbiter/v1/arbiter.pb.h"
 #include "core/model.h"
 
-namespace arbiter::server {
+namespace arbiter::edge {
 
 // ---- Requests: core -> proto (the generator, tests and round trips) ----
 
@@ -36,4 +36,4 @@ void ToProto(ScheduleResult result, v1::ScheduleResponse* proto);
 
 ScheduleResult FromProto(const v1::ScheduleResponse& proto);
 
-}  // namespace arbiter::server
+}  // namespace arbiter::edge

@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "edge/wire_reader.h"
 
-namespace arbiter::server {
+namespace arbiter::edge {
 namespace {
 
 // One segment of a field path: "queues" with index 3 is "queues[3]"; index -1 has no index.
@@ -615,4 +615,4 @@ bool DecodeRequest(std::string_view bytes, Snapshot* snapshot, Policy* policy) {
   return DecodeRequest(bytes, RequestLimits::Unlimited(), "request", snapshot, policy).ok();
 }
 
-}  // namespace arbiter::server
+}  // namespace arbiter::edge

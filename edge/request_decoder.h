@@ -29,7 +29,7 @@
 #include "core/model.h"
 #include "edge/request_limits.h"
 
-namespace arbiter::server {
+namespace arbiter::edge {
 
 // Decodes `bytes` into `snapshot` and `policy`, which should be empty (the request is merged
 // into them, as protobuf merges), within `limits`: the counts of queues, nodes, pod groups and
@@ -55,4 +55,4 @@ absl::Status NotARequest(std::string_view type_name, size_t size);
 // DecodeRequest without limits: false when `bytes` is not a valid binary request.
 bool DecodeRequest(std::string_view bytes, Snapshot* snapshot, Policy* policy);
 
-}  // namespace arbiter::server
+}  // namespace arbiter::edge

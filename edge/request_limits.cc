@@ -7,7 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 
-namespace arbiter::server {
+namespace arbiter::edge {
 
 RequestLimits RequestLimits::Unlimited() {
   constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
@@ -23,15 +23,6 @@ RequestLimits RequestLimits::Unlimited() {
   return limits;
 }
 
-SnapshotSize SizeOf(const v1::Snapshot& snapshot) {
-  SnapshotSize size;
-  size.nodes = snapshot.nodes_size();
-  size.queues = snapshot.queues_size();
-  size.pod_groups = snapshot.pod_groups_size();
-  for (const v1::PodGroup& group : snapshot.pod_groups()) size.pods += group.pods_size();
-  return size;
-}
-
 SnapshotSize SizeOf(const Snapshot& snapshot) {
   SnapshotSize size;
   size.nodes = static_cast<int64_t>(snapshot.nodes.size());
@@ -41,20 +32,6 @@ SnapshotSize SizeOf(const Snapshot& snapshot) {
     size.pods += static_cast<int64_t>(group.pods.size());
   }
   return size;
-}
-
-absl::Status CheckLimits(const SnapshotSize& size, const RequestLimits& limits) {
-  if (size.nodes > limits.max_nodes) {
-    return absl::ResourceExhaustedError(absl::StrCat("snapshot.nodes: ", size.nodes,
-                                                     " nodes; this server accepts at most ",
-                                                     limits.max_nodes, " (--max-nodes)"));
-  }
-  if (size.pods > limits.max_pods) {
-    return absl::ResourceExhaustedError(absl::StrCat("snapshot.pod_groups: ", size.pods,
-                                                     " pods in all; this server accepts at most ",
-                                                     limits.max_pods, " (--max-pods)"));
-  }
-  return absl::OkStatus();
 }
 
 absl::Status CheckQueueDepth(const Snapshot& snapshot, const RequestLimits& limits) {
@@ -113,4 +90,4 @@ absl::Status CheckLimitOptions(const RequestLimits& limits) {
   return absl::OkStatus();
 }
 
-}  // namespace arbiter::server
+}  // namespace arbiter::edge

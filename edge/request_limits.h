@@ -9,10 +9,9 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
-#include "arbiter/v1/arbiter.pb.h"
 #include "core/model.h"
 
-namespace arbiter::server {
+namespace arbiter::edge {
 
 // The sizes of a request's snapshot.
 struct SnapshotSize {
@@ -41,13 +40,9 @@ struct RequestLimits {
   static RequestLimits Unlimited();
 };
 
-// Counts the snapshot's nodes, pods, queues and pod groups. O(pod groups).
-SnapshotSize SizeOf(const v1::Snapshot& snapshot);
+// Counts the decoded snapshot's nodes, pods, queues and pod groups (the call log's sizes).
+// O(pod groups).
 SnapshotSize SizeOf(const Snapshot& snapshot);
-
-// ResourceExhausted when `size` is over a limit, naming the field, the count, the limit and the
-// flag, e.g. "snapshot.nodes: 25000 nodes; this server accepts at most 20000 (--max-nodes)".
-absl::Status CheckLimits(const SnapshotSize& size, const RequestLimits& limits);
 
 // InvalidArgument when a queue lies more than `limits.max_queue_depth` levels deep (a top-level
 // queue is at depth 1), naming the queue's path and the flag. Parents that are missing or form a
@@ -57,4 +52,4 @@ absl::Status CheckQueueDepth(const Snapshot& snapshot, const RequestLimits& limi
 // Bad option values (a negative or zero limit), naming the flag; OK otherwise.
 absl::Status CheckLimitOptions(const RequestLimits& limits);
 
-}  // namespace arbiter::server
+}  // namespace arbiter::edge

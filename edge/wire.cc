@@ -17,7 +17,7 @@
 #include "google/protobuf/util/type_resolver.h"
 #include "google/protobuf/util/type_resolver_util.h"
 
-namespace arbiter::server {
+namespace arbiter::edge {
 namespace {
 
 namespace pb = ::google::protobuf;
@@ -158,4 +158,4 @@ absl::Status WriteMessageFile(const std::string& path, const pb::Message& messag
   return absl::OkStatus();
 }
 
-}  // namespace arbiter::server
+}  // namespace arbiter::edge

@@ -16,7 +16,7 @@
 #include "absl/status/statusor.h"
 #include "google/protobuf/message.h"
 
-namespace arbiter::server {
+namespace arbiter::edge {
 
 // Binary protobuf with map entries in key order.
 std::string SerializeDeterministic(const google::protobuf::Message& message);
@@ -55,4 +55,4 @@ absl::Status ReadMessageFile(const std::string& path, google::protobuf::Message*
 // binary, or pretty JSON. Unknown (with the path) when the file cannot be written.
 absl::Status WriteMessageFile(const std::string& path, const google::protobuf::Message& message);
 
-}  // namespace arbiter::server
+}  // namespace arbiter::edge

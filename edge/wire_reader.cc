@@ -1,6 +1,6 @@
 #include "edge/wire_reader.h"
 
-namespace arbiter::server {
+namespace arbiter::edge {
 
 bool IsValidUtf8(std::string_view text) {
   const size_t size = text.size();
@@ -48,4 +48,4 @@ bool IsValidUtf8(std::string_view text) {
   return true;
 }
 
-}  // namespace arbiter::server
+}  // namespace arbiter::edge

@@ -18,7 +18,7 @@
 
 #include "google/protobuf/io/coded_stream.h"
 
-namespace arbiter::server {
+namespace arbiter::edge {
 
 // Wire types (protobuf encoding).
 constexpr int kVarint = 0;
@@ -317,4 +317,4 @@ class WireReader {
   int depth_ = 0;
 };
 
-}  // namespace arbiter::server
+}  // namespace arbiter::edge

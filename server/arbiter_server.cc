@@ -29,7 +29,7 @@ absl::Status CheckOptions(const ServerOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("metrics_port: ", options.metrics_port, " is not -1..65535"));
   }
-  if (absl::Status limits = CheckLimitOptions(options.limits); !limits.ok()) return limits;
+  if (absl::Status limits = edge::CheckLimitOptions(options.limits); !limits.ok()) return limits;
   if (options.workers < 0 || options.workers > kMaxWorkers) {
     return absl::InvalidArgumentError(
         absl::StrCat("--workers: ", options.workers, " is not 0..", kMaxWorkers));
@@ -62,7 +62,7 @@ absl::Status CheckOptions(const ServerOptions& options) {
 // address binds without TLS, the certificate and key are what it refused.
 absl::Status ListenError(const ServerOptions& options) {
   const std::string address = HostPort(options.host, options.port);
-  if (UsesTls(options.tls)) {
+  if (rpc::UsesTls(options.tls)) {
     grpc::ServerBuilder probe;
     int bound = 0;
     probe.AddListeningPort(address, grpc::InsecureServerCredentials(), &bound);
@@ -85,7 +85,7 @@ absl::Status ListenError(const ServerOptions& options) {
 absl::StatusOr<std::unique_ptr<ArbiterServer>> ArbiterServer::Start(const ServerOptions& options) {
   if (absl::Status status = CheckOptions(options); !status.ok()) return status;
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
-      MakeServerCredentials(options.tls);
+      rpc::MakeServerCredentials(options.tls);
   if (!credentials.ok()) return credentials.status();
   // Both are process-wide switches read when a ServerBuilder is created.
   grpc::EnableDefaultHealthCheckService(true);
@@ -137,7 +137,8 @@ absl::StatusOr<std::unique_ptr<ArbiterServer>> ArbiterServer::Start(const Server
       LogLevel::kInfo, "serving",
       {{"address", server->address_},
        {"metrics", server->metrics_address_.empty() ? "off" : server->metrics_address_},
-       {"tls", options.tls.client_ca.empty() ? (UsesTls(options.tls) ? "tls" : "off") : "mutual"},
+       {"tls",
+        options.tls.client_ca.empty() ? (rpc::UsesTls(options.tls) ? "tls" : "off") : "mutual"},
        {"workers", absl::StrCat(server->pool_->size())},
        {"small_lane_workers", absl::StrCat(options.small_lane_workers)},
        {"max_queued_calls", absl::StrCat(options.max_queued_calls)},

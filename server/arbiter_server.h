@@ -12,7 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "edge/request_limits.h"
-#include "edge/tls.h"
+#include "edge/rpc/tls.h"
 #include "grpcpp/grpcpp.h"
 #include "prometheus/registry.h"
 #include "server/arbiter_service.h"
@@ -38,8 +38,8 @@ struct ServerOptions {
   int64_t small_request_bytes = int64_t{64} << 10;  // "small": at most this many request bytes
   int64_t max_queued_calls = 256;                 // calls waiting for a worker; UNAVAILABLE beyond
   int64_t max_queued_bytes = int64_t{512} << 20;  // their request bytes; UNAVAILABLE beyond
-  RequestLimits limits;                           // --max-nodes, --max-pods, --max-queues, ...
-  ServerTlsFiles tls;  // no files: plaintext; cert and key: TLS; client CA too: mutual TLS
+  edge::RequestLimits limits;                     // --max-nodes, --max-pods, --max-queues, ...
+  rpc::ServerTlsFiles tls;  // no files: plaintext; cert and key: TLS; client CA too: mutual TLS
   LogLevel log_level = LogLevel::kInfo;
   Logger::Sink log_sink;         // empty: standard error
   PhaseObserver phase_observer;  // for tests: told when each phase of each call ends

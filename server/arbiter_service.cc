@@ -14,10 +14,10 @@
 #include "absl/strings/str_cat.h"
 #include "core/api/arbiter.h"
 #include "core/status_macros.h"
-#include "edge/grpc_status.h"
 #include "edge/proto_convert.h"
 #include "edge/request_decoder.h"
-#include "edge/request_id.h"
+#include "edge/rpc/grpc_status.h"
+#include "edge/rpc/request_id.h"
 #include "google/protobuf/arena.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "grpcpp/support/proto_buffer_writer.h"
@@ -96,18 +96,18 @@ absl::Status ExplainCancellation(const absl::Status& status, grpc::CallbackServe
 // Decodes the request's bytes into the core's model within `limits`
 // (edge/request_decoder.h), then checks the queue tree's depth.
 absl::Status DecodeRequestBytes(const grpc::ByteBuffer& bytes, std::string_view type_name,
-                                const RequestLimits& limits, Snapshot* snapshot, Policy* policy,
-                                int64_t* decoded_bytes) {
+                                const edge::RequestLimits& limits, Snapshot* snapshot,
+                                Policy* policy, int64_t* decoded_bytes) {
   // The bytes in one piece: gRPC's own slice when it delivered one, a copy otherwise.
   grpc::Slice flat;
   const bool whole = bytes.Length() == 0 || bytes.TrySingleSlice(&flat).ok() ||
                      bytes.DumpToSingleSlice(&flat).ok();
   if (!whole) {
-    return NotARequest(type_name, bytes.Length());
+    return edge::NotARequest(type_name, bytes.Length());
   }
   const std::string_view view(reinterpret_cast<const char*>(flat.begin()), flat.size());
-  RETURN_IF_ERROR(DecodeRequest(view, limits, type_name, snapshot, policy, decoded_bytes));
-  return CheckQueueDepth(*snapshot, limits);
+  RETURN_IF_ERROR(edge::DecodeRequest(view, limits, type_name, snapshot, policy, decoded_bytes));
+  return edge::CheckQueueDepth(*snapshot, limits);
 }
 
 // Serialises `message` deterministically into `out`. ResourceExhausted when it would take more
@@ -217,14 +217,14 @@ class Workspace {
   // Runs the phases of the file comment in arbiter_service.h, writing the answer to `out` and
   // what happened to `record`.
   absl::Status Run(const grpc::ByteBuffer& bytes, grpc::CallbackServerContext* context,
-                   const RequestLimits& limits, int64_t max_response_bytes,
+                   const edge::RequestLimits& limits, int64_t max_response_bytes,
                    const PhaseObserver& observer, Clock::time_point start, CallRecord* record,
                    grpc::ByteBuffer* out) {
     PhaseClock clock(start, record, observer);
     if (absl::Status wanted = CheckStillWanted(context, "decode"); !wanted.ok()) return wanted;
     RETURN_IF_ERROR(DecodeRequestBytes(bytes, Method::Request::descriptor()->full_name(), limits,
                                        &snapshot_, &policy_, &record->decoded_bytes));
-    record->size = SizeOf(snapshot_);
+    record->size = edge::SizeOf(snapshot_);
     record->parsed = true;
     clock.Mark("decode");
 
@@ -246,7 +246,7 @@ class Workspace {
 
     if (absl::Status wanted = CheckStillWanted(context, "to_proto"); !wanted.ok()) return wanted;
     auto* response = google::protobuf::Arena::CreateMessage<typename Method::Response>(&arena_);
-    ToProto(*std::move(*result_), response);
+    edge::ToProto(*std::move(*result_), response);
     CountDecisions(*response, &record->decisions);
     clock.Mark("to_proto");
 
@@ -275,9 +275,9 @@ std::atomic<bool> trim_pending{false};  // a call since the last trim freed kTri
 // The caller's x-request-id when acceptable, a fresh id otherwise.
 std::string RequestIdFor(const grpc::CallbackServerContext& context) {
   const auto& metadata = context.client_metadata();
-  const auto found = metadata.find(kRequestIdKey);
-  if (found == metadata.end()) return NewRequestId();
-  return ChooseRequestId(std::string_view(found->second.data(), found->second.size()));
+  const auto found = metadata.find(rpc::kRequestIdKey);
+  if (found == metadata.end()) return rpc::NewRequestId();
+  return rpc::ChooseRequestId(std::string_view(found->second.data(), found->second.size()));
 }
 
 // The record of a call as it arrives: its method, request id and size.
@@ -293,7 +293,7 @@ CallRecord NewRecord(std::string_view method, const grpc::CallbackServerContext&
 }  // namespace
 
 ArbiterService::ArbiterService(WorkerPool* pool, RpcMetrics* metrics, Logger* logger,
-                               RequestLimits limits, int64_t max_response_bytes,
+                               edge::RequestLimits limits, int64_t max_response_bytes,
                                PhaseObserver phase_observer)
     : pool_(pool),
       metrics_(metrics),
@@ -331,8 +331,8 @@ grpc::ServerUnaryReactor* ArbiterService::Dispatch(grpc::CallbackServerContext* 
     metrics->CallFinished();
     metrics->RecordCall(*record);
     logger->LogCall(*record);
-    context->AddTrailingMetadata(kRequestIdKey, record->request_id);
-    reactor->Finish(ToGrpcStatus(record->status));
+    context->AddTrailingMetadata(rpc::kRequestIdKey, record->request_id);
+    reactor->Finish(rpc::ToGrpcStatus(record->status));
   };
   // The request, response and context stay valid until Finish. The pool, metrics and logger
   // outlive every accepted call (see the constructor's contract), but the service itself may be

@@ -52,7 +52,7 @@ class ArbiterService final : public ArbiterRawService {
   // three must outlive the service and every call it has accepted. `phase_observer` may be empty.
   // `limits` bound each request; answers over `max_response_bytes` are refused with
   // RESOURCE_EXHAUSTED rather than sent.
-  ArbiterService(WorkerPool* pool, RpcMetrics* metrics, Logger* logger, RequestLimits limits,
+  ArbiterService(WorkerPool* pool, RpcMetrics* metrics, Logger* logger, edge::RequestLimits limits,
                  int64_t max_response_bytes, PhaseObserver phase_observer = {});
 
   grpc::ServerUnaryReactor* ComputeFairShares(grpc::CallbackServerContext* context,
@@ -70,7 +70,7 @@ class ArbiterService final : public ArbiterRawService {
   WorkerPool* pool_;
   RpcMetrics* metrics_;
   Logger* logger_;
-  const RequestLimits limits_;
+  const edge::RequestLimits limits_;
   const int64_t max_response_bytes_;
   const PhaseObserver phase_observer_;
 };

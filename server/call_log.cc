@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "edge/grpc_status.h"
+#include "edge/rpc/grpc_status.h"
 
 namespace arbiter::server {
 namespace {
@@ -111,7 +111,7 @@ LogFields CallLogFields(const CallRecord& call, bool with_phases) {
   LogFields fields = {
       {"method", std::string(call.method)},
       {"request_id", call.request_id},
-      {"code", StatusCodeName(call.status.code())},
+      {"code", rpc::StatusCodeName(call.status.code())},
       {"duration_ms", Milliseconds(call.seconds)},
       {"request_bytes", absl::StrCat(call.request_bytes)},
       {"response_bytes", absl::StrCat(call.response_bytes)},
@@ -129,8 +129,8 @@ LogFields CallLogFields(const CallRecord& call, bool with_phases) {
     fields.emplace_back("pending", absl::StrCat(call.decisions.pending));
     fields.emplace_back("admissions", absl::StrCat(call.decisions.admissions));
   } else {
-    fields.emplace_back("error", CappedMessage(std::string_view(call.status.message().data(),
-                                                                call.status.message().size())));
+    fields.emplace_back("error", rpc::CappedMessage(std::string_view(
+                                     call.status.message().data(), call.status.message().size())));
   }
   if (with_phases) {
     std::string phases;

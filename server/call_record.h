@@ -32,7 +32,7 @@ struct CallRecord {
   int64_t response_bytes = 0;  // 0 unless the call succeeded
   bool parsed = false;         // whether `size` is known (the request parsed)
   int64_t decoded_bytes = 0;   // the decoded request's accounted memory (request_decoder.h)
-  SnapshotSize size;
+  edge::SnapshotSize size;
   DecisionCounts decisions;  // empty unless the call succeeded
   // Consecutive phases in order, each measured from the end of the one before: the server's
   // "decode", the core's phases (CycleHooks::phase_done), "to_proto", "serialize".

@@ -20,8 +20,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "edge/command_line.h"
-#include "edge/grpc_status.h"
+#include "edge/rpc/command_line.h"
+#include "edge/rpc/grpc_status.h"
 #include "server/arbiter_server.h"
 
 namespace {
@@ -72,13 +72,13 @@ int Run(const std::vector<std::string>& args) {
   int64_t max_message_bytes = options.max_message_bytes;
   int64_t workers = options.workers;
   int64_t small_lane_workers = options.small_lane_workers;
-  arbiter::server::RequestLimits& limits = options.limits;
+  arbiter::edge::RequestLimits& limits = options.limits;
   std::string log_level = "info";
   double drain_seconds = 0;
   double grace_seconds = 5;
   bool help = false;
 
-  arbiter::server::CommandLine flags;
+  arbiter::rpc::CommandLine flags;
   flags.AddString("host", "HOST", &options.host, "address to bind both ports on");
   flags.AddInt("port", "PORT", &port, "gRPC port; 0 picks a free port");
   flags.AddInt("metrics-port", "PORT", &metrics_port,
@@ -128,7 +128,7 @@ int Run(const std::vector<std::string>& args) {
 
   std::vector<std::string> positional;
   if (absl::Status status = flags.Parse(args, &positional); !status.ok()) {
-    std::cerr << arbiter::server::FormatStatus(status) << "\n" << kUsage << flags.Usage();
+    std::cerr << arbiter::rpc::FormatStatus(status) << "\n" << kUsage << flags.Usage();
     return 2;
   }
   if (help) {
@@ -153,7 +153,7 @@ int Run(const std::vector<std::string>& args) {
   options.small_lane_workers = static_cast<int>(small_lane_workers);
   absl::StatusOr<arbiter::server::LogLevel> level = arbiter::server::ParseLogLevel(log_level);
   if (!level.ok()) {
-    std::cerr << arbiter::server::FormatStatus(absl::InvalidArgumentError(
+    std::cerr << arbiter::rpc::FormatStatus(absl::InvalidArgumentError(
                      absl::StrCat("--log-level: ", level.status().message())))
               << "\n";
     return 2;
@@ -178,7 +178,7 @@ int Run(const std::vector<std::string>& args) {
   absl::StatusOr<std::unique_ptr<arbiter::server::ArbiterServer>> server =
       arbiter::server::ArbiterServer::Start(options);
   if (!server.ok()) {
-    std::cerr << arbiter::server::FormatStatus(server.status()) << "\n";
+    std::cerr << arbiter::rpc::FormatStatus(server.status()) << "\n";
     return server.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
   }
   std::cout << "listening on " << (*server)->address() << "\n";

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "edge/grpc_status.h"
+#include "edge/rpc/grpc_status.h"
 
 namespace arbiter::server {
 namespace {
@@ -89,7 +89,7 @@ void RpcMetrics::CallDequeued() { waiting_.Decrement(); }
 
 void RpcMetrics::RecordCall(const CallRecord& call) {
   const prometheus::Labels labels = {{"method", std::string(call.method)},
-                                     {"code", StatusCodeName(call.status.code())}};
+                                     {"code", rpc::StatusCodeName(call.status.code())}};
   requests_.Add(labels).Increment();
   duration_.Add(labels, DurationBuckets()).Observe(call.seconds);
   if (call.parsed) {

@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "clients/cli/commands.h"
-#include "edge/grpc_status.h"
+#include "edge/rpc/grpc_status.h"
 
 namespace arbiter::cli {
 namespace {
@@ -45,7 +45,7 @@ int ExitCode(const absl::Status& status) {
 }
 
 int Fail(const absl::Status& status, std::ostream& err) {
-  err << server::FormatStatus(status) << "\n";
+  err << rpc::FormatStatus(status) << "\n";
   return ExitCode(status);
 }
 

@@ -10,8 +10,8 @@
 #include "clients/cli/decision_call.h"
 #include "clients/cli/phase_timer.h"
 #include "clients/cli/response_tables.h"
-#include "edge/command_line.h"
-#include "edge/grpc_status.h"
+#include "edge/rpc/command_line.h"
+#include "edge/rpc/grpc_status.h"
 #include "edge/wire.h"
 #include "google/protobuf/arena.h"
 
@@ -37,7 +37,7 @@ struct ScheduleCommand {
   }
 };
 
-std::string Usage(const char* command, const server::CommandLine& flags) {
+std::string Usage(const char* command, const rpc::CommandLine& flags) {
   return absl::StrCat("usage: arbiter ", command, " REQUEST [flags]\n\n",
                       "REQUEST is a file holding an arbiter.v1 request as proto3 JSON, or binary\n"
                       "protobuf when its name ends in .pb; - reads JSON from standard input.\n\n"
@@ -49,7 +49,7 @@ template <typename Command>
 int RunDecide(const Args& args, std::ostream& out, std::ostream& err) {
   DecideOptions options;
   bool help = false;
-  server::CommandLine flags;
+  rpc::CommandLine flags;
   DeclareDecideFlags(&flags, &options, &help);
 
   std::vector<std::string> positional;
@@ -65,7 +65,7 @@ int RunDecide(const Args& args, std::ostream& out, std::ostream& err) {
   }
   if (parsed.ok()) parsed = CheckDecideOptions(options);
   if (!parsed.ok()) {
-    err << server::FormatStatus(parsed) << "\n" << Usage(Command::kName, flags);
+    err << rpc::FormatStatus(parsed) << "\n" << Usage(Command::kName, flags);
     return ExitCode(parsed);
   }
 
@@ -74,7 +74,7 @@ int RunDecide(const Args& args, std::ostream& out, std::ostream& err) {
   google::protobuf::Arena arena;
   typename Command::Request& request =
       *google::protobuf::Arena::CreateMessage<typename Command::Request>(&arena);
-  if (absl::Status read = server::ReadMessageFile(positional.front(), &request); !read.ok()) {
+  if (absl::Status read = edge::ReadMessageFile(positional.front(), &request); !read.ok()) {
     return Fail(read, err);
   }
   timer.Mark("parse");
@@ -87,7 +87,7 @@ int RunDecide(const Args& args, std::ostream& out, std::ostream& err) {
 
   std::string text;
   if (options.format == "json") {
-    absl::StatusOr<std::string> json = server::ToJson(*response, server::JsonStyle::kPretty);
+    absl::StatusOr<std::string> json = edge::ToJson(*response, edge::JsonStyle::kPretty);
     if (!json.ok()) return Fail(json.status(), err);
     text = *std::move(json);
     if (text.empty() || text.back() != '\n') text.push_back('\n');
@@ -106,7 +106,7 @@ int RunDecide(const Args& args, std::ostream& out, std::ostream& err) {
 std::string DecideFlagsUsage() {
   DecideOptions options;
   bool help = false;
-  server::CommandLine flags;
+  rpc::CommandLine flags;
   DeclareDecideFlags(&flags, &options, &help);
   return flags.Usage();
 }

@@ -11,8 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "arbiter/v1/arbiter.grpc.pb.h"
 #include "edge/calls.h"
-#include "edge/grpc_status.h"
-#include "edge/request_id.h"
+#include "edge/rpc/grpc_status.h"
+#include "edge/rpc/request_id.h"
 #include "grpcpp/grpcpp.h"
 
 namespace arbiter::cli {
@@ -26,7 +26,7 @@ struct FairShareCall {
   using Response = v1::FairShareResponse;
 
   static absl::StatusOr<Response> Local(std::string_view request_bytes, const CycleHooks& hooks) {
-    return server::CallComputeFairShares(request_bytes, hooks);
+    return edge::CallComputeFairShares(request_bytes, hooks);
   }
   static grpc::Status Remote(v1::Arbiter::Stub& stub, grpc::ClientContext* context,
                              const Request& request, Response* response) {
@@ -39,7 +39,7 @@ struct ScheduleCall {
   using Response = v1::ScheduleResponse;
 
   static absl::StatusOr<Response> Local(std::string_view request_bytes, const CycleHooks& hooks) {
-    return server::CallSchedule(request_bytes, hooks);
+    return edge::CallSchedule(request_bytes, hooks);
   }
   static grpc::Status Remote(v1::Arbiter::Stub& stub, grpc::ClientContext* context,
                              const Request& request, Response* response) {
@@ -84,7 +84,7 @@ absl::StatusOr<typename Call::Response> AnswerRemotely(const typename Call::Requ
   absl::StatusOr<std::unique_ptr<v1::Arbiter::Stub>> stub = ConnectStub(options);
   if (!stub.ok()) return stub.status();
   grpc::ClientContext context;
-  if (!options.request_id.empty()) context.AddMetadata(server::kRequestIdKey, options.request_id);
+  if (!options.request_id.empty()) context.AddMetadata(rpc::kRequestIdKey, options.request_id);
   if (options.deadline_seconds > 0) {
     context.set_deadline(std::chrono::system_clock::now() +
                          std::chrono::duration_cast<std::chrono::system_clock::duration>(
@@ -93,7 +93,7 @@ absl::StatusOr<typename Call::Response> AnswerRemotely(const typename Call::Requ
   typename Call::Response response;
   const grpc::Status status = Call::Remote(**stub, &context, request, &response);
   timer->Mark("round_trip");
-  if (!status.ok()) return server::FromGrpcStatus(status);
+  if (!status.ok()) return rpc::FromGrpcStatus(status);
   return response;
 }
 
@@ -107,7 +107,7 @@ absl::StatusOr<typename Call::Response> AnswerCall(const typename Call::Request&
 
 }  // namespace
 
-void DeclareDecideFlags(server::CommandLine* flags, DecideOptions* options, bool* help) {
+void DeclareDecideFlags(rpc::CommandLine* flags, DecideOptions* options, bool* help) {
   flags->AddString("format", "table|json", &options->format, "how to print the answer");
   flags->AddString("server", "HOST:PORT", &options->server,
                    "ask this arbiter-server instead of computing in-process");
@@ -133,7 +133,7 @@ void DeclareDecideFlags(server::CommandLine* flags, DecideOptions* options, bool
 
 absl::StatusOr<std::unique_ptr<v1::Arbiter::Stub>> ConnectStub(const DecideOptions& options) {
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
-      server::MakeChannelCredentials(options.tls);
+      rpc::MakeChannelCredentials(options.tls);
   if (!credentials.ok()) return credentials.status();
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(-1);
@@ -145,7 +145,7 @@ absl::StatusOr<std::unique_ptr<v1::Arbiter::Stub>> ConnectStub(const DecideOptio
 }
 
 absl::Status CheckDecideOptions(const DecideOptions& options) {
-  if (options.server.empty() && (server::UsesTls(options.tls) || !options.request_id.empty())) {
+  if (options.server.empty() && (rpc::UsesTls(options.tls) || !options.request_id.empty())) {
     return absl::InvalidArgumentError(
         "--tls-ca, --tls-cert, --tls-key and --request-id need --server");
   }

@@ -11,8 +11,8 @@
 #include "arbiter/v1/arbiter.grpc.pb.h"
 #include "arbiter/v1/arbiter.pb.h"
 #include "clients/cli/phase_timer.h"
-#include "edge/command_line.h"
-#include "edge/tls.h"
+#include "edge/rpc/command_line.h"
+#include "edge/rpc/tls.h"
 
 namespace arbiter::cli {
 
@@ -22,14 +22,14 @@ struct DecideOptions {
   std::string server;  // empty = in-process
   bool timing = false;
   double deadline_seconds = 0;
-  server::ClientTlsFiles tls;
+  rpc::ClientTlsFiles tls;
   std::string tls_server_name;
   std::string request_id;
 };
 
 // Declares --format, --server, --timing, --deadline-seconds, --tls-ca, --tls-cert, --tls-key,
 // --tls-server-name, --request-id and --help, bound to `options` and `help`.
-void DeclareDecideFlags(server::CommandLine* flags, DecideOptions* options, bool* help);
+void DeclareDecideFlags(rpc::CommandLine* flags, DecideOptions* options, bool* help);
 
 // The checks that span flags, after parsing: the TLS flags and --request-id need --server, and
 // --format is table or json. InvalidArgument naming the flags.

@@ -6,9 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "clients/cli/commands.h"
 #include "clients/generator/generator.h"
-#include "edge/command_line.h"
-#include "edge/grpc_status.h"
 #include "edge/proto_convert.h"
+#include "edge/rpc/command_line.h"
+#include "edge/rpc/grpc_status.h"
 #include "edge/wire.h"
 
 namespace arbiter::cli {
@@ -40,7 +40,7 @@ struct GenerateFlags {
   bool help = false;
 };
 
-void DeclareFlags(server::CommandLine* flags, GenerateFlags* values) {
+void DeclareFlags(rpc::CommandLine* flags, GenerateFlags* values) {
   flags->AddInt("nodes", "N", &values->nodes, "nodes (KAI)");
   flags->AddInt("queues", "Q", &values->queues,
                 "queues, non-leaf ones included (Kueue: ClusterQueues)");
@@ -69,14 +69,14 @@ void DeclareFlags(server::CommandLine* flags, GenerateFlags* values) {
 
 std::string GenerateFlagsUsage() {
   GenerateFlags values;
-  server::CommandLine flags;
+  rpc::CommandLine flags;
   DeclareFlags(&flags, &values);
   return flags.Usage();
 }
 
 int RunGenerate(const Args& args, std::ostream& out, std::ostream& err) {
   GenerateFlags values;
-  server::CommandLine flags;
+  rpc::CommandLine flags;
   DeclareFlags(&flags, &values);
   std::vector<std::string> positional;
   absl::Status parsed = flags.Parse(args, &positional);
@@ -117,7 +117,7 @@ int RunGenerate(const Args& args, std::ostream& out, std::ostream& err) {
     }
   }
   if (!parsed.ok()) {
-    err << server::FormatStatus(parsed) << "\n" << kUsage << flags.Usage();
+    err << rpc::FormatStatus(parsed) << "\n" << kUsage << flags.Usage();
     return ExitCode(parsed);
   }
   options.model = *model;
@@ -136,9 +136,9 @@ int RunGenerate(const Args& args, std::ostream& out, std::ostream& err) {
 
   const generator::GeneratedRequest generated = generator::Generate(options);
   v1::ScheduleRequest request;
-  *request.mutable_snapshot() = server::ToProto(generated.snapshot);
-  *request.mutable_policy() = server::ToProto(generated.policy);
-  if (absl::Status written = server::WriteMessageFile(values.out_path, request); !written.ok()) {
+  *request.mutable_snapshot() = edge::ToProto(generated.snapshot);
+  *request.mutable_policy() = edge::ToProto(generated.policy);
+  if (absl::Status written = edge::WriteMessageFile(values.out_path, request); !written.ok()) {
     return Fail(written, err);
   }
   return 0;

@@ -20,10 +20,10 @@
 #include "clients/simulator/sim_config.h"
 #include "clients/simulator/sim_output.h"
 #include "clients/simulator/simulation.h"
-#include "edge/command_line.h"
-#include "edge/grpc_status.h"
 #include "edge/proto_convert.h"
-#include "edge/tls.h"
+#include "edge/rpc/command_line.h"
+#include "edge/rpc/grpc_status.h"
+#include "edge/rpc/tls.h"
 #include "grpcpp/grpcpp.h"
 
 namespace arbiter::cli {
@@ -48,11 +48,11 @@ struct SimulateFlags {
   bool plot = false;
   bool quiet = false;
   double k_value = std::numeric_limits<double>::quiet_NaN();
-  server::ClientTlsFiles tls;
+  rpc::ClientTlsFiles tls;
   bool help = false;
 };
 
-void DeclareFlags(server::CommandLine* flags, SimulateFlags* values) {
+void DeclareFlags(rpc::CommandLine* flags, SimulateFlags* values) {
   flags->AddString("out", "DIR", &values->out_dir, "where the results go (created if missing)");
   flags->AddString("format", "csv|json|kai-csv", &values->format, "what to write");
   flags->AddBool("plot", &values->plot, "also draw the charts (needs gnuplot)");
@@ -78,15 +78,15 @@ absl::StatusOr<simulator::Decide> ThroughServer(const SimulateFlags& values) {
   return simulator::Decide(
       [stub](const Snapshot& snapshot, const Policy& policy) -> absl::StatusOr<ScheduleResult> {
         v1::ScheduleRequest request;
-        *request.mutable_snapshot() = server::ToProto(snapshot);
-        *request.mutable_policy() = server::ToProto(policy);
+        *request.mutable_snapshot() = edge::ToProto(snapshot);
+        *request.mutable_policy() = edge::ToProto(policy);
         v1::ScheduleResponse response;
         grpc::ClientContext context;
         context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
         context.set_wait_for_ready(true);
         grpc::Status status = stub->Schedule(&context, request, &response);
-        if (!status.ok()) return server::FromGrpcStatus(status);
-        return server::FromProto(response);
+        if (!status.ok()) return rpc::FromGrpcStatus(status);
+        return edge::FromProto(response);
       });
 }
 
@@ -148,14 +148,14 @@ std::string Summary(const simulator::SimResult& result, const std::string& name)
 
 std::string SimulateFlagsUsage() {
   SimulateFlags values;
-  server::CommandLine flags;
+  rpc::CommandLine flags;
   DeclareFlags(&flags, &values);
   return flags.Usage();
 }
 
 int RunSimulate(const Args& args, std::ostream& out, std::ostream& err) {
   SimulateFlags values;
-  server::CommandLine flags;
+  rpc::CommandLine flags;
   DeclareFlags(&flags, &values);
   std::vector<std::string> positional;
   absl::Status parsed = flags.Parse(args, &positional);

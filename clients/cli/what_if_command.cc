@@ -11,8 +11,8 @@
 #include "clients/cli/phase_timer.h"
 #include "clients/cli/what_if_answer.h"
 #include "core/echoed_name.h"
-#include "edge/command_line.h"
-#include "edge/grpc_status.h"
+#include "edge/rpc/command_line.h"
+#include "edge/rpc/grpc_status.h"
 #include "edge/wire.h"
 #include "google/protobuf/arena.h"
 
@@ -51,7 +51,7 @@ constexpr char kDescription[] =
     "\n"
     "(docs/what-if.md). Exit status 0 whatever the outcome, 2 invalid input, 1 other failures.\n";
 
-std::string Usage(const server::CommandLine& flags) {
+std::string Usage(const rpc::CommandLine& flags) {
   return absl::StrCat("usage: arbiter what-if SNAPSHOT --add GROUP [flags]\n\n", kDescription,
                       "\nflags:\n", flags.Usage());
 }
@@ -82,7 +82,7 @@ int RunWhatIf(const Args& args, std::ostream& out, std::ostream& err) {
   DecideOptions options;
   std::string add;
   bool help = false;
-  server::CommandLine flags;
+  rpc::CommandLine flags;
   flags.AddString("add", "GROUP", &add,
                   "the pod group to try: a PodGroup file, proto3 JSON or .pb (required)");
   DeclareDecideFlags(&flags, &options, &help);
@@ -104,7 +104,7 @@ int RunWhatIf(const Args& args, std::ostream& out, std::ostream& err) {
   }
   if (parsed.ok()) parsed = CheckDecideOptions(options);
   if (!parsed.ok()) {
-    err << server::FormatStatus(parsed) << "\n" << Usage(flags);
+    err << rpc::FormatStatus(parsed) << "\n" << Usage(flags);
     return ExitCode(parsed);
   }
 
@@ -113,11 +113,11 @@ int RunWhatIf(const Args& args, std::ostream& out, std::ostream& err) {
   google::protobuf::Arena arena;
   v1::ScheduleRequest& request =
       *google::protobuf::Arena::CreateMessage<v1::ScheduleRequest>(&arena);
-  if (absl::Status read = server::ReadMessageFile(positional.front(), &request); !read.ok()) {
+  if (absl::Status read = edge::ReadMessageFile(positional.front(), &request); !read.ok()) {
     return Fail(read, err);
   }
   v1::PodGroup group;
-  if (absl::Status read = server::ReadMessageFile(add, &group); !read.ok()) {
+  if (absl::Status read = edge::ReadMessageFile(add, &group); !read.ok()) {
     return Fail(AboutAdd(read), err);
   }
   if (absl::Status added = AddGroup(group, &request); !added.ok()) return Fail(added, err);

@@ -82,9 +82,9 @@ const Prepared& Request(const std::string& size, bool allocate_only) {
   generator::GeneratedRequest generated = generator::Generate(*options);
   if (allocate_only) generated.policy.actions = {Action::kAllocate};
   v1::ScheduleRequest request;
-  *request.mutable_snapshot() = server::ToProto(generated.snapshot);
-  *request.mutable_policy() = server::ToProto(generated.policy);
-  const std::string serialised = server::SerializeDeterministic(request);
+  *request.mutable_snapshot() = edge::ToProto(generated.snapshot);
+  *request.mutable_policy() = edge::ToProto(generated.policy);
+  const std::string serialised = edge::SerializeDeterministic(request);
   Prepared prepared;
   grpc::Slice slice(serialised);
   prepared.bytes = grpc::ByteBuffer(&slice, 1);

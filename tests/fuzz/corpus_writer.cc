@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "arbiter/v1/arbiter.pb.h"
-#include "edge/grpc_status.h"
+#include "edge/rpc/grpc_status.h"
 #include "edge/wire.h"
 
 int main(int argc, char** argv) {
@@ -12,10 +12,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   arbiter::v1::ScheduleRequest request;
-  absl::Status status = arbiter::server::ReadMessageFile(argv[1], &request);
-  if (status.ok()) status = arbiter::server::WriteMessageFile(argv[2], request);
+  absl::Status status = arbiter::edge::ReadMessageFile(argv[1], &request);
+  if (status.ok()) status = arbiter::edge::WriteMessageFile(argv[2], request);
   if (!status.ok()) {
-    std::cerr << arbiter::server::FormatStatus(status) << "\n";
+    std::cerr << arbiter::rpc::FormatStatus(status) << "\n";
     return 1;
   }
   return 0;

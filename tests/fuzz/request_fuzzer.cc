@@ -154,21 +154,21 @@ void CheckScheduleAnswer(const v1::ScheduleRequest& request, const v1::ScheduleR
 // The model as deterministic request bytes, to compare two models.
 std::string ModelBytes(const Snapshot& snapshot, const Policy& policy) {
   v1::ScheduleRequest request;
-  *request.mutable_snapshot() = server::ToProto(snapshot);
-  *request.mutable_policy() = server::ToProto(policy);
-  return server::SerializeDeterministic(request);
+  *request.mutable_snapshot() = edge::ToProto(snapshot);
+  *request.mutable_policy() = edge::ToProto(policy);
+  return edge::SerializeDeterministic(request);
 }
 
 // The one answer writer, into a fresh message.
 v1::FairShareResponse Answer(FairShareResult result) {
   v1::FairShareResponse proto;
-  server::ToProto(std::move(result), &proto);
+  edge::ToProto(std::move(result), &proto);
   return proto;
 }
 
 v1::ScheduleResponse Answer(ScheduleResult result) {
   v1::ScheduleResponse proto;
-  server::ToProto(std::move(result), &proto);
+  edge::ToProto(std::move(result), &proto);
   return proto;
 }
 
@@ -188,8 +188,8 @@ void CheckCancelled(const absl::StatusOr<Result>& cancelled, const absl::StatusO
           std::string(kind) + " cancelled answered " + cancelled.status().ToString() +
               " where the whole call answered " + whole.status().ToString());
   if (!whole.ok()) return;
-  Require(server::SerializeDeterministic(Answer(*cancelled)) ==
-              server::SerializeDeterministic(Answer(*whole)),
+  Require(edge::SerializeDeterministic(Answer(*cancelled)) ==
+              edge::SerializeDeterministic(Answer(*whole)),
           std::string(kind) + " answered differently after a cancellation that did not stop it");
 }
 
@@ -198,7 +198,7 @@ void CheckLimitedDecoder(std::string_view bytes, bool decoded, const std::string
   Snapshot snapshot;
   Policy policy;
   const absl::Status limited =
-      server::DecodeRequest(bytes, server::RequestLimits(), "request", &snapshot, &policy);
+      edge::DecodeRequest(bytes, edge::RequestLimits(), "request", &snapshot, &policy);
   if (absl::StrContains(limited.message(), "(--max-")) {
     Require(limited.code() == absl::StatusCode::kResourceExhausted ||
                 limited.code() == absl::StatusCode::kInvalidArgument,
@@ -218,7 +218,7 @@ void Run(const uint8_t* data, size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   Snapshot snapshot;
   Policy policy;
-  const bool decoded = server::DecodeRequest(bytes, &snapshot, &policy);
+  const bool decoded = edge::DecodeRequest(bytes, &snapshot, &policy);
   CheckLimitedDecoder(bytes, decoded, decoded ? ModelBytes(snapshot, policy) : "");
   v1::ScheduleRequest request;
   const bool parsed = request.ParseFromArray(data, static_cast<int>(size));

@@ -77,8 +77,8 @@ std::string Sha256(const std::string& bytes) {
 
 v1::ScheduleRequest ToRequest(const GeneratedRequest& generated) {
   v1::ScheduleRequest request;
-  *request.mutable_snapshot() = server::ToProto(generated.snapshot);
-  *request.mutable_policy() = server::ToProto(generated.policy);
+  *request.mutable_snapshot() = edge::ToProto(generated.snapshot);
+  *request.mutable_policy() = edge::ToProto(generated.policy);
   return request;
 }
 
@@ -153,7 +153,7 @@ std::vector<Case> Cases() {
     cases.push_back(Case{
         absl::StrCat("scenario/", path.parent_path().lexically_relative(root).string()), [path] {
           v1::ScheduleRequest request;
-          absl::Status read = server::ReadMessageFile(path.string(), &request);
+          absl::Status read = edge::ReadMessageFile(path.string(), &request);
           if (!read.ok()) std::cerr << read << "\n";
           return request;
         }});
@@ -170,14 +170,14 @@ struct Answer {
 std::vector<Answer> AnswerBoth(const std::string& request_bytes) {
   Snapshot snapshot;
   Policy policy;
-  if (!server::DecodeRequest(request_bytes, &snapshot, &policy)) {
+  if (!edge::DecodeRequest(request_bytes, &snapshot, &policy)) {
     return {{"decode", "not a valid request"}};
   }
   std::vector<Answer> answers;
   absl::StatusOr<FairShareResult> shares = ComputeFairShares(snapshot, policy, CycleHooks{});
   if (shares.ok()) {
     v1::FairShareResponse proto;
-    server::ToProto(*std::move(shares), &proto);
+    edge::ToProto(*std::move(shares), &proto);
     answers.push_back({"ComputeFairShares", Deterministic(proto)});
   } else {
     answers.push_back({"ComputeFairShares", shares.status().ToString()});
@@ -185,7 +185,7 @@ std::vector<Answer> AnswerBoth(const std::string& request_bytes) {
   absl::StatusOr<ScheduleResult> result = Schedule(snapshot, policy, CycleHooks{});
   if (result.ok()) {
     v1::ScheduleResponse proto;
-    server::ToProto(*std::move(result), &proto);
+    edge::ToProto(*std::move(result), &proto);
     answers.push_back({"Schedule", Deterministic(proto)});
   } else {
     answers.push_back({"Schedule", result.status().ToString()});

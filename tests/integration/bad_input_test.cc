@@ -63,7 +63,7 @@ std::function<std::string()> Mutated(std::function<void(v1::ScheduleRequest&)> c
   return [change] {
     v1::ScheduleRequest request = Demo();
     change(request);
-    return server::SerializeDeterministic(request);
+    return edge::SerializeDeterministic(request);
   };
 }
 
@@ -235,7 +235,7 @@ std::vector<BadInput> Catalogue() {
        }),
        kInvalid, "snapshot.now: ", Methods::kScheduleOnly},
       // ---- Bytes that are not a request ----
-      {"TruncatedProtobuf", [] { return server::SerializeDeterministic(Demo()).substr(0, 100); },
+      {"TruncatedProtobuf", [] { return edge::SerializeDeterministic(Demo()).substr(0, 100); },
        kInvalid, "request: not a valid binary"},
       {"LengthBeyondTheEnd", Raw(std::string("\x0a\x40\x12\x03", 4)), kInvalid,
        "request: not a valid binary"},
@@ -335,12 +335,12 @@ TEST_F(BadInputTest, StillServesCorrectlyAfterTheWholeCatalogue) {
   ExpectServing(Target::kSmallLimitServer);
 
   const v1::ScheduleRequest request = Demo();
-  const RawAnswer answer = CallRaw(ChannelTo(Target::kDefaultServer), kSchedule,
-                                   server::SerializeDeterministic(request));
+  const RawAnswer answer =
+      CallRaw(ChannelTo(Target::kDefaultServer), kSchedule, edge::SerializeDeterministic(request));
   ASSERT_TRUE(answer.status.ok()) << answer.status.error_message();
-  const absl::StatusOr<v1::ScheduleResponse> expected = server::CallSchedule(request);
+  const absl::StatusOr<v1::ScheduleResponse> expected = edge::CallSchedule(request);
   ASSERT_TRUE(expected.ok()) << expected.status();
-  EXPECT_EQ(answer.bytes, server::SerializeDeterministic(*expected));
+  EXPECT_EQ(answer.bytes, edge::SerializeDeterministic(*expected));
 }
 
 // Fair shares need no `now` even when min runtimes are set (§1 rule 6 is Schedule's alone): the
@@ -350,7 +350,7 @@ TEST_F(BadInputTest, MinRuntimeWithoutNowIsAValidFairShareRequest) {
   request.mutable_snapshot()->clear_now();
   QueueAt(request, 1).mutable_preempt_min_runtime()->set_seconds(600);
   const RawAnswer answer = CallRaw(ChannelTo(Target::kDefaultServer), kComputeFairShares,
-                                   server::SerializeDeterministic(request));
+                                   edge::SerializeDeterministic(request));
   EXPECT_TRUE(answer.status.ok()) << answer.status.error_message();
 }
 
@@ -405,7 +405,7 @@ TEST(BadInputLimits, MoreNodesThanMaxNodesIsResourceExhausted) {
   const std::shared_ptr<grpc::Channel> channel = Connect(server.address());
 
   // At the limit: served.
-  const std::string at_limit = server::SerializeDeterministic(demo);
+  const std::string at_limit = edge::SerializeDeterministic(demo);
   EXPECT_TRUE(CallRaw(channel, kSchedule, at_limit).status.ok());
   // One above: refused, for both methods.
   v1::ScheduleRequest above = demo;
@@ -413,7 +413,7 @@ TEST(BadInputLimits, MoreNodesThanMaxNodesIsResourceExhausted) {
   extra->set_name("one-too-many");
   (*extra->mutable_allocatable())["cpu"] = 1000;
   for (const char* method : {kComputeFairShares, kSchedule}) {
-    const RawAnswer answer = CallRaw(channel, method, server::SerializeDeterministic(above));
+    const RawAnswer answer = CallRaw(channel, method, edge::SerializeDeterministic(above));
     EXPECT_EQ(answer.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << method;
     EXPECT_THAT(answer.status.error_message(), StartsWith("snapshot.nodes")) << method;
     EXPECT_THAT(answer.status.error_message(), HasSubstr(std::to_string(limit))) << method;
@@ -432,13 +432,13 @@ TEST(BadInputLimits, MorePodsThanMaxPodsIsResourceExhausted) {
   ASSERT_FALSE(server.address().empty()) << "arbiter-server did not start";
   const std::shared_ptr<grpc::Channel> channel = Connect(server.address());
 
-  EXPECT_TRUE(CallRaw(channel, kSchedule, server::SerializeDeterministic(demo)).status.ok());
+  EXPECT_TRUE(CallRaw(channel, kSchedule, edge::SerializeDeterministic(demo)).status.ok());
   v1::ScheduleRequest above = demo;
   v1::Pod* extra = above.mutable_snapshot()->mutable_pod_groups(5)->add_pods();
   extra->set_name("one-too-many");
   (*extra->mutable_requests())["cpu"] = 1000;
   for (const char* method : {kComputeFairShares, kSchedule}) {
-    const RawAnswer answer = CallRaw(channel, method, server::SerializeDeterministic(above));
+    const RawAnswer answer = CallRaw(channel, method, edge::SerializeDeterministic(above));
     EXPECT_EQ(answer.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << method;
     EXPECT_THAT(answer.status.error_message(), StartsWith("snapshot.pod_groups")) << method;
     EXPECT_THAT(answer.status.error_message(), HasSubstr(std::to_string(limit))) << method;

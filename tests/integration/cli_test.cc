@@ -87,11 +87,11 @@ TEST_F(CliTest, FairShareJsonIsTheCoresAnswer) {
   const ProcessResult result = Cli({"fairshare", DemoPath(), "--format", "json"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   v1::FairShareResponse printed;
-  ASSERT_TRUE(server::ParseJson(result.out, &printed).ok()) << result.out;
+  ASSERT_TRUE(edge::ParseJson(result.out, &printed).ok()) << result.out;
 
   v1::FairShareRequest request;
   ReadSourceMessage("examples/demo.json", &request);
-  const absl::StatusOr<v1::FairShareResponse> expected = server::CallComputeFairShares(request);
+  const absl::StatusOr<v1::FairShareResponse> expected = edge::CallComputeFairShares(request);
   ASSERT_TRUE(expected.ok());
   EXPECT_TRUE(MessageDifferencer::Equals(printed, *expected));
   // Original proto field names.
@@ -221,7 +221,7 @@ TEST_F(CliTest, BinaryRequestGivesTheSameAnswerAsJson) {
   v1::ScheduleRequest request;
   ReadSourceMessage("examples/demo.json", &request);
   const std::string pb_path = TempPath("demo.pb");
-  ASSERT_TRUE(server::WriteMessageFile(pb_path, request).ok());
+  ASSERT_TRUE(edge::WriteMessageFile(pb_path, request).ok());
   const ProcessResult from_json = Cli({"schedule", DemoPath(), "--format", "json"});
   const ProcessResult from_pb = Cli({"schedule", pb_path, "--format", "json"});
   ASSERT_EQ(from_pb.exit_code, 0) << from_pb.err;
@@ -274,7 +274,7 @@ TEST_F(CliTest, GenerateIsDeterministicPerSeed) {
   EXPECT_NE(first.out, other.out);
 
   v1::ScheduleRequest request;
-  ASSERT_TRUE(server::ParseJson(first.out, &request).ok());
+  ASSERT_TRUE(edge::ParseJson(first.out, &request).ok());
   EXPECT_EQ(request.snapshot().nodes_size(), 20);
   // What it generates is a valid request that the CLI answers.
   const ProcessResult scheduled = Cli({"schedule", "-"}, first.out);
@@ -286,7 +286,7 @@ TEST_F(CliTest, GenerateWritesBinaryForPbFiles) {
   const ProcessResult result = Cli({"generate", "--size", "S", "--seed", "3", "--out", path});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   v1::ScheduleRequest request;
-  ASSERT_TRUE(server::ReadMessageFile(path, &request).ok());
+  ASSERT_TRUE(edge::ReadMessageFile(path, &request).ok());
   EXPECT_EQ(request.snapshot().nodes_size(), 10);  // the S preset
   const ProcessResult answered = Cli({"fairshare", path, "--server", Address()});
   EXPECT_EQ(answered.exit_code, 0) << answered.err;

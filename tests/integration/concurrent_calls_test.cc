@@ -36,7 +36,7 @@ std::string Describe(const grpc::Status& status) {
 
 template <typename Response>
 std::string Expected(const absl::StatusOr<Response>& answer) {
-  if (answer.ok()) return server::SerializeDeterministic(*answer);
+  if (answer.ok()) return edge::SerializeDeterministic(*answer);
   // The server maps absl codes to the gRPC codes of the same number.
   return absl::StrCat(static_cast<int>(answer.status().code()), ": ", answer.status().message());
 }
@@ -77,10 +77,10 @@ std::vector<Call> Calls() {
     *fair_share.mutable_snapshot() = schedule.snapshot();
     *fair_share.mutable_policy() = schedule.policy();
     calls.push_back({labels[i] + " (ComputeFairShares)", kComputeFairShares,
-                     server::SerializeDeterministic(fair_share),
-                     Expected(server::CallComputeFairShares(fair_share))});
-    calls.push_back({labels[i] + " (Schedule)", kSchedule, server::SerializeDeterministic(schedule),
-                     Expected(server::CallSchedule(schedule))});
+                     edge::SerializeDeterministic(fair_share),
+                     Expected(edge::CallComputeFairShares(fair_share))});
+    calls.push_back({labels[i] + " (Schedule)", kSchedule, edge::SerializeDeterministic(schedule),
+                     Expected(edge::CallSchedule(schedule))});
   }
   return calls;
 }

@@ -74,7 +74,7 @@ std::string EmptyTaints(int64_t count) {
 std::string DemoBytes() {
   v1::ScheduleRequest request;
   ReadSourceMessage("examples/demo.json", &request);
-  return server::SerializeDeterministic(request);
+  return edge::SerializeDeterministic(request);
 }
 
 // A chain of `depth` queues, each the parent of the next (KAI when `kueue` is false).
@@ -86,7 +86,7 @@ std::string QueueChain(int depth, bool kueue) {
     if (i > 0) queue->set_parent(absl::StrCat("q", i - 1));
   }
   if (kueue) request.mutable_policy()->set_fairness_model(v1::FAIRNESS_MODEL_KUEUE);
-  return server::SerializeDeterministic(request);
+  return edge::SerializeDeterministic(request);
 }
 
 // A running server process with a channel to it.
@@ -129,7 +129,7 @@ TEST_F(Hostile, EmptyAnswersAreSentForBothMethods) {
   (*node->mutable_allocatable())["cpu"] = 1000;
   for (const char* method : {kSchedule, kComputeFairShares}) {
     for (const std::string& request :
-         {std::string(), RequestWith(""), server::SerializeDeterministic(nodes_only)}) {
+         {std::string(), RequestWith(""), edge::SerializeDeterministic(nodes_only)}) {
       const RawAnswer answer = CallRaw(channel_, method, request);
       EXPECT_TRUE(answer.status.ok()) << method << ": " << answer.status.error_message();
       EXPECT_EQ(answer.bytes, "") << method;
@@ -242,9 +242,9 @@ TEST_F(Hostile, CompressedBombsAreRefusedByAMemoryCappedServer) {
        "--max-pods"},
       {"3,000,000 empty taints", EmptyTaints(3'000'000), grpc::StatusCode::RESOURCE_EXHAUSTED,
        "--max-decoded-bytes"},
-      {"5,000 resource names on 200 queues", server::SerializeDeterministic(resource_names),
+      {"5,000 resource names on 200 queues", edge::SerializeDeterministic(resource_names),
        grpc::StatusCode::RESOURCE_EXHAUSTED, "--max-resource-names"},
-      {"one pod requesting 20,000 resources", server::SerializeDeterministic(wide_pod),
+      {"one pod requesting 20,000 resources", edge::SerializeDeterministic(wide_pod),
        grpc::StatusCode::RESOURCE_EXHAUSTED, "--max-resource-names"},
       {"a 49,000-cohort chain", QueueChain(49'000, /*kueue=*/true),
        grpc::StatusCode::INVALID_ARGUMENT, "--max-queue-depth"},
@@ -322,7 +322,7 @@ TEST_F(Hostile, AnAnswerTooLargeToSendIsRefusedAndCountedAsSuch) {
     (*node->mutable_allocatable())[resource] = 1000;
   }
   for (int q = 0; q < 200; ++q) shares.mutable_snapshot()->add_queues()->set_name(absl::StrCat(q));
-  const std::string request = server::SerializeDeterministic(shares);
+  const std::string request = edge::SerializeDeterministic(shares);
   Start({"--max-message-bytes", absl::StrCat(request.size() + 16)});
   const RawAnswer answer =
       CallRaw(channel_, kSchedule, request, absl::Seconds(30), {{"x-request-id", "too-large"}});

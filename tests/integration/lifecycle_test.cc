@@ -31,7 +31,7 @@ constexpr int kNotServing = 2;
 std::string DemoBytes() {
   v1::ScheduleRequest request;
   ReadSourceMessage("examples/demo.json", &request);
-  return server::SerializeDeterministic(request);
+  return edge::SerializeDeterministic(request);
 }
 
 std::vector<std::string> Lines(const std::string& text) {

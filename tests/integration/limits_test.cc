@@ -56,7 +56,7 @@ TEST(Limits, MoreNodesThanTheLimitIsResourceExhaustedForBothMethods) {
   std::unique_ptr<server::ArbiterServer> server = StartTestServer(options);
   const std::shared_ptr<grpc::Channel> channel = Connect(server->address());
   for (const char* method : {kComputeFairShares, kSchedule}) {
-    const RawAnswer answer = CallRaw(channel, method, server::SerializeDeterministic(demo));
+    const RawAnswer answer = CallRaw(channel, method, edge::SerializeDeterministic(demo));
     EXPECT_EQ(answer.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << method;
     // Refused while decoding, at the first node over the limit.
     EXPECT_EQ(answer.status.error_message(), "snapshot.nodes: more than " +
@@ -75,12 +75,12 @@ TEST(Limits, MorePodsThanTheLimitIsResourceExhaustedAndAtTheLimitIsServed) {
   options.limits.max_pods = pods;
   std::unique_ptr<server::ArbiterServer> server = StartTestServer(options);
   const std::shared_ptr<grpc::Channel> channel = Connect(server->address());
-  EXPECT_TRUE(CallRaw(channel, kSchedule, server::SerializeDeterministic(demo)).status.ok());
+  EXPECT_TRUE(CallRaw(channel, kSchedule, edge::SerializeDeterministic(demo)).status.ok());
 
   v1::ScheduleRequest above = demo;
   v1::Pod* extra = above.mutable_snapshot()->mutable_pod_groups(0)->add_pods();
   extra->set_name("one-too-many");
-  const RawAnswer answer = CallRaw(channel, kSchedule, server::SerializeDeterministic(above));
+  const RawAnswer answer = CallRaw(channel, kSchedule, edge::SerializeDeterministic(above));
   EXPECT_EQ(answer.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   // Refused while decoding, in the pod group where the count passes the limit.
   EXPECT_THAT(answer.status.error_message(), StartsWith("snapshot.pod_groups["));
@@ -163,7 +163,7 @@ class Deadlines : public ::testing::Test {
     RawAnswer answer;
     const absl::Time sent = absl::Now();
     std::thread caller([&] {
-      answer = CallRaw(channel_, kSchedule, server::SerializeDeterministic(Demo()), deadline,
+      answer = CallRaw(channel_, kSchedule, edge::SerializeDeterministic(Demo()), deadline,
                        {{"x-request-id", id}});
     });
     EXPECT_TRUE(gate_->WaitUntilHeld(absl::Seconds(60)));
@@ -223,8 +223,8 @@ TEST_F(Deadlines, ALargeRequestWithATinyDeadlineFailsPromptly) {
   EXPECT_LT(absl::Now() - sent, absl::Seconds(10));
 
   // One worker, calls in order: once this one is answered, the large one is done too.
-  ASSERT_TRUE(CallRaw(channel_, kSchedule, server::SerializeDeterministic(Demo()),
-                      absl::Seconds(120), {{"x-request-id", "after-tiny"}})
+  ASSERT_TRUE(CallRaw(channel_, kSchedule, edge::SerializeDeterministic(Demo()), absl::Seconds(120),
+                      {{"x-request-id", "after-tiny"}})
                   .status.ok());
   for (const std::string& line : logs_.LinesWith({" request_id=tiny-deadline "})) {
     EXPECT_NE(LogField(line, "code"), "OK") << line;  // absent if it never reached a worker
@@ -236,12 +236,12 @@ TEST_F(Deadlines, ACallWhoseDeadlinePassesInTheQueueIsNotStarted) {
   Start(/*gate_after=*/"decode");
   RawAnswer busy;
   std::thread occupier([&] {
-    busy = CallRaw(channel_, kSchedule, server::SerializeDeterministic(Demo()), absl::Seconds(120),
+    busy = CallRaw(channel_, kSchedule, edge::SerializeDeterministic(Demo()), absl::Seconds(120),
                    {{"x-request-id", "busy"}});
   });
   ASSERT_TRUE(gate_->WaitUntilHeld(absl::Seconds(60)));  // the only worker is held
   const absl::Time sent = absl::Now();
-  const RawAnswer queued = CallRaw(channel_, kSchedule, server::SerializeDeterministic(Demo()),
+  const RawAnswer queued = CallRaw(channel_, kSchedule, edge::SerializeDeterministic(Demo()),
                                    absl::Milliseconds(200), {{"x-request-id", "queued"}});
   LetTheServersDeadlinePass(sent + absl::Milliseconds(200));
   gate_->Release();

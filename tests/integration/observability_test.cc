@@ -77,7 +77,7 @@ int PodCount(const v1::ScheduleRequest& request) {
 
 TEST_F(Observability, ACallGivesOneInfoLineWithMethodIdSizesDurationAndDecisions) {
   const v1::ScheduleRequest request = Demo();
-  const std::string bytes = server::SerializeDeterministic(request);
+  const std::string bytes = edge::SerializeDeterministic(request);
   const RawAnswer answer =
       CallRaw(channel_, kSchedule, bytes, absl::Seconds(60), {{"x-request-id", "log-test-1"}});
   ASSERT_TRUE(answer.status.ok()) << answer.status.error_message();
@@ -106,7 +106,7 @@ TEST_F(Observability, ACallGivesOneInfoLineWithMethodIdSizesDurationAndDecisions
 }
 
 TEST_F(Observability, TheCallersRequestIdIsEchoedInTheTrailers) {
-  const RawAnswer answer = CallRaw(channel_, kSchedule, server::SerializeDeterministic(Demo()),
+  const RawAnswer answer = CallRaw(channel_, kSchedule, edge::SerializeDeterministic(Demo()),
                                    absl::Seconds(60), {{"x-request-id", "echo-me-7"}});
   ASSERT_TRUE(answer.status.ok()) << answer.status.error_message();
   const auto echoed = answer.trailers.find("x-request-id");
@@ -115,7 +115,7 @@ TEST_F(Observability, TheCallersRequestIdIsEchoedInTheTrailers) {
 }
 
 TEST_F(Observability, WithoutARequestIdTheServerMakesOneAndLogsIt) {
-  const RawAnswer answer = CallRaw(channel_, kSchedule, server::SerializeDeterministic(Demo()));
+  const RawAnswer answer = CallRaw(channel_, kSchedule, edge::SerializeDeterministic(Demo()));
   ASSERT_TRUE(answer.status.ok()) << answer.status.error_message();
   const auto made = answer.trailers.find("x-request-id");
   ASSERT_NE(made, answer.trailers.end());
@@ -125,7 +125,7 @@ TEST_F(Observability, WithoutARequestIdTheServerMakesOneAndLogsIt) {
 
 TEST_F(Observability, AnUnsafeRequestIdIsReplacedNotLogged) {
   const std::string forged = "x level=error msg=forged";
-  const RawAnswer answer = CallRaw(channel_, kSchedule, server::SerializeDeterministic(Demo()),
+  const RawAnswer answer = CallRaw(channel_, kSchedule, edge::SerializeDeterministic(Demo()),
                                    absl::Seconds(60), {{"x-request-id", forged}});
   ASSERT_TRUE(answer.status.ok()) << answer.status.error_message();
   const auto made = answer.trailers.find("x-request-id");
@@ -137,7 +137,7 @@ TEST_F(Observability, AnUnsafeRequestIdIsReplacedNotLogged) {
 TEST_F(Observability, AnErrorIsLoggedAtWarnWithItsRequestIdCodeAndMessage) {
   v1::ScheduleRequest bad = Demo();
   bad.mutable_snapshot()->mutable_queues(1)->set_parent("no-such-queue");
-  const RawAnswer answer = CallRaw(channel_, kSchedule, server::SerializeDeterministic(bad),
+  const RawAnswer answer = CallRaw(channel_, kSchedule, edge::SerializeDeterministic(bad),
                                    absl::Seconds(60), {{"x-request-id", "bad-input-1"}});
   ASSERT_EQ(answer.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   const auto echoed = answer.trailers.find("x-request-id");
@@ -194,7 +194,7 @@ double ValueOrZero(const std::string& metrics, const std::string& series) {
 TEST_F(Observability, DecisionsAreCountedByKindAndReason) {
   const v1::ScheduleRequest request = Demo();
   const std::string before = Scrape();
-  const RawAnswer answer = CallRaw(channel_, kSchedule, server::SerializeDeterministic(request));
+  const RawAnswer answer = CallRaw(channel_, kSchedule, edge::SerializeDeterministic(request));
   ASSERT_TRUE(answer.status.ok()) << answer.status.error_message();
   const std::string after = Scrape();
   v1::ScheduleResponse response;
@@ -213,11 +213,11 @@ TEST_F(Observability, KueueAdmissionsAreCountedByReason) {
   ASSERT_TRUE(options.ok());
   const generator::GeneratedRequest generated = generator::Generate(*options);
   v1::ScheduleRequest request;
-  *request.mutable_snapshot() = server::ToProto(generated.snapshot);
-  *request.mutable_policy() = server::ToProto(generated.policy);
+  *request.mutable_snapshot() = edge::ToProto(generated.snapshot);
+  *request.mutable_policy() = edge::ToProto(generated.policy);
 
   const std::string before = Scrape();
-  const RawAnswer answer = CallRaw(channel_, kSchedule, server::SerializeDeterministic(request));
+  const RawAnswer answer = CallRaw(channel_, kSchedule, edge::SerializeDeterministic(request));
   ASSERT_TRUE(answer.status.ok()) << answer.status.error_message();
   const std::string after = Scrape();
   v1::ScheduleResponse response;
@@ -232,7 +232,7 @@ TEST_F(Observability, KueueAdmissionsAreCountedByReason) {
 
 TEST_F(Observability, EverySeriesIsExposed) {
   const v1::ScheduleRequest request = Demo();
-  ASSERT_TRUE(CallRaw(channel_, kSchedule, server::SerializeDeterministic(request)).status.ok());
+  ASSERT_TRUE(CallRaw(channel_, kSchedule, edge::SerializeDeterministic(request)).status.ok());
   const std::string metrics = Scrape();
 
   EXPECT_GE(MetricValue(metrics, "arbiter_rpc_requests_total{code=\"OK\",method=\"Schedule\"}"), 1);
@@ -264,7 +264,7 @@ TEST_F(Observability, EverySeriesIsExposed) {
 // STYLE.md: no pod, node or queue name (nor any other request text) in a label.
 TEST_F(Observability, NoLabelNamesAPodNodeOrQueue) {
   const v1::ScheduleRequest request = Demo();
-  ASSERT_TRUE(CallRaw(channel_, kSchedule, server::SerializeDeterministic(request)).status.ok());
+  ASSERT_TRUE(CallRaw(channel_, kSchedule, edge::SerializeDeterministic(request)).status.ok());
   const std::string metrics = Scrape();
   std::vector<std::string> names;
   for (const v1::Node& node : request.snapshot().nodes()) names.push_back(node.name());

@@ -25,20 +25,20 @@ class Scenario : public ::testing::TestWithParam<std::string> {};
 TEST_P(Scenario, DecisionsMatchExpectedAndRepeatByteForByte) {
   const std::string& dir = GetParam();
   v1::ScheduleRequest request;
-  const absl::Status read = server::ReadMessageFile(dir + "/request.json", &request);
+  const absl::Status read = edge::ReadMessageFile(dir + "/request.json", &request);
   ASSERT_TRUE(read.ok()) << read;
 
-  const absl::StatusOr<v1::ScheduleResponse> first = server::CallSchedule(request);
+  const absl::StatusOr<v1::ScheduleResponse> first = edge::CallSchedule(request);
   ASSERT_TRUE(first.ok()) << first.status();
-  const absl::StatusOr<v1::ScheduleResponse> second = server::CallSchedule(request);
+  const absl::StatusOr<v1::ScheduleResponse> second = edge::CallSchedule(request);
   ASSERT_TRUE(second.ok()) << second.status();
-  EXPECT_EQ(server::SerializeDeterministic(*first), server::SerializeDeterministic(*second))
+  EXPECT_EQ(edge::SerializeDeterministic(*first), edge::SerializeDeterministic(*second))
       << "two runs of the same request gave different bytes";
 
   const absl::Status matched = MatchExpected(ReadAll(dir + "/expected.json"), *first);
   EXPECT_TRUE(matched.ok()) << dir << "\n"
                             << matched.message() << "\nthe answer was:\n"
-                            << server::ToJson(*first).value_or("<unprintable>");
+                            << edge::ToJson(*first).value_or("<unprintable>");
 }
 
 // "tests/scenarios/kai/gang-fits-whole" -> "kai_gang_fits_whole".

@@ -74,13 +74,13 @@ std::string GeneratedScheduleBytes(const std::string& size, bool allocate_only) 
   }
   const generator::GeneratedRequest generated = generator::Generate(*options);
   v1::ScheduleRequest request;
-  *request.mutable_snapshot() = server::ToProto(generated.snapshot);
-  *request.mutable_policy() = server::ToProto(generated.policy);
+  *request.mutable_snapshot() = edge::ToProto(generated.snapshot);
+  *request.mutable_policy() = edge::ToProto(generated.policy);
   if (allocate_only) {
     request.mutable_policy()->clear_actions();
     request.mutable_policy()->add_actions(v1::ACTION_ALLOCATE);
   }
-  return server::SerializeDeterministic(request);
+  return edge::SerializeDeterministic(request);
 }
 
 TempDir::TempDir() {
@@ -104,7 +104,7 @@ std::string SourcePath(const std::string& relative) {
 }
 
 void ReadSourceMessage(const std::string& relative, pb::Message* message) {
-  const absl::Status status = server::ReadMessageFile(SourcePath(relative), message);
+  const absl::Status status = edge::ReadMessageFile(SourcePath(relative), message);
   if (!status.ok()) {
     std::cerr << "cannot read " << relative << ": " << status << "\n";
     std::abort();

@@ -68,7 +68,7 @@ TEST(ServerProcess, LogsOneLinePerCallOnStderr) {
   v1::ScheduleRequest request;
   ReadSourceMessage("examples/demo.json", &request);
   const RawAnswer answer =
-      CallRaw(channel, "/arbiter.v1.Arbiter/Schedule", server::SerializeDeterministic(request),
+      CallRaw(channel, "/arbiter.v1.Arbiter/Schedule", edge::SerializeDeterministic(request),
               absl::Seconds(60), {{"x-request-id", "process-log-1"}});
   ASSERT_TRUE(answer.status.ok()) << answer.status.error_message();
   channel.reset();  // an idle client connection would hold the shutdown for its grace period
@@ -102,11 +102,11 @@ TEST(ServerProcess, LogLevelWarnHidesSuccessfulCalls) {
   v1::ScheduleRequest request;
   ReadSourceMessage("examples/demo.json", &request);
   ASSERT_TRUE(
-      CallRaw(channel, "/arbiter.v1.Arbiter/Schedule", server::SerializeDeterministic(request))
+      CallRaw(channel, "/arbiter.v1.Arbiter/Schedule", edge::SerializeDeterministic(request))
           .status.ok());
   request.mutable_snapshot()->mutable_queues(0)->set_name("");
   ASSERT_FALSE(
-      CallRaw(channel, "/arbiter.v1.Arbiter/Schedule", server::SerializeDeterministic(request))
+      CallRaw(channel, "/arbiter.v1.Arbiter/Schedule", edge::SerializeDeterministic(request))
           .status.ok());
   channel.reset();
   EXPECT_EQ(server.SignalAndWait(SIGTERM), 0);

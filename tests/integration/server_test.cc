@@ -62,7 +62,7 @@ TEST_F(ServerTest, ComputeFairSharesAnswersAsTheCoreDoes) {
   const grpc::Status status = stub_->ComputeFairShares(&context, request, &response);
   ASSERT_TRUE(status.ok()) << status.error_message();
 
-  const absl::StatusOr<v1::FairShareResponse> expected = server::CallComputeFairShares(request);
+  const absl::StatusOr<v1::FairShareResponse> expected = edge::CallComputeFairShares(request);
   ASSERT_TRUE(expected.ok()) << expected.status();
   EXPECT_TRUE(MessageDifferencer::Equals(response, *expected));
   EXPECT_EQ(response.queues_size(), request.snapshot().queues_size());
@@ -75,7 +75,7 @@ TEST_F(ServerTest, ScheduleAnswersAsTheCoreDoes) {
   const grpc::Status status = stub_->Schedule(&context, request, &response);
   ASSERT_TRUE(status.ok()) << status.error_message();
 
-  const absl::StatusOr<v1::ScheduleResponse> expected = server::CallSchedule(request);
+  const absl::StatusOr<v1::ScheduleResponse> expected = edge::CallSchedule(request);
   ASSERT_TRUE(expected.ok()) << expected.status();
   EXPECT_TRUE(MessageDifferencer::Equals(response, *expected));
   EXPECT_GT(response.bindings_size(), 0);
@@ -86,16 +86,16 @@ TEST_F(ServerTest, ScheduleAnswersAsTheCoreDoes) {
 // every call with an equal request.
 TEST_F(ServerTest, ResponseBytesAreDeterministic) {
   const v1::ScheduleRequest request = Demo();
-  const std::string bytes = server::SerializeDeterministic(request);
+  const std::string bytes = edge::SerializeDeterministic(request);
   const RawAnswer first = CallRaw(channel_, kSchedule, bytes);
   const RawAnswer second = CallRaw(channel_, kSchedule, bytes);
   ASSERT_TRUE(first.status.ok()) << first.status.error_message();
   ASSERT_TRUE(second.status.ok()) << second.status.error_message();
   EXPECT_EQ(first.bytes, second.bytes);
 
-  const absl::StatusOr<v1::ScheduleResponse> expected = server::CallSchedule(request);
+  const absl::StatusOr<v1::ScheduleResponse> expected = edge::CallSchedule(request);
   ASSERT_TRUE(expected.ok()) << expected.status();
-  EXPECT_EQ(first.bytes, server::SerializeDeterministic(*expected));
+  EXPECT_EQ(first.bytes, edge::SerializeDeterministic(*expected));
 }
 
 // SEMANTICS.md §1: bad input is INVALID_ARGUMENT with the field path first in the message.
@@ -121,7 +121,7 @@ TEST_F(ServerTest, ScheduleRejectsBadInputWithFieldPath) {
 }
 
 TEST_F(ServerTest, BytesThatAreNoRequestAnswerInvalidArgument) {
-  const std::string truncated = server::SerializeDeterministic(Demo()).substr(0, 100);
+  const std::string truncated = edge::SerializeDeterministic(Demo()).substr(0, 100);
   for (const char* method : {kComputeFairShares, kSchedule}) {
     const RawAnswer answer = CallRaw(channel_, method, truncated);
     EXPECT_EQ(answer.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << method;
@@ -186,10 +186,10 @@ TEST_F(ServerTest, AcceptsRequestsAboveGrpcsDefaultLimit) {
 
 TEST_F(ServerTest, ServesConcurrentCalls) {
   const v1::ScheduleRequest request = Demo();
-  const absl::StatusOr<v1::ScheduleResponse> expected = server::CallSchedule(request);
+  const absl::StatusOr<v1::ScheduleResponse> expected = edge::CallSchedule(request);
   ASSERT_TRUE(expected.ok());
-  const std::string expected_bytes = server::SerializeDeterministic(*expected);
-  const std::string request_bytes = server::SerializeDeterministic(request);
+  const std::string expected_bytes = edge::SerializeDeterministic(*expected);
+  const std::string request_bytes = edge::SerializeDeterministic(request);
   std::vector<std::thread> clients;
   std::vector<std::string> answers(8);
   for (int i = 0; i < 8; ++i) {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "arbiter/v1/arbiter.grpc.pb.h"
-#include "edge/tls.h"
+#include "edge/rpc/tls.h"
 #include "edge/wire.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -59,8 +59,8 @@ class Tls : public ::testing::Test {
 
   static std::string File(const std::string& name) { return dir_->File(name); }
 
-  static server::ServerTlsFiles ServerFiles(bool mutual) {
-    server::ServerTlsFiles files;
+  static rpc::ServerTlsFiles ServerFiles(bool mutual) {
+    rpc::ServerTlsFiles files;
     files.cert = File("server.pem");
     files.key = File("server.key");
     if (mutual) files.client_ca = File("ca.pem");
@@ -69,14 +69,14 @@ class Tls : public ::testing::Test {
 
   static std::shared_ptr<grpc::ChannelCredentials> Credentials(const std::string& ca,
                                                                const std::string& client) {
-    server::ClientTlsFiles files;
+    rpc::ClientTlsFiles files;
     files.ca = File(ca + ".pem");
     if (!client.empty()) {
       files.cert = File(client + ".pem");
       files.key = File(client + ".key");
     }
     absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
-        server::MakeChannelCredentials(files);
+        rpc::MakeChannelCredentials(files);
     EXPECT_TRUE(credentials.ok()) << credentials.status();
     return credentials.ok() ? *credentials : nullptr;
   }

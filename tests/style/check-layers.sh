@@ -4,6 +4,7 @@
 # - the ground floor (core/*.h, core/*.cc) includes neither model nor core/api/;
 # - a model (core/kai/, core/kueue/) includes neither core/api/ nor the other model;
 # - edge/ includes nothing from server/ or clients/;
+# - the wire code (edge/ but edge/rpc/) includes nothing from the RPC plumbing (edge/rpc/);
 # - clients/ includes nothing from server/.
 # Prints each offending include and fails when there is one.
 set -euo pipefail
@@ -30,6 +31,7 @@ mapfile -t ground < <(git ls-files 'core/*.h' 'core/*.cc' | grep -v '/.*/' || tr
 mapfile -t kai < <(files core/kai)
 mapfile -t kueue < <(files core/kueue)
 mapfile -t edge < <(files edge)
+mapfile -t wire < <(files edge | grep -v '^edge/rpc/' || true)
 mapfile -t clients < <(files clients)
 
 check "core/ includes only core/, Abseil and the standard library" \
@@ -39,6 +41,7 @@ check "the ground floor of core/ includes no model and not core/api/" \
 check "core/kai/ includes neither core/api/ nor core/kueue/" 'core/(api|kueue)/' "${kai[@]}"
 check "core/kueue/ includes neither core/api/ nor core/kai/" 'core/(api|kai)/' "${kueue[@]}"
 check "edge/ includes nothing from server/ or clients/" 'server/|clients/' "${edge[@]}"
+check "the wire code includes nothing from the RPC plumbing" 'edge/rpc/' "${wire[@]}"
 check "clients/ includes nothing from server/" 'server/' "${clients[@]}"
 
 if [ "$failed" -ne 0 ]; then

@@ -63,7 +63,7 @@ std::string CanonicalRequestBytes(Request message) {
   Canonicalize(&message);
   message.mutable_snapshot();
   message.mutable_policy();
-  return server::SerializeDeterministic(message);
+  return edge::SerializeDeterministic(message);
 }
 
 }  // namespace arbiter::testing

@@ -71,8 +71,8 @@ constexpr char kResponse[] = R"({
 TEST(RenderSchedule, ShowsTheTreeInNameOrderThenTheDecisions) {
   v1::ScheduleRequest request;
   v1::ScheduleResponse response;
-  ASSERT_TRUE(server::ParseJson(kRequest, &request).ok());
-  ASSERT_TRUE(server::ParseJson(kResponse, &response).ok());
+  ASSERT_TRUE(edge::ParseJson(kRequest, &request).ok());
+  ASSERT_TRUE(edge::ParseJson(kResponse, &response).ok());
   const std::string table = RenderSchedule(request.snapshot(), request.policy(), response);
   EXPECT_EQ(table,
             "Queues (KAI fair share)\n"
@@ -97,7 +97,7 @@ TEST(RenderSchedule, ShowsTheTreeInNameOrderThenTheDecisions) {
 
 TEST(RenderSchedule, KueueShowsAdmissionsAndHidesEmptyBindings) {
   v1::ScheduleRequest request;
-  ASSERT_TRUE(server::ParseJson(kRequest, &request).ok());
+  ASSERT_TRUE(edge::ParseJson(kRequest, &request).ok());
   request.mutable_policy()->set_fairness_model(v1::FAIRNESS_MODEL_KUEUE);
   v1::ScheduleResponse response;
   v1::QueueShare* share = response.add_queues();

@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
 
-namespace arbiter::server {
+namespace arbiter::edge {
 namespace {
 
 using ::google::protobuf::Map;
@@ -146,4 +146,4 @@ INSTANTIATE_TEST_SUITE_P(Models, DeterministicResponse,
                          });
 
 }  // namespace
-}  // namespace arbiter::server
+}  // namespace arbiter::edge

@@ -15,7 +15,7 @@
 #include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
 
-namespace arbiter::server {
+namespace arbiter::edge {
 namespace {
 
 using ::google::protobuf::util::MessageDifferencer;
@@ -312,4 +312,4 @@ TEST(ProtoConvert, WritesNegativeZeroAsZero) {
 }
 
 }  // namespace
-}  // namespace arbiter::server
+}  // namespace arbiter::edge

@@ -23,7 +23,7 @@
 #include "tests/support/canonical_request.h"
 #include "tests/support/wire_bytes.h"
 
-namespace arbiter::server {
+namespace arbiter::edge {
 namespace {
 
 namespace fs = std::filesystem;
@@ -510,9 +510,9 @@ TEST(DecodeRequest, MutatedRequestsAreDecidedAsProtobufDecidesThem) {
 }
 
 }  // namespace
-}  // namespace arbiter::server
+}  // namespace arbiter::edge
 
-namespace arbiter::server {
+namespace arbiter::edge {
 namespace {
 
 namespace pb = ::google::protobuf;
@@ -626,4 +626,4 @@ TEST(DecodeRequest, EveryFieldOfArbiterV1IsDecoded) {
 }
 
 }  // namespace
-}  // namespace arbiter::server
+}  // namespace arbiter::edge

@@ -1,16 +1,17 @@
-// The per-request limits: counting a snapshot, refusing one over a limit, the queue tree's
-// depth, and the flags' own values.
+// The per-request limits: counting a decoded snapshot, the queue tree's depth, and the flags'
+// own values.
 #include "edge/request_limits.h"
 
 #include <string>
 #include <vector>
 
+#include "arbiter/v1/arbiter.pb.h"
 #include "edge/proto_convert.h"
 #include "edge/request_decoder.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace arbiter::server {
+namespace arbiter::edge {
 namespace {
 
 using ::testing::HasSubstr;
@@ -28,54 +29,17 @@ v1::Snapshot SnapshotOf(int nodes, const std::vector<int>& pods_per_group, int q
   return snapshot;
 }
 
-TEST(SizeOf, CountsPodsOverEveryGroup) {
-  const SnapshotSize size = SizeOf(SnapshotOf(3, {2, 0, 5}, 4));
+TEST(SizeOf, CountsPodsOverEveryGroupOfTheDecodedModel) {
+  v1::ScheduleRequest request;
+  *request.mutable_snapshot() = SnapshotOf(3, {2, 0, 5}, 4);
+  Snapshot model;
+  Policy policy;
+  ASSERT_TRUE(DecodeRequest(request.SerializeAsString(), &model, &policy));
+  const SnapshotSize size = SizeOf(model);
   EXPECT_EQ(size.nodes, 3);
   EXPECT_EQ(size.pods, 7);
   EXPECT_EQ(size.pod_groups, 3);
   EXPECT_EQ(size.queues, 4);
-}
-
-TEST(SizeOf, CountsTheModelAsTheMessage) {
-  const v1::Snapshot proto = SnapshotOf(3, {2, 0, 5}, 4);
-  const SnapshotSize from_proto = SizeOf(proto);
-  v1::ScheduleRequest request;
-  *request.mutable_snapshot() = proto;
-  Snapshot model;
-  Policy policy;
-  ASSERT_TRUE(DecodeRequest(request.SerializeAsString(), &model, &policy));
-  const SnapshotSize from_model = SizeOf(model);
-  EXPECT_EQ(from_model.nodes, from_proto.nodes);
-  EXPECT_EQ(from_model.pods, from_proto.pods);
-  EXPECT_EQ(from_model.queues, from_proto.queues);
-  EXPECT_EQ(from_model.pod_groups, from_proto.pod_groups);
-}
-
-TEST(CheckLimits, AtTheLimitIsAccepted) {
-  RequestLimits limits;
-  limits.max_nodes = 3;
-  limits.max_pods = 7;
-  EXPECT_TRUE(CheckLimits(SizeOf(SnapshotOf(3, {2, 0, 5}, 4)), limits).ok());
-}
-
-TEST(CheckLimits, MoreNodesIsResourceExhaustedNamingCountLimitAndFlag) {
-  RequestLimits limits;
-  limits.max_nodes = 20000;
-  SnapshotSize size;
-  size.nodes = 25000;
-  const absl::Status status = CheckLimits(size, limits);
-  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_EQ(status.message(),
-            "snapshot.nodes: 25000 nodes; this server accepts at most 20000 (--max-nodes)");
-}
-
-TEST(CheckLimits, MorePodsIsResourceExhaustedNamingCountLimitAndFlag) {
-  RequestLimits limits;
-  limits.max_pods = 6;
-  const absl::Status status = CheckLimits(SizeOf(SnapshotOf(1, {2, 0, 5}, 1)), limits);
-  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_THAT(std::string(status.message()), StartsWith("snapshot.pod_groups: 7 pods"));
-  EXPECT_THAT(std::string(status.message()), HasSubstr("at most 6 (--max-pods)"));
 }
 
 // A chain q0 <- q1 <- ... of `depth` queues, listed deepest first so that the walk starts at
@@ -145,4 +109,4 @@ TEST(RequestLimits, DefaultsAreGenerous) {
 }
 
 }  // namespace
-}  // namespace arbiter::server
+}  // namespace arbiter::edge

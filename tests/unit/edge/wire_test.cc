@@ -13,7 +13,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 
-namespace arbiter::server {
+namespace arbiter::edge {
 namespace {
 
 using ::google::protobuf::util::MessageDifferencer;
@@ -175,4 +175,4 @@ TEST_F(WireFiles, BadContentIsInvalidArgumentNamingTheFile) {
 }
 
 }  // namespace
-}  // namespace arbiter::server
+}  // namespace arbiter::edge

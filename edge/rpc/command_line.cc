@@ -1,4 +1,4 @@
-#include "edge/command_line.h"
+#include "edge/rpc/command_line.h"
 
 #include <algorithm>
 
@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-namespace arbiter::server {
+namespace arbiter::rpc {
 namespace {
 
 absl::Status BadValue(const std::string& name, const std::string& text, const char* expected) {
@@ -115,4 +115,4 @@ std::string CommandLine::Usage() const {
   return usage;
 }
 
-}  // namespace arbiter::server
+}  // namespace arbiter::rpc

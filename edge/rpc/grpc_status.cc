@@ -1,8 +1,8 @@
-#include "edge/grpc_status.h"
+#include "edge/rpc/grpc_status.h"
 
 #include "absl/strings/str_cat.h"
 
-namespace arbiter::server {
+namespace arbiter::rpc {
 
 std::string CappedMessage(std::string_view message) {
   if (message.size() <= kMaxStatusMessageBytes) return std::string(message);
@@ -37,4 +37,4 @@ std::string FormatStatus(const absl::Status& status) {
   return absl::StrCat(StatusCodeName(status.code()), ": ", status.message());
 }
 
-}  // namespace arbiter::server
+}  // namespace arbiter::rpc

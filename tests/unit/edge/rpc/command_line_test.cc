@@ -1,11 +1,11 @@
-#include "edge/command_line.h"
+#include "edge/rpc/command_line.h"
 
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 
-namespace arbiter::server {
+namespace arbiter::rpc {
 namespace {
 
 struct Parsed {
@@ -97,4 +97,4 @@ TEST(CommandLine, UsageListsFlagsWithDefaults) {
 }
 
 }  // namespace
-}  // namespace arbiter::server
+}  // namespace arbiter::rpc

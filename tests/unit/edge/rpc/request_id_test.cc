@@ -1,5 +1,5 @@
 // Request ids: fresh ones are distinct hex strings; a caller's id is kept only when it is safe.
-#include "edge/request_id.h"
+#include "edge/rpc/request_id.h"
 
 #include <set>
 #include <string>
@@ -7,7 +7,7 @@
 
 #include "gtest/gtest.h"
 
-namespace arbiter::server {
+namespace arbiter::rpc {
 namespace {
 
 TEST(NewRequestId, IsSixteenHexDigitsAndDistinct) {
@@ -40,4 +40,4 @@ TEST(ChooseRequestId, ReplacesEmptyLongOrUnsafeIds) {
 }
 
 }  // namespace
-}  // namespace arbiter::server
+}  // namespace arbiter::rpc

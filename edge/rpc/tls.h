@@ -13,7 +13,7 @@
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/security/server_credentials.h"
 
-namespace arbiter::server {
+namespace arbiter::rpc {
 
 // PEM file paths; an empty path is "not given".
 struct ServerTlsFiles {
@@ -44,4 +44,4 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
     const ClientTlsFiles& files);
 
-}  // namespace arbiter::server
+}  // namespace arbiter::rpc

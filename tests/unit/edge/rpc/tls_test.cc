@@ -1,12 +1,12 @@
 // TLS credentials from flags: which combinations are accepted, and errors that name the flag.
-#include "edge/tls.h"
+#include "edge/rpc/tls.h"
 
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace arbiter::server {
+namespace arbiter::rpc {
 namespace {
 
 using ::testing::HasSubstr;
@@ -57,4 +57,4 @@ TEST(ClientTls, NoFilesMeansPlaintextAndKeyWithoutCertificateIsRefused) {
 }
 
 }  // namespace
-}  // namespace arbiter::server
+}  // namespace arbiter::rpc

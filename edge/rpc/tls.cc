@@ -1,17 +1,17 @@
-#include "edge/tls.h"
+#include "edge/rpc/tls.h"
 
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "edge/wire.h"
 
-namespace arbiter::server {
+namespace arbiter::rpc {
 namespace {
 
 // Reads the PEM file at `path` for `flag`; "" when the path is empty.
 absl::StatusOr<std::string> ReadPem(const std::string& flag, const std::string& path) {
   if (path.empty()) return std::string();
-  absl::StatusOr<std::string> pem = ReadFile(path);
+  absl::StatusOr<std::string> pem = edge::ReadFile(path);
   if (!pem.ok()) {
     return absl::Status(pem.status().code(), absl::StrCat(flag, ": ", pem.status().message()));
   }
@@ -79,4 +79,4 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials
   return grpc::SslCredentials(options);
 }
 
-}  // namespace arbiter::server
+}  // namespace arbiter::rpc

@@ -13,7 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 
-namespace arbiter::server {
+namespace arbiter::rpc {
 
 class CommandLine {
  public:
@@ -53,4 +53,4 @@ class CommandLine {
   std::vector<std::string> set_;  // names given on the command line
 };
 
-}  // namespace arbiter::server
+}  // namespace arbiter::rpc

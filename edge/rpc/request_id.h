@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace arbiter::server {
+namespace arbiter::rpc {
 
 // The metadata key a caller may set, and under which the server echoes the id in its trailers.
 inline constexpr char kRequestIdKey[] = "x-request-id";
@@ -22,4 +22,4 @@ bool IsAcceptableRequestId(std::string_view id);
 // `from_caller` when acceptable, NewRequestId() otherwise.
 std::string ChooseRequestId(std::string_view from_caller);
 
-}  // namespace arbiter::server
+}  // namespace arbiter::rpc

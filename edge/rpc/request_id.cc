@@ -1,4 +1,4 @@
-#include "edge/request_id.h"
+#include "edge/rpc/request_id.h"
 
 #include <cstdint>
 #include <random>
@@ -6,7 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
 
-namespace arbiter::server {
+namespace arbiter::rpc {
 
 std::string NewRequestId() {
   thread_local std::mt19937_64 generator([] {
@@ -42,4 +42,4 @@ std::string ChooseRequestId(std::string_view from_caller) {
   return NewRequestId();
 }
 
-}  // namespace arbiter::server
+}  // namespace arbiter::rpc

@@ -1,11 +1,11 @@
-#include "edge/grpc_status.h"
+#include "edge/rpc/grpc_status.h"
 
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace arbiter::server {
+namespace arbiter::rpc {
 namespace {
 
 using ::testing::EndsWith;
@@ -39,4 +39,4 @@ TEST(ToGrpcStatus, CapsTheMessageAndKeepsTheCode) {
 }
 
 }  // namespace
-}  // namespace arbiter::server
+}  // namespace arbiter::rpc

@@ -7,7 +7,7 @@
 #include "absl/status/status.h"
 #include "grpcpp/support/status.h"
 
-namespace arbiter::server {
+namespace arbiter::rpc {
 
 // The longest error message sent or logged whole: gRPC carries the message in a trailer, and
 // trailers over 8 KiB are refused by clients (as RESOURCE_EXHAUSTED about metadata).
@@ -30,4 +30,4 @@ std::string StatusCodeName(absl::StatusCode code);
 // "INVALID_ARGUMENT: snapshot.queues[3].parent: ..." as the CLI prints failures.
 std::string FormatStatus(const absl::Status& status);
 
-}  // namespace arbiter::server
+}  // namespace arbiter::rpc
