@@ -33,13 +33,14 @@ QueueChain::QueueChain(const KaiFairShare& shares)
   }
 }
 
-void QueueChain::DominantShares(int queue, const double* allocated, const double* unit_requests,
-                                double* with_unit, double* without_unit) const {
+void QueueChain::DominantShares(int queue, const double* allocated, const double* rule5_allocated,
+                                const double* unit_requests, double* with_unit,
+                                double* without_unit) const {
   double with_best = 0;
   double without_best = 0;
   for (int r = 0; r < r_; ++r) {
     const double s = share_base_[queue * r_ + r];
-    const double x = allocated[r] + (unit_requests != nullptr ? unit_requests[r] : 0.0);
+    const double x = rule5_allocated[r] + (unit_requests != nullptr ? unit_requests[r] : 0.0);
     const double y = allocated[r] + 0.0;
     const double v = s == 0 ? x * 1000 : x / s;
     const double w = s == 0 ? y * 1000 : y / s;
@@ -50,7 +51,8 @@ void QueueChain::DominantShares(int queue, const double* allocated, const double
   *without_unit = without_best;
 }
 
-ChainKey QueueChain::Key(int queue, const double* allocated, const double* unit_requests) const {
+ChainKey QueueChain::Key(int queue, const double* allocated, const double* unit_requests,
+                         const double* rule5_allocated) const {
   const QueueAmounts& amounts = shares_.queues[queue];
   ChainKey key;
   key.over = true;
@@ -64,7 +66,8 @@ ChainKey QueueChain::Key(int queue, const double* allocated, const double* unit_
     if (amounts.allocatable_share[r] == 0 && with_unit > 0) key.penalised = true;
   }
   key.priority = shares_.tree().queue(queue).priority;
-  DominantShares(queue, allocated, unit_requests, &key.share_with_unit, &key.share_without_unit);
+  DominantShares(queue, allocated, rule5_allocated != nullptr ? rule5_allocated : allocated,
+                 unit_requests, &key.share_with_unit, &key.share_without_unit);
   return key;
 }
 

@@ -50,17 +50,19 @@ class QueueChain {
   explicit QueueChain(const KaiFairShare& shares);
 
   // Rules 1-6 for `queue` with subtree allocation `allocated` carrying a unit of `unit_requests`
-  // (nullptr = no unit). O(R).
-  ChainKey Key(int queue, const double* allocated, const double* unit_requests) const;
+  // (nullptr = no unit). Rule 5 alone reads `rule5_allocated` instead when it is given: the victim
+  // order (§4.7) reduces a queue's allocation by the units already drawn in rule 5 only. O(R).
+  ChainKey Key(int queue, const double* allocated, const double* unit_requests,
+               const double* rule5_allocated = nullptr) const;
   // Rules 7-8 for two queues that tie on rules 1-6: true when `a` goes first.
   bool TieBreakBefore(int a, int b) const;
 
  private:
   // The dominant shares of rules 5 and 6 in one pass: max over r of x/S (x·1000 where S == 0),
-  // S = allocatableShare with "no cap" read as the top-level total, with x = allocated + unit
-  // into `with_unit` and x = allocated into `without_unit`. 0 when R is empty.
-  void DominantShares(int queue, const double* allocated, const double* unit_requests,
-                      double* with_unit, double* without_unit) const;
+  // S = allocatableShare with "no cap" read as the top-level total, with x = rule5_allocated +
+  // unit into `with_unit` and x = allocated into `without_unit`. 0 when R is empty.
+  void DominantShares(int queue, const double* allocated, const double* rule5_allocated,
+                      const double* unit_requests, double* with_unit, double* without_unit) const;
 
   const KaiFairShare& shares_;
   int r_;

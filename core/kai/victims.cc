@@ -182,7 +182,8 @@ void VictimOrder::Rekey(int queue) {
   if (best_[queue] < 0) return;
   const double* allocated = state.allocated(queue);
   for (int r = 0; r < r_; ++r) scratch_[r] = allocated[r] - drawn_[queue * r_ + r];
-  const ChainKey key = chain_.Key(queue, scratch_.data(), unit_requests_[best_[queue]].data());
+  const ChainKey key =
+      chain_.Key(queue, allocated, unit_requests_[best_[queue]].data(), scratch_.data());
   if (node.empty()) {
     queue_it_[queue] = container.insert(ChildEntry{key, queue}).first;
   } else {

@@ -7,7 +7,8 @@
 // (elastic shrink); otherwise all its remaining RUNNING pods (the whole gang).
 // Order: drawn top-down through the queue tree with every §4.3 comparison reversed (the queue
 // that would be served last gives first), each queue's allocation reduced by what was already
-// drawn from its subtree; within a leaf, reversed job order. An elastic victim re-enters after a
+// drawn from its subtree in rule 5 only (rules 1-4 and 6 read the allocation as it stands in the
+// working state); within a leaf, reversed job order. An elastic victim re-enters after a
 // draw while it has RUNNING pods left.
 #pragma once
 
