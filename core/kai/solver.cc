@@ -273,7 +273,8 @@ namespace {
 
 // The preemptor's fresh victim order for one part ("draw victims in a fresh order, skipping
 // R"): the action's shared order made the preemptor's (P itself out, the action's own filter
-// applied, R counted as drawn) and reset when the part is done, or an order built for it.
+// applied, R marked to be skipped in its turn) and reset when the part is done, or an order built
+// for it.
 class FreshVictimOrder {
  public:
   // Building an order of its own ticks the poll; the caller checks it.
@@ -289,7 +290,7 @@ class FreshVictimOrder {
     }
     shared_->ExcludeGroup(group);
     action.PrepareSharedOrder(group, *shared_);
-    if (!chosen.empty()) shared_->MarkDrawn(chosen);
+    if (!chosen.empty()) shared_->MarkRecorded(chosen);
   }
   FreshVictimOrder(const FreshVictimOrder&) = delete;
   FreshVictimOrder& operator=(const FreshVictimOrder&) = delete;

@@ -41,7 +41,7 @@ std::optional<Duration> ReclaimMinRuntime(const Session& session, int reclaimer_
 
 VictimOrder::VictimOrder(Session& session, const QueueChain& chain,
                          std::function<bool(int group)> eligible,
-                         const std::vector<EvictionUnit>& drawn_already)
+                         const std::vector<EvictionUnit>& recorded)
     : session_(session),
       chain_(chain),
       eligible_filter_(std::move(eligible)),
@@ -52,6 +52,7 @@ VictimOrder::VictimOrder(Session& session, const QueueChain& chain,
   const int groups = cluster.num_groups();
   drawn_pods_.assign(groups, 0);
   pod_drawn_.assign(cluster.num_pods(), false);
+  pod_recorded_.assign(cluster.num_pods(), false);
   drawn_.assign(static_cast<size_t>(tree.size()) * r_, 0.0);
   units_.resize(groups);
   unit_requests_.resize(groups);
@@ -64,7 +65,7 @@ VictimOrder::VictimOrder(Session& session, const QueueChain& chain,
   queue_listed_.assign(tree.size(), false);
   queue_it_.resize(tree.size());
   scratch_.assign(r_, 0.0);
-  for (const EvictionUnit& unit : drawn_already) CountDrawn(unit);
+  MarkRecorded(recorded);
   // Cancelled: the order is left with what was built so far (an order of fewer victims, or none);
   // the action stops before it draws from it.
   CancelPoll& poll = session.poll();
@@ -206,18 +207,37 @@ void VictimOrder::CountDrawn(const EvictionUnit& unit) {
   }
 }
 
+void VictimOrder::MarkRecorded(const std::vector<EvictionUnit>& units) {
+  for (const EvictionUnit& unit : units) {
+    for (int pod : unit.pods) {
+      pod_recorded_[pod] = true;
+      recorded_pods_.push_back(pod);
+    }
+  }
+}
+
+bool VictimOrder::Recorded(const EvictionUnit& unit) const {
+  for (int pod : unit.pods) {
+    if (!pod_recorded_[pod]) return false;
+  }
+  return true;
+}
+
 bool VictimOrder::Next(EvictionUnit* unit) {
   const Cluster& cluster = session_.cluster();
   const QueueTree& tree = cluster.tree();
-  const int root = LastServed(roots_);
-  if (root < 0) return false;
-  const int group = best_[root];
-  *unit = units_[group];
-  touched_.push_back(group);
-  CountDrawn(*unit);
-  RekeyJob(group);
-  for (int q = cluster.group(group).queue; q >= 0; q = tree.parent(q)) Rekey(q);
-  return true;
+  // Each pass draws one unit; a recorded one is drawn and passed over, at most |R| passes.
+  while (true) {
+    const int root = LastServed(roots_);
+    if (root < 0) return false;
+    const int group = best_[root];
+    *unit = units_[group];
+    touched_.push_back(group);
+    CountDrawn(*unit);
+    RekeyJob(group);
+    for (int q = cluster.group(group).queue; q >= 0; q = tree.parent(q)) Rekey(q);
+    if (!Recorded(*unit)) return true;
+  }
 }
 
 void VictimOrder::ExcludeLeaf(int leaf) {
@@ -257,6 +277,8 @@ void VictimOrder::Reset() {
     }
   }
   touched_.clear();
+  for (int pod : recorded_pods_) pod_recorded_[pod] = false;
+  recorded_pods_.clear();
   for (int group : excluded_) {
     eligible_[group] = true;
     groups.push_back(group);
@@ -273,15 +295,6 @@ void VictimOrder::Refresh(const std::vector<int>& groups) {
   RekeyGroupsAndQueues(groups);
 }
 
-void VictimOrder::MarkDrawn(const std::vector<EvictionUnit>& units) {
-  std::vector<int> groups;
-  for (const EvictionUnit& unit : units) {
-    touched_.push_back(unit.group);
-    groups.push_back(unit.group);
-    CountDrawn(unit);
-  }
-  RekeyGroupsAndQueues(std::move(groups));
-}
 
 void VictimOrder::RekeyGroupsAndQueues(std::vector<int> groups) {
   const Cluster& cluster = session_.cluster();

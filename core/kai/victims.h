@@ -38,23 +38,26 @@ std::optional<Duration> PreemptMinRuntime(const Session& session, int leaf);
 std::optional<Duration> ReclaimMinRuntime(const Session& session, int reclaimer_leaf,
                                           int victim_leaf);
 
-// A fresh victim order over the groups `eligible` accepts (on top of the generic rules), with the
-// pods of `drawn_already` counted as drawn. Each call to Next draws the next eviction unit.
+// A fresh victim order over the groups `eligible` accepts (on top of the generic rules), which
+// skips the units of `recorded` (R, §4.8: the victims recorded by earlier parts). Each call to
+// Next draws the next eviction unit. A recorded unit is drawn in its turn and counts as drawn from
+// then on, but Next does not yield it; before its turn it counts as not drawn.
 // Kept incrementally like QueueOrder, in reverse: a draw re-keys only the drawn group's leaf and
 // its ancestors, O(depth · (log n + ties)); construction is O(groups + queues).
 class VictimOrder {
  public:
   VictimOrder(Session& session, const QueueChain& chain, std::function<bool(int group)> eligible,
-              const std::vector<EvictionUnit>& drawn_already);
+              const std::vector<EvictionUnit>& recorded);
 
-  // The next eviction unit, or false when no victim is left.
+  // The next eviction unit that is not recorded, or false when no victim is left. Draws the
+  // recorded units it passes on the way.
   bool Next(EvictionUnit* unit);
   // Takes every group of `leaf` out of the order until Reset.
   void ExcludeLeaf(int leaf);
   // Takes one group out of the order until Reset.
   void ExcludeGroup(int group);
-  // Undoes every draw and exclusion, back to the order as constructed. Only for an order
-  // constructed with no pods drawn already, on a state that has not changed since.
+  // Undoes every draw, exclusion and recorded mark, back to the order as constructed. Only for
+  // an order constructed with nothing recorded, on a state that has not changed since.
   // O(changes · depth · log n). Construction and Reset stop early, leaving an order that must
   // not be used again, once the session's poll reports the call cancelled.
   void Reset();
@@ -65,9 +68,9 @@ class VictimOrder {
   // depends only on its group, a queue's only on its allocation and its subtree's best job.
   // O(|groups| · depth · log n).
   void Refresh(const std::vector<int>& groups);
-  // Counts the pods of `units` as drawn, as if the order had been constructed with them as
-  // `drawn_already`; Reset undoes it. O(pods · depth + groups · depth · log n).
-  void MarkDrawn(const std::vector<EvictionUnit>& units);
+  // Marks the pods of `units` recorded, as if the order had been constructed with them as
+  // `recorded`; Reset undoes it. O(pods).
+  void MarkRecorded(const std::vector<EvictionUnit>& units);
 
  private:
   // Leaf entries: begin() is the job that gives first (reversed job order).
@@ -88,6 +91,9 @@ class VictimOrder {
   using ChildSet = std::set<ChildEntry>;
 
   int RemainingRunning(int group) const;
+  // True when every pod of `unit` is recorded (a unit is recorded whole or not at all: R is made
+  // of units of this same sequence).
+  bool Recorded(const EvictionUnit& unit) const;
   // Counts `unit`'s pods as drawn: they leave their group's next units and their requests leave
   // the allocation of every queue above them (rule 5). Keys are not updated.
   void CountDrawn(const EvictionUnit& unit);
@@ -110,6 +116,8 @@ class VictimOrder {
   int r_;
   std::vector<int> drawn_pods_;  // per group: RUNNING pods drawn so far
   std::vector<bool> pod_drawn_;
+  std::vector<bool> pod_recorded_;  // R: drawn in their turn, never yielded
+  std::vector<int> recorded_pods_;  // the pods marked in pod_recorded_, for Reset
   std::vector<double> drawn_;        // per queue × R: requests drawn from the subtree
   std::vector<EvictionUnit> units_;  // per group
   std::vector<std::vector<double>> unit_requests_;  // per group
