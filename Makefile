@@ -3,22 +3,28 @@ BUILD ?= build
 WERROR ?= OFF
 JOBS ?= $(shell nproc)
 
-.PHONY: deps configure build test check-style check-format check-layers check-tidy fuzz-short demo \
-  bench clean test-sanitize
+.PHONY: deps deps-build configure build test check-style check-format check-layers check-tidy \
+  check-deps fuzz-short demo bench clean test-sanitize
 
-deps:
-	@bash .ci/install-deps.sh
+# The Debian packages of .ci/packages.txt: `deps-build` what building (and so `make demo`) needs,
+# `deps` all of them, for the tests and style checks.
+deps-build:
+	@bash .ci/install-deps.sh build
 
-configure: deps
+deps: deps-build
+	@bash .ci/install-deps.sh test
+
+configure: deps-build
 	@cmake -S . -B $(BUILD) -G Ninja -DARBITER_WERROR=$(WERROR) >/dev/null
 
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-# The style checks (CONTRIBUTING.md): clang-format over every tracked C++ file and the include
-# layering (seconds, no build needed, so `make test` fails fast on them), then clang-tidy with .clang-tidy over arbiter's own
+# The style checks (CONTRIBUTING.md): clang-format over every tracked C++ file, the include
+# layering and the package sets (seconds, no build needed, so `make test` fails fast on them),
+# then clang-tidy with .clang-tidy over arbiter's own
 # sources (a few minutes; it needs the build's compile_commands.json and generated headers).
-check-style: check-format check-layers check-tidy
+check-style: check-format check-layers check-deps check-tidy
 
 check-format: deps
 	@bash tests/style/check-format.sh
@@ -28,7 +34,12 @@ check-format: deps
 check-layers:
 	@bash tests/style/check-layers.sh
 
-check-tidy: build
+# `make demo` installs only the build set of .ci/packages.txt, and each of its packages is needed
+# (tests/style/check-deps.sh).
+check-deps:
+	@bash tests/style/check-deps.sh
+
+check-tidy: deps build
 	@bash tests/style/check-tidy.sh $(BUILD)
 
 # Every test, after the style checks: the Go modules (vet, go test -race, the cross-language
@@ -37,7 +48,7 @@ check-tidy: build
 # tests/k8s/kueue/build.sh build from the module proxy into a cache), the Python package (mypy --strict, pytest against the server just built and
 # against a real Slurm cluster on loopback for arbiter-slurm), the differential test against KAI's and Kueue's own code
 # (docs/conformance.md), then every C++ test through ctest (the golden corpus among them).
-test: check-style
+test: deps check-style
 	ARBITER_REQUIRE_K8S=1 bash clients/go/hack/test.sh $(BUILD)/bin/arbiter-server
 	ARBITER_SERVER_BIN=$(BUILD)/bin/arbiter-server bash tests/k8s/local-cluster.sh \
 	  --dir $(BUILD)/local-cluster --check examples/k8s/two-teams.yaml

@@ -1,21 +1,45 @@
 #!/usr/bin/env bash
-# Installs the Debian packages arbiter needs, when they are missing: the C++ toolchain and
-# libraries, clang-format and clang-tidy (make check-style), Python's venv (the Python package's
-# tests), Slurm with munge, slurmdbd and MariaDB (the real cluster that arbiter-slurm's end-to-end
-# tests start on loopback), yaml-cpp and gnuplot (arbiter simulate). Runs apt-get when it can
-# (root, or sudo without a password); otherwise prints the exact command and fails.
+# Installs the Debian packages of one set of .ci/packages.txt, when they are missing:
+#
+#   bash .ci/install-deps.sh build   what `make build` and `make demo` need: the C++ toolchain,
+#                                    CMake and the libraries the build finds (yaml-cpp among them)
+#   bash .ci/install-deps.sh [test]  all of them: the build set, and what `make test` needs on top
+#                                    (clang-format and clang-tidy, clang for the fuzz run, Python's
+#                                    venv, Slurm with munge, slurmdbd and MariaDB for arbiter-slurm's
+#                                    end-to-end tests, gnuplot, jq, openssl)
+#
+#   bash .ci/install-deps.sh --list SET   prints the set's packages, one a line, and installs nothing
+#
+# Runs apt-get when it can (root, or sudo without a password); otherwise prints the exact command
+# and fails.
 set -euo pipefail
 
-packages=(
-  cmake ninja-build g++ pkg-config
-  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
-  prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
-  clang libclang-rt-14-dev clang-format clang-tidy openssl libssl-dev
-  jq
-  python3 python3-venv
-  libyaml-cpp-dev gnuplot-nox
-  slurmctld slurmd slurm-client munge slurmdbd mariadb-server
-)
+list=false
+if [[ "${1:-}" == "--list" ]]; then
+  list=true
+  shift
+fi
+set_name="${1:-test}"
+case "${set_name}" in
+  build) sets=(build) ;;
+  test) sets=(build test) ;;
+  *)
+    echo "usage: install-deps.sh [--list] [build|test]" >&2
+    exit 2
+    ;;
+esac
+
+packages=()
+while read -r set pkg _; do
+  [[ -z "${set}" || "${set}" == \#* ]] && continue
+  for wanted in "${sets[@]}"; do
+    [[ "${set}" == "${wanted}" ]] && packages+=("${pkg}")
+  done
+done <"$(dirname "${BASH_SOURCE[0]}")/packages.txt"
+if [[ "${list}" == true ]]; then
+  printf '%s\n' "${packages[@]}"
+  exit 0
+fi
 
 missing=()
 for pkg in "${packages[@]}"; do

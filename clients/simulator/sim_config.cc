@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -24,6 +25,37 @@ std::string ResourceName(const std::string& key) {
   return key;
 }
 
+// KAI's simulator writes every absent value as `null` (its optional fields are Go pointers,
+// and a nil list or map is written as null too), and a YAML key with no value reads as null.
+// Every null value of a mapping, at any depth, is removed before the config is read, so that each
+// field's reader finds it absent and applies its default (or, for a required field, says it is
+// required). A null element of a list is kept: the element's reader refuses it with its path.
+void DropNulls(YAML::Node node) {
+  if (node.IsSequence()) {
+    for (YAML::Node element : node) DropNulls(element);
+    return;
+  }
+  if (!node.IsMap()) return;
+  std::vector<YAML::Node> null_keys;
+  for (const auto& entry : node) {
+    if (entry.second.IsNull()) {
+      null_keys.push_back(entry.first);
+    } else {
+      DropNulls(entry.second);
+    }
+  }
+  for (const YAML::Node& key : null_keys) node.remove(key);
+}
+
+// What a value is, for error messages: its text, or its kind when it has none.
+std::string Describe(const YAML::Node& node) {
+  if (!node.IsDefined()) return "nothing";
+  if (node.IsScalar()) return absl::StrCat("\"", node.Scalar(), "\"");
+  if (node.IsSequence()) return "a list";
+  if (node.IsMap()) return "a mapping";
+  return "null";
+}
+
 // Reading one YAML document with paths in every error. yaml-cpp reports problems by throwing;
 // every call into it happens inside Parse's try block.
 class Reader {
@@ -39,7 +71,7 @@ class Reader {
   void CheckKeys(const YAML::Node& node, const std::string& path,
                  const std::set<std::string>& known) {
     if (!node.IsMap()) {
-      Fail(path, "must be a mapping");
+      Fail(path, absl::StrCat("must be a mapping, got ", Describe(node)));
       return;
     }
     for (const auto& entry : node) {
@@ -48,10 +80,13 @@ class Reader {
     }
   }
 
+  // The readers of one value below fail with "is required" when the value is absent (or was
+  // null), and otherwise name what they got.
   double Number(const YAML::Node& node, const std::string& path) {
     double value = 0;
+    if (!Present(node, path)) return 0;
     if (!node.IsScalar() || !absl::SimpleAtod(node.Scalar(), &value) || !std::isfinite(value)) {
-      Fail(path, absl::StrCat("must be a finite number, got \"", Text(node), "\""));
+      Fail(path, absl::StrCat("must be a finite number, got ", Describe(node)));
       return 0;
     }
     return value;
@@ -59,23 +94,26 @@ class Reader {
 
   int64_t Integer(const YAML::Node& node, const std::string& path) {
     int64_t value = 0;
+    if (!Present(node, path)) return 0;
     if (!node.IsScalar() || !absl::SimpleAtoi(node.Scalar(), &value)) {
-      Fail(path, absl::StrCat("must be an integer, got \"", Text(node), "\""));
+      Fail(path, absl::StrCat("must be an integer, got ", Describe(node)));
     }
     return value;
   }
 
   bool Bool(const YAML::Node& node, const std::string& path) {
+    if (!Present(node, path)) return false;
     const std::string text = node.IsScalar() ? node.Scalar() : "";
     if (text == "true") return true;
     if (text == "false") return false;
-    Fail(path, "must be true or false");
+    Fail(path, absl::StrCat("must be true or false, got ", Describe(node)));
     return false;
   }
 
   std::string String(const YAML::Node& node, const std::string& path) {
+    if (!Present(node, path)) return "";
     if (!node.IsScalar()) {
-      Fail(path, "must be a string");
+      Fail(path, absl::StrCat("must be a string, got ", Describe(node)));
       return "";
     }
     return node.Scalar();
@@ -83,8 +121,10 @@ class Reader {
 
   // Seconds: a number, or a number with a unit s, m, h or d.
   double Seconds(const YAML::Node& node, const std::string& path) {
+    if (!Present(node, path)) return 0;
     if (!node.IsScalar()) {
-      Fail(path, "must be a duration such as 90, \"15m\", \"1h\" or \"2d\"");
+      Fail(path, absl::StrCat("must be a duration such as 90, \"15m\", \"1h\" or \"2d\", got ",
+                              Describe(node)));
       return 0;
     }
     std::string text = node.Scalar();
@@ -111,7 +151,7 @@ class Reader {
     ResourceMap out;
     if (!node) return out;
     if (!node.IsMap()) {
-      Fail(path, "must map resource names to amounts");
+      Fail(path, absl::StrCat("must map resource names to amounts, got ", Describe(node)));
       return out;
     }
     for (const auto& entry : node) {
@@ -122,7 +162,11 @@ class Reader {
   }
 
  private:
-  static std::string Text(const YAML::Node& node) { return node.IsScalar() ? node.Scalar() : "?"; }
+  bool Present(const YAML::Node& node, const std::string& path) {
+    if (node.IsDefined()) return true;
+    Fail(path, "is required");
+    return false;
+  }
 
   absl::Status error_;
 };
@@ -175,7 +219,9 @@ void ReadPolicy(Reader& r, const YAML::Node& node, SimConfig& config) {
   }
   if (node["actions"]) {
     const YAML::Node& actions = node["actions"];
-    if (!actions.IsSequence()) r.Fail("policy.actions", "must be a list");
+    if (!actions.IsSequence()) {
+      r.Fail("policy.actions", absl::StrCat("must be a list, got ", Describe(actions)));
+    }
     for (size_t i = 0; actions.IsSequence() && i < actions.size(); ++i) {
       const std::string path = absl::StrCat("policy.actions[", i, "]");
       absl::StatusOr<Action> action = ActionNamed(r.String(actions[i], path));
@@ -197,7 +243,7 @@ void ReadPolicy(Reader& r, const YAML::Node& node, SimConfig& config) {
 
 void ReadQueues(Reader& r, const YAML::Node& node, SimConfig& config) {
   if (!node.IsSequence()) {
-    r.Fail("queues", "must be a list");
+    r.Fail("queues", absl::StrCat("must be a list, got ", Describe(node)));
     return;
   }
   for (size_t i = 0; i < node.size(); ++i) {
@@ -261,7 +307,7 @@ void ReadQueues(Reader& r, const YAML::Node& node, SimConfig& config) {
 
 void ReadNodes(Reader& r, const YAML::Node& node, SimConfig& config) {
   if (!node.IsSequence()) {
-    r.Fail("nodes", "must be a list");
+    r.Fail("nodes", absl::StrCat("must be a list, got ", Describe(node)));
     return;
   }
   for (size_t i = 0; i < node.size(); ++i) {
@@ -275,9 +321,13 @@ void ReadNodes(Reader& r, const YAML::Node& node, SimConfig& config) {
     if (set.count < 1 || set.count > 100000) r.Fail(path + ".count", "must be 1 to 100000");
     set.allocatable = r.Resources(n["allocatable"], path + ".allocatable");
     if (n["labels"]) {
-      if (!n["labels"].IsMap()) r.Fail(path + ".labels", "must map label keys to values");
+      if (!n["labels"].IsMap()) {
+        r.Fail(path + ".labels",
+               absl::StrCat("must map label keys to values, got ", Describe(n["labels"])));
+      }
       for (const auto& entry : n["labels"]) {
-        set.labels[entry.first.as<std::string>()] = entry.second.as<std::string>();
+        const std::string key = entry.first.as<std::string>();
+        set.labels[key] = r.String(entry.second, absl::StrCat(path, ".labels.", key));
       }
     }
     config.nodes.push_back(std::move(set));
@@ -286,7 +336,7 @@ void ReadNodes(Reader& r, const YAML::Node& node, SimConfig& config) {
 
 void ReadJobs(Reader& r, const YAML::Node& node, SimConfig& config) {
   if (!node.IsSequence()) {
-    r.Fail("jobs", "must be a list of job streams");
+    r.Fail("jobs", absl::StrCat("must be a list of job streams, got ", Describe(node)));
     return;
   }
   for (size_t i = 0; i < node.size(); ++i) {
@@ -383,6 +433,9 @@ void ReadKai(Reader& r, const YAML::Node& root, SimConfig& config) {
   config.policy.fairness_model = FairnessModel::kKai;
   config.policy.k_value = root["KValue"] ? r.Number(root["KValue"], "KValue") : 1.0;
   const YAML::Node& nodes = root["Nodes"];
+  if (nodes && !nodes.IsSequence()) {
+    r.Fail("Nodes", absl::StrCat("must be a list, got ", Describe(nodes)));
+  }
   for (size_t i = 0; nodes && nodes.IsSequence() && i < nodes.size(); ++i) {
     const std::string path = absl::StrCat("Nodes[", i, "]");
     r.CheckKeys(nodes[i], path, {"GPUs", "Count"});
@@ -395,6 +448,9 @@ void ReadKai(Reader& r, const YAML::Node& root, SimConfig& config) {
     config.nodes.push_back(set);
   }
   const YAML::Node& queues = root["Queues"];
+  if (queues && !queues.IsSequence()) {
+    r.Fail("Queues", absl::StrCat("must be a list, got ", Describe(queues)));
+  }
   for (size_t i = 0; queues && queues.IsSequence() && i < queues.size(); ++i) {
     const std::string path = absl::StrCat("Queues[", i, "]");
     const YAML::Node& q = queues[i];
@@ -411,7 +467,10 @@ void ReadKai(Reader& r, const YAML::Node& root, SimConfig& config) {
     config.queues.push_back(std::move(queue));
   }
   const YAML::Node& jobs = root["Jobs"];
-  if (jobs && !jobs.IsMap()) r.Fail("Jobs", "must map queue names to jobs");
+  if (jobs && !jobs.IsMap()) {
+    r.Fail("Jobs", absl::StrCat("must map queue names to jobs, got ", Describe(jobs)));
+    return;
+  }
   for (const auto& entry : jobs) {
     const std::string queue = entry.first.as<std::string>();
     const std::string path = absl::StrCat("Jobs.", queue);
@@ -471,14 +530,22 @@ absl::StatusOr<SimConfig> ParseSimConfig(const std::string& yaml_text) {
   SimConfig config;
   Reader reader;
   try {
-    const YAML::Node root = YAML::Load(yaml_text);
-    if (!root.IsMap()) return absl::InvalidArgumentError("config: must be a YAML mapping");
-    if (root["Cycles"] || root["Queues"] || root["Nodes"] || root["Jobs"]) {
+    YAML::Node document = YAML::Load(yaml_text);
+    if (!document.IsMap()) return absl::InvalidArgumentError("config: must be a YAML mapping");
+    // The dialect is told by its keys, before the null values (and their keys) go.
+    const YAML::Node& keys = document;
+    const bool kai = keys["Cycles"] || keys["Queues"] || keys["Nodes"] || keys["Jobs"];
+    DropNulls(document);
+    const YAML::Node& root = document;
+    if (kai) {
       ReadKai(reader, root, config);
     } else {
       ReadOwn(reader, root, config);
     }
   } catch (const YAML::Exception& e) {
+    // A reader that went on past a value of the wrong kind (a scalar where a mapping belongs)
+    // makes yaml-cpp throw; the problem it found first is the one to report.
+    if (!reader.ok()) return reader.error();
     return absl::InvalidArgumentError(absl::StrCat("config: ", e.what()));
   }
   if (!reader.ok()) return reader.error();

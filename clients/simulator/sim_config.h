@@ -67,7 +67,8 @@ struct SimConfig {
 };
 
 // Reads either dialect; InvalidArgument naming the key path of the first problem. Durations are
-// seconds, or strings with a unit: "90s", "15m", "1h", "2d".
+// seconds, or strings with a unit: "90s", "15m", "1h", "2d". A null value (KAI's simulator
+// writes an absent value as `null`) reads as its key being absent, in both dialects.
 absl::StatusOr<SimConfig> ParseSimConfig(const std::string& yaml_text);
 absl::StatusOr<SimConfig> LoadSimConfig(const std::string& path);
 

@@ -1,8 +1,14 @@
 // Reading simulation configs: arbiter's own YAML and KAI's simulator config, unchanged.
 #include "clients/simulator/sim_config.h"
 
+#include <functional>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -73,6 +79,216 @@ TEST(KaiConfig, DefaultsAreKais) {
   EXPECT_EQ(config->accounting.window, 5);
   EXPECT_EQ(config->accounting.half_life, 0);
   EXPECT_EQ(config->policy.k_value, 1.0);
+}
+
+// A config as KAI's simulator writes it (sigs.k8s.io/yaml over its Go structs): keys sorted, every
+// field present, and every optional field it was not given (a nil pointer) written as null.
+constexpr char kKaiWritten[] = R"(Cycles: 64
+HalfLifePeriod: null
+Jobs:
+  queue1:
+    GPUs: 16
+    NumJobs: 100
+    NumPods: 1
+  queue2:
+    GPUs: 16
+    NumJobs: 100
+    NumPods: 1
+KValue: null
+Nodes:
+- Count: 1
+  GPUs: 16
+Queues:
+- DeservedGPUs: null
+  Name: dept
+  Parent: ""
+  Priority: null
+  Weight: null
+- DeservedGPUs: null
+  Name: queue1
+  Parent: dept
+  Priority: null
+  Weight: null
+- DeservedGPUs: 4
+  Name: queue2
+  Parent: dept
+  Priority: 50
+  Weight: null
+WindowSize: null
+)";
+
+TEST(KaiConfig, AConfigAsKaisSimulatorWritesItReadsWithKaisDefaults) {
+  absl::StatusOr<SimConfig> config = ParseSimConfig(kKaiWritten);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->from_kai);
+  EXPECT_EQ(config->horizon, 64);
+  EXPECT_EQ(config->accounting.window, 5);
+  EXPECT_EQ(config->accounting.half_life, 0);
+  EXPECT_EQ(config->policy.k_value, 1.0);
+  ASSERT_EQ(config->queues.size(), 3u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(config->queues[i].priority, 100) << i;
+    EXPECT_EQ(config->queues[i].deserved.at(kGpu), 0) << i;
+    EXPECT_EQ(config->queues[i].over_quota_weight.at(kGpu), 1) << i;
+  }
+  EXPECT_EQ(config->queues[2].priority, 50);
+  EXPECT_EQ(config->queues[2].deserved.at(kGpu), 4);
+  EXPECT_EQ(config->queues[2].over_quota_weight.at(kGpu), 1);
+  EXPECT_EQ(config->jobs.size(), 2u);
+}
+
+TEST(KaiConfig, AConfigWithEveryOptionalFieldNullReadsAsKaisDefaults) {
+  // KAI writes a nil list or map as null too: here there are no jobs.
+  absl::StatusOr<SimConfig> config = ParseSimConfig(R"(Cycles: null
+HalfLifePeriod: null
+Jobs: null
+KValue: null
+Nodes:
+- Count: null
+  GPUs: 8
+Queues:
+- DeservedGPUs: null
+  Name: q
+  Parent: null
+  Priority: null
+  Weight: null
+WindowSize: null
+)");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->from_kai);
+  EXPECT_EQ(config->horizon, 100);
+  EXPECT_EQ(config->accounting.window, 5);
+  EXPECT_EQ(config->accounting.half_life, 0);
+  EXPECT_EQ(config->policy.k_value, 1.0);
+  ASSERT_EQ(config->nodes.size(), 1u);
+  EXPECT_EQ(config->nodes[0].count, 1);
+  ASSERT_EQ(config->queues.size(), 1u);
+  EXPECT_EQ(config->queues[0].parent, "");
+  EXPECT_EQ(config->queues[0].priority, 100);
+  EXPECT_TRUE(config->jobs.empty());
+}
+
+// A null value reads as if its key were absent, for every kind of field in both dialects: each
+// case's `field` renders the field that `with_null` sets to null and `without` leaves out.
+struct NullCase {
+  std::string name;
+  std::string with_null;
+  std::string without;
+  std::function<std::string(const SimConfig&)> field;
+};
+
+std::string Resources(const ResourceMap& map) {
+  return absl::StrJoin(map, ",", absl::PairFormatter("="));
+}
+
+std::vector<NullCase> NullCases() {
+  const std::string own = "queues: [{name: a}]\nnodes: [{allocatable: {gpu: 1}}]\n";
+  const std::string kai = "Nodes: [{GPUs: 8}]\nQueues: [{Name: q}]\nJobs: {q: {GPUs: 1}}\n";
+  return {
+      // Numbers: plain, integer and duration.
+      {"KaiNumber", kai + "KValue: null\n", kai,
+       [](const SimConfig& c) { return absl::StrCat(c.policy.k_value); }},
+      {"KaiInteger", kai + "Cycles: null\n", kai,
+       [](const SimConfig& c) { return absl::StrCat(c.horizon); }},
+      {"KaiQueueNumber", "Nodes: [{GPUs: 8}]\nQueues: [{Name: q, DeservedGPUs: null}]\n",
+       "Nodes: [{GPUs: 8}]\nQueues: [{Name: q}]\n",
+       [](const SimConfig& c) { return Resources(c.queues[0].deserved); }},
+      {"OwnNumber", own + "policy: {k_value: null}\n", own + "policy: {}\n",
+       [](const SimConfig& c) { return absl::StrCat(c.policy.k_value); }},
+      {"OwnInteger", own + "seed: null\n", own,
+       [](const SimConfig& c) { return absl::StrCat(c.seed); }},
+      {"OwnDuration", own + "step: null\n", own,
+       [](const SimConfig& c) { return absl::StrCat(c.step); }},
+      {"OwnBool", own + "policy: {consolidating_reclaim: null}\n", own,
+       [](const SimConfig& c) {
+         const std::optional<bool>& value = c.policy.consolidating_reclaim;
+         return value.has_value() ? absl::StrCat(*value) : "unset";
+       }},
+      // Strings.
+      {"KaiString", "Nodes: [{GPUs: 8}]\nQueues: [{Name: q, Parent: null}]\n",
+       "Nodes: [{GPUs: 8}]\nQueues: [{Name: q}]\n",
+       [](const SimConfig& c) { return c.queues[0].parent; }},
+      {"OwnString", own + "name: null\n", own, [](const SimConfig& c) { return c.name; }},
+      {"OwnEnumString", own + "policy: {placement: null}\n", own,
+       [](const SimConfig& c) { return absl::StrCat(static_cast<int>(c.policy.placement)); }},
+      // Lists.
+      {"OwnList", own + "policy: {actions: null}\n", own,
+       [](const SimConfig& c) { return absl::StrCat(c.policy.actions.size()); }},
+      {"OwnTopLevelList", own + "jobs: null\n", own,
+       [](const SimConfig& c) { return absl::StrCat(c.jobs.size()); }},
+      // Maps.
+      {"KaiMap", "Nodes: [{GPUs: 8}]\nQueues: [{Name: q}]\nJobs: null\n",
+       "Nodes: [{GPUs: 8}]\nQueues: [{Name: q}]\n",
+       [](const SimConfig& c) { return absl::StrCat(c.jobs.size()); }},
+      {"OwnResourceMap", "queues: [{name: a, deserved: null}]\nnodes: [{allocatable: {gpu: 1}}]\n",
+       own, [](const SimConfig& c) { return Resources(c.queues[0].deserved); }},
+      {"OwnLabelMap", "queues: [{name: a}]\nnodes: [{allocatable: {gpu: 1}, labels: null}]\n", own,
+       [](const SimConfig& c) { return absl::StrCat(c.nodes[0].labels.size()); }},
+      {"OwnLabelValue",
+       "queues: [{name: a}]\nnodes: [{allocatable: {gpu: 1}, labels: {zone: null}}]\n", own,
+       [](const SimConfig& c) { return absl::StrCat(c.nodes[0].labels.size()); }},
+      {"OwnSection", own + "accounting: null\n", own,
+       [](const SimConfig& c) {
+         return absl::StrCat(c.accounting.half_life, "/", c.accounting.window, "/",
+                             c.accounting.tumbling);
+       }},
+      {"OwnEmptyValue", own + "policy:\n", own,
+       [](const SimConfig& c) { return absl::StrCat(c.policy.actions.size()); }},
+  };
+}
+
+TEST(NullValues, ReadAsAbsentForEveryKindOfField) {
+  for (const NullCase& test : NullCases()) {
+    SCOPED_TRACE(test.name);
+    absl::StatusOr<SimConfig> with_null = ParseSimConfig(test.with_null);
+    absl::StatusOr<SimConfig> without = ParseSimConfig(test.without);
+    ASSERT_TRUE(with_null.ok()) << with_null.status();
+    ASSERT_TRUE(without.ok()) << without.status();
+    EXPECT_EQ(with_null->from_kai, without->from_kai);
+    EXPECT_EQ(test.field(*with_null), test.field(*without));
+  }
+}
+
+TEST(NullValues, ARequiredFieldThatIsNullIsRequired) {
+  EXPECT_THAT(
+      std::string(
+          ParseSimConfig("Nodes: [{GPUs: null}]\nQueues: [{Name: q}]\n").status().message()),
+      HasSubstr("Nodes[0].GPUs: is required"));
+  EXPECT_THAT(std::string(ParseSimConfig("queues: [{name: null}]\nnodes: [{allocatable: {}}]\n")
+                              .status()
+                              .message()),
+              HasSubstr("queues[0].name: is required"));
+}
+
+TEST(NullValues, AWrongTypeThatIsNotNullNamesTheFieldAndWhatItGot) {
+  const std::string kai = "Nodes: [{GPUs: 8}]\nQueues: [{Name: q}]\n";
+  const std::string own = "queues: [{name: a}]\nnodes: [{allocatable: {gpu: 1}}]\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {kai + "KValue: [1]\n", "KValue: must be a finite number, got a list"},
+      {kai + "KValue: high\n", "KValue: must be a finite number, got \"high\""},
+      {kai + "Cycles: {a: 1}\n", "Cycles: must be an integer, got a mapping"},
+      {"Nodes: [{GPUs: 8}]\nQueues: [{Name: q, Parent: [a]}]\n",
+       "Queues[0].Parent: must be a string, got a list"},
+      {"Nodes: 8\nQueues: [{Name: q}]\n", "Nodes: must be a list, got \"8\""},
+      {kai + "Jobs: [q]\n", "Jobs: must map queue names to jobs, got a list"},
+      {own + "policy: {actions: allocate}\n", "policy.actions: must be a list, got \"allocate\""},
+      {own + "policy: {actions: [allocate, null]}\n",
+       "policy.actions[1]: must be a string, got null"},
+      {own + "step: [1]\n", "step: must be a duration such as 90"},
+      {own + "policy: {consolidating_reclaim: [true]}\n",
+       "policy.consolidating_reclaim: must be true or false, got a list"},
+      {"queues: [{name: a, deserved: [1]}]\nnodes: [{allocatable: {gpu: 1}}]\n",
+       "queues[0].deserved: must map resource names to amounts, got a list"},
+      {"queues: [{name: a}]\nnodes: [{allocatable: {gpu: 1}, labels: {zone: [a]}}]\n",
+       "nodes[0].labels.zone: must be a string, got a list"},
+      {"queues: [{name: a}]\nnodes: [{allocatable: {gpu: 1}}]\naccounting: 3\n",
+       "accounting: must be a mapping, got \"3\""},
+  };
+  for (const auto& [yaml, message] : cases) {
+    absl::StatusOr<SimConfig> config = ParseSimConfig(yaml);
+    EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument) << yaml;
+    EXPECT_THAT(std::string(config.status().message()), HasSubstr(message)) << yaml;
+  }
 }
 
 TEST(OwnConfig, DurationsTakeUnitsAndResourcesTakeShortNames) {

@@ -47,6 +47,57 @@ TEST(Simulation, TheSameConfigAndSeedGiveTheSameRun) {
   EXPECT_GT(first->jobs.size(), 20u);
 }
 
+// KAI's simulator writes the values it was not given as null; such a config runs exactly as the
+// same config without those keys.
+TEST(Simulation, AKaiConfigWithNullsRunsAsOneWithoutThem) {
+  const SimConfig with_nulls = Parse(R"(Cycles: 40
+HalfLifePeriod: null
+Jobs:
+  queue1:
+    GPUs: 8
+    NumJobs: 10
+    NumPods: 1
+  queue2:
+    GPUs: 8
+    NumJobs: 10
+    NumPods: 1
+KValue: null
+Nodes:
+- Count: null
+  GPUs: 8
+Queues:
+- DeservedGPUs: null
+  Name: dept
+  Parent: ""
+  Priority: null
+  Weight: null
+- DeservedGPUs: null
+  Name: queue1
+  Parent: dept
+  Priority: null
+  Weight: null
+- DeservedGPUs: null
+  Name: queue2
+  Parent: dept
+  Priority: null
+  Weight: null
+WindowSize: null
+)");
+  const SimConfig without = Parse(R"(Cycles: 40
+Jobs:
+  queue1: {GPUs: 8, NumJobs: 10, NumPods: 1}
+  queue2: {GPUs: 8, NumJobs: 10, NumPods: 1}
+Nodes: [{GPUs: 8}]
+Queues: [{Name: dept, Parent: ""}, {Name: queue1, Parent: dept}, {Name: queue2, Parent: dept}]
+)");
+  absl::StatusOr<SimResult> first = Simulate(with_nulls, InProcess());
+  absl::StatusOr<SimResult> second = Simulate(without, InProcess());
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(Csv(*first), Csv(*second));
+  EXPECT_FALSE(first->jobs.empty());
+}
+
 TEST(Simulation, AnotherSeedGivesOtherArrivals) {
   SimConfig config = Parse(kRandom);
   absl::StatusOr<SimResult> first = Simulate(config, InProcess());

@@ -217,6 +217,38 @@ class SlurmCluster:
             os.kill(pid, signal.SIGTERM)
         except (OSError, ValueError):
             pass
+        # A job's slurmstepd outlives its slurmd and ignores SIGTERM, retrying to report the job's
+        # end to daemons that are gone; it and anything else of this cluster's still running
+        # (munged, if SIGTERM has not ended it yet) are killed, and the test fails if one stays.
+        self._kill_leftovers()
+
+    def leftover_processes(self) -> list[int]:
+        """The processes still running with this cluster's SLURM_CONF in their environment (the
+        daemons' children, such as each job's slurmstepd, inherit it)."""
+        marker = f"SLURM_CONF={self.conf}".encode()
+        pids = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                environ = (entry / "environ").read_bytes()
+            except OSError:  # gone, or not ours to read
+                continue
+            if marker in environ.split(b"\0"):
+                pids.append(int(entry.name))
+        return pids
+
+    def _kill_leftovers(self) -> None:
+        deadline = time.monotonic() + 10
+        while (pids := self.leftover_processes()) and time.monotonic() < deadline:
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.05)
+        if pids:
+            raise RuntimeError(f"Slurm test cluster {self.root}: processes left behind: {pids}")
 
     def _spawn(self, command: list[str], log_name: str) -> subprocess.Popen[bytes]:
         out = open(self.root / "log" / log_name, "ab")

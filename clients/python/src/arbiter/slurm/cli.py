@@ -1,10 +1,9 @@
 """``arbiter-slurm``: Slurm places and requeues the jobs of its managed partitions by arbiter's
 decisions.
 
-Each cycle it reads the cluster with ``sinfo --json`` and ``squeue --json``, builds a snapshot,
-advances the usage ledger of time-aware fairness, calls ``Schedule`` and applies the answer:
-held jobs are pinned to the chosen nodes and released, victims are requeued and held, and the
-reason a job waits is written where ``squeue`` shows it.
+This module is the command line: it parses the flags, builds the adapter's collaborators (Slurm's
+commands, the arbiter client, metrics and logging) and hands them to the cycle loop,
+:mod:`arbiter.slurm.loop`, which says what a cycle does.
 """
 
 from __future__ import annotations
@@ -14,17 +13,13 @@ import logging
 import signal
 import sys
 import threading
-import time
 from types import FrameType
 from typing import Sequence
 
-from google.protobuf import json_format
-
-from arbiter.client import ArbiterError, Client, TLSFiles
-from arbiter.slurm import apply, mapping, queues
-from arbiter.slurm.commands import Slurm, SlurmCommandError, SlurmCommands
+from arbiter.client import Client, TLSFiles
+from arbiter.slurm import loop
+from arbiter.slurm.commands import SlurmCommands
 from arbiter.slurm.observe import Metrics, setup_logging
-from arbiter.usage import AccountingError, Ledger
 from arbiter.v1 import arbiter_pb2
 
 log = logging.getLogger("arbiter.slurm")
@@ -111,136 +106,31 @@ def policy_from(args: argparse.Namespace) -> arbiter_pb2.Policy:
     )
 
 
-class Adapter:
-    """One adapter: its Slurm, its arbiter client, its ledger and its metrics."""
-
-    def __init__(self, args: argparse.Namespace, slurm: Slurm, client: Client,
-                 metrics: Metrics, out: "Writer") -> None:
-        self.args = args
-        self.slurm = slurm
-        self.client = client
-        self.metrics = metrics
-        self.out = out
-        self.ledger = Ledger.load(args.ledger) if args.ledger else None
-        self.tree: queues.QueueTree | None = None
-
-    def load_queues(self) -> queues.QueueTree:
-        """The queue tree; a broken edit keeps the last good tree (and says so)."""
-        try:
-            if self.args.queues_from_sacctmgr:
-                tree = queues.read_sacctmgr()
-            else:
-                tree = queues.load_queue_file(self.args.queues)
-        except (OSError, queues.QueueConfigError) as err:
-            if self.tree is None:
-                raise
-            log.error("queue definitions unreadable; keeping the last good ones",
-                      extra={"error": str(err)})
-            return self.tree
-        self.tree = tree
-        return tree
-
-    def cycle(self) -> bool:
-        """One cycle; False when it could not complete (the next one retries)."""
-        started = time.monotonic()
-        try:
-            ok = self._cycle()
-        finally:
-            self.metrics.cycle_seconds.observe(time.monotonic() - started)
-        if ok:
-            self.metrics.last_success.set(time.time())
-        return ok
-
-    def _cycle(self) -> bool:
-        try:
-            nodes, jobs = self.slurm.nodes(), self.slurm.jobs()
-        except SlurmCommandError as err:
-            self.metrics.cycles.labels("slurm_error").inc()
-            self.metrics.command_failures.labels(err.verb).inc()
-            log.error("cannot read the cluster; retrying next cycle", extra={"error": str(err)})
-            return False
-        try:
-            tree = self.load_queues()
-        except (OSError, queues.QueueConfigError) as err:
-            self.metrics.cycles.labels("config_error").inc()
-            log.error("cannot read the queue definitions", extra={"error": str(err)})
-            return False
-        now = time.time()
-        cycle = mapping.build_cycle(nodes, jobs, tree, self.args.partitions, now,
-                                    self.args.reason_field)
-        request = cycle.request
-        request.policy.CopyFrom(policy_from(self.args))
-        if self.ledger is not None and not self._account(cycle, now):
-            return False
-        for state in ("held", "placed", "running", "completing"):
-            self.metrics.jobs.labels(state).set(
-                sum(1 for j in cycle.jobs.values() if j.state == state))
-        if self.args.dump_snapshot:
-            self._dump(request)
-        try:
-            response = self.client.schedule(request)
-        except ArbiterError as err:
-            self.metrics.cycles.labels("arbiter_error").inc()
-            log.error("Schedule failed; retrying next cycle",
-                      extra={"code": err.code.name, "error": err.message,
-                             "field": err.field_path})
-            return False
-        plans = apply.plan(response, cycle)
-        log.info("cycle decided", extra={
-            "jobs": len(cycle.jobs), "nodes": len(request.snapshot.nodes),
-            "bindings": len(response.bindings), "evictions": len(response.evictions),
-            "pending": len(response.pending), "skipped": len(cycle.skipped)})
-        if self.args.dry_run:
-            for job_plan in plans:
-                self.out.write(_describe(job_plan, self.args.reason_field))
-            self.metrics.cycles.labels("ok").inc()
-            return True
-        report = apply.execute(plans, self.slurm, self.args.reason_field)
-        for kind, jobs_done in (("start", report.started), ("requeue", report.requeued),
-                                ("hold", report.held), ("reason", report.reasons)):
-            self.metrics.actions.labels(kind).inc(len(jobs_done))
-        for verb in report.failed_verbs:
-            self.metrics.command_failures.labels(verb).inc()
-        outcome = "ok" if not report.failures else "apply_error"
-        self.metrics.cycles.labels(outcome).inc()
-        return not report.failures
-
-    def _account(self, cycle: mapping.Cycle, now: float) -> bool:
-        assert self.ledger is not None
-        try:
-            self.ledger.advance(now, cycle.allocated, cycle.capacity, self.args.half_life)
-            if not self.args.dry_run:
-                self.ledger.save(self.args.ledger)
-        except (AccountingError, OSError) as err:
-            self.metrics.cycles.labels("ledger_error").inc()
-            log.error("cannot advance the usage ledger", extra={"error": str(err)})
-            return False
-        snapshot = cycle.request.snapshot
-        for queue in sorted(self.ledger.queues):
-            snapshot.usage.add(queue=queue, usage=self.ledger.queues[queue])
-        snapshot.usage_capacity.update(self.ledger.capacity)
-        return True
-
-    def _dump(self, request: arbiter_pb2.ScheduleRequest) -> None:
-        path = self.args.dump_snapshot
-        if path.endswith(".pb"):
-            data = request.SerializeToString(deterministic=True)
-            with open(path, "wb") as f:
-                f.write(data)
-        else:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(json_format.MessageToJson(request, sort_keys=True))
+def settings_from(args: argparse.Namespace) -> loop.Settings:
+    """The cycle loop's settings, from the parsed flags."""
+    return loop.Settings(
+        partitions=tuple(args.partitions),
+        policy=policy_from(args),
+        queue_file=None if args.queues_from_sacctmgr else args.queues,
+        reason_field=args.reason_field,
+        dry_run=args.dry_run,
+        dump_snapshot=args.dump_snapshot,
+        ledger=args.ledger,
+        half_life=args.half_life,
+    )
 
 
-class Writer:
-    def write(self, line: str) -> None:
-        print(line, flush=True)
+def stop_on_signals() -> threading.Event:
+    """An event that SIGTERM and SIGINT set: the loop stops after the cycle under way."""
+    stop = threading.Event()
 
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        log.info("stopping after this cycle", extra={"signal": signal.Signals(signum).name})
+        stop.set()
 
-def _describe(job_plan: apply.JobPlan, reason_field: str) -> str:
-    commands = "; ".join(s.describe(job_plan.job_id, reason_field) for s in job_plan.steps)
-    why = f"  # {job_plan.why}" if job_plan.why and job_plan.kind != "reason" else ""
-    return f"{job_plan.kind:7} job {job_plan.job_id}: {commands}{why}"
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    return stop
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -255,26 +145,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     slurm = SlurmCommands(bin_dir=args.slurm_bin_dir, timeout=args.command_timeout)
     with Client(args.server, tls=tls, deadline=args.deadline, retries=args.retries) as client:
         try:
-            adapter = Adapter(args, slurm, client, metrics, Writer())
+            adapter = loop.Adapter(settings_from(args), slurm, client, metrics, loop.Stdout())
             adapter.load_queues()
         except (OSError, ValueError) as err:
             log.error("cannot start", extra={"error": str(err)})
             return 2
         if args.once:
             return 0 if adapter.cycle() else 1
-        stop = threading.Event()
-
-        def on_signal(signum: int, frame: FrameType | None) -> None:
-            log.info("stopping after this cycle", extra={"signal": signal.Signals(signum).name})
-            stop.set()
-
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
+        stop = stop_on_signals()
         log.info("started", extra={"server": args.server, "partitions": args.partitions,
                                    "interval": args.interval, "dry_run": args.dry_run})
-        while not stop.is_set():
-            adapter.cycle()
-            stop.wait(args.interval)
+        loop.run(adapter, args.interval, stop)
     return 0
 
 
