@@ -4,7 +4,7 @@ package main
 // kube-apiserver with an audit log of every binding, kube-controller-manager, kwok nodes), a real
 // arbiter-server, and runs the command as separate processes, which it kills or stops the way a
 // node failure or a rolling update would. They need $ARBITER_K8S_BIN_DIR and $ARBITER_SERVER_BIN,
-// and are skipped without them (see package internal/e2e).
+// and are skipped without them (see package test/e2e).
 
 import (
 	"fmt"
@@ -15,8 +15,8 @@ import (
 
 	"k8s.io/client-go/tools/leaderelection"
 
-	"arbiter.dev/clients/go/k8s/controlplane"
 	"arbiter.dev/clients/go/k8s/usage"
+	"arbiter.dev/clients/go/test/controlplane"
 )
 
 // lostSave names the regression the stop tests guard: arbiter-k8s exiting on SIGTERM before its

@@ -10,7 +10,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"arbiter.dev/clients/go/client"
-	"arbiter.dev/clients/go/internal/e2e"
+	"arbiter.dev/clients/go/test/e2e"
 )
 
 var t0 = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)

@@ -28,7 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"arbiter.dev/clients/go/k8s/controlplane"
+	"arbiter.dev/clients/go/test/controlplane"
 )
 
 type options struct {
