@@ -40,6 +40,8 @@ import (
 	"arbiter.dev/clients/go/internal/replay"
 	"arbiter.dev/clients/go/internal/serve"
 	"arbiter.dev/clients/go/k8s/kueue"
+	"arbiter.dev/clients/go/k8s/kueue/report"
+	"arbiter.dev/clients/go/k8s/kueue/timeaware"
 	"arbiter.dev/clients/go/k8s/usage"
 )
 
@@ -243,7 +245,7 @@ func explain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.SetOutput(stderr)
 	var c common
 	c.register(fs)
-	var opts kueue.ExplainOptions
+	var opts report.ExplainOptions
 	fs.StringVar(&opts.Namespace, "namespace", "", "only the workloads of this namespace; empty = all")
 	fs.StringVar(&opts.Workload, "workload", "", "only this workload (with --namespace)")
 	format := formatFlag(fs)
@@ -264,17 +266,17 @@ func explain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := c.dump("explain", s.model.Request, stderr); err != nil {
 		return err
 	}
-	report, err := kueue.Explain(ctx, s.arbiter, s.state, s.model, opts)
+	rep, err := report.Explain(ctx, s.arbiter, s.state, s.model, opts)
 	if err != nil {
 		return err
 	}
-	if opts.Workload != "" && len(report.Workloads) == 0 && len(report.Skipped) == 0 {
+	if opts.Workload != "" && len(rep.Workloads) == 0 && len(rep.Skipped) == 0 {
 		return fmt.Errorf("no pending workload %s/%s", opts.Namespace, opts.Workload)
 	}
 	if *format == "json" {
-		return report.WriteJSON(stdout)
+		return rep.WriteJSON(stdout)
 	}
-	return report.WriteTable(stdout)
+	return rep.WriteTable(stdout)
 }
 
 func whatIf(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -307,13 +309,13 @@ func whatIf(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	candidates, err := kueue.WorkloadsFromManifests(data, *namespace, prio)
+	candidates, err := report.WorkloadsFromManifests(data, *namespace, prio)
 	if err != nil {
 		return fmt.Errorf("%s: %w", *file, err)
 	}
-	var predictions []*kueue.Prediction
+	var predictions []*report.Prediction
 	for _, w := range candidates {
-		p, err := kueue.WhatIf(ctx, s.arbiter, s.model, w)
+		p, err := report.WhatIf(ctx, s.arbiter, s.model, w)
 		if err != nil {
 			return err
 		}
@@ -323,9 +325,9 @@ func whatIf(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	if *format == "json" {
-		return kueue.WritePredictionsJSON(stdout, predictions)
+		return report.WritePredictionsJSON(stdout, predictions)
 	}
-	return kueue.WritePredictionsTable(stdout, predictions)
+	return report.WritePredictionsTable(stdout, predictions)
 }
 
 // maxManifestBytes bounds what what-if reads of a manifest.
@@ -353,8 +355,8 @@ func readManifest(name string) ([]byte, error) {
 }
 
 // priorities reads the priority classes a manifest may name.
-func priorities(ctx context.Context, s *clusterView) (kueue.Priorities, error) {
-	p := kueue.Priorities{Workload: map[string]int32{}, Pod: map[string]int32{}}
+func priorities(ctx context.Context, s *clusterView) (report.Priorities, error) {
+	p := report.Priorities{Workload: map[string]int32{}, Pod: map[string]int32{}}
 	wpcs, err := s.kueue.KueueV1beta2().WorkloadPriorityClasses().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return p, fmt.Errorf("list WorkloadPriorityClasses: %w", err)
@@ -381,8 +383,8 @@ func check(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var c common
 	c.register(fs)
-	var cfg kueue.CheckConfig
-	fs.StringVar(&cfg.ControllerName, "controller-name", kueue.CheckControllerName, "serve the AdmissionChecks whose spec.controllerName is this")
+	var cfg timeaware.CheckConfig
+	fs.StringVar(&cfg.ControllerName, "controller-name", timeaware.CheckControllerName, "serve the AdmissionChecks whose spec.controllerName is this")
 	fs.Float64Var(&cfg.KValue, "k-value", 1, "time-aware fairness k: how strongly past usage lowers a ClusterQueue's share; 0 = never hold back a workload")
 	fs.DurationVar(&cfg.Window.HalfLife, "usage-half-life", 0, "half-life of the usage; 0 = no decay")
 	fs.DurationVar(&cfg.Window.Tumbling, "usage-window", 0, "tumbling window that resets the usage; 0 = none")
@@ -433,7 +435,7 @@ func check(ctx context.Context, args []string, _, stderr io.Writer) error {
 	defer arb.Close()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	checker := kueue.NewChecker(cfg, kc, kube, arb, &usage.ConfigMapStore{Client: kube, Namespace: *namespace, Name: *configMap}, log, reg)
+	checker := timeaware.NewChecker(cfg, kc, kube, arb, &usage.ConfigMapStore{Client: kube, Namespace: *namespace, Name: *configMap}, log, reg)
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })

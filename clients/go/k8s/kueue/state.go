@@ -120,9 +120,9 @@ func priorityOf(w *kueue.Workload) int32 {
 	return 0
 }
 
-// queueOrderLess is Kueue's order of pending workloads in one ClusterQueue: higher priority,
+// QueueOrderLess is Kueue's order of pending workloads in one ClusterQueue: higher priority,
 // then older queue-order timestamp, then (arbiter's tie-break) smaller key.
-func queueOrderLess(a, b *kueue.Workload) bool {
+func QueueOrderLess(a, b *kueue.Workload) bool {
 	if pa, pb := priorityOf(a), priorityOf(b); pa != pb {
 		return pa > pb
 	}
