@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
@@ -32,6 +31,7 @@ import (
 
 	"arbiter.dev/clients/go/internal/cmdutil"
 	"arbiter.dev/clients/go/internal/leader"
+	"arbiter.dev/clients/go/internal/serve"
 	"arbiter.dev/clients/go/k8s/shim"
 	"arbiter.dev/clients/go/k8s/translate"
 	"arbiter.dev/clients/go/k8s/usage"
@@ -117,22 +117,7 @@ func run(ctx context.Context, o *options) error {
 	}
 	slog.SetDefault(log)
 
-	restCfg, err := o.kube.RESTConfig("arbiter-k8s")
-	if err != nil {
-		return err
-	}
-	restCfg.QPS, restCfg.Burst = float32(o.kubeQPS), o.kubeBurst
-	// Built-in kinds travel as protobuf, as between Kubernetes' own components: cheaper for the API
-	// server to encode (every pod watch event) and for the shim to decode. The dynamic client
-	// (KAI's Queue, a custom resource) speaks JSON.
-	kubeCfg := rest.CopyConfig(restCfg)
-	kubeCfg.ContentType = runtime.ContentTypeProtobuf
-	kubeCfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	kube, err := kubernetes.NewForConfig(kubeCfg)
-	if err != nil {
-		return err
-	}
-	dyn, err := dynamic.NewForConfig(restCfg)
+	kubeCfg, kube, dyn, err := kubeClients(o)
 	if err != nil {
 		return err
 	}
@@ -160,16 +145,11 @@ func run(ctx context.Context, o *options) error {
 	reg := cmdutil.NewRegistry()
 	metrics := shim.NewMetrics(reg)
 
-	// Events go through a client of their own, with its own rate limiter, as kube-scheduler's do,
-	// so that they never take tokens from the bindings; several at a time (eventSink).
-	eventKube, err := kubernetes.NewForConfig(rest.CopyConfig(kubeCfg))
+	recorder, stopEvents, err := newRecorder(ctx, kubeCfg, o.cfg.SchedulerName, log)
 	if err != nil {
 		return err
 	}
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(newEventSink(ctx, &typedcorev1.EventSinkImpl{Interface: eventKube.CoreV1().Events("")}, log))
-	defer broadcaster.Shutdown()
-	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: o.cfg.SchedulerName})
+	defer stopEvents()
 
 	s, err := shim.New(o.cfg, shim.Deps{
 		Kube: kube, Dynamic: dyn, Scheduler: arbiter, Recorder: recorder, Metrics: metrics, Log: log,
@@ -179,22 +159,17 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 
-	srv := &http.Server{Addr: o.httpAddr, Handler: httpHandler(s, reg), ReadHeaderTimeout: 5 * time.Second}
+	handler := httpHandler(s, reg)
 	if o.profiling {
-		srv.Handler = withProfiling(srv.Handler)
+		handler = withProfiling(handler)
 	}
-	lis, err := net.Listen("tcp", o.httpAddr)
+	listening, stopHTTP, err := serve.Start(o.httpAddr, handler, log)
 	if err != nil {
 		return err
 	}
-	go func() {
-		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("http server", "err", err)
-		}
-	}()
-	defer srv.Close()
+	defer func() { _ = stopHTTP() }()
 	log.Info("arbiter-k8s starting", "scheduler", o.cfg.SchedulerName, "server", o.server.Target,
-		"http", lis.Addr().String(), "kaiQueues", o.cfg.KAIQueues, "leaderElect", o.leader.Elect)
+		"http", listening.String(), "kaiQueues", o.cfg.KAIQueues, "leaderElect", o.leader.Elect)
 
 	if err := s.Start(ctx); err != nil {
 		return err
@@ -207,6 +182,41 @@ func run(ctx context.Context, o *options) error {
 		return errors.New("lost the leader lease") // restart with a clean state
 	}
 	return nil
+}
+
+// kubeClients are the clients of the Kubernetes API at --kube-api-qps: built-in kinds travel as
+// protobuf, as between Kubernetes' own components (cheaper for the API server to encode every pod
+// watch event, and for the shim to decode); the dynamic client (KAI's Queue, a custom resource)
+// speaks JSON. kubeCfg is the protobuf configuration.
+func kubeClients(o *options) (kubeCfg *rest.Config, kube kubernetes.Interface, dyn dynamic.Interface, err error) {
+	restCfg, err := o.kube.RESTConfig("arbiter-k8s")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	restCfg.QPS, restCfg.Burst = float32(o.kubeQPS), o.kubeBurst
+	kubeCfg = rest.CopyConfig(restCfg)
+	kubeCfg.ContentType = runtime.ContentTypeProtobuf
+	kubeCfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	if kube, err = kubernetes.NewForConfig(kubeCfg); err != nil {
+		return nil, nil, nil, err
+	}
+	if dyn, err = dynamic.NewForConfig(restCfg); err != nil {
+		return nil, nil, nil, err
+	}
+	return kubeCfg, kube, dyn, nil
+}
+
+// newRecorder records Events as component. They go through a client of their own, with its own
+// rate limiter, as kube-scheduler's do, so that they never take tokens from the bindings; several
+// at a time (eventSink). stop shuts the broadcaster down.
+func newRecorder(ctx context.Context, kubeCfg *rest.Config, component string, log *slog.Logger) (rec record.EventRecorder, stop func(), err error) {
+	eventKube, err := kubernetes.NewForConfig(rest.CopyConfig(kubeCfg))
+	if err != nil {
+		return nil, nil, err
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(newEventSink(ctx, &typedcorev1.EventSinkImpl{Interface: eventKube.CoreV1().Events("")}, log))
+	return broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component}), broadcaster.Shutdown, nil
 }
 
 // withProfiling adds Go's profiles under /debug/pprof/ to h.
