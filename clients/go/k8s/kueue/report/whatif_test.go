@@ -69,7 +69,7 @@ spec:
                   cpu: "2"
 ---
 apiVersion: kueue.x-k8s.io/v1beta2
-kind: kueuemodel.Workload
+kind: Workload
 metadata:
   name: plain
 spec:
