@@ -1,3 +1,7 @@
+// Package report holds the reports of arbiter-kueue, computed from package kueue's model and one
+// call to arbiter, changing nothing: Explain (what arbiter's Kueue model would admit or preempt
+// now, and every queue's share beside Kueue's) and WhatIf (what a manifest would get if it were
+// submitted now).
 package report
 
 import (

@@ -1,3 +1,8 @@
+// Package timeaware is the controller of the arbiter.dev/time-aware AdmissionCheck, which adds
+// time-aware fairness to Kueue's admission: for each Workload whose quota Kueue reserved it
+// decides (Decide) whether another ClusterQueue of the tree deserves the quota more over time, and
+// writes Ready or Retry on the Workload's check. It reads the cluster through package kueue's
+// translation and keeps the usage ledger.
 package timeaware
 
 import (
