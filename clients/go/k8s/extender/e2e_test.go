@@ -444,7 +444,8 @@ func TestExtenderBindVerbBindsAGangWhole(t *testing.T) {
 // TestExtenderDownMakesKubeSchedulerFailSafe: with ignorable: false, kube-scheduler places none
 // of arbiter's pods while the extender is down, and places them once it is back. The extender's
 // address counts the calls it refuses: kube-scheduler must have asked filter about the pod, been
-// refused, and asked again (a retry after the failure), without binding it meanwhile.
+// refused, and asked again (a retry after the failure), without binding it meanwhile, and its
+// FailedScheduling event must name the extender's 503.
 func TestExtenderDownMakesKubeSchedulerFailSafe(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	e.nodes("n1")
@@ -457,11 +458,17 @@ func TestExtenderDownMakesKubeSchedulerFailSafe(t *testing.T) {
 		t.Fatalf("kube-scheduler was not refused twice by filter about a-0 while the extender was down (refused: %s): %v", e.refused, err)
 	}
 	e.wait("a-0 still pending after two refused filter calls", 5*time.Second, func(p map[string]*corev1.Pod) bool { return bound(p, "a-") == 0 })
+	// kube-scheduler's own account: the attempt failed on the extender's refusal (its 503).
 	err = wait.PollUntilContextTimeout(e.ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		return len(e.failedScheduling("a-0")) > 0, nil
+		for _, m := range e.failedScheduling("a-0") {
+			if strings.Contains(m, "extender") && strings.Contains(m, "503") {
+				return true, nil
+			}
+		}
+		return false, nil
 	})
 	if err != nil {
-		t.Errorf("kube-scheduler recorded no FailedScheduling event for a-0 after the refused calls: %v", err)
+		t.Errorf("no FailedScheduling event for a-0 naming the extender's 503: %q: %v", e.failedScheduling("a-0"), err)
 	}
 	t.Logf("refused while down: %s; a-0's FailedScheduling: %q", e.refused, e.failedScheduling("a-0"))
 	e.down.Store(false)
