@@ -230,7 +230,7 @@ func buildArbiterKueue(t *testing.T) string {
 }
 
 // TestKueueRBAC pins every permission of arbiter-kueue check. Its rules are what package
-// clients/go/k8s/kueue's Checker and the command use: the informers' list and watch of Kueue's
+// clients/go/k8s/kueue/timeaware's Checker and the command use: the informers' list and watch of Kueue's
 // ClusterQueues, Cohorts, LocalQueues, Workloads and AdmissionChecks and of namespaces; the
 // status updates of Workloads (the check's state) and AdmissionChecks (Active); get and update of
 // its usage ConfigMap (shipped by the chart, so no create); and its leader Lease. Nothing is

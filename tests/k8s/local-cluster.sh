@@ -21,7 +21,7 @@ bin="${repo_root}/build/go-bin"
 mkdir -p "${bin}"
 (cd "${repo_root}/clients/go" &&
   go build -o "${bin}/arbiter-k8s" ./cmd/arbiter-k8s &&
-  go build -o "${bin}/arbiter-local-cluster" ./cmd/arbiter-local-cluster)
+  go build -o "${bin}/arbiter-local-cluster" ./test/cmd/arbiter-local-cluster)
 cd "${repo_root}"
 exec "${bin}/arbiter-local-cluster" --repo "${repo_root}" --arbiter-server "${server}" \
   --arbiter-k8s "${bin}/arbiter-k8s" "$@"

@@ -24,7 +24,7 @@ bin="${repo_root}/build/go-bin"
 mkdir -p "${bin}"
 (cd "${repo_root}/clients/go" &&
   go build -o "${bin}/arbiter-kueue" ./cmd/arbiter-kueue &&
-  go build -o "${bin}/arbiter-local-kueue" ./cmd/arbiter-local-kueue)
+  go build -o "${bin}/arbiter-local-kueue" ./test/cmd/arbiter-local-kueue)
 cd "${repo_root}"
 exec "${bin}/arbiter-local-kueue" --repo "${repo_root}" --arbiter-server "${server}" \
   --arbiter-kueue "${bin}/arbiter-kueue" "$@"

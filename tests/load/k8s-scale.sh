@@ -6,7 +6,7 @@
 #   2. kube-scheduler with its client rate raised to arbiter-k8s's (SHIM_QPS/SHIM_BURST);
 #   3. arbiter-server + arbiter-k8s (SHIM_QPS/SHIM_BURST);
 #   4. with GANG=N > 0, arbiter again with the pods in gangs of N (all or nothing).
-# Each run measures from the first pod created to the last pod bound (cmd/arbiter-k8s-bench).
+# Each run measures from the first pod created to the last pod bound (clients/go/test/cmd/arbiter-k8s-bench).
 # Prints every run's summary, then the runs side by side and the ratios of pods/s. Writes one
 # JSON file per run into OUT_DIR and nothing anywhere else.
 #
@@ -43,7 +43,7 @@ mkdir -p "${out_dir}"
 echo "k8s-scale.sh: building arbiter-k8s and arbiter-k8s-bench into ${out_dir}" >&2
 (cd "${repo_root}/clients/go" &&
   go build -o "${out_dir}/arbiter-k8s" ./cmd/arbiter-k8s &&
-  go build -o "${out_dir}/arbiter-k8s-bench" ./cmd/arbiter-k8s-bench)
+  go build -o "${out_dir}/arbiter-k8s-bench" ./test/cmd/arbiter-k8s-bench)
 
 common=(--nodes "${nodes}" --pods "${pods}" "${extra[@]}")
 arbiter=(--scheduler arbiter --arbiter-server "${server}" --arbiter-k8s "${out_dir}/arbiter-k8s"

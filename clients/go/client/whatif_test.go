@@ -17,7 +17,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	arbiterv1 "arbiter.dev/clients/go/arbiterv1"
-	"arbiter.dev/clients/go/internal/e2e"
+	"arbiter.dev/clients/go/test/e2e"
 )
 
 // scriptedArbiter answers Schedule with resp and keeps the last request it received.

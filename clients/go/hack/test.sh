@@ -63,6 +63,19 @@ fi
 
 start=${SECONDS}
 failed=()
+
+# The layout's arrows (README.md): no production package imports test/ (test infrastructure),
+# and the Kueue translation imports neither its controller nor its reports.
+echo "== clients/go: package layering"
+layering="$(cd "${repo_root}/clients/go" &&
+  go list -f '{{.ImportPath}}: {{join .Imports " "}}' ./client/... ./cmd/... ./internal/... ./k8s/... |
+  awk '{ for (i = 2; i <= NF; i++) if ($i ~ /^arbiter\.dev\/clients\/go\/test\//) print $1, "imports", $i }'
+  go list -f '{{join .Imports "\n"}}' ./k8s/kueue | grep -E '^arbiter\.dev/clients/go/k8s/kueue/' |
+  sed 's|^|arbiter.dev/clients/go/k8s/kueue: imports |')" || true
+if [[ -n "${layering}" ]]; then
+  echo "${layering}" >&2
+  failed+=("clients/go: layering")
+fi
 for module in "${modules[@]}"; do
   echo "== ${module}: go vet"
   # -race makes vet compile the packages exactly as the race-enabled test build below does, so

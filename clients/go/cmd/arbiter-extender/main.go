@@ -8,24 +8,18 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
-	"arbiter.dev/clients/go/client"
+	"arbiter.dev/clients/go/internal/cmdutil"
 	"arbiter.dev/clients/go/internal/serve"
 	"arbiter.dev/clients/go/k8s/extender"
 	"arbiter.dev/clients/go/k8s/shim"
@@ -33,16 +27,19 @@ import (
 )
 
 type options struct {
-	kubeconfig, server, addr, logLevel, usageConfigMap, kaiQueues string
-	cfg                                                           shim.Config
-	ext                                                           extender.Config
+	kube                      cmdutil.KubeFlags
+	server                    cmdutil.ServerFlags
+	log                       cmdutil.LogFlags
+	addr, usageConfigMap, kai string
+	cfg                       shim.Config
+	ext                       extender.Config
 }
 
 func parseFlags(args []string) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("arbiter-extender", flag.ContinueOnError)
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; empty = in-cluster configuration")
-	fs.StringVar(&o.server, "server", "localhost:50051", "arbiter-server gRPC target (the sidecar beside it)")
+	o.kube.Register(fs, "")
+	o.server.Register(fs, "arbiter-server gRPC target (the sidecar beside it)")
 	fs.StringVar(&o.addr, "addr", ":8888", "address of the extender verbs, /healthz, /readyz and /metrics")
 	fs.StringVar(&o.cfg.SchedulerName, "scheduler-name", "default-scheduler",
 		"the kube-scheduler profile whose pods arbiter decides (spec.schedulerName)")
@@ -55,52 +52,35 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.ext.Bind, "bind", false, "serve the bind verb: bind gangs whole (name bindVerb in the configuration too)")
 	fs.DurationVar(&o.ext.GangWait, "gang-wait", 20*time.Second, "how long a gang member's bind waits for the rest of its gang")
 	fs.DurationVar(&o.ext.CacheWait, "cache-wait", 2*time.Second, "how long a call about a pod kube-scheduler saw first waits for arbiter's caches to have it")
-	fs.StringVar(&o.kaiQueues, "kai-queues", "auto", "read KAI Queue resources (scheduling.run.ai/v2): auto, true or false")
-	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&o.kai, "kai-queues", "auto", "read KAI Queue resources (scheduling.run.ai/v2): auto, true or false")
+	o.log.Register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
-	switch o.kaiQueues {
+	switch o.kai {
 	case "auto", "true", "false":
 	default:
-		return nil, fmt.Errorf("--kai-queues=%q: want auto, true or false", o.kaiQueues)
+		return nil, fmt.Errorf("--kai-queues=%q: want auto, true or false", o.kai)
 	}
 	return o, nil
 }
 
-func main() {
-	o, err := parseFlags(os.Args[1:])
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "arbiter-extender:", err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o); err != nil {
-		slog.Error("arbiter-extender stopped", "err", err)
-		os.Exit(1)
-	}
-}
+func main() { cmdutil.Main("arbiter-extender", parseFlags, run) }
 
 func run(ctx context.Context, o *options) error {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	log, err := o.log.NewLogger(os.Stderr, cmdutil.JSON)
+	if err != nil {
+		return err
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
 
-	restCfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	restCfg, err := o.kube.RESTConfig("arbiter-extender")
 	if err != nil {
-		return fmt.Errorf("kubernetes config: %w", err)
+		return err
 	}
-	restCfg.UserAgent = "arbiter-extender"
 	restCfg.QPS, restCfg.Burst = 100, 200
 	kube, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
@@ -110,17 +90,16 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	if o.cfg.KAIQueues, err = shim.KAIQueuesEnabled(o.kaiQueues, kube); err != nil {
+	if o.cfg.KAIQueues, err = shim.KAIQueuesEnabled(o.kai, kube); err != nil {
 		return err
 	}
-	arbiter, err := client.Dial(client.Config{Target: o.server})
+	arbiter, err := o.server.Dial(0)
 	if err != nil {
 		return err
 	}
 	defer arbiter.Close()
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := cmdutil.NewRegistry()
 	decider, err := shim.New(o.cfg, shim.Deps{
 		Kube: kube, Dynamic: dyn, Scheduler: arbiter, Metrics: shim.NewMetrics(nil), Log: log,
 		Store: &usage.ConfigMapStore{Client: kube, Namespace: o.cfg.Namespace, Name: o.usageConfigMap},
@@ -148,7 +127,7 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	defer func() { _ = stopHTTP() }() // on an error below; Shutdown again at the end is a no-op
-	log.Info("arbiter-extender starting", "addr", listening.String(), "server", o.server,
+	log.Info("arbiter-extender starting", "addr", listening.String(), "server", o.server.Target,
 		"scheduler", o.cfg.SchedulerName, "bind", o.ext.Bind)
 
 	if err := decider.Start(ctx); err != nil {

@@ -25,10 +25,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"arbiter.dev/clients/go/internal/e2e"
-	"arbiter.dev/clients/go/k8s/controlplane"
 	"arbiter.dev/clients/go/k8s/translate"
 	"arbiter.dev/clients/go/k8s/usage"
+	"arbiter.dev/clients/go/test/controlplane"
+	"arbiter.dev/clients/go/test/e2e"
 )
 
 // The objects every end-to-end test of the command works with.
@@ -265,6 +265,22 @@ func (r *replica) metric(name string) (float64, error) {
 		}
 	}
 	return 0, fmt.Errorf("%s: no sample of %s", r.name, name)
+}
+
+// waitCycles waits until r has finished n more scheduling cycles (arbiter_k8s_cycle_duration_seconds's
+// count) than when it was called, failing the test after timeout. A cycle may be under way at the
+// call: of n more, at least n-1 started after it.
+func (r *replica) waitCycles(t *testing.T, n int, timeout time.Duration) {
+	t.Helper()
+	const cycles = "arbiter_k8s_cycle_duration_seconds_count"
+	from, err := r.metric(cycles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, fmt.Sprintf("%s to finish %d more cycles", r.name, n), timeout, 100*time.Millisecond, func() (bool, string) {
+		v, err := r.metric(cycles)
+		return err == nil && v >= from+float64(n), fmt.Sprintf("%v more (%v)", v-from, err)
+	})
 }
 
 // leader is the arbiter_k8s_leader gauge: 1 while the replica schedules.

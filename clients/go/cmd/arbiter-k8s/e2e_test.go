@@ -4,7 +4,7 @@ package main
 // kube-apiserver with an audit log of every binding, kube-controller-manager, kwok nodes), a real
 // arbiter-server, and runs the command as separate processes, which it kills or stops the way a
 // node failure or a rolling update would. They need $ARBITER_K8S_BIN_DIR and $ARBITER_SERVER_BIN,
-// and are skipped without them (see package internal/e2e).
+// and are skipped without them (see package test/e2e).
 
 import (
 	"fmt"
@@ -15,8 +15,8 @@ import (
 
 	"k8s.io/client-go/tools/leaderelection"
 
-	"arbiter.dev/clients/go/k8s/controlplane"
 	"arbiter.dev/clients/go/k8s/usage"
+	"arbiter.dev/clients/go/test/controlplane"
 )
 
 // lostSave names the regression the stop tests guard: arbiter-k8s exiting on SIGTERM before its
@@ -158,9 +158,16 @@ func handover(t *testing.T, p *pair, sig syscall.Signal) takeover {
 	if n, err := p.follower.metric("arbiter_k8s_binds_total"); err != nil || n != 0 {
 		t.Errorf("the follower's arbiter_k8s_binds_total = %v (%v), want 0", n, err)
 	}
-	// Two more cycles (1s apiece) with the pods running, so that the leader's ledger records
-	// their usage before it stops.
-	time.Sleep(2500 * time.Millisecond)
+	// Two whole cycles with the pods running, so that the leader's ledger records their usage
+	// before it stops.
+	p.leader.waitCycles(t, 3, 15*time.Second)
+	if sig == syscall.SIGTERM {
+		// The precondition of the save on the way out: nothing saved the usage before it (the
+		// save interval is an hour), so that a ledger found after the stop can only be that save.
+		if l := c.ledger(t); queueCPU(l) != 0 {
+			t.Fatalf("the usage ConfigMap holds %+v before %s: a save before the stop would hide a lost one", l, sigName)
+		}
+	}
 
 	// The pods the follower is to bind are named before they exist, so that the watcher, which
 	// starts at once, can recognise their bindings.
@@ -388,7 +395,12 @@ func TestGracefulStopMidBindingSavesTheUsageAndHandsOverCleanly(t *testing.T) {
 	c := p.c
 	warm := c.createPods(t, "warm", 10)
 	c.waitBound(t, warm, 30*time.Second)
-	time.Sleep(2500 * time.Millisecond) // two cycles with the warm pods running
+	p.leader.waitCycles(t, 3, 15*time.Second) // two whole cycles with the warm pods running
+	// The precondition of the save on the way out: nothing saved the usage before it (the save
+	// interval is an hour), so that a ledger found after the stop can only be that save.
+	if l := c.ledger(t); queueCPU(l) != 0 {
+		t.Fatalf("the usage ConfigMap holds %+v before SIGTERM: a save before the stop would hide a lost one", l)
+	}
 
 	pods := c.createPods(t, "many", many)
 	waitFor(t, "some pods bound", 30*time.Second, 20*time.Millisecond, func() (bool, string) {

@@ -27,7 +27,7 @@ func TestFlagDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.cfg.SchedulerName != "arbiter" || o.cfg.Period != time.Second || o.cfg.Namespace != "arbiter-system" ||
-		o.kaiQueues != "auto" || !o.leaderElect || o.server != "localhost:50051" {
+		o.kaiQueues != "auto" || !o.leader.Elect || o.server.Target != "localhost:50051" {
 		t.Errorf("defaults = %+v", o)
 	}
 	if diff := cmp.Diff([]string{"pods"}, o.cfg.IgnoredResources); diff != "" {
@@ -78,8 +78,8 @@ func TestDeployedArgsAreFlagsOfThisCommand(t *testing.T) {
 		if err != nil {
 			t.Fatalf("deployed args %v: %v", c.Args, err)
 		}
-		if o.cfg.QueueConfigMap != "arbiter-queues" || o.usageConfigMap != "arbiter-usage" || o.leaseName != "arbiter-k8s" {
-			t.Errorf("deployed names = %s, %s, %s", o.cfg.QueueConfigMap, o.usageConfigMap, o.leaseName)
+		if o.cfg.QueueConfigMap != "arbiter-queues" || o.usageConfigMap != "arbiter-usage" || o.leader.LeaseName != "arbiter-k8s" {
+			t.Errorf("deployed names = %s, %s, %s", o.cfg.QueueConfigMap, o.usageConfigMap, o.leader.LeaseName)
 		}
 		return
 	}

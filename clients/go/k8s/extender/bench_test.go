@@ -16,9 +16,9 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"arbiter.dev/clients/go/client"
-	"arbiter.dev/clients/go/internal/e2e"
 	"arbiter.dev/clients/go/k8s/shim"
 	"arbiter.dev/clients/go/k8s/translate"
+	"arbiter.dev/clients/go/test/e2e"
 )
 
 // BenchmarkFilterAt1000Nodes measures filter calls as kube-scheduler makes them on a cluster of

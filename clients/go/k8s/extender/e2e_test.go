@@ -2,7 +2,9 @@ package extender
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -26,10 +28,10 @@ import (
 
 	arbiterv1 "arbiter.dev/clients/go/arbiterv1"
 	"arbiter.dev/clients/go/client"
-	"arbiter.dev/clients/go/internal/e2e"
-	"arbiter.dev/clients/go/k8s/controlplane"
 	"arbiter.dev/clients/go/k8s/shim"
 	"arbiter.dev/clients/go/k8s/translate"
+	"arbiter.dev/clients/go/test/controlplane"
+	"arbiter.dev/clients/go/test/e2e"
 )
 
 // These tests run stock kube-scheduler, configured only by its configuration file, against a
@@ -94,6 +96,45 @@ type env struct {
 	ext     *Extender
 	decider *recordingDecider
 	down    *atomic.Bool // answer every call with 503, as a dead extender would
+	refused *refusals    // the calls answered so
+}
+
+// refusals counts the calls refused while the extender is down, by verb and pod.
+type refusals struct {
+	mu    sync.Mutex
+	calls map[string]int // "verb pod" → count
+}
+
+// record counts a refused call to path ("/filter") whose ExtenderArgs body names a pod.
+func (r *refusals) record(path string, body io.Reader) {
+	var args struct {
+		Pod *struct {
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		} `json:"pod"`
+	}
+	_ = json.NewDecoder(body).Decode(&args)
+	name := ""
+	if args.Pod != nil {
+		name = args.Pod.Metadata.Name
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls[strings.TrimPrefix(path, "/")+" "+name]++
+}
+
+// count is how many calls of verb about pod were refused.
+func (r *refusals) count(verb, pod string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.calls[verb+" "+pod]
+}
+
+func (r *refusals) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return fmt.Sprint(r.calls)
 }
 
 type envOpts struct {
@@ -109,9 +150,11 @@ func newEnv(t *testing.T, o envOpts) *env {
 	}
 	var handler atomic.Pointer[http.Handler]
 	down := &atomic.Bool{}
+	refused := &refusals{calls: map[string]int{}}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := handler.Load()
 		if h == nil || down.Load() {
+			refused.record(r.URL.Path, r.Body)
 			http.Error(w, "extender down", http.StatusServiceUnavailable)
 			return
 		}
@@ -133,7 +176,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	cp := e2e.ControlPlane(t, controlplane.Options{Scheduler: true, SchedulerConfig: cfgPath})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
-	e := &env{t: t, ctx: ctx, cp: cp, admin: kubernetes.NewForConfigOrDie(cp.RESTConfig(controlplane.Admin)), down: down}
+	e := &env{t: t, ctx: ctx, cp: cp, admin: kubernetes.NewForConfigOrDie(cp.RESTConfig(controlplane.Admin)), down: down, refused: refused}
 	for _, ns := range []string{"arbiter-system", "ml"} {
 		if _, err := e.admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -399,14 +442,35 @@ func TestExtenderBindVerbBindsAGangWhole(t *testing.T) {
 }
 
 // TestExtenderDownMakesKubeSchedulerFailSafe: with ignorable: false, kube-scheduler places none
-// of arbiter's pods while the extender is down, and places them once it is back.
+// of arbiter's pods while the extender is down, and places them once it is back. The extender's
+// address counts the calls it refuses: kube-scheduler must have asked filter about the pod, been
+// refused, and asked again (a retry after the failure), without binding it meanwhile, and its
+// FailedScheduling event must name the extender's 503.
 func TestExtenderDownMakesKubeSchedulerFailSafe(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	e.nodes("n1")
 	e.down.Store(true)
 	e.pod(podOpts{name: "a-0", queue: "team-a", gpus: 1})
-	time.Sleep(3 * time.Second)
-	e.wait("a-0 still pending", 5*time.Second, func(p map[string]*corev1.Pod) bool { return bound(p, "a-") == 0 })
+	err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		return e.refused.count("filter", "a-0") >= 2, nil
+	})
+	if err != nil {
+		t.Fatalf("kube-scheduler was not refused twice by filter about a-0 while the extender was down (refused: %s): %v", e.refused, err)
+	}
+	e.wait("a-0 still pending after two refused filter calls", 5*time.Second, func(p map[string]*corev1.Pod) bool { return bound(p, "a-") == 0 })
+	// kube-scheduler's own account: the attempt failed on the extender's refusal (its 503).
+	err = wait.PollUntilContextTimeout(e.ctx, 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		for _, m := range e.failedScheduling("a-0") {
+			if strings.Contains(m, "extender") && strings.Contains(m, "503") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Errorf("no FailedScheduling event for a-0 naming the extender's 503: %q: %v", e.failedScheduling("a-0"), err)
+	}
+	t.Logf("refused while down: %s; a-0's FailedScheduling: %q", e.refused, e.failedScheduling("a-0"))
 	e.down.Store(false)
 	e.wait("a-0 bound once the extender is back", 90*time.Second, func(p map[string]*corev1.Pod) bool { return bound(p, "a-") == 1 })
 }

@@ -246,6 +246,12 @@ func quotaQueue(object, name string, groups []kueue.ResourceGroup, fs *kueue.Fai
 	return q, nil
 }
 
+// PodGroup is w, a workload not yet in the model, as the model's snapshot would hold it, or why
+// Build would leave it out.
+func (m *Model) PodGroup(w *kueue.Workload) (*arbiterv1.PodGroup, *Workload, *Skipped) {
+	return m.podGroup(w, m.localQueues)
+}
+
 // podGroup is w as a pod group, or why it is left out.
 func (m *Model) podGroup(w *kueue.Workload, localQueues map[string]string) (*arbiterv1.PodGroup, *Workload, *Skipped) {
 	key := WorkloadKey(w)
@@ -374,9 +380,9 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// describe formats amounts as "cpu=2000, memory=274877906944, nvidia.com/gpu=4" in name order,
+// Describe formats amounts as "cpu=2000, memory=274877906944, nvidia.com/gpu=4" in name order,
 // every number in full.
-func describe(amounts map[string]float64) string {
+func Describe(amounts map[string]float64) string {
 	parts := make([]string, 0, len(amounts))
 	for _, r := range sortedKeys(amounts) {
 		parts = append(parts, r+"="+strconv.FormatFloat(amounts[r], 'f', -1, 64))

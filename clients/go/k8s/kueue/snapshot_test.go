@@ -15,36 +15,38 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	arbiterv1 "arbiter.dev/clients/go/arbiterv1"
+
+	"arbiter.dev/clients/go/test/kueuetest"
 )
 
 func TestBuildMapsKueueObjectsToTheKueueModel(t *testing.T) {
-	teamA := clusterQueue("team-a", "research", quota("cpu", "4", "nvidia.com/gpu", "2"))
+	teamA := kueuetest.ClusterQueue("team-a", "research", kueuetest.Quota("cpu", "4", "nvidia.com/gpu", "2"))
 	bl, ll := resource.MustParse("2"), resource.MustParse("1")
 	teamA.Spec.ResourceGroups[0].Flavors[0].Resources[1].BorrowingLimit = &bl
 	teamA.Spec.ResourceGroups[0].Flavors[0].Resources[1].LendingLimit = &ll
 	teamA.Spec.FairSharing = &kueue.FairSharing{Weight: ptr.To(resource.MustParse("2"))}
 	teamA.Spec.Preemption = &kueue.ClusterQueuePreemption{ReclaimWithinCohort: kueue.PreemptionPolicyAny, WithinClusterQueue: kueue.PreemptionPolicyLowerPriority}
-	lone := clusterQueue("lone", "", quota("cpu", "1"))
+	lone := kueuetest.ClusterQueue("lone", "", kueuetest.Quota("cpu", "1"))
 
-	running := reserve(pending("ns-a", "running", "lq-a", 0, 2, "cpu", "1500m"), "team-a", time.Minute, true)
-	releasing := reserve(pending("ns-a", "releasing", "lq-a", time.Second, 1, "cpu", "1"), "team-a", time.Minute, true)
+	running := kueuetest.Reserve(kueuetest.Pending("ns-a", "running", "lq-a", 0, 2, "cpu", "1500m"), "team-a", time.Minute, true)
+	releasing := kueuetest.Reserve(kueuetest.Pending("ns-a", "releasing", "lq-a", time.Second, 1, "cpu", "1"), "team-a", time.Minute, true)
 	releasing.Status.Conditions = append(releasing.Status.Conditions, metav1.Condition{Type: kueue.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: "Preempted"})
-	retried := pending("ns-a", "retried", "lq-a", 2*time.Second, 3, "nvidia.com/gpu", "1")
+	retried := kueuetest.Pending("ns-a", "retried", "lq-a", 2*time.Second, 3, "nvidia.com/gpu", "1")
 	retried.Spec.Priority = ptr.To[int32](5)
-	retried.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: kueue.WorkloadEvictedByAdmissionCheck, LastTransitionTime: metav1.NewTime(t0.Add(time.Hour))}}
+	retried.Status.Conditions = []metav1.Condition{{Type: kueue.WorkloadEvicted, Status: metav1.ConditionTrue, Reason: kueue.WorkloadEvictedByAdmissionCheck, LastTransitionTime: metav1.NewTime(kueuetest.T0.Add(time.Hour))}}
 	retried.Status.ReclaimablePods = []kueue.ReclaimablePod{{Name: "main", Count: 1}}
-	finished := reserve(pending("ns-a", "finished", "lq-a", 0, 1, "cpu", "1"), "team-a", 0, true)
+	finished := kueuetest.Reserve(kueuetest.Pending("ns-a", "finished", "lq-a", 0, 1, "cpu", "1"), "team-a", 0, true)
 	finished.Status.Conditions = append(finished.Status.Conditions, metav1.Condition{Type: kueue.WorkloadFinished, Status: metav1.ConditionTrue, Reason: "Succeeded"})
-	inactive := pending("ns-a", "inactive", "lq-a", 0, 1, "cpu", "1")
+	inactive := kueuetest.Pending("ns-a", "inactive", "lq-a", 0, 1, "cpu", "1")
 	inactive.Spec.Active = ptr.To(false)
-	lost := pending("ns-b", "lost", "no-such-queue", 0, 1, "cpu", "1")
-	dangling := pending("ns-b", "dangling", "lq-gone", 0, 1, "cpu", "1")
+	lost := kueuetest.Pending("ns-b", "lost", "no-such-queue", 0, 1, "cpu", "1")
+	dangling := kueuetest.Pending("ns-b", "dangling", "lq-gone", 0, 1, "cpu", "1")
 
 	s := &State{
-		Now:           t0.Add(2 * time.Hour),
+		Now:           kueuetest.T0.Add(2 * time.Hour),
 		ClusterQueues: []kueue.ClusterQueue{teamA, lone},
-		Cohorts:       []kueue.Cohort{cohortObj("research", "org", quota("cpu", "10"))},
-		LocalQueues:   []kueue.LocalQueue{localQueue("ns-a", "lq-a", "team-a"), localQueue("ns-b", "lq-gone", "deleted-cq")},
+		Cohorts:       []kueue.Cohort{kueuetest.Cohort("research", "org", kueuetest.Quota("cpu", "10"))},
+		LocalQueues:   []kueue.LocalQueue{kueuetest.LocalQueue("ns-a", "lq-a", "team-a"), kueuetest.LocalQueue("ns-b", "lq-gone", "deleted-cq")},
 		Workloads:     []kueue.Workload{running, releasing, retried, finished, inactive, lost, dangling},
 	}
 	m, err := Build(s, Options{})
@@ -53,7 +55,7 @@ func TestBuildMapsKueueObjectsToTheKueueModel(t *testing.T) {
 	}
 	want := &arbiterv1.ScheduleRequest{
 		Snapshot: &arbiterv1.Snapshot{
-			Now: timestamppb.New(t0.Add(2 * time.Hour)),
+			Now: timestamppb.New(kueuetest.T0.Add(2 * time.Hour)),
 			Queues: []*arbiterv1.Queue{
 				{Name: "lone", Deserved: map[string]float64{"cpu": 1000}},
 				{Name: "org"}, // implicit: only named as a parent
@@ -73,18 +75,18 @@ func TestBuildMapsKueueObjectsToTheKueueModel(t *testing.T) {
 			Nodes: []*arbiterv1.Node{{Name: releasingNode}},
 			PodGroups: []*arbiterv1.PodGroup{
 				{
-					Name: "ns-a/releasing", Queue: "team-a", CreationTime: timestamppb.New(t0.Add(time.Second)),
-					Admitted: true, AdmissionTime: timestamppb.New(t0.Add(time.Minute)),
+					Name: "ns-a/releasing", Queue: "team-a", CreationTime: timestamppb.New(kueuetest.T0.Add(time.Second)),
+					Admitted: true, AdmissionTime: timestamppb.New(kueuetest.T0.Add(time.Minute)),
 					Pods: []*arbiterv1.Pod{{Name: "main", Requests: map[string]float64{"cpu": 1000}, Phase: arbiterv1.PodPhase_POD_PHASE_RELEASING, NodeName: releasingNode}},
 				},
 				{
 					// Ordered by its eviction by an admission check, as Kueue requeues it.
-					Name: "ns-a/retried", Queue: "team-a", Priority: 5, CreationTime: timestamppb.New(t0.Add(time.Hour)),
+					Name: "ns-a/retried", Queue: "team-a", Priority: 5, CreationTime: timestamppb.New(kueuetest.T0.Add(time.Hour)),
 					Pods: []*arbiterv1.Pod{{Name: "main", Requests: map[string]float64{"nvidia.com/gpu": 2}}}, // 3 pods, 1 reclaimable
 				},
 				{
-					Name: "ns-a/running", Queue: "team-a", CreationTime: timestamppb.New(t0),
-					Admitted: true, AdmissionTime: timestamppb.New(t0.Add(time.Minute)),
+					Name: "ns-a/running", Queue: "team-a", CreationTime: timestamppb.New(kueuetest.T0),
+					Admitted: true, AdmissionTime: timestamppb.New(kueuetest.T0.Add(time.Minute)),
 					Pods: []*arbiterv1.Pod{{Name: "main", Requests: map[string]float64{"cpu": 3000}}},
 				},
 			},
@@ -108,10 +110,10 @@ func TestBuildMapsKueueObjectsToTheKueueModel(t *testing.T) {
 }
 
 func TestBuildRefusesAResourceOfferedInTwoFlavors(t *testing.T) {
-	cq := clusterQueue("gpus", "", quota("nvidia.com/gpu", "4"))
+	cq := kueuetest.ClusterQueue("gpus", "", kueuetest.Quota("nvidia.com/gpu", "4"))
 	cq.Spec.ResourceGroups[0].Flavors = append(cq.Spec.ResourceGroups[0].Flavors,
-		kueue.FlavorQuotas{Name: "spot", Resources: quota("nvidia.com/gpu", "8")})
-	_, err := Build(&State{Now: t0, ClusterQueues: []kueue.ClusterQueue{cq}}, Options{})
+		kueue.FlavorQuotas{Name: "spot", Resources: kueuetest.Quota("nvidia.com/gpu", "8")})
+	_, err := Build(&State{Now: kueuetest.T0, ClusterQueues: []kueue.ClusterQueue{cq}}, Options{})
 	var unsupported *UnsupportedError
 	if !errors.As(err, &unsupported) {
 		t.Fatalf("err = %v, want an UnsupportedError", err)
@@ -124,16 +126,16 @@ func TestBuildRefusesAResourceOfferedInTwoFlavors(t *testing.T) {
 }
 
 func TestBuildRefusesACohortCycle(t *testing.T) {
-	_, err := Build(&State{Now: t0, Cohorts: []kueue.Cohort{cohortObj("a", "b", nil), cohortObj("b", "a", nil)}}, Options{})
+	_, err := Build(&State{Now: kueuetest.T0, Cohorts: []kueue.Cohort{kueuetest.Cohort("a", "b", nil), kueuetest.Cohort("b", "a", nil)}}, Options{})
 	if err == nil || !strings.Contains(err.Error(), "cycle") {
 		t.Fatalf("err = %v, want a cohort cycle", err)
 	}
 }
 
 func TestBuildRefusesAClusterQueueAndACohortOfOneName(t *testing.T) {
-	_, err := Build(&State{Now: t0,
-		ClusterQueues: []kueue.ClusterQueue{clusterQueue("shared", "", quota("cpu", "1"))},
-		Cohorts:       []kueue.Cohort{cohortObj("shared", "", nil)},
+	_, err := Build(&State{Now: kueuetest.T0,
+		ClusterQueues: []kueue.ClusterQueue{kueuetest.ClusterQueue("shared", "", kueuetest.Quota("cpu", "1"))},
+		Cohorts:       []kueue.Cohort{kueuetest.Cohort("shared", "", nil)},
 	}, Options{})
 	if err == nil || !strings.Contains(err.Error(), "same name") {
 		t.Fatalf("err = %v, want a name clash", err)
@@ -141,19 +143,19 @@ func TestBuildRefusesAClusterQueueAndACohortOfOneName(t *testing.T) {
 }
 
 func TestBuildLeavesOutWorkloadsOfNamespacesTheClusterQueueDoesNotSelect(t *testing.T) {
-	open := clusterQueue("open", "", quota("cpu", "4"))
-	none := clusterQueue("none", "", quota("cpu", "4"))
+	open := kueuetest.ClusterQueue("open", "", kueuetest.Quota("cpu", "4"))
+	none := kueuetest.ClusterQueue("none", "", kueuetest.Quota("cpu", "4"))
 	none.Spec.NamespaceSelector = nil // Kueue admits from no namespace
-	teams := clusterQueue("teams", "", quota("cpu", "4"))
+	teams := kueuetest.ClusterQueue("teams", "", kueuetest.Quota("cpu", "4"))
 	teams.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kind": "team"}}
 	s := &State{
-		Now:           t0,
+		Now:           kueuetest.T0,
 		Namespaces:    map[string]map[string]string{"x": {"kind": "team"}, "y": {}},
 		ClusterQueues: []kueue.ClusterQueue{open, none, teams},
-		LocalQueues: []kueue.LocalQueue{localQueue("x", "open", "open"), localQueue("x", "none", "none"),
-			localQueue("x", "teams", "teams"), localQueue("y", "teams", "teams")},
-		Workloads: []kueue.Workload{pending("x", "w-open", "open", 0, 1, "cpu", "1"), pending("x", "w-none", "none", 0, 1, "cpu", "1"),
-			pending("x", "w-team", "teams", 0, 1, "cpu", "1"), pending("y", "w-other", "teams", 0, 1, "cpu", "1")},
+		LocalQueues: []kueue.LocalQueue{kueuetest.LocalQueue("x", "open", "open"), kueuetest.LocalQueue("x", "none", "none"),
+			kueuetest.LocalQueue("x", "teams", "teams"), kueuetest.LocalQueue("y", "teams", "teams")},
+		Workloads: []kueue.Workload{kueuetest.Pending("x", "w-open", "open", 0, 1, "cpu", "1"), kueuetest.Pending("x", "w-none", "none", 0, 1, "cpu", "1"),
+			kueuetest.Pending("x", "w-team", "teams", 0, 1, "cpu", "1"), kueuetest.Pending("y", "w-other", "teams", 0, 1, "cpu", "1")},
 	}
 	m, err := Build(s, Options{})
 	if err != nil {
@@ -172,7 +174,7 @@ func TestBuildLeavesOutWorkloadsOfNamespacesTheClusterQueueDoesNotSelect(t *test
 }
 
 func TestDescribeWritesEveryNumberInFull(t *testing.T) {
-	got := describe(map[string]float64{"memory": 274877906944, "cpu": 1500, "nvidia.com/gpu": 0.5})
+	got := Describe(map[string]float64{"memory": 274877906944, "cpu": 1500, "nvidia.com/gpu": 0.5})
 	if want := "cpu=1500, memory=274877906944, nvidia.com/gpu=0.5"; got != want {
 		t.Errorf("describe = %q, want %q", got, want)
 	}

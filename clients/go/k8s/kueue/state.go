@@ -1,7 +1,9 @@
-// Package kueue delegates Kueue's decisions to arbiter: it reads Kueue's objects (ClusterQueues,
-// Cohorts, LocalQueues, Workloads) into arbiter's Kueue model, explains what arbiter would admit
-// and preempt, predicts what a manifest would get before it is submitted, and runs the
-// arbiter.dev/time-aware AdmissionCheck, which adds time-aware fairness to Kueue's admission.
+// Package kueue translates Kueue's objects (ClusterQueues, Cohorts, LocalQueues, Workloads)
+// into arbiter's Kueue model: Read gathers them into a State, Build turns the State into a Model
+// (a ScheduleRequest and the index back to the Workloads), and TimeAwareRequest turns a Model
+// into the KAI-model request of the time-aware division. It acts on nothing and reports nothing:
+// the reports explain and what-if live in package report below it, the arbiter.dev/time-aware
+// AdmissionCheck controller in package timeaware.
 //
 // The objects are those of Kueue's own API (kueue.x-k8s.io/v1beta2) at the version pinned in
 // go.mod. See README.md in this folder for the mapping and the commands.
@@ -120,9 +122,9 @@ func priorityOf(w *kueue.Workload) int32 {
 	return 0
 }
 
-// queueOrderLess is Kueue's order of pending workloads in one ClusterQueue: higher priority,
+// QueueOrderLess is Kueue's order of pending workloads in one ClusterQueue: higher priority,
 // then older queue-order timestamp, then (arbiter's tie-break) smaller key.
-func queueOrderLess(a, b *kueue.Workload) bool {
+func QueueOrderLess(a, b *kueue.Workload) bool {
 	if pa, pb := priorityOf(a), priorityOf(b); pa != pb {
 		return pa > pb
 	}

@@ -28,10 +28,10 @@ import (
 
 	arbiterv1 "arbiter.dev/clients/go/arbiterv1"
 	"arbiter.dev/clients/go/client"
-	"arbiter.dev/clients/go/internal/e2e"
-	"arbiter.dev/clients/go/k8s/controlplane"
 	"arbiter.dev/clients/go/k8s/translate"
 	"arbiter.dev/clients/go/k8s/usage"
+	"arbiter.dev/clients/go/test/controlplane"
+	"arbiter.dev/clients/go/test/e2e"
 )
 
 // This file runs the shim against a real control plane (package controlplane): kube-apiserver

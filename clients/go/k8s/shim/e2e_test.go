@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	arbiterv1 "arbiter.dev/clients/go/arbiterv1"
-	"arbiter.dev/clients/go/internal/e2e"
+	"arbiter.dev/clients/go/test/e2e"
 )
 
 // recordingScheduler keeps the last exchange so that a failing assertion can show it.

@@ -89,11 +89,40 @@ type groupAcc struct {
 // single-value In terms can) are listed in Result.Excluded instead, so one bad pod never makes
 // arbiter reject the whole request. Output order is by name throughout.
 func Build(in Input) *Result {
-	res := &Result{
-		Pods:      map[PodKey]*corev1.Pod{},
-		Allocated: map[string]map[string]float64{},
-		Capacity:  map[string]float64{},
+	b := &builder{
+		in: in,
+		res: &Result{
+			Pods:      map[PodKey]*corev1.Pod{},
+			Allocated: map[string]map[string]float64{},
+			Capacity:  map[string]float64{},
+		},
+		nodes: translateNodes(in),
 	}
+	groups := b.groupPods()
+	queues := indexQueues(in.Queues)
+	snap := &arbiterv1.Snapshot{Now: timestamppb.New(in.Now), Queues: in.Queues}
+	for _, name := range sortedKeys(groups) {
+		if pg := b.podGroup(name, groups[name], queues); pg != nil {
+			snap.PodGroups = append(snap.PodGroups, pg)
+		}
+	}
+	b.rollUpAllocated(queues)
+	snap.Nodes = b.sortedNodes()
+	b.res.Snapshot = snap
+	return b.res
+}
+
+// builder is Build's state between its steps: the input, the result so far, and the nodes,
+// whose allocatable shrinks by every pod the snapshot does not carry.
+type builder struct {
+	in    Input
+	res   *Result
+	nodes map[string]*arbiterv1.Node
+}
+
+// translateNodes is every node of in by name, with its allocatable, labels, taints and
+// unschedulable flag.
+func translateNodes(in Input) map[string]*arbiterv1.Node {
 	nodes := map[string]*arbiterv1.Node{}
 	for _, n := range in.Nodes {
 		node := &arbiterv1.Node{
@@ -107,45 +136,54 @@ func Build(in Input) *Result {
 		}
 		nodes[n.Name] = node
 	}
-	// withhold removes a pod's requests from its node: the snapshot does not carry the pod.
-	withhold := func(pod *corev1.Pod, node string) {
-		n := nodes[node]
-		if n == nil {
-			return
-		}
-		for r, v := range requests(pod, in.IgnoredResources) {
-			if left := n.Allocatable[r] - v; left > 0 {
-				n.Allocatable[r] = left
-			} else {
-				delete(n.Allocatable, r)
-			}
-		}
-	}
-	exclude := func(pod *corev1.Pod, node, reason, msg string) {
-		res.Excluded = append(res.Excluded, Excluded{Pod: pod, Reason: reason, Message: msg})
-		withhold(pod, node)
-	}
+	return nodes
+}
 
+// withhold removes a pod's requests from its node: the snapshot does not carry the pod.
+func (b *builder) withhold(pod *corev1.Pod, node string) {
+	n := b.nodes[node]
+	if n == nil {
+		return
+	}
+	for r, v := range requests(pod, b.in.IgnoredResources) {
+		if left := n.Allocatable[r] - v; left > 0 {
+			n.Allocatable[r] = left
+		} else {
+			delete(n.Allocatable, r)
+		}
+	}
+}
+
+// exclude leaves pod out of the snapshot, with the reason, and withholds what it holds.
+func (b *builder) exclude(pod *corev1.Pod, node, reason, msg string) {
+	b.res.Excluded = append(b.res.Excluded, Excluded{Pod: pod, Reason: reason, Message: msg})
+	b.withhold(pod, node)
+}
+
+// groupPods gathers the live pods of in.SchedulerName into their pod groups, in pod order. Pods
+// of other schedulers only take room on their nodes; a pod on an unknown node or with invalid
+// group labels is excluded.
+func (b *builder) groupPods() map[string]*groupAcc {
 	groups := map[string]*groupAcc{}
-	for _, pod := range sortedPods(in.Pods) {
+	for _, pod := range sortedPods(b.in.Pods) {
 		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		node := nodeOf(pod, in.Assumed)
-		if pod.Spec.SchedulerName != in.SchedulerName {
-			withhold(pod, node)
+		node := nodeOf(pod, b.in.Assumed)
+		if pod.Spec.SchedulerName != b.in.SchedulerName {
+			b.withhold(pod, node)
 			continue
 		}
 		if node == "" && pod.DeletionTimestamp != nil {
 			continue // deleted before it was ever placed
 		}
-		if node != "" && nodes[node] == nil {
-			exclude(pod, node, ReasonUnknownNode, fmt.Sprintf("bound to node %q, which does not exist", node))
+		if node != "" && b.nodes[node] == nil {
+			b.exclude(pod, node, ReasonUnknownNode, fmt.Sprintf("bound to node %q, which does not exist", node))
 			continue
 		}
-		attrs, err := groupOf(pod, in.DefaultQueue)
+		attrs, err := groupOf(pod, b.in.DefaultQueue)
 		if err != nil {
-			exclude(pod, node, ReasonInvalidPodGroup, err.Error())
+			b.exclude(pod, node, ReasonInvalidPodGroup, err.Error())
 			continue
 		}
 		g := groups[attrs.name]
@@ -155,81 +193,105 @@ func Build(in Input) *Result {
 		}
 		g.pods = append(g.pods, pod)
 	}
+	return groups
+}
 
-	queues := map[string]*arbiterv1.Queue{}
-	hasChildren := map[string]bool{}
-	for _, q := range in.Queues {
-		queues[q.GetName()] = q
+// queueIndex is the queues by name, and which of them are parents.
+type queueIndex struct {
+	byName      map[string]*arbiterv1.Queue
+	hasChildren map[string]bool
+}
+
+func indexQueues(qs []*arbiterv1.Queue) queueIndex {
+	ix := queueIndex{byName: map[string]*arbiterv1.Queue{}, hasChildren: map[string]bool{}}
+	for _, q := range qs {
+		ix.byName[q.GetName()] = q
 		if q.GetParent() != "" {
-			hasChildren[q.GetParent()] = true
+			ix.hasChildren[q.GetParent()] = true
 		}
 	}
+	return ix
+}
 
-	snap := &arbiterv1.Snapshot{Now: timestamppb.New(in.Now), Queues: in.Queues}
-	for _, name := range sortedKeys(groups) {
-		g := groups[name]
-		reason, msg := "", ""
-		switch q := g.attrs.queue; {
-		case q == "":
-			reason, msg = ReasonNoQueue, fmt.Sprintf("the pod names no queue: set the %s label", KeyQueue)
-		case queues[q] == nil:
-			reason, msg = ReasonUnknownQueue, fmt.Sprintf("queue %q does not exist", q)
-		case hasChildren[q]:
-			reason, msg = ReasonQueueNotLeaf, fmt.Sprintf("queue %q has child queues; pods go in leaf queues", q)
+// queueProblem is why no pod of a group in queue q can be scheduled ("" when it can).
+func (ix queueIndex) queueProblem(q string) (reason, msg string) {
+	switch {
+	case q == "":
+		return ReasonNoQueue, fmt.Sprintf("the pod names no queue: set the %s label", KeyQueue)
+	case ix.byName[q] == nil:
+		return ReasonUnknownQueue, fmt.Sprintf("queue %q does not exist", q)
+	case ix.hasChildren[q]:
+		return ReasonQueueNotLeaf, fmt.Sprintf("queue %q has child queues; pods go in leaf queues", q)
+	}
+	return "", ""
+}
+
+// podGroup is group name as the snapshot carries it, its pods recorded in the result and the
+// running ones counted in their queue's allocation; or nil, with every pod excluded, when its
+// queue or a pod's node affinity cannot be modelled.
+func (b *builder) podGroup(name string, g *groupAcc, queues queueIndex) *arbiterv1.PodGroup {
+	reason, msg := queues.queueProblem(g.attrs.queue)
+	pg := &arbiterv1.PodGroup{
+		Name:           name,
+		Queue:          g.attrs.queue,
+		Priority:       g.attrs.priority,
+		Preemptibility: g.attrs.preemptibility,
+		MinMember:      g.attrs.minMember,
+	}
+	var oldest time.Time
+	for _, pod := range g.pods {
+		p, err := translatePod(pod, nodeOf(pod, b.in.Assumed), b.in)
+		if err != nil && reason == "" {
+			reason, msg = ReasonUnsupportedNodeAffinity, fmt.Sprintf("pod %s: %v", pod.Name, err)
 		}
-		pg := &arbiterv1.PodGroup{
-			Name:           name,
-			Queue:          g.attrs.queue,
-			Priority:       g.attrs.priority,
-			Preemptibility: g.attrs.preemptibility,
-			MinMember:      g.attrs.minMember,
+		pg.Pods = append(pg.Pods, p)
+		if ts := pod.CreationTimestamp.Time; oldest.IsZero() || ts.Before(oldest) {
+			oldest = ts
 		}
-		var oldest time.Time
+	}
+	if reason != "" {
 		for _, pod := range g.pods {
-			p, err := translatePod(pod, nodeOf(pod, in.Assumed), in)
-			if err != nil && reason == "" {
-				reason, msg = ReasonUnsupportedNodeAffinity, fmt.Sprintf("pod %s: %v", pod.Name, err)
-			}
-			pg.Pods = append(pg.Pods, p)
-			if ts := pod.CreationTimestamp.Time; oldest.IsZero() || ts.Before(oldest) {
-				oldest = ts
-			}
+			b.exclude(pod, nodeOf(pod, b.in.Assumed), reason, msg)
 		}
-		if reason != "" {
-			for _, pod := range g.pods {
-				exclude(pod, nodeOf(pod, in.Assumed), reason, msg)
-			}
-			continue
-		}
-		if !oldest.IsZero() {
-			pg.CreationTime = timestamppb.New(oldest)
-		}
-		for i, pod := range g.pods {
-			res.Pods[PodKey{Group: name, Pod: pg.Pods[i].Name}] = pod
-			if pg.Pods[i].Phase == arbiterv1.PodPhase_POD_PHASE_RUNNING {
-				addTo(res.Allocated, g.attrs.queue, pg.Pods[i].Requests)
-			}
-		}
-		snap.PodGroups = append(snap.PodGroups, pg)
+		return nil
 	}
-	rollUp(res.Allocated, queues)
-	for _, q := range in.Queues {
-		if res.Allocated[q.GetName()] == nil {
-			res.Allocated[q.GetName()] = map[string]float64{}
+	if !oldest.IsZero() {
+		pg.CreationTime = timestamppb.New(oldest)
+	}
+	for i, pod := range g.pods {
+		b.res.Pods[PodKey{Group: name, Pod: pg.Pods[i].Name}] = pod
+		if pg.Pods[i].Phase == arbiterv1.PodPhase_POD_PHASE_RUNNING {
+			addTo(b.res.Allocated, g.attrs.queue, pg.Pods[i].Requests)
 		}
 	}
+	return pg
+}
 
-	for _, name := range sortedKeys(nodes) {
-		n := nodes[name]
-		snap.Nodes = append(snap.Nodes, n)
+// rollUpAllocated adds every queue's allocation to its ancestors' and gives every queue an
+// entry, empty when it holds nothing.
+func (b *builder) rollUpAllocated(queues queueIndex) {
+	rollUp(b.res.Allocated, queues.byName)
+	for _, q := range b.in.Queues {
+		if b.res.Allocated[q.GetName()] == nil {
+			b.res.Allocated[q.GetName()] = map[string]float64{}
+		}
+	}
+}
+
+// sortedNodes is the nodes in name order, once every pod has been withheld; the schedulable
+// ones' allocatable is added to the result's capacity.
+func (b *builder) sortedNodes() []*arbiterv1.Node {
+	var out []*arbiterv1.Node
+	for _, name := range sortedKeys(b.nodes) {
+		n := b.nodes[name]
+		out = append(out, n)
 		if !n.Unschedulable {
 			for r, v := range n.Allocatable {
-				res.Capacity[r] += v
+				b.res.Capacity[r] += v
 			}
 		}
 	}
-	res.Snapshot = snap
-	return res
+	return out
 }
 
 // translatePod converts one pod of a group. The error reports a required node affinity that

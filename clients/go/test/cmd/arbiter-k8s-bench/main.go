@@ -25,14 +25,13 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
+
+	"arbiter.dev/clients/go/internal/cmdutil"
 )
 
 func main() {
@@ -51,9 +50,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "arbiter-k8s-bench:", err)
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
+	ctx, stop := cmdutil.SignalContext()
 	res, err := run(ctx, cfg)
+	stop()
 	if res != nil {
 		printResult(os.Stdout, res)
 		if cfg.Out != "" {

@@ -1,4 +1,4 @@
-package kueue
+package report
 
 import (
 	"context"
@@ -7,6 +7,10 @@ import (
 
 	"k8s.io/utils/ptr"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	kueuemodel "arbiter.dev/clients/go/k8s/kueue"
+
+	"arbiter.dev/clients/go/test/kueuetest"
 )
 
 const manifests = `
@@ -93,36 +97,42 @@ func TestWorkloadsFromManifestsBuildsWhatKueuesIntegrationsBuild(t *testing.T) {
 		t.Fatalf("%d workloads, want 3", len(ws))
 	}
 	job, js, plain := ws[0], ws[1], ws[2]
-	if WorkloadKey(job) != "team/train" || job.Spec.QueueName != "lq" || *job.Spec.Priority != 1000 ||
+	if kueuemodel.WorkloadKey(job) != "team/train" || job.Spec.QueueName != "lq" || *job.Spec.Priority != 1000 ||
 		len(job.Spec.PodSets) != 1 || job.Spec.PodSets[0].Name != kueue.DefaultPodSetName || job.Spec.PodSets[0].Count != 3 {
 		t.Errorf("Job: %s queue %s priority %d pod sets %+v; want team/train, lq, 1000, one pod set main of min(4, 3) pods",
-			WorkloadKey(job), job.Spec.QueueName, *job.Spec.Priority, job.Spec.PodSets)
+			kueuemodel.WorkloadKey(job), job.Spec.QueueName, *job.Spec.Priority, job.Spec.PodSets)
 	}
-	if WorkloadKey(js) != "other/ps" || *js.Spec.Priority != 50 || len(js.Spec.PodSets) != 2 ||
+	if kueuemodel.WorkloadKey(js) != "other/ps" || *js.Spec.Priority != 50 || len(js.Spec.PodSets) != 2 ||
 		js.Spec.PodSets[0].Name != "driver" || js.Spec.PodSets[0].Count != 1 || js.Spec.PodSets[1].Count != 6 {
-		t.Errorf("JobSet: %s priority %d pod sets %+v; want other/ps, 50, driver×1 and workers×(2·3)", WorkloadKey(js), *js.Spec.Priority, js.Spec.PodSets)
+		t.Errorf("JobSet: %s priority %d pod sets %+v; want other/ps, 50, driver×1 and workers×(2·3)", kueuemodel.WorkloadKey(js), *js.Spec.Priority, js.Spec.PodSets)
 	}
-	if WorkloadKey(plain) != "team/plain" || *plain.Spec.Priority != 9 {
-		t.Errorf("Workload: %s priority %v", WorkloadKey(plain), plain.Spec.Priority)
+	if kueuemodel.WorkloadKey(plain) != "team/plain" || *plain.Spec.Priority != 9 {
+		t.Errorf("Workload: %s priority %v", kueuemodel.WorkloadKey(plain), plain.Spec.Priority)
 	}
-	m, err := Build(&State{Now: t0}, Options{})
+	m, err := kueuemodel.Build(&kueuemodel.State{
+		Now:           kueuetest.T0,
+		ClusterQueues: []kueue.ClusterQueue{kueuetest.ClusterQueue("cq", "", kueuetest.Quota("cpu", "100"))},
+		LocalQueues:   []kueue.LocalQueue{kueuetest.LocalQueue("team", "lq", "cq"), kueuetest.LocalQueue("other", "lq", "cq")},
+	}, kueuemodel.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := describe(pendingRequests(m, job)); got != "cpu=1500, nvidia.com/gpu=3" {
+	if got := kueuemodel.Describe(pendingRequests(t, m, job)); got != "cpu=1500, nvidia.com/gpu=3" {
 		t.Errorf("Job requests %s", got)
 	}
-	if got := describe(pendingRequests(m, js)); got != "cpu=13000" {
+	if got := kueuemodel.Describe(pendingRequests(t, m, js)); got != "cpu=13000" {
 		t.Errorf("JobSet requests %s", got)
 	}
 }
 
-func pendingRequests(_ *Model, w *kueue.Workload) map[string]float64 {
-	total := map[string]float64{}
-	for _, p := range pendingPods(w) {
-		addTo(total, p.Requests)
+// pendingRequests is what w requests as the model would hold it pending.
+func pendingRequests(t *testing.T, m *kueuemodel.Model, w *kueue.Workload) map[string]float64 {
+	t.Helper()
+	_, wl, skip := m.PodGroup(w)
+	if skip != nil {
+		t.Fatalf("%s left out: %s", kueuemodel.WorkloadKey(w), skip.Message)
 	}
-	return total
+	return wl.Requests
 }
 
 func TestWorkloadsFromManifestsRefusesWhatKueueWouldNotQueue(t *testing.T) {
@@ -144,8 +154,8 @@ func TestWorkloadsFromManifestsRefusesWhatKueueWouldNotQueue(t *testing.T) {
 }
 
 func TestWhatIfPredictsAdmissionPreemptionAndRefusal(t *testing.T) {
-	arb := arbiterClient(t)
-	m, err := Build(borrowedCohort(), Options{})
+	arb := kueuetest.ArbiterClient(t)
+	m, err := kueuemodel.Build(borrowedCohort(), kueuemodel.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"arbiter.dev/clients/go/k8s/controlplane"
+	"arbiter.dev/clients/go/test/controlplane"
 )
 
 // ArbiterServer runs arbiter-server on a free loopback port for the test's duration and returns

@@ -1,4 +1,4 @@
-package kueue
+package report
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 
 	arbiterv1 "arbiter.dev/clients/go/arbiterv1"
 	"arbiter.dev/clients/go/client"
+	kueuemodel "arbiter.dev/clients/go/k8s/kueue"
 )
 
 // Labels Kueue's job integrations read.
@@ -219,12 +220,12 @@ type Prediction struct {
 // WhatIf predicts, without changing anything, what arbiter's Kueue model decides for candidate
 // if it were submitted to the state of model: one Schedule with candidate added as a pending
 // workload. A candidate whose LocalQueue leads nowhere is pending with the Skipped reason.
-func WhatIf(ctx context.Context, arb Arbiter, model *Model, candidate *kueue.Workload) (*Prediction, error) {
-	key := WorkloadKey(candidate)
+func WhatIf(ctx context.Context, arb kueuemodel.Arbiter, model *kueuemodel.Model, candidate *kueue.Workload) (*Prediction, error) {
+	key := kueuemodel.WorkloadKey(candidate)
 	if _, exists := model.Workloads[key]; exists {
 		return nil, fmt.Errorf("workload %s already exists; give the manifest another name", key)
 	}
-	group, wl, skip := model.podGroup(candidate, model.localQueues)
+	group, wl, skip := model.PodGroup(candidate)
 	if skip != nil {
 		return &Prediction{Workload: key, Verdict: VerdictPending, Reason: skip.Reason, Message: skip.Message}, nil
 	}
@@ -267,7 +268,7 @@ func WritePredictionsTable(w io.Writer, predictions []*Prediction) error {
 		if len(p.Preempts) > 0 {
 			detail = preemptsText(p.Preempts)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Workload, dash(p.ClusterQueue), dash(describe(p.Requests)), p.Verdict, dash(p.Reason), detail)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Workload, dash(p.ClusterQueue), dash(kueuemodel.Describe(p.Requests)), p.Verdict, dash(p.Reason), detail)
 	}
 	return tw.Flush()
 }

@@ -1,4 +1,8 @@
-package kueue
+// Package report holds the reports of arbiter-kueue, computed from package kueue's model and one
+// call to arbiter, changing nothing: Explain (what arbiter's Kueue model would admit or preempt
+// now, and every queue's share beside Kueue's) and WhatIf (what a manifest would get if it were
+// submitted now).
+package report
 
 import (
 	"context"
@@ -11,13 +15,8 @@ import (
 	"text/tabwriter"
 
 	arbiterv1 "arbiter.dev/clients/go/arbiterv1"
+	kueuemodel "arbiter.dev/clients/go/k8s/kueue"
 )
-
-// Arbiter is the part of arbiter's API the adapter calls; *client.Client implements it.
-type Arbiter interface {
-	Schedule(ctx context.Context, req *arbiterv1.ScheduleRequest) (*arbiterv1.ScheduleResponse, error)
-	ComputeFairShares(ctx context.Context, req *arbiterv1.FairShareRequest) (*arbiterv1.FairShareResponse, error)
-}
 
 // Verdicts of a pending workload.
 const (
@@ -68,9 +67,9 @@ type ShareComparison struct {
 
 // Report is the answer of explain.
 type Report struct {
-	Workloads []WorkloadVerdict `json:"workloads"`
-	Queues    []ShareComparison `json:"queues"`
-	Skipped   []Skipped         `json:"skipped"`
+	Workloads []WorkloadVerdict    `json:"workloads"`
+	Queues    []ShareComparison    `json:"queues"`
+	Skipped   []kueuemodel.Skipped `json:"skipped"`
 }
 
 // ExplainOptions narrow a report to some workloads.
@@ -82,7 +81,7 @@ type ExplainOptions struct {
 // Explain asks arbiter what it would do with s: one Schedule for the verdicts (the state Kueue
 // would reach over successive cycles with no new arrivals) and one ComputeFairShares for the
 // shares on the current tree.
-func Explain(ctx context.Context, arb Arbiter, s *State, model *Model, opts ExplainOptions) (*Report, error) {
+func Explain(ctx context.Context, arb kueuemodel.Arbiter, s *kueuemodel.State, model *kueuemodel.Model, opts ExplainOptions) (*Report, error) {
 	resp, err := arb.Schedule(ctx, model.Request)
 	if err != nil {
 		return nil, fmt.Errorf("schedule: %w", err)
@@ -91,7 +90,7 @@ func Explain(ctx context.Context, arb Arbiter, s *State, model *Model, opts Expl
 	if err != nil {
 		return nil, fmt.Errorf("compute fair shares: %w", err)
 	}
-	r := &Report{Workloads: verdicts(model, resp, opts), Queues: compareShares(s, model, shares), Skipped: []Skipped{}}
+	r := &Report{Workloads: verdicts(model, resp, opts), Queues: compareShares(s, model, shares), Skipped: []kueuemodel.Skipped{}}
 	for _, sk := range model.Skipped {
 		if selected(sk.Workload, opts) {
 			r.Skipped = append(r.Skipped, sk)
@@ -106,7 +105,7 @@ func selected(key string, opts ExplainOptions) bool {
 }
 
 // verdicts reads resp for every pending workload of the model, in ClusterQueue then queue order.
-func verdicts(model *Model, resp *arbiterv1.ScheduleResponse, opts ExplainOptions) []WorkloadVerdict {
+func verdicts(model *kueuemodel.Model, resp *arbiterv1.ScheduleResponse, opts ExplainOptions) []WorkloadVerdict {
 	admitted := map[string]*arbiterv1.Admission{}
 	for _, a := range resp.GetAdmissions() {
 		admitted[a.GetPodGroup()] = a
@@ -127,7 +126,7 @@ func verdicts(model *Model, resp *arbiterv1.ScheduleResponse, opts ExplainOption
 		if a.ClusterQueue != b.ClusterQueue {
 			return a.ClusterQueue < b.ClusterQueue
 		}
-		return queueOrderLess(a.Obj, b.Obj)
+		return kueuemodel.QueueOrderLess(a.Obj, b.Obj)
 	})
 	out := make([]WorkloadVerdict, 0, len(keys))
 	for _, key := range keys {
@@ -149,7 +148,7 @@ func verdicts(model *Model, resp *arbiterv1.ScheduleResponse, opts ExplainOption
 }
 
 // preemptions are the workloads resp evicts, by preemptor, one entry per workload.
-func preemptions(model *Model, resp *arbiterv1.ScheduleResponse) map[string][]Preemption {
+func preemptions(model *kueuemodel.Model, resp *arbiterv1.ScheduleResponse) map[string][]Preemption {
 	preempts := map[string][]Preemption{}
 	seen := map[[2]string]bool{}
 	for _, e := range resp.GetEvictions() {
@@ -188,7 +187,7 @@ func PublishedShare(share float64) int64 {
 	return int64(math.Ceil(share))
 }
 
-func compareShares(s *State, model *Model, shares *arbiterv1.FairShareResponse) []ShareComparison {
+func compareShares(s *kueuemodel.State, model *kueuemodel.Model, shares *arbiterv1.FairShareResponse) []ShareComparison {
 	published := map[string]*int64{}
 	for i := range s.ClusterQueues {
 		if fs := s.ClusterQueues[i].Status.FairSharing; fs != nil {

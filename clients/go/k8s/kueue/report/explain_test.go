@@ -1,4 +1,4 @@
-package kueue
+package report
 
 import (
 	"bytes"
@@ -10,32 +10,36 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	kueuemodel "arbiter.dev/clients/go/k8s/kueue"
+
+	"arbiter.dev/clients/go/test/kueuetest"
 )
 
 // borrowedCohort: team-a and team-b (4 CPUs each, cohort pool) where team-b's running workload
 // borrows 2 CPUs of team-a's quota, and team-a may reclaim it.
-func borrowedCohort() *State {
-	teamA := clusterQueue("team-a", "pool", quota("cpu", "4"))
+func borrowedCohort() *kueuemodel.State {
+	teamA := kueuetest.ClusterQueue("team-a", "pool", kueuetest.Quota("cpu", "4"))
 	teamA.Spec.Preemption = &kueue.ClusterQueuePreemption{ReclaimWithinCohort: kueue.PreemptionPolicyAny}
-	teamB := clusterQueue("team-b", "pool", quota("cpu", "4"))
+	teamB := kueuetest.ClusterQueue("team-b", "pool", kueuetest.Quota("cpu", "4"))
 	teamA.Status.FairSharing = &kueue.FairSharingStatus{WeightedShare: 7} // not what arbiter computes
 	teamB.Status.FairSharing = &kueue.FairSharingStatus{WeightedShare: 250}
-	return &State{
-		Now:           t0.Add(time.Hour),
+	return &kueuemodel.State{
+		Now:           kueuetest.T0.Add(time.Hour),
 		ClusterQueues: []kueue.ClusterQueue{teamA, teamB},
-		LocalQueues:   []kueue.LocalQueue{localQueue("a", "lq", "team-a"), localQueue("b", "lq", "team-b")},
+		LocalQueues:   []kueue.LocalQueue{kueuetest.LocalQueue("a", "lq", "team-a"), kueuetest.LocalQueue("b", "lq", "team-b")},
 		Workloads: []kueue.Workload{
-			reserve(pending("b", "big", "lq", 0, 3, "cpu", "2"), "team-b", time.Minute, true),
-			pending("a", "reclaimer", "lq", 2*time.Minute, 4, "cpu", "1"),
-			pending("a", "huge", "lq", 3*time.Minute, 1, "cpu", "20"),
+			kueuetest.Reserve(kueuetest.Pending("b", "big", "lq", 0, 3, "cpu", "2"), "team-b", time.Minute, true),
+			kueuetest.Pending("a", "reclaimer", "lq", 2*time.Minute, 4, "cpu", "1"),
+			kueuetest.Pending("a", "huge", "lq", 3*time.Minute, 1, "cpu", "20"),
 		},
 	}
 }
 
 func TestExplainNamesTheAdmissionsPreemptionsAndReasonsOfArbiter(t *testing.T) {
-	arb := arbiterClient(t)
+	arb := kueuetest.ArbiterClient(t)
 	s := borrowedCohort()
-	m, err := Build(s, Options{})
+	m, err := kueuemodel.Build(s, kueuemodel.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +72,7 @@ func TestExplainNamesTheAdmissionsPreemptionsAndReasonsOfArbiter(t *testing.T) {
 	if a := shares["team-a"]; a.WeightedShare != 0 || !a.Differs {
 		t.Errorf("team-a: %+v, want 0 and flagged against Kueue's 7", a)
 	}
-	if p := shares["pool"]; p.Kind != KindCohort || p.Kueue != nil || p.Differs {
+	if p := shares["pool"]; p.Kind != kueuemodel.KindCohort || p.Kueue != nil || p.Differs {
 		t.Errorf("pool: %+v, want an implicit cohort with no published share", p)
 	}
 
@@ -95,9 +99,9 @@ func TestExplainNamesTheAdmissionsPreemptionsAndReasonsOfArbiter(t *testing.T) {
 }
 
 func TestExplainNarrowsToOneWorkload(t *testing.T) {
-	arb := arbiterClient(t)
+	arb := kueuetest.ArbiterClient(t)
 	s := borrowedCohort()
-	m, err := Build(s, Options{})
+	m, err := kueuemodel.Build(s, kueuemodel.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,14 @@
-package kueue
+package main
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -24,9 +26,15 @@ import (
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
 	arbiterv1 "arbiter.dev/clients/go/arbiterv1"
-	"arbiter.dev/clients/go/internal/e2e"
-	"arbiter.dev/clients/go/k8s/controlplane"
 	"arbiter.dev/clients/go/k8s/usage"
+	"arbiter.dev/clients/go/test/controlplane"
+	"arbiter.dev/clients/go/test/e2e"
+
+	"arbiter.dev/clients/go/test/kueuetest"
+
+	kueuemodel "arbiter.dev/clients/go/k8s/kueue"
+	"arbiter.dev/clients/go/k8s/kueue/report"
+	"arbiter.dev/clients/go/k8s/kueue/timeaware"
 )
 
 // realKueue is a control plane with Kueue's own controller manager, an arbiter-server, and
@@ -77,7 +85,7 @@ func (r *realKueue) logWorkloads(t *testing.T) {
 	}
 	for _, w := range list.Items {
 		var b strings.Builder
-		fmt.Fprintf(&b, "workload %s:", WorkloadKey(&w))
+		fmt.Fprintf(&b, "workload %s:", kueuemodel.WorkloadKey(&w))
 		for _, c := range w.Status.Conditions {
 			fmt.Fprintf(&b, "\n    %s=%s %s %s (%s)", c.Type, c.Status, c.LastTransitionTime.Format(time.TimeOnly), c.Reason, c.Message)
 		}
@@ -114,7 +122,7 @@ func (r *realKueue) queues(t *testing.T, cohort *kueue.Cohort, cqs ...kueue.Clus
 		}
 		ns := strings.TrimPrefix(cqs[i].Name, "team-")
 		r.namespace(t, ns)
-		lq := localQueue(ns, "lq", cqs[i].Name)
+		lq := kueuetest.LocalQueue(ns, "lq", cqs[i].Name)
 		if _, err := api.LocalQueues(ns).Create(ctx, &lq, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +152,7 @@ func (r *realKueue) workloads(t *testing.T) map[string]*kueue.Workload {
 	}
 	out := map[string]*kueue.Workload{}
 	for i := range list.Items {
-		out[WorkloadKey(&list.Items[i])] = &list.Items[i]
+		out[kueuemodel.WorkloadKey(&list.Items[i])] = &list.Items[i]
 	}
 	return out
 }
@@ -171,7 +179,7 @@ func (r *realKueue) releaseEvicted(ctx context.Context) {
 		if err == nil {
 			for i := range list.Items {
 				w := &list.Items[i]
-				if !apimeta.IsStatusConditionTrue(w.Status.Conditions, kueue.WorkloadEvicted) || !HasQuotaReservation(w) {
+				if !apimeta.IsStatusConditionTrue(w.Status.Conditions, kueue.WorkloadEvicted) || !kueuemodel.HasQuotaReservation(w) {
 					continue
 				}
 				apimeta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{
@@ -228,13 +236,13 @@ func TestRealExplainAndWhatIfMatchWhatKueueDoes(t *testing.T) {
 	go r.releaseEvicted(ctx)
 
 	r.queues(t, &kueue.Cohort{ObjectMeta: metav1.ObjectMeta{Name: "org"}},
-		withReclaim(clusterQueue("team-a", "org", quota("cpu", "2"))),
-		withReclaim(clusterQueue("team-b", "org", quota("cpu", "2"))),
-		withReclaim(clusterQueue("team-c", "org", quota("cpu", "4"))))
+		withReclaim(kueuetest.ClusterQueue("team-a", "org", kueuetest.Quota("cpu", "2"))),
+		withReclaim(kueuetest.ClusterQueue("team-b", "org", kueuetest.Quota("cpu", "2"))),
+		withReclaim(kueuetest.ClusterQueue("team-c", "org", kueuetest.Quota("cpu", "4"))))
 	// team-a takes the whole cohort, one workload at a time, so that their reservation times
 	// (seconds in the API) differ and the order of victims is Kueue's, not a tie.
 	for i := 1; i <= 4; i++ {
-		w := pending("a", fmt.Sprintf("a-%d", i), "lq", 0, 1, "cpu", "2")
+		w := kueuetest.Pending("a", fmt.Sprintf("a-%d", i), "lq", 0, 1, "cpu", "2")
 		r.createWorkload(t, w)
 		if _, err := controlplane.WaitForWorkloadCondition(ctx, r.kc, "a", w.Name, kueue.WorkloadQuotaReserved, time.Minute); err != nil {
 			t.Fatal(err)
@@ -246,7 +254,7 @@ func TestRealExplainAndWhatIfMatchWhatKueueDoes(t *testing.T) {
 	// may schedule before its cache holds the Workloads admitted earlier.
 	r.holdLocalQueue(t, "b", kueue.Hold)
 	for i := 1; i <= 3; i++ {
-		w := pending("b", fmt.Sprintf("b-%d", i), "lq", 0, 1, "cpu", "2")
+		w := kueuetest.Pending("b", fmt.Sprintf("b-%d", i), "lq", 0, 1, "cpu", "2")
 		// Kueue admits b-1 and b-2 in one cycle, so their reservation times (in seconds) tie,
 		// and Kueue breaks that tie between preemption candidates by UID, which no one can
 		// predict. A priority apart settles which of them a later reclamation takes.
@@ -256,16 +264,16 @@ func TestRealExplainAndWhatIfMatchWhatKueueDoes(t *testing.T) {
 	}
 
 	dumps := t.TempDir()
-	var report Report
-	if err := json.Unmarshal(r.arbiterKueue(t, bin, "explain", "--format", "json", "--dump-snapshot", dumps), &report); err != nil {
+	var explained report.Report
+	if err := json.Unmarshal(r.arbiterKueue(t, bin, "explain", "--format", "json", "--dump-snapshot", dumps), &explained); err != nil {
 		t.Fatal(err)
 	}
 	replayed := replayDump(t, dumps)
 	predicted := map[string]string{} // victim -> rule
 	admit := map[string]bool{}
-	for _, v := range report.Workloads {
+	for _, v := range explained.Workloads {
 		t.Logf("arbiter: %s %s %s %v", v.Workload, v.Verdict, v.Reason, v.Preempts)
-		if v.Verdict != VerdictPending {
+		if v.Verdict != report.VerdictPending {
 			admit[v.Workload] = true
 		}
 		for _, p := range v.Preempts {
@@ -287,8 +295,8 @@ func TestRealExplainAndWhatIfMatchWhatKueueDoes(t *testing.T) {
 		}
 	}
 	for _, e := range replayed.GetEvictions() {
-		if predicted[e.GetPodGroup()] != Rule(e.GetReason()) {
-			t.Errorf("the replayed snapshot evicts %s by %s; explain said %q", e.GetPodGroup(), Rule(e.GetReason()), predicted[e.GetPodGroup()])
+		if predicted[e.GetPodGroup()] != report.Rule(e.GetReason()) {
+			t.Errorf("the replayed snapshot evicts %s by %s; explain said %q", e.GetPodGroup(), report.Rule(e.GetReason()), predicted[e.GetPodGroup()])
 		}
 	}
 	if rules["InCohortReclamation"] == 0 || rules["InCohortFairSharing"] == 0 || len(admit) == 3 {
@@ -300,12 +308,12 @@ func TestRealExplainAndWhatIfMatchWhatKueueDoes(t *testing.T) {
 	waitFor(t, "Kueue to admit and preempt as predicted", 2*time.Minute, func() bool {
 		ws := r.workloads(t)
 		for key := range admit {
-			if !HasQuotaReservation(ws[key]) {
+			if !kueuemodel.HasQuotaReservation(ws[key]) {
 				return false
 			}
 		}
 		for key := range predicted {
-			if HasQuotaReservation(ws[key]) {
+			if kueuemodel.HasQuotaReservation(ws[key]) {
 				return false
 			}
 		}
@@ -313,7 +321,7 @@ func TestRealExplainAndWhatIfMatchWhatKueueDoes(t *testing.T) {
 	})
 	time.Sleep(3 * time.Second) // nothing else may move
 	ws := r.workloads(t)
-	for _, key := range sortedKeys(ws) {
+	for _, key := range slices.Sorted(maps.Keys(ws)) {
 		w := ws[key]
 		preempted := apimeta.FindStatusCondition(w.Status.Conditions, kueue.WorkloadPreempted)
 		switch {
@@ -325,14 +333,14 @@ func TestRealExplainAndWhatIfMatchWhatKueueDoes(t *testing.T) {
 			t.Errorf("%s: Kueue preempted it (%s), arbiter did not predict it", key, preempted.Reason)
 		}
 		wantReserved := admit[key] || (strings.HasPrefix(key, "a/") && predicted[key] == "")
-		if HasQuotaReservation(w) != wantReserved {
-			t.Errorf("%s: quota reserved %v, arbiter predicted %v", key, HasQuotaReservation(w), wantReserved)
+		if kueuemodel.HasQuotaReservation(w) != wantReserved {
+			t.Errorf("%s: quota reserved %v, arbiter predicted %v", key, kueuemodel.HasQuotaReservation(w), wantReserved)
 		}
 	}
 
 	// The shares Kueue publishes are arbiter's (Kueue updates its status as it goes).
 	waitFor(t, "Kueue's weighted shares to equal arbiter's", time.Minute, func() bool {
-		var now Report
+		var now report.Report
 		if err := json.Unmarshal(r.arbiterKueue(t, bin, "explain", "--format", "json"), &now); err != nil {
 			t.Fatal(err)
 		}
@@ -363,7 +371,7 @@ func TestRealExplainAndWhatIfMatchWhatKueueDoes(t *testing.T) {
 			if err := os.WriteFile(path, []byte(manifests[name]), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			var predictions []Prediction
+			var predictions []report.Prediction
 			if err := json.Unmarshal(r.arbiterKueue(t, bin, "what-if", "-f", path, "--format", "json"), &predictions); err != nil {
 				t.Fatal(err)
 			}
@@ -371,17 +379,17 @@ func TestRealExplainAndWhatIfMatchWhatKueueDoes(t *testing.T) {
 			t.Logf("what-if %s: %+v", name, p)
 			// Submit it as predicted (a Workload as it is; the Job as the Workload Kueue would
 			// make of it) and see what Kueue does.
-			ws, err := WorkloadsFromManifests([]byte(manifests[name]), "default", Priorities{})
+			ws, err := report.WorkloadsFromManifests([]byte(manifests[name]), "default", report.Priorities{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			w := *ws[0]
 			w.ResourceVersion = ""
 			r.createWorkload(t, w)
-			key := WorkloadKey(&w)
-			if p.Verdict == VerdictPending {
+			key := kueuemodel.WorkloadKey(&w)
+			if p.Verdict == report.VerdictPending {
 				time.Sleep(3 * time.Second)
-				if got := r.workloads(t)[key]; HasQuotaReservation(got) {
+				if got := r.workloads(t)[key]; kueuemodel.HasQuotaReservation(got) {
 					t.Errorf("%s: predicted pending (%s), Kueue admitted it", key, p.Reason)
 				}
 				continue
@@ -390,7 +398,7 @@ func TestRealExplainAndWhatIfMatchWhatKueueDoes(t *testing.T) {
 				t.Errorf("%s: predicted %s, but %v", key, p.Verdict, err)
 			}
 			for _, victim := range p.Preempts {
-				if HasQuotaReservation(r.workloads(t)[victim.Workload]) {
+				if kueuemodel.HasQuotaReservation(r.workloads(t)[victim.Workload]) {
 					t.Errorf("%s: predicted to preempt %s, which still has its quota", key, victim.Workload)
 				}
 			}
@@ -423,7 +431,7 @@ func (r *realKueue) backlog(t *testing.T, ns string, n int, cpu string, run time
 	t.Helper()
 	for i := 0; i < n; i++ {
 		job := &batchv1.Job{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", ns, i), Labels: map[string]string{QueueNameLabel: "lq"}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", ns, i), Labels: map[string]string{report.QueueNameLabel: "lq"}},
 			Spec: batchv1.JobSpec{
 				Suspend: ptr.To(true), // Kueue's webhook would set it; none runs here
 				Template: corev1.PodTemplateSpec{
@@ -479,17 +487,17 @@ func storyOneOnKueue(t *testing.T, r *realKueue, jobs int, run time.Duration) {
 		t.Fatal(err)
 	}
 	if _, err := r.kc.KueueV1beta2().AdmissionChecks().Create(ctx, &kueue.AdmissionCheck{
-		ObjectMeta: metav1.ObjectMeta{Name: "time-aware"}, Spec: kueue.AdmissionCheckSpec{ControllerName: CheckControllerName},
+		ObjectMeta: metav1.ObjectMeta{Name: "time-aware"}, Spec: kueue.AdmissionCheckSpec{ControllerName: timeaware.CheckControllerName},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var cqs []kueue.ClusterQueue
 	for _, name := range []string{"team-a", "team-b"} {
-		cq := clusterQueue(name, "pool", quota("cpu", "0"))
+		cq := kueuetest.ClusterQueue(name, "pool", kueuetest.Quota("cpu", "0"))
 		cq.Spec.AdmissionChecksStrategy = &kueue.AdmissionChecksStrategy{AdmissionChecks: []kueue.AdmissionCheckStrategyRule{{Name: "time-aware"}}}
 		cqs = append(cqs, cq)
 	}
-	pool := cohortObj("pool", "", quota("cpu", "8"))
+	pool := kueuetest.Cohort("pool", "", kueuetest.Quota("cpu", "8"))
 	r.queues(t, &pool, cqs...)
 	r.namespace(t, "arbiter-system")
 	r.backlog(t, "a", jobs, "8", run)

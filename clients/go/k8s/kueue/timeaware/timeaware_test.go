@@ -1,4 +1,4 @@
-package kueue
+package timeaware
 
 import (
 	"context"
@@ -12,23 +12,27 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"arbiter.dev/clients/go/k8s/usage"
+
+	kueuemodel "arbiter.dev/clients/go/k8s/kueue"
+
+	"arbiter.dev/clients/go/test/kueuetest"
 )
 
 // storyOne is the seed's story 1 on Kueue: a cohort holds 8 GPUs, team-a and team-b hold none of
 // their own, and each has an endless backlog of jobs that take all 8. reserved (a workload key
 // of ns a or b) has its quota reserved and waits for the check.
-func storyOne(reserved string) *State {
-	s := &State{
-		Now:           t0.Add(2 * time.Hour),
-		ClusterQueues: []kueue.ClusterQueue{clusterQueue("team-a", "pool", quota("nvidia.com/gpu", "0")), clusterQueue("team-b", "pool", quota("nvidia.com/gpu", "0"))},
-		Cohorts:       []kueue.Cohort{cohortObj("pool", "", quota("nvidia.com/gpu", "8"))},
-		LocalQueues:   []kueue.LocalQueue{localQueue("a", "lq", "team-a"), localQueue("b", "lq", "team-b")},
+func storyOne(reserved string) *kueuemodel.State {
+	s := &kueuemodel.State{
+		Now:           kueuetest.T0.Add(2 * time.Hour),
+		ClusterQueues: []kueue.ClusterQueue{kueuetest.ClusterQueue("team-a", "pool", kueuetest.Quota("nvidia.com/gpu", "0")), kueuetest.ClusterQueue("team-b", "pool", kueuetest.Quota("nvidia.com/gpu", "0"))},
+		Cohorts:       []kueue.Cohort{kueuetest.Cohort("pool", "", kueuetest.Quota("nvidia.com/gpu", "8"))},
+		LocalQueues:   []kueue.LocalQueue{kueuetest.LocalQueue("a", "lq", "team-a"), kueuetest.LocalQueue("b", "lq", "team-b")},
 	}
 	for i := 0; i < 3; i++ {
 		for _, team := range []string{"a", "b"} {
-			w := pending(team, fmt.Sprintf("job-%d", i), "lq", time.Duration(i)*time.Minute, 1, "nvidia.com/gpu", "8")
-			if Key(team, w.Name) == reserved {
-				w = reserve(w, "team-"+team, time.Hour, false)
+			w := kueuetest.Pending(team, fmt.Sprintf("job-%d", i), "lq", time.Duration(i)*time.Minute, 1, "nvidia.com/gpu", "8")
+			if kueuemodel.Key(team, w.Name) == reserved {
+				w = kueuetest.Reserve(w, "team-"+team, time.Hour, false)
 				w.Status.AdmissionChecks = []kueue.AdmissionCheckState{{Name: "time-aware", State: kueue.CheckStatePending}}
 			}
 			s.Workloads = append(s.Workloads, w)
@@ -41,7 +45,7 @@ func storyOne(reserved string) *State {
 func ledgerAfter(aHours, bHours float64) *usage.Ledger {
 	hours := aHours + bHours
 	return &usage.Ledger{
-		Updated: t0.Add(2 * time.Hour),
+		Updated: kueuetest.T0.Add(2 * time.Hour),
 		Queues: map[string]map[string]float64{
 			"team-a": {"nvidia.com/gpu": 8 * 3600 * aHours},
 			"team-b": {"nvidia.com/gpu": 8 * 3600 * bHours},
@@ -51,13 +55,13 @@ func ledgerAfter(aHours, bHours float64) *usage.Ledger {
 	}
 }
 
-func decide(t *testing.T, s *State, l *usage.Ledger, k float64, key string) Decision {
+func decide(t *testing.T, s *kueuemodel.State, l *usage.Ledger, k float64, key string) Decision {
 	t.Helper()
-	m, err := Build(s, Options{})
+	m, err := kueuemodel.Build(s, kueuemodel.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, req, err := Decide(context.Background(), arbiterClient(t), m, l, k, key)
+	d, req, err := Decide(context.Background(), kueuetest.ArbiterClient(t), m, l, k, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,10 +99,10 @@ func TestTimeAwareCheckWithKZeroIsReadyWhatever(t *testing.T) {
 	// Random cohorts, quotas, weights, workloads and histories: with k = 0 every workload Kueue
 	// reserved quota for goes through.
 	rng := rand.New(rand.NewPCG(7, 16))
-	arb := arbiterClient(t)
+	arb := kueuetest.ArbiterClient(t)
 	for trial := 0; trial < 40; trial++ {
 		s, keys := randomState(rng)
-		m, err := Build(s, Options{})
+		m, err := kueuemodel.Build(s, kueuemodel.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,23 +124,23 @@ func TestTimeAwareCheckWithKZeroIsReadyWhatever(t *testing.T) {
 
 // randomState is 2–4 ClusterQueues in one cohort with random quotas and weights, and random
 // workloads, some reserved; it returns the reserved keys.
-func randomState(rng *rand.Rand) (*State, []string) {
-	s := &State{Now: t0.Add(time.Hour), Cohorts: []kueue.Cohort{cohortObj("pool", "", quota("cpu", fmt.Sprint(rng.IntN(8))))}}
+func randomState(rng *rand.Rand) (*kueuemodel.State, []string) {
+	s := &kueuemodel.State{Now: kueuetest.T0.Add(time.Hour), Cohorts: []kueue.Cohort{kueuetest.Cohort("pool", "", kueuetest.Quota("cpu", fmt.Sprint(rng.IntN(8))))}}
 	var reserved []string
 	for q := 0; q < 2+rng.IntN(3); q++ {
-		cq := clusterQueue(fmt.Sprintf("cq-%d", q), "pool", quota("cpu", fmt.Sprint(rng.IntN(6))))
+		cq := kueuetest.ClusterQueue(fmt.Sprintf("cq-%d", q), "pool", kueuetest.Quota("cpu", fmt.Sprint(rng.IntN(6))))
 		if rng.IntN(2) == 0 {
-			w := resourceQuantity(fmt.Sprint(rng.IntN(4)))
+			w := kueuetest.Quantity(fmt.Sprint(rng.IntN(4)))
 			cq.Spec.FairSharing = &kueue.FairSharing{Weight: &w}
 		}
 		s.ClusterQueues = append(s.ClusterQueues, cq)
 		ns := fmt.Sprintf("ns-%d", q)
-		s.LocalQueues = append(s.LocalQueues, localQueue(ns, "lq", cq.Name))
+		s.LocalQueues = append(s.LocalQueues, kueuetest.LocalQueue(ns, "lq", cq.Name))
 		for i := 0; i < rng.IntN(4); i++ {
-			w := pending(ns, fmt.Sprintf("w-%d", i), "lq", time.Duration(rng.IntN(60))*time.Minute, 1+rng.Int32N(3), "cpu", fmt.Sprint(1+rng.IntN(3)))
+			w := kueuetest.Pending(ns, fmt.Sprintf("w-%d", i), "lq", time.Duration(rng.IntN(60))*time.Minute, 1+rng.Int32N(3), "cpu", fmt.Sprint(1+rng.IntN(3)))
 			if rng.IntN(2) == 0 {
-				w = reserve(w, cq.Name, time.Duration(rng.IntN(60))*time.Minute, false)
-				reserved = append(reserved, WorkloadKey(&w))
+				w = kueuetest.Reserve(w, cq.Name, time.Duration(rng.IntN(60))*time.Minute, false)
+				reserved = append(reserved, kueuemodel.WorkloadKey(&w))
 			}
 			s.Workloads = append(s.Workloads, w)
 		}
@@ -161,7 +165,7 @@ func TestTimeAwareCheckLetsThroughWhatNoRivalCouldUse(t *testing.T) {
 	s = storyOne("a/job-1")
 	for i := range s.Workloads {
 		if s.Workloads[i].Namespace == "b" {
-			s.Workloads[i] = pending("b", s.Workloads[i].Name, "lq", 0, 2, "nvidia.com/gpu", "8")
+			s.Workloads[i] = kueuetest.Pending("b", s.Workloads[i].Name, "lq", 0, 2, "nvidia.com/gpu", "8")
 		}
 	}
 	if d := decide(t, s, ledgerAfter(1, 0), 1, "a/job-1"); d.State != kueue.CheckStateReady {
@@ -170,7 +174,7 @@ func TestTimeAwareCheckLetsThroughWhatNoRivalCouldUse(t *testing.T) {
 	// team-a's job is small: within its time-aware share, although it used a little more. (After
 	// an hour of team-a alone its share would be 0, and even this job would wait for team-b.)
 	s = storyOne("")
-	small := reserve(pending("a", "small", "lq", 0, 1, "nvidia.com/gpu", "1"), "team-a", time.Hour, false)
+	small := kueuetest.Reserve(kueuetest.Pending("a", "small", "lq", 0, 1, "nvidia.com/gpu", "1"), "team-a", time.Hour, false)
 	s.Workloads = append(s.Workloads, small)
 	if d := decide(t, s, ledgerAfter(1, 0.8), 1, "a/small"); d.State != kueue.CheckStateReady || !strings.Contains(d.Message, "within its time-aware share") {
 		t.Errorf("small job: %+v, want Ready within share", d)
@@ -179,10 +183,10 @@ func TestTimeAwareCheckLetsThroughWhatNoRivalCouldUse(t *testing.T) {
 
 func TestLedgerInputsCountAdmittedWorkloadsUpTheTree(t *testing.T) {
 	s := storyOne("a/job-1") // reserved, not admitted: waits for the check, so holds nothing yet
-	admitted := reserve(pending("b", "running", "lq", 0, 1, "nvidia.com/gpu", "2"), "team-b", 0, true)
+	admitted := kueuetest.Reserve(kueuetest.Pending("b", "running", "lq", 0, 1, "nvidia.com/gpu", "2"), "team-b", 0, true)
 	admitted.Status.Conditions = append(admitted.Status.Conditions, metav1.Condition{})
 	s.Workloads = append(s.Workloads, admitted)
-	m, err := Build(s, Options{})
+	m, err := kueuemodel.Build(s, kueuemodel.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

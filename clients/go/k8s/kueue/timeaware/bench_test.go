@@ -1,4 +1,4 @@
-package kueue
+package timeaware
 
 import (
 	"context"
@@ -10,6 +10,10 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"arbiter.dev/clients/go/k8s/usage"
+
+	kueuemodel "arbiter.dev/clients/go/k8s/kueue"
+
+	"arbiter.dev/clients/go/test/kueuetest"
 )
 
 // BenchmarkTimeAwareDecision measures one decision of the time-aware check in a cohort of 100
@@ -18,25 +22,25 @@ import (
 // iteration decides the workload of a ClusterQueue that used more than its rivals, so every
 // decision goes as far as the fit test.
 func BenchmarkTimeAwareDecision(b *testing.B) {
-	arb := arbiterClient(b)
+	arb := kueuetest.ArbiterClient(b)
 	const queues, perQueue = 100, 20
-	s := &State{Now: t0.Add(time.Hour), Cohorts: []kueue.Cohort{cohortObj("pool", "", quota("cpu", fmt.Sprint(queues*4)))}}
+	s := &kueuemodel.State{Now: kueuetest.T0.Add(time.Hour), Cohorts: []kueue.Cohort{kueuetest.Cohort("pool", "", kueuetest.Quota("cpu", fmt.Sprint(queues*4)))}}
 	ledger := &usage.Ledger{Queues: map[string]map[string]float64{}, Capacity: map[string]float64{"cpu": queues * 4000 * 3600}}
 	for q := 0; q < queues; q++ {
 		name := fmt.Sprintf("cq-%03d", q)
-		s.ClusterQueues = append(s.ClusterQueues, clusterQueue(name, "pool", quota("cpu", "2")))
+		s.ClusterQueues = append(s.ClusterQueues, kueuetest.ClusterQueue(name, "pool", kueuetest.Quota("cpu", "2")))
 		ns := fmt.Sprintf("ns-%03d", q)
-		s.LocalQueues = append(s.LocalQueues, localQueue(ns, "lq", name))
+		s.LocalQueues = append(s.LocalQueues, kueuetest.LocalQueue(ns, "lq", name))
 		for i := 0; i < perQueue; i++ {
-			w := pending(ns, fmt.Sprintf("w-%02d", i), "lq", time.Duration(i)*time.Second, 1, "cpu", "400m")
+			w := kueuetest.Pending(ns, fmt.Sprintf("w-%02d", i), "lq", time.Duration(i)*time.Second, 1, "cpu", "400m")
 			if i < perQueue/2 {
-				w = reserve(w, name, time.Minute, i > 0)
+				w = kueuetest.Reserve(w, name, time.Minute, i > 0)
 			}
 			s.Workloads = append(s.Workloads, w)
 		}
 		ledger.Queues[name] = map[string]float64{"cpu": float64(q) * 1e6}
 	}
-	m, err := Build(s, Options{})
+	m, err := kueuemodel.Build(s, kueuemodel.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -46,7 +50,7 @@ func BenchmarkTimeAwareDecision(b *testing.B) {
 	var took []time.Duration
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		if _, err := Build(s, Options{}); err != nil {
+		if _, err := kueuemodel.Build(s, kueuemodel.Options{}); err != nil {
 			b.Fatal(err)
 		}
 		d, _, err := Decide(context.Background(), arb, m, ledger, 1, key)

@@ -1,4 +1,4 @@
-package kueue
+package timeaware
 
 import (
 	"context"
@@ -20,6 +20,10 @@ import (
 	kueuefake "sigs.k8s.io/kueue/client-go/clientset/versioned/fake"
 
 	"arbiter.dev/clients/go/k8s/usage"
+
+	kueuemodel "arbiter.dev/clients/go/k8s/kueue"
+
+	"arbiter.dev/clients/go/test/kueuetest"
 )
 
 // checkerFixture is a Checker on fake clients holding s, the two AdmissionChecks and the ledger.
@@ -31,7 +35,7 @@ type checkerFixture struct {
 	stop  context.CancelFunc
 }
 
-func startChecker(t *testing.T, s *State, ledger *usage.Ledger) *checkerFixture {
+func startChecker(t *testing.T, s *kueuemodel.State, ledger *usage.Ledger) *checkerFixture {
 	t.Helper()
 	objects := []runtime.Object{
 		&kueue.AdmissionCheck{ObjectMeta: metav1.ObjectMeta{Name: "time-aware"}, Spec: kueue.AdmissionCheckSpec{ControllerName: CheckControllerName}},
@@ -58,8 +62,8 @@ func startChecker(t *testing.T, s *State, ledger *usage.Ledger) *checkerFixture 
 	store := &usage.ConfigMapStore{Client: kube, Namespace: "arbiter-system", Name: "usage"}
 	reg := prometheus.NewRegistry()
 	c := NewChecker(CheckConfig{KValue: 1, Period: 20 * time.Millisecond, RetryAfter: 1500 * time.Millisecond},
-		kc, kube, arbiterClient(t), store, slog.New(slog.NewTextHandler(io.Discard, nil)), reg)
-	c.now = func() time.Time { return t0.Add(2*time.Hour + time.Minute) }
+		kc, kube, kueuetest.ArbiterClient(t), store, slog.New(slog.NewTextHandler(io.Discard, nil)), reg)
+	c.now = func() time.Time { return kueuetest.T0.Add(2*time.Hour + time.Minute) }
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &checkerFixture{c: c, kc: kc, store: store, done: make(chan error, 1), stop: cancel}
 	go func() { f.done <- c.Run(ctx) }()
@@ -119,7 +123,7 @@ func TestCheckerActivatesItsCheckDecidesAndSavesTheLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The loaded history was advanced to the checker's clock and saved on the way out.
-	if !l.Updated.Equal(t0.Add(2*time.Hour+time.Minute)) || l.Queues["team-a"]["nvidia.com/gpu"] != 8*3600 {
+	if !l.Updated.Equal(kueuetest.T0.Add(2*time.Hour+time.Minute)) || l.Queues["team-a"]["nvidia.com/gpu"] != 8*3600 {
 		t.Errorf("saved ledger %+v, want team-a's hour kept and the clock advanced", l)
 	}
 }
@@ -128,7 +132,7 @@ func TestCheckerLetsEverythingThroughWhatArbiterCannotModel(t *testing.T) {
 	s := storyOne("a/job-1")
 	// team-b offers its GPUs in two flavors: not expressible in arbiter's Kueue model.
 	s.ClusterQueues[1].Spec.ResourceGroups[0].Flavors = append(s.ClusterQueues[1].Spec.ResourceGroups[0].Flavors,
-		kueue.FlavorQuotas{Name: "spot", Resources: quota("nvidia.com/gpu", "4")})
+		kueue.FlavorQuotas{Name: "spot", Resources: kueuetest.Quota("nvidia.com/gpu", "4")})
 	f := startChecker(t, s, ledgerAfter(1, 0))
 	st := f.decided(t, "a", "job-1")
 	if st.State != kueue.CheckStateReady || !strings.Contains(st.Message, "passed through") || !strings.Contains(st.Message, "more than one flavor") {

@@ -15,8 +15,8 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
-	"arbiter.dev/clients/go/internal/e2e"
-	"arbiter.dev/clients/go/k8s/controlplane"
+	"arbiter.dev/clients/go/test/controlplane"
+	"arbiter.dev/clients/go/test/e2e"
 )
 
 const (

@@ -14,11 +14,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -28,7 +26,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"arbiter.dev/clients/go/k8s/controlplane"
+	"arbiter.dev/clients/go/internal/cmdutil"
+	"arbiter.dev/clients/go/test/controlplane"
 )
 
 type options struct {
@@ -39,7 +38,7 @@ type options struct {
 	timeout                              time.Duration
 }
 
-func main() {
+func parseFlags(args []string) (options, error) {
 	o := options{}
 	fs := flag.NewFlagSet("arbiter-local-cluster", flag.ContinueOnError)
 	fs.StringVar(&o.dir, "dir", filepath.Join(os.TempDir(), "arbiter-local"), "folder for the cluster's data, kubeconfig and logs (emptied first)")
@@ -52,22 +51,19 @@ func main() {
 	fs.IntVar(&o.gpus, "node-gpus", 8, "each node's nvidia.com/gpu")
 	fs.DurationVar(&o.timeout, "check-timeout", 2*time.Minute, "how long --check waits for the pods to be bound")
 	check := fs.String("check", "", "comma-separated manifests to apply; exit once their arbiter pods are bound")
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		os.Exit(2)
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %v", fs.Args())
 	}
 	if *check != "" {
 		o.check = strings.Split(*check, ",")
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o); err != nil {
-		fmt.Fprintln(os.Stderr, "arbiter-local-cluster:", err)
-		os.Exit(1)
-	}
+	return o, nil
 }
+
+func main() { cmdutil.Main("arbiter-local-cluster", parseFlags, run) }
 
 func run(ctx context.Context, o options) error {
 	if o.arbiterK8s == "" {

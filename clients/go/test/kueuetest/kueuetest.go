@@ -1,4 +1,6 @@
-package kueue
+// Package kueuetest builds the Kueue objects the tests of the Kueue adapter spell their
+// clusters with, and dials the arbiter-server they run against.
+package kueuetest
 
 import (
 	"testing"
@@ -10,13 +12,14 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"arbiter.dev/clients/go/client"
-	"arbiter.dev/clients/go/internal/e2e"
+	"arbiter.dev/clients/go/test/e2e"
 )
 
-var t0 = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+// T0 is the time every test cluster starts from.
+var T0 = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 
-// quota is "resource=amount" pairs, e.g. quota("cpu", "8", "nvidia.com/gpu", "4").
-func quota(pairs ...string) []kueue.ResourceQuota {
+// Quota is "resource=amount" pairs, e.g. Quota("cpu", "8", "nvidia.com/gpu", "4").
+func Quota(pairs ...string) []kueue.ResourceQuota {
 	var out []kueue.ResourceQuota
 	for i := 0; i < len(pairs); i += 2 {
 		out = append(out, kueue.ResourceQuota{Name: corev1.ResourceName(pairs[i]), NominalQuota: resource.MustParse(pairs[i+1])})
@@ -24,7 +27,8 @@ func quota(pairs ...string) []kueue.ResourceQuota {
 	return out
 }
 
-func groups(flavor string, q []kueue.ResourceQuota) []kueue.ResourceGroup {
+// Groups is one resource group of flavor covering q's resources.
+func Groups(flavor string, q []kueue.ResourceQuota) []kueue.ResourceGroup {
 	var covered []corev1.ResourceName
 	for _, r := range q {
 		covered = append(covered, r.Name)
@@ -32,37 +36,40 @@ func groups(flavor string, q []kueue.ResourceQuota) []kueue.ResourceGroup {
 	return []kueue.ResourceGroup{{CoveredResources: covered, Flavors: []kueue.FlavorQuotas{{Name: kueue.ResourceFlavorReference(flavor), Resources: q}}}}
 }
 
-func clusterQueue(name, cohort string, q []kueue.ResourceQuota) kueue.ClusterQueue {
+// ClusterQueue is a ClusterQueue in cohort with quota q of flavor "default", for every namespace.
+func ClusterQueue(name, cohort string, q []kueue.ResourceQuota) kueue.ClusterQueue {
 	return kueue.ClusterQueue{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: kueue.ClusterQueueSpec{
-			CohortName: kueue.CohortReference(cohort), ResourceGroups: groups("default", q),
+			CohortName: kueue.CohortReference(cohort), ResourceGroups: Groups("default", q),
 			NamespaceSelector: &metav1.LabelSelector{}, // every namespace
 		},
 	}
 }
 
-func cohortObj(name, parent string, q []kueue.ResourceQuota) kueue.Cohort {
+// Cohort is a Cohort under parent, with quota q of flavor "default" when q is not empty.
+func Cohort(name, parent string, q []kueue.ResourceQuota) kueue.Cohort {
 	c := kueue.Cohort{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kueue.CohortSpec{ParentName: kueue.CohortReference(parent)}}
 	if len(q) > 0 {
-		c.Spec.ResourceGroups = groups("default", q)
+		c.Spec.ResourceGroups = Groups("default", q)
 	}
 	return c
 }
 
-func localQueue(ns, name, cq string) kueue.LocalQueue {
+// LocalQueue is LocalQueue ns/name pointing at ClusterQueue cq.
+func LocalQueue(ns, name, cq string) kueue.LocalQueue {
 	return kueue.LocalQueue{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: kueue.LocalQueueSpec{ClusterQueue: kueue.ClusterQueueReference(cq)}}
 }
 
-// pending is a workload of count pods, each requesting the pairs, in LocalQueue lq, created at
-// t0 + offset.
-func pending(ns, name, lq string, offset time.Duration, count int32, pairs ...string) kueue.Workload {
+// Pending is a workload of count pods, each requesting the pairs, in LocalQueue lq, created at
+// T0 + offset.
+func Pending(ns, name, lq string, offset time.Duration, count int32, pairs ...string) kueue.Workload {
 	req := corev1.ResourceList{}
 	for i := 0; i < len(pairs); i += 2 {
 		req[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
 	}
 	return kueue.Workload{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: metav1.NewTime(t0.Add(offset))},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: metav1.NewTime(T0.Add(offset))},
 		Spec: kueue.WorkloadSpec{
 			QueueName: kueue.LocalQueueName(lq),
 			PodSets: []kueue.PodSet{{Name: "main", Count: count, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
@@ -72,9 +79,9 @@ func pending(ns, name, lq string, offset time.Duration, count int32, pairs ...st
 	}
 }
 
-// reserve gives w quota in cq at t0 + offset, as Kueue records it; admitted marks every check
+// Reserve gives w quota in cq at T0 + offset, as Kueue records it; admitted marks every check
 // Ready (the Admitted condition).
-func reserve(w kueue.Workload, cq string, offset time.Duration, admitted bool) kueue.Workload {
+func Reserve(w kueue.Workload, cq string, offset time.Duration, admitted bool) kueue.Workload {
 	usage := corev1.ResourceList{}
 	ps := w.Spec.PodSets[0]
 	for r, q := range ps.Template.Spec.Containers[0].Resources.Requests {
@@ -87,7 +94,7 @@ func reserve(w kueue.Workload, cq string, offset time.Duration, admitted bool) k
 		ClusterQueue:      kueue.ClusterQueueReference(cq),
 		PodSetAssignments: []kueue.PodSetAssignment{{Name: ps.Name, ResourceUsage: usage, Count: &count}},
 	}
-	at := metav1.NewTime(t0.Add(offset))
+	at := metav1.NewTime(T0.Add(offset))
 	w.Status.Conditions = append(w.Status.Conditions, metav1.Condition{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionTrue, Reason: "QuotaReserved", LastTransitionTime: at})
 	if admitted {
 		w.Status.Conditions = append(w.Status.Conditions, metav1.Condition{Type: kueue.WorkloadAdmitted, Status: metav1.ConditionTrue, Reason: "Admitted", LastTransitionTime: at})
@@ -95,8 +102,8 @@ func reserve(w kueue.Workload, cq string, offset time.Duration, admitted bool) k
 	return w
 }
 
-// arbiterClient dials a real arbiter-server started for the test.
-func arbiterClient(t testing.TB) *client.Client {
+// ArbiterClient dials a real arbiter-server started for the test.
+func ArbiterClient(t testing.TB) *client.Client {
 	t.Helper()
 	c, err := client.Dial(client.Config{Target: e2e.ArbiterServer(t)})
 	if err != nil {
@@ -106,4 +113,5 @@ func arbiterClient(t testing.TB) *client.Client {
 	return c
 }
 
-func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }
+// Quantity parses s, which must be a Kubernetes quantity.
+func Quantity(s string) resource.Quantity { return resource.MustParse(s) }

@@ -17,10 +17,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -30,7 +28,8 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
 
-	"arbiter.dev/clients/go/k8s/controlplane"
+	"arbiter.dev/clients/go/internal/cmdutil"
+	"arbiter.dev/clients/go/test/controlplane"
 )
 
 type options struct {
@@ -46,7 +45,7 @@ type options struct {
 // checkNamespace holds the check's ServiceAccount, Lease and usage ConfigMap, as the chart has it.
 const checkNamespace = "arbiter-system"
 
-func main() {
+func parseFlags(args []string) (options, error) {
 	o := options{}
 	fs := flag.NewFlagSet("arbiter-local-kueue", flag.ContinueOnError)
 	fs.StringVar(&o.dir, "dir", filepath.Join(os.TempDir(), "arbiter-local-kueue"), "folder for the cluster's data, kubeconfig and logs (emptied first)")
@@ -62,23 +61,16 @@ func main() {
 	fs.BoolVar(&o.check, "check", false, "apply examples/kueue/backlog.yaml with short jobs, wait for four admissions, and exit non-zero unless the ClusterQueues took turns")
 	fs.DurationVar(&o.checkRun, "check-job-duration", 2*time.Second, "how long each job of --check runs")
 	fs.DurationVar(&o.timeout, "check-timeout", 4*time.Minute, "how long --check waits for four admissions")
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		os.Exit(2)
+	if err := fs.Parse(args); err != nil {
+		return o, err
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "arbiter-local-kueue: unexpected arguments %v\n", fs.Args())
-		os.Exit(2)
+		return o, fmt.Errorf("unexpected arguments %v", fs.Args())
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o); err != nil {
-		fmt.Fprintln(os.Stderr, "arbiter-local-kueue:", err)
-		os.Exit(1)
-	}
+	return o, nil
 }
+
+func main() { cmdutil.Main("arbiter-local-kueue", parseFlags, run) }
 
 // cluster is what run started, for the --check story.
 type cluster struct {

@@ -19,7 +19,7 @@ import (
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	"sigs.k8s.io/yaml"
 
-	"arbiter.dev/clients/go/k8s/controlplane"
+	"arbiter.dev/clients/go/test/controlplane"
 )
 
 // turns is how many admissions --check waits for: two for each ClusterQueue when they take turns.

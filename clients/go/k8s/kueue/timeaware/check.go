@@ -1,4 +1,9 @@
-package kueue
+// Package timeaware is the controller of the arbiter.dev/time-aware AdmissionCheck, which adds
+// time-aware fairness to Kueue's admission: for each Workload whose quota Kueue reserved it
+// decides (Decide) whether another ClusterQueue of the tree deserves the quota more over time, and
+// writes Ready or Retry on the Workload's check. It reads the cluster through package kueue's
+// translation and keeps the usage ledger.
+package timeaware
 
 import (
 	"context"
@@ -22,6 +27,7 @@ import (
 
 	arbiterv1 "arbiter.dev/clients/go/arbiterv1"
 	"arbiter.dev/clients/go/internal/replay"
+	kueuemodel "arbiter.dev/clients/go/k8s/kueue"
 	"arbiter.dev/clients/go/k8s/usage"
 )
 
@@ -108,7 +114,7 @@ func newCheckMetrics(reg prometheus.Registerer) *checkMetrics {
 type Checker struct {
 	cfg     CheckConfig
 	kueue   kueueclient.Interface
-	arb     Arbiter
+	arb     kueuemodel.Arbiter
 	store   *usage.ConfigMapStore
 	log     *slog.Logger
 	metrics *checkMetrics
@@ -123,7 +129,7 @@ type Checker struct {
 }
 
 // NewChecker makes a controller; Run starts it. reg may be nil.
-func NewChecker(cfg CheckConfig, kc kueueclient.Interface, kube kubernetes.Interface, arb Arbiter, store *usage.ConfigMapStore, log *slog.Logger, reg prometheus.Registerer) *Checker {
+func NewChecker(cfg CheckConfig, kc kueueclient.Interface, kube kubernetes.Interface, arb kueuemodel.Arbiter, store *usage.ConfigMapStore, log *slog.Logger, reg prometheus.Registerer) *Checker {
 	c := &Checker{
 		cfg: cfg.withDefaults(), kueue: kc, arb: arb, store: store, log: log, metrics: newCheckMetrics(reg),
 		now: time.Now, changed: make(chan struct{}, 1),
@@ -210,9 +216,9 @@ func (c *Checker) save(ctx context.Context) error {
 }
 
 // state is the cached objects at now.
-func (c *Checker) state(now time.Time) (*State, error) {
+func (c *Checker) state(now time.Time) (*kueuemodel.State, error) {
 	api := c.factory.Kueue().V1beta2()
-	s := &State{Now: now, Namespaces: map[string]map[string]string{}}
+	s := &kueuemodel.State{Now: now, Namespaces: map[string]map[string]string{}}
 	nss, err := c.kubeFactory.Core().V1().Namespaces().Lister().List(labels.Everything())
 	if err != nil {
 		return nil, err
@@ -277,7 +283,7 @@ func (c *Checker) Pass(ctx context.Context) error {
 		checks[kueue.AdmissionCheckReference(ac.Name)] = true
 		errs = append(errs, c.activate(ctx, ac))
 	}
-	model, buildErr := Build(s, Options{Strategies: c.cfg.Strategies})
+	model, buildErr := kueuemodel.Build(s, kueuemodel.Options{Strategies: c.cfg.Strategies})
 	if buildErr == nil {
 		if err := c.ledger.Advance(now, model.Allocated(), model.Capacity(), c.cfg.Window); err != nil {
 			errs = append(errs, err)
@@ -285,7 +291,7 @@ func (c *Checker) Pass(ctx context.Context) error {
 	}
 	for i := range s.Workloads {
 		w := &s.Workloads[i]
-		key := WorkloadKey(w)
+		key := kueuemodel.WorkloadKey(w)
 		check := waitingCheck(w, checks)
 		if check == "" {
 			continue
@@ -323,7 +329,7 @@ func (c *Checker) Pass(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (c *Checker) decide(ctx context.Context, m *Model, key string) (Decision, *arbiterv1.ScheduleRequest, error) {
+func (c *Checker) decide(ctx context.Context, m *kueuemodel.Model, key string) (Decision, *arbiterv1.ScheduleRequest, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
 	defer cancel()
 	return Decide(ctx, c.arb, m, c.ledger, c.cfg.KValue, key)
@@ -332,7 +338,7 @@ func (c *Checker) decide(ctx context.Context, m *Model, key string) (Decision, *
 // waitingCheck is the served check w waits for: w has quota, is not evicted, and the check's
 // state is Pending; "" otherwise.
 func waitingCheck(w *kueue.Workload, served map[kueue.AdmissionCheckReference]bool) kueue.AdmissionCheckReference {
-	if !HasQuotaReservation(w) || IsFinished(w) || apimeta.IsStatusConditionTrue(w.Status.Conditions, kueue.WorkloadEvicted) {
+	if !kueuemodel.HasQuotaReservation(w) || kueuemodel.IsFinished(w) || apimeta.IsStatusConditionTrue(w.Status.Conditions, kueue.WorkloadEvicted) {
 		return ""
 	}
 	for _, st := range w.Status.AdmissionChecks {
