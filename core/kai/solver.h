@@ -17,7 +17,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <string>
 #include <vector>
 
 #include "core/kai/eviction_action.h"
@@ -29,17 +28,6 @@
 #include "core/kai/victims.h"
 
 namespace arbiter::kai {
-
-// One try, handed to the action's validator.
-struct Attempt {
-  int preemptor = -1;
-  std::vector<double> unit_requests;  // unitReq(P) of the whole unit
-  std::vector<EvictionUnit> victims;  // S, in draw order
-  std::vector<bool> moved;            // per victim unit: its group was re-placed
-  // Set by the validator for each victim unit that is evicted (not moved).
-  std::vector<EvictionReason> reasons;
-  std::vector<std::string> messages;
-};
 
 class Solver {
  public:
