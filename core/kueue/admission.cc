@@ -282,8 +282,8 @@ bool Rounds::ClaimTargets(int w, Nomination& nomination, bool fits_before_evicti
   }
   waited_[w] = 1;
   Record(w, kWaitingForPreemptions,
-         absl::StrCat("waiting for ", victims.size(), " preempted workload",
-                      victims.size() == 1 ? "" : "s",
+         absl::StrCat("waiting for ",
+                      Counted(static_cast<int64_t>(victims.size()), "preempted workload"),
                       " to release quota: ", absl::StrJoin(victims, ", ")));
   return true;
 }
@@ -381,8 +381,8 @@ PendingDecision Rounds::Pending(int w) const {
     }
     return PendingDecision{w, kNotReached,
                            absl::StrCat("never at the head of ", NodeLabel(tree_, workload.cq),
-                                        " in this cycle: ", ahead, " pending workload",
-                                        ahead == 1 ? " is" : "s are", " ahead of it")};
+                                        " in this cycle: ", Counted(ahead, "pending workload"), " ",
+                                        IsOrAre(ahead), " ahead of it")};
   }
   return PendingDecision{w, reason_[w], message_[w]};
 }
