@@ -1,18 +1,24 @@
 #include "core/kai/cluster.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace arbiter::kai {
 
 Cluster::Cluster(const ValidatedSnapshot& request, CancelPoll* poll)
     : snapshot_(&request.snapshot()), resources_(&request.resources()), tree_(&request.tree()) {
-  const Snapshot& snapshot = request.snapshot();
   const ResourceSet& resources = request.resources();
   num_resources_ = resources.size();
   gpu_ = resources.Find(kGpuResource);
   cpu_ = resources.Find(kCpuResource);
-  const int r_count = num_resources_;
+  LayOutNodeResources(request);
+  const std::vector<int> node_index = LayOutNodes(request);
+  LayOutGroups(request, node_index, poll);
+}
 
+void Cluster::LayOutNodeResources(const ValidatedSnapshot& request) {
+  const Snapshot& snapshot = request.snapshot();
+  const int r_count = num_resources_;
   // R_n: what some node lists, or some pod on a node requests.
   std::vector<char> on_nodes(r_count, 0);
   for (int node = 0; node < static_cast<int>(snapshot.nodes.size()); ++node) {
@@ -32,8 +38,11 @@ Cluster::Cluster(const ValidatedSnapshot& request, CancelPoll* poll)
   }
   node_gpu_ = NodeSpaceOf(gpu_);
   node_cpu_ = NodeSpaceOf(cpu_);
-  const size_t rn_count = node_resources_.size();
+}
 
+std::vector<int> Cluster::LayOutNodes(const ValidatedSnapshot& request) {
+  const Snapshot& snapshot = request.snapshot();
+  const size_t rn_count = node_resources_.size();
   const std::vector<int>& nodes = request.nodes_by_name();
   nodes_.resize(nodes.size());
   allocatable_.assign(nodes.size() * rn_count, 0.0);
@@ -48,13 +57,18 @@ Cluster::Cluster(const ValidatedSnapshot& request, CancelPoll* poll)
     nodes_[i].has_gpu = node_gpu_ >= 0 && allocatable[node_gpu_] > 0;
     node_index[nodes[i]] = static_cast<int>(i);
   }
+  return node_index;
+}
 
+void Cluster::LayOutGroups(const ValidatedSnapshot& request, const std::vector<int>& node_index,
+                           CancelPoll* poll) {
+  const Snapshot& snapshot = request.snapshot();
   const std::vector<int>& groups = request.groups_by_name();
   const size_t pod_total = static_cast<size_t>(request.num_pods());
   groups_.resize(groups.size());
   pods_.reserve(pod_total);
-  requests_.assign(pod_total * r_count, 0.0);
-  node_requests_.assign(pod_total * rn_count, 0.0);
+  requests_.assign(pod_total * num_resources_, 0.0);
+  node_requests_.assign(pod_total * node_resources_.size(), 0.0);
   for (size_t g = 0; g < groups.size(); ++g) {
     const PodGroup& source = snapshot.pod_groups[groups[g]];
     if (poll != nullptr && poll->Tick(1 + static_cast<int64_t>(source.pods.size()))) {
@@ -74,28 +88,33 @@ Cluster::Cluster(const ValidatedSnapshot& request, CancelPoll* poll)
     const int first_pod = request.first_pod(groups[g]);
     for (int k = 0; k < group.pod_count; ++k) {
       const int position = request.pods_by_name()[first_pod + k];
-      const int number = first_pod + position;
-      const Pod& source_pod = source.pods[position];
-      ClusterPod pod;
-      pod.pod = &source_pod;
-      pod.group = static_cast<int>(g);
-      pod.phase = request.pod_phase(number);
-      if (request.pod_node(number) >= 0) pod.node = node_index[request.pod_node(number)];
-      double* requests = requests_.data() + pods_.size() * r_count;
-      for (const Amount& a : request.requests(number)) requests[a.resource] = a.value;
-      pod.requests_gpu = gpu_ >= 0 && requests[gpu_] > 0;
-      double* node_requests = node_requests_.data() + pods_.size() * rn_count;
-      for (int r = 0; r < r_count; ++r) {
-        if (node_space_[r] >= 0) {
-          node_requests[node_space_[r]] = requests[r];
-        } else if (requests[r] > 0) {
-          pod.requests_off_nodes = true;
-        }
-      }
-      if (pod.phase != PodPhase::kReleasing) ++group.non_releasing;
-      pods_.push_back(pod);
+      AddPod(request, first_pod + position, source.pods[position], static_cast<int>(g), node_index);
+      if (pods_.back().phase != PodPhase::kReleasing) ++group.non_releasing;
     }
   }
+}
+
+void Cluster::AddPod(const ValidatedSnapshot& request, int number, const Pod& source_pod, int group,
+                     const std::vector<int>& node_index) {
+  const int r_count = num_resources_;
+  const size_t rn_count = node_resources_.size();
+  ClusterPod pod;
+  pod.pod = &source_pod;
+  pod.group = group;
+  pod.phase = request.pod_phase(number);
+  if (request.pod_node(number) >= 0) pod.node = node_index[request.pod_node(number)];
+  double* requests = requests_.data() + pods_.size() * r_count;
+  for (const Amount& a : request.requests(number)) requests[a.resource] = a.value;
+  pod.requests_gpu = gpu_ >= 0 && requests[gpu_] > 0;
+  double* node_requests = node_requests_.data() + pods_.size() * rn_count;
+  for (int r = 0; r < r_count; ++r) {
+    if (node_space_[r] >= 0) {
+      node_requests[node_space_[r]] = requests[r];
+    } else if (requests[r] > 0) {
+      pod.requests_off_nodes = true;
+    }
+  }
+  pods_.push_back(pod);
 }
 
 }  // namespace arbiter::kai

@@ -102,6 +102,20 @@ class Cluster {
   }
 
  private:
+  // The steps of the constructor, in order. LayOutNodeResources: R_n (node_resources_,
+  // node_space_, node_gpu_, node_cpu_) from what some node lists or some pod on a node requests.
+  void LayOutNodeResources(const ValidatedSnapshot& request);
+  // nodes_ and allocatable_ in name order; returns, per input index of a node, its index here.
+  std::vector<int> LayOutNodes(const ValidatedSnapshot& request);
+  // groups_, pods_ and their request rows in name order; stops, leaving no group or pod, when
+  // `poll` reports the call cancelled.
+  void LayOutGroups(const ValidatedSnapshot& request, const std::vector<int>& node_index,
+                    CancelPoll* poll);
+  // Appends the pod numbered `number` in the request (`source_pod`, of group `group`) to pods_,
+  // with its rows over R and R_n.
+  void AddPod(const ValidatedSnapshot& request, int number, const Pod& source_pod, int group,
+              const std::vector<int>& node_index);
+
   const Snapshot* snapshot_;
   const ResourceSet* resources_;
   const QueueTree* tree_;

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/echoed_name.h"
 #include "core/kai/eviction_action.h"
-#include "core/kai/solver.h"
+#include "core/kai/eviction_loop.h"
 #include "core/quantity_format.h"
 
 namespace arbiter::kai {

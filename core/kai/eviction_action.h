@@ -1,12 +1,14 @@
-// The loop shared by CONSOLIDATE, RECLAIM and PREEMPT (SEMANTICS.md §4.9-4.11): candidates in
-// §4.3 order, a pre-check, the victim search of §4.8, and the pending outcome of a failure. Each
-// action states its own rules by implementing EvictionAction (consolidate.cc, reclaim.cc,
-// preempt.cc); the loop and the victim search (solver.h) ask them.
+// The rules of one eviction action (SEMANTICS.md §4.9-4.11): which groups CONSOLIDATE, RECLAIM
+// or PREEMPT serves, which victims it may take, and how it judges a try. Each action implements
+// EvictionAction (consolidate.cc, reclaim.cc, preempt.cc); the victim search (solver.h) and the
+// loop every action shares (eviction_loop.h) ask it. Nothing here knows the search: the
+// interface is the one thing both sides share, so their includes point one way.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/kai/session.h"
 #include "core/kai/unit.h"
@@ -15,8 +17,18 @@
 
 namespace arbiter::kai {
 
-struct Attempt;
 class Solver;
+
+// One try, handed to the action's validator.
+struct Attempt {
+  int preemptor = -1;
+  std::vector<double> unit_requests;  // unitReq(P) of the whole unit
+  std::vector<EvictionUnit> victims;  // S, in draw order
+  std::vector<bool> moved;            // per victim unit: its group was re-placed
+  // Set by the validator for each victim unit that is evicted (not moved).
+  std::vector<EvictionReason> reasons;
+  std::vector<std::string> messages;
+};
 
 // The rules of one eviction action: which groups it serves, which victims it may take for them,
 // and how it judges a try. Every method is a pure reading of the session's current state.
@@ -56,19 +68,9 @@ class EvictionAction {
   virtual void PrepareSharedOrder(int /*preemptor*/, VictimOrder& /*order*/) const {}
 
   // The action's validator on a try: sets the reason and message of each victim unit evicted
-  // (not moved), and returns false to reject the try. `solver` gives the allocations at the
-  // start of the search. Default: accepts every try, reasons and messages as they are.
+  // (not moved), and returns false to reject the try. `solver` (solver.h) gives the allocations
+  // at the start of the search. Default: accepts every try, reasons and messages as they are.
   virtual bool Validate(const Solver& /*solver*/, Attempt& /*attempt*/) const { return true; }
 };
-
-// Runs `action` until no candidate is left. A candidate whose unit is placed competes again
-// while it has PENDING pods; its victims stop being candidates. A candidate whose unit needs no
-// victim leaves untouched (placing it is ALLOCATE's job). A failed candidate leaves, with
-// "; <name>: <outcome>" appended to its pending reason (or, without one, the placement reason of
-// §4.5 on the current state).
-void RunEvictionAction(Session& session, const EvictionAction& action);
-
-// The placement reason for `unit` on the current state, as ALLOCATE would record it (quota first).
-PendingReason ExplainUnitFailure(Session& session, int group, const Unit& unit);
 
 }  // namespace arbiter::kai

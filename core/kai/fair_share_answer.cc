@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/kai/kai_fair_share.h"
+
 namespace arbiter::kai {
 namespace {
 

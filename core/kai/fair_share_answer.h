@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "core/kai/kai_fair_share.h"
+#include "core/kai/fair_share_rows.h"
 #include "core/model.h"
 
 namespace arbiter::kai {

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "core/cancel_poll.h"
-#include "core/kai/kai_fair_share.h"
+#include "core/kai/fair_share_rows.h"
 #include "core/validated_snapshot.h"
 
 namespace arbiter::kai {

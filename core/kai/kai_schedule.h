@@ -14,9 +14,10 @@
 //   placement.h        §4.5: the node a pod takes, and placing a unit;
 //   allocate.h         §4.6: ALLOCATE;
 //   victims.h          §4.7: eligible victims, eviction units, the victim order;
+//   eviction_action.h  the rules an eviction action states: CONSOLIDATE (consolidate.h),
+//                      RECLAIM (reclaim.h, with the validator of §4.10), PREEMPT (preempt.h);
 //   solver.h           §4.8: the victim search shared by the three eviction actions;
-//   eviction_action.h  the loop of CONSOLIDATE (consolidate.h), RECLAIM (reclaim.h, with the
-//                      validator of §4.10) and PREEMPT (preempt.h);
+//   eviction_loop.h    the loop the three actions share, over the solver;
 //   pending_reasons.h  §6: why a group stays pending;
 //   response.h         §6: the decisions as a response.
 #pragma once

@@ -11,8 +11,6 @@
 namespace arbiter::kai {
 namespace {
 
-std::string Nodes(int count) { return absl::StrCat(count, count == 1 ? " node" : " nodes"); }
-
 PendingReason NoNodeMatches(const Cluster& cluster, const Feasibility& feasibility, int pod) {
   const std::string name = CappedName(cluster.pod_name(pod));
   if (cluster.num_nodes() == 0) {
@@ -22,18 +20,19 @@ PendingReason NoNodeMatches(const Cluster& cluster, const Feasibility& feasibili
   Feasibility::Rejections rejections = feasibility.Explain(feasibility.pod_signature(pod));
   std::vector<std::string> parts;
   if (rejections.unschedulable > 0) {
-    parts.push_back(absl::StrCat(Nodes(rejections.unschedulable), " unschedulable"));
+    parts.push_back(absl::StrCat(Counted(rejections.unschedulable, "node"), " unschedulable"));
   }
   if (rejections.selector > 0) {
     std::vector<std::string> selector;
     for (const auto& [key, value] : cluster.pod(pod).pod->node_selector) {
       selector.push_back(absl::StrCat(CappedName(key), "=", CappedName(value)));
     }
-    parts.push_back(absl::StrCat(Nodes(rejections.selector), " without node_selector ",
+    parts.push_back(absl::StrCat(Counted(rejections.selector, "node"), " without node_selector ",
                                  absl::StrJoin(selector, ",")));
   }
   if (rejections.taint > 0) {
-    parts.push_back(absl::StrCat(Nodes(rejections.taint), " with a taint it does not tolerate"));
+    parts.push_back(
+        absl::StrCat(Counted(rejections.taint, "node"), " with a taint it does not tolerate"));
   }
   return {kNoNodeMatchesSelector,
           absl::StrCat("pod ", name, " matches no node: ", absl::StrJoin(parts, ", "))};
@@ -87,10 +86,10 @@ bool SameShape(const Cluster& cluster, const Feasibility& feasibility, int a, in
 
 PendingReason GangIncompleteReason(const Cluster& cluster, int group) {
   const ClusterGroup& info = cluster.group(group);
-  return {kGangIncomplete, absl::StrCat("needs ", info.gang, info.gang == 1 ? " pod" : " pods",
-                                        " to start (min_member ", info.group->min_member,
-                                        ") but has ", info.non_releasing, " that ",
-                                        info.non_releasing == 1 ? "is" : "are", " not releasing")};
+  return {kGangIncomplete,
+          absl::StrCat("needs ", Counted(info.gang, "pod"), " to start (min_member ",
+                       info.group->min_member, ") but has ", info.non_releasing, " that ",
+                       IsOrAre(info.non_releasing), " not releasing")};
 }
 
 PendingReason NotAttemptedReason() {

@@ -1,6 +1,6 @@
-// Why a pod group stays pending (SEMANTICS.md §6): a stable code and a sentence a person can act
-// on. Messages are pure functions of the decision; numbers are written in shortest round-trip
-// form (core/quantity_format.h).
+// Why a pod group stays pending (SEMANTICS.md §6): a stable code (core/pending_reasons.h, the list
+// both models share) and a sentence a person can act on. Messages are pure functions of the
+// decision; numbers are written in shortest round-trip form (core/quantity_format.h).
 #pragma once
 
 #include <string>
@@ -14,16 +14,9 @@
 #include "core/kai/quota_check.h"
 #include "core/kai/unit.h"
 #include "core/kai/working_state.h"
+#include "core/pending_reasons.h"
 
 namespace arbiter::kai {
-
-inline constexpr char kGangIncomplete[] = "gang-incomplete";
-inline constexpr char kQueueOverLimit[] = "queue-over-limit";
-inline constexpr char kNonPreemptibleOverQuota[] = "non-preemptible-over-quota";
-inline constexpr char kNoNodeMatchesSelector[] = "no-node-matches-selector";
-inline constexpr char kInsufficientResources[] = "insufficient-resources";
-inline constexpr char kGangDoesNotFit[] = "gang-does-not-fit";
-inline constexpr char kNotAttempted[] = "not-attempted";
 
 struct PendingReason {
   std::string code;

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "core/kai/cluster.h"
-#include "core/kai/kai_fair_share.h"
+#include "core/kai/fair_share_rows.h"
 #include "core/kai/unit.h"
 #include "core/kai/working_state.h"
 #include "core/model.h"

@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "core/kai/cluster.h"
-#include "core/kai/kai_fair_share.h"
+#include "core/kai/fair_share_rows.h"
 #include "core/kai/working_state.h"
 
 namespace arbiter::kai {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/echoed_name.h"
 #include "core/kai/eviction_action.h"
+#include "core/kai/eviction_loop.h"
 #include "core/kai/kai_fair_share.h"
 #include "core/kai/solver.h"
 #include "core/kai/victims.h"
@@ -33,112 +34,166 @@ int FirstAbove(const std::vector<double>& a, Row b) {
   return -1;
 }
 
-}  // namespace
+// One run of ValidateReclaim over a try. `rem` holds, per queue the run has read, its
+// allocations at the start of the search less the victim units judged so far; `involved`, per
+// queue a victim unit left, the resources that unit requested.
+class ReclaimValidation {
+ public:
+  ReclaimValidation(const Session& session, const Solver& solver, Attempt& attempt)
+      : session_(session),
+        cluster_(session.cluster()),
+        tree_(cluster_.tree()),
+        shares_(session.shares()),
+        r_count_(cluster_.num_resources()),
+        leaf_(cluster_.group(attempt.preemptor).queue),
+        a_(attempt.unit_requests),
+        start_(solver.start_allocated()),
+        start_np_(solver.start_allocated_np()),
+        attempt_(attempt) {}
 
-bool ValidateReclaim(const Session& session, const Solver& solver, Attempt& attempt) {
-  const Cluster& cluster = session.cluster();
-  const QueueTree& tree = cluster.tree();
-  const KaiFairShare& shares = session.shares();
-  const int r_count = cluster.num_resources();
-  const int leaf = cluster.group(attempt.preemptor).queue;
-  const std::vector<double>& a = attempt.unit_requests;
-  const std::vector<double>& start = solver.start_allocated();
+  // The strategies, for each evicted (not moved) victim unit: victim leaves in name order, each
+  // one's units in draw order. Sets each unit's reason and message and takes it out of `rem` up
+  // its leaf's path; false as soon as a unit fails both strategies.
+  bool JudgeVictims() {
+    std::map<int, std::vector<size_t>> by_leaf;
+    for (size_t k = 0; k < attempt_.victims.size(); ++k) {
+      if (!attempt_.moved[k]) by_leaf[cluster_.group(attempt_.victims[k].group).queue].push_back(k);
+    }
+    for (const auto& [victim_leaf, units] : by_leaf) {
+      const int lca = tree_.LowestCommonAncestor(leaf_, victim_leaf);
+      const int x = tree_.ChildOnPath(lca, leaf_);
+      const int y = tree_.ChildOnPath(lca, victim_leaf);
+      for (size_t k : units) {
+        if (!JudgeVictimUnit(x, y, k)) return false;
+        TakeOut(victim_leaf, attempt_.victims[k]);
+      }
+    }
+    return true;
+  }
 
-  std::map<int, std::vector<double>> rem;
-  std::map<int, std::vector<bool>> involved;
-  auto read = [&](int q) -> std::vector<double>& {
-    auto it = rem.find(q);
-    if (it == rem.end()) {
-      it = rem.emplace(q, std::vector<double>(&start[q * r_count], &start[q * r_count] + r_count))
-               .first;
+  // On the reclaimer's path, leaf up: the saturation guard against every sibling the victims
+  // touched, and for a non-preemptible reclaimer, its non-preemptible work within deserved.
+  bool CheckReclaimerPath() {
+    double m = session_.policy().reclaimer_utilization_multiplier;
+    if (m == 0) m = 1;
+    const bool non_preemptible = !cluster_.group(attempt_.preemptor).preemptible;
+    for (int x = leaf_; x >= 0; x = tree_.parent(x)) {
+      if (!SaturationGuardHolds(x, m)) return false;
+      if (non_preemptible) {
+        std::vector<double> np(&start_np_[x * r_count_], &start_np_[x * r_count_] + r_count_);
+        for (int r = 0; r < r_count_; ++r) np[r] += a_[r];
+        if (!AllWithin(np, shares_.queues[x].deserved)) return false;
+      }
+    }
+    return true;
+  }
+
+ private:
+  std::vector<double>& Read(int q) {
+    auto it = rem_.find(q);
+    if (it == rem_.end()) {
+      it = rem_.emplace(q, StartOf(q)).first;
     }
     return it->second;
-  };
-  auto start_of = [&](int q) {
-    return std::vector<double>(&start[q * r_count], &start[q * r_count] + r_count);
-  };
-
-  // Victim leaves in name order, each one's units in draw order.
-  std::map<int, std::vector<size_t>> by_leaf;
-  for (size_t k = 0; k < attempt.victims.size(); ++k) {
-    if (!attempt.moved[k]) by_leaf[cluster.group(attempt.victims[k].group).queue].push_back(k);
   }
-  for (const auto& [victim_leaf, units] : by_leaf) {
-    const int lca = tree.LowestCommonAncestor(leaf, victim_leaf);
-    const int x = tree.ChildOnPath(lca, leaf);
-    const int y = tree.ChildOnPath(lca, victim_leaf);
-    for (size_t k : units) {
-      std::vector<double>& rem_y = read(y);
-      const QueueAmounts& ay = shares.queues[y];
-      std::vector<double> x_with(start_of(x));
-      for (int r = 0; r < r_count; ++r) x_with[r] += a[r];
-      const bool fair = !AllWithin(rem_y, ay.allocatable_share);
-      const bool quota =
-          AllWithin(x_with, shares.queues[x].deserved) && !AllWithin(rem_y, ay.deserved);
-      if (!fair && !quota) return false;
-      const std::string y_name = CappedName(tree.queue(y).name);
-      const std::string p_name = CappedName(cluster.group_name(attempt.preemptor));
-      if (fair) {
-        const int r = FirstAbove(rem_y, ay.allocatable_share);
-        attempt.reasons[k] = EvictionReason::kFairShareReclaim;
-        attempt.messages[k] =
-            absl::StrCat("reclaimed for ", p_name, ": queue ", y_name, " holds ",
-                         FormatQuantity(rem_y[r]), " ", CappedName(cluster.resources().name(r)),
-                         ", above its allocatable share ", FormatQuantity(ay.allocatable_share[r]));
-      } else {
-        const int r = FirstAbove(rem_y, ay.deserved);
-        attempt.reasons[k] = EvictionReason::kQuotaReclaim;
-        attempt.messages[k] =
-            absl::StrCat("reclaimed for ", p_name, ": queue ", y_name, " holds ",
-                         FormatQuantity(rem_y[r]), " ", CappedName(cluster.resources().name(r)),
-                         ", above its deserved ", FormatQuantity(ay.deserved[r]));
-      }
-      std::vector<double> unit_requests(r_count, 0.0);
-      for (int pod : attempt.victims[k].pods) {
-        const double* requests = cluster.requests(pod);
-        for (int r = 0; r < r_count; ++r) unit_requests[r] += requests[r];
-      }
-      for (int q = victim_leaf; q >= 0; q = tree.parent(q)) {
-        std::vector<double>& rem_q = read(q);
-        std::vector<bool>& inv = involved[q];
-        inv.resize(r_count, false);
-        for (int r = 0; r < r_count; ++r) {
-          rem_q[r] -= unit_requests[r];
-          if (unit_requests[r] > 0) inv[r] = true;
-        }
+  std::vector<double> StartOf(int q) const {
+    return std::vector<double>(&start_[q * r_count_], &start_[q * r_count_] + r_count_);
+  }
+
+  // Victim unit k, with x and y the children of the lowest common ancestor on the reclaimer's
+  // and the victim's side: fair-share reclaim when y is above its allocatable share, else quota
+  // reclaim when x with the unit stays within deserved and y is above its deserved.
+  bool JudgeVictimUnit(int x, int y, size_t k) {
+    std::vector<double>& rem_y = Read(y);
+    const QueueAmounts& ay = shares_.queues[y];
+    std::vector<double> x_with(StartOf(x));
+    for (int r = 0; r < r_count_; ++r) x_with[r] += a_[r];
+    const bool fair = !AllWithin(rem_y, ay.allocatable_share);
+    const bool quota =
+        AllWithin(x_with, shares_.queues[x].deserved) && !AllWithin(rem_y, ay.deserved);
+    if (!fair && !quota) return false;
+    const std::string y_name = CappedName(tree_.queue(y).name);
+    const std::string p_name = CappedName(cluster_.group_name(attempt_.preemptor));
+    if (fair) {
+      const int r = FirstAbove(rem_y, ay.allocatable_share);
+      attempt_.reasons[k] = EvictionReason::kFairShareReclaim;
+      attempt_.messages[k] =
+          absl::StrCat("reclaimed for ", p_name, ": queue ", y_name, " holds ",
+                       FormatQuantity(rem_y[r]), " ", CappedName(cluster_.resources().name(r)),
+                       ", above its allocatable share ", FormatQuantity(ay.allocatable_share[r]));
+    } else {
+      const int r = FirstAbove(rem_y, ay.deserved);
+      attempt_.reasons[k] = EvictionReason::kQuotaReclaim;
+      attempt_.messages[k] =
+          absl::StrCat("reclaimed for ", p_name, ": queue ", y_name, " holds ",
+                       FormatQuantity(rem_y[r]), " ", CappedName(cluster_.resources().name(r)),
+                       ", above its deserved ", FormatQuantity(ay.deserved[r]));
+    }
+    return true;
+  }
+
+  // Takes `unit`'s requests out of `rem` on every queue from `victim_leaf` up, marking the
+  // resources it requested as involved there.
+  void TakeOut(int victim_leaf, const EvictionUnit& unit) {
+    std::vector<double> unit_requests(r_count_, 0.0);
+    for (int pod : unit.pods) {
+      const double* requests = cluster_.requests(pod);
+      for (int r = 0; r < r_count_; ++r) unit_requests[r] += requests[r];
+    }
+    for (int q = victim_leaf; q >= 0; q = tree_.parent(q)) {
+      std::vector<double>& rem_q = Read(q);
+      std::vector<bool>& inv = involved_[q];
+      inv.resize(r_count_, false);
+      for (int r = 0; r < r_count_; ++r) {
+        rem_q[r] -= unit_requests[r];
+        if (unit_requests[r] > 0) inv[r] = true;
       }
     }
   }
 
-  double m = session.policy().reclaimer_utilization_multiplier;
-  if (m == 0) m = 1;
-  const bool non_preemptible = !cluster.group(attempt.preemptor).preemptible;
-  const std::vector<double>& start_np = solver.start_allocated_np();
-  for (int x = leaf; x >= 0; x = tree.parent(x)) {
-    std::vector<double> x_with = read(x);
-    for (int r = 0; r < r_count; ++r) x_with[r] += a[r];
+  // The saturation guard at x: false when, on a resource the unit requests or a victim freed,
+  // x with the unit is over its fair share and, times m, at least as saturated as a sibling z
+  // the victims left (with a fair share above 0).
+  bool SaturationGuardHolds(int x, double m) {
+    std::vector<double> x_with = Read(x);
+    for (int r = 0; r < r_count_; ++r) x_with[r] += a_[r];
     const std::vector<int>& siblings =
-        tree.parent(x) < 0 ? tree.roots() : tree.children(tree.parent(x));
+        tree_.parent(x) < 0 ? tree_.roots() : tree_.children(tree_.parent(x));
     for (int z : siblings) {
-      if (z == x || rem.find(z) == rem.end()) continue;
-      const std::vector<double>& rem_z = rem.at(z);
-      const std::vector<bool>* inv = involved.count(z) ? &involved.at(z) : nullptr;
-      for (int r = 0; r < r_count; ++r) {
-        if (!(a[r] > 0) && (inv == nullptr || !(*inv)[r])) continue;
-        const double fs_x = shares.queues[x].fair_share[r];
-        const double fs_z = shares.queues[z].fair_share[r];
+      if (z == x || rem_.find(z) == rem_.end()) continue;
+      const std::vector<double>& rem_z = rem_.at(z);
+      const std::vector<bool>* inv = involved_.count(z) ? &involved_.at(z) : nullptr;
+      for (int r = 0; r < r_count_; ++r) {
+        if (!(a_[r] > 0) && (inv == nullptr || !(*inv)[r])) continue;
+        const double fs_x = shares_.queues[x].fair_share[r];
+        const double fs_z = shares_.queues[z].fair_share[r];
         const double rho_x = Saturation(x_with[r], fs_x);
         const double rho_z = Saturation(rem_z[r], fs_z);
         if (rho_x > 1 && fs_z > 0 && rho_x * m >= rho_z) return false;
       }
     }
-    if (non_preemptible) {
-      std::vector<double> np(&start_np[x * r_count], &start_np[x * r_count] + r_count);
-      for (int r = 0; r < r_count; ++r) np[r] += a[r];
-      if (!AllWithin(np, shares.queues[x].deserved)) return false;
-    }
+    return true;
   }
-  return true;
+
+  const Session& session_;
+  const Cluster& cluster_;
+  const QueueTree& tree_;
+  const KaiFairShare& shares_;
+  const int r_count_;
+  const int leaf_;                    // the reclaimer's leaf
+  const std::vector<double>& a_;      // unitReq(P)
+  const std::vector<double>& start_;  // queues × R at the start of the search
+  const std::vector<double>& start_np_;
+  Attempt& attempt_;
+  std::map<int, std::vector<double>> rem_;
+  std::map<int, std::vector<bool>> involved_;
+};
+
+}  // namespace
+
+bool ValidateReclaim(const Session& session, const Solver& solver, Attempt& attempt) {
+  ReclaimValidation validation(session, solver, attempt);
+  return validation.JudgeVictims() && validation.CheckReclaimerPath();
 }
 
 namespace {

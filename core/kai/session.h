@@ -11,8 +11,8 @@
 
 #include "core/cancel_poll.h"
 #include "core/kai/cluster.h"
+#include "core/kai/fair_share_rows.h"
 #include "core/kai/feasibility.h"
-#include "core/kai/kai_fair_share.h"
 #include "core/kai/node_index.h"
 #include "core/kai/pending_reasons.h"
 #include "core/kai/placement.h"

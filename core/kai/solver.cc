@@ -119,9 +119,7 @@ std::vector<int> Solver::OrderJobs(const std::vector<int>& groups,
 
 bool Solver::Try(int group, const Unit& unit, int part, const std::vector<EvictionUnit>& victims,
                  bool keep, Attempt* attempt, int* placed_out) {
-  const Cluster& cluster = session_.cluster();
   WorkingState& state = session_.state();
-  Placer& placer = session_.placer();
   CancelPoll& poll = session_.poll();
   int64_t victim_pods = 0;
   for (const EvictionUnit& victim : victims)
@@ -137,9 +135,45 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
   for (const EvictionUnit& victim : victims) {
     for (int pod : victim.pods) state.Evict(pod);
   }
+  std::vector<int> groups;
+  std::vector<std::vector<int>> pods;
+  std::vector<std::vector<double>> requests;
+  GatherJobs(group, unit, part, victims, &groups, &pods, &requests);
+
+  bool ok = true;
+  std::vector<int> moved_groups;
+  for (int j : OrderJobs(groups, requests)) {
+    const int h = groups[j];
+    if (h == group) {
+      if (!PlacePreemptor(h, pods[j], requests[j], placed_out)) {
+        ok = false;
+        break;
+      }
+      continue;
+    }
+    if (!action_.ReplacesVictims()) continue;
+    if (ReplaceVictimGroup(h, pods[j], requests[j])) moved_groups.push_back(h);
+  }
+  if (poll.cancelled()) ok = false;
+  if (ok) ok = JudgeAttempt(group, unit, victims, protected_groups, moved_groups, attempt);
+  if (ok && keep) {
+    state.Commit(mark);
+  } else {
+    state.Rollback(mark);
+  }
+  return ok;
+}
+
+void Solver::GatherJobs(int group, const Unit& unit, int part,
+                        const std::vector<EvictionUnit>& victims, std::vector<int>* groups_out,
+                        std::vector<std::vector<int>>* pods_out,
+                        std::vector<std::vector<double>>* requests_out) const {
+  const Cluster& cluster = session_.cluster();
+  std::vector<int>& groups = *groups_out;
+  std::vector<std::vector<int>>& pods = *pods_out;
   // The jobs: P with `part`, then each victim group with its pods of S.
-  std::vector<int> groups{group};
-  std::vector<std::vector<int>> pods{std::vector<int>(unit.pods.begin(), unit.pods.begin() + part)};
+  groups = {group};
+  pods = {std::vector<int>(unit.pods.begin(), unit.pods.begin() + part)};
   for (const EvictionUnit& victim : victims) {
     auto it = std::find(groups.begin(), groups.end(), victim.group);
     if (it == groups.end()) {
@@ -150,90 +184,84 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
     std::vector<int>& list = pods[it - groups.begin()];
     list.insert(list.end(), victim.pods.begin(), victim.pods.end());
   }
-  std::vector<std::vector<double>> requests;
+  std::vector<std::vector<double>>& requests = *requests_out;
   for (std::vector<int>& list : pods) {
     std::sort(list.begin(), list.end());  // pod order
     requests.push_back(SumRequests(cluster, list.data(), static_cast<int>(list.size())));
   }
+}
 
-  bool ok = true;
-  std::vector<int> moved_groups;
-  for (int j : OrderJobs(groups, requests)) {
-    const int h = groups[j];
-    if (h == group) {
-      if (CheckQuota(cluster, session_.shares(), state, h, requests[j].data())) {
-        ok = false;
-        break;
-      }
-      const int64_t work = PlacementWork(cluster, h);
-      for (int pod : pods[j]) {
-        if (poll.Tick(work)) {
-          ok = false;  // cancelled: the statement is rolled back below
-          break;
-        }
-        const NodeChoice choice = placer.Choose(pod);
-        if (choice.node < 0) {
-          ok = false;
-          break;
-        }
-        state.Bind(pod, choice.node, /*after_evictions=*/true);
-        if (placed_out != nullptr) ++*placed_out;
-      }
-      if (!ok) break;
-      continue;
+bool Solver::PlacePreemptor(int group, const std::vector<int>& pods,
+                            const std::vector<double>& requests, int* placed_out) {
+  const Cluster& cluster = session_.cluster();
+  WorkingState& state = session_.state();
+  CancelPoll& poll = session_.poll();
+  if (CheckQuota(cluster, session_.shares(), state, group, requests.data())) return false;
+  const int64_t work = PlacementWork(cluster, group);
+  for (int pod : pods) {
+    if (poll.Tick(work)) return false;  // cancelled: the try's statement is rolled back
+    const NodeChoice choice = session_.placer().Choose(pod);
+    if (choice.node < 0) return false;
+    state.Bind(pod, choice.node, /*after_evictions=*/true);
+    if (placed_out != nullptr) ++*placed_out;
+  }
+  return true;
+}
+
+bool Solver::ReplaceVictimGroup(int group, const std::vector<int>& pods,
+                                const std::vector<double>& requests) {
+  const Cluster& cluster = session_.cluster();
+  WorkingState& state = session_.state();
+  CancelPoll& poll = session_.poll();
+  const WorkingState::Mark inner = state.Checkpoint();
+  bool placed = !CheckQuota(cluster, session_.shares(), state, group, requests.data());
+  const int64_t work = PlacementWork(cluster, group);
+  for (size_t k = 0; placed && k < pods.size(); ++k) {
+    if (poll.Tick(work)) {
+      placed = false;
+      break;
     }
-    if (!action_.ReplacesVictims()) continue;
-    const WorkingState::Mark inner = state.Checkpoint();
-    bool placed = !CheckQuota(cluster, session_.shares(), state, h, requests[j].data());
-    const int64_t work = PlacementWork(cluster, h);
-    for (size_t k = 0; placed && k < pods[j].size(); ++k) {
-      if (poll.Tick(work)) {
-        placed = false;
-        break;
-      }
-      const NodeChoice choice = placer.Choose(pods[j][k]);
-      if (choice.node < 0) {
-        placed = false;
-        break;
-      }
-      // A victim re-placed on its own node is restored there (§4.1), as KAI un-evicts it.
-      if (choice.node == state.pod_node(pods[j][k])) {
-        state.Restore(pods[j][k]);
-      } else {
-        state.Relocate(pods[j][k], choice.node);
-      }
+    const NodeChoice choice = session_.placer().Choose(pods[k]);
+    if (choice.node < 0) {
+      placed = false;
+      break;
     }
-    if (placed) {
-      state.Commit(inner);
-      moved_groups.push_back(h);
+    // A victim re-placed on its own node is restored there (§4.1), as KAI un-evicts it.
+    if (choice.node == state.pod_node(pods[k])) {
+      state.Restore(pods[k]);
     } else {
-      state.Rollback(inner);
+      state.Relocate(pods[k], choice.node);
     }
   }
-  if (poll.cancelled()) ok = false;
-  if (ok) {
-    attempt->preemptor = group;
-    attempt->unit_requests = unit.requests;
-    attempt->victims = victims;
-    attempt->moved.assign(victims.size(), false);
-    for (size_t k = 0; k < victims.size(); ++k) {
-      attempt->moved[k] = std::find(moved_groups.begin(), moved_groups.end(), victims[k].group) !=
-                          moved_groups.end();
-    }
-    attempt->reasons.assign(victims.size(), action_.reason());
-    attempt->messages.assign(victims.size(), "");
-    for (int g : protected_groups) {
-      const bool moved =
-          std::find(moved_groups.begin(), moved_groups.end(), g) != moved_groups.end();
-      if (!moved && state.active(g) < cluster.group(g).gang) ok = false;
-    }
-    if (ok) ok = action_.Validate(*this, *attempt);
-  }
-  if (ok && keep) {
-    state.Commit(mark);
+  if (placed) {
+    state.Commit(inner);
   } else {
-    state.Rollback(mark);
+    state.Rollback(inner);
   }
+  return placed;
+}
+
+bool Solver::JudgeAttempt(int group, const Unit& unit, const std::vector<EvictionUnit>& victims,
+                          const std::vector<int>& protected_groups,
+                          const std::vector<int>& moved_groups, Attempt* attempt) const {
+  const Cluster& cluster = session_.cluster();
+  const WorkingState& state = session_.state();
+  attempt->preemptor = group;
+  attempt->unit_requests = unit.requests;
+  attempt->victims = victims;
+  attempt->moved.assign(victims.size(), false);
+  for (size_t k = 0; k < victims.size(); ++k) {
+    attempt->moved[k] =
+        std::find(moved_groups.begin(), moved_groups.end(), victims[k].group) != moved_groups.end();
+  }
+  attempt->reasons.assign(victims.size(), action_.reason());
+  attempt->messages.assign(victims.size(), "");
+  bool ok = true;
+  for (int g : protected_groups) {
+    const bool moved = std::find(moved_groups.begin(), moved_groups.end(), g) != moved_groups.end();
+    if (!moved && state.active(g) < cluster.group(g).gang) ok = false;
+  }
+  if (ok) ok = action_.Validate(*this, *attempt);
   return ok;
 }
 

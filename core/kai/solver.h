@@ -17,7 +17,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <string>
 #include <vector>
 
 #include "core/kai/eviction_action.h"
@@ -29,17 +28,6 @@
 #include "core/kai/victims.h"
 
 namespace arbiter::kai {
-
-// One try, handed to the action's validator.
-struct Attempt {
-  int preemptor = -1;
-  std::vector<double> unit_requests;  // unitReq(P) of the whole unit
-  std::vector<EvictionUnit> victims;  // S, in draw order
-  std::vector<bool> moved;            // per victim unit: its group was re-placed
-  // Set by the validator for each victim unit that is evicted (not moved).
-  std::vector<EvictionReason> reasons;
-  std::vector<std::string> messages;
-};
 
 class Solver {
  public:
@@ -75,6 +63,26 @@ class Solver {
   // by the number of P's pods placed before the try ended (P's quota check failing: none).
   bool Try(int group, const Unit& unit, int part, const std::vector<EvictionUnit>& victims,
            bool keep, Attempt* attempt, int* placed_out = nullptr);
+  // The steps of Try, in order. GatherJobs: the try's jobs, P with the first `part` pods of
+  // `unit` and then each victim group with its pods of `victims` (first draw order); each job's
+  // pods in pod order and their summed requests.
+  void GatherJobs(int group, const Unit& unit, int part, const std::vector<EvictionUnit>& victims,
+                  std::vector<int>* groups_out, std::vector<std::vector<int>>* pods_out,
+                  std::vector<std::vector<double>>* requests_out) const;
+  // P's job: §4.4 on the job's `requests`, then each of `pods` bound pipelined where it fits.
+  // False when the quota check or a pod fails, or the call is cancelled (the caller rolls back);
+  // `placed_out` as in Try.
+  bool PlacePreemptor(int group, const std::vector<int>& pods, const std::vector<double>& requests,
+                      int* placed_out);
+  // A victim group's job: its `pods` of S re-placed as one unit (§4.4, pipelined) in a statement
+  // of its own, kept only when every pod found a node. Returns whether the group was moved.
+  bool ReplaceVictimGroup(int group, const std::vector<int>& pods,
+                          const std::vector<double>& requests);
+  // After P's job placed: fills `attempt`, then rejects the try when a group min-runtime
+  // protects, evicted and not moved, is left below g active pods, else asks the action.
+  bool JudgeAttempt(int group, const Unit& unit, const std::vector<EvictionUnit>& victims,
+                    const std::vector<int>& protected_groups, const std::vector<int>& moved_groups,
+                    Attempt* attempt) const;
   // Copies every queue's allocations into start_allocated_ and start_allocated_np_.
   void RecordStartAllocations();
   // The first part worth searching victims for: every shorter part fits with no victim (see

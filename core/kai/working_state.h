@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "core/kai/cluster.h"
-#include "core/kai/kai_fair_share.h"
+#include "core/kai/fair_share_rows.h"
 #include "core/kai/node_index.h"
 
 namespace arbiter::kai {

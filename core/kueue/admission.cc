@@ -85,6 +85,14 @@ class Rounds {
   bool RunRound();
   // §5.4 step 5 for one entry; true when it admitted, claimed targets or was set aside.
   bool Process(int w, Nomination nomination);
+  // Whether w fits once the targets claimed so far and `targets` are gone; when it does not,
+  // `shortfall` names the first resource short. The tree is left as it was.
+  bool FitsAfterEvictions(int w, const std::vector<PreemptionTarget>& targets,
+                          std::string* shortfall);
+  // The end of Process for an entry that fits: claims its targets (moving their messages out of
+  // `nomination`) and takes its usage; admits it when it needed no preemption, else records
+  // that it waits for its victims. True.
+  bool ClaimTargets(int w, Nomination& nomination, bool fits_before_evictions);
   bool OverlapsClaims(const std::vector<PreemptionTarget>& targets) const;
   std::string ClaimersOf(const std::vector<PreemptionTarget>& targets) const;
   void Record(int w, const char* reason, std::string message) {
@@ -220,27 +228,40 @@ bool Rounds::Process(int w, Nomination nomination) {
     return false;
   }
   const bool fits_before_evictions = tree_.Fits(x, workload.usage);
+  std::string shortfall;
+  if (!FitsAfterEvictions(w, nomination.targets, &shortfall)) {
+    Record(w, kNoLongerFits,
+           absl::StrCat("no longer fits after earlier workloads of this cycle: ", shortfall));
+    return false;
+  }
+  return ClaimTargets(w, nomination, fits_before_evictions);
+}
+
+bool Rounds::FitsAfterEvictions(int w, const std::vector<PreemptionTarget>& targets,
+                                std::string* shortfall) {
+  const Workload& workload = workloads_[w];
+  const int x = workload.cq;
   const size_t mark = tree_.Mark();
   for (int c : claimed_) tree_.RemoveUsage(workloads_[c].cq, workloads_[c].usage);
-  for (const PreemptionTarget& target : nomination.targets) {
+  for (const PreemptionTarget& target : targets) {
     tree_.RemoveUsage(workloads_[target.workload].cq, workloads_[target.workload].usage);
   }
   const bool fits = tree_.Fits(x, workload.usage);
-  std::string shortfall;
   if (!fits) {
     for (const ResourceAmount& request : workload.usage) {
       if (request.amount > tree_.Available(x, request.resource)) {
-        shortfall = ShortfallMessage(tree_, x, request.resource, request.amount);
+        *shortfall = ShortfallMessage(tree_, x, request.resource, request.amount);
         break;
       }
     }
   }
   tree_.Rollback(mark);
-  if (!fits) {
-    Record(w, kNoLongerFits,
-           absl::StrCat("no longer fits after earlier workloads of this cycle: ", shortfall));
-    return false;
-  }
+  return fits;
+}
+
+bool Rounds::ClaimTargets(int w, Nomination& nomination, bool fits_before_evictions) {
+  const Workload& workload = workloads_[w];
+  const int x = workload.cq;
   std::vector<std::string> victims;
   for (PreemptionTarget& target : nomination.targets) {
     claimed_by_[target.workload] = w;
@@ -261,8 +282,8 @@ bool Rounds::Process(int w, Nomination nomination) {
   }
   waited_[w] = 1;
   Record(w, kWaitingForPreemptions,
-         absl::StrCat("waiting for ", victims.size(), " preempted workload",
-                      victims.size() == 1 ? "" : "s",
+         absl::StrCat("waiting for ",
+                      Counted(static_cast<int64_t>(victims.size()), "preempted workload"),
                       " to release quota: ", absl::StrJoin(victims, ", ")));
   return true;
 }
@@ -360,8 +381,8 @@ PendingDecision Rounds::Pending(int w) const {
     }
     return PendingDecision{w, kNotReached,
                            absl::StrCat("never at the head of ", NodeLabel(tree_, workload.cq),
-                                        " in this cycle: ", ahead, " pending workload",
-                                        ahead == 1 ? " is" : "s are", " ahead of it")};
+                                        " in this cycle: ", Counted(ahead, "pending workload"), " ",
+                                        IsOrAre(ahead), " ahead of it")};
   }
   return PendingDecision{w, reason_[w], message_[w]};
 }

@@ -10,7 +10,7 @@
 //   fair_preemption.h         §5.5 the search: strategies, passes, all or nothing, fill-back
 //   tournament.h              §5.4 step 4: the admission order of one root tree, incremental
 //   admission.h               §5.4 rounds and the processing steps of each entry
-//   pending_reasons.h         §6 reason codes and their sentences
+//   pending_reasons.h         §6 sentences (codes: core/pending_reasons.h)
 //   queue_shares.h            §6 the queue list of both answers
 // kueue_shares.cc and kueue_schedule.cc implement the two functions below.
 #pragma once

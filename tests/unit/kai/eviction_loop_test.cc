@@ -1,4 +1,4 @@
-// The loop every eviction action shares (core/kai/eviction_action.cc, SEMANTICS.md §4.1, §4.8,
+// The loop every eviction action shares (core/kai/eviction_loop.cc, SEMANTICS.md §4.1, §4.8,
 // §6): a unit that needs no victim is left to ALLOCATE, or placed once ALLOCATE has run, and a
 // failed unit records the placement reason it ended on.
 #include <string>

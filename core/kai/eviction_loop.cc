@@ -1,4 +1,4 @@
-#include "core/kai/eviction_action.h"
+#include "core/kai/eviction_loop.h"
 
 #include <memory>
 #include <utility>
