@@ -2,10 +2,17 @@
 // compared byte for byte afterwards, so that a change meant to keep answers (a refactor, a
 // speed-up) can prove it did.
 //
-//   golden_corpus check  CORPUS [--filter SUBSTRING]   compare (exit 1 on any difference)
-//   golden_corpus record CORPUS [--filter SUBSTRING]   write the answers (only the filtered cases
-//                                                      are replaced; the others are kept)
+//   golden_corpus check  CORPUS [--filter SUBSTRING] [--before DIR]
+//       compare (exit 1 on any difference, a line with no case and a case with no line included)
+//   golden_corpus record CORPUS [--filter SUBSTRING] [--before DIR]
+//       write the answers (only the filtered cases are replaced, the others kept; a line whose
+//       case is gone is dropped)
+//   golden_corpus save   DIR [--filter SUBSTRING]       write every answer as text, for --before
 //   golden_corpus dump   CASE DIR                       write CASE's request and answers as .pb
+//
+// With --before DIR (written by `save` before the change), every answer that moved is shown as
+// text: the lines of the answer (one binding, eviction, admission, pending group or queue share
+// per line) that went, marked "-", and those that came, marked "+".
 //
 // Every request goes the server's way: serialised to binary, read back by the server's decoder
 // (edge/request_decoder.h), answered by the core (core/api/arbiter.h), the answer converted
@@ -22,7 +29,10 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <iterator>
 #include <map>
+#include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -38,6 +48,7 @@
 #include "edge/wire.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/text_format.h"
 #include "tests/property/property_support.h"
 
 namespace arbiter {
@@ -193,6 +204,80 @@ std::vector<Answer> AnswerBoth(const std::string& request_bytes) {
   return answers;
 }
 
+// An answer as text, one line per entry of each list (a binding, an eviction, an admission, a
+// pending group, a queue share) in the answer's own order, then the other fields; an error
+// answer is its status line. Lines are protobuf text format on one line each.
+std::vector<std::string> AnswerLines(const Answer& answer) {
+  std::unique_ptr<google::protobuf::Message> message;
+  if (answer.rpc == "Schedule") message = std::make_unique<v1::ScheduleResponse>();
+  if (answer.rpc == "ComputeFairShares") message = std::make_unique<v1::FairShareResponse>();
+  if (message == nullptr || !message->ParseFromString(answer.bytes)) return {answer.bytes};
+  google::protobuf::TextFormat::Printer printer;
+  printer.SetSingleLineMode(true);
+  const google::protobuf::Reflection* reflection = message->GetReflection();
+  std::vector<const google::protobuf::FieldDescriptor*> fields;
+  reflection->ListFields(*message, &fields);
+  std::vector<std::string> lines;
+  for (const google::protobuf::FieldDescriptor* field : fields) {
+    if (field->is_repeated() &&
+        field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) {
+      for (int i = 0; i < reflection->FieldSize(*message, field); ++i) {
+        std::string text;
+        printer.PrintToString(reflection->GetRepeatedMessage(*message, field, i), &text);
+        lines.push_back(absl::StrCat(field->name(), " { ", text, "}"));
+      }
+    } else {
+      std::string text;
+      printer.PrintFieldValueToString(*message, field, -1, &text);
+      lines.push_back(absl::StrCat(field->name(), ": ", text));
+    }
+  }
+  return lines;
+}
+
+// The lines of `before` that `after` lacks ("- ...") and those `after` adds ("+ ..."), each in
+// its answer's order; a line that occurs twice counts twice.
+std::vector<std::string> ChangedLines(const std::vector<std::string>& before,
+                                      const std::vector<std::string>& after) {
+  std::map<std::string, int> balance;
+  for (const std::string& line : before) ++balance[line];
+  for (const std::string& line : after) --balance[line];
+  std::vector<std::string> changed;
+  std::map<std::string, int> gone = balance;
+  for (const std::string& line : before) {
+    if (gone[line] > 0) {
+      --gone[line];
+      changed.push_back("- " + line);
+    }
+  }
+  std::map<std::string, int> came = balance;
+  for (const std::string& line : after) {
+    if (came[line] < 0) {
+      ++came[line];
+      changed.push_back("+ " + line);
+    }
+  }
+  return changed;
+}
+
+std::string TextPath(const std::string& dir, const std::string& name, const std::string& rpc) {
+  return absl::StrCat(dir, "/", name, "/", rpc, ".txt");
+}
+
+bool WriteText(const std::string& path, const std::vector<std::string>& lines) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream out(path, std::ios::trunc);
+  for (const std::string& line : lines) out << line << "\n";
+  return static_cast<bool>(out);
+}
+
+std::vector<std::string> ReadText(const std::string& path) {
+  std::vector<std::string> lines;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
 struct Line {
   std::string request_sha;
   std::string answer_size;
@@ -200,15 +285,20 @@ struct Line {
 };
 using Corpus = std::map<std::pair<std::string, std::string>, Line>;  // (case, rpc) -> line
 
-Corpus ReadCorpus(const std::string& path) {
+// The corpus at `path`; every line that is not a comment and not five fields, or that repeats a
+// (case, rpc) pair, goes to `malformed`.
+Corpus ReadCorpus(const std::string& path, std::vector<std::string>* malformed) {
   Corpus corpus;
   std::ifstream in(path);
   std::string text;
   while (std::getline(in, text)) {
     if (text.empty() || text[0] == '#') continue;
     std::vector<std::string> fields = absl::StrSplit(text, ' ');
-    if (fields.size() != 5) continue;
-    corpus[{fields[0], fields[1]}] = Line{fields[2], fields[3], fields[4]};
+    if (fields.size() != 5 ||
+        !corpus.emplace(std::make_pair(fields[0], fields[1]), Line{fields[2], fields[3], fields[4]})
+             .second) {
+      malformed->push_back(text);
+    }
   }
   return corpus;
 }
@@ -224,44 +314,93 @@ bool WriteCorpus(const std::string& path, const Corpus& corpus) {
   return static_cast<bool>(out);
 }
 
-int Run(const std::string& mode, const std::string& path, const std::string& filter) {
-  Corpus corpus = ReadCorpus(path);
-  if (mode == "check" && corpus.empty()) {
+struct Options {
+  std::string filter;
+  std::string before;  // a directory written by `save`, "" when not given
+};
+
+bool Selected(const std::string& name, const Options& options) {
+  return options.filter.empty() || name.find(options.filter) != std::string::npos;
+}
+
+// Prints how the answer of (name, rpc) moved, from the text `save` wrote under options.before.
+void ShowMoved(const std::string& name, const Answer& answer, const Options& options) {
+  if (options.before.empty()) return;
+  const std::string before = TextPath(options.before, name, answer.rpc);
+  if (!std::filesystem::exists(before)) {
+    std::cout << "    (no " << before << ")\n";
+    return;
+  }
+  for (const std::string& line : ChangedLines(ReadText(before), AnswerLines(answer))) {
+    std::cout << "    " << line << "\n";
+  }
+}
+
+// Compares (check) or records (record) the selected cases against the corpus at `path`. Each
+// difference is printed as it is found, "DIFFERS ..." when checking and "MOVED ..." or
+// "DROPPED ..." when recording, followed by the answer's changed lines when options.before is
+// set.
+int Run(const std::string& mode, const std::string& path, const Options& options) {
+  const bool record = mode == "record";
+  std::vector<std::string> malformed;
+  Corpus corpus = ReadCorpus(path, &malformed);
+  if (!record && corpus.empty()) {
     std::cerr << "golden_corpus: no corpus at " << path << "\n";
     return 2;
   }
   int compared = 0;
-  std::vector<std::string> differences;
+  int differences = 0;
+  const auto report = [&](const std::string& label, const std::string& text) {
+    ++differences;
+    std::cout << (record ? label : "DIFFERS") << " " << text << "\n";
+  };
+  for (const std::string& text : malformed)
+    report("DROPPED", "a malformed or repeated line: " + text);
+  int moved = 0;  // answers that differ from their line, or have none
+  std::set<std::pair<std::string, std::string>> answered;
   for (const Case& c : Cases()) {
-    if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
+    if (!Selected(c.name, options)) continue;
     const auto start = std::chrono::steady_clock::now();
     const std::string request = Deterministic(c.request());
     const std::string request_sha = Sha256(request);
     for (const Answer& answer : AnswerBoth(request)) {
       Line line{request_sha, std::to_string(answer.bytes.size()), Sha256(answer.bytes)};
       const auto key = std::make_pair(c.name, answer.rpc);
+      const std::string name = absl::StrCat(c.name, " ", answer.rpc);
+      answered.insert(key);
       ++compared;
-      if (mode == "record") {
-        corpus[key] = line;
-        continue;
-      }
       auto it = corpus.find(key);
-      if (it == corpus.end()) {
-        differences.push_back(absl::StrCat(c.name, " ", answer.rpc, ": not in the corpus"));
+      const bool was_there = it != corpus.end();
+      if (!was_there) {
+        report("MOVED", name + ": not in the corpus");
       } else if (it->second.request_sha != line.request_sha) {
-        differences.push_back(absl::StrCat(c.name, " ", answer.rpc,
-                                           ": the request changed (generator or scenario file)"));
+        report("MOVED", name + ": the request changed (generator or scenario file)");
       } else if (it->second.answer_sha != line.answer_sha) {
-        differences.push_back(absl::StrCat(c.name, " ", answer.rpc, ": the answer changed (",
-                                           it->second.answer_size, " -> ", line.answer_size,
-                                           " bytes)"));
+        report("MOVED", absl::StrCat(name, ": the answer changed (", it->second.answer_size, " -> ",
+                                     line.answer_size, " bytes)"));
       }
+      if (!was_there || it->second.request_sha != line.request_sha ||
+          it->second.answer_sha != line.answer_sha) {
+        ++moved;
+      }
+      if (was_there && it->second.answer_sha != line.answer_sha) ShowMoved(c.name, answer, options);
+      if (record) corpus[key] = line;
     }
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (seconds > 0.5) std::cout << c.name << ": " << seconds << " s\n";
   }
-  if (mode == "record") {
+  // A line whose case is gone: a check that skipped it would pass with a case fewer.
+  for (auto it = corpus.begin(); it != corpus.end();) {
+    if (!Selected(it->first.first, options) || answered.count(it->first) > 0) {
+      ++it;
+      continue;
+    }
+    report("DROPPED", absl::StrCat(it->first.first, " ", it->first.second,
+                                   ": in the corpus, but no such case"));
+    it = record ? corpus.erase(it) : std::next(it);
+  }
+  if (record) {
     if (!WriteCorpus(path, corpus)) {
       std::cerr << "golden_corpus: cannot write " << path << "\n";
       return 2;
@@ -269,10 +408,29 @@ int Run(const std::string& mode, const std::string& path, const std::string& fil
     std::cout << "recorded " << compared << " answers in " << path << "\n";
     return 0;
   }
-  for (const std::string& difference : differences) std::cout << "DIFFERS " << difference << "\n";
-  std::cout << compared - static_cast<int>(differences.size()) << " of " << compared
-            << " answers byte-identical\n";
-  return differences.empty() ? 0 : 1;
+  std::cout << compared - moved << " of " << compared << " answers byte-identical\n";
+  if (differences > 0 && options.before.empty()) {
+    std::cout << "to see what moved: `golden_corpus save DIR` on the tree before the change, then "
+                 "`golden_corpus check CORPUS --before DIR`\n";
+  }
+  return differences == 0 ? 0 : 1;
+}
+
+// Every selected case's answers as text under `dir`, for a later --before.
+int Save(const std::string& dir, const Options& options) {
+  int saved = 0;
+  for (const Case& c : Cases()) {
+    if (!Selected(c.name, options)) continue;
+    for (const Answer& answer : AnswerBoth(Deterministic(c.request()))) {
+      if (!WriteText(TextPath(dir, c.name, answer.rpc), AnswerLines(answer))) {
+        std::cerr << "golden_corpus: cannot write under " << dir << "\n";
+        return 2;
+      }
+      ++saved;
+    }
+  }
+  std::cout << "saved " << saved << " answers as text under " << dir << "\n";
+  return 0;
 }
 
 int Dump(const std::string& name, const std::string& dir) {
@@ -295,15 +453,27 @@ int Dump(const std::string& name, const std::string& dir) {
 }  // namespace arbiter
 
 int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
+  const std::vector<std::string> args(argv + 1, argv + argc);
   const char* usage =
-      "usage: golden_corpus check|record CORPUS [--filter SUBSTRING]\n"
+      "usage: golden_corpus check|record CORPUS [--filter SUBSTRING] [--before DIR]\n"
+      "       golden_corpus save DIR [--filter SUBSTRING]\n"
       "       golden_corpus dump CASE DIR\n";
   if (args.size() == 3 && args[0] == "dump") return arbiter::Dump(args[1], args[2]);
-  if ((args.size() == 2 || (args.size() == 4 && args[2] == "--filter")) &&
-      (args[0] == "check" || args[0] == "record")) {
-    return arbiter::Run(args[0], args[1], args.size() == 4 ? args[3] : "");
+  arbiter::Options options;
+  bool flags_ok = args.size() >= 2 && args.size() % 2 == 0;
+  for (size_t i = 2; flags_ok && i + 1 < args.size(); i += 2) {
+    if (args[i] == "--filter") {
+      options.filter = args[i + 1];
+    } else if (args[i] == "--before" && args[0] != "save") {
+      options.before = args[i + 1];
+    } else {
+      flags_ok = false;
+    }
   }
+  if (flags_ok && (args[0] == "check" || args[0] == "record")) {
+    return arbiter::Run(args[0], args[1], options);
+  }
+  if (flags_ok && args[0] == "save") return arbiter::Save(args[1], options);
   std::cerr << usage;
   return 2;
 }

@@ -356,12 +356,6 @@ TEST_F(BadInputTest, MinRuntimeWithoutNowIsAValidFairShareRequest) {
 
 // ---- --max-nodes and --max-pods (issue 6): the arbiter-server binary with the flags ----
 
-// Whether `arbiter-server --help` lists `flag`.
-bool ServerHasFlag(const std::string& flag) {
-  const ProcessResult help = RunProcess({ARBITER_SERVER_PATH, "--help"});
-  return help.exit_code == 0 && help.out.find(flag + " ") != std::string::npos;
-}
-
 // arbiter-server started with `flags` on 127.0.0.1:0; address() is "" if it did not start.
 class ServerWithFlags {
  public:
@@ -395,9 +389,6 @@ int PodCount(const v1::ScheduleRequest& request) {
 }
 
 TEST(BadInputLimits, MoreNodesThanMaxNodesIsResourceExhausted) {
-  if (!ServerHasFlag("--max-nodes")) {
-    GTEST_SKIP() << "arbiter-server has no --max-nodes flag yet (issue 6, limits)";
-  }
   const v1::ScheduleRequest demo = Demo();
   const int limit = demo.snapshot().nodes_size();
   ServerWithFlags server({"--max-nodes", std::to_string(limit)});
@@ -423,9 +414,6 @@ TEST(BadInputLimits, MoreNodesThanMaxNodesIsResourceExhausted) {
 }
 
 TEST(BadInputLimits, MorePodsThanMaxPodsIsResourceExhausted) {
-  if (!ServerHasFlag("--max-pods")) {
-    GTEST_SKIP() << "arbiter-server has no --max-pods flag yet (issue 6, limits)";
-  }
   const v1::ScheduleRequest demo = Demo();
   const int limit = PodCount(demo);
   ServerWithFlags server({"--max-pods", std::to_string(limit)});

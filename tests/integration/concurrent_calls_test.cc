@@ -3,7 +3,6 @@
 // (SEMANTICS.md §0.5: equal requests give byte-identical responses, whatever else runs).
 // `make test-sanitize` runs this test under ThreadSanitizer.
 #include <atomic>
-#include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
@@ -155,20 +154,35 @@ TEST_F(ConcurrentCallsTest, EveryAnswerEqualsTheSingleThreadedOne) {
 
 // Calls still in flight when the server shuts down finish or fail cleanly; none hangs or
 // crashes, and the server stops. (The client waits for a ready channel, so calls made after the
-// shutdown end at their deadline.)
+// shutdown end at their deadline.) The test waits until the server reports calls in flight and
+// has answered each caller, and then checks that some call began before the shutdown and ended
+// after it began: without such a call it would test a shutdown of an idle server.
 TEST_F(ConcurrentCallsTest, ShutdownWhileCallsAreInFlight) {
+  constexpr int kCallers = 6;
   const std::vector<Call> calls = Calls();
   std::atomic<bool> stop{false};
+  std::atomic<bool> shutting_down{false};
+  std::atomic<int> answered{0};        // right answers before the shutdown began
+  std::atomic<int> callers_served{0};  // callers with at least one of them
+  std::atomic<int> across{0};          // calls begun before the shutdown and ended after it began
   std::atomic<int> wrong{0};
   std::vector<std::thread> threads;
-  for (int t = 0; t < 6; ++t) {
+  for (int t = 0; t < kCallers; ++t) {
     threads.emplace_back([&, t] {
       const std::shared_ptr<grpc::Channel> channel = Connect(server_->address());
+      bool served = false;
       for (int i = 0; !stop.load(); ++i) {
         const Call& call = calls[(t + i) % calls.size()];
+        const bool begun_before = !shutting_down.load();
         const RawAnswer answer = CallRaw(channel, call.method, call.request, absl::Seconds(3));
+        if (begun_before && shutting_down.load()) across.fetch_add(1);
         const std::string got = answer.status.ok() ? answer.bytes : Describe(answer.status);
-        if (got == call.expected) continue;
+        if (got == call.expected) {
+          if (!shutting_down.load()) answered.fetch_add(1);
+          if (!served) callers_served.fetch_add(1);
+          served = true;
+          continue;
+        }
         // A call refused or cut off by the shutdown is fine; any other answer must be the right
         // one.
         const grpc::StatusCode code = answer.status.error_code();
@@ -180,11 +194,24 @@ TEST_F(ConcurrentCallsTest, ShutdownWhileCallsAreInFlight) {
       }
     });
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  server_->Shutdown(absl::Seconds(5));
-  server_->Wait();
+  // Every caller has been answered, and the server counts calls accepted and not yet answered.
+  const bool busy = PollUntil(
+      [&] {
+        if (callers_served.load() < kCallers) return false;
+        const absl::StatusOr<std::string> metrics = HttpGet(server_->metrics_port(), "/metrics");
+        return metrics.ok() && MetricValue(*metrics, "arbiter_rpc_in_flight") >= 1;
+      },
+      absl::Seconds(60));
+  shutting_down.store(true);
+  if (busy) {
+    server_->Shutdown(absl::Seconds(5));
+    server_->Wait();
+  }
   stop.store(true);
   for (std::thread& thread : threads) thread.join();
+  ASSERT_TRUE(busy) << "no call in flight within 60 s: " << callers_served.load() << " of "
+                    << kCallers << " callers answered, " << answered.load() << " answers";
+  EXPECT_GE(across.load(), 1) << "no call was in flight when the shutdown began";
   EXPECT_EQ(wrong.load(), 0);
 }
 

@@ -1,6 +1,7 @@
 // Every scenario under tests/scenarios/ (see scenario_matcher.h for the file format): run the
 // request through Schedule in-process, compare the decisions with expected.json, and run it a
 // second time to check that the answer's bytes are the same (SEMANTICS.md §0.5).
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -50,10 +51,27 @@ std::string TestName(const ::testing::TestParamInfo<std::string>& param) {
   return name;
 }
 
+// With no scenario found, googletest reports the suite as uninstantiated, a failing test.
 INSTANTIATE_TEST_SUITE_P(Files, Scenario, ::testing::ValuesIn(FindScenarios(ScenarioRoot())),
                          TestName);
-// No scenario files yet is not an error of the runner.
-GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Scenario);
+
+// A missing or emptied folder must not pass as "no scenario failed": each model has its folder,
+// and every folder holding a request.json also holds the expected.json that makes it a scenario.
+TEST(ScenarioFolders, EachModelHasScenariosAndNoneIsHalfWritten) {
+  namespace fs = std::filesystem;
+  ASSERT_TRUE(fs::is_directory(ScenarioRoot())) << ScenarioRoot() << " is missing";
+  for (const char* model : {"kai", "kueue"}) {
+    const std::string folder = ScenarioRoot() + "/" + model;
+    ASSERT_TRUE(fs::is_directory(folder)) << folder << " is missing";
+    EXPECT_FALSE(FindScenarios(folder).empty()) << folder << " holds no scenario";
+  }
+  for (const fs::directory_entry& entry : fs::recursive_directory_iterator(ScenarioRoot())) {
+    if (entry.is_directory() && fs::exists(entry.path() / "request.json")) {
+      EXPECT_TRUE(fs::exists(entry.path() / "expected.json"))
+          << entry.path() << " has a request.json but no expected.json";
+    }
+  }
+}
 
 }  // namespace
 }  // namespace arbiter::testing

@@ -58,6 +58,22 @@ const JobRecord* Job(const SimResult& result, const std::string& name) {
   return nullptr;
 }
 
+// Each queue of `budget` (GPU-hours) ran within 5% of its budget. A queue the story no longer
+// has fails the test: a renamed queue must not leave the budget unchecked.
+void ExpectGpuHoursNearBudgets(const SimResult& result,
+                               const std::map<std::string, double>& budget) {
+  const std::vector<double> seconds = ResourceSeconds(result, kGpu);
+  for (const auto& [queue, hours] : budget) {
+    const auto found = std::find(result.queues.begin(), result.queues.end(), queue);
+    if (found == result.queues.end()) {
+      ADD_FAILURE() << "the story has no queue " << queue;
+      continue;
+    }
+    const size_t q = static_cast<size_t>(found - result.queues.begin());
+    EXPECT_NEAR(seconds[q] / 3600, hours, 0.05 * hours) << queue;
+  }
+}
+
 TEST(Story1ProportionalTimeSharing, WithoutTimeAwarenessOneQueueKeepsTheCluster) {
   SimConfig config = Story("story1-time-sharing.yaml");
   config.policy.k_value = 0;
@@ -99,31 +115,20 @@ TEST(Story2BurstAccess, WithTimeAwarenessTheBurstJobStartsAndRunsToCompletion) {
 
 TEST(Story5ResourceHourBudgets, EachTeamGetsItsBudgetWithinFivePercent) {
   const SimResult result = Simulated(Story("story5-budgets.yaml"));
-  const std::vector<double> seconds = ResourceSeconds(result, kGpu);
-  const double month = 64.0 * 30 * 24;  // GPU-hours
-  const std::map<std::string, double> budget = {
-      {"team-a", 0.5 * month}, {"team-b", 0.3 * month}, {"team-c", 0.2 * month}};
-  for (size_t q = 0; q < result.queues.size(); ++q) {
-    auto found = budget.find(result.queues[q]);
-    if (found == budget.end()) continue;
-    EXPECT_NEAR(seconds[q] / 3600, found->second, 0.05 * found->second) << found->first;
-  }
+  const double month = 64.0 * 30 * 24;                         // GPU-hours
+  ExpectGpuHoursNearBudgets(result, {{"team-a", 0.5 * month},  //
+                                     {"team-b", 0.3 * month},
+                                     {"team-c", 0.2 * month}});
   EXPECT_EQ(Evictions(result), 0);  // interruption-sensitive: nothing is cut short
 }
 
 TEST(Story5ResourceHourBudgets, OvercommittedBudgetsAreScaledDownAlike) {
   const SimResult result = Simulated(Story("story5-overcommitted.yaml"));
-  const std::vector<double> seconds = ResourceSeconds(result, kGpu);
   const double month = 64.0 * 30 * 24;
   const double scale = 1.0 / 1.2;  // the budgets add up to 120% of the month
-  const std::map<std::string, double> budget = {{"team-a", 0.5 * month * scale},
-                                                {"team-b", 0.4 * month * scale},
-                                                {"team-c", 0.3 * month * scale}};
-  for (size_t q = 0; q < result.queues.size(); ++q) {
-    auto found = budget.find(result.queues[q]);
-    if (found == budget.end()) continue;
-    EXPECT_NEAR(seconds[q] / 3600, found->second, 0.05 * found->second) << found->first;
-  }
+  ExpectGpuHoursNearBudgets(result, {{"team-a", 0.5 * month * scale},
+                                     {"team-b", 0.4 * month * scale},
+                                     {"team-c", 0.3 * month * scale}});
 }
 
 TEST(KueueFairSharing, BorrowingIsReclaimedAndTheWeightedSharesConverge) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -145,5 +146,27 @@ func TestGeneratorReachesTheInterestingCases(t *testing.T) {
 		divisions, overQuota, remainder, capped, timeAware)
 	if overQuota < divisions/5 || remainder < divisions/20 || capped < 1 || timeAware < 300 {
 		t.Errorf("the generator no longer reaches the interesting cases")
+	}
+}
+
+// A rule may accept a few divisions, never many: above its bound the run fails.
+func TestRuleBoundsFailARunThatLeansOnARule(t *testing.T) {
+	for _, name := range []string{ruleMapOrder, ruleNearTie, ruleRemainderCap} {
+		limit := ruleBounds[name].limit(4452)
+		if limit < ruleBounds[name].floor || limit > 50 {
+			t.Errorf("%s: a bound of %d divisions in 4,452", name, limit)
+		}
+		within := unitCounts{compared: 4452, byRule: map[string]int{name: limit}}
+		if over := within.overBounds(); len(over) != 0 {
+			t.Errorf("%s: %d divisions, at the bound, fail: %v", name, limit, over)
+		}
+		above := unitCounts{compared: 4452, byRule: map[string]int{name: limit + 1}}
+		if over := above.overBounds(); len(over) != 1 || !strings.Contains(over[0], name) {
+			t.Errorf("%s: %d divisions, above the bound, pass: %v", name, limit+1, over)
+		}
+	}
+	// The fraction decides on a long run.
+	if got := ruleBounds[ruleMapOrder].limit(151809); got != 151 {
+		t.Errorf("kai-map-order over 151,809 divisions: bound %d, want 151", got)
 	}
 }

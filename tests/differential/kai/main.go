@@ -41,6 +41,7 @@ func main() {
 		tally.Units["divisions under "+name] = units.byRule[name]
 	}
 	tally.Units["divisions failed"] = units.failed
+	tally.Failures = append(tally.Failures, units.overBounds()...)
 	tally.Print(os.Stdout)
 	fmt.Printf("  seeds %d..%d in %.1fs\n", flags.First, flags.First+flags.Seeds-1, time.Since(start).Seconds())
 	if len(tally.Failures) > 0 {

@@ -34,6 +34,41 @@ const (
 	ruleRemainderCap = "kai-remainder-cap"
 )
 
+// ruleBound caps how many divisions a rule may accept in a run: at most fraction of the
+// divisions compared, or floor divisions when that is more (a short run compares too few
+// divisions for a fraction to mean anything). Above it, the run fails: a rule that accepts more
+// than it ever has is hiding a change, not explaining noise.
+type ruleBound struct {
+	fraction float64
+	floor    int
+}
+
+// ruleBounds holds each rule's bound, five or more times the rate the rule has been seen at
+// (docs/conformance.md, "Figures": per 10,000 seeds and 151,809 divisions, 33 requests under
+// kai-map-order, 10 under kai-near-tie and 16 under kai-remainder-cap).
+var ruleBounds = map[string]ruleBound{
+	ruleMapOrder:     {fraction: 1e-3, floor: 5},
+	ruleNearTie:      {fraction: 5e-4, floor: 5},
+	ruleRemainderCap: {fraction: 5e-4, floor: 5},
+}
+
+// limit is the number of divisions the rule may accept out of compared.
+func (b ruleBound) limit(compared int) int {
+	return max(b.floor, int(math.Floor(b.fraction*float64(compared))))
+}
+
+// overBounds describes every rule that accepted more divisions than its bound allows.
+func (u *unitCounts) overBounds() []string {
+	var over []string
+	for _, name := range []string{ruleMapOrder, ruleNearTie, ruleRemainderCap} {
+		if n, limit := u.byRule[name], ruleBounds[name].limit(u.compared); n > limit {
+			over = append(over, fmt.Sprintf("rule %s accepted %d of %d divisions, above its bound of %d (%g of the divisions, at least %d)",
+				name, n, u.compared, limit, ruleBounds[name].fraction, ruleBounds[name].floor))
+		}
+	}
+	return over
+}
+
 // The last two rules are applied to a division that matched none of KAI's answers through
 // tree.model, which follows SEMANTICS §2.2 with the remainder phase switchable between KAI's
 // behaviour and arbiter's. The difference is accepted only when

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"testing"
 
 	"arbiter.dev/tests/differential/internal/arbiterjson"
@@ -51,7 +52,8 @@ func TestKueueGivesTheSpecifiedStory3Shares(t *testing.T) {
 	}
 }
 
-// An answer equal to Kueue's passes; a changed weighted share, flag or dominant resource fails.
+// An answer equal to Kueue's passes; a changed weighted share (by as little as one ulp), flag or
+// dominant resource fails.
 func TestCompareCatchesEachField(t *testing.T) {
 	tr := story3()
 	want, err := tr.kueueShares()
@@ -77,9 +79,13 @@ func TestCompareCatchesEachField(t *testing.T) {
 	}
 	for name, change := range map[string]func(*arbiterjson.QueueShare){
 		"weighted share": func(s *arbiterjson.QueueShare) { s.WeightedShare *= 1.001 },
-		"borrowing":      func(s *arbiterjson.QueueShare) { s.Borrowing = !s.Borrowing },
-		"dominant":       func(s *arbiterjson.QueueShare) { s.DominantResource = "cpu" },
-		"usage":          func(s *arbiterjson.QueueShare) { s.Allocated["nvidia.com/gpu"]++ },
+		// The comparison is bit for bit: the next float64 up is a difference too.
+		"weighted share by one ulp": func(s *arbiterjson.QueueShare) {
+			s.WeightedShare = arbiterjson.Number(math.Nextafter(float64(s.WeightedShare), math.Inf(1)))
+		},
+		"borrowing": func(s *arbiterjson.QueueShare) { s.Borrowing = !s.Borrowing },
+		"dominant":  func(s *arbiterjson.QueueShare) { s.DominantResource = "cpu" },
+		"usage":     func(s *arbiterjson.QueueShare) { s.Allocated["nvidia.com/gpu"]++ },
 	} {
 		got := answer()
 		change(got["1c"])

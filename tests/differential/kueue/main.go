@@ -46,7 +46,6 @@ func main() {
 	tally.Units["queues with weighted share > 0 (Kueue)"] = counts.positive
 	tally.Units["queues with weighted share +Inf (Kueue)"] = counts.infinite
 	tally.Units["queues borrowing with nothing lendable"] = counts.borrowingAtZero
-	tally.Units["weighted shares not bit-identical"] = counts.inexact
 	tally.Print(os.Stdout)
 	fmt.Printf("  seeds %d..%d in %.1fs\n", flags.First, flags.First+flags.Seeds-1, time.Since(start).Seconds())
 	if len(tally.Failures) > 0 {
@@ -54,7 +53,7 @@ func main() {
 	}
 }
 
-type shareCounts struct{ compared, borrowing, positive, infinite, borrowingAtZero, inexact int }
+type shareCounts struct{ compared, borrowing, positive, infinite, borrowingAtZero int }
 
 // check asks Kueue and arbiter for the shares of the tree and compares them.
 func (t *tree) check(cli string, req *arbiterjson.FairShareRequest, counts *shareCounts) verdict.Outcome {
@@ -70,9 +69,9 @@ func (t *tree) check(cli string, req *arbiterjson.FairShareRequest, counts *shar
 }
 
 // compare holds arbiter's answer against Kueue's DominantResourceShare for every ClusterQueue
-// and Cohort: the unrounded weighted share (to 1e-6 relative), the borrowing flag and the
-// dominant resource; and arbiter's allocated amounts against the node's usage in Kueue's quota
-// tree (whole numbers, compared exactly). No exclusion rule applies: Kueue's computation is deterministic and
+// and Cohort: the unrounded weighted share (bit for bit: arbiter's JSON numbers read back as the
+// same float64), the borrowing flag and the dominant resource; and arbiter's allocated amounts
+// against the node's usage in Kueue's quota tree (whole numbers, compared exactly). No exclusion rule applies: Kueue's computation is deterministic and
 // SEMANTICS §5.3 documents no deviation from it.
 func (t *tree) compare(want []share, got map[string]*arbiterjson.QueueShare, counts *shareCounts) verdict.Outcome {
 	if len(got) != len(t.nodes) {
@@ -98,10 +97,7 @@ func (t *tree) compare(want []share, got map[string]*arbiterjson.QueueShare, cou
 		if w.borrowing {
 			counts.borrowing++
 		}
-		if float64(g.WeightedShare) != w.weighted {
-			counts.inexact++
-		}
-		if !verdict.Close(float64(g.WeightedShare), w.weighted) || g.Borrowing != w.borrowing || g.DominantResource != w.dominant {
+		if float64(g.WeightedShare) != w.weighted || g.Borrowing != w.borrowing || g.DominantResource != w.dominant {
 			diffs = append(diffs, fmt.Sprintf("%s: Kueue weighted share %v, borrowing %v, dominant %q; arbiter %v, %v, %q",
 				n.name, w.weighted, w.borrowing, w.dominant, float64(g.WeightedShare), g.Borrowing, g.DominantResource))
 		}
