@@ -4,6 +4,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -145,17 +146,12 @@ std::string MainResource(const SimResult& result) {
   return result.resources.empty() ? kGpu : result.resources.front();
 }
 
-absl::Status WritePlots(const SimResult& result, const std::string& title, const std::string& dir,
-                        const std::string& gnuplot) {
-  if (dir.find('\'') != std::string::npos || title.find('\'') != std::string::npos) {
-    return absl::InvalidArgumentError("--out and the config's name may not contain a quote (')");
-  }
-  const std::string resource = MainResource(result);
-  const std::vector<std::string>& leaves = result.leaves;
-  std::map<std::string, size_t> leaf_index;
-  for (size_t i = 0; i < leaves.size(); ++i) leaf_index[leaves[i]] = i;
+namespace {
 
-  // allocation.dat and resource_hours.dat: one block per leaf, `index i` in gnuplot.
+// allocation.dat and resource_hours.dat: one block per leaf, `index i` in gnuplot.
+std::pair<std::string, std::string> LeafSeries(const SimResult& result, const std::string& resource,
+                                               const std::map<std::string, size_t>& leaf_index) {
+  const std::vector<std::string>& leaves = result.leaves;
   std::vector<std::ostringstream> alloc(leaves.size());
   std::vector<std::ostringstream> hours(leaves.size());
   std::vector<double> used(leaves.size(), 0.0);
@@ -178,7 +174,11 @@ absl::Status WritePlots(const SimResult& result, const std::string& title, const
     absl::StrAppend(&alloc_text, "# ", leaves[i], "\n", alloc[i].str(), "\n\n");
     absl::StrAppend(&hours_text, "# ", leaves[i], "\n", hours[i].str(), "\n\n");
   }
-  // jobs.dat: start, row, length (hours) and the queue's colour for every job that ran.
+  return {alloc_text, hours_text};
+}
+
+// jobs.dat: start, row, length (hours) and the queue's colour for every job that ran.
+std::string JobBars(const SimResult& result, const std::map<std::string, size_t>& leaf_index) {
   const double horizon = static_cast<double>(result.cycles) * result.step;
   std::string jobs_text;
   int job_row = 0;
@@ -191,14 +191,12 @@ absl::Status WritePlots(const SimResult& result, const std::string& title, const
                     Num((end - job.start) / 3600), " ", colour, "\n");
   }
   if (jobs_text.empty()) jobs_text = "0 0 0 0\n";
+  return jobs_text;
+}
 
-  for (const auto& [name, text] :
-       std::vector<std::pair<std::string, std::string>>{{"allocation.dat", alloc_text},
-                                                        {"resource_hours.dat", hours_text},
-                                                        {"jobs.dat", jobs_text}}) {
-    if (absl::Status s = WriteFile(absl::StrCat(dir, "/", name), text); !s.ok()) return s;
-  }
-
+// The gnuplot script that draws the three charts from the data files in `dir`, as PNG and SVG.
+std::string PlotScript(const std::string& title, const std::string& dir,
+                       const std::string& resource, const std::vector<std::string>& leaves) {
   std::string names;
   for (const std::string& leaf : leaves) absl::StrAppend(&names, names.empty() ? "" : " ", leaf);
   std::string script =
@@ -226,6 +224,30 @@ absl::Status WritePlots(const SimResult& result, const std::string& title, const
         "for [i=1:n] NaN with lines lw 3 lc i title word(names, i)\n",
         "unset output\n");
   }
+  return script;
+}
+
+}  // namespace
+
+absl::Status WritePlots(const SimResult& result, const std::string& title, const std::string& dir,
+                        const std::string& gnuplot) {
+  if (dir.find('\'') != std::string::npos || title.find('\'') != std::string::npos) {
+    return absl::InvalidArgumentError("--out and the config's name may not contain a quote (')");
+  }
+  const std::string resource = MainResource(result);
+  std::map<std::string, size_t> leaf_index;
+  for (size_t i = 0; i < result.leaves.size(); ++i) leaf_index[result.leaves[i]] = i;
+
+  const auto [alloc_text, hours_text] = LeafSeries(result, resource, leaf_index);
+  const std::string jobs_text = JobBars(result, leaf_index);
+  for (const auto& [name, text] :
+       std::vector<std::pair<std::string, std::string>>{{"allocation.dat", alloc_text},
+                                                        {"resource_hours.dat", hours_text},
+                                                        {"jobs.dat", jobs_text}}) {
+    if (absl::Status s = WriteFile(absl::StrCat(dir, "/", name), text); !s.ok()) return s;
+  }
+
+  const std::string script = PlotScript(title, dir, resource, result.leaves);
   const std::string script_path = absl::StrCat(dir, "/plots.gp");
   if (absl::Status s = WriteFile(script_path, script); !s.ok()) return s;
   const std::string command =
