@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "edge/json_text.h"
 
 namespace arbiter::simulator {
 namespace {
@@ -32,34 +33,12 @@ std::string Csv(const std::string& text) {
   return out + "\"";
 }
 
-std::string Json(const std::string& text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        if (c < 0x20) {
-          out += absl::StrFormat("\\u%04x", c);
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
+using edge::JsonString;
 
 std::string JsonMap(const ResourceMap& amounts) {
   std::vector<std::string> parts;
   for (const auto& [resource, amount] : amounts)
-    parts.push_back(Json(resource) + ":" + Num(amount));
+    parts.push_back(JsonString(resource) + ":" + Num(amount));
   return "{" + absl::StrJoin(parts, ",") + "}";
 }
 
@@ -110,16 +89,16 @@ void WriteKaiCsv(const SimResult& result, std::ostream& out) {
 
 void WriteJson(const SimResult& result, std::ostream& out) {
   std::vector<std::string> queues;
-  for (const std::string& q : result.queues) queues.push_back(Json(q));
+  for (const std::string& q : result.queues) queues.push_back(JsonString(q));
   std::vector<std::string> resources;
-  for (const std::string& r : result.resources) resources.push_back(Json(r));
+  for (const std::string& r : result.resources) resources.push_back(JsonString(r));
   out << "{\"step_s\":" << Num(result.step) << ",\"cycles\":" << result.cycles << ",\"queues\":["
       << absl::StrJoin(queues, ",") << "],\"resources\":[" << absl::StrJoin(resources, ",")
       << "],\n\"steps\":[";
   for (size_t i = 0; i < result.rows.size(); ++i) {
     const QueueRow& row = result.rows[i];
     out << (i == 0 ? "\n" : ",\n") << "{\"time_s\":" << Num(row.time)
-        << ",\"queue\":" << Json(row.queue) << ",\"allocated\":" << JsonMap(row.allocated)
+        << ",\"queue\":" << JsonString(row.queue) << ",\"allocated\":" << JsonMap(row.allocated)
         << ",\"fair_share\":" << JsonMap(row.fair_share) << ",\"usage\":" << JsonMap(row.usage)
         << ",\"weighted_share\":" << Num(row.weighted_share) << ",\"pending\":" << row.pending
         << ",\"evictions\":" << row.evictions << "}";
@@ -127,8 +106,8 @@ void WriteJson(const SimResult& result, std::ostream& out) {
   out << "],\n\"jobs\":[";
   for (size_t i = 0; i < result.jobs.size(); ++i) {
     const JobRecord& job = result.jobs[i];
-    out << (i == 0 ? "\n" : ",\n") << "{\"job\":" << Json(job.name)
-        << ",\"queue\":" << Json(job.queue) << ",\"submit_s\":" << Num(job.submit)
+    out << (i == 0 ? "\n" : ",\n") << "{\"job\":" << JsonString(job.name)
+        << ",\"queue\":" << JsonString(job.queue) << ",\"submit_s\":" << Num(job.submit)
         << ",\"start_s\":" << (job.start < 0 ? "null" : Num(job.start))
         << ",\"end_s\":" << (job.end < 0 ? "null" : Num(job.end))
         << ",\"evictions\":" << job.evictions << ",\"wait_s\":" << Num(job.wait) << "}";
