@@ -10,9 +10,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -65,25 +67,30 @@ constexpr char kUsage[] =
     "\n"
     "flags:\n";
 
-int Run(const std::vector<std::string>& args) {
+// The command line's values: the server's options, and the flags that are not options yet
+// (integers narrowed once checked, the log level's name, the stop timings, --help).
+struct Settings {
   arbiter::server::ServerOptions options;
   int64_t port = options.port;
   int64_t metrics_port = options.metrics_port;
   int64_t max_message_bytes = options.max_message_bytes;
   int64_t workers = options.workers;
   int64_t small_lane_workers = options.small_lane_workers;
-  arbiter::edge::RequestLimits& limits = options.limits;
   std::string log_level = "info";
   double drain_seconds = 0;
   double grace_seconds = 5;
   bool help = false;
+};
 
-  arbiter::rpc::CommandLine flags;
+// Declares every flag, each writing into `settings`.
+void AddFlags(arbiter::rpc::CommandLine& flags, Settings& settings) {
+  arbiter::server::ServerOptions& options = settings.options;
+  arbiter::edge::RequestLimits& limits = options.limits;
   flags.AddString("host", "HOST", &options.host, "address to bind both ports on");
-  flags.AddInt("port", "PORT", &port, "gRPC port; 0 picks a free port");
-  flags.AddInt("metrics-port", "PORT", &metrics_port,
+  flags.AddInt("port", "PORT", &settings.port, "gRPC port; 0 picks a free port");
+  flags.AddInt("metrics-port", "PORT", &settings.metrics_port,
                "Prometheus /metrics port; 0 picks a free port, -1 disables");
-  flags.AddInt("max-message-bytes", "BYTES", &max_message_bytes,
+  flags.AddInt("max-message-bytes", "BYTES", &settings.max_message_bytes,
                "largest request or response accepted");
   flags.AddInt("max-nodes", "N", &limits.max_nodes,
                "largest snapshot accepted, in nodes (RESOURCE_EXHAUSTED above)");
@@ -102,8 +109,8 @@ int Run(const std::vector<std::string>& args) {
                "deepest queue or cohort tree, in levels (INVALID_ARGUMENT above)");
   flags.AddInt("max-decoded-bytes", "BYTES", &limits.max_decoded_bytes,
                "most memory a decoded request may take (RESOURCE_EXHAUSTED above)");
-  flags.AddInt("workers", "N", &workers, "decision threads; 0 = one per core");
-  flags.AddInt("small-lane-workers", "N", &small_lane_workers,
+  flags.AddInt("workers", "N", &settings.workers, "decision threads; 0 = one per core");
+  flags.AddInt("small-lane-workers", "N", &settings.small_lane_workers,
                "extra threads that run only small requests, so that they never wait behind "
                "large ones");
   flags.AddInt("small-request-bytes", "BYTES", &options.small_request_bytes,
@@ -117,41 +124,34 @@ int Run(const std::vector<std::string>& args) {
   flags.AddString("tls-key", "FILE", &options.tls.key, "PEM private key of --tls-cert");
   flags.AddString("tls-client-ca", "FILE", &options.tls.client_ca,
                   "PEM CA: mutual TLS, every client must present a certificate it signed");
-  flags.AddString("log-level", "debug|info|warn|error", &log_level,
+  flags.AddString("log-level", "debug|info|warn|error", &settings.log_level,
                   "least level logged on stderr; info logs one line per call");
-  flags.AddDouble("drain-seconds", "SECONDS", &drain_seconds,
+  flags.AddDouble("drain-seconds", "SECONDS", &settings.drain_seconds,
                   "after SIGTERM, how long health reports NOT_SERVING while calls are still "
                   "served");
-  flags.AddDouble("shutdown-grace-seconds", "SECONDS", &grace_seconds,
+  flags.AddDouble("shutdown-grace-seconds", "SECONDS", &settings.grace_seconds,
                   "then, how long calls in flight may run before they are cancelled");
-  flags.AddBool("help", &help, "print this help");
+  flags.AddBool("help", &settings.help, "print this help");
+}
 
-  std::vector<std::string> positional;
-  if (absl::Status status = flags.Parse(args, &positional); !status.ok()) {
-    std::cerr << arbiter::rpc::FormatStatus(status) << "\n" << kUsage << flags.Usage();
-    return 2;
-  }
-  if (help) {
-    std::cout << kUsage << flags.Usage();
-    return 0;
-  }
-  if (!positional.empty()) {
-    std::cerr << "INVALID_ARGUMENT: unexpected argument \"" << positional.front() << "\"\n"
-              << kUsage << flags.Usage();
-    return 2;
-  }
-  options.port = static_cast<int>(port);
-  options.metrics_port = static_cast<int>(metrics_port);
-  options.max_message_bytes = max_message_bytes;
-  if (workers < 0 || workers > arbiter::server::kMaxWorkers || small_lane_workers < 0 ||
-      small_lane_workers > arbiter::server::kMaxWorkers) {
+// Checks the parsed values that the flags' types do not bound and copies them into
+// `settings.options`. Returns 0 when they are good; else prints why and returns exit code 2.
+int CheckSettings(Settings& settings) {
+  arbiter::server::ServerOptions& options = settings.options;
+  options.port = static_cast<int>(settings.port);
+  options.metrics_port = static_cast<int>(settings.metrics_port);
+  options.max_message_bytes = settings.max_message_bytes;
+  if (settings.workers < 0 || settings.workers > arbiter::server::kMaxWorkers ||
+      settings.small_lane_workers < 0 ||
+      settings.small_lane_workers > arbiter::server::kMaxWorkers) {
     std::cerr << "INVALID_ARGUMENT: --workers and --small-lane-workers must be 0.."
               << arbiter::server::kMaxWorkers << "\n";
     return 2;
   }
-  options.workers = static_cast<int>(workers);
-  options.small_lane_workers = static_cast<int>(small_lane_workers);
-  absl::StatusOr<arbiter::server::LogLevel> level = arbiter::server::ParseLogLevel(log_level);
+  options.workers = static_cast<int>(settings.workers);
+  options.small_lane_workers = static_cast<int>(settings.small_lane_workers);
+  absl::StatusOr<arbiter::server::LogLevel> level =
+      arbiter::server::ParseLogLevel(settings.log_level);
   if (!level.ok()) {
     std::cerr << arbiter::rpc::FormatStatus(absl::InvalidArgumentError(
                      absl::StrCat("--log-level: ", level.status().message())))
@@ -161,14 +161,42 @@ int Run(const std::vector<std::string>& args) {
   options.log_level = *level;
   // `!(x >= 0 && x <= limit)` also refuses NaN, which every comparison fails.
   constexpr double kMaxSeconds = 24 * 3600;
-  if (!(drain_seconds >= 0 && drain_seconds <= kMaxSeconds) ||
-      !(grace_seconds >= 0 && grace_seconds <= kMaxSeconds)) {
+  if (!(settings.drain_seconds >= 0 && settings.drain_seconds <= kMaxSeconds) ||
+      !(settings.grace_seconds >= 0 && settings.grace_seconds <= kMaxSeconds)) {
     std::cerr << "INVALID_ARGUMENT: --drain-seconds and --shutdown-grace-seconds must be "
                  "numbers of seconds from 0 to "
               << kMaxSeconds << "\n";
     return 2;
   }
+  return 0;
+}
 
+// Blocks until a stop signal arrives on `stop_signals`, then drains `running` for
+// `drain_seconds` and shuts it down with `grace_seconds` for the calls in flight.
+void StopOnSignal(arbiter::server::ArbiterServer* running, int stop_signals, double drain_seconds,
+                  double grace_seconds) {
+  char signal_number = 0;
+  while (read(stop_signals, &signal_number, 1) < 0 && errno == EINTR) {
+  }
+  running->logger().Log(arbiter::server::LogLevel::kInfo, "stop signal",
+                        {{"signal", absl::StrCat(static_cast<int>(signal_number))}});
+  running->Drain();
+  if (drain_seconds > 0) absl::SleepFor(absl::Seconds(drain_seconds));
+  // The calls in flight get the grace period, then are cancelled, and stop at their next
+  // cancellation check. Should anything still run a second later, the process ends anyway:
+  // a stop signal is answered within drain + grace + 1 s.
+  std::thread([running, grace_seconds] {
+    absl::SleepFor(absl::Seconds(grace_seconds + 1));
+    running->logger().Log(arbiter::server::LogLevel::kWarn, "forced exit",
+                          {{"reason", "calls still running 1 s after the grace period"}});
+    std::cout << "stopped (forced)" << std::endl;
+    std::_Exit(0);
+  }).detach();
+  running->Shutdown(absl::Seconds(grace_seconds));
+}
+
+// Starts the server, prints its addresses, and serves until a stop signal has drained it.
+int Serve(const Settings& settings) {
   const int stop_signals = WatchStopSignals();
   if (stop_signals < 0) {
     std::cerr << "INTERNAL: cannot watch for stop signals\n";
@@ -176,7 +204,7 @@ int Run(const std::vector<std::string>& args) {
   }
 
   absl::StatusOr<std::unique_ptr<arbiter::server::ArbiterServer>> server =
-      arbiter::server::ArbiterServer::Start(options);
+      arbiter::server::ArbiterServer::Start(settings.options);
   if (!server.ok()) {
     std::cerr << arbiter::rpc::FormatStatus(server.status()) << "\n";
     return server.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
@@ -188,30 +216,35 @@ int Run(const std::vector<std::string>& args) {
   std::cout.flush();
 
   arbiter::server::ArbiterServer* running = server->get();
-  std::thread waiter([running, stop_signals, drain_seconds, grace_seconds] {
-    char signal_number = 0;
-    while (read(stop_signals, &signal_number, 1) < 0 && errno == EINTR) {
-    }
-    running->logger().Log(arbiter::server::LogLevel::kInfo, "stop signal",
-                          {{"signal", absl::StrCat(static_cast<int>(signal_number))}});
-    running->Drain();
-    if (drain_seconds > 0) absl::SleepFor(absl::Seconds(drain_seconds));
-    // The calls in flight get the grace period, then are cancelled, and stop at their next
-    // cancellation check. Should anything still run a second later, the process ends anyway:
-    // a stop signal is answered within drain + grace + 1 s.
-    std::thread([running, grace_seconds] {
-      absl::SleepFor(absl::Seconds(grace_seconds + 1));
-      running->logger().Log(arbiter::server::LogLevel::kWarn, "forced exit",
-                            {{"reason", "calls still running 1 s after the grace period"}});
-      std::cout << "stopped (forced)" << std::endl;
-      std::_Exit(0);
-    }).detach();
-    running->Shutdown(absl::Seconds(grace_seconds));
-  });
+  std::thread waiter(StopOnSignal, running, stop_signals, settings.drain_seconds,
+                     settings.grace_seconds);
   running->Wait();
   waiter.join();
   std::cout << "stopped\n";
   return 0;
+}
+
+int Run(const std::vector<std::string>& args) {
+  Settings settings;
+  arbiter::rpc::CommandLine flags;
+  AddFlags(flags, settings);
+
+  std::vector<std::string> positional;
+  if (absl::Status status = flags.Parse(args, &positional); !status.ok()) {
+    std::cerr << arbiter::rpc::FormatStatus(status) << "\n" << kUsage << flags.Usage();
+    return 2;
+  }
+  if (settings.help) {
+    std::cout << kUsage << flags.Usage();
+    return 0;
+  }
+  if (!positional.empty()) {
+    std::cerr << "INVALID_ARGUMENT: unexpected argument \"" << positional.front() << "\"\n"
+              << kUsage << flags.Usage();
+    return 2;
+  }
+  if (const int code = CheckSettings(settings); code != 0) return code;
+  return Serve(settings);
 }
 
 }  // namespace

@@ -85,6 +85,102 @@ struct Connection {
   bool answering = false;
 };
 
+void Close(Connection& connection) {
+  close(connection.fd);
+  connection.fd = -1;
+}
+
+// The answer to `request`, whose header is complete when `complete`, else over the size limit.
+std::string AnswerRequest(const std::string& request, bool complete,
+                          const prometheus::Registry& registry) {
+  const absl::string_view line = absl::string_view(request).substr(0, request.find("\r\n"));
+  if (!complete) {
+    return HttpAnswer("431 Request Header Fields Too Large", "text/plain", "request too large\n");
+  }
+  if (absl::StartsWith(line, "GET /metrics ") || absl::StartsWith(line, "GET /metrics?")) {
+    std::ostringstream body;
+    prometheus::TextSerializer().Serialize(body, registry.Collect());
+    return HttpAnswer("200 OK", "text/plain; version=0.0.4; charset=utf-8", body.str());
+  }
+  if (absl::StartsWith(line, "GET ")) {
+    return HttpAnswer("404 Not Found", "text/plain", "not found: try /metrics\n");
+  }
+  return HttpAnswer("405 Method Not Allowed", "text/plain", "only GET /metrics\n");
+}
+
+// Reads what `connection` has sent; once its header is complete (or too large), the answer is
+// ready and `connection` is answering. Closes it on an error or end of input.
+void ReadRequest(Connection& connection, const prometheus::Registry& registry) {
+  char buffer[4096];
+  const ssize_t got = read(connection.fd, buffer, sizeof(buffer));
+  if (got <= 0) {
+    if (got < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    Close(connection);
+    return;
+  }
+  connection.request.append(buffer, static_cast<size_t>(got));
+  const size_t end = connection.request.find("\r\n\r\n");
+  if (end == std::string::npos && connection.request.size() <= kMaxRequestBytes) return;
+  connection.answer = AnswerRequest(connection.request, end != std::string::npos, registry);
+  connection.answering = true;
+  connection.request.clear();
+}
+
+// Sends what `connection` can take of its answer; closes it once all is sent, or on an error.
+void WriteAnswer(Connection& connection) {
+  const ssize_t sent = send(connection.fd, connection.answer.data() + connection.written,
+                            connection.answer.size() - connection.written, MSG_NOSIGNAL);
+  if (sent < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  if (sent <= 0) {
+    Close(connection);
+    return;
+  }
+  connection.written += static_cast<size_t>(sent);
+  if (connection.written == connection.answer.size()) Close(connection);
+}
+
+// Moves `connection` on by what poll reported in `events`.
+void Advance(Connection& connection, short events, const prometheus::Registry& registry) {
+  if (connection.fd < 0) return;
+  if (events & (POLLERR | POLLHUP | POLLNVAL)) {
+    Close(connection);
+    return;
+  }
+  if (!connection.answering && (events & POLLIN)) ReadRequest(connection, registry);
+  if (connection.fd >= 0 && connection.answering && (events & (POLLOUT | POLLIN))) {
+    WriteAnswer(connection);
+  }
+}
+
+// Closes the connections idle past `timeout` at `now`, and drops the closed ones.
+void DropClosed(std::deque<Connection>& connections, Clock::time_point now,
+                Clock::duration timeout) {
+  for (Connection& connection : connections) {
+    if (connection.fd >= 0 && now - connection.opened > timeout) Close(connection);
+  }
+  std::deque<Connection> open;
+  for (Connection& connection : connections) {
+    if (connection.fd >= 0) open.push_back(std::move(connection));
+  }
+  connections.swap(open);
+}
+
+// Accepts every connection waiting on `listen_fd`; past `max_connections`, the oldest is closed.
+void AcceptAll(int listen_fd, int max_connections, std::deque<Connection>& connections) {
+  while (true) {
+    const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) break;
+    if (static_cast<int>(connections.size()) >= max_connections) {
+      close(connections.front().fd);
+      connections.pop_front();
+    }
+    Connection connection;
+    connection.fd = fd;
+    connection.opened = Clock::now();
+    connections.push_back(std::move(connection));
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
@@ -142,89 +238,12 @@ void MetricsEndpoint::Serve() {
 
     const Clock::time_point now = Clock::now();
     for (size_t i = 0; i < connections.size(); ++i) {
-      Connection& connection = connections[i];
-      const short events = polled[i + 2].revents;
-      if (connection.fd < 0) continue;
-      if (events & (POLLERR | POLLHUP | POLLNVAL)) {
-        close(connection.fd);
-        connection.fd = -1;
-        continue;
-      }
-      if (!connection.answering && (events & POLLIN)) {
-        char buffer[4096];
-        const ssize_t got = read(connection.fd, buffer, sizeof(buffer));
-        if (got <= 0) {
-          if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-          close(connection.fd);
-          connection.fd = -1;
-          continue;
-        }
-        connection.request.append(buffer, static_cast<size_t>(got));
-        const size_t end = connection.request.find("\r\n\r\n");
-        if (end == std::string::npos && connection.request.size() <= kMaxRequestBytes) continue;
-        const absl::string_view line =
-            absl::string_view(connection.request).substr(0, connection.request.find("\r\n"));
-        if (end == std::string::npos) {
-          connection.answer = HttpAnswer("431 Request Header Fields Too Large", "text/plain",
-                                         "request too large\n");
-        } else if (absl::StartsWith(line, "GET /metrics ") ||
-                   absl::StartsWith(line, "GET /metrics?")) {
-          std::ostringstream body;
-          prometheus::TextSerializer().Serialize(body, registry_->Collect());
-          connection.answer =
-              HttpAnswer("200 OK", "text/plain; version=0.0.4; charset=utf-8", body.str());
-        } else if (absl::StartsWith(line, "GET ")) {
-          connection.answer =
-              HttpAnswer("404 Not Found", "text/plain", "not found: try /metrics\n");
-        } else {
-          connection.answer =
-              HttpAnswer("405 Method Not Allowed", "text/plain", "only GET /metrics\n");
-        }
-        connection.answering = true;
-        connection.request.clear();
-      }
-      if (connection.answering && (events & (POLLOUT | POLLIN))) {
-        const ssize_t sent = send(connection.fd, connection.answer.data() + connection.written,
-                                  connection.answer.size() - connection.written, MSG_NOSIGNAL);
-        if (sent < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-        if (sent <= 0) {
-          close(connection.fd);
-          connection.fd = -1;
-          continue;
-        }
-        connection.written += static_cast<size_t>(sent);
-        if (connection.written == connection.answer.size()) {
-          close(connection.fd);
-          connection.fd = -1;
-        }
-      }
+      Advance(connections[i], polled[i + 2].revents, *registry_);
     }
     // Idle connections: closed once past the timeout, oldest first.
-    for (Connection& connection : connections) {
-      if (connection.fd >= 0 && now - connection.opened > timeout) {
-        close(connection.fd);
-        connection.fd = -1;
-      }
-    }
-    std::deque<Connection> open;
-    for (Connection& connection : connections) {
-      if (connection.fd >= 0) open.push_back(std::move(connection));
-    }
-    connections.swap(open);
-
+    DropClosed(connections, now, timeout);
     if (polled[1].revents & POLLIN) {
-      while (true) {
-        const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) break;
-        if (static_cast<int>(connections.size()) >= options_.max_connections) {
-          close(connections.front().fd);
-          connections.pop_front();
-        }
-        Connection connection;
-        connection.fd = fd;
-        connection.opened = Clock::now();
-        connections.push_back(std::move(connection));
-      }
+      AcceptAll(listen_fd_, options_.max_connections, connections);
     }
   }
   for (const Connection& connection : connections) {

@@ -6,12 +6,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "arbiter/v1/arbiter.pb.h"
+#include "clients/cli/command_prologue.h"
 #include "clients/cli/commands.h"
 #include "clients/cli/decision_call.h"
 #include "clients/cli/phase_timer.h"
 #include "clients/cli/response_tables.h"
 #include "edge/rpc/command_line.h"
-#include "edge/rpc/grpc_status.h"
 #include "edge/wire.h"
 #include "google/protobuf/arena.h"
 
@@ -37,12 +37,12 @@ struct ScheduleCommand {
   }
 };
 
-std::string Usage(const char* command, const rpc::CommandLine& flags) {
+// The usage of `command`, up to its flags' lines.
+std::string UsageIntro(const char* command) {
   return absl::StrCat("usage: arbiter ", command, " REQUEST [flags]\n\n",
                       "REQUEST is a file holding an arbiter.v1 request as proto3 JSON, or binary\n"
                       "protobuf when its name ends in .pb; - reads JSON from standard input.\n\n"
-                      "flags:\n",
-                      flags.Usage());
+                      "flags:\n");
 }
 
 template <typename Command>
@@ -52,22 +52,18 @@ int RunDecide(const Args& args, std::ostream& out, std::ostream& err) {
   rpc::CommandLine flags;
   DeclareDecideFlags(&flags, &options, &help);
 
-  std::vector<std::string> positional;
-  absl::Status parsed = flags.Parse(args, &positional);
-  if (parsed.ok() && help) {
-    out << Usage(Command::kName, flags);
-    return 0;
-  }
+  const std::string usage = UsageIntro(Command::kName);
+  ParsedCommand command = ParseCommand(args, flags, help, usage, out);
+  if (command.help_printed) return 0;
+  absl::Status& parsed = command.status;
+  const std::vector<std::string>& positional = command.positional;
   if (parsed.ok() && positional.size() != 1) {
     parsed = absl::InvalidArgumentError(
         positional.empty() ? "missing REQUEST file"
                            : absl::StrCat("expected one REQUEST file, got ", positional.size()));
   }
   if (parsed.ok()) parsed = CheckDecideOptions(options);
-  if (!parsed.ok()) {
-    err << rpc::FormatStatus(parsed) << "\n" << Usage(Command::kName, flags);
-    return ExitCode(parsed);
-  }
+  if (!parsed.ok()) return FailWithUsage(parsed, usage, flags, err);
 
   PhaseTimer timer;
   // Large snapshots parse about twice as fast on an arena, which also frees them in one go.

@@ -4,11 +4,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "clients/cli/command_prologue.h"
 #include "clients/cli/commands.h"
 #include "clients/generator/generator.h"
 #include "edge/proto_convert.h"
 #include "edge/rpc/command_line.h"
-#include "edge/rpc/grpc_status.h"
 #include "edge/wire.h"
 
 namespace arbiter::cli {
@@ -78,12 +78,10 @@ int RunGenerate(const Args& args, std::ostream& out, std::ostream& err) {
   GenerateFlags values;
   rpc::CommandLine flags;
   DeclareFlags(&flags, &values);
-  std::vector<std::string> positional;
-  absl::Status parsed = flags.Parse(args, &positional);
-  if (parsed.ok() && values.help) {
-    out << kUsage << flags.Usage();
-    return 0;
-  }
+  ParsedCommand command = ParseCommand(args, flags, values.help, kUsage, out);
+  if (command.help_printed) return 0;
+  absl::Status& parsed = command.status;
+  const std::vector<std::string>& positional = command.positional;
   if (parsed.ok() && !positional.empty()) {
     parsed = absl::InvalidArgumentError(
         absl::StrCat("unexpected argument \"", positional.front(), "\""));
@@ -116,10 +114,7 @@ int RunGenerate(const Args& args, std::ostream& out, std::ostream& err) {
       parsed = absl::InvalidArgumentError(absl::StrCat("--size: ", preset.status().message()));
     }
   }
-  if (!parsed.ok()) {
-    err << rpc::FormatStatus(parsed) << "\n" << kUsage << flags.Usage();
-    return ExitCode(parsed);
-  }
+  if (!parsed.ok()) return FailWithUsage(parsed, kUsage, flags, err);
   options.model = *model;
   options.shape = *shape;
   if (flags.IsSet("nodes")) options.nodes = static_cast<int>(values.nodes);

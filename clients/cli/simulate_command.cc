@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "arbiter/v1/arbiter.grpc.pb.h"
+#include "clients/cli/command_prologue.h"
 #include "clients/cli/commands.h"
 #include "clients/cli/decision_call.h"
 #include "clients/simulator/sim_config.h"
@@ -157,12 +158,10 @@ int RunSimulate(const Args& args, std::ostream& out, std::ostream& err) {
   SimulateFlags values;
   rpc::CommandLine flags;
   DeclareFlags(&flags, &values);
-  std::vector<std::string> positional;
-  absl::Status parsed = flags.Parse(args, &positional);
-  if (parsed.ok() && values.help) {
-    out << kUsage << flags.Usage();
-    return 0;
-  }
+  ParsedCommand command = ParseCommand(args, flags, values.help, kUsage, out);
+  if (command.help_printed) return 0;
+  absl::Status& parsed = command.status;
+  const std::vector<std::string>& positional = command.positional;
   if (parsed.ok() && positional.size() != 1) {
     parsed =
         absl::InvalidArgumentError("simulate takes one CONFIG file; run `arbiter simulate --help`");

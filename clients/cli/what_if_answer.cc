@@ -2,49 +2,17 @@
 
 #include <set>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "clients/cli/response_tables.h"
 #include "clients/cli/text_table.h"
+#include "edge/json_text.h"
 
 namespace arbiter::cli {
 namespace {
 
-// `text` as a JSON string: quotes, backslashes and control characters escaped, other bytes as
-// they are (protobuf strings are valid UTF-8).
-std::string JsonString(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          absl::StrAppendFormat(&out, "\\u%04x", static_cast<unsigned char>(c));
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
-  out.push_back('"');
-  return out;
-}
+using edge::JsonString;
 
 const char* JsonBool(bool value) { return value ? "true" : "false"; }
 

@@ -6,13 +6,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "arbiter/v1/arbiter.pb.h"
+#include "clients/cli/command_prologue.h"
 #include "clients/cli/commands.h"
 #include "clients/cli/decision_call.h"
 #include "clients/cli/phase_timer.h"
 #include "clients/cli/what_if_answer.h"
 #include "core/echoed_name.h"
 #include "edge/rpc/command_line.h"
-#include "edge/rpc/grpc_status.h"
 #include "edge/wire.h"
 #include "google/protobuf/arena.h"
 
@@ -51,9 +51,10 @@ constexpr char kDescription[] =
     "\n"
     "(docs/what-if.md). Exit status 0 whatever the outcome, 2 invalid input, 1 other failures.\n";
 
-std::string Usage(const rpc::CommandLine& flags) {
+// The usage, up to the flags' lines.
+std::string UsageIntro() {
   return absl::StrCat("usage: arbiter what-if SNAPSHOT --add GROUP [flags]\n\n", kDescription,
-                      "\nflags:\n", flags.Usage());
+                      "\nflags:\n");
 }
 
 // The same status with "--add: " before its message.
@@ -87,12 +88,11 @@ int RunWhatIf(const Args& args, std::ostream& out, std::ostream& err) {
                   "the pod group to try: a PodGroup file, proto3 JSON or .pb (required)");
   DeclareDecideFlags(&flags, &options, &help);
 
-  std::vector<std::string> positional;
-  absl::Status parsed = flags.Parse(args, &positional);
-  if (parsed.ok() && help) {
-    out << Usage(flags);
-    return 0;
-  }
+  const std::string usage = UsageIntro();
+  ParsedCommand command = ParseCommand(args, flags, help, usage, out);
+  if (command.help_printed) return 0;
+  absl::Status& parsed = command.status;
+  const std::vector<std::string>& positional = command.positional;
   if (parsed.ok() && positional.size() != 1) {
     parsed = absl::InvalidArgumentError(
         positional.empty() ? "missing SNAPSHOT file"
@@ -103,10 +103,7 @@ int RunWhatIf(const Args& args, std::ostream& out, std::ostream& err) {
     parsed = absl::InvalidArgumentError("--add and SNAPSHOT cannot both be standard input");
   }
   if (parsed.ok()) parsed = CheckDecideOptions(options);
-  if (!parsed.ok()) {
-    err << rpc::FormatStatus(parsed) << "\n" << Usage(flags);
-    return ExitCode(parsed);
-  }
+  if (!parsed.ok()) return FailWithUsage(parsed, usage, flags, err);
 
   PhaseTimer timer;
   // As `schedule` reads its request: on an arena, which large snapshots parse faster on.

@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -17,38 +18,47 @@ struct PodRef {
   size_t pod = 0;
 };
 
-}  // namespace
-
-absl::StatusOr<Snapshot> ApplyDecisions(const Snapshot& snapshot, const Policy& policy,
-                                        const ScheduleResult& result) {
-  const bool kueue = policy.fairness_model == FairnessModel::kKueue;
-  Snapshot next = snapshot;
+// Where each pod group, pod and node of a snapshot is.
+struct SnapshotIndex {
   std::map<PodKey, PodRef> pods;
   std::map<std::string, size_t> groups;
-  for (size_t g = 0; g < next.pod_groups.size(); ++g) {
-    groups[next.pod_groups[g].name] = g;
-    for (size_t p = 0; p < next.pod_groups[g].pods.size(); ++p) {
-      pods[{next.pod_groups[g].name, next.pod_groups[g].pods[p].name}] = PodRef{g, p};
+  std::set<std::string> nodes;
+};
+
+SnapshotIndex IndexOf(const Snapshot& snapshot) {
+  SnapshotIndex index;
+  for (size_t g = 0; g < snapshot.pod_groups.size(); ++g) {
+    index.groups[snapshot.pod_groups[g].name] = g;
+    for (size_t p = 0; p < snapshot.pod_groups[g].pods.size(); ++p) {
+      index.pods[{snapshot.pod_groups[g].name, snapshot.pod_groups[g].pods[p].name}] = PodRef{g, p};
     }
   }
-  std::set<std::string> nodes;
-  for (const Node& node : next.nodes) nodes.insert(node.name);
-  const Timestamp now = next.now.value_or(Timestamp{});
+  for (const Node& node : snapshot.nodes) index.nodes.insert(node.name);
+  return index;
+}
 
-  std::set<PodKey> evicted;
-  std::set<size_t> evicted_groups;
+// The pods that the response evicts, and the groups they belong to.
+struct Evicted {
+  std::set<PodKey> pods;
+  std::set<size_t> groups;
+};
+
+// Checks every eviction of `result` against `snapshot` (see ApplyDecisions) and returns them.
+absl::StatusOr<Evicted> CheckEvictions(const Snapshot& snapshot, const SnapshotIndex& index,
+                                       bool kueue, const ScheduleResult& result) {
+  Evicted evicted;
   for (const Eviction& e : result.evictions) {
     const PodKey key{e.pod_group, e.pod};
-    auto it = pods.find(key);
-    if (it == pods.end()) {
+    auto it = index.pods.find(key);
+    if (it == index.pods.end()) {
       return absl::InvalidArgumentError(
           absl::StrCat("eviction of unknown pod ", e.pod_group, "/", e.pod));
     }
-    if (!evicted.insert(key).second) {
+    if (!evicted.pods.insert(key).second) {
       return absl::InvalidArgumentError(
           absl::StrCat("pod ", e.pod_group, "/", e.pod, " evicted twice"));
     }
-    const PodGroup& group = next.pod_groups[it->second.group];
+    const PodGroup& group = snapshot.pod_groups[it->second.group];
     const Pod& pod = group.pods[it->second.pod];
     if (kueue) {
       if (!group.admitted) {
@@ -59,18 +69,25 @@ absl::StatusOr<Snapshot> ApplyDecisions(const Snapshot& snapshot, const Policy& 
       return absl::InvalidArgumentError(
           absl::StrCat("eviction of ", e.pod_group, "/", e.pod, ", which is not RUNNING"));
     }
-    evicted_groups.insert(it->second.group);
+    evicted.groups.insert(it->second.group);
   }
+  return evicted;
+}
 
+// Runs every pod that `result` binds on its node from `now`, after checking the binding (see
+// ApplyDecisions); returns the bound pods.
+absl::StatusOr<std::set<PodKey>> ApplyBindings(Snapshot& next, const SnapshotIndex& index,
+                                               const std::set<PodKey>& evicted,
+                                               const ScheduleResult& result, Timestamp now) {
   std::set<PodKey> bound;
   for (const Binding& b : result.bindings) {
     const PodKey key{b.pod_group, b.pod};
-    auto it = pods.find(key);
-    if (it == pods.end()) {
+    auto it = index.pods.find(key);
+    if (it == index.pods.end()) {
       return absl::InvalidArgumentError(
           absl::StrCat("binding of unknown pod ", b.pod_group, "/", b.pod));
     }
-    if (nodes.count(b.node) == 0) {
+    if (index.nodes.count(b.node) == 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("binding of ", b.pod_group, "/", b.pod, " to unknown node ", b.node));
     }
@@ -88,38 +105,37 @@ absl::StatusOr<Snapshot> ApplyDecisions(const Snapshot& snapshot, const Policy& 
     pod.node_name = b.node;
     pod.start_time = now;
   }
+  return bound;
+}
 
-  for (const PodKey& key : evicted) {
-    if (bound.count(key)) continue;  // moved: already RUNNING on its new node
-    const PodRef ref = pods.at(key);
-    Pod& pod = next.pod_groups[ref.group].pods[ref.pod];
-    pod.phase = PodPhase::kPending;
-    pod.node_name.clear();
-    pod.start_time.reset();
+// KUEUE: the groups with an evicted pod lose their admission, then each admission of `result`
+// admits its group at `now`, after checking it (see ApplyDecisions).
+absl::Status ApplyAdmissions(Snapshot& next, const SnapshotIndex& index,
+                             const std::set<size_t>& evicted_groups, const ScheduleResult& result,
+                             Timestamp now) {
+  for (size_t g : evicted_groups) {
+    next.pod_groups[g].admitted = false;
+    next.pod_groups[g].admission_time.reset();
   }
-
-  if (kueue) {
-    for (size_t g : evicted_groups) {
-      next.pod_groups[g].admitted = false;
-      next.pod_groups[g].admission_time.reset();
+  for (const Admission& a : result.admissions) {
+    auto it = index.groups.find(a.pod_group);
+    if (it == index.groups.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("admission of unknown pod group ", a.pod_group));
     }
-    for (const Admission& a : result.admissions) {
-      auto it = groups.find(a.pod_group);
-      if (it == groups.end()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("admission of unknown pod group ", a.pod_group));
-      }
-      PodGroup& group = next.pod_groups[it->second];
-      if (group.admitted) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("admission of ", a.pod_group, ", which is already admitted"));
-      }
-      group.admitted = true;
-      group.admission_time = now;
+    PodGroup& group = next.pod_groups[it->second];
+    if (group.admitted) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("admission of ", a.pod_group, ", which is already admitted"));
     }
+    group.admitted = true;
+    group.admission_time = now;
   }
+  return absl::OkStatus();
+}
 
-  // RELEASING pods of the input are gone.
+// RELEASING pods of the input are gone.
+void DropReleasing(Snapshot& next) {
   for (PodGroup& group : next.pod_groups) {
     std::vector<Pod> kept;
     kept.reserve(group.pods.size());
@@ -128,6 +144,38 @@ absl::StatusOr<Snapshot> ApplyDecisions(const Snapshot& snapshot, const Policy& 
     }
     group.pods = std::move(kept);
   }
+}
+
+}  // namespace
+
+absl::StatusOr<Snapshot> ApplyDecisions(const Snapshot& snapshot, const Policy& policy,
+                                        const ScheduleResult& result) {
+  const bool kueue = policy.fairness_model == FairnessModel::kKueue;
+  Snapshot next = snapshot;
+  const SnapshotIndex index = IndexOf(next);
+  const Timestamp now = next.now.value_or(Timestamp{});
+
+  absl::StatusOr<Evicted> evicted = CheckEvictions(next, index, kueue, result);
+  if (!evicted.ok()) return evicted.status();
+  absl::StatusOr<std::set<PodKey>> bound = ApplyBindings(next, index, evicted->pods, result, now);
+  if (!bound.ok()) return bound.status();
+
+  for (const PodKey& key : evicted->pods) {
+    if (bound->count(key)) continue;  // moved: already RUNNING on its new node
+    const PodRef ref = index.pods.at(key);
+    Pod& pod = next.pod_groups[ref.group].pods[ref.pod];
+    pod.phase = PodPhase::kPending;
+    pod.node_name.clear();
+    pod.start_time.reset();
+  }
+
+  if (kueue) {
+    if (absl::Status status = ApplyAdmissions(next, index, evicted->groups, result, now);
+        !status.ok()) {
+      return status;
+    }
+  }
+  DropReleasing(next);
   return next;
 }
 

@@ -4,10 +4,12 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "edge/json_text.h"
 
 namespace arbiter::simulator {
 namespace {
@@ -31,34 +33,12 @@ std::string Csv(const std::string& text) {
   return out + "\"";
 }
 
-std::string Json(const std::string& text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        if (c < 0x20) {
-          out += absl::StrFormat("\\u%04x", c);
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
+using edge::JsonString;
 
 std::string JsonMap(const ResourceMap& amounts) {
   std::vector<std::string> parts;
   for (const auto& [resource, amount] : amounts)
-    parts.push_back(Json(resource) + ":" + Num(amount));
+    parts.push_back(JsonString(resource) + ":" + Num(amount));
   return "{" + absl::StrJoin(parts, ",") + "}";
 }
 
@@ -109,16 +89,16 @@ void WriteKaiCsv(const SimResult& result, std::ostream& out) {
 
 void WriteJson(const SimResult& result, std::ostream& out) {
   std::vector<std::string> queues;
-  for (const std::string& q : result.queues) queues.push_back(Json(q));
+  for (const std::string& q : result.queues) queues.push_back(JsonString(q));
   std::vector<std::string> resources;
-  for (const std::string& r : result.resources) resources.push_back(Json(r));
+  for (const std::string& r : result.resources) resources.push_back(JsonString(r));
   out << "{\"step_s\":" << Num(result.step) << ",\"cycles\":" << result.cycles << ",\"queues\":["
       << absl::StrJoin(queues, ",") << "],\"resources\":[" << absl::StrJoin(resources, ",")
       << "],\n\"steps\":[";
   for (size_t i = 0; i < result.rows.size(); ++i) {
     const QueueRow& row = result.rows[i];
     out << (i == 0 ? "\n" : ",\n") << "{\"time_s\":" << Num(row.time)
-        << ",\"queue\":" << Json(row.queue) << ",\"allocated\":" << JsonMap(row.allocated)
+        << ",\"queue\":" << JsonString(row.queue) << ",\"allocated\":" << JsonMap(row.allocated)
         << ",\"fair_share\":" << JsonMap(row.fair_share) << ",\"usage\":" << JsonMap(row.usage)
         << ",\"weighted_share\":" << Num(row.weighted_share) << ",\"pending\":" << row.pending
         << ",\"evictions\":" << row.evictions << "}";
@@ -126,8 +106,8 @@ void WriteJson(const SimResult& result, std::ostream& out) {
   out << "],\n\"jobs\":[";
   for (size_t i = 0; i < result.jobs.size(); ++i) {
     const JobRecord& job = result.jobs[i];
-    out << (i == 0 ? "\n" : ",\n") << "{\"job\":" << Json(job.name)
-        << ",\"queue\":" << Json(job.queue) << ",\"submit_s\":" << Num(job.submit)
+    out << (i == 0 ? "\n" : ",\n") << "{\"job\":" << JsonString(job.name)
+        << ",\"queue\":" << JsonString(job.queue) << ",\"submit_s\":" << Num(job.submit)
         << ",\"start_s\":" << (job.start < 0 ? "null" : Num(job.start))
         << ",\"end_s\":" << (job.end < 0 ? "null" : Num(job.end))
         << ",\"evictions\":" << job.evictions << ",\"wait_s\":" << Num(job.wait) << "}";
@@ -145,17 +125,12 @@ std::string MainResource(const SimResult& result) {
   return result.resources.empty() ? kGpu : result.resources.front();
 }
 
-absl::Status WritePlots(const SimResult& result, const std::string& title, const std::string& dir,
-                        const std::string& gnuplot) {
-  if (dir.find('\'') != std::string::npos || title.find('\'') != std::string::npos) {
-    return absl::InvalidArgumentError("--out and the config's name may not contain a quote (')");
-  }
-  const std::string resource = MainResource(result);
-  const std::vector<std::string>& leaves = result.leaves;
-  std::map<std::string, size_t> leaf_index;
-  for (size_t i = 0; i < leaves.size(); ++i) leaf_index[leaves[i]] = i;
+namespace {
 
-  // allocation.dat and resource_hours.dat: one block per leaf, `index i` in gnuplot.
+// allocation.dat and resource_hours.dat: one block per leaf, `index i` in gnuplot.
+std::pair<std::string, std::string> LeafSeries(const SimResult& result, const std::string& resource,
+                                               const std::map<std::string, size_t>& leaf_index) {
+  const std::vector<std::string>& leaves = result.leaves;
   std::vector<std::ostringstream> alloc(leaves.size());
   std::vector<std::ostringstream> hours(leaves.size());
   std::vector<double> used(leaves.size(), 0.0);
@@ -178,7 +153,11 @@ absl::Status WritePlots(const SimResult& result, const std::string& title, const
     absl::StrAppend(&alloc_text, "# ", leaves[i], "\n", alloc[i].str(), "\n\n");
     absl::StrAppend(&hours_text, "# ", leaves[i], "\n", hours[i].str(), "\n\n");
   }
-  // jobs.dat: start, row, length (hours) and the queue's colour for every job that ran.
+  return {alloc_text, hours_text};
+}
+
+// jobs.dat: start, row, length (hours) and the queue's colour for every job that ran.
+std::string JobBars(const SimResult& result, const std::map<std::string, size_t>& leaf_index) {
   const double horizon = static_cast<double>(result.cycles) * result.step;
   std::string jobs_text;
   int job_row = 0;
@@ -191,14 +170,12 @@ absl::Status WritePlots(const SimResult& result, const std::string& title, const
                     Num((end - job.start) / 3600), " ", colour, "\n");
   }
   if (jobs_text.empty()) jobs_text = "0 0 0 0\n";
+  return jobs_text;
+}
 
-  for (const auto& [name, text] :
-       std::vector<std::pair<std::string, std::string>>{{"allocation.dat", alloc_text},
-                                                        {"resource_hours.dat", hours_text},
-                                                        {"jobs.dat", jobs_text}}) {
-    if (absl::Status s = WriteFile(absl::StrCat(dir, "/", name), text); !s.ok()) return s;
-  }
-
+// The gnuplot script that draws the three charts from the data files in `dir`, as PNG and SVG.
+std::string PlotScript(const std::string& title, const std::string& dir,
+                       const std::string& resource, const std::vector<std::string>& leaves) {
   std::string names;
   for (const std::string& leaf : leaves) absl::StrAppend(&names, names.empty() ? "" : " ", leaf);
   std::string script =
@@ -226,6 +203,30 @@ absl::Status WritePlots(const SimResult& result, const std::string& title, const
         "for [i=1:n] NaN with lines lw 3 lc i title word(names, i)\n",
         "unset output\n");
   }
+  return script;
+}
+
+}  // namespace
+
+absl::Status WritePlots(const SimResult& result, const std::string& title, const std::string& dir,
+                        const std::string& gnuplot) {
+  if (dir.find('\'') != std::string::npos || title.find('\'') != std::string::npos) {
+    return absl::InvalidArgumentError("--out and the config's name may not contain a quote (')");
+  }
+  const std::string resource = MainResource(result);
+  std::map<std::string, size_t> leaf_index;
+  for (size_t i = 0; i < result.leaves.size(); ++i) leaf_index[result.leaves[i]] = i;
+
+  const auto [alloc_text, hours_text] = LeafSeries(result, resource, leaf_index);
+  const std::string jobs_text = JobBars(result, leaf_index);
+  for (const auto& [name, text] :
+       std::vector<std::pair<std::string, std::string>>{{"allocation.dat", alloc_text},
+                                                        {"resource_hours.dat", hours_text},
+                                                        {"jobs.dat", jobs_text}}) {
+    if (absl::Status s = WriteFile(absl::StrCat(dir, "/", name), text); !s.ok()) return s;
+  }
+
+  const std::string script = PlotScript(title, dir, resource, result.leaves);
   const std::string script_path = absl::StrCat(dir, "/plots.gp");
   if (absl::Status s = WriteFile(script_path, script); !s.ok()) return s;
   const std::string command =

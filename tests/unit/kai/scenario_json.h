@@ -10,19 +10,13 @@
 #include "absl/strings/str_join.h"
 #include "core/model.h"
 #include "core/quantity_format.h"
+#include "edge/json_text.h"
 
 namespace arbiter::testing {
 
 class JsonWriter {
  public:
-  std::string Quote(const std::string& text) const {
-    std::string out = "\"";
-    for (char c : text) {
-      if (c == '"' || c == '\\') out += '\\';
-      out += c;
-    }
-    return out + "\"";
-  }
+  std::string Quote(const std::string& text) const { return edge::JsonString(text); }
   std::string Number(double value) const { return FormatQuantity(value); }
   template <typename Map, typename F>
   std::string Object(const Map& map, F value) const {
