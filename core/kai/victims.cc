@@ -295,7 +295,6 @@ void VictimOrder::Refresh(const std::vector<int>& groups) {
   RekeyGroupsAndQueues(groups);
 }
 
-
 void VictimOrder::RekeyGroupsAndQueues(std::vector<int> groups) {
   const Cluster& cluster = session_.cluster();
   const QueueTree& tree = cluster.tree();

@@ -116,8 +116,8 @@ class VictimOrder {
   int r_;
   std::vector<int> drawn_pods_;  // per group: RUNNING pods drawn so far
   std::vector<bool> pod_drawn_;
-  std::vector<bool> pod_recorded_;  // R: drawn in their turn, never yielded
-  std::vector<int> recorded_pods_;  // the pods marked in pod_recorded_, for Reset
+  std::vector<bool> pod_recorded_;   // R: drawn in their turn, never yielded
+  std::vector<int> recorded_pods_;   // the pods marked in pod_recorded_, for Reset
   std::vector<double> drawn_;        // per queue × R: requests drawn from the subtree
   std::vector<EvictionUnit> units_;  // per group
   std::vector<std::vector<double>> unit_requests_;  // per group
