@@ -4,8 +4,6 @@
 #include "core/validation.h"
 
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "core/cancel_poll.h"
 #include "core/echoed_name.h"
+#include "core/quantity_format.h"
 #include "core/resource_interner.h"
 #include "core/status_macros.h"
 
@@ -31,16 +30,12 @@ constexpr int64_t kMaxDurationSeconds = 315576000000;
 // Kueue's API bound on fairSharing.weight: 0, or above this.
 constexpr double kMinPositiveFairSharingWeight = 1e-9;
 
-// The shortest decimal form that reads back as the same double (§0.5).
+// A value in a message: NaN and the infinities by name, every other value as the decisions
+// write quantities (FormatQuantity: the shortest form that reads back as the same double, §0.5).
 std::string Number(double value) {
   if (std::isnan(value)) return "NaN";
   if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
-  char buffer[32];
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
-    if (std::strtod(buffer, nullptr) == value) break;
-  }
-  return buffer;
+  return FormatQuantity(value);
 }
 
 std::string Key(std::string_view key) { return absl::StrCat("[", QuotedName(key), "]"); }

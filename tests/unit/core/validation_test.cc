@@ -724,5 +724,14 @@ TEST(ValidationTest, NumbersInMessagesRoundTrip) {
             "got -0.1");
 }
 
+// A number in a message reads as a decision writes it (FormatQuantity): -100, not -1e+02.
+TEST(ValidationTest, NumbersInMessagesAreWrittenAsQuantitiesAre) {
+  Snapshot snapshot = BaseSnapshot();
+  snapshot.pod_groups[0].pods[1].requests["cpu"] = -100;
+  EXPECT_EQ(ValidateRequest(snapshot, Policy{}, RequestKind::kFairShares).message(),
+            "snapshot.pod_groups[0].pods[1].requests[\"cpu\"]: must be finite and not negative, "
+            "got -100");
+}
+
 }  // namespace
 }  // namespace arbiter
