@@ -1,6 +1,8 @@
 #include "core/kai/victims.h"
 
 #include <algorithm>
+#include <cassert>
+#include <cstdint>
 #include <utility>
 
 namespace arbiter::kai {
@@ -217,10 +219,13 @@ void VictimOrder::MarkRecorded(const std::vector<EvictionUnit>& units) {
 }
 
 bool VictimOrder::Recorded(const EvictionUnit& unit) const {
-  for (int pod : unit.pods) {
-    if (!pod_recorded_[pod]) return false;
-  }
-  return true;
+  // R is made of units of this same sequence: the recorded marks do not change the order, and the
+  // working state does not change between parts, so every part draws the same units. A unit is
+  // therefore recorded whole or not at all.
+  const bool recorded = pod_recorded_[unit.pods.front()];
+  assert(std::all_of(unit.pods.begin(), unit.pods.end(),
+                     [&](int pod) { return pod_recorded_[pod] == recorded; }));
+  return recorded;
 }
 
 bool VictimOrder::Next(EvictionUnit* unit) {
@@ -237,6 +242,9 @@ bool VictimOrder::Next(EvictionUnit* unit) {
     RekeyJob(group);
     for (int q = cluster.group(group).queue; q >= 0; q = tree.parent(q)) Rekey(q);
     if (!Recorded(*unit)) return true;
+    // A recorded unit is passed over: its draw is work the caller's poll does not see. Cancelled:
+    // stop drawing; the caller sees the poll and stops too.
+    if (session_.poll().Tick(1 + static_cast<int64_t>(unit->pods.size()))) return false;
   }
 }
 

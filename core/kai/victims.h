@@ -49,8 +49,8 @@ class VictimOrder {
   VictimOrder(Session& session, const QueueChain& chain, std::function<bool(int group)> eligible,
               const std::vector<EvictionUnit>& recorded);
 
-  // The next eviction unit that is not recorded, or false when no victim is left. Draws the
-  // recorded units it passes on the way.
+  // The next eviction unit that is not recorded, or false when no victim is left (or the call
+  // was cancelled while it drew recorded units). Draws the recorded units it passes on the way.
   bool Next(EvictionUnit* unit);
   // Takes every group of `leaf` out of the order until Reset.
   void ExcludeLeaf(int leaf);
