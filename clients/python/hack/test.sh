@@ -62,24 +62,16 @@ package_hash="$(cd "${pkg_dir}" && { printf '%s\n' pyproject.toml README.md; fin
 requirements_stamp="${venv}/.arbiter-requirements.sha256"
 package_stamp="${venv}/.arbiter-package.sha256"
 
-# setuptools builds in the source tree; a build/lib left from an earlier build would carry
-# deleted modules into the new install.
-clean_build_tree() { rm -rf "${pkg_dir}/build" "${pkg_dir}/src/arbiter.egg-info"; }
-
 if [[ "$(cat "${requirements_stamp}" 2>/dev/null)" != "${requirements_hash}" ]]; then
   echo "test.sh: installing requirements-dev.txt and ./clients/python into ${venv}" >&2
   rm -f "${requirements_stamp}" "${package_stamp}"
-  clean_build_tree
   "${pip[@]}" install -r "${pkg_dir}/requirements-dev.txt" "${pkg_dir}"
-  clean_build_tree
   echo "${requirements_hash}" >"${requirements_stamp}"
   echo "${package_hash}" >"${package_stamp}"
 elif [[ "$(cat "${package_stamp}" 2>/dev/null)" != "${package_hash}" ]]; then
   echo "test.sh: reinstalling ./clients/python into ${venv}" >&2
   rm -f "${package_stamp}"
-  clean_build_tree
   "${pip[@]}" install --no-deps --force-reinstall "${pkg_dir}"
-  clean_build_tree
   echo "${package_hash}" >"${package_stamp}"
 fi
 

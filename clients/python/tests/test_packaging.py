@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import subprocess
 import sys
 from pathlib import Path
 
@@ -39,3 +40,23 @@ def test_runtime_dependencies_are_pinned() -> None:
     names = {r.split("==")[0].lower().replace("_", "-") for r in requirements}
     assert names == {"grpcio", "protobuf", "pyyaml", "prometheus-client"}
     assert all("==" in r for r in requirements), requirements
+
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+
+
+def _files(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")
+            if "__pycache__" not in p.parts and not p.name.endswith(".pyc")}
+
+
+def test_building_the_package_writes_nothing_into_the_source_tree(tmp_path: Path) -> None:
+    # What `pip install ./clients/python` does first: build a wheel from the source tree.
+    before = _files(PACKAGE_DIR)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+         "--disable-pip-version-check", "--wheel-dir", str(tmp_path), str(PACKAGE_DIR)],
+        capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert [w.name for w in tmp_path.glob("arbiter-*.whl")], proc.stdout
+    assert sorted(_files(PACKAGE_DIR) - before) == []
