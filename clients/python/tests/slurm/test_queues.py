@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from arbiter.slurm.queues import (QueueConfigError, parse_parsable, parse_queue_file,
-                                  tree_from_associations)
+from arbiter.slurm.queues import (QueueConfigError, load_queue_file, parse_parsable,
+                                  parse_queue_file, tree_from_associations)
 
 
 def test_the_queue_file_draws_the_tree_and_maps_accounts_to_leaves() -> None:
@@ -34,10 +36,54 @@ def test_the_queue_file_draws_the_tree_and_maps_accounts_to_leaves() -> None:
     ({"queues": [{"name": "a", "queues": [{"name": "a"}]}]}, "queues[0].queues[0].name"),
     ({"queues": [{"name": "a", "accounts": ["x"]}, {"name": "b", "accounts": ["x"]}]},
      "queues[1].accounts"),
+    # What arbiter-server refuses (SEMANTICS.md §1 rule 2), refused while loading.
+    ({"queues": [{"name": "a", "queues": [{"name": "b", "over_quota_weight": {"gpu": -1}}]}]},
+     "queues[0].queues[0].over_quota_weight.gpu: must not be negative, got -1 (queue 'b')"),
+    ({"queues": [{"name": "a", "deserved": {"cpu": -2}}]},
+     "queues[0].deserved.cpu: negative value other than -1 (unlimited): -2 (queue 'a')"),
+    ({"queues": [{"name": "a", "limit": {"gpu": -0.5}}]}, "queues[0].limit.gpu: negative"),
+    ({"queues": [{"name": "a", "limit": {"gpu": float("inf")}}]},
+     "queues[0].limit.gpu: must be finite"),
+    ({"queues": [{"name": "a", "over_quota_weight": {"gpu": float("-inf")}}]},
+     "queues[0].over_quota_weight.gpu: must be finite"),
+    ({"queues": [{"name": "a", "priority": 2**31}]}, "queues[0].priority: must fit in 32 bits"),
+    ({"queues": [{"name": "a" * 1025}]}, "queues[0].name: longer than 1024 bytes"),
+    ({"queues": [{"name": "a", "deserved": {"": 1}}]}, "queues[0].deserved.: a resource needs"),
+    ({"queues": [{"name": "a", "deserved": {f"r{i}": 1 for i in range(62)}}]},
+     "queues: 65 distinct resource names"),
 ])
 def test_a_broken_queue_file_is_refused_naming_the_entry(doc: Any, path: str) -> None:
-    with pytest.raises(QueueConfigError, match=r"^" + path.replace("[", r"\[").replace("]", r"\]")):
+    with pytest.raises(QueueConfigError, match=r"^" + re.escape(path)):
         parse_queue_file(doc)
+
+
+def test_minus_one_means_no_limit_and_is_accepted() -> None:
+    tree = parse_queue_file({"queues": [{"name": "a", "deserved": {"gpu": -1}, "limit": {"gpu": -1},
+                                         "over_quota_weight": {"gpu": 0}}]})
+    assert tree.queues[0].limit["nvidia.com/gpu"] == -1
+
+
+def test_a_tree_deeper_than_the_server_accepts_is_refused() -> None:
+    doc: dict[str, Any] = {"name": "q64"}
+    for depth in range(63, 0, -1):
+        doc = {"name": f"q{depth}", "queues": [doc]}
+    parse_queue_file({"queues": [doc]})  # 64 levels
+    doc = {"name": "q0", "queues": [doc]}
+    with pytest.raises(QueueConfigError, match="65 levels deep here"):
+        parse_queue_file({"queues": [doc]})
+
+
+def test_a_refused_file_is_named_with_the_queues_path_in_it(tmp_path: Path) -> None:
+    path = tmp_path / "queues.yaml"
+    path.write_text("queues:\n  - name: a\n    over_quota_weight: {gpu: -1}\n")
+    with pytest.raises(QueueConfigError) as refused:
+        load_queue_file(str(path))
+    assert str(refused.value) == (f"{path}: queues[0].over_quota_weight.gpu: must not be "
+                                  "negative, got -1 (queue 'a')")
+    path.write_text("queues:\n  - name: a\n  - name: b\n")
+    tree = load_queue_file(str(path))
+    assert tree.origin_of("snapshot.queues[1].limit") == f"{path}: queues[1] (queue 'b')"
+    assert tree.origin_of("snapshot.pod_groups[1].queue") is None
 
 
 SACCTMGR = """\

@@ -7,6 +7,7 @@ the accounts hierarchy of slurmdbd (``sacctmgr show assoc``), where each account
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
@@ -18,6 +19,12 @@ from arbiter.v1 import arbiter_pb2
 
 # The names a queue file may use for a resource, besides arbiter's own.
 _RESOURCE_ALIASES = {"gpu": resources.GPU, "gpus": resources.GPU, "mem": resources.MEMORY}
+# arbiter-server's default request limits (--max-name-bytes, --max-queue-depth,
+# --max-resource-names); a server started with smaller ones may refuse a tree that passes here.
+MAX_NAME_BYTES = 1024
+MAX_QUEUE_DEPTH = 64
+MAX_RESOURCE_NAMES = 64
+_INT32 = (-(2**31), 2**31 - 1)
 
 
 class QueueConfigError(ValueError):
@@ -31,9 +38,20 @@ class QueueTree:
     queues: list[arbiter_pb2.Queue] = field(default_factory=list)
     account_queue: dict[str, str] = field(default_factory=dict)
     parents: dict[str, str] = field(default_factory=dict)
+    # Where each queue (by index in ``queues``) was defined: "FILE: queues[0].queues[2]".
+    origins: list[str] = field(default_factory=list)
 
     def queue_of(self, account: str) -> str | None:
         return self.account_queue.get(account)
+
+    def origin_of(self, field_path: str | None) -> str | None:
+        """Where the queue that a server's field path (``snapshot.queues[3]…``) names was
+        defined, with its name; None when the path names no queue."""
+        match = re.match(r"snapshot\.queues\[(\d+)\]", field_path or "")
+        if not match or int(match.group(1)) >= len(self.queues):
+            return None
+        i = int(match.group(1))
+        return f"{self.origins[i]} (queue {self.queues[i].name!r})"
 
     def ancestry(self, queue: str) -> list[str]:
         """The queue and its ancestors, leaf first."""
@@ -46,12 +64,19 @@ class QueueTree:
 
 
 def load_queue_file(path: str) -> QueueTree:
+    """The queue file at ``path``. Raises OSError when it cannot be read, and QueueConfigError,
+    naming the file and the entry's path in it, for anything arbiter-server would refuse."""
     with open(path, encoding="utf-8") as f:
         try:
             data = yaml.safe_load(f)
         except yaml.YAMLError as err:
             raise QueueConfigError(f"{path}: not valid YAML: {err}") from err
-    return parse_queue_file(data)
+    try:
+        tree = parse_queue_file(data)
+    except QueueConfigError as err:
+        raise QueueConfigError(f"{path}: {err}") from err
+    tree.origins = [f"{path}: {origin}" for origin in tree.origins]
+    return tree
 
 
 def parse_queue_file(data: Any) -> QueueTree:
@@ -71,15 +96,19 @@ def parse_queue_file(data: Any) -> QueueTree:
     if not isinstance(data, dict) or not isinstance(data.get("queues"), list):
         raise QueueConfigError("queues: the file must hold a list named 'queues'")
     tree = QueueTree()
-    _read_level(data["queues"], "", "queues", tree)
+    _read_level(data["queues"], "", "queues", tree, 1)
     if not tree.queues:
         raise QueueConfigError("queues: at least one queue is needed")
+    _check_resource_names(tree)
     return tree
 
 
-def _read_level(entries: list[Any], parent: str, path: str, tree: QueueTree) -> None:
+def _read_level(entries: list[Any], parent: str, path: str, tree: QueueTree, depth: int) -> None:
     for i, entry in enumerate(entries):
         where = f"{path}[{i}]"
+        if depth > MAX_QUEUE_DEPTH:
+            raise QueueConfigError(f"{where}: the queue tree is {depth} levels deep here; "
+                                   f"arbiter-server accepts at most {MAX_QUEUE_DEPTH}")
         if not isinstance(entry, dict):
             raise QueueConfigError(f"{where}: a queue must be a mapping")
         unknown = set(entry) - {
@@ -92,15 +121,21 @@ def _read_level(entries: list[Any], parent: str, path: str, tree: QueueTree) -> 
             raise QueueConfigError(f"{where}.name: a queue needs a name")
         if name in tree.parents:
             raise QueueConfigError(f"{where}.name: queue {name!r} is defined twice")
+        _check_name(name, f"{where}.name")
         queue = arbiter_pb2.Queue(name=name, parent=parent)
         for key in ("deserved", "limit", "over_quota_weight"):
-            for resource, amount in _amounts(entry.get(key), f"{where}.{key}").items():
+            amounts = _amounts(entry.get(key), f"{where}.{key}", f" (queue {name!r})")
+            for resource, amount in amounts.items():
                 getattr(queue, key)[resource] = amount
         priority = entry.get("priority", 0)
         if not isinstance(priority, int) or isinstance(priority, bool):
-            raise QueueConfigError(f"{where}.priority: must be an integer")
+            raise QueueConfigError(f"{where}.priority: must be an integer (queue {name!r})")
+        if not _INT32[0] <= priority <= _INT32[1]:
+            raise QueueConfigError(f"{where}.priority: must fit in 32 bits, got {priority} "
+                                   f"(queue {name!r})")
         queue.priority = priority
         tree.queues.append(queue)
+        tree.origins.append(where)
         tree.parents[name] = parent
         children = entry.get("queues") or []
         accounts = entry.get("accounts") or []
@@ -119,20 +154,71 @@ def _read_level(entries: list[Any], parent: str, path: str, tree: QueueTree) -> 
                     f"{tree.account_queue[account]!r}"
                 )
             tree.account_queue[account] = name
-        _read_level(children, name, f"{where}.queues", tree)
+        _read_level(children, name, f"{where}.queues", tree, depth + 1)
 
 
-def _amounts(raw: Any, where: str) -> dict[str, float]:
+def _amounts(raw: Any, where: str, queue: str) -> dict[str, float]:
+    """A map of resources to amounts, each checked as arbiter-server checks it (SEMANTICS.md
+    §1 rule 2): finite, and not negative except for -1 (no limit) in ``deserved`` and
+    ``limit``. ``where`` ends in the field's name; ``queue`` ends each message."""
     if raw is None:
         return {}
     if not isinstance(raw, dict):
-        raise QueueConfigError(f"{where}: must map resource names to amounts")
+        raise QueueConfigError(f"{where}: must map resource names to amounts{queue}")
+    weights = where.endswith("over_quota_weight")
     out: dict[str, float] = {}
     for key, value in raw.items():
+        at = f"{where}.{key}"
         if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-            raise QueueConfigError(f"{where}.{key}: must be a number")
-        out[_RESOURCE_ALIASES.get(str(key), str(key))] = float(value)
+            raise QueueConfigError(f"{at}: must be a number{queue}")
+        check_amount(at, float(value), weights, queue)
+        resource = _RESOURCE_ALIASES.get(str(key), str(key))
+        if not resource:
+            raise QueueConfigError(f"{at}: a resource needs a name{queue}")
+        _check_name(resource, at)
+        out[resource] = float(value)
     return out
+
+
+def check_amount(at: str, value: float, weight: bool, queue: str = "") -> None:
+    """Raises QueueConfigError for an amount arbiter-server refuses: not finite, or negative
+    (an over-quota weight) or negative other than -1 (a deserved quota or a limit)."""
+    if not math.isfinite(value):
+        raise QueueConfigError(f"{at}: must be finite, got {value}{queue}")
+    if weight and value < 0:
+        raise QueueConfigError(f"{at}: must not be negative, got {value:g}{queue}")
+    if not weight and value < 0 and value != -1:
+        raise QueueConfigError(f"{at}: negative value other than -1 (unlimited): {value:g}{queue}")
+
+
+def _check_name(name: str, at: str) -> None:
+    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
+        raise QueueConfigError(f"{at}: longer than {MAX_NAME_BYTES} bytes, the most "
+                               "arbiter-server accepts")
+
+
+def _check_resource_names(tree: QueueTree) -> None:
+    """The server counts distinct resource names over the whole request, the nodes' cpu, memory
+    and nvidia.com/gpu among them."""
+    names = {resources.CPU, resources.MEMORY, resources.GPU}
+    for queue in tree.queues:
+        for amounts in (queue.deserved, queue.limit, queue.over_quota_weight):
+            names.update(amounts)
+    if len(names) > MAX_RESOURCE_NAMES:
+        raise QueueConfigError(f"queues: {len(names)} distinct resource names with the nodes' "
+                               f"own; arbiter-server accepts at most {MAX_RESOURCE_NAMES}")
+
+
+def check_tree(tree: QueueTree, source: str) -> None:
+    """Checks a tree not read from a file (the accounts hierarchy) as a queue file is checked;
+    ``source`` begins each message."""
+    for queue, origin in zip(tree.queues, tree.origins):
+        _check_name(queue.name, f"{source}: {origin}")
+        for key in ("deserved", "limit", "over_quota_weight"):
+            for resource, amount in sorted(getattr(queue, key).items()):
+                check_amount(f"{source}: {origin}.{key}.{resource}", amount,
+                             key == "over_quota_weight")
+    _check_resource_names(tree)
 
 
 # sacctmgr's TRES names, in arbiter's resources.
@@ -177,11 +263,13 @@ def tree_from_associations(rows: Sequence[Mapping[str, str]]) -> QueueTree:
         for resource, amount in _grp_tres(row.get("GrpTRES", "")).items():
             queue.limit[resource] = amount
         tree.queues.append(queue)
+        tree.origins.append(f"account {account!r}")
         tree.parents[account] = parent
         kids = sorted(children.get(account, []))
         if kids:
             leaf = f"{account}.jobs"
             tree.queues.append(arbiter_pb2.Queue(name=leaf, parent=account))
+            tree.origins.append(f"account {account!r} (its own jobs)")
             tree.parents[leaf] = account
             tree.account_queue[account] = leaf
         else:
@@ -193,6 +281,7 @@ def tree_from_associations(rows: Sequence[Mapping[str, str]]) -> QueueTree:
         add(top, "")
     if not tree.queues:
         raise QueueConfigError("sacctmgr: no account associations below root")
+    check_tree(tree, "sacctmgr")
     return tree
 
 
