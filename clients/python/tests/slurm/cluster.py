@@ -4,14 +4,21 @@
 temporary directory with ports of their own. Every node claims 8 CPUs, 16000 MB and 4 GPUs
 (``SlurmdParameters=config_overrides``; the GPUs are character devices that stand for
 ``/dev/null``). A ``job_submit.lua`` holds every job of the ``gpu`` partition, as a site that
-lets arbiter decide would configure it. Needs root (the daemons run as root, and the device
+lets arbiter decide would configure it, and refuses to let anyone but root release them. Tests
+submit jobs as root, or as the unprivileged ``USER`` (through ``setpriv``) to check that a job's
+owner cannot start it around arbiter. Needs root (the daemons run as root, and the device
 nodes need ``mknod``).
+
+Stopping the cluster cancels its jobs and waits for their steps before it stops the daemons (a
+``slurmstepd`` whose slurmd is gone cannot report its end, and would stay behind), and fails if
+any process of the cluster is still running after that.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -21,24 +28,39 @@ from pathlib import Path
 from typing import Any, Callable
 
 DAEMONS = ["munged", "mungekey", "slurmctld", "slurmd"]
-CLIENTS = ["sinfo", "squeue", "scontrol", "sbatch", "scancel"]
+CLIENTS = ["sinfo", "squeue", "scontrol", "sbatch", "scancel", "setpriv"]
+# The unprivileged user that tests submit jobs as, and try to bypass the adapter as.
+USER = "nobody"
 SBIN = ["/usr/sbin", "/usr/bin"]
 NODES = ["n1", "n2", "n3"]
 GPUS_PER_NODE = 4
 
 JOB_SUBMIT_LUA = """\
--- Jobs of the partitions arbiter manages wait, held, until arbiter places them.
+-- Jobs of the partitions arbiter manages wait, held, until arbiter places them, and only an
+-- operator (arbiter-slurm runs as root or SlurmUser) may release them or change their priority.
 local managed = { gpu = true }
+local operators = { [0] = true }   -- root; add SlurmUser's uid if it is not root
+
+local function is_managed(partitions)
+  for partition in string.gmatch(partitions or "gpu", "[^,]+") do
+    if managed[partition] then return true end
+  end
+  return false
+end
 
 function slurm_job_submit(job_desc, part_list, submit_uid)
-  local partition = job_desc.partition or "gpu"
-  if managed[partition] then
-    job_desc.priority = 0
+  if is_managed(job_desc.partition) then
+    job_desc.priority = 0   -- held until arbiter releases it
   end
   return slurm.SUCCESS
 end
 
 function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
+  if job_desc.priority ~= slurm.NO_VAL and not operators[modify_uid]
+      and is_managed(job_rec.partition) then
+    slurm.log_user("jobs of partition %s are started by arbiter-slurm only", job_rec.partition)
+    return slurm.ESLURM_ACCESS_DENIED
+  end
   return slurm.SUCCESS
 end
 """
@@ -88,9 +110,13 @@ class SlurmCluster:
     # --- life cycle -------------------------------------------------------------------------
 
     def start(self) -> None:
-        for sub in ("munge", "state", "log", "dev", "spool"):
+        for sub in ("munge", "state", "log", "dev", "spool", "out"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
-        os.chmod(self.root / "munge", 0o700)
+        # An unprivileged user's commands read slurm.conf and reach munged's socket; its jobs
+        # write their output to out/.
+        os.chmod(self.root, 0o755)
+        os.chmod(self.root / "munge", 0o755)
+        os.chmod(self.root / "out", 0o1777)
         key = self.root / "munge" / "munge.key"
         self._check([find("mungekey") or "mungekey", "--create", f"--keyfile={key}", "--bits=1024"])
         os.chmod(key, 0o600)
@@ -190,6 +216,14 @@ class SlurmCluster:
         self.run("sacctmgr", "-i", *args)
 
     def stop(self) -> None:
+        """Ends every job, waits for their steps, then stops the daemons. Raises RuntimeError
+        (after killing them) if any process of this cluster is still running then."""
+        problems = []
+        if self.ctld is not None and self.ctld.poll() is None:
+            try:
+                self.end_jobs()
+            except RuntimeError as err:  # stop the daemons all the same
+                problems.append(str(err))
         for proc in [*self.slurmds, self.ctld]:
             if proc is not None and proc.poll() is None:
                 proc.terminate()
@@ -210,21 +244,42 @@ class SlurmCluster:
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
-        # Jobs the slurmds started run in their own sessions; end what is left of them.
-        subprocess.run(["pkill", "-f", f"arbiter-test-job-{self.root.name}"], check=False)
         try:
             pid = int(self.munged_pid_file.read_text().strip())
             os.kill(pid, signal.SIGTERM)
         except (OSError, ValueError):
             pass
-        # A job's slurmstepd outlives its slurmd and ignores SIGTERM, retrying to report the job's
-        # end to daemons that are gone; it and anything else of this cluster's still running
-        # (munged, if SIGTERM has not ended it yet) are killed, and the test fails if one stays.
-        self._kill_leftovers()
+        try:
+            self._check_nothing_left()
+        except RuntimeError as err:
+            problems.append(str(err))
+        if problems:
+            raise RuntimeError("\n".join(problems))
+
+    def end_jobs(self, timeout: float = 60.0) -> None:
+        """Cancels every job and waits until none holds a node and no step of this cluster's
+        (``slurmstepd``) is left: a step whose slurmd is gone cannot report its end, and would
+        stay behind."""
+        ids = self.run("squeue", "--noheader", "--format=%i", check=False).stdout.split()
+        if ids:
+            self.run("scancel", *ids, check=False)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            listed = self.run("squeue", "--noheader", "--states=R,CG,CF,S,ST",
+                              "--format=%i", check=False)
+            if listed.returncode == 0 and not listed.stdout.split() and not self.steps():
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"Slurm test cluster {self.root}: jobs or steps still running "
+                           f"{timeout:g}s after scancel: {self._describe(self.steps())}")
+
+    def steps(self) -> list[int]:
+        """The slurmstepd processes of this cluster's jobs."""
+        return [pid for pid in self.leftover_processes() if _name(pid) == "slurmstepd"]
 
     def leftover_processes(self) -> list[int]:
         """The processes still running with this cluster's SLURM_CONF in their environment (the
-        daemons' children, such as each job's slurmstepd, inherit it)."""
+        daemons, each job's slurmstepd and the job's own processes inherit it)."""
         marker = f"SLURM_CONF={self.conf}".encode()
         pids = []
         for entry in Path("/proc").iterdir():
@@ -238,17 +293,25 @@ class SlurmCluster:
                 pids.append(int(entry.name))
         return pids
 
-    def _kill_leftovers(self) -> None:
-        deadline = time.monotonic() + 10
+    def _check_nothing_left(self) -> None:
+        """After the daemons were told to stop: waits a little for the processes of this cluster
+        to end; any still running then is killed, and reported."""
+        deadline = time.monotonic() + 5
         while (pids := self.leftover_processes()) and time.monotonic() < deadline:
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
             time.sleep(0.05)
-        if pids:
-            raise RuntimeError(f"Slurm test cluster {self.root}: processes left behind: {pids}")
+        if not pids:
+            return
+        described = self._describe(pids)
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        raise RuntimeError(f"Slurm test cluster {self.root}: processes left behind: {described}")
+
+    @staticmethod
+    def _describe(pids: list[int]) -> str:
+        return ", ".join(f"{pid} ({_name(pid)})" for pid in pids) or "none"
 
     def _spawn(self, command: list[str], log_name: str) -> subprocess.Popen[bytes]:
         out = open(self.root / "log" / log_name, "ab")
@@ -344,18 +407,34 @@ class SlurmCluster:
         nodes = json.loads(proc.stdout).get("nodes", [])
         return sum(1 for n in nodes if n.get("state") == "idle" and not n.get("state_flags"))
 
+    def run_as(self, user: str, *args: str) -> subprocess.CompletedProcess[str]:
+        """Runs a Slurm command as ``user`` (no privileges, no supplementary groups)."""
+        entry = pwd.getpwnam(user)
+        command = [find("setpriv") or "setpriv", f"--reuid={entry.pw_uid}",
+                   f"--regid={entry.pw_gid}", "--clear-groups", find(args[0]) or args[0],
+                   *args[1:]]
+        return subprocess.run(command, capture_output=True, text=True, env=self.env, timeout=30,
+                              check=False, cwd="/")
+
     def submit(self, account: str, nodes: int = 1, gpus: int = 1, requeue: bool = True,
-               cpus: int = 1, seconds: int = 600, partition: str = "gpu") -> int:
-        """Submits a batch job that sleeps; returns its id."""
+               cpus: int = 1, seconds: int = 600, partition: str = "gpu",
+               extra: tuple[str, ...] = (), user: str | None = None) -> int:
+        """Submits a batch job that sleeps, as root or as ``user``; returns its id."""
         script = self.root / f"job-{time.monotonic_ns()}.sh"
-        # The job's marker lets stop() find what is left of it.
-        script.write_text(f"#!/bin/bash\nexec -a arbiter-test-job-{self.root.name} sleep {seconds}\n")
+        script.write_text(f"#!/bin/bash\nsleep {seconds}\n")
         script.chmod(0o755)
         args = ["sbatch", "--parsable", f"--account={account}", f"--partition={partition}",
                 f"--nodes={nodes}", f"--ntasks-per-node=1", f"--cpus-per-task={cpus}",
                 f"--gres=gpu:{gpus}", "--requeue" if requeue else "--no-requeue",
-                f"--output={self.root / 'log' / 'job-%j.out'}", str(script)]
-        return int(self.run(*args).stdout.strip().split(";")[0])
+                f"--output={self.root / 'out' / 'job-%j.out'}", "--chdir=/", *extra, str(script)]
+        if user is None:
+            out = self.run(*args).stdout
+        else:
+            proc = self.run_as(user, *args)
+            if proc.returncode != 0:
+                raise RuntimeError(f"sbatch as {user} failed: {proc.stderr.strip()}")
+            out = proc.stdout
+        return int(out.strip().split(";")[0])
 
     def jobs(self) -> dict[int, dict[str, Any]]:
         proc = self.run("squeue", "--json")
@@ -386,3 +465,10 @@ class SlurmCluster:
             tail = path.read_text(errors="replace").splitlines()[-lines:]
             out.append(f"== {path}\n" + "\n".join(tail))
         return "\n".join(out)
+
+
+def _name(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return "?"
