@@ -43,9 +43,13 @@ class FakeSlurm:
     def set_reason(self, job_id: int, reason_field: str, text: str) -> None:
         self._do("reason", job_id, text)
 
+    def begin_now(self, job_id: int) -> None:
+        self._do("begin-now", job_id)
 
-def _job(job_id: int, state: str, nodes: int = 1, reason: str = "") -> ManagedJob:
-    return ManagedJob(job_id, state, "q", nodes, [], True, reason)
+
+def _job(job_id: int, state: str, nodes: int = 1, reason: str = "",
+         requeued: bool = False) -> ManagedJob:
+    return ManagedJob(job_id, state, "q", nodes, [], True, reason, requeued=requeued)
 
 
 def _cycle(*jobs: ManagedJob) -> Cycle:
@@ -76,10 +80,44 @@ def test_evictions_come_first_and_a_pipelined_binding_says_so() -> None:
     slurm = FakeSlurm()
     report = apply.execute(apply.plan(response, _cycle(_job(4, "running"), _job(9, "held"))),
                            slurm, "comment")
-    assert slurm.calls == [("requeuehold", 4),
+    assert slurm.calls == [("requeuehold", 4), ("hold", 4),
+                           ("reason", 4,
+                            "arbiter: evicted: FAIR_SHARE_RECLAIM for job 9: reclaimed"),
                            ("place", 9, ("n1",), "arbiter: placed on n1 after evictions"),
                            ("release", 9)]
     assert report.requeued == [4] and report.started == [9]
+
+
+def test_a_victim_gets_an_admin_hold_and_loses_its_placed_comment() -> None:
+    # requeuehold leaves a user hold, which the job's owner could release; hold, run by the
+    # adapter (an operator), makes it an admin hold.
+    response = _response(evictions=[arbiter_pb2.Eviction(
+        pod_group="4", pod="4-0", node="n1", reason=arbiter_pb2.PRIORITY_PREEMPTION,
+        preemptor_pod_group="7", message="preempted")])
+    slurm = FakeSlurm()
+    apply.execute(apply.plan(response, _cycle(_job(4, "running", reason="arbiter: placed on n1"))),
+                  slurm, "comment")
+    assert slurm.calls == [("requeuehold", 4), ("hold", 4),
+                           ("reason", 4,
+                            "arbiter: evicted: PRIORITY_PREEMPTION for job 7: preempted")]
+
+
+def test_a_requeued_job_placed_again_starts_without_slurms_requeue_delay() -> None:
+    response = _response(bindings=[arbiter_pb2.Binding(pod_group="4", pod="4-0", node="n2")])
+    slurm = FakeSlurm()
+    apply.execute(apply.plan(response, _cycle(_job(4, "held", requeued=True))), slurm, "comment")
+    assert slurm.calls == [("place", 4, ("n2",), "arbiter: placed on n2"), ("release", 4),
+                           ("begin-now", 4)]
+
+
+def test_user_holds_are_made_admin_holds_and_stuck_jobs_are_held_again() -> None:
+    cycle = _cycle(_job(5, "held"), _job(6, "held"))
+    cycle.to_admin_hold.append(5)
+    cycle.reheld.append(6)
+    slurm = FakeSlurm()
+    report = apply.execute(apply.plan(_response(), cycle), slurm, "comment")
+    assert slurm.calls == [("hold", 5), ("hold", 6)]
+    assert report.held == [5] and report.reheld == [6]
 
 
 def test_a_failed_pin_never_releases_the_job() -> None:
@@ -135,7 +173,8 @@ def test_pending_reasons_are_written_only_when_they_change() -> None:
 
 
 def test_a_placed_job_that_is_evicted_is_held_again() -> None:
-    response = _response(evictions=[arbiter_pb2.Eviction(pod_group="5", pod="5-0", node="n1")])
+    response = _response(evictions=[arbiter_pb2.Eviction(pod_group="5", pod="5-0", node="n1",
+                                                         reason=arbiter_pb2.CONSOLIDATION)])
     slurm = FakeSlurm()
     apply.execute(apply.plan(response, _cycle(_job(5, "placed"))), slurm, "comment")
-    assert slurm.calls == [("hold", 5)]
+    assert slurm.calls == [("hold", 5), ("reason", 5, "arbiter: evicted: CONSOLIDATION")]

@@ -106,7 +106,11 @@ def test_a_cycle_sends_the_settings_policy_and_applies_the_answer(tmp_path: Path
     (request,) = scheduler.requests
     assert request.policy == POLICY
     assert sorted(g.name for g in request.snapshot.pod_groups) == ["1", "2", "3"]
-    assert slurm.calls == [("place", 1, ("n1", "n2"), "arbiter: placed on n1,n2"), ("release", 1)]
+    # Jobs 1 and 3 carry user holds, which their owners could release: made admin holds first.
+    # Job 1 was requeued before: its begin time is cleared once it is released.
+    assert slurm.calls == [("hold", 1), ("hold", 3),
+                           ("place", 1, ("n1", "n2"), "arbiter: placed on n1,n2"), ("release", 1),
+                           ("begin-now", 1)]
     assert _cycles(metrics, "ok") == 1
     assert metrics.registry.get_sample_value("arbiter_slurm_actions_total",
                                              {"action": "start"}) == 1
@@ -116,7 +120,8 @@ def test_a_dry_run_prints_the_commands_and_runs_none(tmp_path: Path) -> None:
     adapter, slurm, metrics, out = _adapter(tmp_path, FakeScheduler(BIND_JOB_1), dry_run=True)
     assert adapter.cycle()
     assert slurm.calls == []
-    assert len(out.lines) == 1 and out.lines[0].startswith("start   job 1: ")
+    assert [line[:14] for line in out.lines] == [
+        "hold    job 1:", "hold    job 3:", "start   job 1:"]
     assert _cycles(metrics, "ok") == 1
 
 
@@ -141,12 +146,73 @@ def test_a_failed_schedule_changes_nothing(tmp_path: Path) -> None:
     assert _cycles(metrics, "arbiter_error") == 1
 
 
-def test_a_broken_queue_edit_keeps_the_last_good_tree(tmp_path: Path) -> None:
-    adapter, _, metrics, _ = _adapter(tmp_path, FakeScheduler())
+@pytest.mark.parametrize("edit", [
+    "queues: [{deserved: {}}]\n",
+    # Parses, but arbiter-server would refuse it: a negative over-quota weight.
+    QUEUES.replace("deserved: {gpu: 4}", "deserved: {gpu: 4}, over_quota_weight: {gpu: -1}"),
+])
+def test_a_broken_queue_edit_keeps_the_last_good_tree(tmp_path: Path, edit: str) -> None:
+    scheduler = FakeScheduler()
+    adapter, _, metrics, _ = _adapter(tmp_path, scheduler)
     assert adapter.cycle()
-    (tmp_path / "queues.yaml").write_text("queues: [{deserved: {}}]\n")
+    (tmp_path / "queues.yaml").write_text(edit)
     assert adapter.cycle()
     assert _cycles(metrics, "ok") == 2
+    assert metrics.registry.get_sample_value("arbiter_slurm_config_errors_total") == 1
+    assert scheduler.requests[1].snapshot.queues == scheduler.requests[0].snapshot.queues
+
+
+def test_queues_the_server_refuses_are_a_config_error_naming_the_queue(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    scheduler = FakeScheduler()
+    scheduler.error = ArbiterError(grpc.StatusCode.INVALID_ARGUMENT,
+                                   "snapshot.queues[1].name: longer than 10 bytes",
+                                   field_path="snapshot.queues[1].name")
+    adapter, _, metrics, _ = _adapter(tmp_path, scheduler)
+    assert not adapter.cycle()
+    assert _cycles(metrics, "config_error") == 1 and _cycles(metrics, "arbiter_error") == 0
+    (record,) = [r for r in caplog.records if r.msg == "arbiter refused the queue definitions"]
+    assert getattr(record, "queue") == (
+        f"{tmp_path / 'queues.yaml'}: queues[0].queues[0] (queue 'a')")
+
+
+class PlacedSlurm(RecordedSlurm):
+    """Job 2 was released onto n2 by arbiter, and Slurm has not started it."""
+
+    def jobs(self) -> list[dict[str, Any]]:
+        jobs = super().jobs()
+        for job in jobs:
+            if job["job_id"] == 2:
+                job.update(job_state="PENDING", state_reason="Resources", job_resources=None)
+        return jobs
+
+
+def test_a_released_job_slurm_does_not_start_is_held_again_after_the_timeout(
+        tmp_path: Path) -> None:
+    scheduler = FakeScheduler()
+    adapter, slurm, metrics, _ = _adapter(tmp_path, scheduler, PlacedSlurm(),
+                                          start_timeout_cycles=2)
+    assert adapter.cycle()
+    assert ("hold", 2) not in slurm.calls
+    placed = {g.name: g for g in scheduler.requests[0].snapshot.pod_groups}["2"]
+    assert [p.node_name for p in placed.pods] == ["n2"]
+    assert adapter.cycle()
+    assert ("hold", 2) in slurm.calls
+    reheld = {g.name: g for g in scheduler.requests[1].snapshot.pod_groups}["2"]
+    assert [p.node_name for p in reheld.pods] == [""]  # decided afresh in the same cycle
+    assert metrics.registry.get_sample_value("arbiter_slurm_actions_total",
+                                             {"action": "rehold"}) == 1
+    slurm.calls.clear()
+    assert adapter.cycle()  # seen placed again (the fake never changes): counted from 1
+    assert ("hold", 2) not in slurm.calls
+
+
+def test_a_timeout_of_zero_never_holds_a_released_job_again(tmp_path: Path) -> None:
+    adapter, slurm, _, _ = _adapter(tmp_path, FakeScheduler(), PlacedSlurm(),
+                                    start_timeout_cycles=0)
+    for _ in range(5):
+        assert adapter.cycle()
+    assert ("hold", 2) not in slurm.calls
 
 
 def test_an_unreadable_queue_file_at_the_first_cycle_is_a_config_error(tmp_path: Path) -> None:

@@ -114,6 +114,7 @@ def test_a_pending_job_nobody_held_is_held_before_arbiter_decides_for_it() -> No
     ({"account": "nobody"}, "no-queue"),
     ({"features": "a100|h100"}, "unsupported-constraint"),
     ({"array_task_string": "1-10"}, "unsupported-job"),
+    ({"shared": "user"}, "unsupported-exclusive"),
 ])
 def test_jobs_arbiter_cannot_decide_for_are_skipped_with_a_reason(
         fields: dict[str, Any], reason: str) -> None:
@@ -123,10 +124,65 @@ def test_jobs_arbiter_cannot_decide_for_are_skipped_with_a_reason(
 
 
 def test_gpus_per_job_are_shared_out_over_its_nodes() -> None:
-    requests = mapping.per_node_requests(
+    requests = mapping.pod_requests(
         _job(node_count=2, tres_per_node="", tres_per_job="gres:gpu:6", cpus=4,
              tres_req_str="cpu=4,mem=4G,node=2"), running=False)
-    assert requests == {"cpu": 2000.0, "memory": 2 * 1024.0**3, "nvidia.com/gpu": 3.0}
+    assert requests == [{"cpu": 2000.0, "memory": 2 * 1024.0**3, "nvidia.com/gpu": 3.0}] * 2
+
+
+def test_gpus_per_job_that_do_not_divide_go_to_the_first_nodes_as_slurm_gives_them() -> None:
+    job = _job(node_count=2, tres_per_node="", tres_per_job="gres:gpu:3",
+               tres_req_str="cpu=2,mem=2G,node=2")
+    assert [r["nvidia.com/gpu"] for r in mapping.pod_requests(job, running=False)] == [2.0, 1.0]
+    running = dict(job, job_state="RUNNING", gres_detail=["gpu:1(IDX:0)", "gpu:2(IDX:0-1)"],
+                   tres_alloc_str="cpu=2,mem=2G,node=2,gres/gpu=3")
+    assert [r["nvidia.com/gpu"] for r in mapping.pod_requests(running, running=True)] == [1.0, 2.0]
+
+
+def test_an_exclusive_job_asks_for_a_whole_node_and_holds_the_one_it_runs_on() -> None:
+    nodes = [_node("n1", ["gpu"]), dict(_node("n2", ["gpu"]), cpus=8, gres="gpu:4")]
+    waiting = _job(shared="none")
+    running = _job(job_id=8, shared="none", job_state="RUNNING", tres_alloc_str="cpu=4,mem=1000M",
+                   job_resources={"allocated_nodes": [{"nodename": "n1"}]})
+    cycle = mapping.build_cycle(nodes, [waiting, running], TREE, ["gpu"], 0.0)
+    groups = {g.name: g for g in cycle.request.snapshot.pod_groups}
+    # Waiting: the largest shape, which only n2 has; running: all of n1.
+    assert dict(groups["7"].pods[0].requests) == {
+        "cpu": 8000.0, "memory": 1000.0 * 1024 * 1024, "nvidia.com/gpu": 4.0}
+    assert dict(groups["8"].pods[0].requests) == {
+        "cpu": 4000.0, "memory": 1000.0 * 1024 * 1024, "nvidia.com/gpu": 2.0}
+
+
+def test_an_exclusive_job_of_another_partition_takes_its_whole_node() -> None:
+    other = _job(job_id=8, partition="debug", job_state="RUNNING", shared="none",
+                 tres_alloc_str="cpu=1,mem=500M", tres_per_node="",
+                 job_resources={"allocated_nodes": [{"nodename": "n1"}]})
+    cycle = mapping.build_cycle([_node("n1", ["gpu", "debug"])], [other], TREE, ["gpu"], 0.0)
+    assert set(cycle.request.snapshot.nodes[0].allocatable.values()) == {0.0}
+
+
+@pytest.mark.parametrize("shared, sharing", [
+    ("none", "whole-node"), ("user", "user"), ("mcs", "mcs"), ("shared", ""), (None, ""),
+    (0, "whole-node"),
+])
+def test_how_a_job_shares_its_nodes(shared: Any, sharing: str) -> None:
+    assert mapping.exclusivity(_job(shared=shared)) == sharing
+
+
+def test_a_user_hold_is_made_an_admin_hold() -> None:
+    held = [_job(job_id=7, state_reason="JobHeldUser"), _job(job_id=8, state_reason="JobHeldAdmin")]
+    cycle = mapping.build_cycle([], held, TREE, ["gpu"], 0.0)
+    assert cycle.to_admin_hold == [7]
+    assert [g.name for g in cycle.request.snapshot.pod_groups] == ["7", "8"]
+
+
+def test_a_released_job_to_hold_again_is_mapped_as_held() -> None:
+    placed = _job(priority=1000, comment="arbiter: placed on n1", required_nodes="n1")
+    cycle = mapping.build_cycle([_node("n1", ["gpu"])], [placed], TREE, ["gpu"], 0.0)
+    assert cycle.jobs["7"].state == "placed"
+    cycle = mapping.build_cycle([_node("n1", ["gpu"])], [placed], TREE, ["gpu"], 0.0, rehold={7})
+    assert cycle.jobs["7"].state == "held" and cycle.reheld == [7]
+    assert cycle.request.snapshot.pod_groups[0].pods[0].node_name == ""
 
 
 @pytest.mark.parametrize("gres, gpus", [

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from arbiter.client import Client
 from arbiter.v1 import arbiter_pb2
 from google.protobuf import json_format
 
-from cluster import SlurmCluster
+from cluster import USER, SlurmCluster
 from conftest import Adapter
 
 
@@ -208,10 +209,14 @@ def _free_port() -> int:
 
 
 def _metric(port: int, name: str, labels: str) -> float:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
-        text = response.read().decode()
+    """A sample of the adapter's metrics; 0 until the adapter serves them."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+            text = response.read().decode()
+    except urllib.error.URLError:
+        return 0.0
     for line in text.splitlines():
-        if line.startswith(name + "{") and labels in line:
+        if (line.startswith(name + "{") and labels in line) or line.startswith(name + " "):
             return float(line.rsplit(" ", 1)[1])
     return 0.0
 
@@ -271,3 +276,131 @@ def test_the_account_hierarchy_of_slurmdbd_becomes_the_queues(
     assert groups == {str(physics): "physics.jobs", str(theory): "theory",
                       str(chemistry): "chemistry"}
     cluster.wait_for(lambda: _running(cluster, physics, theory, chemistry), "all three running")
+
+
+def _held_by(cluster: SlurmCluster, job_id: int) -> str:
+    job = cluster.jobs()[job_id]
+    assert job["job_state"] == "PENDING" and job["priority"] == 0, job["job_state"]
+    return str(job["state_reason"])
+
+
+def _try_release(cluster: SlurmCluster, job_id: int) -> None:
+    """The job's owner, an ordinary user, tries to start the job around arbiter."""
+    attempt = cluster.run_as(USER, "scontrol", "release", str(job_id))
+    assert attempt.returncode != 0, f"{USER} released job {job_id}: {attempt.stdout}"
+    time.sleep(1)  # would Slurm start it?
+    assert _state(cluster, job_id) == "PENDING"
+    assert cluster.jobs()[job_id]["priority"] == 0
+
+
+def test_an_unprivileged_user_cannot_release_a_managed_job_nor_a_victim(
+        slurm_cluster: SlurmCluster, adapter: Adapter) -> None:
+    # Over its queue's limit, so that arbiter keeps it waiting: held from submission on.
+    waiting = slurm_cluster.submit("interns", nodes=2, gpus=4, user=USER)
+    _try_release(slurm_cluster, waiting)
+    assert adapter.once().returncode == 0
+    assert _held_by(slurm_cluster, waiting) == "JobHeldAdmin"
+    _try_release(slurm_cluster, waiting)
+
+    mine = [slurm_cluster.submit("physics", gpus=4, user=USER) for _ in range(3)]
+    assert adapter.once().returncode == 0
+    slurm_cluster.wait_for(lambda: _running(slurm_cluster, *mine), "the user's jobs running")
+    other = slurm_cluster.submit("chemistry", gpus=4)
+    assert adapter.once().returncode == 0
+    slurm_cluster.wait_for(lambda: _running(slurm_cluster, other), "the other account's job")
+    jobs = slurm_cluster.jobs()
+    (victim,) = [j for j in mine if jobs[j]["job_state"] != "RUNNING"]
+    assert _held_by(slurm_cluster, victim) == "JobHeldAdmin"
+    # The victim's comment says why it left, not where it was placed.
+    assert _reason(slurm_cluster, victim).startswith("arbiter: evicted: FAIR_SHARE_RECLAIM")
+    _try_release(slurm_cluster, victim)
+
+
+def test_an_invalid_queue_edit_keeps_the_last_good_tree(
+        slurm_cluster: SlurmCluster, adapter: Adapter, tmp_path: Path) -> None:
+    good = adapter.queue_file.read_text()
+    invalid = good.replace("deserved: {gpu: 0}",
+                           "deserved: {gpu: 0}\n        over_quota_weight: {gpu: -1}")
+    assert invalid != good
+
+    # A first run with such a file refuses to start, naming the file and the queue's path.
+    adapter.queue_file.write_text(invalid)
+    first = adapter.once()
+    assert first.returncode == 2, first.stderr
+    assert f"{adapter.queue_file}: queues[0].queues[2].over_quota_weight.gpu" in first.stderr
+    assert "'interns'" in first.stderr
+
+    adapter.queue_file.write_text(good)
+    port = _free_port()
+    proc = adapter.start("--interval", "1", "--metrics-port", str(port))
+    try:
+        slurm_cluster.wait_for(
+            lambda: _metric(port, "arbiter_slurm_cycles_total", 'outcome="ok"') >= 1,
+            "a first cycle")
+        adapter.queue_file.write_text(invalid)
+        slurm_cluster.wait_for(lambda: _metric(port, "arbiter_slurm_config_errors_total", "")
+                               >= 2, "the edit refused")
+        job = slurm_cluster.submit("physics", gpus=1)
+        slurm_cluster.wait_for(lambda: _running(slurm_cluster, job), "a job placed by the old tree")
+        assert _metric(port, "arbiter_slurm_cycles_total", 'outcome="arbiter_error"') == 0
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    logs = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    refused = [e for e in logs
+               if e["msg"] == "queue definitions refused; keeping the last good ones"]
+    assert refused and "queues[0].queues[2].over_quota_weight.gpu" in refused[0]["error"]
+
+
+def test_an_exclusive_job_takes_its_whole_node_beside_a_plain_one(
+        slurm_cluster: SlurmCluster, adapter: Adapter) -> None:
+    exclusive = slurm_cluster.submit("physics", gpus=1, extra=("--exclusive",))
+    plain = slurm_cluster.submit("chemistry", gpus=1)
+    run = adapter.once()
+    assert run.returncode == 0, run.stderr
+    slurm_cluster.wait_for(lambda: _running(slurm_cluster, exclusive, plain), "both running")
+    assert set(slurm_cluster.job_nodes(exclusive)).isdisjoint(slurm_cluster.job_nodes(plain))
+
+
+def test_a_released_job_that_slurm_does_not_start_is_held_again_and_decided_afresh(
+        slurm_cluster: SlurmCluster, adapter: Adapter) -> None:
+    # A reservation arbiter knows nothing of keeps every node from the job.
+    slurm_cluster.run("scontrol", "create", "reservation", "ReservationName=maintenance",
+                      "StartTime=now", "Duration=10", "Nodes=ALL", "Users=root",
+                      "Flags=ignore_jobs")
+    job = slurm_cluster.submit("physics", gpus=1)
+    port = _free_port()
+    proc = adapter.start("--interval", "1", "--start-timeout-cycles", "2",
+                         "--metrics-port", str(port))
+    try:
+        slurm_cluster.wait_for(lambda: _metric(port, "arbiter_slurm_actions_total",
+                                               'action="rehold"') >= 1, "the job held again")
+        slurm_cluster.run("scontrol", "delete", "ReservationName=maintenance")
+        slurm_cluster.wait_for(lambda: _running(slurm_cluster, job), "the job placed again")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    logs = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    assert any(e.get("action") == "rehold" and e.get("job") == job for e in logs)
+
+
+def test_a_victim_placed_again_soon_after_its_eviction_starts_at_once(
+        slurm_cluster: SlurmCluster, adapter: Adapter) -> None:
+    a_jobs = [slurm_cluster.submit("physics", gpus=4) for _ in range(3)]
+    assert adapter.once().returncode == 0
+    slurm_cluster.wait_for(lambda: _running(slurm_cluster, *a_jobs), "team-a using every GPU")
+    b_job = slurm_cluster.submit("chemistry", gpus=4)
+    assert adapter.once().returncode == 0
+    slurm_cluster.wait_for(lambda: _running(slurm_cluster, b_job), "team-b's job running")
+    jobs = slurm_cluster.jobs()
+    (victim,) = [j for j in a_jobs if jobs[j]["job_state"] != "RUNNING"]
+    slurm_cluster.wait_for(lambda: _state(slurm_cluster, victim) == "PENDING",
+                           "the victim requeued")
+
+    slurm_cluster.run("scancel", str(b_job))
+    slurm_cluster.wait_for(lambda: slurm_cluster.idle_nodes() == 1, "team-b's node idle")
+    assert adapter.once().returncode == 0
+    # Slurm's requeue delay (the credential lifetime, 120 s) would hold it back.
+    slurm_cluster.wait_for(lambda: _running(slurm_cluster, victim), "the victim running again",
+                           timeout=30)
+

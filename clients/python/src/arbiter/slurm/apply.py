@@ -1,10 +1,12 @@
 """Applying an arbiter answer to Slurm.
 
-The answer becomes a plan: per job, the Slurm commands to run, in order. Evictions come first,
-so that the capacity a pipelined binding waits for is on its way out before the binding's job is
-released. Within a job, a step runs only when the steps before it succeeded; a failed step is
-logged and the rest of that job's plan waits for the next cycle, which decides afresh. Hence a
-job is released only after ``scontrol update`` has pinned it to exactly the nodes arbiter chose.
+The answer becomes a plan: per job, the Slurm commands to run, in order. Holds come first (a
+user hold is made an admin hold, which only an operator can release; a released job Slurm did
+not start in time is held again), then evictions, so that the capacity a pipelined binding
+waits for is on its way out before the binding's job is released. Within a job, a step runs
+only when the steps before it succeeded; a failed step is logged and the rest of that job's plan
+waits for the next cycle, which decides afresh. Hence a job is released only after ``scontrol
+update`` has pinned it to exactly the nodes arbiter chose.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ _MAX_REASON = 1000
 
 @dataclass
 class Step:
-    verb: str  # "requeuehold", "hold", "place", "release", "reason"
+    verb: str  # "requeuehold", "hold", "place", "release", "begin-now", "reason"
     nodes: tuple[str, ...] = ()
     text: str = ""
 
@@ -35,13 +37,15 @@ class Step:
                     f"{reason_field}={self.text!r}")
         if self.verb == "reason":
             return f"scontrol update JobId={job_id} {reason_field}={self.text!r}"
+        if self.verb == "begin-now":
+            return f"scontrol update JobId={job_id} StartTime=now"
         return f"scontrol {self.verb} {job_id}"
 
 
 @dataclass
 class JobPlan:
     job_id: int
-    kind: str  # "evict", "start", "move", "hold", "reason"
+    kind: str  # "evict", "start", "move", "hold", "rehold", "reason"
     steps: list[Step]
     why: str = ""
 
@@ -53,6 +57,7 @@ class Report:
     started: list[int] = field(default_factory=list)
     requeued: list[int] = field(default_factory=list)
     held: list[int] = field(default_factory=list)
+    reheld: list[int] = field(default_factory=list)
     reasons: list[int] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     failed_verbs: list[str] = field(default_factory=list)
@@ -76,30 +81,43 @@ def plan(response: arbiter_pb2.ScheduleResponse, cycle: Cycle) -> list[JobPlan]:
     for job_id in cycle.to_hold:
         plans.append(JobPlan(job_id, "hold", [Step("hold")],
                              "pending in a managed partition without a hold"))
+    for job_id in cycle.to_admin_hold:
+        plans.append(JobPlan(job_id, "hold", [Step("hold")],
+                             "a user hold, which the job's owner could release"))
+    for job_id in cycle.reheld:
+        stuck = cycle.jobs.get(str(job_id))
+        slurm_says = f" (Slurm: {stuck.slurm_reason})" if stuck and stuck.slurm_reason else ""
+        plans.append(JobPlan(job_id, "rehold", [Step("hold")],
+                             f"released by arbiter but not started by Slurm{slurm_says}; "
+                             "decided afresh"))
 
     for name in sorted(evictions, key=_job_order):
         job = cycle.jobs.get(name)
         if job is None:
             log.warning("eviction names unknown job", extra={"job": name})
             continue
-        first = evictions[name][0]
-        why = (f"{arbiter_pb2.EvictionReason.Name(first.reason)} for job "
-               f"{first.preemptor_pod_group}: {first.message}")
+        why = _eviction_why(evictions[name][0])
+        # requeuehold leaves a user hold, which the owner could release: hold makes it an
+        # admin hold.
         if job.state == "running":
-            steps = [Step("requeuehold")]
+            steps = [Step("requeuehold"), Step("hold")]
         elif job.state == "placed":
             steps = [Step("hold")]
         else:
             continue  # completing: already leaving its nodes
         kind = "evict"
+        placement = None
         if name in bindings:
             placement = _placement(job, bindings.pop(name))
             if placement is None:
                 log.warning("moved job's new placement is incomplete; it stays held",
                             extra={"job": name})
-            else:
-                steps += placement
-                kind = "move"
+        if placement is None:
+            # The comment no longer says where it was placed.
+            steps.append(Step("reason", text=reason_text("evicted", why)))
+        else:
+            steps += placement
+            kind = "move"
         plans.append(JobPlan(job.job_id, kind, steps, why))
 
     for name in sorted(bindings, key=_job_order):
@@ -124,6 +142,13 @@ def plan(response: arbiter_pb2.ScheduleResponse, cycle: Cycle) -> list[JobPlan]:
     return plans
 
 
+def _eviction_why(eviction: arbiter_pb2.Eviction) -> str:
+    why = arbiter_pb2.EvictionReason.Name(eviction.reason)
+    if eviction.preemptor_pod_group:
+        why += f" for job {eviction.preemptor_pod_group}"
+    return f"{why}: {eviction.message}" if eviction.message else why
+
+
 def _reason(plans: list[JobPlan], job: ManagedJob, text: str) -> None:
     if text != job.reason_text:
         plans.append(JobPlan(job.job_id, "reason", [Step("reason", text=text)], text))
@@ -141,7 +166,10 @@ def _placement(job: ManagedJob, bindings: Sequence[arbiter_pb2.Binding]) -> list
         return None
     after = any(b.after_evictions for b in by_pod)
     text = PLACED_MARKER + ",".join(nodes) + (" after evictions" if after else "")
-    return [Step("place", nodes=nodes, text=text), Step("release")]
+    steps = [Step("place", nodes=nodes, text=text), Step("release")]
+    if job.requeued and job.state == "held":
+        steps.append(Step("begin-now"))  # a requeue delays the start; arbiter placed it now
+    return steps
 
 
 def _pod_index(pod: str) -> int:
@@ -172,6 +200,8 @@ def execute(plans: Sequence[JobPlan], slurm: Slurm, reason_field: str) -> Report
             report.requeued.append(job_plan.job_id)
         if job_plan.kind == "hold":
             report.held.append(job_plan.job_id)
+        if job_plan.kind == "rehold":
+            report.reheld.append(job_plan.job_id)
         if job_plan.kind == "reason":
             report.reasons.append(job_plan.job_id)
         log.info("applied", extra={"job": job_plan.job_id, "action": job_plan.kind,
@@ -190,6 +220,8 @@ def _run(step: Step, job_id: int, slurm: Slurm, reason_field: str) -> None:
         slurm.place(job_id, step.nodes, reason_field, step.text)
     elif step.verb == "release":
         slurm.release(job_id)
+    elif step.verb == "begin-now":
+        slurm.begin_now(job_id)
     elif step.verb == "reason":
         slurm.set_reason(job_id, reason_field, step.text)
     else:

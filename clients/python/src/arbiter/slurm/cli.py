@@ -69,6 +69,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="seconds for past usage to count half; 0 = no decay")
     p.add_argument("--k-value", type=float, default=0.0,
                    help="weight of past usage in fair shares; 0 = time-aware fairness off")
+    p.add_argument("--start-timeout-cycles", type=int, default=3,
+                   help="hold again, and decide afresh, a job released by arbiter that Slurm "
+                        "has not started after this many cycles; 0 = never")
     p.add_argument("--placement", choices=["binpack", "spread"], default="binpack")
     p.add_argument("--actions", default="allocate,consolidate,reclaim,preempt",
                    help="comma-separated actions, in order")
@@ -89,6 +92,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.interval <= 0:
         p.error("--interval must be positive")
+    if args.start_timeout_cycles < 0:
+        p.error("--start-timeout-cycles must not be negative")
     try:
         args.action_list = [_ACTIONS[a.strip()] for a in args.actions.split(",") if a.strip()]
     except KeyError as err:
@@ -117,6 +122,7 @@ def settings_from(args: argparse.Namespace) -> loop.Settings:
         dump_snapshot=args.dump_snapshot,
         ledger=args.ledger,
         half_life=args.half_life,
+        start_timeout_cycles=args.start_timeout_cycles,
     )
 
 

@@ -37,6 +37,7 @@ class Slurm(Protocol):
     def hold(self, job_id: int) -> None: ...
     def requeue_hold(self, job_id: int) -> None: ...
     def set_reason(self, job_id: int, reason_field: str, text: str) -> None: ...
+    def begin_now(self, job_id: int) -> None: ...
 
 
 _REASON_FIELDS = {"comment": "Comment", "admin_comment": "AdminComment"}
@@ -96,10 +97,20 @@ class SlurmCommands:
         self._run("scontrol", "release", str(job_id))
 
     def hold(self, job_id: int) -> None:
+        """Holds a job, or turns its user hold into an admin hold. Run as an operator (root or
+        SlurmUser), the hold is an admin hold (``JobHeldAdmin``), which the job's owner cannot
+        release."""
         self._run("scontrol", "hold", str(job_id))
 
     def requeue_hold(self, job_id: int) -> None:
+        """Requeues a running job, held. Slurm records that hold as a user hold (``JobHeldUser``),
+        which the owner could release: follow it with :meth:`hold`."""
         self._run("scontrol", "requeuehold", str(job_id))
+
+    def begin_now(self, job_id: int) -> None:
+        """Clears the begin time that a requeue sets (now plus the credential lifetime), so that
+        a released job starts at once."""
+        self._run("scontrol", "update", f"JobId={job_id}", "StartTime=now")
 
     def set_reason(self, job_id: int, reason_field: str, text: str) -> None:
         self._run("scontrol", "update", f"JobId={job_id}", f"{_REASON_FIELDS[reason_field]}={text}")

@@ -3,7 +3,9 @@
 A cycle reads the cluster with ``sinfo --json`` and ``squeue --json``, builds a snapshot,
 advances the usage ledger of time-aware fairness, calls ``Schedule`` and applies the answer:
 held jobs are pinned to the chosen nodes and released, victims are requeued and held, and the
-reason a job waits is written where ``squeue`` shows it. A cycle that cannot complete is counted
+reason a job waits is written where ``squeue`` shows it. Jobs are held with admin holds, which
+only an operator (the adapter) can release; a job released by arbiter that Slurm does not start
+within a few cycles is held again and decided afresh. A cycle that cannot complete is counted
 and logged; the next one reads the cluster again and decides afresh.
 
 :class:`Adapter` runs one cycle; :func:`run` repeats it until told to stop. The command line
@@ -16,7 +18,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from google.protobuf import json_format
 
@@ -49,6 +51,9 @@ class Settings:
     ledger: str | None = None
     # Seconds for past usage to count half; 0 = no decay.
     half_life: float = 0.0
+    # A job released by arbiter that Slurm has not started after this many cycles is held again
+    # and decided afresh; 0 = never.
+    start_timeout_cycles: int = 3
 
 
 class Scheduler(Protocol):
@@ -86,19 +91,23 @@ class Adapter:
         self.out = out
         self.ledger = Ledger.load(settings.ledger) if settings.ledger else None
         self.tree: queues.QueueTree | None = None
+        # Consecutive cycles each job released by arbiter has been seen still pending.
+        self.placed_cycles: dict[int, int] = {}
 
     def load_queues(self) -> queues.QueueTree:
-        """The queue tree; a broken edit keeps the last good tree (and says so). Raises OSError
-        or QueueConfigError when there is no good tree yet."""
+        """The queue tree; a broken or invalid edit keeps the last good tree (and says so, and
+        counts it in ``arbiter_slurm_config_errors_total``). Raises OSError or QueueConfigError
+        when there is no good tree yet."""
         try:
             if self.settings.queue_file is None:
                 tree = queues.read_sacctmgr()
             else:
                 tree = queues.load_queue_file(self.settings.queue_file)
         except (OSError, queues.QueueConfigError) as err:
+            self.metrics.config_errors.inc()
             if self.tree is None:
                 raise
-            log.error("queue definitions unreadable; keeping the last good ones",
+            log.error("queue definitions refused; keeping the last good ones",
                       extra={"error": str(err)})
             return self.tree
         self.tree = tree
@@ -130,8 +139,7 @@ class Adapter:
             log.error("cannot read the queue definitions", extra={"error": str(err)})
             return False
         now = time.time()
-        cycle = mapping.build_cycle(nodes, jobs, tree, list(self.settings.partitions), now,
-                                    self.settings.reason_field)
+        cycle = self._map(nodes, jobs, tree, now)
         request = cycle.request
         request.policy.CopyFrom(self.settings.policy)
         if self.ledger is not None and not self._account(cycle, now):
@@ -144,6 +152,13 @@ class Adapter:
         try:
             response = self.client.schedule(request)
         except ArbiterError as err:
+            origin = tree.origin_of(err.field_path) if err.code.name == "INVALID_ARGUMENT" else None
+            if origin is not None:
+                # Only a server with stricter limits than the loader's checks gets here.
+                self.metrics.cycles.labels("config_error").inc()
+                log.error("arbiter refused the queue definitions", extra={
+                    "queue": origin, "error": err.message, "field": err.field_path})
+                return False
             self.metrics.cycles.labels("arbiter_error").inc()
             log.error("Schedule failed; retrying next cycle",
                       extra={"code": err.code.name, "error": err.message,
@@ -161,10 +176,31 @@ class Adapter:
             return True
         return self._apply(plans)
 
+    def _map(self, nodes: list[dict[str, Any]], jobs: list[dict[str, Any]],
+              tree: queues.QueueTree, now: float) -> mapping.Cycle:
+        """The cycle's snapshot. A job that arbiter released and that is still pending after
+        ``start_timeout_cycles`` cycles is mapped as held, to be held again and decided afresh:
+        whatever kept Slurm from starting it (a reservation, a node's specialised cores, a job
+        of another partition) is not in arbiter's model."""
+        partitions, reason_field = list(self.settings.partitions), self.settings.reason_field
+        cycle = mapping.build_cycle(nodes, jobs, tree, partitions, now, reason_field)
+        limit = self.settings.start_timeout_cycles
+        placed = [job.job_id for job in cycle.jobs.values() if job.state == "placed"]
+        self.placed_cycles = {j: self.placed_cycles.get(j, 0) + 1 for j in placed}
+        stuck = {j for j, seen in self.placed_cycles.items() if limit > 0 and seen >= limit}
+        if not stuck:
+            return cycle
+        for job_id in stuck:
+            del self.placed_cycles[job_id]
+        log.warning("released jobs not started by Slurm; deciding afresh",
+                    extra={"jobs": sorted(stuck), "cycles": limit})
+        return mapping.build_cycle(nodes, jobs, tree, partitions, now, reason_field, rehold=stuck)
+
     def _apply(self, plans: list[apply.JobPlan]) -> bool:
         report = apply.execute(plans, self.slurm, self.settings.reason_field)
         for kind, jobs_done in (("start", report.started), ("requeue", report.requeued),
-                                ("hold", report.held), ("reason", report.reasons)):
+                                ("hold", report.held), ("rehold", report.reheld),
+                                ("reason", report.reasons)):
             self.metrics.actions.labels(kind).inc(len(jobs_done))
         for verb in report.failed_verbs:
             self.metrics.command_failures.labels(verb).inc()

@@ -66,6 +66,10 @@ class Metrics:
         self.command_failures = Counter(
             "arbiter_slurm_command_failures", "Slurm commands that failed, by command.",
             ["command"], registry=self.registry)
+        self.config_errors = Counter(
+            "arbiter_slurm_config_errors",
+            "Queue definitions refused when loaded (the last good ones stay in use).",
+            registry=self.registry)
         self.jobs = Gauge("arbiter_slurm_jobs", "Managed jobs in the last snapshot, by state.",
                           ["state"], registry=self.registry)
         self.last_success = Gauge("arbiter_slurm_last_success_timestamp_seconds",
