@@ -207,6 +207,25 @@ def test_a_released_job_slurm_does_not_start_is_held_again_after_the_timeout(
     assert ("hold", 2) not in slurm.calls
 
 
+class PipelinedSlurm(PlacedSlurm):
+    """Job 2 waits on n2 for job 3, a victim still leaving n2."""
+
+    def jobs(self) -> list[dict[str, Any]]:
+        jobs = super().jobs()
+        for job in jobs:
+            if job["job_id"] == 3:
+                job.update(job_state="COMPLETING", nodes="n2", job_resources=None)
+        return jobs
+
+
+def test_cycles_while_a_victim_leaves_the_nodes_do_not_count(tmp_path: Path) -> None:
+    adapter, slurm, _, _ = _adapter(tmp_path, FakeScheduler(), PipelinedSlurm(),
+                                    start_timeout_cycles=2)
+    for _ in range(4):
+        assert adapter.cycle()
+    assert ("hold", 2) not in slurm.calls
+
+
 def test_a_timeout_of_zero_never_holds_a_released_job_again(tmp_path: Path) -> None:
     adapter, slurm, _, _ = _adapter(tmp_path, FakeScheduler(), PlacedSlurm(),
                                     start_timeout_cycles=0)

@@ -179,14 +179,21 @@ class Adapter:
     def _map(self, nodes: list[dict[str, Any]], jobs: list[dict[str, Any]],
               tree: queues.QueueTree, now: float) -> mapping.Cycle:
         """The cycle's snapshot. A job that arbiter released and that is still pending after
-        ``start_timeout_cycles`` cycles is mapped as held, to be held again and decided afresh:
+        ``start_timeout_cycles`` cycles (not counting those while a job it waits for is still
+        leaving its nodes) is mapped as held, to be held again and decided afresh:
         whatever kept Slurm from starting it (a reservation, a node's specialised cores, a job
         of another partition) is not in arbiter's model."""
         partitions, reason_field = list(self.settings.partitions), self.settings.reason_field
         cycle = mapping.build_cycle(nodes, jobs, tree, partitions, now, reason_field)
         limit = self.settings.start_timeout_cycles
-        placed = [job.job_id for job in cycle.jobs.values() if job.state == "placed"]
-        self.placed_cycles = {j: self.placed_cycles.get(j, 0) + 1 for j in placed}
+        # A pipelined placement waits for its victims: cycles while one is still leaving its
+        # nodes do not count.
+        leaving = {node for job in cycle.jobs.values() if job.state == "completing"
+                   for node in job.nodes}
+        self.placed_cycles = {
+            job.job_id: self.placed_cycles.get(job.job_id, 0) + (0 if leaving & set(job.nodes)
+                                                                 else 1)
+            for job in cycle.jobs.values() if job.state == "placed"}
         stuck = {j for j, seen in self.placed_cycles.items() if limit > 0 and seen >= limit}
         if not stuck:
             return cycle
