@@ -32,6 +32,10 @@ struct CycleHooks {
   std::function<void(std::string_view phase,
                      const std::vector<std::pair<std::string_view, int64_t>>& counters)>
       phase_counters;
+  // Runs the victim search's tries (SEMANTICS.md §4.8) on a node index brought up to date after
+  // every change, as the search did before tries read a frozen index through an overlay
+  // (Placer::SetOverlay). Same answers, slower: for the test that proves the two agree.
+  bool reference_search = false;
 
   // CancelledError naming `next_phase` when `cancelled` says so; OK otherwise.
   absl::Status CheckCancelled(std::string_view next_phase) const {

@@ -36,6 +36,8 @@ void CapacityTree::Init(const std::vector<int>& members, int resources) {
   maxima_.assign(n * 2 * r_, 0.0);
   min_key_.assign(n, 0.0);
   max_key_.assign(n, 0.0);
+  min_slot_.assign(n, -1);
+  max_slot_.assign(n, -1);
 }
 
 void CapacityTree::Pull(int t) {
@@ -45,6 +47,8 @@ void CapacityTree::Pull(int t) {
   std::copy(values, values + w, maxima);
   min_key_[t] = left_[t] >= 0 ? min_key_[left_[t]] : keys_[t];
   max_key_[t] = right_[t] >= 0 ? max_key_[right_[t]] : keys_[t];
+  min_slot_[t] = left_[t] >= 0 ? min_slot_[left_[t]] : t;
+  max_slot_[t] = right_[t] >= 0 ? max_slot_[right_[t]] : t;
   for (int child : {left_[t], right_[t]}) {
     if (child < 0) continue;
     const double* sub = maxima_.data() + (child * w);
@@ -178,6 +182,32 @@ CapacityTree::Found CapacityTree::FindFirst(double bound_key, int bound_node, do
                                             const double* requests, bool now) const {
   const int slot = Find(root_, bound_key, bound_node, max_key, requests, now);
   return slot < 0 ? Found{} : Found{slot, keys_[slot]};
+}
+
+CapacityTree::Found CapacityTree::FirstFrom(double key, int node) const {
+  int found = -1;
+  for (int t = root_; t >= 0;) {
+    if (Before(t, key, node)) {
+      t = right_[t];
+    } else {
+      found = t;
+      t = left_[t];
+    }
+  }
+  return found < 0 ? Found{} : Found{found, keys_[found]};
+}
+
+CapacityTree::Found CapacityTree::LastBefore(double key, int node) const {
+  int found = -1;
+  for (int t = root_; t >= 0;) {
+    if (Before(t, key, node)) {
+      found = t;
+      t = right_[t];
+    } else {
+      t = left_[t];
+    }
+  }
+  return found < 0 ? Found{} : Found{found, keys_[found]};
 }
 
 }  // namespace arbiter::kai

@@ -40,9 +40,17 @@ class CapacityTree {
   // build the worst case, keys ordered like priorities).
   static uint32_t Priority(int slot);
 
+  // The first member at or after (key, node), and the last member strictly before it; slot -1
+  // when none. O(depth).
+  Found FirstFrom(double key, int node) const;
+  Found LastBefore(double key, int node) const;
+
   // The smallest and largest keys (the tree must not be empty). O(1).
   double MinKey() const { return min_key_[root_]; }
   double MaxKey() const { return max_key_[root_]; }
+  // The members holding them: the first and the last in (key, node) order. O(1).
+  int MinSlot() const { return min_slot_[root_]; }
+  int MaxSlot() const { return max_slot_[root_]; }
 
  private:
   bool Before(int a, double key, int node) const {
@@ -69,6 +77,8 @@ class CapacityTree {
   std::vector<double> maxima_;   // slot × 2R: subtree maxima of the same
   std::vector<double> min_key_;  // per slot: the subtree's smallest and largest keys
   std::vector<double> max_key_;
+  std::vector<int> min_slot_;  // per slot: the subtree's first and last members
+  std::vector<int> max_slot_;
   std::vector<int> split_path_;  // scratch of Split and Erase
   std::vector<int> merge_path_;  // scratch of Merge
 };

@@ -52,6 +52,7 @@ absl::StatusOr<ScheduleResult> ScheduleKai(const ValidatedSnapshot& request,
   if (poll.cancelled()) return poll.status();
   // The "fair_share" phase also covers laying out the cycle's state.
   Session session(shares, &poll);
+  session.set_reference_search(hooks.reference_search);
   hooks.PhaseDone("fair_share");
 
   for (Action action : ActionsOf(policy)) {

@@ -17,6 +17,7 @@
 // searches (evicted, then rolled back, then evicted again by the next try) is re-keyed once.
 #pragma once
 
+#include <array>
 #include <vector>
 
 #include "core/kai/capacity_tree.h"
@@ -69,13 +70,35 @@ class NodeIndex {
 
   // The key a node with `free` of a resource whose allocatable is `allocatable` gets.
   double Key(double free, double allocatable) const;
+  // Whether `node` is a member of the tree `tree_id` (TreeId), whatever its amounts.
+  bool InTree(int node, int tree_id) const {
+    const NodeSlots& slots = nodes_[node];
+    return slots.gpu_tree == tree_id || slots.cpu_tree == tree_id;
+  }
+  // The trees `node` is a member of (at most one GPU and one CPU tree), -1 for none.
+  std::array<int, 2> TreesOf(int node) const {
+    return {nodes_[node].gpu_tree, nodes_[node].cpu_tree};
+  }
+
+  // While frozen, reads do not apply the updates recorded since Freeze: the trees keep the
+  // amounts they had then, and a reader that knows which nodes changed since (the working
+  // state's journal) reads those from the working state instead (Placer::SetOverlay). A try of
+  // the victim search freezes the index, so that its evictions and placements, all rolled back
+  // a moment later, never re-key a tree. Freezing applies what is pending first. Reading mode
+  // only: it changes no value of the index.
+  void Freeze() const {
+    Sync();
+    frozen_ = true;
+  }
+  void Thaw() const { frozen_ = false; }
+  bool frozen() const { return frozen_; }
 
  private:
   static int Slot(int node_class, Bucket bucket) { return node_class * kNumBuckets + bucket; }
   // Applies the updates recorded since the last read. Reads are const: the pending updates are
   // part of the index's value, only not yet folded into its trees.
   void Sync() const {
-    if (!dirty_list_.empty()) const_cast<NodeIndex*>(this)->ApplyPending();
+    if (!frozen_ && !dirty_list_.empty()) const_cast<NodeIndex*>(this)->ApplyPending();
   }
   void ApplyPending();
   void Apply(int node, const double* idle, const double* free);
@@ -105,6 +128,7 @@ class NodeIndex {
   std::vector<char> ever_applied_;  // per node: the trees hold it
   std::vector<char> dirty_;         // per node: has a pending update
   std::vector<int> dirty_list_;
+  mutable bool frozen_ = false;
 };
 
 }  // namespace arbiter::kai

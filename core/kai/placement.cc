@@ -139,10 +139,98 @@ CapacityTree::Found Placer::FindAllowed(const CapacityTree& tree, double bound_k
                                         double max_key, const double* requests, bool now) const {
   CapacityTree::Found found = tree.FindFirst(bound_key, bound_node, max_key, requests, now);
   // Node indices are integers: (key, node + 1) is the first position after an excluded node.
-  while (found.slot >= 0 && Excluded(tree.member(found.slot))) {
+  // A stale entry is passed over too: its node is weighed on its own (WeighStale).
+  while (found.slot >= 0 &&
+         (Excluded(tree.member(found.slot)) || Stale(tree.member(found.slot)))) {
     found = tree.FindFirst(found.key, tree.member(found.slot) + 1, max_key, requests, now);
   }
   return found;
+}
+
+void Placer::SetOverlay(const WorkingState::Mark* base) {
+  overlay_ = base;
+  for (int tree : stale_trees_) stale_by_tree_[tree].clear();
+  stale_trees_.clear();
+  if (base == nullptr) return;
+  if (stale_stamp_.empty()) {
+    stale_stamp_.assign(cluster_.num_nodes(), 0);
+    stale_by_tree_.resize(index_.num_trees());
+  }
+  if (++stale_epoch_ == 0) {  // the stamps wrapped: start them again
+    std::fill(stale_stamp_.begin(), stale_stamp_.end(), 0);
+    stale_epoch_ = 1;
+  }
+  journal_read_ = base->nodes;
+}
+
+void Placer::RefreshStale() {
+  const std::vector<int>& journal = state_.node_journal();
+  // Entries an inner rollback took away are not read again; their nodes stay stale.
+  journal_read_ = std::min(journal_read_, journal.size());
+  for (; journal_read_ < journal.size(); ++journal_read_) {
+    const int node = journal[journal_read_];
+    if (stale_stamp_[node] == stale_epoch_) continue;
+    stale_stamp_[node] = stale_epoch_;
+    for (int tree : index_.TreesOf(node)) {
+      if (tree < 0) continue;
+      if (stale_by_tree_[tree].empty()) stale_trees_.push_back(tree);
+      stale_by_tree_[tree].push_back(node);
+    }
+  }
+}
+
+double Placer::CurrentKey(int node, int resource) const {
+  if (resource < 0) return index_.Key(0.0, 0.0);
+  return index_.Key(state_.free(node, resource), cluster_.allocatable(node)[resource]);
+}
+
+void Placer::KeyRange(const std::vector<BandGroup>& groups, int resource, double* min,
+                      double* max) const {
+  for (const BandGroup& group : groups) {
+    for (const BucketRef& ref : group.buckets) {
+      const CapacityTree& tree = index_.tree(ref.node_class, ref.bucket);
+      if (tree.empty()) continue;
+      const int tree_id = NodeIndex::TreeId(ref.node_class, ref.bucket);
+      if (overlay_ == nullptr || stale_by_tree_[tree_id].empty()) {
+        *min = std::min(*min, tree.MinKey());
+        *max = std::max(*max, tree.MaxKey());
+        continue;
+      }
+      // The extreme keys among the current entries, then the stale members' keys as they are.
+      CapacityTree::Found first{tree.MinSlot(), tree.MinKey()};
+      while (first.slot >= 0 && Stale(tree.member(first.slot))) {
+        first = tree.FirstFrom(first.key, tree.member(first.slot) + 1);
+      }
+      if (first.slot >= 0) *min = std::min(*min, first.key);
+      CapacityTree::Found last{tree.MaxSlot(), tree.MaxKey()};
+      while (last.slot >= 0 && Stale(tree.member(last.slot))) {
+        last = tree.LastBefore(last.key, tree.member(last.slot));
+      }
+      if (last.slot >= 0) *max = std::max(*max, last.key);
+      for (int node : stale_by_tree_[tree_id]) {
+        const double key = CurrentKey(node, resource);
+        *min = std::min(*min, key);
+        *max = std::max(*max, key);
+      }
+    }
+  }
+}
+
+void Placer::WeighStale(int tree_id, const double* requests, int resource, bool now, double min,
+                        double max, Candidate* best, double* best_key) const {
+  if (overlay_ == nullptr) return;
+  for (int node : stale_by_tree_[tree_id]) {
+    if (Excluded(node) || !Fits(node, requests, now)) continue;
+    const double key = CurrentKey(node, resource);
+    // The score each search gives a node found in its tree, from the same key.
+    const double score = index_.spread()
+                             ? -key
+                             : BinpackScore(key, cluster_.allocatable(node)[resource], min, max);
+    if (Better(score, node, best->score, best->node)) {
+      *best = Candidate{node, score};
+      *best_key = key;
+    }
+  }
 }
 
 bool Placer::Fits(int node, const double* requests, bool now) const {
@@ -190,6 +278,7 @@ Placer::Candidate Placer::SearchBinpack(const BandGroup& group, const double* re
           }
         }
       }
+      WeighStale(tree_id, requests, resource, now, min, max, &best, &best_key);
     }
     for (int node : index_.zero_nodes(ref.node_class, ref.bucket)) {
       if (best.node >= 0 && (best.score > 0 || node > best.node)) break;
@@ -205,7 +294,8 @@ Placer::Candidate Placer::SearchBinpack(const BandGroup& group, const double* re
   return best;
 }
 
-Placer::Candidate Placer::SearchSpread(const BandGroup& group, const double* requests, bool now) {
+Placer::Candidate Placer::SearchSpread(const BandGroup& group, const double* requests, int resource,
+                                       bool now) {
   Candidate best;
   for (const BucketRef& ref : group.buckets) {
     const CapacityTree& tree = index_.tree(ref.node_class, ref.bucket);
@@ -215,9 +305,12 @@ Placer::Candidate Placer::SearchSpread(const BandGroup& group, const double* req
     const double limit = best.node >= 0 ? -best.score : kInfinity;
     const CapacityTree::Found found = FindAllowed(tree, -kInfinity, -1, limit, requests, now);
     if (found.slot < 0 && limit == kInfinity) RecordFailure(tree_id, now, requests);
-    if (found.slot < 0) continue;
-    const int node = tree.member(found.slot);
-    if (Better(-found.key, node, best.score, best.node)) best = Candidate{node, -found.key};
+    if (found.slot >= 0) {
+      const int node = tree.member(found.slot);
+      if (Better(-found.key, node, best.score, best.node)) best = Candidate{node, -found.key};
+    }
+    double unused_key = 0;
+    WeighStale(tree_id, requests, resource, now, 0, 0, &best, &unused_key);
   }
   return best;
 }
@@ -225,25 +318,17 @@ Placer::Candidate Placer::SearchSpread(const BandGroup& group, const double* req
 NodeChoice Placer::Choose(int pod) {
   // A resource outside R_n is 0 on every node for the whole cycle: such a pod fits nowhere.
   if (cluster_.pod(pod).requests_off_nodes) return NodeChoice{};
+  if (overlay_ != nullptr) RefreshStale();
   ExcludeGroupNodes(pod);
   const std::vector<BandGroup>& groups = Bands(pod);
   const double* requests = cluster_.node_requests(pod);
   const int resource = cluster_.pod(pod).requests_gpu ? cluster_.node_gpu() : cluster_.node_cpu();
   double min = kInfinity;
   double max = -kInfinity;
-  if (!index_.spread()) {
-    for (const BandGroup& group : groups) {
-      for (const BucketRef& ref : group.buckets) {
-        const CapacityTree& tree = index_.tree(ref.node_class, ref.bucket);
-        if (tree.empty()) continue;
-        min = std::min(min, tree.MinKey());
-        max = std::max(max, tree.MaxKey());
-      }
-    }
-  }
+  if (!index_.spread()) KeyRange(groups, resource, &min, &max);
   for (bool now : {true, false}) {
     for (const BandGroup& group : groups) {
-      Candidate best = index_.spread() ? SearchSpread(group, requests, now)
+      Candidate best = index_.spread() ? SearchSpread(group, requests, resource, now)
                                        : SearchBinpack(group, requests, resource, now, min, max);
       if (best.node >= 0) return NodeChoice{best.node, now};
     }

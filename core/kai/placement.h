@@ -9,6 +9,7 @@
 // second (only if the first found none) for one that fits once releasing pods are gone.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -43,6 +44,14 @@ class Placer {
   // because they lack some resource; no allocation after the first pod of each signature.
   NodeChoice Choose(int pod);
 
+  // Overlay reading (NodeIndex::Freeze): the index's trees hold the amounts of the state at
+  // `base`, the checkpoint of a statement still open, and the nodes the working state changed
+  // since are read from the working state instead. Choose then gives the node it gives on an
+  // index brought up to date: it searches the trees past the changed nodes and weighs each
+  // changed node on its own, with the binpack score's range taken over both. Each call costs
+  // O(changed · (R + log changed)) more. nullptr ends it. `base` must outlive the overlay.
+  void SetOverlay(const WorkingState::Mark* base);
+
  private:
   struct BucketRef {
     int node_class;
@@ -58,6 +67,23 @@ class Placer {
   };
   const std::vector<BandGroup>& Bands(int pod);
   bool Fits(int node, const double* requests, bool now) const;
+  // Overlay: takes in the nodes the working state changed since the last call. A node stays
+  // stale for the rest of the overlay even when an inner statement restores it: weighing a node
+  // on its own gives what its tree entry would.
+  void RefreshStale();
+  // Overlay: whether the tree entry of `node` may be out of date.
+  bool Stale(int node) const {
+    return overlay_ != nullptr && stale_stamp_[node] == stale_epoch_;
+  }
+  // The key `node` has now in the trees of `resource` (the pod's scoring resource).
+  double CurrentKey(int node, int resource) const;
+  // The smallest and largest keys over the trees of `groups` (binpack's score range).
+  void KeyRange(const std::vector<BandGroup>& groups, int resource, double* min,
+                double* max) const;
+  // Overlay: weighs the stale members of tree `tree_id` that can take the pod, keeping the
+  // better of each and `best` (and the key of the best, for binpack).
+  void WeighStale(int tree_id, const double* requests, int resource, bool now, double min,
+                  double max, Candidate* best, double* best_key) const;
   // one_pod_per_node: the nodes that hold another pod of `pod`'s group in the current state
   // become excluded_ (sorted), and every search skips them.
   void ExcludeGroupNodes(int pod);
@@ -67,7 +93,7 @@ class Placer {
                                   double max_key, const double* requests, bool now) const;
   Candidate SearchBinpack(const BandGroup& group, const double* requests, int resource, bool now,
                           double min, double max);
-  Candidate SearchSpread(const BandGroup& group, const double* requests, bool now);
+  Candidate SearchSpread(const BandGroup& group, const double* requests, int resource, bool now);
 
   // Request vectors known to fit nowhere in one tree (per pass): a pod asking at least as much
   // of every resource cannot fit there either, as long as capacity has not grown since.
@@ -89,6 +115,12 @@ class Placer {
   std::vector<bool> bands_ready_;
   std::vector<Failures> failures_;  // per tree × {now, pipelined}
   std::vector<int> excluded_;       // nodes the current pod may not take (one_pod_per_node)
+  const WorkingState::Mark* overlay_ = nullptr;
+  size_t journal_read_ = 0;             // overlay: node journal entries taken in so far
+  uint32_t stale_epoch_ = 0;            // a node is stale when its stamp equals this
+  std::vector<uint32_t> stale_stamp_;   // per node
+  std::vector<std::vector<int>> stale_by_tree_;  // per tree: its stale members
+  std::vector<int> stale_trees_;                 // the trees with a stale member
 };
 
 // Places the unit's pods one at a time, in pod order, each seeing the previous placements: each

@@ -80,6 +80,9 @@ class Session {
   void set_allocate_ran() { allocate_ran_ = true; }
   // The current eviction action's search counters.
   SearchCounters& counters() { return counters_; }
+  // CycleHooks::reference_search: tries re-key the node index instead of reading it frozen.
+  bool reference_search() const { return reference_search_; }
+  void set_reference_search(bool reference) { reference_search_ = reference; }
 
  private:
   const Policy& policy_;
@@ -95,6 +98,7 @@ class Session {
   std::vector<EvictionNote> evictions_;
   bool allocate_ran_ = false;
   SearchCounters counters_;
+  bool reference_search_ = false;
 };
 
 }  // namespace arbiter::kai

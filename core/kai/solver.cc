@@ -131,7 +131,12 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
   for (const EvictionUnit& victim : victims) {
     if (action_.IsProtected(group, victim.group)) protected_groups.push_back(victim.group);
   }
+  // The try reads the node index frozen, through the placer's overlay: its changes, rolled back
+  // (or committed) at the end, never re-key a tree.
+  const bool overlay = !session_.reference_search();
+  if (overlay) session_.index().Freeze();
   const WorkingState::Mark mark = state.Checkpoint();
+  if (overlay) session_.placer().SetOverlay(&mark);
   for (const EvictionUnit& victim : victims) {
     for (int pod : victim.pods) state.Evict(pod);
   }
@@ -160,6 +165,10 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
     state.Commit(mark);
   } else {
     state.Rollback(mark);
+  }
+  if (overlay) {
+    session_.placer().SetOverlay(nullptr);
+    session_.index().Thaw();
   }
   return ok;
 }

@@ -123,6 +123,10 @@ class WorkingState {
   void Rollback(const Mark& mark);
   // Keeps the changes since `mark` and closes the statement.
   void Commit(const Mark& mark);
+  // The nodes whose amounts changed while a statement is open, in the order of the changes and
+  // as often as they changed; a statement opened at `mark` changed those from `mark.nodes` on
+  // (a node changed and changed back by an inner statement that rolled back is no longer there).
+  const std::vector<int>& node_journal() const { return node_journal_; }
 
  private:
   void SetDouble(double& slot, double value);

@@ -54,5 +54,36 @@ TEST(CapacityTreeTest, KeysOrderedLikePrioritiesDoNotRecursePerNode) {
       /*stack_bytes=*/256 << 10);
 }
 
+// The walks the placer's overlay reads a frozen tree with (Placer::SetOverlay): the members in
+// (key, node) order from either end, each step past a member the caller skips.
+TEST(CapacityTreeTest, FirstFromAndLastBeforeWalkTheMembersInKeyThenNodeOrder) {
+  const std::vector<int> members = {10, 11, 12, 13, 14};
+  CapacityTree tree;
+  tree.Init(members, /*resources=*/1);
+  const std::vector<double> keys = {3, 1, 3, 2, 1};  // slot order
+  for (int slot = 0; slot < 5; ++slot) tree.Set(slot, keys[slot], &keys[slot], &keys[slot]);
+  // (key, node) order: (1, 11) (1, 14) (2, 13) (3, 10) (3, 12).
+  const std::vector<int> expected = {11, 14, 13, 10, 12};
+  EXPECT_EQ(tree.member(tree.MinSlot()), 11);
+  EXPECT_EQ(tree.member(tree.MaxSlot()), 12);
+  std::vector<int> forward;
+  for (CapacityTree::Found f = tree.FirstFrom(-1e300, -1); f.slot >= 0;
+       f = tree.FirstFrom(f.key, tree.member(f.slot) + 1)) {
+    forward.push_back(tree.member(f.slot));
+  }
+  EXPECT_EQ(forward, expected);
+  std::vector<int> backward;
+  for (CapacityTree::Found f = tree.LastBefore(1e300, 0); f.slot >= 0;
+       f = tree.LastBefore(f.key, tree.member(f.slot))) {
+    backward.push_back(tree.member(f.slot));
+  }
+  EXPECT_EQ(backward, std::vector<int>(expected.rbegin(), expected.rend()));
+  // A member moved to a new key moves in both walks, and the ends follow it.
+  const double low = 0;
+  tree.Set(4, low, &low, &low);
+  EXPECT_EQ(tree.member(tree.MinSlot()), 14);
+  EXPECT_EQ(tree.FirstFrom(0.5, -1).slot, 1);
+}
+
 }  // namespace
 }  // namespace arbiter::kai

@@ -1,0 +1,80 @@
+// The victim search (SEMANTICS.md §4.8) reads the node index frozen during its tries, through the
+// placer's overlay (core/kai/placement.h), instead of re-keying the index after every eviction,
+// placement and roll-back. The two formulations must give the same answers, byte for byte: this
+// test runs both (CycleHooks::reference_search) over generated KAI requests and compares them.
+//
+// `make test` runs 400 cases; ARBITER_SEARCH_CASES=N runs N (docs/benchmarks.md gives the
+// command for the long run, thousands of cases).
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "clients/generator/random.h"
+#include "core/api/arbiter.h"
+#include "gtest/gtest.h"
+#include "tests/property/property_support.h"
+
+namespace arbiter::testing {
+namespace {
+
+using generator::GeneratorModel;
+
+constexpr int kDefaultCases = 400;
+
+int Cases() {
+  const char* env = std::getenv("ARBITER_SEARCH_CASES");
+  if (env == nullptr || *env == '\0') return kDefaultCases;
+  const int cases = std::atoi(env);
+  return cases > 0 ? cases : kDefaultCases;
+}
+
+// Every case runs the four actions; the policy varies as the eviction properties vary it, and
+// one case in four spreads instead of packing.
+Policy CasePolicy(uint64_t index, Policy policy) {
+  generator::Rng rng(index * 7919 + 11);
+  policy.actions.clear();
+  switch (rng.Below(4)) {
+    case 1:
+      policy.reclaimer_utilization_multiplier = 1.5;
+      break;
+    case 2:
+      policy.consolidating_reclaim = false;
+      break;
+    default:
+      break;
+  }
+  if (rng.Below(4) == 0) policy.placement = Placement::kSpread;
+  return policy;
+}
+
+TEST(SearchDifferential, TheFrozenIndexSearchAnswersAsTheReferenceSearch) {
+  const int cases = Cases();
+  int evicting = 0;  // cases whose answer evicts or moves: the tries decided something
+  for (int i = 0; i < cases; ++i) {
+    const uint64_t index = static_cast<uint64_t>(i);
+    const generator::GeneratorOptions options = PropertyCaseOptions(index, GeneratorModel::kKai);
+    const generator::GeneratedRequest request = generator::Generate(options);
+    const Policy policy = CasePolicy(index, request.policy);
+    CycleHooks reference_hooks;
+    reference_hooks.reference_search = true;
+    const absl::StatusOr<ScheduleResult> reference =
+        Schedule(request.snapshot, policy, reference_hooks);
+    const absl::StatusOr<ScheduleResult> frozen = Schedule(request.snapshot, policy);
+    const std::string what = DescribeCase(index, options);
+    ASSERT_EQ(reference.ok(), frozen.ok()) << what;
+    if (!reference.ok()) {
+      EXPECT_EQ(reference.status(), frozen.status()) << what;
+      continue;
+    }
+    const std::string diff = DiffResults(*reference, *frozen);
+    ASSERT_EQ(diff, "") << what;
+    if (!reference->evictions.empty()) ++evicting;
+  }
+  // The comparison means something only where the search ran tries that decided an answer.
+  EXPECT_GE(evicting, cases / 4) << "cases whose answer evicts: " << evicting << " of " << cases;
+  RecordProperty("evicting_cases", evicting);
+}
+
+}  // namespace
+}  // namespace arbiter::testing
