@@ -140,8 +140,7 @@ CapacityTree::Found Placer::FindAllowed(const CapacityTree& tree, double bound_k
   CapacityTree::Found found = tree.FindFirst(bound_key, bound_node, max_key, requests, now);
   // Node indices are integers: (key, node + 1) is the first position after an excluded node.
   // A stale entry is passed over too: its node is weighed on its own (WeighStale).
-  while (found.slot >= 0 &&
-         (Excluded(tree.member(found.slot)) || Stale(tree.member(found.slot)))) {
+  while (found.slot >= 0 && (Excluded(tree.member(found.slot)) || Stale(tree.member(found.slot)))) {
     found = tree.FindFirst(found.key, tree.member(found.slot) + 1, max_key, requests, now);
   }
   return found;
@@ -223,9 +222,8 @@ void Placer::WeighStale(int tree_id, const double* requests, int resource, bool 
     if (Excluded(node) || !Fits(node, requests, now)) continue;
     const double key = CurrentKey(node, resource);
     // The score each search gives a node found in its tree, from the same key.
-    const double score = index_.spread()
-                             ? -key
-                             : BinpackScore(key, cluster_.allocatable(node)[resource], min, max);
+    const double score =
+        index_.spread() ? -key : BinpackScore(key, cluster_.allocatable(node)[resource], min, max);
     if (Better(score, node, best->score, best->node)) {
       *best = Candidate{node, score};
       *best_key = key;

@@ -72,14 +72,11 @@ class Placer {
   // on its own gives what its tree entry would.
   void RefreshStale();
   // Overlay: whether the tree entry of `node` may be out of date.
-  bool Stale(int node) const {
-    return overlay_ != nullptr && stale_stamp_[node] == stale_epoch_;
-  }
+  bool Stale(int node) const { return overlay_ != nullptr && stale_stamp_[node] == stale_epoch_; }
   // The key `node` has now in the trees of `resource` (the pod's scoring resource).
   double CurrentKey(int node, int resource) const;
   // The smallest and largest keys over the trees of `groups` (binpack's score range).
-  void KeyRange(const std::vector<BandGroup>& groups, int resource, double* min,
-                double* max) const;
+  void KeyRange(const std::vector<BandGroup>& groups, int resource, double* min, double* max) const;
   // Overlay: weighs the stale members of tree `tree_id` that can take the pod, keeping the
   // better of each and `best` (and the key of the best, for binpack).
   void WeighStale(int tree_id, const double* requests, int resource, bool now, double min,
@@ -116,9 +113,9 @@ class Placer {
   std::vector<Failures> failures_;  // per tree × {now, pipelined}
   std::vector<int> excluded_;       // nodes the current pod may not take (one_pod_per_node)
   const WorkingState::Mark* overlay_ = nullptr;
-  size_t journal_read_ = 0;             // overlay: node journal entries taken in so far
-  uint32_t stale_epoch_ = 0;            // a node is stale when its stamp equals this
-  std::vector<uint32_t> stale_stamp_;   // per node
+  size_t journal_read_ = 0;                      // overlay: node journal entries taken in so far
+  uint32_t stale_epoch_ = 0;                     // a node is stale when its stamp equals this
+  std::vector<uint32_t> stale_stamp_;            // per node
   std::vector<std::vector<int>> stale_by_tree_;  // per tree: its stale members
   std::vector<int> stale_trees_;                 // the trees with a stale member
 };
