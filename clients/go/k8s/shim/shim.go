@@ -6,8 +6,8 @@
 // pods/binding subresource, evictions through the policy/v1 Eviction API (which honours
 // PodDisruptionBudgets), and pending reasons in each pod's PodScheduled condition and an Event.
 // A cycle starts when the informers report something it could act on (a pod to place, room
-// freed or added; package file causes.go), at most one per MinCycleGap, and otherwise every
-// Period (trigger.go).
+// freed or added: causes.go), at most one per MinCycleGap, and otherwise every Period
+// (trigger.go).
 //
 // Its state between cycles is small and lives in memory, except the usage ledger, which is
 // persisted in a ConfigMap: the bindings and evictions it issued and the cache has not shown yet
