@@ -65,7 +65,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.cfg.QueueConfigMap, "queue-configmap", "arbiter-queues", "ConfigMap holding "+translate.QueueConfigKey)
 	fs.StringVar(&o.usageConfigMap, "usage-configmap", "arbiter-usage", "ConfigMap persisting the queues' decayed usage")
 	fs.StringVar(&o.cfg.DefaultQueue, "default-queue", "", "queue of pods that name none; empty leaves them unscheduled")
-	fs.DurationVar(&o.cfg.Period, "period", time.Second, "time between scheduling cycles")
+	fs.DurationVar(&o.cfg.Period, "period", time.Second, "time between scheduling cycles when nothing causes one sooner")
+	fs.DurationVar(&o.cfg.MinCycleGap, "min-cycle-gap", 50*time.Millisecond,
+		"least time between the end of a cycle and the start of the next that a new pod or freed room causes (at most --period)")
 	fs.DurationVar(&o.cfg.ScheduleTimeout, "schedule-timeout", 30*time.Second, "bound on one Schedule call, retries included")
 	fs.DurationVar(&o.cfg.Usage.HalfLife, "usage-half-life", 0, "half-life of the usage of time-aware fairness; 0 = no decay")
 	fs.DurationVar(&o.cfg.Usage.Tumbling, "usage-window", 0, "tumbling window that resets the usage; 0 = none")
@@ -92,6 +94,9 @@ func parseFlags(args []string) (*options, error) {
 	case "auto", "true", "false":
 	default:
 		return nil, fmt.Errorf("--kai-queues=%q: want auto, true or false", o.kaiQueues)
+	}
+	if o.cfg.MinCycleGap <= 0 {
+		return nil, fmt.Errorf("--min-cycle-gap=%v: must be positive", o.cfg.MinCycleGap)
 	}
 	if o.cfg.BindWorkers <= 0 {
 		// A loaded API server takes tens to hundreds of milliseconds per binding; too few

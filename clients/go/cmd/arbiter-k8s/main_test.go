@@ -26,7 +26,8 @@ func TestFlagDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.cfg.SchedulerName != "arbiter" || o.cfg.Period != time.Second || o.cfg.Namespace != "arbiter-system" ||
+	if o.cfg.SchedulerName != "arbiter" || o.cfg.Period != time.Second || o.cfg.MinCycleGap != 50*time.Millisecond ||
+		o.cfg.Namespace != "arbiter-system" ||
 		o.kaiQueues != "auto" || !o.leader.Elect || o.server.Target != "localhost:50051" {
 		t.Errorf("defaults = %+v", o)
 	}
@@ -44,6 +45,7 @@ func TestFlagErrors(t *testing.T) {
 		{"UnknownKAIQueuesMode", []string{"--kai-queues=maybe"}, "--kai-queues"},
 		{"PositionalArgument", []string{"extra"}, "unexpected arguments"},
 		{"UnknownFlag", []string{"--nope"}, "nope"},
+		{"ZeroMinCycleGap", []string{"--min-cycle-gap=0"}, "--min-cycle-gap"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

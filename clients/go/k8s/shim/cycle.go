@@ -29,6 +29,7 @@ func (s *Shim) RunCycle(ctx context.Context) error {
 		return err
 	}
 	s.apply(ctx, res, resp, now)
+	s.waiting.Store(len(resp.GetPending()) > 0 || len(s.state.nominations) > 0)
 	return nil
 }
 

@@ -5,6 +5,9 @@
 // decayed usage (package usage), calls Schedule, and applies the answer: bindings through the
 // pods/binding subresource, evictions through the policy/v1 Eviction API (which honours
 // PodDisruptionBudgets), and pending reasons in each pod's PodScheduled condition and an Event.
+// A cycle starts when the informers report something it could act on (a pod to place, room
+// freed or added: causes.go), at most one per MinCycleGap, and otherwise every Period
+// (trigger.go).
 //
 // Its state between cycles is small and lives in memory, except the usage ledger, which is
 // persisted in a ConfigMap: the bindings and evictions it issued and the cache has not shown yet
@@ -23,7 +26,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
@@ -48,8 +50,13 @@ type Config struct {
 	QueueConfigMap string
 	// DefaultQueue is the queue of pods that name none; "" leaves them unscheduled.
 	DefaultQueue string
-	// Period is the time between the end of one cycle and the start of the next; default 1s.
+	// Period is the time between the end of one cycle and the start of the next when nothing
+	// causes one sooner; default 1s.
 	Period time.Duration
+	// MinCycleGap is the least time between the end of one cycle and the start of the next when
+	// something causes one (a pod of the shim's to place, room freed on a node, a node added or
+	// changed, a new queue configuration); default 50ms. It is held to at most Period.
+	MinCycleGap time.Duration
 	// ScheduleTimeout bounds one Schedule call, retries included; default 30s.
 	ScheduleTimeout time.Duration
 	// Usage is the time-aware fairness window.
@@ -79,6 +86,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Period <= 0 {
 		c.Period = time.Second
+	}
+	if c.MinCycleGap <= 0 {
+		c.MinCycleGap = 50 * time.Millisecond
 	}
 	if c.ScheduleTimeout <= 0 {
 		c.ScheduleTimeout = 30 * time.Second
@@ -134,6 +144,12 @@ type Shim struct {
 	kaiQueues  cache.GenericLister
 	synced     []cache.InformerSynced
 
+	// trigger starts the cycles of Run, told by the informers' event handlers of each cause.
+	trigger *cycleTrigger
+	// waiting: the last cycle left a pod group pending or a binding nominated, so room freed on
+	// a node is a cause.
+	waiting atomic.Bool
+
 	// Cycle state, touched only by RunCycle.
 	state     *state
 	ledger    *usage.Ledger
@@ -158,7 +174,9 @@ func New(cfg Config, deps Deps) (*Shim, error) {
 	if deps.Log == nil {
 		deps.Log = slog.Default()
 	}
-	s := &Shim{cfg: cfg, deps: deps, log: deps.Log, state: newState()}
+	s := &Shim{cfg: cfg, deps: deps, log: deps.Log, state: newState(),
+		trigger: newCycleTrigger(clock.RealClock{}, cfg.Period, cfg.MinCycleGap)}
+	s.waiting.Store(true) // until a cycle says otherwise
 
 	strip := informers.WithTransform(stripManagedFields)
 	cluster := informers.NewSharedInformerFactoryWithOptions(deps.Kube, 0, strip)
@@ -174,12 +192,17 @@ func New(cfg Config, deps Deps) (*Shim, error) {
 	s.synced = append(s.synced, podInformer.Informer().HasSynced, nodeInformer.Informer().HasSynced,
 		cmInformer.Informer().HasSynced)
 	s.factories = []informers.SharedInformerFactory{cluster, own}
+	queueInformers := []cache.SharedIndexInformer{cmInformer.Informer()}
 
 	if cfg.KAIQueues && deps.Dynamic != nil {
 		s.dynFactory = dynamicinformer.NewDynamicSharedInformerFactory(deps.Dynamic, 0)
 		kai := s.dynFactory.ForResource(translate.KAIQueueResource)
 		s.kaiQueues = kai.Lister()
 		s.synced = append(s.synced, kai.Informer().HasSynced)
+		queueInformers = append(queueInformers, kai.Informer())
+	}
+	if err := s.watchCauses(podInformer.Informer(), nodeInformer.Informer(), queueInformers...); err != nil {
+		return nil, fmt.Errorf("shim: %w", err)
 	}
 	return s, nil
 }
@@ -202,16 +225,18 @@ func (s *Shim) Start(ctx context.Context) error {
 // Ready reports whether the caches are filled (the readiness probe).
 func (s *Shim) Ready() bool { return s.ready.Load() }
 
-// Run loads the usage ledger, then runs a cycle every Period until ctx ends, and saves the ledger
-// on the way out. Failed cycles are logged and counted; the loop goes on.
+// Run loads the usage ledger, then runs cycles until ctx ends, and saves the ledger on the way
+// out: one at once, then one as soon as something causes it (MinCycleGap after the previous one
+// ended at the soonest), else Period after the previous one ended. Failed cycles are logged and
+// counted; the loop goes on.
 func (s *Shim) Run(ctx context.Context) {
 	s.deps.Metrics.Leader.Set(1)
 	defer s.deps.Metrics.Leader.Set(0)
-	wait.UntilWithContext(ctx, func(ctx context.Context) {
+	s.trigger.Run(ctx, func(ctx context.Context) {
 		if err := s.RunCycle(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("scheduling cycle failed", "err", err)
 		}
-	}, s.cfg.Period)
+	})
 	if s.ledger != nil && s.deps.Store != nil {
 		saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()

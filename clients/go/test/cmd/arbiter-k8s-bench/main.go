@@ -14,6 +14,11 @@
 // --scheduler arbiter it runs arbiter-server and arbiter-k8s with a queue ConfigMap of one parent
 // queue and one leaf queue per namespace, and the pods name "arbiter" as their scheduler.
 //
+// With --one-by-one it measures latency instead: it creates the pods one at a time, each once
+// the previous one is bound and a random pause has passed (so that pods arrive at any moment of
+// a scheduler's cycle), and reports each pod's time from its create call to its binding: p50,
+// p90, p99 and the slowest.
+//
 // Besides pods per second, a run records the time to create the pods and to the first binding,
 // the pods bound each second, the CPU seconds of every process of the control plane and of the
 // scheduler, and, for arbiter, the shim's cycle and the server's Schedule call from their
@@ -98,6 +103,9 @@ type config struct {
 
 	BinDir        string
 	CreateWorkers int
+	OneByOne      bool
+	Pause         time.Duration
+	Seed          int64
 	Timeout       time.Duration
 	Settle        time.Duration
 	ProfileDir    string
@@ -139,6 +147,9 @@ func parseFlags(args []string) (*config, error) {
 	fs.Var((*stringList)(&c.ShimArgs), "shim-arg", "extra argument for arbiter-k8s (repeatable)")
 	fs.StringVar(&c.BinDir, "bin-dir", os.Getenv("ARBITER_K8S_BIN_DIR"), "control-plane binaries (tests/k8s/control-plane/build.sh prints the folder)")
 	fs.IntVar(&c.CreateWorkers, "create-workers", 32, "parallel creates of nodes and pods")
+	fs.BoolVar(&c.OneByOne, "one-by-one", false, "create the pods one at a time, each after the previous one is bound and a pause, and measure each one's time from created to bound")
+	fs.DurationVar(&c.Pause, "pause", time.Second, "with --one-by-one, the pause before each create is drawn uniformly from [0, this)")
+	fs.Int64Var(&c.Seed, "seed", 1, "seed of the pauses of --one-by-one")
 	fs.DurationVar(&c.Timeout, "timeout", 20*time.Minute, "bound on the wait for the pods to be bound")
 	fs.DurationVar(&c.Settle, "settle", 30*time.Second, "once every pod is created, stop when no pod was bound for this long (pods that cannot fit)")
 	fs.StringVar(&c.ProfileDir, "profile-dir", "", "write 30-second CPU profiles of kube-apiserver and arbiter-k8s, from the first pod created, here")
@@ -164,6 +175,9 @@ func parseFlags(args []string) (*config, error) {
 	}
 	if c.GangSize < 0 || c.GangSize > 0 && c.Pods%c.GangSize != 0 {
 		return nil, errors.New("--gang-size must divide --pods")
+	}
+	if c.OneByOne && (c.GangSize > 0 || c.Pause < 0) {
+		return nil, errors.New("--one-by-one creates single pods (no --gang-size) after a pause of at least 0")
 	}
 	if c.BinDir == "" {
 		return nil, errors.New("no control-plane binaries: pass --bin-dir or set ARBITER_K8S_BIN_DIR (tests/k8s/control-plane/build.sh prints the folder)")

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -55,6 +56,8 @@ type Result struct {
 	// pods were created, say), counted after the run.
 	FailedSchedulingEvents int `json:"failedSchedulingEvents"`
 
+	// Latency is set by --one-by-one runs.
+	Latency     *Latency              `json:"latency,omitempty"`
 	Gang        *GangResult           `json:"gang,omitempty"`
 	CPUSeconds  *CPU                  `json:"cpuSeconds,omitempty"`
 	APIRequests map[string]APIRequest `json:"apiRequests,omitempty"`
@@ -78,6 +81,34 @@ type GangResult struct {
 	Whole   int `json:"whole"`
 	Partial int `json:"partial"`
 	None    int `json:"none"`
+}
+
+// Latency sums up the pods' times from their create call to the watch seeing them bound, in
+// seconds; a quantile is the nearest rank (p99 of 100 pods is the 99th fastest).
+type Latency struct {
+	Pods int     `json:"pods"`
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	Max  float64 `json:"max"`
+}
+
+func latencyOf(ds []time.Duration) *Latency {
+	sorted := slices.Clone(ds)
+	slices.Sort(sorted)
+	rank := func(q float64) float64 {
+		i := int(math.Ceil(q*float64(len(sorted)))) - 1
+		return round(sorted[max(i, 0)].Seconds(), 4)
+	}
+	var sum time.Duration
+	for _, d := range sorted {
+		sum += d
+	}
+	return &Latency{
+		Pods: len(sorted), Mean: round((sum / time.Duration(len(sorted))).Seconds(), 4),
+		P50: rank(0.5), P90: rank(0.9), P99: rank(0.99), Max: rank(1),
+	}
 }
 
 // CPU holds the CPU seconds used during the measured window, per process and by the machine.
@@ -453,6 +484,10 @@ func printResult(w io.Writer, r *Result) {
 	}
 	fmt.Fprintf(tw, "  time to create\t%.1f s\t(%d pods, %.0f pods/s)\n", r.CreateSeconds, r.Created, createRate)
 	fmt.Fprintf(tw, "  time to first bind\t%.2f s\n", r.FirstBindSeconds)
+	if l := r.Latency; l != nil {
+		fmt.Fprintf(tw, "  created to bound, one by one\tp50 %.0f ms, p90 %.0f ms, p99 %.0f ms, slowest %.0f ms, mean %.0f ms\t(%d pods)\n",
+			1000*l.P50, 1000*l.P90, 1000*l.P99, 1000*l.Max, 1000*l.Mean, l.Pods)
+	}
 	fmt.Fprintf(tw, "  nodes Ready after\t%.1f s\n", r.NodesReadySeconds)
 	fmt.Fprintf(tw, "  Scheduled events\t%d\t(counted after the run; FailedScheduling: %d)\n", r.ScheduledEvents, r.FailedSchedulingEvents)
 	if g := r.Gang; g != nil {
@@ -563,6 +598,17 @@ func compare(w io.Writer, files []string) error {
 		return fmt.Sprintf("%d / %d", r.ScheduledEvents, r.FailedSchedulingEvents)
 	})
 	row("time to first bind (s)", func(r *Result) string { return fmt.Sprintf("%.2f", r.FirstBindSeconds) })
+	latency := func(f func(l *Latency) float64) func(r *Result) string {
+		return func(r *Result) string {
+			if r.Latency == nil {
+				return "-"
+			}
+			return fmt.Sprintf("%.0f", 1000*f(r.Latency))
+		}
+	}
+	row("created to bound p50 (ms)", latency(func(l *Latency) float64 { return l.P50 }))
+	row("created to bound p99 (ms)", latency(func(l *Latency) float64 { return l.P99 }))
+	row("created to bound slowest (ms)", latency(func(l *Latency) float64 { return l.Max }))
 	for _, name := range []string{"kube-apiserver", "etcd", "kwok", "kube-controller-manager", "kube-scheduler", "arbiter-k8s", "arbiter-server", "arbiter-k8s-bench"} {
 		row("CPU s "+name, cpu(name))
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"arbiter.dev/clients/go/k8s/translate"
 )
@@ -121,5 +122,20 @@ func TestQueuesSplitTheClusterEvenly(t *testing.T) {
 		if q.GetParent() != parentQ || q.GetDeserved()["cpu"] != 80000 || q.GetDeserved()["memory"] != 10*256*(1<<30)/4 {
 			t.Errorf("queue %s: parent %q deserved %v", q.GetName(), q.GetParent(), q.GetDeserved())
 		}
+	}
+}
+
+func TestLatencyQuantilesAreNearestRanks(t *testing.T) {
+	var ds []time.Duration
+	for i := 100; i >= 1; i-- { // 1..100 ms, given out of order
+		ds = append(ds, time.Duration(i)*time.Millisecond)
+	}
+	l := latencyOf(ds)
+	want := Latency{Pods: 100, Mean: 0.0505, P50: 0.05, P90: 0.09, P99: 0.099, Max: 0.1}
+	if *l != want {
+		t.Errorf("latency = %+v, want %+v", *l, want)
+	}
+	if one := latencyOf([]time.Duration{7 * time.Millisecond}); one.P50 != 0.007 || one.P99 != 0.007 || one.Max != 0.007 {
+		t.Errorf("latency of one pod = %+v, want 7 ms everywhere", *one)
 	}
 }

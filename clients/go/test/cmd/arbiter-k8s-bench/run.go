@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -189,7 +190,12 @@ func run(ctx context.Context, c *config) (res *Result, err error) {
 		defer close(samplerDone)
 		tr.sample(watchCtx)
 	}()
-	createErr := createPods(ctx, kube, c, tr)
+	var createErr error
+	if c.OneByOne {
+		createErr = createOneByOne(ctx, kube, c, tr, step)
+	} else {
+		createErr = createPods(ctx, kube, c, tr)
+	}
 	res.CreateSeconds = tr.createdSince()
 	if createErr != nil {
 		err = fmt.Errorf("create pods: %w", createErr)
@@ -399,6 +405,40 @@ func createPods(ctx context.Context, kube kubernetes.Interface, c *config, tr *t
 	})
 }
 
+// createOneByOne creates the pods one at a time: a pause drawn uniformly from [0, c.Pause), the
+// create, then a wait until the watch sees the pod bound (at most 30 s). The pause makes the pods
+// arrive at any moment of a scheduler's cycle, as independent users' pods do.
+func createOneByOne(ctx context.Context, kube kubernetes.Interface, c *config, tr *tracker, step func(string, ...any)) error {
+	rng := rand.New(rand.NewPCG(uint64(c.Seed), 0))
+	for i := 0; i < c.Pods; i++ {
+		if c.Pause > 0 {
+			select {
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			case <-time.After(time.Duration(rng.Int64N(int64(c.Pause)))):
+			}
+		}
+		pod := podAt(c, i)
+		key := pod.Namespace + "/" + pod.Name
+		bound := tr.expect(key)
+		if _, err := kube.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create pod %s: %w", key, err)
+		}
+		tr.created()
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-bound:
+		case <-time.After(30 * time.Second):
+			return fmt.Errorf("pod %s not bound within 30 s of its create", key)
+		}
+		if (i+1)%10 == 0 {
+			step("%d of %d pods created and bound", i+1, c.Pods)
+		}
+	}
+	return nil
+}
+
 // tracker records when each pod was first seen bound.
 type tracker struct {
 	c        *config
@@ -413,6 +453,12 @@ type tracker struct {
 	first      time.Time
 	last       time.Time
 	timeline   []Sample
+	// Of --one-by-one: the pod expected next, from when, and seen, closed once the watch sees it
+	// bound; then each pod's time from its create to its binding.
+	expected  string
+	createdAt time.Time
+	seen      chan struct{}
+	latencies []time.Duration
 }
 
 func newTracker(c *config) *tracker {
@@ -431,6 +477,14 @@ func (tr *tracker) created() {
 	t0 := tr.t0
 	tr.mu.Unlock()
 	tr.lastNano.Store(int64(time.Since(t0)))
+}
+
+// expect names the pod about to be created, from now; the channel is closed once it is seen bound.
+func (tr *tracker) expect(key string) <-chan struct{} {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.expected, tr.createdAt, tr.seen = key, time.Now(), make(chan struct{})
+	return tr.seen
 }
 
 func (tr *tracker) createdSince() float64 { return time.Duration(tr.lastNano.Load()).Seconds() }
@@ -454,6 +508,11 @@ func (tr *tracker) observe(obj any) {
 		tr.first = now
 	}
 	tr.last = now
+	if key == tr.expected {
+		tr.latencies = append(tr.latencies, now.Sub(tr.createdAt))
+		close(tr.seen)
+		tr.expected = ""
+	}
 }
 
 func (tr *tracker) counts() (created, bound int, last time.Time) {
@@ -533,6 +592,9 @@ func (tr *tracker) fill(res *Result) {
 		if d := tr.last.Sub(tr.first).Seconds(); d > 0 {
 			res.BindPhasePodsPerSecond = float64(res.Bound) / d
 		}
+	}
+	if len(tr.latencies) > 0 {
+		res.Latency = latencyOf(tr.latencies)
 	}
 	if tr.c.GangSize > 0 {
 		g := &GangResult{Size: tr.c.GangSize, Groups: tr.c.Pods / tr.c.GangSize}
