@@ -110,6 +110,7 @@ void NodeIndex::ApplyPending() {
 }
 
 void NodeIndex::Apply(int node, const double* idle, const double* free) {
+  ++version_;
   const int gpu = cluster_.node_gpu();
   const int cpu = cluster_.node_cpu();
   const int node_class = class_of_[node];

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <vector>
 
 #include "core/kai/capacity_tree.h"
@@ -91,6 +92,8 @@ class NodeIndex {
     frozen_ = true;
   }
   void Thaw() const { frozen_ = false; }
+  // Changes whenever a tree changes: facts learnt from the trees hold while it stays.
+  uint64_t version() const { return version_; }
   bool frozen() const { return frozen_; }
 
  private:
@@ -129,6 +132,7 @@ class NodeIndex {
   std::vector<char> dirty_;         // per node: has a pending update
   std::vector<int> dirty_list_;
   mutable bool frozen_ = false;
+  uint64_t version_ = 0;
 };
 
 }  // namespace arbiter::kai

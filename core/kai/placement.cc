@@ -136,11 +136,13 @@ bool Placer::Excluded(int node) const {
 }
 
 CapacityTree::Found Placer::FindAllowed(const CapacityTree& tree, double bound_key, int bound_node,
-                                        double max_key, const double* requests, bool now) const {
+                                        double max_key, const double* requests, bool now,
+                                        bool skip_stale) const {
   CapacityTree::Found found = tree.FindFirst(bound_key, bound_node, max_key, requests, now);
   // Node indices are integers: (key, node + 1) is the first position after an excluded node.
   // A stale entry is passed over too: its node is weighed on its own (WeighStale).
-  while (found.slot >= 0 && (Excluded(tree.member(found.slot)) || Stale(tree.member(found.slot)))) {
+  while (found.slot >= 0 &&
+         (Excluded(tree.member(found.slot)) || (skip_stale && Stale(tree.member(found.slot))))) {
     found = tree.FindFirst(found.key, tree.member(found.slot) + 1, max_key, requests, now);
   }
   return found;
@@ -235,49 +237,95 @@ bool Placer::Fits(int node, const double* requests, bool now) const {
   return now ? state_.FitsNow(node, requests) : state_.FitsPipelined(node, requests);
 }
 
-Placer::Candidate Placer::SearchBinpack(const BandGroup& group, const double* requests,
-                                        int resource, bool now, double min, double max) {
+Placer::Candidate Placer::SearchTrees(const BandGroup& group, const double* requests, int resource,
+                                      bool now, double min, double max, bool skip_stale,
+                                      double* best_key_out) {
+  const bool spread = index_.spread();
   const double needed = resource >= 0 && requests[resource] > 0 ? requests[resource] : -kInfinity;
-  const double reach = TieReach(min, max);
+  const double reach = spread ? 0 : TieReach(min, max);
   Candidate best;
-  double best_key = kInfinity;  // the key of `best` when it came from a tree
+  double best_key = kInfinity;  // the key of `best`
   for (const BucketRef& ref : group.buckets) {
     const CapacityTree& tree = index_.tree(ref.node_class, ref.bucket);
     const int tree_id = NodeIndex::TreeId(ref.node_class, ref.bucket);
-    if (!tree.empty() && !KnownToFail(tree_id, now, requests)) {
-      // A node scoring below `best` cannot win: look no further than best_key's tie reach.
-      const double limit = best.node >= 0 && best_key != kInfinity ? best_key + reach : kInfinity;
-      CapacityTree::Found found = FindAllowed(tree, needed, -1, limit, requests, now);
-      // Keys below `needed` belong to nodes without enough of the scoring resource, so a search
-      // without limit that finds nothing proves that no node of the tree can take the pod.
+    if (tree.empty() || KnownToFail(tree_id, now, requests)) continue;
+    if (spread) {
+      // The key is the negated score, exactly: a later bucket wins only with a key <= the best's.
+      const double limit = best.node >= 0 ? -best.score : kInfinity;
+      const CapacityTree::Found found =
+          FindAllowed(tree, -kInfinity, -1, limit, requests, now, skip_stale);
       if (found.slot < 0 && limit == kInfinity) RecordFailure(tree_id, now, requests);
-      if (found.slot >= 0) {
-        int node = tree.member(found.slot);
-        const double score =
-            BinpackScore(found.key, cluster_.allocatable(node)[resource], min, max);
-        if (Better(score, node, best.score, best.node)) {
-          best = Candidate{node, score};
-          best_key = found.key;
-        }
-        // Nodes with more free score lower, except where rounding makes two scores equal: follow
-        // those too (within the tie reach), since an equal score is decided by the name.
-        const double tie_limit = found.key + reach;
-        while (true) {
-          found = FindAllowed(tree, found.key, std::numeric_limits<int>::max(), tie_limit, requests,
-                              now);
-          if (found.slot < 0) break;
-          node = tree.member(found.slot);
-          const double next_score =
-              BinpackScore(found.key, cluster_.allocatable(node)[resource], min, max);
-          if (next_score != score) break;
-          if (Better(next_score, node, best.score, best.node)) {
-            best = Candidate{node, next_score};
-            best_key = found.key;
-          }
-        }
+      if (found.slot < 0) continue;
+      const int node = tree.member(found.slot);
+      if (Better(-found.key, node, best.score, best.node)) {
+        best = Candidate{node, -found.key};
+        best_key = found.key;
       }
-      WeighStale(tree_id, requests, resource, now, min, max, &best, &best_key);
+      continue;
     }
+    // A node scoring below `best` cannot win: look no further than best_key's tie reach.
+    const double limit = best.node >= 0 ? best_key + reach : kInfinity;
+    CapacityTree::Found found = FindAllowed(tree, needed, -1, limit, requests, now, skip_stale);
+    // Keys below `needed` belong to nodes without enough of the scoring resource, so a search
+    // without limit that finds nothing proves that no node of the tree can take the pod.
+    if (found.slot < 0 && limit == kInfinity) RecordFailure(tree_id, now, requests);
+    if (found.slot < 0) continue;
+    int node = tree.member(found.slot);
+    const double score = BinpackScore(found.key, cluster_.allocatable(node)[resource], min, max);
+    if (Better(score, node, best.score, best.node)) {
+      best = Candidate{node, score};
+      best_key = found.key;
+    }
+    // Nodes with more free score lower, except where rounding makes two scores equal: follow
+    // those too (within the tie reach), since an equal score is decided by the name.
+    const double tie_limit = found.key + reach;
+    while (true) {
+      found = FindAllowed(tree, found.key, std::numeric_limits<int>::max(), tie_limit, requests,
+                          now, skip_stale);
+      if (found.slot < 0) break;
+      node = tree.member(found.slot);
+      const double next_score =
+          BinpackScore(found.key, cluster_.allocatable(node)[resource], min, max);
+      if (next_score != score) break;
+      if (Better(next_score, node, best.score, best.node)) {
+        best = Candidate{node, next_score};
+        best_key = found.key;
+      }
+    }
+  }
+  *best_key_out = best_key;
+  return best;
+}
+
+Placer::Candidate Placer::SearchGroup(int pod, int group_index, const BandGroup& group,
+                                      const double* requests, int resource, bool now, double min,
+                                      double max) {
+  double best_key = kInfinity;
+  Candidate best;
+  if (overlay_ == nullptr) {
+    best = SearchTrees(group, requests, resource, now, min, max, /*skip_stale=*/false, &best_key);
+  } else if (!excluded_.empty()) {
+    best = SearchTrees(group, requests, resource, now, min, max, /*skip_stale=*/true, &best_key);
+  } else {
+    // The best tree member by the frozen entries, stale ones included, is a fact of the frozen
+    // trees: remembered per pod until they change. When its node is not stale it is also the
+    // best of the current entries; when it is, the trees are searched past the stale nodes.
+    TreeAnswer& answer = RememberedAnswer(pod, group_index, now, min, max);
+    if (!answer.known) {
+      answer.best =
+          SearchTrees(group, requests, resource, now, min, max, /*skip_stale=*/false, &answer.key);
+      answer.known = true;
+    }
+    best = answer.best;
+    best_key = answer.key;
+    if (best.node >= 0 && Stale(best.node)) {
+      best = SearchTrees(group, requests, resource, now, min, max, /*skip_stale=*/true, &best_key);
+    }
+  }
+  for (const BucketRef& ref : group.buckets) {
+    const int tree_id = NodeIndex::TreeId(ref.node_class, ref.bucket);
+    WeighStale(tree_id, requests, resource, now, min, max, &best, &best_key);
+    if (index_.spread()) continue;
     for (int node : index_.zero_nodes(ref.node_class, ref.bucket)) {
       if (best.node >= 0 && (best.score > 0 || node > best.node)) break;
       if (!Excluded(node) && Fits(node, requests, now)) {
@@ -292,25 +340,21 @@ Placer::Candidate Placer::SearchBinpack(const BandGroup& group, const double* re
   return best;
 }
 
-Placer::Candidate Placer::SearchSpread(const BandGroup& group, const double* requests, int resource,
-                                       bool now) {
-  Candidate best;
-  for (const BucketRef& ref : group.buckets) {
-    const CapacityTree& tree = index_.tree(ref.node_class, ref.bucket);
-    const int tree_id = NodeIndex::TreeId(ref.node_class, ref.bucket);
-    if (tree.empty() || KnownToFail(tree_id, now, requests)) continue;
-    // The key is the negated score, exactly: a later bucket wins only with a key <= the best's.
-    const double limit = best.node >= 0 ? -best.score : kInfinity;
-    const CapacityTree::Found found = FindAllowed(tree, -kInfinity, -1, limit, requests, now);
-    if (found.slot < 0 && limit == kInfinity) RecordFailure(tree_id, now, requests);
-    if (found.slot >= 0) {
-      const int node = tree.member(found.slot);
-      if (Better(-found.key, node, best.score, best.node)) best = Candidate{node, -found.key};
+Placer::TreeAnswer& Placer::RememberedAnswer(int pod, int group_index, bool now, double min,
+                                             double max) {
+  if (answers_.empty()) answers_.resize(cluster_.num_pods());
+  std::vector<TreeAnswer>& answers = answers_[pod];
+  const uint64_t version = index_.version();
+  for (TreeAnswer& answer : answers) {
+    if (answer.group == group_index && answer.now == now) {
+      if (answer.version != version || answer.min != min || answer.max != max) {
+        answer = TreeAnswer{version, min, max, now, group_index, false, {}, kInfinity};
+      }
+      return answer;
     }
-    double unused_key = 0;
-    WeighStale(tree_id, requests, resource, now, 0, 0, &best, &unused_key);
   }
-  return best;
+  answers.push_back(TreeAnswer{version, min, max, now, group_index, false, {}, kInfinity});
+  return answers.back();
 }
 
 NodeChoice Placer::Choose(int pod) {
@@ -325,9 +369,9 @@ NodeChoice Placer::Choose(int pod) {
   double max = -kInfinity;
   if (!index_.spread()) KeyRange(groups, resource, &min, &max);
   for (bool now : {true, false}) {
-    for (const BandGroup& group : groups) {
-      Candidate best = index_.spread() ? SearchSpread(group, requests, resource, now)
-                                       : SearchBinpack(group, requests, resource, now, min, max);
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const Candidate best =
+          SearchGroup(pod, static_cast<int>(g), groups[g], requests, resource, now, min, max);
       if (best.node >= 0) return NodeChoice{best.node, now};
     }
   }

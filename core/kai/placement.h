@@ -85,12 +85,33 @@ class Placer {
   // become excluded_ (sorted), and every search skips them.
   void ExcludeGroupNodes(int pod);
   bool Excluded(int node) const;
-  // tree.FindFirst, skipping excluded nodes.
+  // tree.FindFirst, skipping excluded nodes and, with `skip_stale`, stale ones.
   CapacityTree::Found FindAllowed(const CapacityTree& tree, double bound_key, int bound_node,
-                                  double max_key, const double* requests, bool now) const;
-  Candidate SearchBinpack(const BandGroup& group, const double* requests, int resource, bool now,
-                          double min, double max);
-  Candidate SearchSpread(const BandGroup& group, const double* requests, int resource, bool now);
+                                  double max_key, const double* requests, bool now,
+                                  bool skip_stale) const;
+  // The best member of the trees of `group` that can take the pod (binpack: highest score, the
+  // first in key order; spread: highest free share), by the trees' entries, past excluded nodes
+  // and, with `skip_stale`, stale ones. Sets `best_key` to its key.
+  Candidate SearchTrees(const BandGroup& group, const double* requests, int resource, bool now,
+                        double min, double max, bool skip_stale, double* best_key);
+  // The best node of band group `group_index` (of Bands(pod)) for `pod` in one pass: the trees'
+  // best, the stale nodes weighed on their own, and binpack's nodes without the scoring resource.
+  Candidate SearchGroup(int pod, int group_index, const BandGroup& group, const double* requests,
+                        int resource, bool now, double min, double max);
+
+  // Overlay: SearchTrees without skipping stale nodes, remembered per pod, band group and pass
+  // while the trees and binpack's score range stay as they were.
+  struct TreeAnswer {
+    uint64_t version = 0;  // NodeIndex::version() when found
+    double min = 0;
+    double max = 0;
+    bool now = false;
+    int group = -1;
+    bool known = false;
+    Candidate best;
+    double key = 0;
+  };
+  TreeAnswer& RememberedAnswer(int pod, int group_index, bool now, double min, double max);
 
   // Request vectors known to fit nowhere in one tree (per pass): a pod asking at least as much
   // of every resource cannot fit there either, as long as capacity has not grown since.
@@ -117,6 +138,7 @@ class Placer {
   uint32_t stale_epoch_ = 0;                     // a node is stale when its stamp equals this
   std::vector<uint32_t> stale_stamp_;            // per node
   std::vector<std::vector<int>> stale_by_tree_;  // per tree: its stale members
+  std::vector<std::vector<TreeAnswer>> answers_;  // per pod: remembered tree answers
   std::vector<int> stale_trees_;                 // the trees with a stale member
 };
 
