@@ -134,12 +134,12 @@ class Placer {
   std::vector<Failures> failures_;  // per tree × {now, pipelined}
   std::vector<int> excluded_;       // nodes the current pod may not take (one_pod_per_node)
   const WorkingState::Mark* overlay_ = nullptr;
-  size_t journal_read_ = 0;                      // overlay: node journal entries taken in so far
-  uint32_t stale_epoch_ = 0;                     // a node is stale when its stamp equals this
-  std::vector<uint32_t> stale_stamp_;            // per node
-  std::vector<std::vector<int>> stale_by_tree_;  // per tree: its stale members
+  size_t journal_read_ = 0;                       // overlay: node journal entries taken in so far
+  uint32_t stale_epoch_ = 0;                      // a node is stale when its stamp equals this
+  std::vector<uint32_t> stale_stamp_;             // per node
+  std::vector<std::vector<int>> stale_by_tree_;   // per tree: its stale members
   std::vector<std::vector<TreeAnswer>> answers_;  // per pod: remembered tree answers
-  std::vector<int> stale_trees_;                 // the trees with a stale member
+  std::vector<int> stale_trees_;                  // the trees with a stale member
 };
 
 // Places the unit's pods one at a time, in pod order, each seeing the previous placements: each
