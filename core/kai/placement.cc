@@ -307,18 +307,42 @@ Placer::Candidate Placer::SearchGroup(int pod, int group_index, const BandGroup&
   } else if (!excluded_.empty()) {
     best = SearchTrees(group, requests, resource, now, min, max, /*skip_stale=*/true, &best_key);
   } else {
-    // The best tree member by the frozen entries, stale ones included, is a fact of the frozen
-    // trees: remembered per pod until they change. When its node is not stale it is also the
-    // best of the current entries; when it is, the trees are searched past the stale nodes.
+    // The best tree members by the frozen entries, stale ones included, are facts of the frozen
+    // trees: remembered per pod until they change. The first of them that is not stale is also
+    // the best of the current entries; past those remembered, the trees are searched past the
+    // stale nodes.
     TreeAnswer& answer = RememberedAnswer(pod, group_index, now, min, max);
-    if (!answer.known) {
-      answer.best =
-          SearchTrees(group, requests, resource, now, min, max, /*skip_stale=*/false, &answer.key);
-      answer.known = true;
+    bool found = false;
+    for (int i = 0; !found;) {
+      if (i == answer.count) {
+        if (answer.exhausted) {
+          found = true;  // no current entry fits
+          break;
+        }
+        if (answer.count == kRanked) break;
+        // The next best: the trees searched past the members ranked so far.
+        for (int k = 0; k < answer.count; ++k) excluded_.push_back(answer.ranked[k].node);
+        std::sort(excluded_.begin(), excluded_.end());
+        double key = kInfinity;
+        const Candidate next =
+            SearchTrees(group, requests, resource, now, min, max, /*skip_stale=*/false, &key);
+        excluded_.clear();
+        if (next.node < 0) {
+          answer.exhausted = true;
+          continue;
+        }
+        answer.ranked[answer.count] = next;
+        answer.keys[answer.count] = key;
+        ++answer.count;
+      }
+      if (!Stale(answer.ranked[i].node)) {
+        best = answer.ranked[i];
+        best_key = answer.keys[i];
+        found = true;
+      }
+      ++i;
     }
-    best = answer.best;
-    best_key = answer.key;
-    if (best.node >= 0 && Stale(best.node)) {
+    if (!found) {
       best = SearchTrees(group, requests, resource, now, min, max, /*skip_stale=*/true, &best_key);
     }
   }
@@ -345,15 +369,19 @@ Placer::TreeAnswer& Placer::RememberedAnswer(int pod, int group_index, bool now,
   if (answers_.empty()) answers_.resize(cluster_.num_pods());
   std::vector<TreeAnswer>& answers = answers_[pod];
   const uint64_t version = index_.version();
+  TreeAnswer fresh;
+  fresh.version = version;
+  fresh.min = min;
+  fresh.max = max;
+  fresh.now = now;
+  fresh.group = group_index;
   for (TreeAnswer& answer : answers) {
     if (answer.group == group_index && answer.now == now) {
-      if (answer.version != version || answer.min != min || answer.max != max) {
-        answer = TreeAnswer{version, min, max, now, group_index, false, {}, kInfinity};
-      }
+      if (answer.version != version || answer.min != min || answer.max != max) answer = fresh;
       return answer;
     }
   }
-  answers.push_back(TreeAnswer{version, min, max, now, group_index, false, {}, kInfinity});
+  answers.push_back(fresh);
   return answers.back();
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -99,17 +100,21 @@ class Placer {
   Candidate SearchGroup(int pod, int group_index, const BandGroup& group, const double* requests,
                         int resource, bool now, double min, double max);
 
-  // Overlay: SearchTrees without skipping stale nodes, remembered per pod, band group and pass
-  // while the trees and binpack's score range stay as they were.
+  // Overlay: the best members of the trees by their entries (SearchTrees without skipping stale
+  // nodes), best first, found as needed up to kRanked and remembered per pod, band group and
+  // pass while the trees and binpack's score range stay as they were. The first of them that is
+  // not stale is the best of the current entries.
+  static constexpr int kRanked = 4;
   struct TreeAnswer {
     uint64_t version = 0;  // NodeIndex::version() when found
     double min = 0;
     double max = 0;
     bool now = false;
     int group = -1;
-    bool known = false;
-    Candidate best;
-    double key = 0;
+    int count = 0;           // members ranked so far
+    bool exhausted = false;  // no member fits beyond those
+    std::array<Candidate, kRanked> ranked;
+    std::array<double, kRanked> keys;
   };
   TreeAnswer& RememberedAnswer(int pod, int group_index, bool now, double min, double max);
 
