@@ -27,8 +27,9 @@ struct CycleHooks {
   std::function<void(std::string_view phase)> phase_done;
   // Called just before phase_done for the eviction actions ("consolidate", "reclaim",
   // "preempt") with the victim search's counters, named and in a fixed order: "candidates",
-  // "placed", "failed", "tries", "tries_skipped_count", "tries_skipped_quota", "victims_drawn",
-  // "victim_orders". For explaining a slow cycle; they never change an answer.
+  // "placed", "failed", "tries", "tries_skipped_count", "tries_skipped_quota",
+  // "tries_skipped_repeat", "victims_drawn", "victim_orders". For explaining a slow cycle; they
+  // never change an answer.
   std::function<void(std::string_view phase,
                      const std::vector<std::pair<std::string_view, int64_t>>& counters)>
       phase_counters;

@@ -38,6 +38,7 @@ struct SearchCounters {
   int64_t tries = 0;                // §4.8 tries run
   int64_t tries_skipped_count = 0;  // tries skipped: the nodes cannot hold the part (count bound)
   int64_t tries_skipped_quota = 0;  // tries skipped: a §4.4 breach no candidate lifts
+  int64_t tries_skipped_repeat = 0;  // tries skipped: the same victims already tried in the part
   int64_t victims_drawn = 0;        // eviction units drawn from victim orders
   int64_t victim_orders = 0;        // victim orders built (shared or per preemptor)
 
@@ -48,6 +49,7 @@ struct SearchCounters {
             {"tries", tries},
             {"tries_skipped_count", tries_skipped_count},
             {"tries_skipped_quota", tries_skipped_quota},
+            {"tries_skipped_repeat", tries_skipped_repeat},
             {"victims_drawn", victims_drawn},
             {"victim_orders", victim_orders}};
   }

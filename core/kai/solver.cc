@@ -4,6 +4,7 @@
 #include <array>
 #include <map>
 #include <memory>
+#include <set>
 #include <utility>
 
 #include "core/echoed_name.h"
@@ -385,6 +386,15 @@ class Draws {
   int max_groups_;
 };
 
+// The pods of `victims`, in their order: a try evicts them in this order.
+std::vector<int> PodsInOrder(const std::vector<EvictionUnit>& victims) {
+  std::vector<int> pods;
+  for (const EvictionUnit& victim : victims) {
+    pods.insert(pods.end(), victim.pods.begin(), victim.pods.end());
+  }
+  return pods;
+}
+
 // The nodes of `unit`'s pods, ascending, each once.
 void NodesOf(const WorkingState& state, const EvictionUnit& unit, std::vector<int>* nodes) {
   nodes->clear();
@@ -412,6 +422,7 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part,
   FreshVictimOrder order(session_, chain_, action_, shared_order_, group, eligible, *chosen);
   if (poll.cancelled()) return false;
   Draws draws(cluster.num_groups(), *chosen, action_.max_victim_groups());
+  std::set<std::vector<int>> tried;  // the victim sets tried so far, each as its pods in order
   EvictionUnit next;
   std::vector<int> nodes;
   std::vector<const EvictionUnit*> fresh;
@@ -441,6 +452,13 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part,
       for (const EvictionUnit* victim : fresh) candidate.push_back(*victim);
       if (!quota.LiftedBy(candidate)) {
         ++counters.tries_skipped_quota;
+        continue;
+      }
+      // A gang's draw tries each of its nodes, and the drawn units on two of them may be the
+      // same: the state does not change between the tries of a part, so the same victims in the
+      // same order fail again.
+      if (!tried.insert(PodsInOrder(candidate)).second) {
+        ++counters.tries_skipped_repeat;
         continue;
       }
       const bool fits = Try(group, unit, part, candidate, false, attempt);
