@@ -32,15 +32,15 @@ struct EvictionNote {
 // What one eviction action's victim search did (CycleHooks::phase_counters): reset by the
 // action when it starts. Counting never changes a decision.
 struct SearchCounters {
-  int64_t candidates = 0;           // units the action took up
-  int64_t placed = 0;               // units placed (with or without victims)
-  int64_t failed = 0;               // units no victim set let fit
-  int64_t tries = 0;                // §4.8 tries run
-  int64_t tries_skipped_count = 0;  // tries skipped: the nodes cannot hold the part (count bound)
-  int64_t tries_skipped_quota = 0;  // tries skipped: a §4.4 breach no candidate lifts
+  int64_t candidates = 0;            // units the action took up
+  int64_t placed = 0;                // units placed (with or without victims)
+  int64_t failed = 0;                // units no victim set let fit
+  int64_t tries = 0;                 // §4.8 tries run
+  int64_t tries_skipped_count = 0;   // tries skipped: the nodes cannot hold the part (count bound)
+  int64_t tries_skipped_quota = 0;   // tries skipped: a §4.4 breach no candidate lifts
   int64_t tries_skipped_repeat = 0;  // tries skipped: the same victims already tried in the part
-  int64_t victims_drawn = 0;        // eviction units drawn from victim orders
-  int64_t victim_orders = 0;        // victim orders built (shared or per preemptor)
+  int64_t victims_drawn = 0;         // eviction units drawn from victim orders
+  int64_t victim_orders = 0;         // victim orders built (shared or per preemptor)
 
   std::vector<std::pair<std::string_view, int64_t>> List() const {
     return {{"candidates", candidates},
