@@ -92,8 +92,12 @@ class NodeIndex {
     frozen_ = true;
   }
   void Thaw() const { frozen_ = false; }
-  // Changes whenever a tree changes: facts learnt from the trees hold while it stays.
-  uint64_t version() const { return version_; }
+  // Changes whenever a tree changes: facts learnt from the trees hold while it stays. A read:
+  // applies what is pending first, unless frozen.
+  uint64_t version() const {
+    Sync();
+    return version_;
+  }
   bool frozen() const { return frozen_; }
 
  private:

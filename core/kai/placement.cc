@@ -83,9 +83,14 @@ void Placer::RecordFailure(int tree, bool now, const double* requests) {
   std::copy(requests, requests + r_count, &failures.requests[slot * r_count]);
 }
 
+size_t Placer::BandsSlot(int pod) const {
+  const bool gpu_pod = cluster_.pod(pod).requests_gpu;
+  return 2 * static_cast<size_t>(feasibility_.pod_signature(pod)) + (gpu_pod ? 1 : 0);
+}
+
 const std::vector<Placer::BandGroup>& Placer::Bands(int pod) {
   const bool gpu_pod = cluster_.pod(pod).requests_gpu;
-  const size_t slot = 2 * static_cast<size_t>(feasibility_.pod_signature(pod)) + (gpu_pod ? 1 : 0);
+  const size_t slot = BandsSlot(pod);
   std::vector<BandGroup>& groups = bands_[slot];
   if (bands_ready_[slot]) return groups;
   bands_ready_[slot] = true;
@@ -152,6 +157,7 @@ void Placer::SetOverlay(const WorkingState::Mark* base) {
   overlay_ = base;
   for (int tree : stale_trees_) stale_by_tree_[tree].clear();
   stale_trees_.clear();
+  stale_list_.clear();
   if (base == nullptr) return;
   if (stale_stamp_.empty()) {
     stale_stamp_.assign(cluster_.num_nodes(), 0);
@@ -172,6 +178,7 @@ void Placer::RefreshStale() {
     const int node = journal[journal_read_];
     if (stale_stamp_[node] == stale_epoch_) continue;
     stale_stamp_[node] = stale_epoch_;
+    stale_list_.push_back(node);
     for (int tree : index_.TreesOf(node)) {
       if (tree < 0) continue;
       if (stale_by_tree_[tree].empty()) stale_trees_.push_back(tree);
@@ -185,14 +192,65 @@ double Placer::CurrentKey(int node, int resource) const {
   return index_.Key(state_.free(node, resource), cluster_.allocatable(node)[resource]);
 }
 
-void Placer::KeyRange(const std::vector<BandGroup>& groups, int resource, double* min,
-                      double* max) const {
+void Placer::KeyRange(size_t slot, const std::vector<BandGroup>& groups, int resource,
+                      double* min, double* max) {
+  // The range over the trees' entries, with a member holding each end, is kept per band slot
+  // while the trees stay as they are.
+  if (ranges_.size() < bands_.size()) ranges_.resize(bands_.size());
+  KeyRangeOfEntries& range = ranges_[slot];
+  if (!range.known || range.version != index_.version()) {
+    range = KeyRangeOfEntries{};
+    range.known = true;
+    range.version = index_.version();
+    range.in_slot.assign(index_.num_trees(), 0);
+    for (const BandGroup& group : groups) {
+      for (const BucketRef& ref : group.buckets) {
+        const CapacityTree& tree = index_.tree(ref.node_class, ref.bucket);
+        range.in_slot[NodeIndex::TreeId(ref.node_class, ref.bucket)] = 1;
+        if (tree.empty()) continue;
+        if (tree.MinKey() < range.min) {
+          range.min = tree.MinKey();
+          range.min_node = tree.member(tree.MinSlot());
+        }
+        if (tree.MaxKey() > range.max) {
+          range.max = tree.MaxKey();
+          range.max_node = tree.member(tree.MaxSlot());
+        }
+      }
+    }
+  }
+  *min = std::min(*min, range.min);
+  *max = std::max(*max, range.max);
+  if (overlay_ == nullptr || stale_list_.empty()) return;
+  if ((range.min_node >= 0 && Stale(range.min_node)) ||
+      (range.max_node >= 0 && Stale(range.max_node))) {
+    // An end of the entries' range is a stale node's: the range of the current entries, tree by
+    // tree.
+    *min = kInfinity;
+    *max = -kInfinity;
+    StaleKeyRange(groups, resource, min, max);
+    return;
+  }
+  // Both ends are current entries, so they are the current entries' ends too; the stale members
+  // add their keys as they are.
+  for (int node : stale_list_) {
+    for (int tree : index_.TreesOf(node)) {
+      if (tree < 0 || !range.in_slot[tree]) continue;
+      const double key = CurrentKey(node, resource);
+      *min = std::min(*min, key);
+      *max = std::max(*max, key);
+    }
+  }
+}
+
+void Placer::StaleKeyRange(const std::vector<BandGroup>& groups, int resource, double* min,
+                           double* max) const {
   for (const BandGroup& group : groups) {
     for (const BucketRef& ref : group.buckets) {
       const CapacityTree& tree = index_.tree(ref.node_class, ref.bucket);
       if (tree.empty()) continue;
       const int tree_id = NodeIndex::TreeId(ref.node_class, ref.bucket);
-      if (overlay_ == nullptr || stale_by_tree_[tree_id].empty()) {
+      if (stale_by_tree_[tree_id].empty()) {
         *min = std::min(*min, tree.MinKey());
         *max = std::max(*max, tree.MaxKey());
         continue;
@@ -395,7 +453,7 @@ NodeChoice Placer::Choose(int pod) {
   const int resource = cluster_.pod(pod).requests_gpu ? cluster_.node_gpu() : cluster_.node_cpu();
   double min = kInfinity;
   double max = -kInfinity;
-  if (!index_.spread()) KeyRange(groups, resource, &min, &max);
+  if (!index_.spread()) KeyRange(BandsSlot(pod), groups, resource, &min, &max);
   for (bool now : {true, false}) {
     for (size_t g = 0; g < groups.size(); ++g) {
       const Candidate best =

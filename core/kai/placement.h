@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "core/cancel_poll.h"
@@ -76,8 +77,16 @@ class Placer {
   bool Stale(int node) const { return overlay_ != nullptr && stale_stamp_[node] == stale_epoch_; }
   // The key `node` has now in the trees of `resource` (the pod's scoring resource).
   double CurrentKey(int node, int resource) const;
-  // The smallest and largest keys over the trees of `groups` (binpack's score range).
-  void KeyRange(const std::vector<BandGroup>& groups, int resource, double* min, double* max) const;
+  // The band slot of `pod` (its signature, and whether it requests GPUs): Bands' cache key.
+  size_t BandsSlot(int pod) const;
+  // The smallest and largest keys over the trees of `groups`, the band slot `slot`'s (binpack's
+  // score range), with the stale members' keys as they are. O(stale nodes) while the trees stay
+  // as they are; O(trees) when a stale node holds an end of the range.
+  void KeyRange(size_t slot, const std::vector<BandGroup>& groups, int resource, double* min,
+                double* max);
+  // The same, tree by tree: the ends of each tree's current entries and its stale members' keys.
+  void StaleKeyRange(const std::vector<BandGroup>& groups, int resource, double* min,
+                     double* max) const;
   // Overlay: weighs the stale members of tree `tree_id` that can take the pod, keeping the
   // better of each and `best` (and the key of the best, for binpack).
   void WeighStale(int tree_id, const double* requests, int resource, bool now, double min,
@@ -144,6 +153,18 @@ class Placer {
   std::vector<uint32_t> stale_stamp_;             // per node
   std::vector<std::vector<int>> stale_by_tree_;   // per tree: its stale members
   std::vector<std::vector<TreeAnswer>> answers_;  // per pod: remembered tree answers
+  std::vector<int> stale_list_;                   // the stale nodes
+  // Per band slot: the range of the keys of its trees' entries, and a member at each end.
+  struct KeyRangeOfEntries {
+    bool known = false;
+    uint64_t version = 0;  // NodeIndex::version() when found
+    double min = std::numeric_limits<double>::infinity();
+    double max = -std::numeric_limits<double>::infinity();
+    int min_node = -1;
+    int max_node = -1;
+    std::vector<char> in_slot;  // per tree: whether it is one of the slot's trees
+  };
+  std::vector<KeyRangeOfEntries> ranges_;
   std::vector<int> stale_trees_;                  // the trees with a stale member
 };
 
