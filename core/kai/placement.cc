@@ -192,8 +192,8 @@ double Placer::CurrentKey(int node, int resource) const {
   return index_.Key(state_.free(node, resource), cluster_.allocatable(node)[resource]);
 }
 
-void Placer::KeyRange(size_t slot, const std::vector<BandGroup>& groups, int resource,
-                      double* min, double* max) {
+void Placer::KeyRange(size_t slot, const std::vector<BandGroup>& groups, int resource, double* min,
+                      double* max) {
   // The range over the trees' entries, with a member holding each end, is kept per band slot
   // while the trees stay as they are.
   if (ranges_.size() < bands_.size()) ranges_.resize(bands_.size());

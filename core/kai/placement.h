@@ -165,7 +165,7 @@ class Placer {
     std::vector<char> in_slot;  // per tree: whether it is one of the slot's trees
   };
   std::vector<KeyRangeOfEntries> ranges_;
-  std::vector<int> stale_trees_;                  // the trees with a stale member
+  std::vector<int> stale_trees_;  // the trees with a stale member
 };
 
 // Places the unit's pods one at a time, in pod order, each seeing the previous placements: each
