@@ -33,7 +33,7 @@ struct Pick {
 
 int Solver::BestJob(const std::vector<int>& jobs, const std::vector<int>& groups,
                     const std::vector<std::vector<double>>& requests,
-                    const std::vector<std::vector<int>>& paths) {
+                    const std::vector<std::vector<int>>& paths, std::vector<KeyMemo>* keys) {
   // §4.3's top-down pick over the queues on the jobs' paths, evaluated bottom up one depth at a
   // time (the depth is the caller's to choose, so nothing recurses per level). Every child of a
   // queue sits at the same depth and is folded into its parent's pick in name (index) order,
@@ -43,8 +43,15 @@ int Solver::BestJob(const std::vector<int>& jobs, const std::vector<int>& groups
   const WorkingState& state = session_.state();
   size_t depth = 0;
   for (int j : jobs) depth = std::max(depth, paths[j].size());
-  auto fold = [&](Pick& pick, int child, int job) {
-    const ChainKey key = chain_.Key(child, state.allocated(child), requests[job].data());
+  // A queue's key with a job's unit is the same in every call of one ordering: the state does
+  // not change while it orders. keys[job][d]: the key of the queue at depth d on job's path.
+  auto fold = [&](Pick& pick, int child, int job, size_t d) {
+    KeyMemo& memo = (*keys)[job];
+    if (memo.size() <= d) memo.resize(d + 1);
+    if (!memo[d].first) {
+      memo[d] = {true, chain_.Key(child, state.allocated(child), requests[job].data())};
+    }
+    const ChainKey& key = memo[d].second;
     if (pick.child < 0 || key < pick.key ||
         (key == pick.key && chain_.TieBreakBefore(child, pick.child))) {
       pick = Pick{job, child, key};
@@ -87,7 +94,7 @@ int Solver::BestJob(const std::vector<int>& jobs, const std::vector<int>& groups
     for (size_t i = 0; i < up.size();) {
       const int parent = up[i][0];
       Pick pick;
-      for (; i < up.size() && up[i][0] == parent; ++i) fold(pick, up[i][1], up[i][2]);
+      for (; i < up.size() && up[i][0] == parent; ++i) fold(pick, up[i][1], up[i][2], d);
       if (parent < 0) {
         top = pick;
       } else {
@@ -110,8 +117,9 @@ std::vector<int> Solver::OrderJobs(const std::vector<int>& groups,
   std::vector<int> remaining(groups.size());
   for (size_t j = 0; j < groups.size(); ++j) remaining[j] = static_cast<int>(j);
   std::vector<int> order;
+  std::vector<KeyMemo> keys(groups.size());
   while (!remaining.empty()) {
-    const int best = BestJob(remaining, groups, requests, paths);
+    const int best = BestJob(remaining, groups, requests, paths, &keys);
     order.push_back(best);
     remaining.erase(std::find(remaining.begin(), remaining.end(), best));
   }

@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/kai/eviction_action.h"
@@ -102,9 +103,12 @@ class Solver {
                              const std::vector<std::vector<double>>& requests);
   // The index (into groups) of the best of `jobs` (§4.3 from the top level); `paths[j]` lists
   // job j's queues from its root down to its leaf. O(Σ path lengths · (R + log jobs)).
+  // `keys` remembers, per job, the chain keys of the queues on its path (by depth) across the
+  // calls of one ordering.
+  using KeyMemo = std::vector<std::pair<bool, ChainKey>>;
   int BestJob(const std::vector<int>& jobs, const std::vector<int>& groups,
               const std::vector<std::vector<double>>& requests,
-              const std::vector<std::vector<int>>& paths);
+              const std::vector<std::vector<int>>& paths, std::vector<KeyMemo>* keys);
 
   // Whether `preemptor` may take `victim`: never itself, else by the action's filter.
   bool MayEvict(int preemptor, int victim) const {
