@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -648,5 +649,40 @@ spec:
 	if teamA.GetParent() != "research" || teamA.GetLimit()[translate.GPUResource] != 2 || teamA.GetPriority() != 100 ||
 		teamA.GetReclaimMinRuntime().AsDuration() != 10*time.Minute {
 		t.Errorf("team-a as sent = %v, want KAI's fields read as written", teamA)
+	}
+}
+
+// TestRealNoNodeGetsMorePodsThanItsPodsAllocatable (issue 32): two nodes that each allow 5 pods
+// and 12 small pods. Binpacking by CPU alone would put all of them on one node, which a kubelet
+// refuses; counted against the nodes' pods allocatable, 10 are bound, 5 per node, and the other
+// 2 wait with arbiter's reason.
+func TestRealNoNodeGetsMorePodsThanItsPodsAllocatable(t *testing.T) {
+	c := newCluster(t, clusterOpts{})
+	for _, n := range []string{"n1", "n2"} {
+		node := kwokNode(n, "8", 0)
+		node.Status.Allocatable["pods"] = resource.MustParse("5")
+		node.Status.Capacity = node.Status.Allocatable
+		c.apply(node)
+	}
+	for i := 0; i < 12; i++ {
+		c.apply(pod(podSpec{name: fmt.Sprintf("small-%02d", i), queue: "team-a", cpu: "50m"}))
+	}
+	c.cycle()
+	c.cycle()
+	perNode := map[string]int{}
+	pending := 0
+	for i := 0; i < 12; i++ {
+		name := fmt.Sprintf("small-%02d", i)
+		c.waitPod("ml", name, "bound or told why not", func(p *corev1.Pod) bool {
+			return p.Spec.NodeName != "" || pendingCondition(p) != ""
+		})
+		if n := c.pod("ml", name).Spec.NodeName; n != "" {
+			perNode[n]++
+		} else {
+			pending++
+		}
+	}
+	if perNode["n1"] != 5 || perNode["n2"] != 5 || pending != 2 {
+		t.Errorf("pods per node %v, %d pending; want 5 on each node (their pods allocatable) and 2 pending", perNode, pending)
 	}
 }
