@@ -19,11 +19,13 @@ import (
 	"arbiter.dev/clients/go/k8s/translate"
 )
 
-// apply carries out one answer, in this order: evictions; bindings (immediate ones bound,
-// pipelined ones kept as nominations, those of moved pods kept as hints); nominations the
-// answer no longer makes are dropped, and those whose victims are gone are bound; then pending
-// reasons are written. Every call that fails is left for the next cycle, whose answer decides
-// again; nothing that succeeded is ever issued twice.
+// apply carries out one answer, in this order: evictions (of a nominated pod: its nomination
+// is dropped, it was never bound); bindings (immediate ones bound, pipelined ones kept as
+// nominations, those of moved pods kept as hints); nominations whose victims are gone are
+// bound; then pending reasons are written. A nomination is carried to later snapshots as its
+// pod bound to the node (state.assumed), so a later answer keeps it unless it evicts the pod.
+// Every call that fails is left for the next cycle, whose answer decides again; nothing that
+// succeeded is ever issued twice.
 func (s *Shim) apply(ctx context.Context, res *translate.Result, resp *arbiterv1.ScheduleResponse, now time.Time) {
 	key := func(group, pod string) translate.PodKey { return translate.PodKey{Group: group, Pod: pod} }
 
@@ -31,12 +33,18 @@ func (s *Shim) apply(ctx context.Context, res *translate.Result, resp *arbiterv1
 	victimsOn := map[string]map[types.UID]podRef{} // node -> pods evicted now or releasing there
 	for _, e := range resp.GetEvictions() {
 		k := key(e.GetPodGroup(), e.GetPod())
-		evictedNow[k] = true
 		pod := res.Pods[k]
 		if pod == nil {
 			s.log.Error("answer evicts a pod that is not in the snapshot", "group", k.Group, "pod", k.Pod)
 			continue
 		}
+		if s.state.nominations[pod.UID] != nil {
+			// A claim the answer takes back: the pod was never bound, so it only waits again (or
+			// takes the answer's new binding below).
+			delete(s.state.nominations, pod.UID)
+			continue
+		}
+		evictedNow[k] = true
 		addVictim(victimsOn, e.GetNode(), pod)
 		s.evict(ctx, pod, e)
 	}
@@ -48,7 +56,6 @@ func (s *Shim) apply(ctx context.Context, res *translate.Result, resp *arbiterv1
 		}
 	}
 
-	inAnswer := map[types.UID]bool{}
 	var toBind []bindTo
 	for _, b := range resp.GetBindings() {
 		k := key(b.GetPodGroup(), b.GetPod())
@@ -62,7 +69,6 @@ func (s *Shim) apply(ctx context.Context, res *translate.Result, resp *arbiterv1
 			s.addHint(res, b.GetPodGroup(), b.GetNode(), now)
 			continue
 		}
-		inAnswer[pod.UID] = true
 		if b.GetAfterEvictions() {
 			s.state.nominations[pod.UID] = &nomination{
 				namespace: pod.Namespace, name: pod.Name, group: b.GetPodGroup(), node: b.GetNode(),
@@ -74,11 +80,6 @@ func (s *Shim) apply(ctx context.Context, res *translate.Result, resp *arbiterv1
 		toBind = append(toBind, bindTo{pod, b.GetNode()})
 	}
 
-	for uid := range s.state.nominations {
-		if !inAnswer[uid] {
-			delete(s.state.nominations, uid) // the later answer disagrees
-		}
-	}
 	waiting := map[string]bool{} // groups with a nominated pod whose victims are still there
 	for _, n := range s.state.nominations {
 		if !s.victimsGone(n) {

@@ -686,3 +686,77 @@ func TestRealNoNodeGetsMorePodsThanItsPodsAllocatable(t *testing.T) {
 		t.Errorf("pods per node %v, %d pending; want 5 on each node (their pods allocatable) and 2 pending", perNode, pending)
 	}
 }
+
+// TestRealOnePreemptorCausesExactlyTheEvictionsOfItsOwnAnswer (issue 32): team-a and team-b each
+// deserve 4 of 8 GPUs and use them all; then a node is lost with two of team-b's pods, whose
+// replacements wait, and the 6 GPUs left are oversubscribed. A high-priority pod of team-a
+// preempts one of its queue's pods. The GPU that frees is its claim: the next answers must not
+// give it to team-b's waiting pods (below their share), which would make the preemptor preempt
+// again. Exactly the evictions of the first answer happen, and the preemptor runs where its victim
+// ran.
+func TestRealOnePreemptorCausesExactlyTheEvictionsOfItsOwnAnswer(t *testing.T) {
+	c := newCluster(t, clusterOpts{})
+	c.apply(kwokNode("n1", "8", 2), kwokNode("n2", "8", 2), kwokNode("n3", "8", 2), kwokNode("n4", "8", 2))
+	running := map[string]string{"a-0": "n1", "a-1": "n1", "a-2": "n2", "a-3": "n2", "b-0": "n3", "b-1": "n3", "b-2": "n4", "b-3": "n4"}
+	for _, name := range []string{"a-0", "a-1", "a-2", "a-3", "b-0", "b-1", "b-2", "b-3"} {
+		c.apply(pod(podSpec{name: name, queue: "team-" + name[:1], gpus: 1, node: running[name]}))
+	}
+	for name := range running {
+		c.waitRunning("ml", name)
+	}
+
+	// n4 is lost: its pods go with it, and their controller recreates them, pending.
+	if err := c.admin.CoreV1().Nodes().Delete(c.ctx, "n4", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	zero := int64(0)
+	for _, name := range []string{"b-2", "b-3"} {
+		if err := c.admin.CoreV1().Pods("ml").Delete(c.ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+			t.Fatal(err)
+		}
+		c.waitGone("ml", name)
+	}
+	c.apply(pod(podSpec{name: "b-4", queue: "team-b", gpus: 1}), pod(podSpec{name: "b-5", queue: "team-b", gpus: 1}))
+	c.cycle()
+	if log := c.audit(); len(log) != 0 {
+		t.Fatalf("audit %v: with the quotas oversubscribed, nothing should move before the preemptor comes", log)
+	}
+
+	hp := pod(podSpec{name: "hp", queue: "team-a", gpus: 1})
+	hp.Labels[translate.KeyPriority] = "200"
+	c.apply(hp)
+	c.cycle()
+	first := c.rec.resp.GetEvictions()
+	if len(first) == 0 {
+		t.Fatalf("the first answer evicts nothing for hp:\n%s", c.rec)
+	}
+	var want []string
+	for _, e := range first {
+		want = append(want, "eviction ml/"+e.GetPod()+" 201")
+	}
+	for i := 0; i < 20 && c.pod("ml", "hp").Spec.NodeName == ""; i++ {
+		time.Sleep(200 * time.Millisecond)
+		c.cycle()
+	}
+	c.waitRunning("ml", "hp")
+	for i := 0; i < 3; i++ {
+		c.cycle()
+	}
+	var evictions []string
+	for _, line := range c.audit() {
+		if strings.HasPrefix(line, "eviction ") {
+			evictions = append(evictions, line)
+		}
+	}
+	if strings.Join(evictions, ",") != strings.Join(want, ",") {
+		t.Errorf("evictions %v, want exactly the first answer's %v", evictions, want)
+	}
+	if got, victimNode := c.pod("ml", "hp").Spec.NodeName, first[0].GetNode(); got != victimNode {
+		t.Errorf("hp runs on %s, want %s where its victim ran", got, victimNode)
+	}
+	for _, name := range []string{"b-4", "b-5"} {
+		if n := c.pod("ml", name).Spec.NodeName; n != "" {
+			t.Errorf("%s was bound to %s: the capacity was the preemptor's claim", name, n)
+		}
+	}
+}

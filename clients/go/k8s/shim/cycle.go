@@ -88,7 +88,7 @@ func (s *Shim) decide(ctx context.Context, now time.Time, writeReasons bool) (*t
 		Nodes:            nodes,
 		Pods:             allPods,
 		IgnoredResources: ignored,
-		Assumed:          s.state.bound,
+		Assumed:          s.state.assumed(nodes),
 		Evicting:         s.state.evicted,
 	})
 	if writeReasons {

@@ -256,7 +256,10 @@ func TestNominationIsDroppedWhenALaterAnswerDisagrees(t *testing.T) {
 	}
 }
 
-func TestNominationIsDroppedWhenTheAnswerLeavesThePodPending(t *testing.T) {
+// TestNominationIsCarriedAsABoundPodUntilItsVictimsAreGone (issue 32): a later answer that says
+// nothing of the nominated pod does not drop its claim. The next snapshots send it as bound to its
+// node, and it is bound there once its victim is gone.
+func TestNominationIsCarriedAsABoundPodUntilItsVictimsAreGone(t *testing.T) {
 	h := newHarness(t, harnessOpts{}, queueConfigMap(twoTeams), node("n1", "8", 4),
 		pod(podSpec{name: "victim", queue: "team-a", gpus: 4, node: "n1"}),
 		pod(podSpec{name: "reclaimer", queue: "team-b", gpus: 4}))
@@ -264,12 +267,40 @@ func TestNominationIsDroppedWhenTheAnswerLeavesThePodPending(t *testing.T) {
 	h.sched.answer = answer([]*arbiterv1.Binding{binding("ml/reclaimer", "reclaimer", "n1", true)},
 		[]*arbiterv1.Eviction{eviction("ml/victim", "victim", "n1", arbiterv1.EvictionReason_FAIR_SHARE_RECLAIM, "ml/reclaimer")})
 	h.cycle()
-	h.sched.answer = answer(nil, nil, &arbiterv1.PendingPodGroup{PodGroup: "ml/reclaimer", Reason: "insufficient-resources", Message: "n1 is full"})
+	h.sched.answer = answer(nil, nil)
 	h.cycle()
+	if p := podIn(h.sched.last(), "ml/reclaimer", "reclaimer"); p.GetPhase() != arbiterv1.PodPhase_POD_PHASE_RUNNING || p.GetNodeName() != "n1" {
+		t.Errorf("the nominated pod is sent as %v on %q, want RUNNING on n1 (its claim)", p.GetPhase(), p.GetNodeName())
+	}
 	h.deletePod("ml", "victim")
 	h.cycle()
-	if got := h.calls(); len(got) != 1 || got[0].verb != "evict" {
-		t.Errorf("calls = %v, want only the eviction", got)
+	h.waitBound("ml", "reclaimer")
+	if got := h.calls(); len(got) != 2 || got[0].verb != "evict" || got[1].verb != "bind" || got[1].node != "n1" {
+		t.Errorf("calls = %v, want the eviction, then the binding to n1", got)
+	}
+}
+
+// TestNominationTakenBackByAnEvictionIsDroppedWithoutAnAPICall: an answer that evicts a nominated
+// pod (sent as bound, yet never bound) takes its claim back; the pod is not evicted through the
+// API, and the next snapshot has it pending.
+func TestNominationTakenBackByAnEvictionIsDroppedWithoutAnAPICall(t *testing.T) {
+	h := newHarness(t, harnessOpts{}, queueConfigMap(twoTeams), node("n1", "8", 4),
+		pod(podSpec{name: "victim", queue: "team-a", gpus: 4, node: "n1"}),
+		pod(podSpec{name: "reclaimer", queue: "team-b", gpus: 4}))
+	h.set(func(h *harness) { h.evictMode = evictTerminate })
+	h.sched.answer = answer([]*arbiterv1.Binding{binding("ml/reclaimer", "reclaimer", "n1", true)},
+		[]*arbiterv1.Eviction{eviction("ml/victim", "victim", "n1", arbiterv1.EvictionReason_FAIR_SHARE_RECLAIM, "ml/reclaimer")})
+	h.cycle()
+	h.sched.answer = answer(nil, []*arbiterv1.Eviction{eviction("ml/reclaimer", "reclaimer", "n1", arbiterv1.EvictionReason_PRIORITY_PREEMPTION, "ml/other")})
+	h.cycle()
+	h.sched.answer = answer(nil, nil)
+	h.deletePod("ml", "victim")
+	h.cycle()
+	if p := podIn(h.sched.last(), "ml/reclaimer", "reclaimer"); p.GetPhase() != arbiterv1.PodPhase_POD_PHASE_PENDING {
+		t.Errorf("the pod whose claim was taken back is sent as %v, want PENDING", p.GetPhase())
+	}
+	if got := h.calls(); len(got) != 1 || got[0].verb != "evict" || got[0].name != "victim" {
+		t.Errorf("calls = %v, want only the victim's eviction", got)
 	}
 }
 

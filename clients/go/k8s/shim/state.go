@@ -92,6 +92,31 @@ func (st *state) reconcile(pods map[types.UID]*corev1.Pod, now time.Time) {
 	}
 }
 
+// assumed is where the next snapshot places pods that the cache shows unbound: the bindings
+// issued, and the nominated pods on their nodes. A nominated pod is sent as bound there, so its
+// claim on the capacity its victims release holds until they are gone (SEMANTICS.md §4.1, the
+// pipelined claim): no later answer hands that capacity to another pod, and the preemptor causes
+// no evictions beyond those of its own answer. A nomination whose node is gone is dropped: its
+// pod is pending again.
+func (st *state) assumed(nodes []*corev1.Node) map[types.UID]string {
+	exists := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		exists[n.Name] = true
+	}
+	out := make(map[types.UID]string, len(st.bound)+len(st.nominations))
+	for uid, n := range st.nominations {
+		if !exists[n.node] {
+			delete(st.nominations, uid)
+			continue
+		}
+		out[uid] = n.node
+	}
+	for uid, node := range st.bound {
+		out[uid] = node
+	}
+	return out
+}
+
 func terminal(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
