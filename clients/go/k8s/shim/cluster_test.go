@@ -61,6 +61,8 @@ type clusterOpts struct {
 	wrap func(Scheduler) Scheduler
 	// noShim leaves the shim to the test (newShim).
 	noShim bool
+	// server, when set, is the arbiter-server address the shim dials instead of a new server.
+	server string
 }
 
 func newCluster(t *testing.T, opts clusterOpts) *cluster {
@@ -95,7 +97,11 @@ func (c *cluster) newShim(opts clusterOpts) {
 	cfg := c.cp.RESTConfig(user)
 	cfg.QPS, cfg.Burst = 200, 400
 	c.kube = kubernetes.NewForConfigOrDie(cfg)
-	arbiter, err := client.Dial(client.Config{Target: e2e.ArbiterServer(c.t), Timeout: 20 * time.Second})
+	server := opts.server
+	if server == "" {
+		server = e2e.ArbiterServer(c.t)
+	}
+	arbiter, err := client.Dial(client.Config{Target: server, Timeout: 20 * time.Second})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -759,4 +765,45 @@ func TestRealOnePreemptorCausesExactlyTheEvictionsOfItsOwnAnswer(t *testing.T) {
 			t.Errorf("%s was bound to %s: the capacity was the preemptor's claim", name, n)
 		}
 	}
+}
+
+// TestRealWaitingPodsAreToldWhenArbiterServerCannotBeReached (issue 32): with arbiter-server
+// away, the cycle fails; the pending pods get a PodScheduled condition and an Event that say so,
+// not only the shim's log, and the same failure is written once, not once a cycle.
+func TestRealWaitingPodsAreToldWhenArbiterServerCannotBeReached(t *testing.T) {
+	port, err := controlplane.FreePort() // nothing listens there
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCluster(t, clusterOpts{server: fmt.Sprintf("127.0.0.1:%d", port)})
+	c.apply(kwokNode("n1", "8", 4), pod(podSpec{name: "waits", queue: "team-a", gpus: 1}))
+	for i := 0; i < 2; i++ {
+		c.settle()
+		if err := c.shim.RunCycle(c.ctx); err == nil {
+			t.Fatal("a cycle without arbiter-server succeeded")
+		}
+	}
+	c.waitPod("ml", "waits", "told arbiter-server is away", func(p *corev1.Pod) bool {
+		return strings.HasPrefix(pendingCondition(p), ReasonArbiterUnavailable+": ")
+	})
+	c.waitEvent("ml", "waits", "FailedScheduling", ReasonArbiterUnavailable)
+	if n := len(c.events("ml", "waits")); n != 1 {
+		t.Errorf("%d events about waits after two failed cycles, want 1: %v", n, c.events("ml", "waits"))
+	}
+}
+
+// TestRealWaitingPodsAreToldTheQueueConfigMapIsMalformed (issue 32): a typo in queues.yaml stops
+// scheduling; the pending pods' condition and Event say so and name the field.
+func TestRealWaitingPodsAreToldTheQueueConfigMapIsMalformed(t *testing.T) {
+	c := newCluster(t, clusterOpts{queues: "queues:\n- name: team-a\n  deservd: {nvidia.com/gpu: 4}\n"})
+	c.apply(kwokNode("n1", "8", 4), pod(podSpec{name: "waits", queue: "team-a", gpus: 1}))
+	c.settle()
+	if err := c.shim.RunCycle(c.ctx); err == nil {
+		t.Fatal("a cycle with a malformed queue ConfigMap succeeded")
+	}
+	c.waitPod("ml", "waits", "told the queue ConfigMap is malformed", func(p *corev1.Pod) bool {
+		m := pendingCondition(p)
+		return strings.HasPrefix(m, ReasonQueueConfigInvalid+": ") && strings.Contains(m, "deservd")
+	})
+	c.waitEvent("ml", "waits", "FailedScheduling", "deservd")
 }
