@@ -27,15 +27,20 @@ class PreemptAction final : public EvictionAction {
 
   EvictionReason reason() const override { return EvictionReason::kPriorityPreemption; }
   bool MayEvict(int preemptor, int victim) const override {
-    if (cluster_.group(victim).queue != cluster_.group(preemptor).queue) return false;  // same leaf
-    if (!(priority(victim) < priority(preemptor))) return false;  // strictly lower
+    if (!MayEvictIgnoringMinRuntime(preemptor, victim)) return false;
     // A protected group is a victim only while elastic (it may shrink to g, §4.7).
     const bool elastic = session_.state().active(victim) > cluster_.group(victim).gang;
     return elastic || !IsProtected(preemptor, victim);
   }
-  bool IsProtected(int /*preemptor*/, int victim) const override {
-    return Protected(session_, victim, PreemptMinRuntime(session_, cluster_.group(victim).queue));
+  bool MayEvictIgnoringMinRuntime(int preemptor, int victim) const override {
+    if (cluster_.group(victim).queue != cluster_.group(preemptor).queue) return false;  // same leaf
+    return priority(victim) < priority(preemptor);  // strictly lower
   }
+  std::optional<Timestamp> ProtectedUntil(int /*preemptor*/, int victim) const override {
+    return kai::ProtectedUntil(session_, victim,
+                               PreemptMinRuntime(session_, cluster_.group(victim).queue));
+  }
+  std::string_view min_runtime_field() const override { return "preempt_min_runtime"; }
   // Every victim's message names the priorities.
   bool Validate(const Solver& solver, Attempt& attempt) const override;
 

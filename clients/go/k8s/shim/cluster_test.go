@@ -807,3 +807,37 @@ func TestRealWaitingPodsAreToldTheQueueConfigMapIsMalformed(t *testing.T) {
 	})
 	c.waitEvent("ml", "waits", "FailedScheduling", "deservd")
 }
+
+// TestRealMinRuntimeReasonSaysWhenTheVictimsMayGo (issue 32): team-a borrowed all of team-b's
+// GPUs with pods that started just now, and their parent queue protects them for 600s. team-b's pod
+// waits; its reason says that reclaim_min_runtime is what protects the victims, and until when:
+// the victims' start time plus 600s.
+func TestRealMinRuntimeReasonSaysWhenTheVictimsMayGo(t *testing.T) {
+	c := newCluster(t, clusterOpts{queues: strings.Replace(twoTeams, "- name: research\n",
+		"- name: research\n  reclaimMinRuntime: 600s\n", 1)})
+	c.apply(kwokNode("n1", "8", 4), kwokNode("n2", "8", 4),
+		pod(podSpec{name: "a-0", queue: "team-a", gpus: 4, node: "n1"}),
+		pod(podSpec{name: "a-1", queue: "team-a", gpus: 4, node: "n2"}))
+	c.waitRunning("ml", "a-0")
+	c.waitRunning("ml", "a-1")
+	var latest time.Time
+	for _, name := range []string{"a-0", "a-1"} {
+		c.waitPod("ml", name, "given a start time", func(p *corev1.Pod) bool { return p.Status.StartTime != nil })
+		if st := c.pod("ml", name).Status.StartTime.Time; st.After(latest) {
+			latest = st
+		}
+	}
+	c.apply(pod(podSpec{name: "b-0", queue: "team-b", gpus: 4}))
+	c.cycle()
+	for _, line := range c.audit() {
+		if strings.HasPrefix(line, "eviction ") {
+			t.Fatalf("%s: the victims are protected", line)
+		}
+	}
+	want := "reclaim: the victims that would let it fit are protected by reclaim_min_runtime until " +
+		latest.Add(600*time.Second).UTC().Format(time.RFC3339)
+	c.waitPod("ml", "b-0", "told when the victims may go", func(p *corev1.Pod) bool {
+		return strings.Contains(pendingCondition(p), want)
+	})
+	c.waitEvent("ml", "b-0", "FailedScheduling", want)
+}
