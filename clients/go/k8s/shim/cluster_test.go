@@ -841,3 +841,64 @@ func TestRealMinRuntimeReasonSaysWhenTheVictimsMayGo(t *testing.T) {
 	})
 	c.waitEvent("ml", "b-0", "FailedScheduling", want)
 }
+
+// queuesOf reads queues.yaml out of the arbiter-queues ConfigMap in a manifest file of the
+// repository (path from the repository's root).
+func queuesOf(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(data), "\n---") {
+		var cm corev1.ConfigMap
+		if err := yaml.Unmarshal([]byte(doc), &cm); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if cm.Name == "arbiter-queues" {
+			return cm.Data[translate.QueueConfigKey]
+		}
+	}
+	t.Fatalf("%s has no arbiter-queues ConfigMap", path)
+	return ""
+}
+
+// TestRealLocalTrialQueuesReclaimWithinSeconds (issue 32): with the queues the local trial applies
+// (tests/k8s/local-queues.yaml), team-b reclaims its share from pods of team-a's that have just
+// started within seconds, where the chart's production queues protect them for 600s.
+func TestRealLocalTrialQueuesReclaimWithinSeconds(t *testing.T) {
+	production, err := translate.ParseQueueConfig([]byte(queuesOf(t, "deploy/kustomize/base/configmaps.yaml")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range production.Queues {
+		if q.GetParent() != "" && q.GetReclaimMinRuntime().AsDuration() != 600*time.Second {
+			t.Errorf("the chart's queue %s has reclaimMinRuntime %v, want the production default 600s", q.GetName(), q.GetReclaimMinRuntime().AsDuration())
+		}
+	}
+
+	c := newCluster(t, clusterOpts{queues: queuesOf(t, "tests/k8s/local-queues.yaml")})
+	c.apply(kwokNode("n1", "8", 4), kwokNode("n2", "8", 4),
+		pod(podSpec{name: "a-0", queue: "team-a", gpus: 4, node: "n1"}),
+		pod(podSpec{name: "a-1", queue: "team-a", gpus: 4, node: "n2"}))
+	c.waitRunning("ml", "a-0")
+	c.waitRunning("ml", "a-1")
+	started := c.pod("ml", "a-1").Status.StartTime.Time
+	c.apply(pod(podSpec{name: "b-0", queue: "team-b", gpus: 4}))
+	evicted := func() bool {
+		for _, line := range c.audit() {
+			if strings.HasPrefix(line, "eviction ") {
+				return true
+			}
+		}
+		return false
+	}
+	for !evicted() {
+		if time.Since(started) > 20*time.Second {
+			t.Fatalf("no reclaim 20s after the victims started; b-0 waits with %q", pendingCondition(c.pod("ml", "b-0")))
+		}
+		c.cycle()
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Logf("reclaimed %s after the victims started", time.Since(started).Round(100*time.Millisecond))
+}

@@ -1,7 +1,8 @@
 // Command arbiter-local-cluster runs arbiter on a Kubernetes control plane of its own, on
 // loopback, to try it without a cluster: etcd, kube-apiserver, kube-controller-manager,
 // kube-scheduler and kwok (fake nodes that run every pod bound to them), the chart's namespace,
-// queues and RBAC, arbiter-server, and arbiter-k8s acting as the chart's ServiceAccount.
+// queues (with the trial's short reclaim min-runtime, TrialQueues) and RBAC, arbiter-server, and
+// arbiter-k8s acting as the chart's ServiceAccount.
 //
 // tests/k8s/local-cluster.sh builds everything and runs it; see deploy/README.md, "Try it on a
 // local control plane". With --check it applies the given manifests, waits until every pod
@@ -29,6 +30,10 @@ import (
 	"arbiter.dev/clients/go/internal/cmdutil"
 	"arbiter.dev/clients/go/test/controlplane"
 )
+
+// TrialQueues replaces the chart's queue ConfigMap in the trial: the same queues, reclaimable
+// 5 s after a pod starts instead of the chart's 600 s, so that reclaim shows within seconds.
+const TrialQueues = "tests/k8s/local-queues.yaml"
 
 type options struct {
 	dir, repo, arbiterServer, arbiterK8s string
@@ -100,7 +105,7 @@ func run(ctx context.Context, o options) error {
 	}
 	base := filepath.Join(o.repo, "deploy", "kustomize", "base")
 	if _, err := cp.Apply(ctx, filepath.Join(base, "namespace.yaml"), filepath.Join(base, "configmaps.yaml"),
-		filepath.Join(base, "scheduler-rbac.yaml")); err != nil {
+		filepath.Join(base, "scheduler-rbac.yaml"), filepath.Join(o.repo, TrialQueues)); err != nil {
 		return err
 	}
 
