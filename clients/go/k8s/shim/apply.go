@@ -38,10 +38,12 @@ func (s *Shim) apply(ctx context.Context, res *translate.Result, resp *arbiterv1
 			s.log.Error("answer evicts a pod that is not in the snapshot", "group", k.Group, "pod", k.Pod)
 			continue
 		}
-		if s.state.nominations[pod.UID] != nil {
+		if n := s.state.nominations[pod.UID]; n != nil {
 			// A claim the answer takes back: the pod was never bound, so it only waits again (or
-			// takes the answer's new binding below).
+			// takes the answer's new binding below). Its nomination is cleared from its status too,
+			// so that no later leader adopts it.
 			delete(s.state.nominations, pod.UID)
+			s.writeCondition(ctx, pod, fmt.Sprintf("its claim on node %s was taken back (%s): %s", n.node, e.GetReason(), e.GetMessage()), "")
 			continue
 		}
 		evictedNow[k] = true
@@ -279,7 +281,7 @@ func (s *Shim) writePending(ctx context.Context, res *translate.Result, resp *ar
 		if err != nil || pod.UID != uid {
 			continue
 		}
-		s.writeCondition(ctx, pod, fmt.Sprintf("waiting for %d pod(s) to leave node %s", len(n.victims), n.node), n.node)
+		s.writeCondition(ctx, pod, fmt.Sprintf(waitingMessage, len(n.victims), n.node), n.node)
 	}
 }
 

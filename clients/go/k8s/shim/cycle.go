@@ -67,6 +67,9 @@ func (s *Shim) decide(ctx context.Context, now time.Time, writeReasons bool) (*t
 		byUID[p.UID] = p
 	}
 	s.state.reconcile(byUID, now)
+	if writeReasons { // the nominations are the shim's own, read back from the pods it wrote
+		s.state.adopt(allPods, s.cfg.SchedulerName)
+	}
 
 	queueCfg, err := s.queueConfig()
 	if err != nil {
@@ -93,7 +96,7 @@ func (s *Shim) decide(ctx context.Context, now time.Time, writeReasons bool) (*t
 		Nodes:            nodes,
 		Pods:             allPods,
 		IgnoredResources: ignored,
-		Assumed:          s.state.assumed(nodes),
+		Assumed:          s.state.assumed(nodes, byUID),
 		Evicting:         s.state.evicted,
 	})
 	if writeReasons {

@@ -3,6 +3,7 @@ package shim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -277,6 +278,36 @@ func TestNominationIsCarriedAsABoundPodUntilItsVictimsAreGone(t *testing.T) {
 	h.waitBound("ml", "reclaimer")
 	if got := h.calls(); len(got) != 2 || got[0].verb != "evict" || got[1].verb != "bind" || got[1].node != "n1" {
 		t.Errorf("calls = %v, want the eviction, then the binding to n1", got)
+	}
+}
+
+// TestNominationOfAnEarlierLeaderIsAdopted (issue 32): a new leader finds a pod its predecessor
+// nominated (status.nominatedNodeName and the waiting message) while its victim terminates. It
+// keeps the claim, sending the pod as bound to that node, and binds it there once the victim is
+// gone.
+func TestNominationOfAnEarlierLeaderIsAdopted(t *testing.T) {
+	victim := pod(podSpec{name: "victim", queue: "team-a", gpus: 4, node: "n1"})
+	deleted := metav1.NewTime(epoch)
+	victim.DeletionTimestamp = &deleted
+	victim.Finalizers = []string{"example.com/slow"}
+	claimer := pod(podSpec{name: "reclaimer", queue: "team-b", gpus: 4})
+	claimer.Status.NominatedNodeName = "n1"
+	claimer.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, Message: fmt.Sprintf(waitingMessage, 1, "n1")}}
+	h := newHarness(t, harnessOpts{}, queueConfigMap(twoTeams), node("n1", "8", 4), victim, claimer)
+	h.sched.answer = answer(nil, nil)
+	h.cycle()
+	if p := podIn(h.sched.last(), "ml/reclaimer", "reclaimer"); p.GetPhase() != arbiterv1.PodPhase_POD_PHASE_RUNNING || p.GetNodeName() != "n1" {
+		t.Errorf("the adopted claim is sent as %v on %q, want RUNNING on n1", p.GetPhase(), p.GetNodeName())
+	}
+	if got := h.calls(); len(got) != 0 {
+		t.Errorf("calls = %v while the victim terminates, want none", got)
+	}
+	h.deletePod("ml", "victim")
+	h.cycle()
+	h.waitBound("ml", "reclaimer")
+	if got := h.calls(); len(got) != 1 || got[0].verb != "bind" || got[0].node != "n1" {
+		t.Errorf("calls = %v, want the binding to n1", got)
 	}
 }
 
