@@ -14,6 +14,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -102,12 +103,15 @@ func run(ctx context.Context, o options) error {
 	sa := controlplane.ServiceAccount("arbiter-system", "arbiter-k8s")
 	cpOpts := controlplane.Options{Dir: o.dir, KeepDir: true, Scheduler: true}
 	extenderPort := 0
-	var err error
+	var extenderListener net.Listener // holds the port until arbiter-extender takes it
 	if o.extender {
 		sa = controlplane.ServiceAccount("arbiter-system", extenderServiceAccount)
-		if extenderPort, err = controlplane.FreePort(); err != nil {
+		var err error
+		if extenderListener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 			return err
 		}
+		defer extenderListener.Close()
+		extenderPort = extenderListener.Addr().(*net.TCPAddr).Port
 		if cpOpts.SchedulerConfig, err = writeSchedulerConfig(o, extenderPort); err != nil {
 			return err
 		}
@@ -157,6 +161,7 @@ func run(ctx context.Context, o options) error {
 	if o.extender {
 		// The chart's extender flags, with the trial's profile name and addresses.
 		metrics = fmt.Sprintf("arbiter-extender metrics: http://127.0.0.1:%d/metrics", extenderPort)
+		extenderListener.Close()
 		schedulerLog, err = cp.StartProcess("arbiter-extender", o.arbiterExtender, "--kubeconfig", saConfig,
 			"--server", addr, "--addr", fmt.Sprintf("127.0.0.1:%d", extenderPort), "--scheduler-name", "arbiter",
 			"--namespace", "arbiter-system", "--usage-configmap", "arbiter-extender-usage")
