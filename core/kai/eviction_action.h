@@ -70,6 +70,9 @@ class EvictionAction {
   virtual bool MayEvictIgnoringMinRuntime(int preemptor, int victim) const {
     return MayEvict(preemptor, victim);
   }
+  // Whether some min-runtime of the action could protect some group: false lets a failed
+  // attempt skip asking whether min-runtime is what protects its victims. Default: none could.
+  virtual bool MayProtect() const { return false; }
   // The queue field of the action's min-runtime ("reclaim_min_runtime"), for messages.
   virtual std::string_view min_runtime_field() const { return "min_runtime"; }
 

@@ -49,6 +49,7 @@ class IgnoringMinRuntime final : public EvictionAction {
 std::optional<std::string> MinRuntimeOutcome(Session& session, const QueueChain& chain,
                                              const EvictionAction& action, int group,
                                              const Unit& unit) {
+  if (!action.MayProtect()) return std::nullopt;
   const Cluster& cluster = session.cluster();
   bool any_protected = false;
   for (int v = 0; v < cluster.num_groups() && !any_protected; ++v) {

@@ -19,7 +19,12 @@ namespace {
 // outside their preempt min-runtime.
 class PreemptAction final : public EvictionAction {
  public:
-  explicit PreemptAction(Session& session) : session_(session), cluster_(session.cluster()) {}
+  explicit PreemptAction(Session& session) : session_(session), cluster_(session.cluster()) {
+    const QueueTree& tree = cluster_.tree();
+    for (int q = 0; q < tree.size() && !any_min_runtime_; ++q) {
+      any_min_runtime_ = tree.queue(q).preempt_min_runtime.has_value();
+    }
+  }
 
   std::string_view name() const override { return "preempt"; }
   // A non-preemptible preemptor must keep non-preemptible work within deserved at every level.
@@ -40,6 +45,7 @@ class PreemptAction final : public EvictionAction {
     return kai::ProtectedUntil(session_, victim,
                                PreemptMinRuntime(session_, cluster_.group(victim).queue));
   }
+  bool MayProtect() const override { return any_min_runtime_; }
   std::string_view min_runtime_field() const override { return "preempt_min_runtime"; }
   // Every victim's message names the priorities.
   bool Validate(const Solver& solver, Attempt& attempt) const override;
@@ -49,6 +55,7 @@ class PreemptAction final : public EvictionAction {
 
   Session& session_;
   const Cluster& cluster_;
+  bool any_min_runtime_ = false;  // some queue sets a preempt min-runtime
 };
 
 std::optional<std::string> PreemptAction::Precheck(int group, const Unit& unit) const {

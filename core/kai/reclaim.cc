@@ -229,6 +229,7 @@ class ReclaimAction final : public EvictionAction {
         session_, victim,
         ReclaimMinRuntime(session_, cluster_.group(preemptor).queue, victim_leaf));
   }
+  bool MayProtect() const override { return !protectable_.empty(); }
   std::string_view min_runtime_field() const override { return "reclaim_min_runtime"; }
   // A victim's eligibility depends on the reclaimer only through its leaf and, for groups a
   // reclaim min-runtime may protect, through the min-runtime resolved from both leaves. So one
