@@ -56,8 +56,25 @@ class EvictionAction {
   // rules of §4.7 (min-runtime included, which the generic rules leave to the action).
   virtual bool MayEvict(int preemptor, int victim) const = 0;
   // Whether min-runtime protects `victim` from `preemptor`, judged on the state before a try: a
-  // protected group evicted in a try must keep at least g active pods (§4.7). Default: never.
-  virtual bool IsProtected(int /*preemptor*/, int /*victim*/) const { return false; }
+  // protected group evicted in a try must keep at least g active pods (§4.7).
+  bool IsProtected(int preemptor, int victim) const {
+    return ProtectedUntil(preemptor, victim).has_value();
+  }
+  // When the min-runtime that protects `victim` from `preemptor` ends; nullopt when it does not
+  // protect it. Default: never protected.
+  virtual std::optional<Timestamp> ProtectedUntil(int /*preemptor*/, int /*victim*/) const {
+    return std::nullopt;
+  }
+  // MayEvict with min-runtime left out: whether `preemptor` could take `victim` if no min-runtime
+  // protected it (for the pending reason that names the protection). Default: MayEvict.
+  virtual bool MayEvictIgnoringMinRuntime(int preemptor, int victim) const {
+    return MayEvict(preemptor, victim);
+  }
+  // Whether some min-runtime of the action could protect some group: false lets a failed
+  // attempt skip asking whether min-runtime is what protects its victims. Default: none could.
+  virtual bool MayProtect() const { return false; }
+  // The queue field of the action's min-runtime ("reclaim_min_runtime"), for messages.
+  virtual std::string_view min_runtime_field() const { return "min_runtime"; }
 
   // Whether MayEvict depends on the preemptor only through what PrepareSharedOrder takes out: then
   // one victim order over every group the generic rules accept is built per state and shared by

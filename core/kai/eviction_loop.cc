@@ -1,17 +1,78 @@
 #include "core/kai/eviction_loop.h"
 
 #include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/kai/pending_reasons.h"
 #include "core/kai/placement.h"
 #include "core/kai/queue_order.h"
 #include "core/kai/quota_check.h"
 #include "core/kai/solver.h"
 #include "core/kai/victims.h"
+#include "core/timestamp_format.h"
 
 namespace arbiter::kai {
+namespace {
+
+// `action` with min-runtime left out: every victim it could take if no min-runtime protected
+// them, in a fresh order per preemptor. Only searched, never committed (MinRuntimeOutcome).
+class IgnoringMinRuntime final : public EvictionAction {
+ public:
+  explicit IgnoringMinRuntime(const EvictionAction& action) : action_(action) {}
+
+  std::string_view name() const override { return action_.name(); }
+  bool IsCandidate(int group) const override { return action_.IsCandidate(group); }
+  EvictionReason reason() const override { return action_.reason(); }
+  bool ReplacesVictims() const override { return action_.ReplacesVictims(); }
+  int max_victim_groups() const override { return action_.max_victim_groups(); }
+  bool MayEvict(int preemptor, int victim) const override {
+    return action_.MayEvictIgnoringMinRuntime(preemptor, victim);
+  }
+  bool Validate(const Solver& solver, Attempt& attempt) const override {
+    return action_.Validate(solver, attempt);
+  }
+
+ private:
+  const EvictionAction& action_;
+};
+
+// The outcome of a failed attempt when min-runtime is what protects the victims: a search that
+// leaves min-runtime out finds victims for `unit`. Names the action's min-runtime field and when
+// the protection of those victims ends (the latest end among them: from then on they may be
+// taken). nullopt when no victim the action could take is protected, or when even without
+// min-runtime no set of victims lets the unit fit. Leaves the state as it was.
+std::optional<std::string> MinRuntimeOutcome(Session& session, const QueueChain& chain,
+                                             const EvictionAction& action, int group,
+                                             const Unit& unit) {
+  if (!action.MayProtect()) return std::nullopt;
+  const Cluster& cluster = session.cluster();
+  bool any_protected = false;
+  for (int v = 0; v < cluster.num_groups() && !any_protected; ++v) {
+    any_protected =
+        v != group && action.MayEvictIgnoringMinRuntime(group, v) && action.IsProtected(group, v);
+  }
+  if (!any_protected) return std::nullopt;
+  IgnoringMinRuntime without(action);
+  Solver solver(session, chain, without, /*shared_order=*/nullptr,
+                /*place_without_victims=*/session.allocate_ran());
+  std::vector<EvictionUnit> chosen;
+  if (solver.Search(group, unit, &chosen) != Solver::Outcome::kPlaced) return std::nullopt;
+  std::optional<Timestamp> until;
+  for (const EvictionUnit& victim : chosen) {
+    const std::optional<Timestamp> end = action.ProtectedUntil(group, victim.group);
+    if (end.has_value() && (!until.has_value() || *until < *end)) until = end;
+  }
+  if (!until.has_value()) return std::nullopt;
+  return absl::StrCat("the victims that would let it fit are protected by ",
+                      std::string(action.min_runtime_field()), " until ", FormatTimestamp(*until));
+}
+
+}  // namespace
 
 PendingReason ExplainUnitFailure(Session& session, int group, const Unit& unit) {
   const Cluster& cluster = session.cluster();
@@ -76,7 +137,13 @@ void RunEvictionAction(Session& session, const EvictionAction& action) {
       continue;
     }
     ++counters.failed;
-    session.reasons().RecordOutcome(group, action.name(), "no set of victims lets it fit",
+    const SearchCounters search = counters;  // the counters describe the action's own search
+    std::optional<std::string> protection =
+        MinRuntimeOutcome(session, order.chain(), action, group, unit);
+    counters = search;
+    if (poll.cancelled()) break;
+    session.reasons().RecordOutcome(group, action.name(),
+                                    protection.value_or("no set of victims lets it fit"),
                                     ExplainUnitFailure(session, group, unit));
     order.Update(group, /*keep=*/false);
   }

@@ -19,7 +19,12 @@ namespace {
 // outside their preempt min-runtime.
 class PreemptAction final : public EvictionAction {
  public:
-  explicit PreemptAction(Session& session) : session_(session), cluster_(session.cluster()) {}
+  explicit PreemptAction(Session& session) : session_(session), cluster_(session.cluster()) {
+    const QueueTree& tree = cluster_.tree();
+    for (int q = 0; q < tree.size() && !any_min_runtime_; ++q) {
+      any_min_runtime_ = tree.queue(q).preempt_min_runtime.has_value();
+    }
+  }
 
   std::string_view name() const override { return "preempt"; }
   // A non-preemptible preemptor must keep non-preemptible work within deserved at every level.
@@ -27,15 +32,21 @@ class PreemptAction final : public EvictionAction {
 
   EvictionReason reason() const override { return EvictionReason::kPriorityPreemption; }
   bool MayEvict(int preemptor, int victim) const override {
-    if (cluster_.group(victim).queue != cluster_.group(preemptor).queue) return false;  // same leaf
-    if (!(priority(victim) < priority(preemptor))) return false;  // strictly lower
+    if (!MayEvictIgnoringMinRuntime(preemptor, victim)) return false;
     // A protected group is a victim only while elastic (it may shrink to g, §4.7).
     const bool elastic = session_.state().active(victim) > cluster_.group(victim).gang;
     return elastic || !IsProtected(preemptor, victim);
   }
-  bool IsProtected(int /*preemptor*/, int victim) const override {
-    return Protected(session_, victim, PreemptMinRuntime(session_, cluster_.group(victim).queue));
+  bool MayEvictIgnoringMinRuntime(int preemptor, int victim) const override {
+    if (cluster_.group(victim).queue != cluster_.group(preemptor).queue) return false;  // same leaf
+    return priority(victim) < priority(preemptor);  // strictly lower
   }
+  std::optional<Timestamp> ProtectedUntil(int /*preemptor*/, int victim) const override {
+    return kai::ProtectedUntil(session_, victim,
+                               PreemptMinRuntime(session_, cluster_.group(victim).queue));
+  }
+  bool MayProtect() const override { return any_min_runtime_; }
+  std::string_view min_runtime_field() const override { return "preempt_min_runtime"; }
   // Every victim's message names the priorities.
   bool Validate(const Solver& solver, Attempt& attempt) const override;
 
@@ -44,6 +55,7 @@ class PreemptAction final : public EvictionAction {
 
   Session& session_;
   const Cluster& cluster_;
+  bool any_min_runtime_ = false;  // some queue sets a preempt min-runtime
 };
 
 std::optional<std::string> PreemptAction::Precheck(int group, const Unit& unit) const {

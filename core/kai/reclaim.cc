@@ -214,17 +214,23 @@ class ReclaimAction final : public EvictionAction {
     return session_.policy().consolidating_reclaim.value_or(true);
   }
   bool MayEvict(int preemptor, int victim) const override {
-    if (cluster_.group(victim).queue == cluster_.group(preemptor).queue) return false;
+    if (!MayEvictIgnoringMinRuntime(preemptor, victim)) return false;
     // A protected group is a victim only while elastic (it may shrink to g, §4.7).
     const bool elastic = session_.state().active(victim) > cluster_.group(victim).gang;
     return elastic || !IsProtected(preemptor, victim);
   }
-  bool IsProtected(int preemptor, int victim) const override {
-    const int victim_leaf = cluster_.group(victim).queue;
-    if (!under_min_runtime_[victim_leaf]) return false;
-    return Protected(session_, victim,
-                     ReclaimMinRuntime(session_, cluster_.group(preemptor).queue, victim_leaf));
+  bool MayEvictIgnoringMinRuntime(int preemptor, int victim) const override {
+    return cluster_.group(victim).queue != cluster_.group(preemptor).queue;
   }
+  std::optional<Timestamp> ProtectedUntil(int preemptor, int victim) const override {
+    const int victim_leaf = cluster_.group(victim).queue;
+    if (!under_min_runtime_[victim_leaf]) return std::nullopt;
+    return kai::ProtectedUntil(
+        session_, victim,
+        ReclaimMinRuntime(session_, cluster_.group(preemptor).queue, victim_leaf));
+  }
+  bool MayProtect() const override { return !protectable_.empty(); }
+  std::string_view min_runtime_field() const override { return "reclaim_min_runtime"; }
   // A victim's eligibility depends on the reclaimer only through its leaf and, for groups a
   // reclaim min-runtime may protect, through the min-runtime resolved from both leaves. So one
   // order over every victim is shared, and each reclaimer takes out its own leaf and the groups

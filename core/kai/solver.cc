@@ -481,6 +481,18 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part,
 }
 
 Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* victims_out) {
+  std::vector<EvictionUnit> chosen;  // R
+  const Outcome outcome = Search(group, unit, &chosen);
+  if (outcome != Outcome::kPlaced) return outcome;
+  Attempt attempt;
+  if (!Try(group, unit, static_cast<int>(unit.pods.size()), chosen, true, &attempt)) {
+    return Outcome::kFailed;
+  }
+  RecordEvictions(group, attempt, victims_out);
+  return Outcome::kPlaced;
+}
+
+Solver::Outcome Solver::Search(int group, const Unit& unit, std::vector<EvictionUnit>* chosen_out) {
   RecordStartAllocations();
   // Cancelled (here or in a try): every statement is closed, the state is as it was; the caller
   // sees kFailed and, checking the poll, records nothing.
@@ -490,7 +502,8 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
   Attempt attempt;
   const int first_part = FirstPartNeedingVictims(group, unit, &attempt);
   if (poll.cancelled()) return Outcome::kFailed;
-  std::vector<EvictionUnit> chosen;  // R
+  std::vector<EvictionUnit>& chosen = *chosen_out;
+  chosen.clear();
   const int size = static_cast<int>(unit.pods.size());
   for (int part = first_part; part <= size; ++part) {
     const bool fits = Try(group, unit, part, chosen, false, &attempt);
@@ -499,8 +512,6 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
     if (!FindVictimsForPart(group, unit, part, &chosen, &attempt)) return Outcome::kFailed;
   }
   if (chosen.empty() && !place_without_victims_) return Outcome::kNeedsNoVictims;
-  if (!Try(group, unit, size, chosen, true, &attempt)) return Outcome::kFailed;
-  RecordEvictions(group, attempt, victims_out);
   return Outcome::kPlaced;
 }
 

@@ -49,6 +49,9 @@ class Solver {
   };
   // Searches victims for `group`'s `unit`. `victims_out` receives the groups evicted or moved.
   Outcome Solve(int group, const Unit& unit, std::vector<int>* victims_out);
+  // Solve's search alone: the state is left as it was, and on kPlaced `chosen` holds the victim
+  // units the solution would take (R, §4.8), nothing committed.
+  Outcome Search(int group, const Unit& unit, std::vector<EvictionUnit>* chosen);
 
   // After kPlaced: the groups whose state the committed solution changed (the preemptor and
   // every victim group, restored ones included), in no particular order.

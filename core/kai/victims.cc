@@ -8,7 +8,12 @@
 namespace arbiter::kai {
 
 bool Protected(const Session& session, int group, const std::optional<Duration>& duration) {
-  if (!duration.has_value()) return false;
+  return ProtectedUntil(session, group, duration).has_value();
+}
+
+std::optional<Timestamp> ProtectedUntil(const Session& session, int group,
+                                        const std::optional<Duration>& duration) {
+  if (!duration.has_value()) return std::nullopt;
   const Cluster& cluster = session.cluster();
   const ClusterGroup& info = cluster.group(group);
   const WorkingState& state = session.state();
@@ -18,9 +23,11 @@ bool Protected(const Session& session, int group, const std::optional<Duration>&
     const std::optional<Timestamp>& t = cluster.pod(p).pod->start_time;
     if (t.has_value() && (!start.has_value() || *t < *start)) start = t;
   }
-  if (!start.has_value()) return false;
+  if (!start.has_value()) return std::nullopt;
   const Timestamp now = cluster.snapshot().now.value_or(Timestamp{});
-  return now < AddDuration(*start, *duration);
+  const Timestamp until = AddDuration(*start, *duration);
+  if (!(now < until)) return std::nullopt;
+  return until;
 }
 
 std::optional<Duration> PreemptMinRuntime(const Session& session, int leaf) {

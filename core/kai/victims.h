@@ -31,6 +31,9 @@ struct EvictionUnit {
 // min-runtime (§4.7): start(G) is the earliest start_time among G's RUNNING pods that have one;
 // G is protected for `duration` iff start(G) exists and now < start(G) + duration.
 bool Protected(const Session& session, int group, const std::optional<Duration>& duration);
+// When that protection ends, start(G) + duration; nullopt when G is not protected.
+std::optional<Timestamp> ProtectedUntil(const Session& session, int group,
+                                        const std::optional<Duration>& duration);
 // The preempt min-runtime of a victim leaf, walking up while unset (nullopt: none set).
 std::optional<Duration> PreemptMinRuntime(const Session& session, int leaf);
 // The reclaim min-runtime for a reclaimer in `reclaimer_leaf` and a victim in `victim_leaf`: the

@@ -7,7 +7,9 @@
 //     pods behind a headless Service (the dns resolver re-resolves when a backend goes away);
 //   - TLS or mutual TLS when Config.TLS is set, plaintext otherwise;
 //   - HTTP/2 keepalive pings while calls are in flight;
-//   - a deadline on every attempt and retries with exponential backoff on UNAVAILABLE.
+//   - a deadline on every attempt and retries with exponential backoff on UNAVAILABLE;
+//   - reconnection to a server that went away within a few seconds of its return
+//     (Config.ReconnectBackoff), not gRPC's two minutes.
 //
 // Retrying is safe because both RPCs are pure functions of their request: arbiter keeps no state.
 // A Client is safe for concurrent use; Close releases the channel.
@@ -24,6 +26,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -60,6 +63,10 @@ type Config struct {
 	KeepaliveTimeout time.Duration
 	// MaxMessageBytes caps the size of a received response; default 64 MiB.
 	MaxMessageBytes int
+	// ReconnectBackoff caps the wait between the channel's attempts to reconnect to a server that
+	// went away; default 2s. gRPC's own cap is 120s: after an outage of a few minutes, the first
+	// call would then wait up to two minutes after the server is back.
+	ReconnectBackoff time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -83,6 +90,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = 64 << 20
+	}
+	if c.ReconnectBackoff <= 0 {
+		c.ReconnectBackoff = DefaultReconnectBackoff
 	}
 	return c
 }
@@ -116,12 +126,25 @@ func Dial(cfg Config, extra ...grpc.DialOption) (*Client, error) {
 			Timeout: cfg.KeepaliveTimeout,
 		}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxMessageBytes)),
+		grpc.WithConnectParams(connectParams(cfg.ReconnectBackoff)),
 	}
 	conn, err := grpc.NewClient(cfg.Target, append(opts, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("client: dial %q: %w", cfg.Target, err)
 	}
 	return &Client{cfg: cfg, conn: conn, api: arbiterv1.NewArbiterClient(conn), sleep: sleepCtx}, nil
+}
+
+// DefaultReconnectBackoff is Config.ReconnectBackoff's default.
+const DefaultReconnectBackoff = 2 * time.Second
+
+// connectParams are gRPC's connection backoff (base 1s, factor 1.6, jitter 0.2, at least 20s per
+// connection attempt) with its wait capped at max, and its base too when max is below 1s.
+func connectParams(max time.Duration) grpc.ConnectParams {
+	b := backoff.DefaultConfig
+	b.MaxDelay = max
+	b.BaseDelay = min(b.BaseDelay, max)
+	return grpc.ConnectParams{Backoff: b, MinConnectTimeout: 20 * time.Second}
 }
 
 // Close releases the channel. Calls in flight fail with CANCELED.

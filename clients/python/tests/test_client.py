@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import grpc
 import pytest
@@ -284,3 +284,35 @@ def test_package_exports_the_client_api() -> None:
         "TLSFiles",
         "Unavailable",
     }
+
+
+# The start_arbiter_server fixture (conftest.py): flags in, target out.
+StartServer = Callable[..., str]
+
+
+def test_reconnects_within_reconnect_backoff_of_the_servers_return(
+    start_arbiter_server: StartServer,
+) -> None:
+    # Issue 32: gRPC's own reconnect backoff (1 s growing by 1.6 up to 120 s) waits about 6 s
+    # between attempts after 10 s of refused connections; reconnect_backoff caps that wait.
+    sock, target = _dead_target()
+    port = target.rsplit(":", 1)[1]
+    with Client(target, retries=0, reconnect_backoff=0.5) as client:
+        outage_ends = time.monotonic() + 10.0
+        with sock:
+            while time.monotonic() < outage_ends:
+                with pytest.raises(Unavailable):
+                    client.fair_shares(two_queue_snapshot())
+                time.sleep(0.2)
+        start_arbiter_server("--port", port)
+        back = time.monotonic()
+        while True:
+            try:
+                client.fair_shares(two_queue_snapshot())
+                break
+            except Unavailable:
+                assert time.monotonic() - back < 10.0, "no answer within 10 s of the server's return"
+                time.sleep(0.05)
+        took = time.monotonic() - back
+
+    assert took < 1.5, f"answered {took:.1f} s after the server's return"

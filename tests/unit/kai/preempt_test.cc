@@ -23,6 +23,7 @@ using ::arbiter::testing::Pending;
 using ::arbiter::testing::PolicyWith;
 using ::arbiter::testing::SnapshotBuilder;
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using Decisions = std::vector<std::string>;
 
@@ -116,6 +117,31 @@ std::vector<EvictionCase> PreemptCases() {
                        .Build(),
                    PolicyWith({Action::kPreempt}), Decisions{}});
   return cases;
+}
+
+// Issue 32: the pending reason says that preempt min-runtime is what protects the victims, and
+// until when (started at 0, protected for 300 s).
+TEST(Preempt, MinRuntimeReasonSaysUntilWhen) {
+  Snapshot s = SnapshotBuilder()
+                   .Now(100)
+                   .Node("n1", Gpu(4))
+                   .Queue("team")
+                   .PreemptMinRuntime(300)
+                   .Group("low", "team")
+                   .Priority(10)
+                   .MinMember(2)
+                   .RunningPods(2, Gpu(2), "n1")
+                   .Started(0)
+                   .Group("high", "team")
+                   .Priority(50)
+                   .Pods(1, Gpu(2))
+                   .Build();
+  ScheduleResult result =
+      ::arbiter::testing::RunCycle(s, PolicyWith({Action::kAllocate, Action::kPreempt}));
+  EXPECT_THAT(result.evictions, IsEmpty());
+  EXPECT_THAT(::arbiter::testing::PendingMessage(result, "high"),
+              HasSubstr("; preempt: the victims that would let it fit are protected by "
+                        "preempt_min_runtime until 1970-01-01T00:05:00Z"));
 }
 
 class PreemptDecisions : public ::testing::TestWithParam<EvictionCase> {};

@@ -29,6 +29,7 @@ using ::arbiter::testing::SnapshotBuilder;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using Decisions = std::vector<std::string>;
 
 Policy AllocateReclaim() { return PolicyWith({Action::kAllocate, Action::kReclaim}); }
@@ -281,9 +282,65 @@ TEST(Reclaim, MinRuntimeProtectsAGang) {
                    .Group("job", "team-a")
                    .Pods(1, Gpu(2))
                    .Build();
-  EXPECT_THAT(RunCycle(s, AllocateReclaim()).evictions, IsEmpty());
+  ScheduleResult protected_result = RunCycle(s, AllocateReclaim());
+  EXPECT_THAT(protected_result.evictions, IsEmpty());
+  // Issue 32: the reason says that min-runtime is what protects the victims, and until when.
+  EXPECT_THAT(PendingMessage(protected_result, "job"),
+              HasSubstr("; reclaim: the victims that would let it fit are protected by "
+                        "reclaim_min_runtime until 1970-01-01T00:25:00Z"));
   s.now = Timestamp{1600, 0};  // the runtime is over
   EXPECT_EQ(RunCycle(s, AllocateReclaim()).evictions.size(), 4u);
+}
+
+// The min-runtime reason names the latest end among the victims the unit needs: two gangs that
+// started at 800 and 900 must both go for the 8-GPU job, so it waits until the later one's end.
+TEST(Reclaim, MinRuntimeReasonNamesTheLatestEndAmongTheNeededVictims) {
+  Snapshot s = SnapshotBuilder()
+                   .Now(1000)
+                   .Node("n1", Gpu(8))
+                   .Queue("team-a")
+                   .Deserved(Gpu(8))
+                   .Queue("team-b")
+                   .Deserved(Gpu(0))
+                   .ReclaimMinRuntime(600)
+                   .Group("early", "team-b")
+                   .MinMember(2)
+                   .RunningPods(2, Gpu(2), "n1")
+                   .Started(800)
+                   .Group("late", "team-b")
+                   .MinMember(2)
+                   .RunningPods(2, Gpu(2), "n1")
+                   .Started(900)
+                   .Group("job", "team-a")
+                   .Pods(1, Gpu(8))
+                   .Build();
+  ScheduleResult result = RunCycle(s, AllocateReclaim());
+  EXPECT_THAT(result.evictions, IsEmpty());
+  EXPECT_THAT(PendingMessage(result, "job"),
+              HasSubstr("reclaim: the victims that would let it fit are protected by "
+                        "reclaim_min_runtime until 1970-01-01T00:25:00Z"));
+}
+
+// When even without min-runtime no set of victims would let the unit fit, the reason does not
+// blame min-runtime.
+TEST(Reclaim, MinRuntimeIsNotNamedWhenNoVictimsWouldHelpAnyway) {
+  Snapshot s = SnapshotBuilder()
+                   .Now(1000)
+                   .Node("n1", Gpu(8))
+                   .Queue("team-a")
+                   .Deserved(Gpu(4))
+                   .Queue("team-b")
+                   .Deserved(Gpu(4))
+                   .ReclaimMinRuntime(600)
+                   .Group("gang", "team-b")
+                   .MinMember(4)
+                   .RunningPods(4, Gpu(2), "n1")
+                   .Started(900)
+                   .Group("job", "team-a")
+                   .Pods(1, Gpu(16))
+                   .Build();
+  ScheduleResult result = RunCycle(s, AllocateReclaim());
+  EXPECT_THAT(PendingMessage(result, "job"), Not(HasSubstr("min_runtime")));
 }
 
 // §4.10: the validator's last test, allocatedNP(X) + a <= deserved(X) on every queue from the

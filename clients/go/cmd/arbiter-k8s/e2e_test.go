@@ -17,6 +17,7 @@ import (
 
 	"arbiter.dev/clients/go/k8s/usage"
 	"arbiter.dev/clients/go/test/controlplane"
+	"arbiter.dev/clients/go/test/e2e"
 )
 
 // lostSave names the regression the stop tests guard: arbiter-k8s exiting on SIGTERM before its
@@ -446,4 +447,37 @@ func TestGracefulStopMidBindingSavesTheUsageAndHandsOverCleanly(t *testing.T) {
 		t.Errorf("the old leader's last binding call is audit event %d, the new leader's first %d: both bound at once", lastOld, firstNew)
 	}
 	t.Logf("%d pods bound, each once; %d conflicts (409); test took %v", len(all), conflicts, time.Since(start).Round(time.Millisecond))
+}
+
+// TestSchedulesWithinSecondsOfTheServersReturnAfterAnOutage (issue 32): arbiter-server is away
+// for 30s, long enough for gRPC's own reconnect backoff (1s growing by 1.6 up to 120s) to wait
+// about 17s between attempts. With the default --reconnect-backoff, a pod created during the
+// outage is bound within seconds of the server's return.
+func TestSchedulesWithinSecondsOfTheServersReturnAfterAnOutage(t *testing.T) {
+	port, err := controlplane.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := e2e.StartArbiterServer(t, port)
+	c := newCluster(t, controlplane.ServiceAccount(systemNS, "replica-a"))
+	c.startReplica(t, "replica", controlplane.ServiceAccount(systemNS, "replica-a"),
+		"--leader-elect=false", "--server="+server.Addr)
+	c.waitBound(t, c.createPods(t, "before", 2), 30*time.Second)
+
+	server.Stop()
+	const outage = 30 * time.Second
+	stopped := time.Now()
+	during := c.createPods(t, "during", 2)
+	time.Sleep(outage - time.Since(stopped))
+	if left, err := c.unbound(during); err != nil || len(left) != len(during) {
+		t.Fatalf("pods bound while arbiter-server was down: unbound %v (%v)", left, err)
+	}
+	e2e.StartArbiterServer(t, port)
+	back := time.Now()
+	c.waitBound(t, during, 60*time.Second)
+	took := time.Since(back)
+	t.Logf("after a %s outage, bound %s after the server's return", outage, took.Round(100*time.Millisecond))
+	if took > 8*time.Second {
+		t.Errorf("bound %s after arbiter-server's return, want within a few seconds", took.Round(100*time.Millisecond))
+	}
 }

@@ -73,7 +73,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.cfg.Usage.Tumbling, "usage-window", 0, "tumbling window that resets the usage; 0 = none")
 	fs.DurationVar(&o.cfg.UsageSaveInterval, "usage-save-interval", 30*time.Second, "how often the usage is written to its ConfigMap")
 	fs.StringVar(&o.cfg.DumpDir, "dump-snapshot", "", "write every ScheduleRequest sent to this directory (proto3 JSON)")
-	fs.StringVar(&o.ignore, "ignore-resources", "pods", "comma-separated resources never sent to arbiter")
+	fs.StringVar(&o.ignore, "ignore-resources", "", "comma-separated resources never sent to arbiter; \"pods\" stops counting pods against each node's pods allocatable")
 	fs.StringVar(&o.kaiQueues, "kai-queues", "auto", "read KAI Queue resources (scheduling.run.ai/v2): auto, true or false")
 	o.leader.Register(fs, "arbiter-k8s", "schedule only while holding the leader Lease")
 	fs.Float64Var(&o.kubeQPS, "kube-api-qps", 200, "Kubernetes API requests per second (client-side limit; Events have a limit of their own, the same)")

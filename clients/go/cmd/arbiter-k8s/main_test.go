@@ -31,7 +31,7 @@ func TestFlagDefaults(t *testing.T) {
 		o.kaiQueues != "auto" || !o.leader.Elect || o.server.Target != "localhost:50051" {
 		t.Errorf("defaults = %+v", o)
 	}
-	if diff := cmp.Diff([]string{"pods"}, o.cfg.IgnoredResources); diff != "" {
+	if diff := cmp.Diff([]string{}, o.cfg.IgnoredResources); diff != "" {
 		t.Errorf("ignored resources (-want +got):\n%s", diff)
 	}
 }

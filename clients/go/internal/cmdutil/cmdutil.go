@@ -105,16 +105,21 @@ func (k KubeFlags) RESTConfig(agent string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// ServerFlags are the flags that reach arbiter-server: --server and, when registered, TLS.
+// ServerFlags are the flags that reach arbiter-server: --server, --reconnect-backoff and, when
+// registered, TLS.
 type ServerFlags struct {
-	Target string
-	TLS    client.TLSFiles
-	UseTLS bool
+	Target           string
+	ReconnectBackoff time.Duration
+	TLS              client.TLSFiles
+	UseTLS           bool
 }
 
-// Register adds --server (default localhost:50051, described by help) to fs.
+// Register adds --server (default localhost:50051, described by help) and --reconnect-backoff to
+// fs.
 func (s *ServerFlags) Register(fs *flag.FlagSet, help string) {
 	fs.StringVar(&s.Target, "server", "localhost:50051", help)
+	fs.DurationVar(&s.ReconnectBackoff, "reconnect-backoff", client.DefaultReconnectBackoff,
+		"longest wait between attempts to reconnect to arbiter-server after it went away")
 }
 
 // RegisterTLS adds --tls, --tls-ca, --tls-cert, --tls-key and --tls-server-name to fs.
@@ -129,7 +134,7 @@ func (s *ServerFlags) RegisterTLS(fs *flag.FlagSet) {
 // Dial connects to --server, over TLS when --tls, --tls-ca or --tls-cert asks for it; timeout
 // bounds each call (0 = the client's default).
 func (s ServerFlags) Dial(timeout time.Duration) (*client.Client, error) {
-	cfg := client.Config{Target: s.Target, Timeout: timeout}
+	cfg := client.Config{Target: s.Target, Timeout: timeout, ReconnectBackoff: s.ReconnectBackoff}
 	if s.UseTLS || s.TLS.CA != "" || s.TLS.Cert != "" {
 		var err error
 		if cfg.TLS, err = client.TLSConfig(s.TLS); err != nil {

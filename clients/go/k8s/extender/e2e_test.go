@@ -474,3 +474,45 @@ func TestExtenderDownMakesKubeSchedulerFailSafe(t *testing.T) {
 	e.down.Store(false)
 	e.wait("a-0 bound once the extender is back", 90*time.Second, func(p map[string]*corev1.Pod) bool { return bound(p, "a-") == 1 })
 }
+
+// TestExtenderAnswersKeepEveryNodeWithinItsPodsAllocatable (issue 32): two nodes that each allow
+// 4 pods, and 8 small pods. kube-scheduler refuses a node at its pod count; the extender's
+// answers must count pods too, or they name a full node and the rest of the pods wait forever.
+func TestExtenderAnswersKeepEveryNodeWithinItsPodsAllocatable(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	var nodes []*corev1.Node
+	for _, n := range []string{"n1", "n2"} {
+		nodes = append(nodes, controlplane.NewNode(n, corev1.ResourceList{
+			"cpu": resource.MustParse("16"), "memory": resource.MustParse("64Gi"), "pods": resource.MustParse("4"),
+		}))
+	}
+	if err := controlplane.CreateNodes(e.ctx, e.admin, nodes...); err != nil {
+		t.Fatal(err)
+	}
+	e.down.Store(true) // all pods in one answer, as in a burst
+	for i := 0; i < 8; i++ {
+		e.pod(podOpts{name: fmt.Sprintf("a-%d", i), queue: "team-a"})
+	}
+	e.down.Store(false)
+	pods := e.wait("all 8 pods bound", 60*time.Second, func(p map[string]*corev1.Pod) bool { return bound(p, "a-") == 8 })
+	perNode := map[string]int{}
+	for _, p := range pods {
+		perNode[p.Spec.NodeName]++
+	}
+	if perNode["n1"] != 4 || perNode["n2"] != 4 {
+		t.Errorf("pods per node %v, want 4 on each", perNode)
+	}
+	e.decider.mu.Lock()
+	defer e.decider.mu.Unlock()
+	for _, a := range e.decider.answers {
+		onNode := map[string]int{}
+		for _, b := range a.GetBindings() {
+			onNode[b.GetNode()]++
+		}
+		for n, k := range onNode {
+			if k > 4 {
+				t.Errorf("an answer binds %d pods to %s, which allows 4", k, n)
+			}
+		}
+	}
+}

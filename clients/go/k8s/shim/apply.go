@@ -19,11 +19,13 @@ import (
 	"arbiter.dev/clients/go/k8s/translate"
 )
 
-// apply carries out one answer, in this order: evictions; bindings (immediate ones bound,
-// pipelined ones kept as nominations, those of moved pods kept as hints); nominations the
-// answer no longer makes are dropped, and those whose victims are gone are bound; then pending
-// reasons are written. Every call that fails is left for the next cycle, whose answer decides
-// again; nothing that succeeded is ever issued twice.
+// apply carries out one answer, in this order: evictions (of a nominated pod: its nomination
+// is dropped, it was never bound); bindings (immediate ones bound, pipelined ones kept as
+// nominations, those of moved pods kept as hints); nominations whose victims are gone are
+// bound; then pending reasons are written. A nomination is carried to later snapshots as its
+// pod bound to the node (state.assumed), so a later answer keeps it unless it evicts the pod.
+// Every call that fails is left for the next cycle, whose answer decides again; nothing that
+// succeeded is ever issued twice.
 func (s *Shim) apply(ctx context.Context, res *translate.Result, resp *arbiterv1.ScheduleResponse, now time.Time) {
 	key := func(group, pod string) translate.PodKey { return translate.PodKey{Group: group, Pod: pod} }
 
@@ -31,12 +33,20 @@ func (s *Shim) apply(ctx context.Context, res *translate.Result, resp *arbiterv1
 	victimsOn := map[string]map[types.UID]podRef{} // node -> pods evicted now or releasing there
 	for _, e := range resp.GetEvictions() {
 		k := key(e.GetPodGroup(), e.GetPod())
-		evictedNow[k] = true
 		pod := res.Pods[k]
 		if pod == nil {
 			s.log.Error("answer evicts a pod that is not in the snapshot", "group", k.Group, "pod", k.Pod)
 			continue
 		}
+		if n := s.state.nominations[pod.UID]; n != nil {
+			// A claim the answer takes back: the pod was never bound, so it only waits again (or
+			// takes the answer's new binding below). Its nomination is cleared from its status too,
+			// so that no later leader adopts it.
+			delete(s.state.nominations, pod.UID)
+			s.writeCondition(ctx, pod, fmt.Sprintf("its claim on node %s was taken back (%s): %s", n.node, e.GetReason(), e.GetMessage()), "")
+			continue
+		}
+		evictedNow[k] = true
 		addVictim(victimsOn, e.GetNode(), pod)
 		s.evict(ctx, pod, e)
 	}
@@ -48,7 +58,6 @@ func (s *Shim) apply(ctx context.Context, res *translate.Result, resp *arbiterv1
 		}
 	}
 
-	inAnswer := map[types.UID]bool{}
 	var toBind []bindTo
 	for _, b := range resp.GetBindings() {
 		k := key(b.GetPodGroup(), b.GetPod())
@@ -62,7 +71,6 @@ func (s *Shim) apply(ctx context.Context, res *translate.Result, resp *arbiterv1
 			s.addHint(res, b.GetPodGroup(), b.GetNode(), now)
 			continue
 		}
-		inAnswer[pod.UID] = true
 		if b.GetAfterEvictions() {
 			s.state.nominations[pod.UID] = &nomination{
 				namespace: pod.Namespace, name: pod.Name, group: b.GetPodGroup(), node: b.GetNode(),
@@ -74,11 +82,6 @@ func (s *Shim) apply(ctx context.Context, res *translate.Result, resp *arbiterv1
 		toBind = append(toBind, bindTo{pod, b.GetNode()})
 	}
 
-	for uid := range s.state.nominations {
-		if !inAnswer[uid] {
-			delete(s.state.nominations, uid) // the later answer disagrees
-		}
-	}
 	waiting := map[string]bool{} // groups with a nominated pod whose victims are still there
 	for _, n := range s.state.nominations {
 		if !s.victimsGone(n) {
@@ -278,7 +281,7 @@ func (s *Shim) writePending(ctx context.Context, res *translate.Result, resp *ar
 		if err != nil || pod.UID != uid {
 			continue
 		}
-		s.writeCondition(ctx, pod, fmt.Sprintf("waiting for %d pod(s) to leave node %s", len(n.victims), n.node), n.node)
+		s.writeCondition(ctx, pod, fmt.Sprintf(waitingMessage, len(n.victims), n.node), n.node)
 	}
 }
 
@@ -289,6 +292,35 @@ func (s *Shim) writeExcluded(ctx context.Context, excluded []translate.Excluded)
 			s.writeCondition(ctx, e.Pod, fmt.Sprintf("%s: %s", e.Reason, e.Message), "")
 		}
 	}
+}
+
+// writeWaiting writes reason and message to every pod of this scheduler that waits for a node:
+// the cycle stopped before arbiter's answer, so no pod gets a reason of its own. A nominated pod
+// keeps its nomination.
+func (s *Shim) writeWaiting(ctx context.Context, pods []*corev1.Pod, reason, message string) {
+	for _, pod := range sortedPods(pods) {
+		if pod.Spec.SchedulerName != s.cfg.SchedulerName || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil ||
+			terminal(pod) || s.state.bound[pod.UID] != "" {
+			continue
+		}
+		nominated := ""
+		if n := s.state.nominations[pod.UID]; n != nil {
+			nominated = n.node
+		}
+		s.writeCondition(ctx, pod, fmt.Sprintf("%s: %s", reason, message), nominated)
+	}
+}
+
+// sortedPods is pods by namespace and name, so that they are written in a stable order.
+func sortedPods(pods []*corev1.Pod) []*corev1.Pod {
+	out := append([]*corev1.Pod(nil), pods...)
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
 }
 
 // writeCondition sets PodScheduled=False (reason Unschedulable, as kube-scheduler does) with

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -60,6 +61,8 @@ type clusterOpts struct {
 	wrap func(Scheduler) Scheduler
 	// noShim leaves the shim to the test (newShim).
 	noShim bool
+	// server, when set, is the arbiter-server address the shim dials instead of a new server.
+	server string
 }
 
 func newCluster(t *testing.T, opts clusterOpts) *cluster {
@@ -94,7 +97,11 @@ func (c *cluster) newShim(opts clusterOpts) {
 	cfg := c.cp.RESTConfig(user)
 	cfg.QPS, cfg.Burst = 200, 400
 	c.kube = kubernetes.NewForConfigOrDie(cfg)
-	arbiter, err := client.Dial(client.Config{Target: e2e.ArbiterServer(c.t), Timeout: 20 * time.Second})
+	server := opts.server
+	if server == "" {
+		server = e2e.ArbiterServer(c.t)
+	}
+	arbiter, err := client.Dial(client.Config{Target: server, Timeout: 20 * time.Second})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -649,4 +656,249 @@ spec:
 		teamA.GetReclaimMinRuntime().AsDuration() != 10*time.Minute {
 		t.Errorf("team-a as sent = %v, want KAI's fields read as written", teamA)
 	}
+}
+
+// TestRealNoNodeGetsMorePodsThanItsPodsAllocatable (issue 32): two nodes that each allow 5 pods
+// and 12 small pods. Binpacking by CPU alone would put all of them on one node, which a kubelet
+// refuses; counted against the nodes' pods allocatable, 10 are bound, 5 per node, and the other
+// 2 wait with arbiter's reason.
+func TestRealNoNodeGetsMorePodsThanItsPodsAllocatable(t *testing.T) {
+	c := newCluster(t, clusterOpts{})
+	for _, n := range []string{"n1", "n2"} {
+		node := kwokNode(n, "8", 0)
+		node.Status.Allocatable["pods"] = resource.MustParse("5")
+		node.Status.Capacity = node.Status.Allocatable
+		c.apply(node)
+	}
+	for i := 0; i < 12; i++ {
+		c.apply(pod(podSpec{name: fmt.Sprintf("small-%02d", i), queue: "team-a", cpu: "50m"}))
+	}
+	c.cycle()
+	c.cycle()
+	perNode := map[string]int{}
+	pending := 0
+	for i := 0; i < 12; i++ {
+		name := fmt.Sprintf("small-%02d", i)
+		c.waitPod("ml", name, "bound or told why not", func(p *corev1.Pod) bool {
+			return p.Spec.NodeName != "" || pendingCondition(p) != ""
+		})
+		if n := c.pod("ml", name).Spec.NodeName; n != "" {
+			perNode[n]++
+		} else {
+			pending++
+		}
+	}
+	if perNode["n1"] != 5 || perNode["n2"] != 5 || pending != 2 {
+		t.Errorf("pods per node %v, %d pending; want 5 on each node (their pods allocatable) and 2 pending", perNode, pending)
+	}
+}
+
+// TestRealOnePreemptorCausesExactlyTheEvictionsOfItsOwnAnswer (issue 32): team-a and team-b each
+// deserve 4 of 8 GPUs and use them all; then a node is lost with two of team-b's pods, whose
+// replacements wait, and the 6 GPUs left are oversubscribed. A high-priority pod of team-a
+// preempts one of its queue's pods. The GPU that frees is its claim: the next answers must not
+// give it to team-b's waiting pods (below their share), which would make the preemptor preempt
+// again. Exactly the evictions of the first answer happen, and the preemptor runs where its victim
+// ran.
+func TestRealOnePreemptorCausesExactlyTheEvictionsOfItsOwnAnswer(t *testing.T) {
+	c := newCluster(t, clusterOpts{})
+	c.apply(kwokNode("n1", "8", 2), kwokNode("n2", "8", 2), kwokNode("n3", "8", 2), kwokNode("n4", "8", 2))
+	running := map[string]string{"a-0": "n1", "a-1": "n1", "a-2": "n2", "a-3": "n2", "b-0": "n3", "b-1": "n3", "b-2": "n4", "b-3": "n4"}
+	for _, name := range []string{"a-0", "a-1", "a-2", "a-3", "b-0", "b-1", "b-2", "b-3"} {
+		c.apply(pod(podSpec{name: name, queue: "team-" + name[:1], gpus: 1, node: running[name]}))
+	}
+	for name := range running {
+		c.waitRunning("ml", name)
+	}
+
+	// n4 is lost: its pods go with it, and their controller recreates them, pending.
+	if err := c.admin.CoreV1().Nodes().Delete(c.ctx, "n4", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	zero := int64(0)
+	for _, name := range []string{"b-2", "b-3"} {
+		if err := c.admin.CoreV1().Pods("ml").Delete(c.ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+			t.Fatal(err)
+		}
+		c.waitGone("ml", name)
+	}
+	c.apply(pod(podSpec{name: "b-4", queue: "team-b", gpus: 1}), pod(podSpec{name: "b-5", queue: "team-b", gpus: 1}))
+	c.cycle()
+	if log := c.audit(); len(log) != 0 {
+		t.Fatalf("audit %v: with the quotas oversubscribed, nothing should move before the preemptor comes", log)
+	}
+
+	hp := pod(podSpec{name: "hp", queue: "team-a", gpus: 1})
+	hp.Labels[translate.KeyPriority] = "200"
+	c.apply(hp)
+	c.cycle()
+	first := c.rec.resp.GetEvictions()
+	if len(first) == 0 {
+		t.Fatalf("the first answer evicts nothing for hp:\n%s", c.rec)
+	}
+	var want []string
+	for _, e := range first {
+		want = append(want, "eviction ml/"+e.GetPod()+" 201")
+	}
+	for i := 0; i < 20 && c.pod("ml", "hp").Spec.NodeName == ""; i++ {
+		time.Sleep(200 * time.Millisecond)
+		c.cycle()
+	}
+	c.waitRunning("ml", "hp")
+	for i := 0; i < 3; i++ {
+		c.cycle()
+	}
+	var evictions []string
+	for _, line := range c.audit() {
+		if strings.HasPrefix(line, "eviction ") {
+			evictions = append(evictions, line)
+		}
+	}
+	if strings.Join(evictions, ",") != strings.Join(want, ",") {
+		t.Errorf("evictions %v, want exactly the first answer's %v", evictions, want)
+	}
+	if got, victimNode := c.pod("ml", "hp").Spec.NodeName, first[0].GetNode(); got != victimNode {
+		t.Errorf("hp runs on %s, want %s where its victim ran", got, victimNode)
+	}
+	for _, name := range []string{"b-4", "b-5"} {
+		if n := c.pod("ml", name).Spec.NodeName; n != "" {
+			t.Errorf("%s was bound to %s: the capacity was the preemptor's claim", name, n)
+		}
+	}
+}
+
+// TestRealWaitingPodsAreToldWhenArbiterServerCannotBeReached (issue 32): with arbiter-server
+// away, the cycle fails; the pending pods get a PodScheduled condition and an Event that say so,
+// not only the shim's log, and the same failure is written once, not once a cycle.
+func TestRealWaitingPodsAreToldWhenArbiterServerCannotBeReached(t *testing.T) {
+	port, err := controlplane.FreePort() // nothing listens there
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCluster(t, clusterOpts{server: fmt.Sprintf("127.0.0.1:%d", port)})
+	c.apply(kwokNode("n1", "8", 4), pod(podSpec{name: "waits", queue: "team-a", gpus: 1}))
+	for i := 0; i < 2; i++ {
+		c.settle()
+		if err := c.shim.RunCycle(c.ctx); err == nil {
+			t.Fatal("a cycle without arbiter-server succeeded")
+		}
+	}
+	c.waitPod("ml", "waits", "told arbiter-server is away", func(p *corev1.Pod) bool {
+		return strings.HasPrefix(pendingCondition(p), ReasonArbiterUnavailable+": ")
+	})
+	c.waitEvent("ml", "waits", "FailedScheduling", ReasonArbiterUnavailable)
+	if n := len(c.events("ml", "waits")); n != 1 {
+		t.Errorf("%d events about waits after two failed cycles, want 1: %v", n, c.events("ml", "waits"))
+	}
+}
+
+// TestRealWaitingPodsAreToldTheQueueConfigMapIsMalformed (issue 32): a typo in queues.yaml stops
+// scheduling; the pending pods' condition and Event say so and name the field.
+func TestRealWaitingPodsAreToldTheQueueConfigMapIsMalformed(t *testing.T) {
+	c := newCluster(t, clusterOpts{queues: "queues:\n- name: team-a\n  deservd: {nvidia.com/gpu: 4}\n"})
+	c.apply(kwokNode("n1", "8", 4), pod(podSpec{name: "waits", queue: "team-a", gpus: 1}))
+	c.settle()
+	if err := c.shim.RunCycle(c.ctx); err == nil {
+		t.Fatal("a cycle with a malformed queue ConfigMap succeeded")
+	}
+	c.waitPod("ml", "waits", "told the queue ConfigMap is malformed", func(p *corev1.Pod) bool {
+		m := pendingCondition(p)
+		return strings.HasPrefix(m, ReasonQueueConfigInvalid+": ") && strings.Contains(m, "deservd")
+	})
+	c.waitEvent("ml", "waits", "FailedScheduling", "deservd")
+}
+
+// TestRealMinRuntimeReasonSaysWhenTheVictimsMayGo (issue 32): team-a borrowed all of team-b's
+// GPUs with pods that started just now, and their parent queue protects them for 600s. team-b's pod
+// waits; its reason says that reclaim_min_runtime is what protects the victims, and until when:
+// the victims' start time plus 600s.
+func TestRealMinRuntimeReasonSaysWhenTheVictimsMayGo(t *testing.T) {
+	c := newCluster(t, clusterOpts{queues: strings.Replace(twoTeams, "- name: research\n",
+		"- name: research\n  reclaimMinRuntime: 600s\n", 1)})
+	c.apply(kwokNode("n1", "8", 4), kwokNode("n2", "8", 4),
+		pod(podSpec{name: "a-0", queue: "team-a", gpus: 4, node: "n1"}),
+		pod(podSpec{name: "a-1", queue: "team-a", gpus: 4, node: "n2"}))
+	c.waitRunning("ml", "a-0")
+	c.waitRunning("ml", "a-1")
+	var latest time.Time
+	for _, name := range []string{"a-0", "a-1"} {
+		c.waitPod("ml", name, "given a start time", func(p *corev1.Pod) bool { return p.Status.StartTime != nil })
+		if st := c.pod("ml", name).Status.StartTime.Time; st.After(latest) {
+			latest = st
+		}
+	}
+	c.apply(pod(podSpec{name: "b-0", queue: "team-b", gpus: 4}))
+	c.cycle()
+	for _, line := range c.audit() {
+		if strings.HasPrefix(line, "eviction ") {
+			t.Fatalf("%s: the victims are protected", line)
+		}
+	}
+	want := "reclaim: the victims that would let it fit are protected by reclaim_min_runtime until " +
+		latest.Add(600*time.Second).UTC().Format(time.RFC3339)
+	c.waitPod("ml", "b-0", "told when the victims may go", func(p *corev1.Pod) bool {
+		return strings.Contains(pendingCondition(p), want)
+	})
+	c.waitEvent("ml", "b-0", "FailedScheduling", want)
+}
+
+// queuesOf reads queues.yaml out of the arbiter-queues ConfigMap in a manifest file of the
+// repository (path from the repository's root).
+func queuesOf(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(data), "\n---") {
+		var cm corev1.ConfigMap
+		if err := yaml.Unmarshal([]byte(doc), &cm); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if cm.Name == "arbiter-queues" {
+			return cm.Data[translate.QueueConfigKey]
+		}
+	}
+	t.Fatalf("%s has no arbiter-queues ConfigMap", path)
+	return ""
+}
+
+// TestRealLocalTrialQueuesReclaimWithinSeconds (issue 32): with the queues the local trial applies
+// (tests/k8s/local-queues.yaml), team-b reclaims its share from pods of team-a's that have just
+// started within seconds, where the chart's production queues protect them for 600s.
+func TestRealLocalTrialQueuesReclaimWithinSeconds(t *testing.T) {
+	production, err := translate.ParseQueueConfig([]byte(queuesOf(t, "deploy/kustomize/base/configmaps.yaml")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range production.Queues {
+		if q.GetParent() != "" && q.GetReclaimMinRuntime().AsDuration() != 600*time.Second {
+			t.Errorf("the chart's queue %s has reclaimMinRuntime %v, want the production default 600s", q.GetName(), q.GetReclaimMinRuntime().AsDuration())
+		}
+	}
+
+	c := newCluster(t, clusterOpts{queues: queuesOf(t, "tests/k8s/local-queues.yaml")})
+	c.apply(kwokNode("n1", "8", 4), kwokNode("n2", "8", 4),
+		pod(podSpec{name: "a-0", queue: "team-a", gpus: 4, node: "n1"}),
+		pod(podSpec{name: "a-1", queue: "team-a", gpus: 4, node: "n2"}))
+	c.waitRunning("ml", "a-0")
+	c.waitRunning("ml", "a-1")
+	started := c.pod("ml", "a-1").Status.StartTime.Time
+	c.apply(pod(podSpec{name: "b-0", queue: "team-b", gpus: 4}))
+	evicted := func() bool {
+		for _, line := range c.audit() {
+			if strings.HasPrefix(line, "eviction ") {
+				return true
+			}
+		}
+		return false
+	}
+	for !evicted() {
+		if time.Since(started) > 20*time.Second {
+			t.Fatalf("no reclaim 20s after the victims started; b-0 waits with %q", pendingCondition(c.pod("ml", "b-0")))
+		}
+		c.cycle()
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Logf("reclaimed %s after the victims started", time.Since(started).Round(100*time.Millisecond))
 }

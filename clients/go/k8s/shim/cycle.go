@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -66,10 +68,16 @@ func (s *Shim) decide(ctx context.Context, now time.Time, writeReasons bool) (*t
 		byUID[p.UID] = p
 	}
 	s.state.reconcile(byUID, now)
+	if writeReasons { // the nominations are the shim's own, read back from the pods it wrote
+		s.state.adopt(allPods, s.cfg.SchedulerName)
+	}
 
 	queueCfg, err := s.queueConfig()
 	if err != nil {
 		s.deps.Metrics.Errors.WithLabelValues("queues").Inc()
+		if writeReasons {
+			s.writeWaiting(ctx, allPods, ReasonQueueConfigInvalid, err.Error()+"; no pod is scheduled until it is fixed")
+		}
 		return nil, nil, err
 	}
 	nodes, err := s.nodes.List(labels.Everything())
@@ -89,7 +97,7 @@ func (s *Shim) decide(ctx context.Context, now time.Time, writeReasons bool) (*t
 		Nodes:            nodes,
 		Pods:             allPods,
 		IgnoredResources: ignored,
-		Assumed:          s.state.bound,
+		Assumed:          s.state.assumed(nodes, byUID),
 		Evicting:         s.state.evicted,
 	})
 	if writeReasons {
@@ -115,9 +123,36 @@ func (s *Shim) decide(ctx context.Context, now time.Time, writeReasons bool) (*t
 	cancel()
 	if err != nil {
 		s.deps.Metrics.Errors.WithLabelValues("schedule").Inc()
+		if writeReasons && ctx.Err() == nil {
+			reason, msg := scheduleFailure(err)
+			s.writeWaiting(ctx, allPods, reason, msg)
+		}
 		return nil, nil, fmt.Errorf("schedule: %w", err)
 	}
 	return res, resp, nil
+}
+
+// Reasons written to the waiting pods when a cycle stops before arbiter's answer.
+const (
+	// ReasonArbiterUnavailable: the Schedule call failed (arbiter-server unreachable, or no
+	// answer in time).
+	ReasonArbiterUnavailable = "arbiter-unavailable"
+	// ReasonQueueConfigInvalid: the queue ConfigMap cannot be read; the message names the field.
+	ReasonQueueConfigInvalid = "queue-config-invalid"
+	// ReasonSnapshotRejected: arbiter-server refused the snapshot; the message names the field.
+	ReasonSnapshotRejected = "snapshot-rejected"
+)
+
+// scheduleFailure is the reason and message written to waiting pods for a failed Schedule call.
+// The message carries only the gRPC code, not the error's text, so that it stays the same from
+// one failed cycle to the next and is written (with its Event) once.
+func scheduleFailure(err error) (reason, message string) {
+	switch st := status.Convert(err); st.Code() {
+	case codes.InvalidArgument:
+		return ReasonSnapshotRejected, "arbiter-server refused the snapshot: " + st.Message()
+	default:
+		return ReasonArbiterUnavailable, fmt.Sprintf("arbiter-server did not answer (gRPC %s); pods wait until it does", st.Code())
+	}
 }
 
 // queueConfig reads the queue ConfigMap and, when enabled, KAI's Queue resources. A missing

@@ -65,7 +65,8 @@ type Config struct {
 	UsageSaveInterval time.Duration
 	// DumpDir, when set, receives every ScheduleRequest sent, as proto3 JSON.
 	DumpDir string
-	// IgnoredResources are never sent; default ["pods"].
+	// IgnoredResources are never sent; default none. Ignoring "pods" stops counting pods against
+	// each node's pods allocatable (translate.PodsResource).
 	IgnoredResources []string
 	// KAIQueues reads KAI Scheduler's Queue resources (needs a dynamic client).
 	KAIQueues bool
@@ -98,9 +99,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BindWorkers <= 0 {
 		c.BindWorkers = 16
-	}
-	if c.IgnoredResources == nil {
-		c.IgnoredResources = []string{"pods"}
 	}
 	return c
 }

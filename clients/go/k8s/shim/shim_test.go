@@ -3,8 +3,10 @@ package shim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -224,8 +226,11 @@ func TestPipelinedGangIsBoundTogether(t *testing.T) {
 	}
 	h.deletePod("ml", "victim")
 	h.cycle()
+	// The two bindings are in flight together: their order is the workers'.
+	got := h.calls()
+	sort.SliceStable(got[1:], func(i, j int) bool { return got[1+i].name < got[1+j].name })
 	want := []call{{"evict", "ml", "victim", ""}, {"bind", "ml", "g-0", "n1"}, {"bind", "ml", "g-1", "n2"}}
-	if diff := cmp.Diff(want, h.calls(), cmp.AllowUnexported(call{})); diff != "" {
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(call{})); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
 }
@@ -256,7 +261,10 @@ func TestNominationIsDroppedWhenALaterAnswerDisagrees(t *testing.T) {
 	}
 }
 
-func TestNominationIsDroppedWhenTheAnswerLeavesThePodPending(t *testing.T) {
+// TestNominationIsCarriedAsABoundPodUntilItsVictimsAreGone (issue 32): a later answer that says
+// nothing of the nominated pod does not drop its claim. The next snapshots send it as bound to its
+// node, and it is bound there once its victim is gone.
+func TestNominationIsCarriedAsABoundPodUntilItsVictimsAreGone(t *testing.T) {
 	h := newHarness(t, harnessOpts{}, queueConfigMap(twoTeams), node("n1", "8", 4),
 		pod(podSpec{name: "victim", queue: "team-a", gpus: 4, node: "n1"}),
 		pod(podSpec{name: "reclaimer", queue: "team-b", gpus: 4}))
@@ -264,12 +272,70 @@ func TestNominationIsDroppedWhenTheAnswerLeavesThePodPending(t *testing.T) {
 	h.sched.answer = answer([]*arbiterv1.Binding{binding("ml/reclaimer", "reclaimer", "n1", true)},
 		[]*arbiterv1.Eviction{eviction("ml/victim", "victim", "n1", arbiterv1.EvictionReason_FAIR_SHARE_RECLAIM, "ml/reclaimer")})
 	h.cycle()
-	h.sched.answer = answer(nil, nil, &arbiterv1.PendingPodGroup{PodGroup: "ml/reclaimer", Reason: "insufficient-resources", Message: "n1 is full"})
+	h.sched.answer = answer(nil, nil)
 	h.cycle()
+	if p := podIn(h.sched.last(), "ml/reclaimer", "reclaimer"); p.GetPhase() != arbiterv1.PodPhase_POD_PHASE_RUNNING || p.GetNodeName() != "n1" {
+		t.Errorf("the nominated pod is sent as %v on %q, want RUNNING on n1 (its claim)", p.GetPhase(), p.GetNodeName())
+	}
 	h.deletePod("ml", "victim")
 	h.cycle()
-	if got := h.calls(); len(got) != 1 || got[0].verb != "evict" {
-		t.Errorf("calls = %v, want only the eviction", got)
+	h.waitBound("ml", "reclaimer")
+	if got := h.calls(); len(got) != 2 || got[0].verb != "evict" || got[1].verb != "bind" || got[1].node != "n1" {
+		t.Errorf("calls = %v, want the eviction, then the binding to n1", got)
+	}
+}
+
+// TestNominationOfAnEarlierLeaderIsAdopted (issue 32): a new leader finds a pod its predecessor
+// nominated (status.nominatedNodeName and the waiting message) while its victim terminates. It
+// keeps the claim, sending the pod as bound to that node, and binds it there once the victim is
+// gone.
+func TestNominationOfAnEarlierLeaderIsAdopted(t *testing.T) {
+	victim := pod(podSpec{name: "victim", queue: "team-a", gpus: 4, node: "n1"})
+	deleted := metav1.NewTime(epoch)
+	victim.DeletionTimestamp = &deleted
+	victim.Finalizers = []string{"example.com/slow"}
+	claimer := pod(podSpec{name: "reclaimer", queue: "team-b", gpus: 4})
+	claimer.Status.NominatedNodeName = "n1"
+	claimer.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, Message: fmt.Sprintf(waitingMessage, 1, "n1")}}
+	h := newHarness(t, harnessOpts{}, queueConfigMap(twoTeams), node("n1", "8", 4), victim, claimer)
+	h.sched.answer = answer(nil, nil)
+	h.cycle()
+	if p := podIn(h.sched.last(), "ml/reclaimer", "reclaimer"); p.GetPhase() != arbiterv1.PodPhase_POD_PHASE_RUNNING || p.GetNodeName() != "n1" {
+		t.Errorf("the adopted claim is sent as %v on %q, want RUNNING on n1", p.GetPhase(), p.GetNodeName())
+	}
+	if got := h.calls(); len(got) != 0 {
+		t.Errorf("calls = %v while the victim terminates, want none", got)
+	}
+	h.deletePod("ml", "victim")
+	h.cycle()
+	h.waitBound("ml", "reclaimer")
+	if got := h.calls(); len(got) != 1 || got[0].verb != "bind" || got[0].node != "n1" {
+		t.Errorf("calls = %v, want the binding to n1", got)
+	}
+}
+
+// TestNominationTakenBackByAnEvictionIsDroppedWithoutAnAPICall: an answer that evicts a nominated
+// pod (sent as bound, yet never bound) takes its claim back; the pod is not evicted through the
+// API, and the next snapshot has it pending.
+func TestNominationTakenBackByAnEvictionIsDroppedWithoutAnAPICall(t *testing.T) {
+	h := newHarness(t, harnessOpts{}, queueConfigMap(twoTeams), node("n1", "8", 4),
+		pod(podSpec{name: "victim", queue: "team-a", gpus: 4, node: "n1"}),
+		pod(podSpec{name: "reclaimer", queue: "team-b", gpus: 4}))
+	h.set(func(h *harness) { h.evictMode = evictTerminate })
+	h.sched.answer = answer([]*arbiterv1.Binding{binding("ml/reclaimer", "reclaimer", "n1", true)},
+		[]*arbiterv1.Eviction{eviction("ml/victim", "victim", "n1", arbiterv1.EvictionReason_FAIR_SHARE_RECLAIM, "ml/reclaimer")})
+	h.cycle()
+	h.sched.answer = answer(nil, []*arbiterv1.Eviction{eviction("ml/reclaimer", "reclaimer", "n1", arbiterv1.EvictionReason_PRIORITY_PREEMPTION, "ml/other")})
+	h.cycle()
+	h.sched.answer = answer(nil, nil)
+	h.deletePod("ml", "victim")
+	h.cycle()
+	if p := podIn(h.sched.last(), "ml/reclaimer", "reclaimer"); p.GetPhase() != arbiterv1.PodPhase_POD_PHASE_PENDING {
+		t.Errorf("the pod whose claim was taken back is sent as %v, want PENDING", p.GetPhase())
+	}
+	if got := h.calls(); len(got) != 1 || got[0].verb != "evict" || got[0].name != "victim" {
+		t.Errorf("calls = %v, want only the victim's eviction", got)
 	}
 }
 

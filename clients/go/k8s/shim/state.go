@@ -1,10 +1,13 @@
 package shim
 
 import (
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"arbiter.dev/clients/go/k8s/translate"
 )
 
 // hintTTL bounds how long a moved pod's new node waits for the pod's replacement.
@@ -90,6 +93,91 @@ func (st *state) reconcile(pods map[types.UID]*corev1.Pod, now time.Time) {
 			st.hints[g] = kept
 		}
 	}
+}
+
+// waitingMessage is the PodScheduled message of a nominated pod (its victim count and node);
+// adopt recognises a nomination of an earlier leader by its start.
+const (
+	waitingMessage = "waiting for %d pod(s) to leave node %s"
+	waitingPrefix  = "waiting for "
+)
+
+// adopt takes over the nominations an earlier leader (or this process before a restart) made
+// and the cache shows: a pending pod of scheduler with status.nominatedNodeName and the
+// waiting message in its PodScheduled condition. Its victims are the pods terminating on that
+// node. Without it, a new leader would send the pod as pending, and the capacity its victims
+// release could go to another pod.
+func (st *state) adopt(pods []*corev1.Pod, scheduler string) {
+	var claims []*corev1.Pod
+	for _, p := range pods {
+		if p.Spec.SchedulerName != scheduler || p.Spec.NodeName != "" || p.DeletionTimestamp != nil ||
+			p.Status.NominatedNodeName == "" || st.nominations[p.UID] != nil || st.bound[p.UID] != "" {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && strings.HasPrefix(c.Message, waitingPrefix) {
+				claims = append(claims, p)
+			}
+		}
+	}
+	if len(claims) == 0 {
+		return
+	}
+	releasing := map[string]map[types.UID]podRef{}
+	for _, p := range pods {
+		if p.Spec.NodeName != "" && p.DeletionTimestamp != nil && !terminal(p) {
+			if releasing[p.Spec.NodeName] == nil {
+				releasing[p.Spec.NodeName] = map[types.UID]podRef{}
+			}
+			releasing[p.Spec.NodeName][p.UID] = podRef{namespace: p.Namespace, name: p.Name}
+		}
+	}
+	for _, p := range claims {
+		node := p.Status.NominatedNodeName
+		if len(releasing[node]) == 0 {
+			continue // nothing to wait for: the answer decides afresh
+		}
+		st.nominations[p.UID] = &nomination{
+			namespace: p.Namespace, name: p.Name, group: translate.GroupOf(p), node: node, victims: releasing[node],
+		}
+	}
+}
+
+// assumed is where the next snapshot places pods that the cache shows unbound: the bindings
+// issued, and the nominated pods on their nodes. A nominated pod is sent as bound there, so its
+// claim on the capacity its victims release holds until they are gone (SEMANTICS.md §4.1, the
+// pipelined claim): no later answer hands that capacity to another pod, and the preemptor causes
+// no evictions beyond those of its own answer. A nomination is dropped, its pod pending again and
+// decided afresh, when its node is gone, or when a victim is not leaving: its eviction was refused
+// (a disruption budget) or failed, so the claim would wait on capacity that is not being freed.
+func (st *state) assumed(nodes []*corev1.Node, pods map[types.UID]*corev1.Pod) map[types.UID]string {
+	exists := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		exists[n.Name] = true
+	}
+	out := make(map[types.UID]string, len(st.bound)+len(st.nominations))
+	for uid, n := range st.nominations {
+		if !exists[n.node] || st.victimStays(n, pods) {
+			delete(st.nominations, uid)
+			continue
+		}
+		out[uid] = n.node
+	}
+	for uid, node := range st.bound {
+		out[uid] = node
+	}
+	return out
+}
+
+// victimStays reports whether a victim of n is still there without leaving: not terminating,
+// and no eviction of it accepted.
+func (st *state) victimStays(n *nomination, pods map[types.UID]*corev1.Pod) bool {
+	for uid := range n.victims {
+		if p := pods[uid]; p != nil && !terminal(p) && p.DeletionTimestamp == nil && !st.evicted[uid] {
+			return true
+		}
+	}
+	return false
 }
 
 func terminal(p *corev1.Pod) bool {

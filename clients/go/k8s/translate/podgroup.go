@@ -58,13 +58,19 @@ func QueueOf(pod *corev1.Pod, defaultQueue string) string {
 	return defaultQueue
 }
 
+// GroupOf is the name of pod's pod group as the snapshot carries it: "namespace/group" from
+// KeyPodGroup, else "namespace/pod".
+func GroupOf(pod *corev1.Pod) string {
+	if v, ok := lookup(pod, KeyPodGroup); ok && v != "" {
+		return pod.Namespace + "/" + v
+	}
+	return pod.Namespace + "/" + pod.Name
+}
+
 // groupOf reads the pod-group attributes of pod; defaultQueue applies when the pod names no
 // queue. The error says which key is malformed.
 func groupOf(pod *corev1.Pod, defaultQueue string) (groupAttributes, error) {
-	g := groupAttributes{name: pod.Namespace + "/" + pod.Name, queue: QueueOf(pod, defaultQueue)}
-	if v, ok := lookup(pod, KeyPodGroup); ok && v != "" {
-		g.name = pod.Namespace + "/" + v
-	}
+	g := groupAttributes{name: GroupOf(pod), queue: QueueOf(pod, defaultQueue)}
 	if v, ok := lookup(pod, KeyMinMember); ok {
 		n, err := strconv.ParseInt(v, 10, 32)
 		if err != nil || n < 0 {

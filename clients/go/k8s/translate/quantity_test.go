@@ -78,7 +78,7 @@ func TestPodRequestsFollowKubeScheduler(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := requests(&corev1.Pod{Spec: tc.spec}, nil)
+			got := requests(&corev1.Pod{Spec: tc.spec}, map[string]bool{PodsResource: true})
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("requests (-want +got):\n%s", diff)
 			}

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -34,7 +35,10 @@ type Input struct {
 	Queues       []*arbiterv1.Queue
 	Nodes        []*corev1.Node
 	Pods         []*corev1.Pod
-	// IgnoredResources are left out of every map (e.g. "pods", which no pod requests).
+	// IgnoredResources are left out of every map. Unless "pods" is among them, every pod asks for
+	// one "pods" (PodsResource), which a node's allocatable bounds as the kubelet does, and every
+	// queue that names no "pods" quota deserves -1 of it: pods are counted per node, never
+	// divided between queues.
 	IgnoredResources map[string]bool
 	// Assumed holds the pods this adapter bound whose binding the cache does not show yet, by UID,
 	// with the node: they count as RUNNING there, so capacity is never handed out twice.
@@ -80,7 +84,10 @@ type groupAcc struct {
 //   - This scheduler's pods: grouped by KeyPodGroup (else a group of one), in the group's queue.
 //     Phase: bound and terminating (or evicted by us) = RELEASING, bound = RUNNING, else PENDING.
 //     Requests are the effective pod requests as kube-scheduler computes them (init containers,
-//     sidecars, overhead, pod-level resources). Succeeded and Failed pods are left out.
+//     sidecars, overhead, pod-level resources), plus one "pods" unless ignored. Succeeded and
+//     Failed pods are left out.
+//   - Queues: as given, with deserved "pods" -1 where a queue sets none (unless "pods" is
+//     ignored), so that the pod count bounds nodes only.
 //   - A group takes its queue, priority, preemptibility and min-member from its first pod by
 //     name; its creation time is its oldest pod's.
 //
@@ -89,6 +96,9 @@ type groupAcc struct {
 // single-value In terms can) are listed in Result.Excluded instead, so one bad pod never makes
 // arbiter reject the whole request. Output order is by name throughout.
 func Build(in Input) *Result {
+	if !in.IgnoredResources[PodsResource] {
+		in.Queues = withPodsUnbounded(in.Queues)
+	}
 	b := &builder{
 		in: in,
 		res: &Result{
@@ -352,9 +362,39 @@ func addRequiredNodeAffinity(pod *corev1.Pod, p *arbiterv1.Pod) error {
 	return nil
 }
 
-// requests are a pod's effective requests, as kube-scheduler counts them.
+// PodsResource is the node allocatable that bounds how many pods a node runs. Each pod asks for
+// one, as kube-scheduler and the kubelet count it.
+const PodsResource = "pods"
+
+// requests are a pod's effective requests, as kube-scheduler counts them, one "pods" included
+// unless ignored.
 func requests(pod *corev1.Pod, ignored map[string]bool) map[string]float64 {
-	return Amounts(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}), ignored)
+	out := Amounts(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}), ignored)
+	if !ignored[PodsResource] {
+		out[PodsResource] = 1
+	}
+	return out
+}
+
+// withPodsUnbounded is queues with deserved "pods" -1 in each queue that sets no "pods" quota of
+// its own (copies; the input is left as it is): like cpu and memory at -1, the pod count then
+// takes part in node fit only, and never makes a queue look above its deserved share
+// (SEMANTICS.md §0.2, adapters).
+func withPodsUnbounded(queues []*arbiterv1.Queue) []*arbiterv1.Queue {
+	out := make([]*arbiterv1.Queue, len(queues))
+	for i, q := range queues {
+		if _, set := q.GetDeserved()[PodsResource]; set {
+			out[i] = q
+			continue
+		}
+		c := proto.Clone(q).(*arbiterv1.Queue)
+		if c.Deserved == nil {
+			c.Deserved = map[string]float64{}
+		}
+		c.Deserved[PodsResource] = -1
+		out[i] = c
+	}
+	return out
 }
 
 func nodeOf(pod *corev1.Pod, assumed map[types.UID]string) string {

@@ -340,11 +340,72 @@ func TestAllocatedCountsRunningPodsUpTheTree(t *testing.T) {
 		},
 	})
 	want := map[string]map[string]float64{
-		"research": {"nvidia.com/gpu": 3, "cpu": 1000},
-		"team-a":   {"nvidia.com/gpu": 2},
-		"team-b":   {"nvidia.com/gpu": 1, "cpu": 1000},
+		"research": {"nvidia.com/gpu": 3, "cpu": 1000, "pods": 2},
+		"team-a":   {"nvidia.com/gpu": 2, "pods": 1},
+		"team-b":   {"nvidia.com/gpu": 1, "cpu": 1000, "pods": 1},
 	}
 	if diff := cmp.Diff(want, res.Allocated); diff != "" {
 		t.Errorf("allocated (-want +got):\n%s", diff)
 	}
+}
+
+// TestPodsAreCountedAgainstTheNodesPodsAllocatable: every pod asks for one "pods", which the
+// node's pods allocatable bounds (less the pods of other schedulers); queues that set no pods
+// quota deserve -1 of it. Ignoring "pods" turns all of that off.
+func TestPodsAreCountedAgainstTheNodesPodsAllocatable(t *testing.T) {
+	queues := []*arbiterv1.Queue{
+		{Name: "team-a", Deserved: map[string]float64{"nvidia.com/gpu": 4}},
+		{Name: "team-b", Deserved: map[string]float64{"pods": 10}},
+	}
+	in := Input{
+		Now: now, SchedulerName: "arbiter", Queues: queues,
+		Nodes: []*corev1.Node{newNode("n1", "8", "16Gi", 0)},
+		Pods: []*corev1.Pod{
+			newPod("ml", "a-run", label(KeyQueue, "team-a"), onNode("n1", t0), requesting("cpu", "1")),
+			newPod("ml", "a-wait", label(KeyQueue, "team-a"), requesting("cpu", "1")),
+			newPod("kube-system", "other", scheduler("default-scheduler"), onNode("n1", t0), requesting("cpu", "1")),
+		},
+	}
+	res := Build(in)
+	if got := res.Snapshot.GetNodes()[0].GetAllocatable()["pods"]; got != 109 {
+		t.Errorf("n1's pods allocatable = %v, want 110 less the other scheduler's pod", got)
+	}
+	for _, name := range []string{"a-run", "a-wait"} {
+		if got := snapshotPod(res.Snapshot, name).GetRequests()["pods"]; got != 1 {
+			t.Errorf("%s asks for %v pods, want 1", name, got)
+		}
+	}
+	if got := res.Snapshot.GetQueues()[0].GetDeserved()["pods"]; got != -1 {
+		t.Errorf("team-a deserves %v pods, want -1 (it names no pods quota)", got)
+	}
+	if got := res.Snapshot.GetQueues()[1].GetDeserved()["pods"]; got != 10 {
+		t.Errorf("team-b deserves %v pods, want its own 10", got)
+	}
+	if _, changed := queues[0].GetDeserved()["pods"]; changed {
+		t.Error("Build changed the queues it was given")
+	}
+
+	in.IgnoredResources = map[string]bool{"pods": true}
+	res = Build(in)
+	if _, ok := res.Snapshot.GetNodes()[0].GetAllocatable()["pods"]; ok {
+		t.Error("pods ignored, yet n1 has a pods allocatable")
+	}
+	if _, ok := snapshotPod(res.Snapshot, "a-wait").GetRequests()["pods"]; ok {
+		t.Error("pods ignored, yet a-wait asks for pods")
+	}
+	if _, ok := res.Snapshot.GetQueues()[0].GetDeserved()["pods"]; ok {
+		t.Error("pods ignored, yet team-a has a pods quota")
+	}
+}
+
+// snapshotPod finds a pod of the snapshot by name.
+func snapshotPod(snap *arbiterv1.Snapshot, name string) *arbiterv1.Pod {
+	for _, g := range snap.GetPodGroups() {
+		for _, p := range g.GetPods() {
+			if p.GetName() == name {
+				return p
+			}
+		}
+	}
+	return nil
 }

@@ -13,7 +13,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,11 +28,28 @@ import (
 // $ARBITER_SERVER_BIN.
 func ArbiterServer(t testing.TB, args ...string) string {
 	t.Helper()
+	return StartArbiterServer(t, 0, args...).Addr
+}
+
+// Server is one arbiter-server process.
+type Server struct {
+	Addr    string // host:port of its gRPC API
+	cmd     *exec.Cmd
+	stopped sync.Once
+}
+
+// Stop stops the server (SIGTERM, then SIGKILL after 10s) and waits until it has exited.
+func (s *Server) Stop() { s.stopped.Do(func() { stop(s.cmd, 10*time.Second) }) }
+
+// StartArbiterServer runs arbiter-server on loopback port (0 = a free one) until Stop or the end
+// of the test, and returns once it listens. The test is skipped without $ARBITER_SERVER_BIN.
+func StartArbiterServer(t testing.TB, port int, args ...string) *Server {
+	t.Helper()
 	bin := os.Getenv("ARBITER_SERVER_BIN")
 	if bin == "" {
 		t.Skip("ARBITER_SERVER_BIN is not set: build arbiter-server and point it at the binary to run the end-to-end tests")
 	}
-	cmd := exec.Command(bin, append([]string{"--host", "127.0.0.1", "--port", "0", "--metrics-port", "-1"}, args...)...)
+	cmd := exec.Command(bin, append([]string{"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--metrics-port", "-1"}, args...)...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -39,7 +58,8 @@ func ArbiterServer(t testing.TB, args ...string) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", bin, err)
 	}
-	t.Cleanup(func() { stop(cmd, 10*time.Second) })
+	s := &Server{cmd: cmd}
+	t.Cleanup(s.Stop)
 	lines := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -59,11 +79,12 @@ func ArbiterServer(t testing.TB, args ...string) string {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			t.Fatalf("arbiter-server listens on %q: %v", addr, err)
 		}
-		return addr
+		s.Addr = addr
+		return s
 	case <-time.After(30 * time.Second):
 		t.Fatal("arbiter-server printed nothing within 30s")
 	}
-	return ""
+	return nil
 }
 
 // ArbiterCLI returns the arbiter CLI built next to $ARBITER_SERVER_BIN.

@@ -165,7 +165,9 @@ class Client:
     TLSFiles. ``deadline`` bounds each attempt, in seconds. ``retries`` is the number of extra
     attempts after an UNAVAILABLE answer; the first retry waits ``initial_backoff`` seconds,
     each next one twice as long up to ``max_backoff``, plus up to 20% at random.
-    ``max_message_bytes`` caps the size of an answer. The channel connects on the first call.
+    ``max_message_bytes`` caps the size of an answer. ``reconnect_backoff`` caps the wait, in
+    seconds, between the channel's attempts to reconnect to a server that went away (gRPC's own
+    cap is 120 s). The channel connects on the first call.
     """
 
     def __init__(
@@ -180,6 +182,7 @@ class Client:
         max_message_bytes: int = 64 * MiB,
         keepalive_time: float = 300.0,
         keepalive_timeout: float = 20.0,
+        reconnect_backoff: float = 2.0,
     ) -> None:
         if not target:
             raise ValueError("Client: empty target")
@@ -196,6 +199,8 @@ class Client:
             raise ValueError(f"Client: max_message_bytes must be positive, not {max_message_bytes}")
         if keepalive_time <= 0 or keepalive_timeout <= 0:
             raise ValueError("Client: keepalive_time and keepalive_timeout must be positive")
+        if reconnect_backoff <= 0:
+            raise ValueError(f"Client: reconnect_backoff must be positive, not {reconnect_backoff}")
 
         self.target = target
         self.deadline = deadline
@@ -208,6 +213,10 @@ class Client:
             ("grpc.keepalive_time_ms", int(keepalive_time * 1000)),
             ("grpc.keepalive_timeout_ms", int(keepalive_timeout * 1000)),
             ("grpc.max_receive_message_length", max_message_bytes),
+            # gRPC's reconnect backoff starts at 1 s; both bounds so that the first is not above
+            # the cap.
+            ("grpc.initial_reconnect_backoff_ms", min(1000, int(reconnect_backoff * 1000))),
+            ("grpc.max_reconnect_backoff_ms", int(reconnect_backoff * 1000)),
         ]
         if isinstance(tls, TLSFiles):
             if tls.server_name:

@@ -1,7 +1,8 @@
 // Command arbiter-local-cluster runs arbiter on a Kubernetes control plane of its own, on
 // loopback, to try it without a cluster: etcd, kube-apiserver, kube-controller-manager,
 // kube-scheduler and kwok (fake nodes that run every pod bound to them), the chart's namespace,
-// queues and RBAC, arbiter-server, and arbiter-k8s acting as the chart's ServiceAccount.
+// queues (with the trial's short reclaim min-runtime, TrialQueues) and RBAC, arbiter-server, and
+// arbiter-k8s acting as the chart's ServiceAccount.
 //
 // tests/k8s/local-cluster.sh builds everything and runs it; see deploy/README.md, "Try it on a
 // local control plane". With --check it applies the given manifests, waits until every pod
@@ -13,6 +14,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -25,17 +27,23 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
 
 	"arbiter.dev/clients/go/internal/cmdutil"
 	"arbiter.dev/clients/go/test/controlplane"
 )
 
+// TrialQueues replaces the chart's queue ConfigMap in the trial: the same queues, reclaimable
+// 5 s after a pod starts instead of the chart's 600 s, so that reclaim shows within seconds.
+const TrialQueues = "tests/k8s/local-queues.yaml"
+
 type options struct {
-	dir, repo, arbiterServer, arbiterK8s string
-	nodes, gpus                          int
-	cpu, memory                          string
-	check                                []string
-	timeout                              time.Duration
+	dir, repo, arbiterServer, arbiterK8s, arbiterExtender string
+	extender                                              bool
+	nodes, gpus                                           int
+	cpu, memory                                           string
+	check                                                 []string
+	timeout                                               time.Duration
 }
 
 func parseFlags(args []string) (options, error) {
@@ -44,7 +52,10 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.dir, "dir", filepath.Join(os.TempDir(), "arbiter-local"), "folder for the cluster's data, kubeconfig and logs (emptied first)")
 	fs.StringVar(&o.repo, "repo", ".", "the repository's root (for deploy/kustomize/base)")
 	fs.StringVar(&o.arbiterServer, "arbiter-server", "build/bin/arbiter-server", "the arbiter-server binary")
-	fs.StringVar(&o.arbiterK8s, "arbiter-k8s", "", "the arbiter-k8s binary (required)")
+	fs.StringVar(&o.arbiterK8s, "arbiter-k8s", "", "the arbiter-k8s binary (required without --extender)")
+	fs.BoolVar(&o.extender, "extender", false,
+		"run arbiter as kube-scheduler's extender instead of arbiter-k8s: kube-scheduler's profile \"arbiter\" asks arbiter-extender")
+	fs.StringVar(&o.arbiterExtender, "arbiter-extender", "", "the arbiter-extender binary (required with --extender)")
 	fs.IntVar(&o.nodes, "nodes", 4, "kwok nodes to create")
 	fs.StringVar(&o.cpu, "node-cpu", "32", "each node's CPUs")
 	fs.StringVar(&o.memory, "node-memory", "256Gi", "each node's memory")
@@ -66,10 +77,16 @@ func parseFlags(args []string) (options, error) {
 func main() { cmdutil.Main("arbiter-local-cluster", parseFlags, run) }
 
 func run(ctx context.Context, o options) error {
-	if o.arbiterK8s == "" {
+	scheduler := &o.arbiterK8s
+	switch {
+	case o.extender && o.arbiterExtender == "":
+		return errors.New("--arbiter-extender is required with --extender")
+	case o.extender:
+		scheduler = &o.arbiterExtender
+	case o.arbiterK8s == "":
 		return errors.New("--arbiter-k8s is required")
 	}
-	for _, bin := range []*string{&o.arbiterServer, &o.arbiterK8s} {
+	for _, bin := range []*string{&o.arbiterServer, scheduler} {
 		abs, err := filepath.Abs(*bin)
 		if err != nil {
 			return err
@@ -84,9 +101,23 @@ func run(ctx context.Context, o options) error {
 	}
 	start := time.Now()
 	sa := controlplane.ServiceAccount("arbiter-system", "arbiter-k8s")
-	cp, err := controlplane.Start(ctx, controlplane.Options{
-		Dir: o.dir, KeepDir: true, Scheduler: true, Users: []controlplane.User{sa},
-	})
+	cpOpts := controlplane.Options{Dir: o.dir, KeepDir: true, Scheduler: true}
+	extenderPort := 0
+	var extenderListener net.Listener // holds the port until arbiter-extender takes it
+	if o.extender {
+		sa = controlplane.ServiceAccount("arbiter-system", extenderServiceAccount)
+		var err error
+		if extenderListener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			return err
+		}
+		defer extenderListener.Close()
+		extenderPort = extenderListener.Addr().(*net.TCPAddr).Port
+		if cpOpts.SchedulerConfig, err = writeSchedulerConfig(o, extenderPort); err != nil {
+			return err
+		}
+	}
+	cpOpts.Users = []controlplane.User{sa}
+	cp, err := controlplane.Start(ctx, cpOpts)
 	if err != nil {
 		return err
 	}
@@ -99,8 +130,13 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	base := filepath.Join(o.repo, "deploy", "kustomize", "base")
-	if _, err := cp.Apply(ctx, filepath.Join(base, "namespace.yaml"), filepath.Join(base, "configmaps.yaml"),
-		filepath.Join(base, "scheduler-rbac.yaml")); err != nil {
+	manifests := []string{filepath.Join(base, "namespace.yaml"), filepath.Join(base, "configmaps.yaml"),
+		filepath.Join(base, "scheduler-rbac.yaml"), filepath.Join(o.repo, TrialQueues)}
+	if o.extender {
+		overlay := filepath.Join(o.repo, "deploy", "kustomize", "overlays", "extender")
+		manifests = append(manifests, filepath.Join(overlay, "extender-configmaps.yaml"), filepath.Join(overlay, "extender-rbac.yaml"))
+	}
+	if _, err := cp.Apply(ctx, manifests...); err != nil {
 		return err
 	}
 
@@ -121,9 +157,20 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	shimLog, err := cp.StartProcess("arbiter-k8s", o.arbiterK8s, "--kubeconfig", saConfig, "--server", addr,
-		"--http-addr", fmt.Sprintf("127.0.0.1:%d", httpPort), "--namespace", "arbiter-system",
-		"--lease-duration", "4s", "--renew-deadline", "3s", "--retry-period", "1s")
+	schedulerLog, metrics := "", ""
+	if o.extender {
+		// The chart's extender flags, with the trial's profile name and addresses.
+		metrics = fmt.Sprintf("arbiter-extender metrics: http://127.0.0.1:%d/metrics", extenderPort)
+		extenderListener.Close()
+		schedulerLog, err = cp.StartProcess("arbiter-extender", o.arbiterExtender, "--kubeconfig", saConfig,
+			"--server", addr, "--addr", fmt.Sprintf("127.0.0.1:%d", extenderPort), "--scheduler-name", "arbiter",
+			"--namespace", "arbiter-system", "--usage-configmap", "arbiter-extender-usage")
+	} else {
+		metrics = fmt.Sprintf("arbiter-k8s metrics: http://127.0.0.1:%d/metrics", httpPort)
+		schedulerLog, err = cp.StartProcess("arbiter-k8s", o.arbiterK8s, "--kubeconfig", saConfig, "--server", addr,
+			"--http-addr", fmt.Sprintf("127.0.0.1:%d", httpPort), "--namespace", "arbiter-system",
+			"--lease-duration", "4s", "--renew-deadline", "3s", "--retry-period", "1s")
+	}
 	if err != nil {
 		return err
 	}
@@ -135,17 +182,70 @@ func run(ctx context.Context, o options) error {
 	if err := os.Rename(admin, kubeconfig); err != nil {
 		return err
 	}
-	fmt.Printf("arbiter runs on a local control plane (%d kwok nodes), ready in %.1fs.\n\n", o.nodes, time.Since(start).Seconds())
+	how := "arbiter-k8s"
+	if o.extender {
+		how = `kube-scheduler's profile "arbiter", with arbiter-extender as its extender`
+	}
+	fmt.Printf("arbiter runs on a local control plane (%d kwok nodes, %s), ready in %.1fs.\n\n", o.nodes, how, time.Since(start).Seconds())
 	fmt.Printf("  export KUBECONFIG=%s\n  export PATH=%s:$PATH\n", kubeconfig, cp.BinDir())
 	fmt.Printf("  kubectl apply -f examples/k8s/two-teams.yaml\n  kubectl get pods -A -o wide\n\n")
-	fmt.Printf("arbiter-k8s metrics: http://127.0.0.1:%d/metrics\nlogs: %s/*.log\n", httpPort, o.dir)
+	fmt.Printf("%s\nlogs: %s/*.log\n", metrics, o.dir)
 
 	if len(o.check) == 0 {
 		fmt.Println("Ctrl-C stops everything.")
 		<-ctx.Done()
 		return nil
 	}
-	return checkBound(ctx, cp, kube, o, shimLog)
+	return checkBound(ctx, cp, kube, o, schedulerLog)
+}
+
+// extenderServiceAccount is the chart's identity of kube-scheduler and arbiter-extender
+// (deploy/kustomize/overlays/extender/extender-rbac.yaml); the trial's arbiter-extender acts as
+// it. The trial's kube-scheduler keeps its own identity.
+const extenderServiceAccount = "arbiter-kube-scheduler"
+
+// writeSchedulerConfig writes the trial's kube-scheduler configuration in extender mode: the
+// chart's (overlays/extender/extender-configmaps.yaml), with the profile named "arbiter" so that
+// the examples serve both modes, the extender at 127.0.0.1:port, and no leader election (one
+// kube-scheduler). Returns its path.
+func writeSchedulerConfig(o options, port int) (string, error) {
+	path := filepath.Join(o.repo, "deploy", "kustomize", "overlays", "extender", "extender-configmaps.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	var config string
+	for _, doc := range strings.Split(string(data), "\n---") {
+		var cm corev1.ConfigMap
+		if err := yaml.Unmarshal([]byte(doc), &cm); err != nil {
+			return "", fmt.Errorf("%s: %w", path, err)
+		}
+		if c, ok := cm.Data["kube-scheduler.yaml"]; ok {
+			config = c
+		}
+	}
+	var cfg map[string]any
+	if err := yaml.Unmarshal([]byte(config), &cfg); err != nil || cfg == nil {
+		return "", fmt.Errorf("%s: no kube-scheduler.yaml (%v)", path, err)
+	}
+	cfg["clientConnection"] = map[string]any{"kubeconfig": "KUBECONFIG"} // filled in by controlplane
+	cfg["leaderElection"] = map[string]any{"leaderElect": false}
+	cfg["profiles"] = []any{map[string]any{"schedulerName": "arbiter"}}
+	extenders, _ := cfg["extenders"].([]any)
+	if len(extenders) != 1 {
+		return "", fmt.Errorf("%s: want one extender in kube-scheduler.yaml, found %d", path, len(extenders))
+	}
+	ext, _ := extenders[0].(map[string]any)
+	if ext == nil {
+		return "", fmt.Errorf("%s: the extender is not a mapping", path)
+	}
+	ext["urlPrefix"] = fmt.Sprintf("http://127.0.0.1:%d", port)
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		return "", err
+	}
+	file := filepath.Join(o.dir, "kube-scheduler-extender.yaml")
+	return file, os.WriteFile(file, out, 0o644)
 }
 
 // checkBound applies the manifests, then waits until every pod in their namespaces that names
