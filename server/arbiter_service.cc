@@ -1,9 +1,6 @@
 #include "server/arbiter_service.h"
 
-#include <malloc.h>
-
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -263,15 +260,6 @@ class Workspace {
   std::optional<absl::StatusOr<typename Method::Result>> result_;
 };
 
-// Free memory is given back to the system at once after a call whose request and decoded model
-// took more than kTrimAtOnceBytes, and otherwise when the workers fall idle after calls of more
-// than kTrimWhenIdleBytes: under load the next calls reuse the memory, and once idle the server
-// returns to about its size at rest.
-constexpr int64_t kTrimAtOnceBytes = int64_t{16} << 20;
-constexpr int64_t kTrimWhenIdleBytes = int64_t{256} << 10;
-std::atomic<int> calls_running{0};      // in this process's workers, over every service
-std::atomic<bool> trim_pending{false};  // a call since the last trim freed kTrimWhenIdleBytes
-
 // The caller's x-request-id when acceptable, a fresh id otherwise.
 std::string RequestIdFor(const grpc::CallbackServerContext& context) {
   const auto& metadata = context.client_metadata();
@@ -293,11 +281,12 @@ CallRecord NewRecord(std::string_view method, const grpc::CallbackServerContext&
 }  // namespace
 
 ArbiterService::ArbiterService(WorkerPool* pool, RpcMetrics* metrics, Logger* logger,
-                               edge::RequestLimits limits, int64_t max_response_bytes,
-                               PhaseObserver phase_observer)
+                               IdleTrimmer* trimmer, edge::RequestLimits limits,
+                               int64_t max_response_bytes, PhaseObserver phase_observer)
     : pool_(pool),
       metrics_(metrics),
       logger_(logger),
+      trimmer_(trimmer),
       limits_(limits),
       max_response_bytes_(max_response_bytes),
       phase_observer_(std::move(phase_observer)) {}
@@ -341,7 +330,7 @@ grpc::ServerUnaryReactor* ArbiterService::Dispatch(grpc::CallbackServerContext* 
   // gauge negative.
   metrics_->CallQueued();
   const bool queued = pool_->TrySubmit(
-      [metrics = metrics_, logger = logger_, limits = limits_,
+      [metrics = metrics_, logger = logger_, trimmer = trimmer_, limits = limits_,
        max_response_bytes = max_response_bytes_, observer = phase_observer_, context, request,
        response, start, request_bytes, finish] {
         metrics->CallDequeued();
@@ -352,18 +341,14 @@ grpc::ServerUnaryReactor* ArbiterService::Dispatch(grpc::CallbackServerContext* 
                        {"request_id", record.request_id},
                        {"request_bytes", absl::StrCat(record.request_bytes)}});
         }
-        calls_running.fetch_add(1);
+        trimmer->CallStarted();
         auto workspace = std::make_unique<Workspace<Method>>();
         record.status = workspace->Run(*request, context, limits, max_response_bytes, observer,
                                        start, &record, response);
         finish(&record);
         workspace.reset();  // after answering: the caller does not wait for the memory to be freed
-        // Give the freed memory back to the system: malloc keeps it otherwise, and a server
-        // that once served large requests would stay that large.
-        const int64_t bytes = record.decoded_bytes + record.request_bytes;
-        if (bytes > kTrimWhenIdleBytes) trim_pending.store(true);
-        const bool idle = calls_running.fetch_sub(1) == 1;
-        if (bytes > kTrimAtOnceBytes || (idle && trim_pending.exchange(false))) malloc_trim(0);
+        // The freed memory is kept for the next call, and given back once the server is idle.
+        trimmer->CallEnded(record.decoded_bytes + record.request_bytes);
       },
       request_bytes);
   if (!queued) {

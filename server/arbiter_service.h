@@ -33,6 +33,7 @@
 #include "grpcpp/grpcpp.h"
 #include "server/call_log.h"
 #include "server/call_record.h"
+#include "server/idle_trimmer.h"
 #include "server/rpc_metrics.h"
 #include "server/worker_pool.h"
 
@@ -48,12 +49,14 @@ using ArbiterRawService = v1::Arbiter::WithRawCallbackMethod_ComputeFairShares<
 
 class ArbiterService final : public ArbiterRawService {
  public:
-  // `pool` runs the decisions, `metrics` counts the calls and `logger` writes their lines; all
-  // three must outlive the service and every call it has accepted. `phase_observer` may be empty.
-  // `limits` bound each request; answers over `max_response_bytes` are refused with
-  // RESOURCE_EXHAUSTED rather than sent.
-  ArbiterService(WorkerPool* pool, RpcMetrics* metrics, Logger* logger, edge::RequestLimits limits,
-                 int64_t max_response_bytes, PhaseObserver phase_observer = {});
+  // `pool` runs the decisions, `metrics` counts the calls, `logger` writes their lines and
+  // `trimmer` is told when each call starts and ends (it gives freed memory back once the server
+  // is idle); all four must outlive the service and every call it has accepted. `phase_observer`
+  // may be empty. `limits` bound each request; answers over `max_response_bytes` are refused
+  // with RESOURCE_EXHAUSTED rather than sent.
+  ArbiterService(WorkerPool* pool, RpcMetrics* metrics, Logger* logger, IdleTrimmer* trimmer,
+                 edge::RequestLimits limits, int64_t max_response_bytes,
+                 PhaseObserver phase_observer = {});
 
   grpc::ServerUnaryReactor* ComputeFairShares(grpc::CallbackServerContext* context,
                                               const grpc::ByteBuffer* request,
@@ -70,6 +73,7 @@ class ArbiterService final : public ArbiterRawService {
   WorkerPool* pool_;
   RpcMetrics* metrics_;
   Logger* logger_;
+  IdleTrimmer* trimmer_;
   const edge::RequestLimits limits_;
   const int64_t max_response_bytes_;
   const PhaseObserver phase_observer_;
