@@ -2,11 +2,8 @@
 
 #include <algorithm>
 #include <string>
-#include <string_view>
 #include <utility>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/strings/string_view.h"
 #include "core/resource_interner.h"
 #include "core/status_macros.h"
 
@@ -31,7 +28,9 @@ std::vector<int> ByName(size_t n, NameOf name_of) {
 // indices of R (which keeps every run ascending: a map's keys are in bytewise order, and so is R).
 class ValidatedSnapshot::Builder {
  public:
-  Builder(const Snapshot& snapshot, ValidatedSnapshot& out) : snapshot_(snapshot), out_(out) {}
+  // `index` is what validation learned; its resource names are taken over.
+  Builder(const Snapshot& snapshot, RequestIndex& index, ValidatedSnapshot& out)
+      : snapshot_(snapshot), index_(index), out_(out), interner_(std::move(index.resources)) {}
 
   // False when cancelled.
   bool Build(CancelPoll& poll) {
@@ -49,15 +48,15 @@ class ValidatedSnapshot::Builder {
     out_.resources_ = interner_.Sorted(position);
     for (Amount& amount : out_.amounts_) amount.resource = position[amount.resource];
 
-    out_.tree_ = QueueTree::Build(snapshot_);
+    out_.tree_ = QueueTree::Build(snapshot_, index_.queue_parent);
     out_.queues_.resize(by_input.size());
     for (int q = 0; q < out_.tree_.size(); ++q) {
       out_.queues_[q] = by_input[&out_.tree_.queue(q) - snapshot_.queues.data()];
     }
     ReadUsage();
-    out_.group_queue_.reserve(snapshot_.pod_groups.size());
-    for (const PodGroup& group : snapshot_.pod_groups) {
-      out_.group_queue_.push_back(out_.tree_.Find(group.queue));
+    out_.group_queue_.reserve(index_.group_queue.size());
+    for (const int queue : index_.group_queue) {
+      out_.group_queue_.push_back(out_.tree_.FromInput(queue));
     }
     return true;
   }
@@ -78,11 +77,6 @@ class ValidatedSnapshot::Builder {
     const std::vector<Node>& nodes = snapshot_.nodes;
     out_.nodes_by_name_ =
         ByName(nodes.size(), [&](int i) -> const std::string& { return nodes[i].name; });
-    absl::flat_hash_map<std::string_view, int> node_index;
-    node_index.reserve(nodes.size());
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      node_index.emplace(nodes[i].name, static_cast<int>(i));
-    }
 
     const std::vector<PodGroup>& groups = snapshot_.pod_groups;
     out_.groups_by_name_ =
@@ -92,27 +86,21 @@ class ValidatedSnapshot::Builder {
     out_.first_pod_.reserve(groups.size() + 1);
     out_.pods_by_name_.reserve(pod_count);
     out_.requests_.reserve(pod_count);
-    out_.pod_node_.reserve(pod_count);
+    out_.pod_node_ = std::move(index_.pod_node);
     out_.pod_phase_.reserve(pod_count);
     for (const PodGroup& group : groups) {
       if (poll.Tick(1 + static_cast<int64_t>(group.pods.size()))) return false;
-      out_.first_pod_.push_back(static_cast<int>(out_.pod_node_.size()));
+      out_.first_pod_.push_back(static_cast<int>(out_.pod_phase_.size()));
       const std::vector<Pod>& pods = group.pods;
       const std::vector<int> order =
           ByName(pods.size(), [&](int i) -> const std::string& { return pods[i].name; });
       out_.pods_by_name_.insert(out_.pods_by_name_.end(), order.begin(), order.end());
       for (const Pod& pod : pods) {
         out_.requests_.push_back(Read(pod.requests));
-        int node = -1;
-        if (!pod.node_name.empty()) {
-          auto it = node_index.find(pod.node_name);
-          if (it != node_index.end()) node = it->second;  // always, after validation
-        }
-        out_.pod_node_.push_back(node);
         out_.pod_phase_.push_back(EffectivePhase(pod));
       }
     }
-    out_.first_pod_.push_back(static_cast<int>(out_.pod_node_.size()));
+    out_.first_pod_.push_back(static_cast<int>(out_.pod_phase_.size()));
     return true;
   }
 
@@ -121,9 +109,9 @@ class ValidatedSnapshot::Builder {
     out_.usage_capacity_ = ReadKnown(snapshot_.usage_capacity);
     out_.usage_queue_.reserve(snapshot_.usage.size());
     out_.usage_.reserve(snapshot_.usage.size());
-    for (const QueueUsage& usage : snapshot_.usage) {
-      out_.usage_queue_.push_back(out_.tree_.Find(usage.queue));
-      out_.usage_.push_back(ReadKnown(usage.usage));
+    for (size_t i = 0; i < snapshot_.usage.size(); ++i) {
+      out_.usage_queue_.push_back(out_.tree_.FromInput(index_.usage_queue[i]));
+      out_.usage_.push_back(ReadKnown(snapshot_.usage[i].usage));
     }
   }
 
@@ -139,20 +127,23 @@ class ValidatedSnapshot::Builder {
   }
 
   const Snapshot& snapshot_;
+  RequestIndex& index_;
   ValidatedSnapshot& out_;
   ResourceInterner interner_;
 };
 
 absl::StatusOr<ValidatedSnapshot> ValidatedSnapshot::Validate(const Snapshot& snapshot,
                                                               const Policy& policy,
-                                                              RequestKind kind, CancelPoll* poll) {
-  RETURN_IF_ERROR(ValidateRequest(snapshot, policy, kind, poll));
+                                                              RequestKind kind, CancelPoll* poll,
+                                                              const RequestBounds& bounds) {
+  RequestIndex index;
+  RETURN_IF_ERROR(ValidateRequest(snapshot, policy, kind, poll, bounds, &index));
   CancelPoll never;
   CancelPoll& cancel = poll != nullptr ? *poll : never;
   ValidatedSnapshot validated;
   validated.snapshot_ = &snapshot;
   validated.policy_ = policy;
-  if (!Builder(snapshot, validated).Build(cancel)) return cancel.status();
+  if (!Builder(snapshot, index, validated).Build(cancel)) return cancel.status();
   return validated;
 }
 

@@ -91,7 +91,7 @@ absl::Status ExplainCancellation(const absl::Status& status, grpc::CallbackServe
 }
 
 // Decodes the request's bytes into the core's model within `limits`
-// (edge/request_decoder.h), then checks the queue tree's depth.
+// (edge/request_decoder.h); the queue tree's depth is validation's (RequestBounds).
 absl::Status DecodeRequestBytes(const grpc::ByteBuffer& bytes, std::string_view type_name,
                                 const edge::RequestLimits& limits, Snapshot* snapshot,
                                 Policy* policy, int64_t* decoded_bytes) {
@@ -103,8 +103,7 @@ absl::Status DecodeRequestBytes(const grpc::ByteBuffer& bytes, std::string_view 
     return edge::NotARequest(type_name, bytes.Length());
   }
   const std::string_view view(reinterpret_cast<const char*>(flat.begin()), flat.size());
-  RETURN_IF_ERROR(edge::DecodeRequest(view, limits, type_name, snapshot, policy, decoded_bytes));
-  return edge::CheckQueueDepth(*snapshot, limits);
+  return edge::DecodeRequest(view, limits, type_name, snapshot, policy, decoded_bytes);
 }
 
 // Serialises `message` deterministically into `out`. ResourceExhausted when it would take more
@@ -190,8 +189,8 @@ struct FairShareMethod {
   using Result = FairShareResult;
   static constexpr std::string_view kName = "ComputeFairShares";
   static absl::StatusOr<Result> Decide(const Snapshot& snapshot, const Policy& policy,
-                                       const CycleHooks& hooks) {
-    return arbiter::ComputeFairShares(snapshot, policy, hooks);
+                                       const CycleHooks& hooks, const RequestBounds& bounds) {
+    return arbiter::ComputeFairShares(snapshot, policy, hooks, bounds);
   }
 };
 
@@ -201,8 +200,8 @@ struct ScheduleMethod {
   using Result = ScheduleResult;
   static constexpr std::string_view kName = "Schedule";
   static absl::StatusOr<Result> Decide(const Snapshot& snapshot, const Policy& policy,
-                                       const CycleHooks& hooks) {
-    return arbiter::Schedule(snapshot, policy, hooks);
+                                       const CycleHooks& hooks, const RequestBounds& bounds) {
+    return arbiter::Schedule(snapshot, policy, hooks, bounds);
   }
 };
 
@@ -238,7 +237,10 @@ class Workspace {
       }
       record->phase_counters.emplace_back(std::string(phase), std::move(text));
     };
-    result_ = Method::Decide(snapshot_, policy_, hooks);
+    RequestBounds bounds;
+    bounds.max_queue_depth = limits.max_queue_depth;
+    bounds.max_queue_depth_name = "--max-queue-depth";
+    result_ = Method::Decide(snapshot_, policy_, hooks, bounds);
     if (!result_->ok()) return ExplainCancellation(result_->status(), context);
 
     if (absl::Status wanted = CheckStillWanted(context, "to_proto"); !wanted.ok()) return wanted;

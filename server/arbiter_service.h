@@ -12,7 +12,8 @@
 //
 // Errors: bytes that do not parse as the request message answer INVALID_ARGUMENT; a snapshot over
 // a RequestLimits bound answers RESOURCE_EXHAUSTED (INVALID_ARGUMENT for a name over
-// --max-name-bytes or a queue tree over --max-queue-depth), checked while decoding; a call that
+// --max-name-bytes), checked while decoding, and a queue tree over --max-queue-depth answers
+// INVALID_ARGUMENT from validation (core/validation.h, RequestBounds); a call that
 // finds the pool's queue full answers UNAVAILABLE at once; an answer over the message limit
 // answers RESOURCE_EXHAUSTED; the core's errors are mapped by ToGrpcStatus
 // (edge/grpc_status.h); a call whose deadline passes before a phase answers DEADLINE_EXCEEDED,

@@ -297,7 +297,7 @@ TEST_F(Hostile, EveryLimitIsEnforcedWhileDecodingAndNamed) {
        "snapshot.pod_groups[0].name: 65 bytes; this server accepts names, keys and values of at "
        "most 64 bytes (--max-name-bytes)"},
       {QueueChain(5, false), grpc::StatusCode::INVALID_ARGUMENT,
-       "snapshot.queues[4]: the queue tree is 5 levels deep here; this server accepts at most 4 "
+       "snapshot.queues[4]: the queue tree is 5 levels deep here; at most 4 levels are accepted "
        "(--max-queue-depth)"},
       {EmptyTaints(5000), grpc::StatusCode::RESOURCE_EXHAUSTED, "(--max-decoded-bytes)"},
   };
