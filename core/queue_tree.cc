@@ -84,7 +84,7 @@ int QueueTree::Find(std::string_view name) const {
       entries_.begin(), entries_.end(), name,
       [](const Entry& entry, std::string_view key) { return entry.queue->name < key; });
   return it == entries_.end() || it->queue->name != name ? -1
-                                                          : static_cast<int>(it - entries_.begin());
+                                                         : static_cast<int>(it - entries_.begin());
 }
 
 int QueueTree::LowestCommonAncestor(int a, int b) const {

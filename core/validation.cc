@@ -236,8 +236,8 @@ class QuantitySums {
 struct QueueIndex {
   absl::flat_hash_map<absl::string_view, int> by_name;  // first queue with each name
   std::vector<int> first_named;                         // by input index: first queue so named
-  std::vector<int> parent;       // by input index: -1 at the top level or when unknown
-  std::vector<char> on_cycle;    // by input index
+  std::vector<int> parent;         // by input index: -1 at the top level or when unknown
+  std::vector<char> on_cycle;      // by input index
   std::vector<char> has_children;  // by input index of the first name
 };
 
@@ -246,7 +246,8 @@ QueueIndex IndexQueues(const std::vector<Queue>& queues) {
   const int n = static_cast<int>(queues.size());
   index.by_name.reserve(queues.size());
   index.first_named.resize(n);
-  for (int i = 0; i < n; ++i) index.first_named[i] = index.by_name.emplace(queues[i].name, i).first->second;
+  for (int i = 0; i < n; ++i)
+    index.first_named[i] = index.by_name.emplace(queues[i].name, i).first->second;
   // Each queue's parent by input index (-1: top level or unknown); then mark the queues that
   // lie on a cycle of parent links, visiting every queue once.
   std::vector<int>& parent = index.parent;
@@ -480,8 +481,7 @@ absl::Status CheckToleration(const PathFn& at, const Toleration& toleration) {
 
 // Checks pod j of group i, except its name; `node` becomes its node's input index (-1: none).
 absl::Status CheckPod(size_t i, size_t j, const Pod& pod,
-                      const absl::flat_hash_map<absl::string_view, int>& nodes_by_name,
-                      int& node) {
+                      const absl::flat_hash_map<absl::string_view, int>& nodes_by_name, int& node) {
   auto at = [i, j](const char* field) {
     return absl::StrCat("snapshot.pod_groups[", i, "].pods[", j, "].", field);
   };

@@ -6,8 +6,7 @@
 
 namespace arbiter::server {
 
-IdleTrimmer::IdleTrimmer(absl::Duration idle_for, int64_t min_bytes,
-                         std::function<void()> trimmed)
+IdleTrimmer::IdleTrimmer(absl::Duration idle_for, int64_t min_bytes, std::function<void()> trimmed)
     : idle_for_(idle_for), min_bytes_(min_bytes), trimmed_(std::move(trimmed)) {
   thread_ = std::thread([this] { Run(); });
 }

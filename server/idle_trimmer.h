@@ -39,7 +39,9 @@ class IdleTrimmer {
   bool TrimDue() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
     return stopping_ || (pending_ && running_ == 0);
   }
-  bool CallOrStop() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) { return stopping_ || running_ > 0; }
+  bool CallOrStop() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+    return stopping_ || running_ > 0;
+  }
 
   const absl::Duration idle_for_;
   const int64_t min_bytes_;

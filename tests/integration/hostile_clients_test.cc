@@ -545,8 +545,8 @@ TEST_F(Hostile, AMixedLoadLeavesTheServerAsItFoundIt) {
   for (int i = 0; i < 4; ++i) CallRaw(channel_, kSchedule, medium);
   ExpectServing();
   // The memory the warm-up freed is given back once the server has been idle for a while.
-  ASSERT_TRUE(PollUntil([&] { return Metric("arbiter_memory_trims_total") >= 1; },
-                        absl::Seconds(30)));
+  ASSERT_TRUE(
+      PollUntil([&] { return Metric("arbiter_memory_trims_total") >= 1; }, absl::Seconds(30)));
   const int64_t rss_before = server_->ResidentBytes();
   const int fds_before = server_->OpenDescriptors();
 
@@ -608,9 +608,8 @@ TEST_F(Hostile, AMixedLoadLeavesTheServerAsItFoundIt) {
             << " MiB before, " << rss_after / (1 << 20) << " MiB after; descriptors " << fds_before
             << " before, " << server_->OpenDescriptors() << " after\n";
   if (kAddressSanitizer) return;  // its quarantine keeps freed memory resident
-  EXPECT_LT(rss_after, bound)
-      << "RSS " << rss_before / (1 << 20) << " MiB before, " << rss_after / (1 << 20)
-      << " MiB after";
+  EXPECT_LT(rss_after, bound) << "RSS " << rss_before / (1 << 20) << " MiB before, "
+                              << rss_after / (1 << 20) << " MiB after";
 }
 
 }  // namespace

@@ -754,24 +754,24 @@ RequestBounds DepthBound(int64_t levels) {
 }
 
 TEST(QueueDepthBound, ATreeAtTheBoundIsAccepted) {
-  EXPECT_THAT(ValidateRequest(ChainOf(5), Policy{}, RequestKind::kFairShares, nullptr,
-                              DepthBound(5)),
-              IsOk());
+  EXPECT_THAT(
+      ValidateRequest(ChainOf(5), Policy{}, RequestKind::kFairShares, nullptr, DepthBound(5)),
+      IsOk());
 }
 
 TEST(QueueDepthBound, OneLevelMoreIsInvalidArgumentNamingTheQueueAndTheBound) {
-  EXPECT_THAT(ValidateRequest(ChainOf(6), Policy{}, RequestKind::kFairShares, nullptr,
-                              DepthBound(5)),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       "snapshot.queues[0]: the queue tree is 6 levels deep here; at most 5 "
-                       "levels are accepted (--max-queue-depth)"));
+  EXPECT_THAT(
+      ValidateRequest(ChainOf(6), Policy{}, RequestKind::kFairShares, nullptr, DepthBound(5)),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "snapshot.queues[0]: the queue tree is 6 levels deep here; at most 5 "
+               "levels are accepted (--max-queue-depth)"));
 }
 
 TEST(QueueDepthBound, AChainOfAMillionQueuesIsMeasuredWithoutRecursion) {
   const Snapshot chain = ChainOf(1'000'000);
-  EXPECT_THAT(ValidateRequest(chain, Policy{}, RequestKind::kFairShares, nullptr,
-                              DepthBound(2'000'000)),
-              IsOk());
+  EXPECT_THAT(
+      ValidateRequest(chain, Policy{}, RequestKind::kFairShares, nullptr, DepthBound(2'000'000)),
+      IsOk());
   EXPECT_THAT(ValidateRequest(chain, Policy{}, RequestKind::kFairShares, nullptr, DepthBound(64)),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        ::testing::HasSubstr("1000000 levels deep here")));
@@ -780,15 +780,12 @@ TEST(QueueDepthBound, AChainOfAMillionQueuesIsMeasuredWithoutRecursion) {
 TEST(QueueDepthBound, CyclesAndMissingParentsAreReportedFirst) {
   Snapshot snapshot = ChainOf(6);
   snapshot.queues.back().parent = "missing";  // q0, the top of the chain
-  EXPECT_THAT(ValidateRequest(snapshot, Policy{}, RequestKind::kFairShares, nullptr,
-                              DepthBound(2)),
+  EXPECT_THAT(ValidateRequest(snapshot, Policy{}, RequestKind::kFairShares, nullptr, DepthBound(2)),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "snapshot.queues[5].parent: unknown queue \"missing\""));
   snapshot.queues.back().parent = "q5";
-  EXPECT_THAT(ValidateRequest(snapshot, Policy{}, RequestKind::kFairShares, nullptr,
-                              DepthBound(2)),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       ::testing::HasSubstr("parent cycle")));
+  EXPECT_THAT(ValidateRequest(snapshot, Policy{}, RequestKind::kFairShares, nullptr, DepthBound(2)),
+              StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("parent cycle")));
 }
 
 TEST(QueueDepthBound, WithoutABoundAnyDepthIsValid) {
