@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/api/arbiter.h"
 #include "core/status_macros.h"
+#include "edge/answer_writer.h"
 #include "edge/proto_convert.h"
 #include "edge/request_decoder.h"
 #include "edge/rpc/grpc_status.h"
@@ -135,6 +136,27 @@ absl::Status WriteResponse(const google::protobuf::Message& message, int64_t max
   return absl::OkStatus();
 }
 
+// Sends `bytes`, already serialised, without copying them; the checks of WriteResponse.
+absl::Status SendBytes(std::string bytes, int64_t max_bytes, grpc::ByteBuffer* out) {
+  if (bytes.size() > static_cast<size_t>(max_bytes) ||
+      bytes.size() > static_cast<size_t>(INT32_MAX)) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the response would take ", bytes.size(), " bytes; this server sends at most ",
+                     std::min<int64_t>(max_bytes, INT32_MAX), " (--max-message-bytes)"));
+  }
+  if (bytes.empty()) {
+    grpc::Slice empty;
+    *out = grpc::ByteBuffer(&empty, 1);
+    return absl::OkStatus();
+  }
+  auto* owned = new std::string(std::move(bytes));
+  grpc::Slice slice(
+      owned->data(), owned->size(), [](void* data) { delete static_cast<std::string*>(data); },
+      owned);
+  *out = grpc::ByteBuffer(&slice, 1);
+  return absl::OkStatus();
+}
+
 // ---- Decision counts for the log line and arbiter_decisions_total ----
 
 // A reason code as a metric label: the code itself when it is a short lower-case code such as
@@ -192,6 +214,11 @@ struct FairShareMethod {
                                        const CycleHooks& hooks, const RequestBounds& bounds) {
     return arbiter::ComputeFairShares(snapshot, policy, hooks, bounds);
   }
+  // The answer's bytes straight from the result (edge/answer_writer.h); true when written.
+  static bool WriteBytes(const Result& result, std::string* out) {
+    edge::AppendFairShareResponse(result, out);
+    return true;
+  }
 };
 
 struct ScheduleMethod {
@@ -203,6 +230,7 @@ struct ScheduleMethod {
                                        const CycleHooks& hooks, const RequestBounds& bounds) {
     return arbiter::Schedule(snapshot, policy, hooks, bounds);
   }
+  static bool WriteBytes(const Result&, std::string*) { return false; }
 };
 
 // Everything large that one call builds. Freed only after the call is answered, so that the
@@ -244,6 +272,13 @@ class Workspace {
     if (!result_->ok()) return ExplainCancellation(result_->status(), context);
 
     if (absl::Status wanted = CheckStillWanted(context, "to_proto"); !wanted.ok()) return wanted;
+    if (std::string bytes; Method::WriteBytes(**result_, &bytes)) {
+      clock.Mark("to_proto");
+      RETURN_IF_ERROR(SendBytes(std::move(bytes), max_response_bytes, out));
+      record->response_bytes = static_cast<int64_t>(out->Length());
+      clock.Mark("serialize");
+      return absl::OkStatus();
+    }
     auto* response = google::protobuf::Arena::CreateMessage<typename Method::Response>(&arena_);
     edge::ToProto(*std::move(*result_), response);
     CountDecisions(*response, &record->decisions);

@@ -5,7 +5,8 @@
 //   decode      the bytes straight into the core's model (edge/request_decoder.h); then the
 //               size limits;
 //   ...         the core's phases (CycleHooks::phase_done: validate, fair_share, ...);
-//   to_proto    the core's answer into the response message;
+//   to_proto    the core's answer into the response message (a KAI fair-share answer is written
+//               as bytes straight from the core's rows instead: edge/answer_writer.h);
 //   serialize   protobuf's deterministic serialisation (map entries in key order, SEMANTICS.md
 //               §0.5); the generated handlers would serialise maps in hash order.
 // The call is answered before the request and the core's model are freed.

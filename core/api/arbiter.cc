@@ -42,7 +42,7 @@ absl::StatusOr<FairShareResult> ComputeFairShares(const Snapshot& snapshot, cons
     result.queues = kueue::ComputeKueueShares(request, &poll);
   } else {
     kai::KaiFairShare shares = kai::ComputeKaiFairShare(request, &poll);
-    if (!poll.cancelled()) result.queues = kai::ToQueueShares(shares);
+    if (!poll.cancelled()) result.rows = kai::ToQueueShareRows(shares);
   }
   if (poll.cancelled()) return poll.status();
   hooks.PhaseDone("fair_share");
