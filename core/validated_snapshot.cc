@@ -10,15 +10,21 @@
 namespace arbiter {
 namespace {
 
-// Indices 0..n-1 sorted by `name_of(i)`, untouched when already in order.
+// Indices 0..n-1 sorted by `name_of(i)`, untouched when already in order, appended to `out`.
+template <typename NameOf>
+void AppendByName(size_t n, NameOf name_of, std::vector<int>& out) {
+  const size_t first = out.size();
+  for (size_t i = 0; i < n; ++i) out.push_back(static_cast<int>(i));
+  const auto by_name = [&](int a, int b) { return name_of(a) < name_of(b); };
+  const auto begin = out.begin() + static_cast<std::ptrdiff_t>(first);
+  if (!std::is_sorted(begin, out.end(), by_name)) std::sort(begin, out.end(), by_name);
+}
+
 template <typename NameOf>
 std::vector<int> ByName(size_t n, NameOf name_of) {
-  std::vector<int> order(n);
-  for (size_t i = 0; i < n; ++i) order[i] = static_cast<int>(i);
-  const auto by_name = [&](int a, int b) { return name_of(a) < name_of(b); };
-  if (!std::is_sorted(order.begin(), order.end(), by_name)) {
-    std::sort(order.begin(), order.end(), by_name);
-  }
+  std::vector<int> order;
+  order.reserve(n);
+  AppendByName(n, name_of, order);
   return order;
 }
 
@@ -34,9 +40,13 @@ class ValidatedSnapshot::Builder {
 
   // False when cancelled.
   bool Build(CancelPoll& poll) {
+    out_.amounts_.reserve(CountAmounts());
     out_.capacity_ = Read(snapshot_.capacity);
     out_.allocatable_.reserve(snapshot_.nodes.size());
-    for (const Node& node : snapshot_.nodes) out_.allocatable_.push_back(Read(node.allocatable));
+    size_t cursor = 0;
+    for (const Node& node : snapshot_.nodes) {
+      out_.allocatable_.push_back(Read(node.allocatable, index_.allocatable_ids, cursor));
+    }
     if (!ReadPods(poll)) return false;
     std::vector<QueueRanges> by_input(snapshot_.queues.size());
     for (size_t i = 0; i < snapshot_.queues.size(); ++i) {
@@ -44,9 +54,13 @@ class ValidatedSnapshot::Builder {
       by_input[i] = {Read(queue.deserved), Read(queue.limit), Read(queue.over_quota_weight),
                      Read(queue.borrowing_limit), Read(queue.lending_limit)};
     }
-    std::vector<int> position;
-    out_.resources_ = interner_.Sorted(position);
-    for (Amount& amount : out_.amounts_) amount.resource = position[amount.resource];
+    out_.resources_ = interner_.Sorted(position_);
+    bool in_order = true;  // ids met in name order already: nothing to renumber
+    for (size_t id = 0; id < position_.size(); ++id)
+      in_order &= position_[id] == static_cast<int>(id);
+    if (!in_order) {
+      for (Amount& amount : out_.amounts_) amount.resource = position_[amount.resource];
+    }
 
     out_.tree_ = QueueTree::Build(snapshot_, index_.queue_parent);
     out_.queues_.resize(by_input.size());
@@ -62,6 +76,31 @@ class ValidatedSnapshot::Builder {
   }
 
  private:
+  // The entries of every map Build reads, so that the runs' array is allocated once.
+  size_t CountAmounts() const {
+    size_t count = snapshot_.capacity.size() + snapshot_.usage_capacity.size();
+    for (const Node& node : snapshot_.nodes) count += node.allocatable.size();
+    for (const PodGroup& group : snapshot_.pod_groups) {
+      for (const Pod& pod : group.pods) count += pod.requests.size();
+    }
+    for (const Queue& queue : snapshot_.queues) {
+      count += queue.deserved.size() + queue.limit.size() + queue.over_quota_weight.size() +
+               queue.borrowing_limit.size() + queue.lending_limit.size();
+    }
+    for (const QueueUsage& usage : snapshot_.usage) count += usage.usage.size();
+    return count;
+  }
+
+  // `map`, whose entries' ids validation recorded in `ids` from `cursor` on (core/validation.h,
+  // RequestIndex): no name is compared again. Advances `cursor` past them.
+  Range Read(const ResourceMap& map, const std::vector<int32_t>& ids, size_t& cursor) {
+    Range range;
+    range.begin = static_cast<uint32_t>(out_.amounts_.size());
+    for (const auto& entry : map) out_.amounts_.push_back({ids[cursor++], entry.second});
+    range.end = static_cast<uint32_t>(out_.amounts_.size());
+    return range;
+  }
+
   Range Read(const ResourceMap& map) {
     Range range;
     range.begin = static_cast<uint32_t>(out_.amounts_.size());
@@ -88,15 +127,16 @@ class ValidatedSnapshot::Builder {
     out_.requests_.reserve(pod_count);
     out_.pod_node_ = std::move(index_.pod_node);
     out_.pod_phase_.reserve(pod_count);
+    size_t cursor = 0;  // into index_.request_ids
     for (const PodGroup& group : groups) {
       if (poll.Tick(1 + static_cast<int64_t>(group.pods.size()))) return false;
       out_.first_pod_.push_back(static_cast<int>(out_.pod_phase_.size()));
       const std::vector<Pod>& pods = group.pods;
-      const std::vector<int> order =
-          ByName(pods.size(), [&](int i) -> const std::string& { return pods[i].name; });
-      out_.pods_by_name_.insert(out_.pods_by_name_.end(), order.begin(), order.end());
+      AppendByName(
+          pods.size(), [&](int i) -> const std::string& { return pods[i].name; },
+          out_.pods_by_name_);
       for (const Pod& pod : pods) {
-        out_.requests_.push_back(Read(pod.requests));
+        out_.requests_.push_back(Read(pod.requests, index_.request_ids, cursor));
         out_.pod_phase_.push_back(EffectivePhase(pod));
       }
     }
@@ -118,9 +158,10 @@ class ValidatedSnapshot::Builder {
   Range ReadKnown(const ResourceMap& map) {
     Range range;
     range.begin = static_cast<uint32_t>(out_.amounts_.size());
+    int hint = 0;
     for (const auto& [name, value] : map) {
-      const int r = out_.resources_.Find(name);
-      if (r >= 0) out_.amounts_.push_back({r, value});
+      const int id = interner_.Find(name, hint);
+      if (id >= 0) out_.amounts_.push_back({position_[id], value});
     }
     range.end = static_cast<uint32_t>(out_.amounts_.size());
     return range;
@@ -130,6 +171,7 @@ class ValidatedSnapshot::Builder {
   RequestIndex& index_;
   ValidatedSnapshot& out_;
   ResourceInterner interner_;
+  std::vector<int> position_;  // by id of interner_: the index in R, once R is known
 };
 
 absl::StatusOr<ValidatedSnapshot> ValidatedSnapshot::Validate(const Snapshot& snapshot,

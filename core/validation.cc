@@ -206,12 +206,15 @@ class QuantitySums {
   // Names are interned in `names`, which may be shared by several sums.
   QuantitySums(const char* what, ResourceInterner& names) : what_(what), names_(names) {}
 
-  // Adds every entry of `map`; `path_fn()` names the map (called only on an offence).
+  // Adds every entry of `map`; `path_fn()` names the map (called only on an offence). Each
+  // entry's name id is appended to `ids` when it is not null.
   template <typename PathFn>
-  absl::Status Add(const PathFn& path_fn, const ResourceMap& map) {
+  absl::Status Add(const PathFn& path_fn, const ResourceMap& map,
+                   std::vector<int32_t>* ids = nullptr) {
     int hint = 0;
     for (const auto& [name, value] : map) {
       const int id = names_.Intern(name, hint);
+      if (ids != nullptr) ids->push_back(id);
       if (id >= static_cast<int>(totals_.size())) totals_.resize(id + 1, 0);
       double& total = totals_[id];
       total += value;
@@ -300,6 +303,15 @@ absl::Status CheckQuotaMaps(size_t i, const Queue& queue) {
       {"borrowing_limit", &queue.borrowing_limit, true},
       {"lending_limit", &queue.lending_limit, true},
   };
+  // One pass finds nearly every queue clean; only one with an offence is walked in the rule's
+  // order below, so that the message names its first offence.
+  bool clean = true;
+  for (const NamedMap& m : maps) {
+    for (const auto& [name, value] : *m.map) {
+      clean &= std::isfinite(value) && (value >= 0 || (m.allows_minus_one && value == -1));
+    }
+  }
+  if (clean) return absl::OkStatus();
   auto path = [&](const char* field, const std::string& key) {
     return absl::StrCat("snapshot.queues[", i, "].", field, Key(key));
   };
@@ -423,8 +435,14 @@ absl::Status CheckQueueDepth(const std::vector<int>& parent, const RequestBounds
 
 absl::Status CheckNodes(const Snapshot& snapshot,
                         absl::flat_hash_map<absl::string_view, int>& nodes_by_name,
-                        ResourceInterner& names, CancelPoll& poll) {
+                        RequestIndex& index, CancelPoll& poll) {
   nodes_by_name.reserve(snapshot.nodes.size());
+  // The capacity of the cluster sums the nodes; every node's amounts enter the per-node
+  // arithmetic (free = allocatable - used - releasing), unschedulable ones included. Summed in
+  // the same walk; an overflow is reported only once no node has an offence of its own (the
+  // sum check comes last in the rule), and it is the same first one in input order.
+  QuantitySums sums("allocatable amounts of all nodes for", index.resources);
+  absl::Status sum_error;
   for (size_t i = 0; i < snapshot.nodes.size(); ++i) {
     if (poll.Tick()) return poll.status();
     const Node& node = snapshot.nodes[i];
@@ -448,16 +466,12 @@ absl::Status CheckNodes(const Snapshot& snapshot,
                                     " (NoSchedule, PreferNoSchedule or NoExecute)"));
       }
     }
+    if (sum_error.ok()) {
+      sum_error = sums.Add([i] { return absl::StrCat("snapshot.nodes[", i, "].allocatable"); },
+                           node.allocatable, &index.allocatable_ids);
+    }
   }
-  // The capacity of the cluster sums the nodes; every node's amounts enter the per-node
-  // arithmetic (free = allocatable - used - releasing), unschedulable ones included.
-  QuantitySums sums("allocatable amounts of all nodes for", names);
-  for (size_t i = 0; i < snapshot.nodes.size(); ++i) {
-    if (poll.Tick()) return poll.status();
-    RETURN_IF_ERROR(sums.Add([i] { return absl::StrCat("snapshot.nodes[", i, "].allocatable"); },
-                             snapshot.nodes[i].allocatable));
-  }
-  return absl::OkStatus();
+  return sum_error;
 }
 
 // ---- Rule 4: pod groups ----
@@ -535,6 +549,12 @@ absl::Status CheckPodGroups(const Snapshot& snapshot, const QueueIndex& queues,
   for (const PodGroup& group : snapshot.pod_groups) pod_count += group.pods.size();
   index.group_queue.reserve(snapshot.pod_groups.size());
   index.pod_node.reserve(pod_count);
+  // Requests are summed per pod group (its unit, its Kueue usage), per node, per queue and up
+  // the tree, and into the response's requested amounts: all bounded by their sum over all pods.
+  // Summed in the same walk; an overflow is reported only once no pod group has an offence of
+  // its own (the sum check comes last in the rule), and it is the same first one in input order.
+  QuantitySums sums("requests of all pods for", index.resources);
+  absl::Status sum_error;
   absl::flat_hash_map<absl::string_view, int> groups_by_name;
   groups_by_name.reserve(snapshot.pod_groups.size());
   absl::flat_hash_map<absl::string_view, int> pods_by_name;
@@ -583,21 +603,14 @@ absl::Status CheckPodGroups(const Snapshot& snapshot, const QueueIndex& queues,
       int node = -1;
       RETURN_IF_ERROR(CheckPod(i, j, pod, nodes_by_name, node));
       index.pod_node.push_back(node);
+      if (sum_error.ok()) {
+        sum_error = sums.Add(
+            [i, j] { return absl::StrCat("snapshot.pod_groups[", i, "].pods[", j, "].requests"); },
+            pod.requests, &index.request_ids);
+      }
     }
   }
-  // Requests are summed per pod group (its unit, its Kueue usage), per node, per queue and up
-  // the tree, and into the response's requested amounts: all bounded by their sum over all pods.
-  QuantitySums sums("requests of all pods for", index.resources);
-  for (size_t i = 0; i < snapshot.pod_groups.size(); ++i) {
-    const PodGroup& group = snapshot.pod_groups[i];
-    if (poll.Tick(1 + static_cast<int64_t>(group.pods.size()))) return poll.status();
-    for (size_t j = 0; j < group.pods.size(); ++j) {
-      RETURN_IF_ERROR(sums.Add(
-          [i, j] { return absl::StrCat("snapshot.pod_groups[", i, "].pods[", j, "].requests"); },
-          group.pods[j].requests));
-    }
-  }
-  return absl::OkStatus();
+  return sum_error;
 }
 
 // ---- Rule 5: usage ----
@@ -662,7 +675,7 @@ absl::Status ValidateRequest(const Snapshot& snapshot, const Policy& policy, Req
   RETURN_IF_ERROR(CheckQueueDepth(queues.parent, bounds));
   // 3. Nodes.
   absl::flat_hash_map<absl::string_view, int> nodes_by_name;
-  RETURN_IF_ERROR(CheckNodes(snapshot, nodes_by_name, learned.resources, cancel));
+  RETURN_IF_ERROR(CheckNodes(snapshot, nodes_by_name, learned, cancel));
   // 4. Pod groups.
   RETURN_IF_ERROR(CheckPodGroups(snapshot, queues, nodes_by_name, learned, cancel));
   // 5. Usage.

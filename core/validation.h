@@ -43,6 +43,10 @@ struct RequestIndex {
   // Every resource name validation met (the nodes' allocatable, the pods' requests and, under
   // KUEUE, the queues' deserved); its names point into the snapshot.
   ResourceInterner resources;
+  // The id in `resources` of each entry of every node's allocatable (nodes in input order), and
+  // of every pod's requests (pods numbered flat), entries in key order.
+  std::vector<int32_t> allocatable_ids;
+  std::vector<int32_t> request_ids;
 };
 
 // OK, or InvalidArgument whose message starts with the field path of the first offence in the

@@ -18,22 +18,21 @@
 //   BM_ValidateFairShareRespond  the above + ToQueueShares (the queue list as QueueShares);
 //   BM_ComputeFairShares       the entry point, end to end in the core: validate, divide, and
 //                              the answer's queue list in the form the core gives it;
-//   BM_ComputeFairSharesBytes  the above + the answer as the server sends it (edge::ToProto and
-//                              protobuf's deterministic serialisation).
+//   BM_ComputeFairSharesBytes  the above + the answer's bytes as the server writes them
+//                              (edge/answer_writer.h: straight from a KAI queue list's rows;
+//                              before it, edge::ToProto and protobuf's deterministic
+//                              serialisation).
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "arbiter/v1/arbiter.pb.h"
 #include "benchmark/benchmark.h"
 #include "core/api/arbiter.h"
 #include "core/kai/fair_share_answer.h"
 #include "core/kai/kai_fair_share.h"
 #include "core/model.h"
 #include "core/validated_snapshot.h"
-#include "edge/proto_convert.h"
-#include "edge/wire.h"
-#include "google/protobuf/arena.h"
+#include "edge/answer_writer.h"
 
 namespace arbiter {
 namespace {
@@ -230,10 +229,8 @@ void BM_ComputeFairSharesBytes(benchmark::State& state) {
       state.SkipWithError(std::string(result.status().message()).c_str());
       break;
     }
-    google::protobuf::Arena arena;
-    auto* response = google::protobuf::Arena::CreateMessage<v1::FairShareResponse>(&arena);
-    edge::ToProto(*std::move(result), response);
-    const std::string wire = edge::SerializeDeterministic(*response);
+    std::string wire;
+    edge::AppendFairShareResponse(*result, &wire);
     bytes = wire.size();
     benchmark::DoNotOptimize(wire);
   }
