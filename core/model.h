@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/sorted_map.h"
@@ -233,9 +235,46 @@ struct PendingPodGroup {
   std::string message;
 };
 
-struct FairShareResult {
-  std::vector<QueueShare> queues;  // name order
+// A queue list as dense rows over one list of resource names, instead of one QueueShare (four
+// maps of string keys) per queue: how KAI answers ComputeFairShares, one row per queue of the
+// request, so that the answer is written straight from them. Row q is the q-th queue in name
+// order: its name, its fair_share, allocated and requested amounts for every column (each listed,
+// 0 included), its deserved as configured (a run of (column, amount) pairs, ascending), and its
+// saturation. Kueue's weighted_share, dominant_resource and borrowing stay unset (0, "", false).
+struct QueueShareRows {
+  std::vector<std::string> resources;  // the columns, in bytewise order
+  std::string names;                   // every row's queue name, back to back
+  std::vector<uint32_t> name_ends;     // per row: one past its name in `names`
+  std::vector<double> fair_share;      // per row, one amount per column: [row * columns + r]
+  std::vector<double> allocated;
+  std::vector<double> requested;
+  std::vector<std::pair<int32_t, double>> deserved;  // every row's run of (column, amount)
+  std::vector<uint32_t> deserved_ends;               // per row: one past its run in `deserved`
+  std::vector<double> saturation;                    // per row
+
+  int size() const { return static_cast<int>(name_ends.size()); }
+  int columns() const { return static_cast<int>(resources.size()); }
+  std::string_view name(int row) const {
+    const uint32_t begin = row == 0 ? 0 : name_ends[row - 1];
+    return std::string_view(names).substr(begin, name_ends[row] - begin);
+  }
+  // [begin, end) of row's run in `deserved`.
+  std::pair<uint32_t, uint32_t> deserved_run(int row) const {
+    return {row == 0 ? 0 : deserved_ends[row - 1], deserved_ends[row]};
+  }
+  // Row `row` as a QueueShare.
+  QueueShare Share(int row) const;
 };
+
+struct FairShareResult {
+  // The queue list in name order, in one of two forms: as QueueShares (Kueue), or as rows (KAI:
+  // `queues` is then empty). QueueList reads either.
+  std::vector<QueueShare> queues;
+  QueueShareRows rows;
+};
+
+// The queue list of `result` as QueueShares, whichever form it is held in.
+std::vector<QueueShare> QueueList(const FairShareResult& result);
 
 struct ScheduleResult {
   std::vector<QueueShare> queues;        // name order

@@ -1,30 +1,52 @@
 #include "core/queue_tree.h"
 
 #include <algorithm>
+#include <string_view>
 #include <utility>
+
+#include "absl/container/flat_hash_map.h"
 
 namespace arbiter {
 
 QueueTree QueueTree::Build(const Snapshot& snapshot) {
-  QueueTree tree;
-  tree.entries_.resize(snapshot.queues.size());
-  std::vector<const Queue*> sorted;
-  sorted.reserve(snapshot.queues.size());
-  for (const Queue& queue : snapshot.queues) sorted.push_back(&queue);
-  std::sort(sorted.begin(), sorted.end(),
-            [](const Queue* a, const Queue* b) { return a->name < b->name; });
-  tree.by_name_.reserve(sorted.size());
-  for (size_t i = 0; i < sorted.size(); ++i) {
-    tree.entries_[i].queue = sorted[i];
-    tree.by_name_.emplace(sorted[i]->name, static_cast<int>(i));
+  absl::flat_hash_map<std::string_view, int> by_name;
+  by_name.reserve(snapshot.queues.size());
+  for (size_t i = 0; i < snapshot.queues.size(); ++i) {
+    by_name.emplace(snapshot.queues[i].name, static_cast<int>(i));
   }
-  for (int i = 0; i < tree.size(); ++i) {
+  std::vector<int> parent(snapshot.queues.size(), -1);
+  for (size_t i = 0; i < snapshot.queues.size(); ++i) {
+    if (snapshot.queues[i].parent.empty()) continue;
+    parent[i] = by_name.at(snapshot.queues[i].parent);
+  }
+  return Build(snapshot, parent);
+}
+
+QueueTree QueueTree::Build(const Snapshot& snapshot, const std::vector<int>& parent) {
+  QueueTree tree;
+  const int n = static_cast<int>(snapshot.queues.size());
+  tree.entries_.resize(n);
+  std::vector<int> sorted(n);
+  for (int i = 0; i < n; ++i) sorted[i] = i;
+  const auto by_name = [&](int a, int b) {
+    return snapshot.queues[a].name < snapshot.queues[b].name;
+  };
+  if (!std::is_sorted(sorted.begin(), sorted.end(), by_name)) {
+    std::sort(sorted.begin(), sorted.end(), by_name);
+  }
+  tree.from_input_.resize(n);
+  for (int i = 0; i < n; ++i) {
+    tree.entries_[i].queue = &snapshot.queues[sorted[i]];
+    tree.from_input_[sorted[i]] = i;
+  }
+  for (int i = 0; i < n; ++i) {
     Entry& entry = tree.entries_[i];
-    if (entry.queue->parent.empty()) {
+    const int above = parent[sorted[i]];
+    if (above < 0) {
       tree.roots_.push_back(i);
       continue;
     }
-    entry.parent = tree.Find(entry.queue->parent);
+    entry.parent = tree.from_input_[above];
     tree.entries_[entry.parent].children.push_back(i);
   }
   tree.top_down_ = tree.roots_;
@@ -58,8 +80,11 @@ QueueTree QueueTree::Build(const Snapshot& snapshot) {
 }
 
 int QueueTree::Find(std::string_view name) const {
-  const auto it = by_name_.find(name);
-  return it == by_name_.end() ? -1 : it->second;
+  const auto it = std::lower_bound(
+      entries_.begin(), entries_.end(), name,
+      [](const Entry& entry, std::string_view key) { return entry.queue->name < key; });
+  return it == entries_.end() || it->queue->name != name ? -1
+                                                         : static_cast<int>(it - entries_.begin());
 }
 
 int QueueTree::LowestCommonAncestor(int a, int b) const {

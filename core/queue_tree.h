@@ -9,7 +9,6 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "core/model.h"
 
 namespace arbiter {
@@ -30,6 +29,9 @@ class QueueTree {
 
   // Builds the tree of a validated snapshot. The snapshot must outlive the tree.
   static QueueTree Build(const Snapshot& snapshot);
+  // The same, given each queue's parent by input index (-1 at the top), as validation found
+  // them (core/validation.h): no name is looked up.
+  static QueueTree Build(const Snapshot& snapshot, const std::vector<int>& parent);
 
   int size() const { return static_cast<int>(entries_.size()); }
   const Entry& entry(int index) const { return entries_[index]; }
@@ -41,8 +43,11 @@ class QueueTree {
   // Top-level queues, name order.
   const std::vector<int>& roots() const { return roots_; }
 
-  // The index of the queue called `name`, or -1. One hash lookup.
+  // The index of the queue called `name`, or -1. O(log queues) string compares.
   int Find(std::string_view name) const;
+
+  // The tree index of the queue at input index `input` (Snapshot.queues).
+  int FromInput(int input) const { return from_input_[input]; }
 
   // Every index so that a parent comes before its children (breadth first from the roots, each
   // level in name order).
@@ -68,7 +73,7 @@ class QueueTree {
   std::vector<Entry> entries_;
   std::vector<int> roots_;
   std::vector<int> top_down_;
-  absl::flat_hash_map<std::string_view, int> by_name_;  // keys point into the snapshot
+  std::vector<int> from_input_;  // by input index: the tree index
 };
 
 }  // namespace arbiter

@@ -5,16 +5,21 @@
 
 namespace arbiter {
 
-int ResourceInterner::FindOrAdd(const std::string& name) {
+int ResourceInterner::FindExisting(const std::string& name) const {
   const int n = static_cast<int>(names_.size());
   if (n <= kLinearLimit) {
     for (int i = 0; i < n; ++i) {
       if (*names_[i] == name) return i;
     }
-  } else {
-    const auto it = index_.find(name);
-    if (it != index_.end()) return it->second;
+    return -1;
   }
+  const auto it = index_.find(name);
+  return it == index_.end() ? -1 : it->second;
+}
+
+int ResourceInterner::FindOrAdd(const std::string& name) {
+  const int n = static_cast<int>(names_.size());
+  if (const int id = FindExisting(name); id >= 0) return id;
   names_.push_back(&name);
   if (n + 1 == kLinearLimit + 1) {
     for (int i = 0; i <= n; ++i) index_.emplace(*names_[i], i);

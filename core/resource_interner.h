@@ -31,6 +31,15 @@ class ResourceInterner {
     return id;
   }
 
+  // The id of `name`, or -1 when it was never interned; `hint` as for Intern.
+  int Find(const std::string& name, int& hint) const {
+    const int n = static_cast<int>(names_.size());
+    if (hint < n && *names_[hint] == name) return hint++;
+    const int id = FindExisting(name);
+    if (id >= 0) hint = id + 1;
+    return id;
+  }
+
   int size() const { return static_cast<int>(names_.size()); }
   const std::string& name(int id) const { return *names_[id]; }
 
@@ -39,6 +48,7 @@ class ResourceInterner {
 
  private:
   int FindOrAdd(const std::string& name);
+  int FindExisting(const std::string& name) const;
 
   static constexpr int kLinearLimit = 16;
   std::vector<const std::string*> names_;              // by id; point at the caller's strings

@@ -2,26 +2,29 @@
 
 #include <algorithm>
 #include <string>
-#include <string_view>
 #include <utility>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/strings/string_view.h"
 #include "core/resource_interner.h"
 #include "core/status_macros.h"
 
 namespace arbiter {
 namespace {
 
-// Indices 0..n-1 sorted by `name_of(i)`, untouched when already in order.
+// Indices 0..n-1 sorted by `name_of(i)`, untouched when already in order, appended to `out`.
+template <typename NameOf>
+void AppendByName(size_t n, NameOf name_of, std::vector<int>& out) {
+  const size_t first = out.size();
+  for (size_t i = 0; i < n; ++i) out.push_back(static_cast<int>(i));
+  const auto by_name = [&](int a, int b) { return name_of(a) < name_of(b); };
+  const auto begin = out.begin() + static_cast<std::ptrdiff_t>(first);
+  if (!std::is_sorted(begin, out.end(), by_name)) std::sort(begin, out.end(), by_name);
+}
+
 template <typename NameOf>
 std::vector<int> ByName(size_t n, NameOf name_of) {
-  std::vector<int> order(n);
-  for (size_t i = 0; i < n; ++i) order[i] = static_cast<int>(i);
-  const auto by_name = [&](int a, int b) { return name_of(a) < name_of(b); };
-  if (!std::is_sorted(order.begin(), order.end(), by_name)) {
-    std::sort(order.begin(), order.end(), by_name);
-  }
+  std::vector<int> order;
+  order.reserve(n);
+  AppendByName(n, name_of, order);
   return order;
 }
 
@@ -31,13 +34,19 @@ std::vector<int> ByName(size_t n, NameOf name_of) {
 // indices of R (which keeps every run ascending: a map's keys are in bytewise order, and so is R).
 class ValidatedSnapshot::Builder {
  public:
-  Builder(const Snapshot& snapshot, ValidatedSnapshot& out) : snapshot_(snapshot), out_(out) {}
+  // `index` is what validation learned; its resource names are taken over.
+  Builder(const Snapshot& snapshot, RequestIndex& index, ValidatedSnapshot& out)
+      : snapshot_(snapshot), index_(index), out_(out), interner_(std::move(index.resources)) {}
 
   // False when cancelled.
   bool Build(CancelPoll& poll) {
+    out_.amounts_.reserve(CountAmounts());
     out_.capacity_ = Read(snapshot_.capacity);
     out_.allocatable_.reserve(snapshot_.nodes.size());
-    for (const Node& node : snapshot_.nodes) out_.allocatable_.push_back(Read(node.allocatable));
+    size_t cursor = 0;
+    for (const Node& node : snapshot_.nodes) {
+      out_.allocatable_.push_back(Read(node.allocatable, index_.allocatable_ids, cursor));
+    }
     if (!ReadPods(poll)) return false;
     std::vector<QueueRanges> by_input(snapshot_.queues.size());
     for (size_t i = 0; i < snapshot_.queues.size(); ++i) {
@@ -45,24 +54,53 @@ class ValidatedSnapshot::Builder {
       by_input[i] = {Read(queue.deserved), Read(queue.limit), Read(queue.over_quota_weight),
                      Read(queue.borrowing_limit), Read(queue.lending_limit)};
     }
-    std::vector<int> position;
-    out_.resources_ = interner_.Sorted(position);
-    for (Amount& amount : out_.amounts_) amount.resource = position[amount.resource];
+    out_.resources_ = interner_.Sorted(position_);
+    bool in_order = true;  // ids met in name order already: nothing to renumber
+    for (size_t id = 0; id < position_.size(); ++id)
+      in_order &= position_[id] == static_cast<int>(id);
+    if (!in_order) {
+      for (Amount& amount : out_.amounts_) amount.resource = position_[amount.resource];
+    }
 
-    out_.tree_ = QueueTree::Build(snapshot_);
+    out_.tree_ = QueueTree::Build(snapshot_, index_.queue_parent);
     out_.queues_.resize(by_input.size());
     for (int q = 0; q < out_.tree_.size(); ++q) {
       out_.queues_[q] = by_input[&out_.tree_.queue(q) - snapshot_.queues.data()];
     }
     ReadUsage();
-    out_.group_queue_.reserve(snapshot_.pod_groups.size());
-    for (const PodGroup& group : snapshot_.pod_groups) {
-      out_.group_queue_.push_back(out_.tree_.Find(group.queue));
+    out_.group_queue_.reserve(index_.group_queue.size());
+    for (const int queue : index_.group_queue) {
+      out_.group_queue_.push_back(out_.tree_.FromInput(queue));
     }
     return true;
   }
 
  private:
+  // The entries of every map Build reads, so that the runs' array is allocated once.
+  size_t CountAmounts() const {
+    size_t count = snapshot_.capacity.size() + snapshot_.usage_capacity.size();
+    for (const Node& node : snapshot_.nodes) count += node.allocatable.size();
+    for (const PodGroup& group : snapshot_.pod_groups) {
+      for (const Pod& pod : group.pods) count += pod.requests.size();
+    }
+    for (const Queue& queue : snapshot_.queues) {
+      count += queue.deserved.size() + queue.limit.size() + queue.over_quota_weight.size() +
+               queue.borrowing_limit.size() + queue.lending_limit.size();
+    }
+    for (const QueueUsage& usage : snapshot_.usage) count += usage.usage.size();
+    return count;
+  }
+
+  // `map`, whose entries' ids validation recorded in `ids` from `cursor` on (core/validation.h,
+  // RequestIndex): no name is compared again. Advances `cursor` past them.
+  Range Read(const ResourceMap& map, const std::vector<int32_t>& ids, size_t& cursor) {
+    Range range;
+    range.begin = static_cast<uint32_t>(out_.amounts_.size());
+    for (const auto& entry : map) out_.amounts_.push_back({ids[cursor++], entry.second});
+    range.end = static_cast<uint32_t>(out_.amounts_.size());
+    return range;
+  }
+
   Range Read(const ResourceMap& map) {
     Range range;
     range.begin = static_cast<uint32_t>(out_.amounts_.size());
@@ -78,11 +116,6 @@ class ValidatedSnapshot::Builder {
     const std::vector<Node>& nodes = snapshot_.nodes;
     out_.nodes_by_name_ =
         ByName(nodes.size(), [&](int i) -> const std::string& { return nodes[i].name; });
-    absl::flat_hash_map<std::string_view, int> node_index;
-    node_index.reserve(nodes.size());
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      node_index.emplace(nodes[i].name, static_cast<int>(i));
-    }
 
     const std::vector<PodGroup>& groups = snapshot_.pod_groups;
     out_.groups_by_name_ =
@@ -92,27 +125,22 @@ class ValidatedSnapshot::Builder {
     out_.first_pod_.reserve(groups.size() + 1);
     out_.pods_by_name_.reserve(pod_count);
     out_.requests_.reserve(pod_count);
-    out_.pod_node_.reserve(pod_count);
+    out_.pod_node_ = std::move(index_.pod_node);
     out_.pod_phase_.reserve(pod_count);
+    size_t cursor = 0;  // into index_.request_ids
     for (const PodGroup& group : groups) {
       if (poll.Tick(1 + static_cast<int64_t>(group.pods.size()))) return false;
-      out_.first_pod_.push_back(static_cast<int>(out_.pod_node_.size()));
+      out_.first_pod_.push_back(static_cast<int>(out_.pod_phase_.size()));
       const std::vector<Pod>& pods = group.pods;
-      const std::vector<int> order =
-          ByName(pods.size(), [&](int i) -> const std::string& { return pods[i].name; });
-      out_.pods_by_name_.insert(out_.pods_by_name_.end(), order.begin(), order.end());
+      AppendByName(
+          pods.size(), [&](int i) -> const std::string& { return pods[i].name; },
+          out_.pods_by_name_);
       for (const Pod& pod : pods) {
-        out_.requests_.push_back(Read(pod.requests));
-        int node = -1;
-        if (!pod.node_name.empty()) {
-          auto it = node_index.find(pod.node_name);
-          if (it != node_index.end()) node = it->second;  // always, after validation
-        }
-        out_.pod_node_.push_back(node);
+        out_.requests_.push_back(Read(pod.requests, index_.request_ids, cursor));
         out_.pod_phase_.push_back(EffectivePhase(pod));
       }
     }
-    out_.first_pod_.push_back(static_cast<int>(out_.pod_node_.size()));
+    out_.first_pod_.push_back(static_cast<int>(out_.pod_phase_.size()));
     return true;
   }
 
@@ -121,38 +149,43 @@ class ValidatedSnapshot::Builder {
     out_.usage_capacity_ = ReadKnown(snapshot_.usage_capacity);
     out_.usage_queue_.reserve(snapshot_.usage.size());
     out_.usage_.reserve(snapshot_.usage.size());
-    for (const QueueUsage& usage : snapshot_.usage) {
-      out_.usage_queue_.push_back(out_.tree_.Find(usage.queue));
-      out_.usage_.push_back(ReadKnown(usage.usage));
+    for (size_t i = 0; i < snapshot_.usage.size(); ++i) {
+      out_.usage_queue_.push_back(out_.tree_.FromInput(index_.usage_queue[i]));
+      out_.usage_.push_back(ReadKnown(snapshot_.usage[i].usage));
     }
   }
 
   Range ReadKnown(const ResourceMap& map) {
     Range range;
     range.begin = static_cast<uint32_t>(out_.amounts_.size());
+    int hint = 0;
     for (const auto& [name, value] : map) {
-      const int r = out_.resources_.Find(name);
-      if (r >= 0) out_.amounts_.push_back({r, value});
+      const int id = interner_.Find(name, hint);
+      if (id >= 0) out_.amounts_.push_back({position_[id], value});
     }
     range.end = static_cast<uint32_t>(out_.amounts_.size());
     return range;
   }
 
   const Snapshot& snapshot_;
+  RequestIndex& index_;
   ValidatedSnapshot& out_;
   ResourceInterner interner_;
+  std::vector<int> position_;  // by id of interner_: the index in R, once R is known
 };
 
 absl::StatusOr<ValidatedSnapshot> ValidatedSnapshot::Validate(const Snapshot& snapshot,
                                                               const Policy& policy,
-                                                              RequestKind kind, CancelPoll* poll) {
-  RETURN_IF_ERROR(ValidateRequest(snapshot, policy, kind, poll));
+                                                              RequestKind kind, CancelPoll* poll,
+                                                              const RequestBounds& bounds) {
+  RequestIndex index;
+  RETURN_IF_ERROR(ValidateRequest(snapshot, policy, kind, poll, bounds, &index));
   CancelPoll never;
   CancelPoll& cancel = poll != nullptr ? *poll : never;
   ValidatedSnapshot validated;
   validated.snapshot_ = &snapshot;
   validated.policy_ = policy;
-  if (!Builder(snapshot, validated).Build(cancel)) return cancel.status();
+  if (!Builder(snapshot, index, validated).Build(cancel)) return cancel.status();
   return validated;
 }
 

@@ -37,11 +37,13 @@ using Amounts = absl::Span<const Amount>;
 
 class ValidatedSnapshot {
  public:
-  // Validates the request (ValidateRequest: InvalidArgument with a field path for bad input),
-  // then interns it. Cancelled (poll->status()) when `poll` (may be null) reports the call
+  // Validates the request within `bounds` (ValidateRequest: InvalidArgument with a field path
+  // for bad input), then interns it with the indexes validation built, so that each name is
+  // hashed once. Cancelled (poll->status()) when `poll` (may be null) reports the call
   // cancelled first. O(size of the request · log).
   static absl::StatusOr<ValidatedSnapshot> Validate(const Snapshot& snapshot, const Policy& policy,
-                                                    RequestKind kind, CancelPoll* poll = nullptr);
+                                                    RequestKind kind, CancelPoll* poll = nullptr,
+                                                    const RequestBounds& bounds = {});
 
   ValidatedSnapshot(ValidatedSnapshot&&) = default;
   ValidatedSnapshot& operator=(ValidatedSnapshot&&) = default;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -202,15 +203,19 @@ bool IsTaintEffect(absl::string_view effect) {
 // past kMaxQuantitySum is the offence.
 class QuantitySums {
  public:
-  explicit QuantitySums(const char* what) : what_(what) {}
+  // Names are interned in `names`, which may be shared by several sums.
+  QuantitySums(const char* what, ResourceInterner& names) : what_(what), names_(names) {}
 
-  // Adds every entry of `map`; `path_fn()` names the map (called only on an offence).
+  // Adds every entry of `map`; `path_fn()` names the map (called only on an offence). Each
+  // entry's name id is appended to `ids` when it is not null.
   template <typename PathFn>
-  absl::Status Add(const PathFn& path_fn, const ResourceMap& map) {
+  absl::Status Add(const PathFn& path_fn, const ResourceMap& map,
+                   std::vector<int32_t>* ids = nullptr) {
     int hint = 0;
     for (const auto& [name, value] : map) {
       const int id = names_.Intern(name, hint);
-      if (id == static_cast<int>(totals_.size())) totals_.push_back(0);
+      if (ids != nullptr) ids->push_back(id);
+      if (id >= static_cast<int>(totals_.size())) totals_.resize(id + 1, 0);
       double& total = totals_[id];
       total += value;
       if (total > kMaxQuantitySum) {
@@ -224,26 +229,32 @@ class QuantitySums {
 
  private:
   const char* what_;
-  ResourceInterner names_;      // names point into the snapshot
+  ResourceInterner& names_;     // names point into the snapshot
   std::vector<double> totals_;  // by id of names_
 };
 
 // ---- Rule 2: queues ----
 
+// Every queue name hashed once, every parent looked up once.
 struct QueueIndex {
   absl::flat_hash_map<absl::string_view, int> by_name;  // first queue with each name
-  std::vector<char> on_cycle;                           // by input index
-  std::vector<char> has_children;                       // by input index of the first name
+  std::vector<int> first_named;                         // by input index: first queue so named
+  std::vector<int> parent;         // by input index: -1 at the top level or when unknown
+  std::vector<char> on_cycle;      // by input index
+  std::vector<char> has_children;  // by input index of the first name
 };
 
 QueueIndex IndexQueues(const std::vector<Queue>& queues) {
   QueueIndex index;
   const int n = static_cast<int>(queues.size());
   index.by_name.reserve(queues.size());
-  for (int i = 0; i < n; ++i) index.by_name.emplace(queues[i].name, i);
+  index.first_named.resize(n);
+  for (int i = 0; i < n; ++i)
+    index.first_named[i] = index.by_name.emplace(queues[i].name, i).first->second;
   // Each queue's parent by input index (-1: top level or unknown); then mark the queues that
   // lie on a cycle of parent links, visiting every queue once.
-  std::vector<int> parent(n, -1);
+  std::vector<int>& parent = index.parent;
+  parent.assign(n, -1);
   index.has_children.assign(n, 0);
   for (int i = 0; i < n; ++i) {
     if (queues[i].parent.empty()) continue;
@@ -292,6 +303,15 @@ absl::Status CheckQuotaMaps(size_t i, const Queue& queue) {
       {"borrowing_limit", &queue.borrowing_limit, true},
       {"lending_limit", &queue.lending_limit, true},
   };
+  // One pass finds nearly every queue clean; only one with an offence is walked in the rule's
+  // order below, so that the message names its first offence.
+  bool clean = true;
+  for (const NamedMap& m : maps) {
+    for (const auto& [name, value] : *m.map) {
+      clean &= std::isfinite(value) && (value >= 0 || (m.allows_minus_one && value == -1));
+    }
+  }
+  if (clean) return absl::OkStatus();
   auto path = [&](const char* field, const std::string& key) {
     return absl::StrCat("snapshot.queues[", i, "].", field, Key(key));
   };
@@ -321,8 +341,9 @@ absl::Status CheckQuotaMaps(size_t i, const Queue& queue) {
 }
 
 // Under KUEUE, a cohort's subtree quota sums its children's: the nominal quotas of all queues.
-absl::Status CheckKueueQuotaSums(const Snapshot& snapshot, CancelPoll& poll) {
-  QuantitySums sums("nominal quotas (deserved) of all queues for");
+absl::Status CheckKueueQuotaSums(const Snapshot& snapshot, ResourceInterner& names,
+                                 CancelPoll& poll) {
+  QuantitySums sums("nominal quotas (deserved) of all queues for", names);
   for (size_t i = 0; i < snapshot.queues.size(); ++i) {
     if (poll.Tick()) return poll.status();
     RETURN_IF_ERROR(sums.Add([i] { return absl::StrCat("snapshot.queues[", i, "].deserved"); },
@@ -332,19 +353,19 @@ absl::Status CheckKueueQuotaSums(const Snapshot& snapshot, CancelPoll& poll) {
 }
 
 absl::Status CheckQueues(const Snapshot& snapshot, const Policy& policy, const QueueIndex& index,
-                         CancelPoll& poll) {
+                         ResourceInterner& names, CancelPoll& poll) {
   const bool kueue = policy.fairness_model == FairnessModel::kKueue;
   for (size_t i = 0; i < snapshot.queues.size(); ++i) {
     if (poll.Tick()) return poll.status();
     const Queue& queue = snapshot.queues[i];
     auto at = [i](const char* field) { return absl::StrCat("snapshot.queues[", i, "].", field); };
     if (queue.name.empty()) return Invalid(at("name"), "empty name");
-    const int first = index.by_name.at(queue.name);
+    const int first = index.first_named[i];
     if (first != static_cast<int>(i)) {
       return Invalid(at("name"), absl::StrCat("duplicate queue ", QuotedName(queue.name),
                                               " (also snapshot.queues[", first, "])"));
     }
-    if (!queue.parent.empty() && !index.by_name.contains(queue.parent)) {
+    if (!queue.parent.empty() && index.parent[i] < 0) {
       return Invalid(at("parent"), absl::StrCat("unknown queue ", QuotedName(queue.parent)));
     }
     if (index.on_cycle[i]) {
@@ -376,7 +397,37 @@ absl::Status CheckQueues(const Snapshot& snapshot, const Policy& policy, const Q
       }
     }
   }
-  if (kueue) RETURN_IF_ERROR(CheckKueueQuotaSums(snapshot, poll));
+  if (kueue) RETURN_IF_ERROR(CheckKueueQuotaSums(snapshot, names, poll));
+  return absl::OkStatus();
+}
+
+// The caller's bound on the tree's depth: the first queue in input order that lies deeper. Every
+// parent exists and there is no cycle. O(queues), without recursion.
+absl::Status CheckQueueDepth(const std::vector<int>& parent, const RequestBounds& bounds) {
+  const int n = static_cast<int>(parent.size());
+  if (n <= bounds.max_queue_depth) return absl::OkStatus();
+  std::vector<int64_t> depth(n, 0);  // 0 = not known yet
+  std::vector<int> walk;
+  for (int i = 0; i < n; ++i) {
+    int at = i;
+    while (at >= 0 && depth[at] == 0) {
+      walk.push_back(at);
+      at = parent[at];
+    }
+    int64_t base = at < 0 ? 0 : depth[at];
+    while (!walk.empty()) {
+      depth[walk.back()] = ++base;
+      walk.pop_back();
+    }
+    if (depth[i] > bounds.max_queue_depth) {
+      return Invalid(absl::StrCat("snapshot.queues[", i, "]"),
+                     absl::StrCat("the queue tree is ", depth[i], " levels deep here; at most ",
+                                  bounds.max_queue_depth, " levels are accepted",
+                                  bounds.max_queue_depth_name.empty()
+                                      ? ""
+                                      : absl::StrCat(" (", bounds.max_queue_depth_name, ")")));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -384,8 +435,14 @@ absl::Status CheckQueues(const Snapshot& snapshot, const Policy& policy, const Q
 
 absl::Status CheckNodes(const Snapshot& snapshot,
                         absl::flat_hash_map<absl::string_view, int>& nodes_by_name,
-                        CancelPoll& poll) {
+                        RequestIndex& index, CancelPoll& poll) {
   nodes_by_name.reserve(snapshot.nodes.size());
+  // The capacity of the cluster sums the nodes; every node's amounts enter the per-node
+  // arithmetic (free = allocatable - used - releasing), unschedulable ones included. Summed in
+  // the same walk; an overflow is reported only once no node has an offence of its own (the
+  // sum check comes last in the rule), and it is the same first one in input order.
+  QuantitySums sums("allocatable amounts of all nodes for", index.resources);
+  absl::Status sum_error;
   for (size_t i = 0; i < snapshot.nodes.size(); ++i) {
     if (poll.Tick()) return poll.status();
     const Node& node = snapshot.nodes[i];
@@ -409,16 +466,12 @@ absl::Status CheckNodes(const Snapshot& snapshot,
                                     " (NoSchedule, PreferNoSchedule or NoExecute)"));
       }
     }
+    if (sum_error.ok()) {
+      sum_error = sums.Add([i] { return absl::StrCat("snapshot.nodes[", i, "].allocatable"); },
+                           node.allocatable, &index.allocatable_ids);
+    }
   }
-  // The capacity of the cluster sums the nodes; every node's amounts enter the per-node
-  // arithmetic (free = allocatable - used - releasing), unschedulable ones included.
-  QuantitySums sums("allocatable amounts of all nodes for");
-  for (size_t i = 0; i < snapshot.nodes.size(); ++i) {
-    if (poll.Tick()) return poll.status();
-    RETURN_IF_ERROR(sums.Add([i] { return absl::StrCat("snapshot.nodes[", i, "].allocatable"); },
-                             snapshot.nodes[i].allocatable));
-  }
-  return absl::OkStatus();
+  return sum_error;
 }
 
 // ---- Rule 4: pod groups ----
@@ -440,9 +493,9 @@ absl::Status CheckToleration(const PathFn& at, const Toleration& toleration) {
   return absl::OkStatus();
 }
 
-// Checks pod j of group i, except its name.
+// Checks pod j of group i, except its name; `node` becomes its node's input index (-1: none).
 absl::Status CheckPod(size_t i, size_t j, const Pod& pod,
-                      const absl::flat_hash_map<absl::string_view, int>& nodes_by_name) {
+                      const absl::flat_hash_map<absl::string_view, int>& nodes_by_name, int& node) {
   auto at = [i, j](const char* field) {
     return absl::StrCat("snapshot.pod_groups[", i, "].pods[", j, "].", field);
   };
@@ -456,8 +509,13 @@ absl::Status CheckPod(size_t i, size_t j, const Pod& pod,
   if (pod.phase == PodPhase::kPending && on_node) {
     return Invalid(at("node_name"), "must be empty for a PENDING pod");
   }
-  if (on_node && !nodes_by_name.contains(pod.node_name)) {
-    return Invalid(at("node_name"), absl::StrCat("unknown node ", QuotedName(pod.node_name)));
+  node = -1;
+  if (on_node) {
+    const auto found = nodes_by_name.find(pod.node_name);
+    if (found == nodes_by_name.end()) {
+      return Invalid(at("node_name"), absl::StrCat("unknown node ", QuotedName(pod.node_name)));
+    }
+    node = found->second;
   }
   for (size_t t = 0; t < pod.tolerations.size(); ++t) {
     RETURN_IF_ERROR(CheckToleration(
@@ -486,7 +544,17 @@ int EarlierPodNamed(const std::vector<Pod>& pods, size_t j,
 
 absl::Status CheckPodGroups(const Snapshot& snapshot, const QueueIndex& queues,
                             const absl::flat_hash_map<absl::string_view, int>& nodes_by_name,
-                            CancelPoll& poll) {
+                            RequestIndex& index, CancelPoll& poll) {
+  size_t pod_count = 0;
+  for (const PodGroup& group : snapshot.pod_groups) pod_count += group.pods.size();
+  index.group_queue.reserve(snapshot.pod_groups.size());
+  index.pod_node.reserve(pod_count);
+  // Requests are summed per pod group (its unit, its Kueue usage), per node, per queue and up
+  // the tree, and into the response's requested amounts: all bounded by their sum over all pods.
+  // Summed in the same walk; an overflow is reported only once no pod group has an offence of
+  // its own (the sum check comes last in the rule), and it is the same first one in input order.
+  QuantitySums sums("requests of all pods for", index.resources);
+  absl::Status sum_error;
   absl::flat_hash_map<absl::string_view, int> groups_by_name;
   groups_by_name.reserve(snapshot.pod_groups.size());
   absl::flat_hash_map<absl::string_view, int> pods_by_name;
@@ -512,6 +580,7 @@ absl::Status CheckPodGroups(const Snapshot& snapshot, const QueueIndex& queues,
                      absl::StrCat("queue ", QuotedName(group.queue),
                                   " is not a leaf (pod groups live only in leaf queues)"));
     }
+    index.group_queue.push_back(queue->second);
     if (group.min_member < 0) {
       return Invalid(at("min_member"),
                      absl::StrCat("must not be negative, got ", group.min_member));
@@ -531,41 +600,39 @@ absl::Status CheckPodGroups(const Snapshot& snapshot, const QueueIndex& queues,
                        absl::StrCat("duplicate pod ", QuotedName(pod.name),
                                     " (also snapshot.pod_groups[", i, "].pods[", earlier, "])"));
       }
-      RETURN_IF_ERROR(CheckPod(i, j, pod, nodes_by_name));
+      int node = -1;
+      RETURN_IF_ERROR(CheckPod(i, j, pod, nodes_by_name, node));
+      index.pod_node.push_back(node);
+      if (sum_error.ok()) {
+        sum_error = sums.Add(
+            [i, j] { return absl::StrCat("snapshot.pod_groups[", i, "].pods[", j, "].requests"); },
+            pod.requests, &index.request_ids);
+      }
     }
   }
-  // Requests are summed per pod group (its unit, its Kueue usage), per node, per queue and up
-  // the tree, and into the response's requested amounts: all bounded by their sum over all pods.
-  QuantitySums sums("requests of all pods for");
-  for (size_t i = 0; i < snapshot.pod_groups.size(); ++i) {
-    const PodGroup& group = snapshot.pod_groups[i];
-    if (poll.Tick(1 + static_cast<int64_t>(group.pods.size()))) return poll.status();
-    for (size_t j = 0; j < group.pods.size(); ++j) {
-      RETURN_IF_ERROR(sums.Add(
-          [i, j] { return absl::StrCat("snapshot.pod_groups[", i, "].pods[", j, "].requests"); },
-          group.pods[j].requests));
-    }
-  }
-  return absl::OkStatus();
+  return sum_error;
 }
 
 // ---- Rule 5: usage ----
 
-absl::Status CheckUsage(const Snapshot& snapshot, const QueueIndex& queues) {
-  absl::flat_hash_map<absl::string_view, int> seen;
-  seen.reserve(snapshot.usage.size());
+absl::Status CheckUsage(const Snapshot& snapshot, const QueueIndex& queues,
+                        std::vector<int>& usage_queue) {
+  std::vector<int> seen(snapshot.queues.size(), -1);  // by queue: its usage entry
+  usage_queue.reserve(snapshot.usage.size());
   for (size_t i = 0; i < snapshot.usage.size(); ++i) {
     const QueueUsage& usage = snapshot.usage[i];
     auto at = [i](const char* field) { return absl::StrCat("snapshot.usage[", i, "].", field); };
-    if (!queues.by_name.contains(usage.queue)) {
+    const auto queue = queues.by_name.find(usage.queue);
+    if (queue == queues.by_name.end()) {
       return Invalid(at("queue"), absl::StrCat("unknown queue ", QuotedName(usage.queue)));
     }
-    auto [it, inserted] = seen.emplace(usage.queue, static_cast<int>(i));
-    if (!inserted) {
+    if (seen[queue->second] >= 0) {
       return Invalid(at("queue"),
                      absl::StrCat("duplicate usage for queue ", QuotedName(usage.queue),
-                                  " (also snapshot.usage[", it->second, "])"));
+                                  " (also snapshot.usage[", seen[queue->second], "])"));
     }
+    seen[queue->second] = static_cast<int>(i);
+    usage_queue.push_back(queue->second);
     RETURN_IF_ERROR(CheckAmounts([&] { return at("usage"); }, usage.usage));
   }
   RETURN_IF_ERROR(
@@ -593,27 +660,31 @@ absl::Status CheckNowForMinRuntimes(const Snapshot& snapshot) {
 }  // namespace
 
 absl::Status ValidateRequest(const Snapshot& snapshot, const Policy& policy, RequestKind kind,
-                             CancelPoll* poll) {
+                             CancelPoll* poll, const RequestBounds& bounds, RequestIndex* index) {
   CancelPoll never;
   CancelPoll& cancel = poll != nullptr ? *poll : never;
+  RequestIndex local;
+  RequestIndex& learned = index != nullptr ? *index : local;
   // 1. Policy, with every enum of the request.
   RETURN_IF_ERROR(CheckEnums(snapshot, policy));
   RETURN_IF_ERROR(CheckPolicy(policy));
   // 2. Queues (Snapshot.now is checked first: the request's own timestamp).
   RETURN_IF_ERROR(CheckTimestamp([] { return std::string("snapshot.now"); }, snapshot.now));
-  const QueueIndex queues = IndexQueues(snapshot.queues);
-  RETURN_IF_ERROR(CheckQueues(snapshot, policy, queues, cancel));
+  QueueIndex queues = IndexQueues(snapshot.queues);
+  RETURN_IF_ERROR(CheckQueues(snapshot, policy, queues, learned.resources, cancel));
+  RETURN_IF_ERROR(CheckQueueDepth(queues.parent, bounds));
   // 3. Nodes.
   absl::flat_hash_map<absl::string_view, int> nodes_by_name;
-  RETURN_IF_ERROR(CheckNodes(snapshot, nodes_by_name, cancel));
+  RETURN_IF_ERROR(CheckNodes(snapshot, nodes_by_name, learned, cancel));
   // 4. Pod groups.
-  RETURN_IF_ERROR(CheckPodGroups(snapshot, queues, nodes_by_name, cancel));
+  RETURN_IF_ERROR(CheckPodGroups(snapshot, queues, nodes_by_name, learned, cancel));
   // 5. Usage.
-  RETURN_IF_ERROR(CheckUsage(snapshot, queues));
+  RETURN_IF_ERROR(CheckUsage(snapshot, queues, learned.usage_queue));
   // 6. Schedule under KAI.
   if (kind == RequestKind::kSchedule && policy.fairness_model != FairnessModel::kKueue) {
     RETURN_IF_ERROR(CheckNowForMinRuntimes(snapshot));
   }
+  learned.queue_parent = std::move(queues.parent);
   return absl::OkStatus();
 }
 

@@ -1,9 +1,15 @@
 // Every check on request data, in one pass (SEMANTICS.md §1).
 #pragma once
 
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
 #include "absl/status/status.h"
 #include "core/cancel_poll.h"
 #include "core/model.h"
+#include "core/resource_interner.h"
 
 namespace arbiter {
 
@@ -18,6 +24,31 @@ enum class RequestKind { kFairShares, kSchedule };
 // maps walked in input order.
 inline constexpr double kMaxQuantitySum = 1e300;
 
+// A bound the caller puts on requests beyond SEMANTICS.md §1 (the server's --max-queue-depth).
+struct RequestBounds {
+  // The most levels a queue may lie below the top (a top-level queue is at level 1). Checked
+  // last in rule 2, once every parent is known to exist and to form no cycle.
+  int64_t max_queue_depth = std::numeric_limits<int64_t>::max();
+  // The caller's name for the bound (a flag), echoed in brackets in the message; may be empty.
+  std::string max_queue_depth_name;
+};
+
+// What validation learned about the names of a valid request, by input index, handed to the
+// interned model (core/validated_snapshot.h) so that each name is hashed once per call.
+struct RequestIndex {
+  std::vector<int> queue_parent;  // per queue: its parent's input index, -1 at the top
+  std::vector<int> group_queue;   // per pod group: its queue's input index
+  std::vector<int> pod_node;      // per pod, numbered flat through the groups: node index or -1
+  std::vector<int> usage_queue;   // per Snapshot.usage entry: its queue's input index
+  // Every resource name validation met (the nodes' allocatable, the pods' requests and, under
+  // KUEUE, the queues' deserved); its names point into the snapshot.
+  ResourceInterner resources;
+  // The id in `resources` of each entry of every node's allocatable (nodes in input order), and
+  // of every pod's requests (pods numbered flat), entries in key order.
+  std::vector<int32_t> allocatable_ids;
+  std::vector<int32_t> request_ids;
+};
+
 // OK, or InvalidArgument whose message starts with the field path of the first offence in the
 // order of SEMANTICS.md §1 (input order within a list), each rule's sum check (kMaxQuantitySum)
 // last in its rule, e.g.
@@ -26,7 +57,10 @@ inline constexpr double kMaxQuantitySum = 1e300;
 // from the request are echoed escaped and capped (core/echoed_name.h), so a message stays short.
 // Deterministic: the same input gives the same message. Thread-safe; O(size of the snapshot).
 // Cancelled (poll->status()) when `poll` (may be null) reports the call cancelled first.
+// A queue deeper than `bounds.max_queue_depth` is InvalidArgument naming the first such queue
+// in input order, at the end of rule 2. When OK and `index` is not null, `*index` is filled.
 absl::Status ValidateRequest(const Snapshot& snapshot, const Policy& policy, RequestKind kind,
-                             CancelPoll* poll = nullptr);
+                             CancelPoll* poll = nullptr, const RequestBounds& bounds = {},
+                             RequestIndex* index = nullptr);
 
 }  // namespace arbiter

@@ -163,6 +163,31 @@ void SharesToProto(std::vector<QueueShare>&& shares, pb::RepeatedPtrField<v1::Qu
   for (QueueShare& share : shares) ShareToProto(std::move(share), proto->Add());
 }
 
+// Each row written straight into its message: no QueueShare in between.
+void RowsToProto(const QueueShareRows& rows, pb::RepeatedPtrField<v1::QueueShare>* proto) {
+  proto->Reserve(rows.size());
+  const int columns = rows.columns();
+  for (int row = 0; row < rows.size(); ++row) {
+    v1::QueueShare* share = proto->Add();
+    share->set_queue(std::string(rows.name(row)));
+    const auto [begin, end] = rows.deserved_run(row);
+    pb::Map<std::string, double>& deserved = *share->mutable_deserved();
+    for (uint32_t i = begin; i < end; ++i) {
+      deserved[rows.resources[rows.deserved[i].first]] = Canonical(rows.deserved[i].second);
+    }
+    const size_t first = static_cast<size_t>(row) * columns;
+    pb::Map<std::string, double>& fair_share = *share->mutable_fair_share();
+    pb::Map<std::string, double>& allocated = *share->mutable_allocated();
+    pb::Map<std::string, double>& requested = *share->mutable_requested();
+    for (int r = 0; r < columns; ++r) {
+      fair_share[rows.resources[r]] = Canonical(rows.fair_share[first + r]);
+      allocated[rows.resources[r]] = Canonical(rows.allocated[first + r]);
+      requested[rows.resources[r]] = Canonical(rows.requested[first + r]);
+    }
+    share->set_saturation(Canonical(rows.saturation[row]));
+  }
+}
+
 std::vector<QueueShare> FromProtoShares(const pb::RepeatedPtrField<v1::QueueShare>& proto) {
   std::vector<QueueShare> shares;
   shares.reserve(proto.size());
@@ -213,6 +238,10 @@ v1::Policy ToProto(const Policy& policy) {
 // ---- Answers ----
 
 void ToProto(FairShareResult result, v1::FairShareResponse* proto) {
+  if (result.rows.size() > 0) {
+    RowsToProto(result.rows, proto->mutable_queues());
+    return;
+  }
   SharesToProto(std::move(result.queues), proto->mutable_queues());
 }
 

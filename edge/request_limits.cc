@@ -1,10 +1,7 @@
 #include "edge/request_limits.h"
 
 #include <limits>
-#include <string_view>
-#include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 
 namespace arbiter::edge {
@@ -32,41 +29,6 @@ SnapshotSize SizeOf(const Snapshot& snapshot) {
     size.pods += static_cast<int64_t>(group.pods.size());
   }
   return size;
-}
-
-absl::Status CheckQueueDepth(const Snapshot& snapshot, const RequestLimits& limits) {
-  const std::vector<Queue>& queues = snapshot.queues;
-  if (static_cast<int64_t>(queues.size()) <= limits.max_queue_depth) return absl::OkStatus();
-  absl::flat_hash_map<std::string_view, int> index;
-  index.reserve(queues.size());
-  for (int i = 0; i < static_cast<int>(queues.size()); ++i) index.emplace(queues[i].name, i);
-  // depth[i]: 0 = not known yet, -1 = on the walk in progress; a parent that is missing or on
-  // a cycle ends the walk as if the queue were at the top (validation reports it).
-  std::vector<int64_t> depth(queues.size(), 0);
-  std::vector<int> walk;
-  for (int start = 0; start < static_cast<int>(queues.size()); ++start) {
-    int at = start;
-    int64_t base = 0;
-    while (depth[at] == 0) {
-      depth[at] = -1;
-      walk.push_back(at);
-      const auto parent = queues[at].parent.empty() ? index.end() : index.find(queues[at].parent);
-      if (parent == index.end()) break;
-      at = parent->second;
-    }
-    if (depth[at] > 0) base = depth[at];
-    while (!walk.empty()) {
-      depth[walk.back()] = ++base;
-      if (base > limits.max_queue_depth) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("snapshot.queues[", walk.back(), "]: the queue tree is ", base,
-                         " levels deep here; this server accepts at most ", limits.max_queue_depth,
-                         " (--max-queue-depth)"));
-      }
-      walk.pop_back();
-    }
-  }
-  return absl::OkStatus();
 }
 
 absl::Status CheckLimitOptions(const RequestLimits& limits) {

@@ -2,7 +2,8 @@
 //
 // The counts, the name lengths and the decoded size are enforced by the request decoder
 // (edge/request_decoder.h) while it reads the bytes, before the memory they would take is
-// allocated; the queue tree's depth right after decoding, before the core sees the request.
+// allocated; the queue tree's depth by validation (core/validation.h, RequestBounds), which
+// walks the parent links anyway.
 // Together they bound a call's memory (server/README.md, "What one call may cost").
 #pragma once
 
@@ -43,11 +44,6 @@ struct RequestLimits {
 // Counts the decoded snapshot's nodes, pods, queues and pod groups (the call log's sizes).
 // O(pod groups).
 SnapshotSize SizeOf(const Snapshot& snapshot);
-
-// InvalidArgument when a queue lies more than `limits.max_queue_depth` levels deep (a top-level
-// queue is at depth 1), naming the queue's path and the flag. Parents that are missing or form a
-// cycle are left to validation (core/validation.h). O(queues), without recursion.
-absl::Status CheckQueueDepth(const Snapshot& snapshot, const RequestLimits& limits);
 
 // Bad option values (a negative or zero limit), naming the flag; OK otherwise.
 absl::Status CheckLimitOptions(const RequestLimits& limits);

@@ -14,6 +14,8 @@ namespace arbiter::server {
 namespace {
 
 constexpr char kServiceName[] = "arbiter.v1.Arbiter";
+// Calls whose request and model took at most this much leave too little behind to trim for.
+constexpr int64_t kTrimAfterBytes = int64_t{256} << 10;
 
 std::string HostPort(const std::string& host, int port) {
   if (absl::StrContains(host, ':')) return absl::StrCat("[", host, "]:", port);
@@ -114,10 +116,13 @@ absl::StatusOr<std::unique_ptr<ArbiterServer>> ArbiterServer::Start(const Server
   pool.small_task_bytes = options.small_request_bytes;
   pool.max_queued_tasks = options.max_queued_calls;
   pool.max_queued_bytes = options.max_queued_bytes;
+  server->trimmer_ = std::make_unique<IdleTrimmer>(
+      options.trim_after_idle, kTrimAfterBytes,
+      [metrics = server->metrics_.get()] { metrics->MemoryTrimmed(); });
   server->pool_ = std::make_unique<WorkerPool>(pool);
   server->service_ = std::make_unique<ArbiterService>(
-      server->pool_.get(), server->metrics_.get(), server->logger_.get(), options.limits,
-      options.max_message_bytes, options.phase_observer);
+      server->pool_.get(), server->metrics_.get(), server->logger_.get(), server->trimmer_.get(),
+      options.limits, options.max_message_bytes, options.phase_observer);
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(HostPort(options.host, options.port), *credentials, &server->port_);

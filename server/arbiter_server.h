@@ -17,6 +17,7 @@
 #include "prometheus/registry.h"
 #include "server/arbiter_service.h"
 #include "server/call_log.h"
+#include "server/idle_trimmer.h"
 #include "server/metrics_endpoint.h"
 #include "server/rpc_metrics.h"
 #include "server/worker_pool.h"
@@ -43,6 +44,9 @@ struct ServerOptions {
   LogLevel log_level = LogLevel::kInfo;
   Logger::Sink log_sink;         // empty: standard error
   PhaseObserver phase_observer;  // for tests: told when each phase of each call ends
+  // Freed memory is given back to the system once no call has run for this long
+  // (server/idle_trimmer.h).
+  absl::Duration trim_after_idle = absl::Seconds(2);
 };
 
 class ArbiterServer {
@@ -91,12 +95,13 @@ class ArbiterServer {
   int metrics_port_ = -1;
 
   // Declared in dependency order: destroyed bottom-up, so the gRPC server goes first, then the
-  // service it calls, then the pool that still finishes queued calls, then the metrics and the
-  // log that those calls write to.
+  // service it calls, then the pool that still finishes queued calls, then the trimmer, the
+  // metrics and the log that those calls tell and write to.
   std::unique_ptr<Logger> logger_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<MetricsEndpoint> metrics_endpoint_;
   std::unique_ptr<RpcMetrics> metrics_;
+  std::unique_ptr<IdleTrimmer> trimmer_;
   std::unique_ptr<WorkerPool> pool_;
   std::unique_ptr<ArbiterService> service_;
   std::unique_ptr<grpc::Server> server_;

@@ -1,9 +1,6 @@
 #include "server/arbiter_service.h"
 
-#include <malloc.h>
-
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -14,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/api/arbiter.h"
 #include "core/status_macros.h"
+#include "edge/answer_writer.h"
 #include "edge/proto_convert.h"
 #include "edge/request_decoder.h"
 #include "edge/rpc/grpc_status.h"
@@ -94,7 +92,7 @@ absl::Status ExplainCancellation(const absl::Status& status, grpc::CallbackServe
 }
 
 // Decodes the request's bytes into the core's model within `limits`
-// (edge/request_decoder.h), then checks the queue tree's depth.
+// (edge/request_decoder.h); the queue tree's depth is validation's (RequestBounds).
 absl::Status DecodeRequestBytes(const grpc::ByteBuffer& bytes, std::string_view type_name,
                                 const edge::RequestLimits& limits, Snapshot* snapshot,
                                 Policy* policy, int64_t* decoded_bytes) {
@@ -106,8 +104,7 @@ absl::Status DecodeRequestBytes(const grpc::ByteBuffer& bytes, std::string_view 
     return edge::NotARequest(type_name, bytes.Length());
   }
   const std::string_view view(reinterpret_cast<const char*>(flat.begin()), flat.size());
-  RETURN_IF_ERROR(edge::DecodeRequest(view, limits, type_name, snapshot, policy, decoded_bytes));
-  return edge::CheckQueueDepth(*snapshot, limits);
+  return edge::DecodeRequest(view, limits, type_name, snapshot, policy, decoded_bytes);
 }
 
 // Serialises `message` deterministically into `out`. ResourceExhausted when it would take more
@@ -136,6 +133,27 @@ absl::Status WriteResponse(const google::protobuf::Message& message, int64_t max
     message.SerializeWithCachedSizes(&coded);
     if (coded.HadError()) return absl::InternalError("serialising the response failed");
   }
+  return absl::OkStatus();
+}
+
+// Sends `bytes`, already serialised, without copying them; the checks of WriteResponse.
+absl::Status SendBytes(std::string bytes, int64_t max_bytes, grpc::ByteBuffer* out) {
+  if (bytes.size() > static_cast<size_t>(max_bytes) ||
+      bytes.size() > static_cast<size_t>(INT32_MAX)) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the response would take ", bytes.size(), " bytes; this server sends at most ",
+                     std::min<int64_t>(max_bytes, INT32_MAX), " (--max-message-bytes)"));
+  }
+  if (bytes.empty()) {
+    grpc::Slice empty;
+    *out = grpc::ByteBuffer(&empty, 1);
+    return absl::OkStatus();
+  }
+  auto* owned = new std::string(std::move(bytes));
+  grpc::Slice slice(
+      owned->data(), owned->size(), [](void* data) { delete static_cast<std::string*>(data); },
+      owned);
+  *out = grpc::ByteBuffer(&slice, 1);
   return absl::OkStatus();
 }
 
@@ -193,8 +211,13 @@ struct FairShareMethod {
   using Result = FairShareResult;
   static constexpr std::string_view kName = "ComputeFairShares";
   static absl::StatusOr<Result> Decide(const Snapshot& snapshot, const Policy& policy,
-                                       const CycleHooks& hooks) {
-    return arbiter::ComputeFairShares(snapshot, policy, hooks);
+                                       const CycleHooks& hooks, const RequestBounds& bounds) {
+    return arbiter::ComputeFairShares(snapshot, policy, hooks, bounds);
+  }
+  // The answer's bytes straight from the result (edge/answer_writer.h); true when written.
+  static bool WriteBytes(const Result& result, std::string* out) {
+    edge::AppendFairShareResponse(result, out);
+    return true;
   }
 };
 
@@ -204,9 +227,10 @@ struct ScheduleMethod {
   using Result = ScheduleResult;
   static constexpr std::string_view kName = "Schedule";
   static absl::StatusOr<Result> Decide(const Snapshot& snapshot, const Policy& policy,
-                                       const CycleHooks& hooks) {
-    return arbiter::Schedule(snapshot, policy, hooks);
+                                       const CycleHooks& hooks, const RequestBounds& bounds) {
+    return arbiter::Schedule(snapshot, policy, hooks, bounds);
   }
+  static bool WriteBytes(const Result&, std::string*) { return false; }
 };
 
 // Everything large that one call builds. Freed only after the call is answered, so that the
@@ -241,10 +265,20 @@ class Workspace {
       }
       record->phase_counters.emplace_back(std::string(phase), std::move(text));
     };
-    result_ = Method::Decide(snapshot_, policy_, hooks);
+    RequestBounds bounds;
+    bounds.max_queue_depth = limits.max_queue_depth;
+    bounds.max_queue_depth_name = "--max-queue-depth";
+    result_ = Method::Decide(snapshot_, policy_, hooks, bounds);
     if (!result_->ok()) return ExplainCancellation(result_->status(), context);
 
     if (absl::Status wanted = CheckStillWanted(context, "to_proto"); !wanted.ok()) return wanted;
+    if (std::string bytes; Method::WriteBytes(**result_, &bytes)) {
+      clock.Mark("to_proto");
+      RETURN_IF_ERROR(SendBytes(std::move(bytes), max_response_bytes, out));
+      record->response_bytes = static_cast<int64_t>(out->Length());
+      clock.Mark("serialize");
+      return absl::OkStatus();
+    }
     auto* response = google::protobuf::Arena::CreateMessage<typename Method::Response>(&arena_);
     edge::ToProto(*std::move(*result_), response);
     CountDecisions(*response, &record->decisions);
@@ -262,15 +296,6 @@ class Workspace {
   Policy policy_;
   std::optional<absl::StatusOr<typename Method::Result>> result_;
 };
-
-// Free memory is given back to the system at once after a call whose request and decoded model
-// took more than kTrimAtOnceBytes, and otherwise when the workers fall idle after calls of more
-// than kTrimWhenIdleBytes: under load the next calls reuse the memory, and once idle the server
-// returns to about its size at rest.
-constexpr int64_t kTrimAtOnceBytes = int64_t{16} << 20;
-constexpr int64_t kTrimWhenIdleBytes = int64_t{256} << 10;
-std::atomic<int> calls_running{0};      // in this process's workers, over every service
-std::atomic<bool> trim_pending{false};  // a call since the last trim freed kTrimWhenIdleBytes
 
 // The caller's x-request-id when acceptable, a fresh id otherwise.
 std::string RequestIdFor(const grpc::CallbackServerContext& context) {
@@ -293,11 +318,12 @@ CallRecord NewRecord(std::string_view method, const grpc::CallbackServerContext&
 }  // namespace
 
 ArbiterService::ArbiterService(WorkerPool* pool, RpcMetrics* metrics, Logger* logger,
-                               edge::RequestLimits limits, int64_t max_response_bytes,
-                               PhaseObserver phase_observer)
+                               IdleTrimmer* trimmer, edge::RequestLimits limits,
+                               int64_t max_response_bytes, PhaseObserver phase_observer)
     : pool_(pool),
       metrics_(metrics),
       logger_(logger),
+      trimmer_(trimmer),
       limits_(limits),
       max_response_bytes_(max_response_bytes),
       phase_observer_(std::move(phase_observer)) {}
@@ -341,7 +367,7 @@ grpc::ServerUnaryReactor* ArbiterService::Dispatch(grpc::CallbackServerContext* 
   // gauge negative.
   metrics_->CallQueued();
   const bool queued = pool_->TrySubmit(
-      [metrics = metrics_, logger = logger_, limits = limits_,
+      [metrics = metrics_, logger = logger_, trimmer = trimmer_, limits = limits_,
        max_response_bytes = max_response_bytes_, observer = phase_observer_, context, request,
        response, start, request_bytes, finish] {
         metrics->CallDequeued();
@@ -352,18 +378,14 @@ grpc::ServerUnaryReactor* ArbiterService::Dispatch(grpc::CallbackServerContext* 
                        {"request_id", record.request_id},
                        {"request_bytes", absl::StrCat(record.request_bytes)}});
         }
-        calls_running.fetch_add(1);
+        trimmer->CallStarted();
         auto workspace = std::make_unique<Workspace<Method>>();
         record.status = workspace->Run(*request, context, limits, max_response_bytes, observer,
                                        start, &record, response);
         finish(&record);
         workspace.reset();  // after answering: the caller does not wait for the memory to be freed
-        // Give the freed memory back to the system: malloc keeps it otherwise, and a server
-        // that once served large requests would stay that large.
-        const int64_t bytes = record.decoded_bytes + record.request_bytes;
-        if (bytes > kTrimWhenIdleBytes) trim_pending.store(true);
-        const bool idle = calls_running.fetch_sub(1) == 1;
-        if (bytes > kTrimAtOnceBytes || (idle && trim_pending.exchange(false))) malloc_trim(0);
+        // The freed memory is kept for the next call, and given back once the server is idle.
+        trimmer->CallEnded(record.decoded_bytes + record.request_bytes);
       },
       request_bytes);
   if (!queued) {

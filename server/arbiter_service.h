@@ -5,14 +5,16 @@
 //   decode      the bytes straight into the core's model (edge/request_decoder.h); then the
 //               size limits;
 //   ...         the core's phases (CycleHooks::phase_done: validate, fair_share, ...);
-//   to_proto    the core's answer into the response message;
+//   to_proto    the core's answer into the response message (a KAI fair-share answer is written
+//               as bytes straight from the core's rows instead: edge/answer_writer.h);
 //   serialize   protobuf's deterministic serialisation (map entries in key order, SEMANTICS.md
 //               §0.5); the generated handlers would serialise maps in hash order.
 // The call is answered before the request and the core's model are freed.
 //
 // Errors: bytes that do not parse as the request message answer INVALID_ARGUMENT; a snapshot over
 // a RequestLimits bound answers RESOURCE_EXHAUSTED (INVALID_ARGUMENT for a name over
-// --max-name-bytes or a queue tree over --max-queue-depth), checked while decoding; a call that
+// --max-name-bytes), checked while decoding, and a queue tree over --max-queue-depth answers
+// INVALID_ARGUMENT from validation (core/validation.h, RequestBounds); a call that
 // finds the pool's queue full answers UNAVAILABLE at once; an answer over the message limit
 // answers RESOURCE_EXHAUSTED; the core's errors are mapped by ToGrpcStatus
 // (edge/grpc_status.h); a call whose deadline passes before a phase answers DEADLINE_EXCEEDED,
@@ -33,6 +35,7 @@
 #include "grpcpp/grpcpp.h"
 #include "server/call_log.h"
 #include "server/call_record.h"
+#include "server/idle_trimmer.h"
 #include "server/rpc_metrics.h"
 #include "server/worker_pool.h"
 
@@ -48,12 +51,14 @@ using ArbiterRawService = v1::Arbiter::WithRawCallbackMethod_ComputeFairShares<
 
 class ArbiterService final : public ArbiterRawService {
  public:
-  // `pool` runs the decisions, `metrics` counts the calls and `logger` writes their lines; all
-  // three must outlive the service and every call it has accepted. `phase_observer` may be empty.
-  // `limits` bound each request; answers over `max_response_bytes` are refused with
-  // RESOURCE_EXHAUSTED rather than sent.
-  ArbiterService(WorkerPool* pool, RpcMetrics* metrics, Logger* logger, edge::RequestLimits limits,
-                 int64_t max_response_bytes, PhaseObserver phase_observer = {});
+  // `pool` runs the decisions, `metrics` counts the calls, `logger` writes their lines and
+  // `trimmer` is told when each call starts and ends (it gives freed memory back once the server
+  // is idle); all four must outlive the service and every call it has accepted. `phase_observer`
+  // may be empty. `limits` bound each request; answers over `max_response_bytes` are refused
+  // with RESOURCE_EXHAUSTED rather than sent.
+  ArbiterService(WorkerPool* pool, RpcMetrics* metrics, Logger* logger, IdleTrimmer* trimmer,
+                 edge::RequestLimits limits, int64_t max_response_bytes,
+                 PhaseObserver phase_observer = {});
 
   grpc::ServerUnaryReactor* ComputeFairShares(grpc::CallbackServerContext* context,
                                               const grpc::ByteBuffer* request,
@@ -70,6 +75,7 @@ class ArbiterService final : public ArbiterRawService {
   WorkerPool* pool_;
   RpcMetrics* metrics_;
   Logger* logger_;
+  IdleTrimmer* trimmer_;
   const edge::RequestLimits limits_;
   const int64_t max_response_bytes_;
   const PhaseObserver phase_observer_;

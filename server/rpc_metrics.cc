@@ -77,11 +77,19 @@ RpcMetrics::RpcMetrics(prometheus::Registry& registry)
                            .Help("Calls that failed through the server's own fault (UNKNOWN, "
                                  "INTERNAL, UNIMPLEMENTED, DATA_LOSS).")
                            .Register(registry)
-                           .Add({})) {}
+                           .Add({})),
+      memory_trims_(prometheus::BuildCounter()
+                        .Name("arbiter_memory_trims_total")
+                        .Help("Times the server gave freed memory back to the system after "
+                              "falling idle.")
+                        .Register(registry)
+                        .Add({})) {}
 
 void RpcMetrics::CallStarted() { in_flight_.Increment(); }
 
 void RpcMetrics::CallFinished() { in_flight_.Decrement(); }
+
+void RpcMetrics::MemoryTrimmed() { memory_trims_.Increment(); }
 
 void RpcMetrics::CallQueued() { waiting_.Increment(); }
 

@@ -11,6 +11,8 @@
 //                                                       core's phases, to_proto, serialize
 //   arbiter_internal_errors_total                       counter: calls that ended in UNKNOWN,
 //                                                       INTERNAL, UNIMPLEMENTED or DATA_LOSS
+//   arbiter_memory_trims_total                          counter: freed memory given back to the
+//                                                       system once idle (server/idle_trimmer.h)
 //
 // Labels are low-cardinality only: never a pod, node or queue name. `method` is the RPC's short
 // name, `code` the gRPC status code name (e.g. "OK", "INVALID_ARGUMENT").
@@ -42,6 +44,8 @@ class RpcMetrics {
   // A call waits for a worker (arbiter_rpc_waiting), and no longer does.
   void CallQueued();
   void CallDequeued();
+  // The server gave freed memory back to the system (arbiter_memory_trims_total). Thread-safe.
+  void MemoryTrimmed();
 
   // Records everything `call` says: the request counter and duration, the snapshot sizes (once
   // parsed), the decisions, the phase durations, and an internal error. Thread-safe.
@@ -56,6 +60,7 @@ class RpcMetrics {
   prometheus::Family<prometheus::Counter>& decisions_;
   prometheus::Family<prometheus::Histogram>& phase_duration_;
   prometheus::Counter& internal_errors_;
+  prometheus::Counter& memory_trims_;
 };
 
 // Whether `code` is the server's own failure rather than the caller's (counted in

@@ -16,12 +16,13 @@ bool IsKueue(const Policy& policy) { return policy.fairness_model == FairnessMod
 
 // The one validation of a call: the request checked and interned, for either model.
 absl::StatusOr<ValidatedSnapshot> Validate(const Snapshot& snapshot, const Policy& policy,
-                                           RequestKind kind, const CycleHooks& hooks) {
+                                           RequestKind kind, const CycleHooks& hooks,
+                                           const RequestBounds& bounds) {
   RETURN_IF_ERROR(hooks.CheckCancelled("validate"));
   CancelPoll poll(&hooks.cancelled);
   poll.set_phase("validate");
   absl::StatusOr<ValidatedSnapshot> request =
-      ValidatedSnapshot::Validate(snapshot, policy, kind, &poll);
+      ValidatedSnapshot::Validate(snapshot, policy, kind, &poll, bounds);
   if (request.ok()) hooks.PhaseDone("validate");
   return request;
 }
@@ -29,9 +30,10 @@ absl::StatusOr<ValidatedSnapshot> Validate(const Snapshot& snapshot, const Polic
 }  // namespace
 
 absl::StatusOr<FairShareResult> ComputeFairShares(const Snapshot& snapshot, const Policy& policy,
-                                                  const CycleHooks& hooks) {
+                                                  const CycleHooks& hooks,
+                                                  const RequestBounds& bounds) {
   ASSIGN_OR_RETURN(const ValidatedSnapshot request,
-                   Validate(snapshot, policy, RequestKind::kFairShares, hooks));
+                   Validate(snapshot, policy, RequestKind::kFairShares, hooks, bounds));
   RETURN_IF_ERROR(hooks.CheckCancelled("fair_share"));
   CancelPoll poll(&hooks.cancelled);
   poll.set_phase("fair_share");
@@ -40,7 +42,7 @@ absl::StatusOr<FairShareResult> ComputeFairShares(const Snapshot& snapshot, cons
     result.queues = kueue::ComputeKueueShares(request, &poll);
   } else {
     kai::KaiFairShare shares = kai::ComputeKaiFairShare(request, &poll);
-    if (!poll.cancelled()) result.queues = kai::ToQueueShares(shares);
+    if (!poll.cancelled()) result.rows = kai::ToQueueShareRows(shares);
   }
   if (poll.cancelled()) return poll.status();
   hooks.PhaseDone("fair_share");
@@ -48,9 +50,9 @@ absl::StatusOr<FairShareResult> ComputeFairShares(const Snapshot& snapshot, cons
 }
 
 absl::StatusOr<ScheduleResult> Schedule(const Snapshot& snapshot, const Policy& policy,
-                                        const CycleHooks& hooks) {
+                                        const CycleHooks& hooks, const RequestBounds& bounds) {
   ASSIGN_OR_RETURN(const ValidatedSnapshot request,
-                   Validate(snapshot, policy, RequestKind::kSchedule, hooks));
+                   Validate(snapshot, policy, RequestKind::kSchedule, hooks, bounds));
   if (IsKueue(policy)) return kueue::ScheduleKueue(request, hooks);
   return kai::ScheduleKai(request, hooks);
 }

@@ -15,16 +15,24 @@
 //   BM_KaiFairShare            ComputeKaiFairShare only;
 //   BM_KaiFairShareTimeAware   the same with k_value = 1;
 //   BM_ValidateAndFairShare    ValidateRequest + ComputeKaiFairShare;
-//   BM_ValidateFairShareRespond  the above + ToQueueShares (the response's queue list).
+//   BM_ValidateFairShareRespond  the above + ToQueueShares (the queue list as QueueShares);
+//   BM_ComputeFairShares       the entry point, end to end in the core: validate, divide, and
+//                              the answer's queue list in the form the core gives it;
+//   BM_ComputeFairSharesBytes  the above + the answer's bytes as the server writes them
+//                              (edge/answer_writer.h: straight from a KAI queue list's rows;
+//                              before it, edge::ToProto and protobuf's deterministic
+//                              serialisation).
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "core/api/arbiter.h"
 #include "core/kai/fair_share_answer.h"
 #include "core/kai/kai_fair_share.h"
 #include "core/model.h"
 #include "core/validated_snapshot.h"
+#include "edge/answer_writer.h"
 
 namespace arbiter {
 namespace {
@@ -199,10 +207,43 @@ void BM_ValidateFairShareRespond(benchmark::State& state) {
   SetCounters(state, snapshot);
 }
 
+void BM_ComputeFairShares(benchmark::State& state) {
+  const Snapshot snapshot = BuildSnapshot(static_cast<int>(state.range(0)));
+  for (auto _ : state) {
+    absl::StatusOr<FairShareResult> result = ComputeFairShares(snapshot, Policy{});
+    if (!result.ok()) {
+      state.SkipWithError(std::string(result.status().message()).c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(result);
+  }
+  SetCounters(state, snapshot);
+}
+
+void BM_ComputeFairSharesBytes(benchmark::State& state) {
+  const Snapshot snapshot = BuildSnapshot(static_cast<int>(state.range(0)));
+  size_t bytes = 0;
+  for (auto _ : state) {
+    absl::StatusOr<FairShareResult> result = ComputeFairShares(snapshot, Policy{});
+    if (!result.ok()) {
+      state.SkipWithError(std::string(result.status().message()).c_str());
+      break;
+    }
+    std::string wire;
+    edge::AppendFairShareResponse(*result, &wire);
+    bytes = wire.size();
+    benchmark::DoNotOptimize(wire);
+  }
+  SetCounters(state, snapshot);
+  state.counters["response_mb"] = static_cast<double>(bytes) / (1 << 20);
+}
+
 BENCHMARK(BM_KaiFairShare)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_KaiFairShareTimeAware)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ValidateAndFairShare)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ValidateFairShareRespond)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ComputeFairShares)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ComputeFairSharesBytes)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace arbiter

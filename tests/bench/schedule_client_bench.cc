@@ -5,7 +5,8 @@
 // message limits are raised on both sides (an L request is about 12 MB).
 //
 // The server runs in this process on 127.0.0.1:0 with its default options, unless
-// ARBITER_SERVER=HOST:PORT names a running one.
+// ARBITER_SERVER=HOST:PORT names a running one. ARBITER_SEED=N generates the requests with seed N
+// instead of the presets' seed 1.
 //
 // Benchmarks (median of 5 repetitions):
 //   BM_ScheduleThroughServer/{S,M,L}           the generator's policy (all four actions)
@@ -79,6 +80,9 @@ const Prepared& Request(const std::string& size, bool allocate_only) {
   auto it = cache->find(key);
   if (it != cache->end()) return it->second;
   absl::StatusOr<generator::GeneratorOptions> options = generator::SizePreset(size);
+  if (const char* seed = std::getenv("ARBITER_SEED"); seed != nullptr) {
+    options->seed = std::strtoull(seed, nullptr, 10);
+  }
   generator::GeneratedRequest generated = generator::Generate(*options);
   if (allocate_only) generated.policy.actions = {Action::kAllocate};
   v1::ScheduleRequest request;

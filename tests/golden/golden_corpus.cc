@@ -43,6 +43,7 @@
 #include "arbiter/v1/arbiter.pb.h"
 #include "clients/generator/generator.h"
 #include "core/api/arbiter.h"
+#include "edge/answer_writer.h"
 #include "edge/proto_convert.h"
 #include "edge/request_decoder.h"
 #include "edge/wire.h"
@@ -187,9 +188,16 @@ std::vector<Answer> AnswerBoth(const std::string& request_bytes) {
   std::vector<Answer> answers;
   absl::StatusOr<FairShareResult> shares = ComputeFairShares(snapshot, policy, CycleHooks{});
   if (shares.ok()) {
+    // The server writes this answer's bytes straight from the result; the message's
+    // serialisation must give the same bytes.
+    std::string written;
+    edge::AppendFairShareResponse(*shares, &written);
     v1::FairShareResponse proto;
     edge::ToProto(*std::move(shares), &proto);
-    answers.push_back({"ComputeFairShares", Deterministic(proto)});
+    if (Deterministic(proto) != written) {
+      return {{"ComputeFairShares", "the written answer differs from the message's bytes"}};
+    }
+    answers.push_back({"ComputeFairShares", written});
   } else {
     answers.push_back({"ComputeFairShares", shares.status().ToString()});
   }

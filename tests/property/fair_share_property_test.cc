@@ -56,7 +56,7 @@ TEST(FairShareProperty, NoFairShareAboveRequestOrLimit) {
     ASSERT_THAT(result, IsOk()) << DescribeCase(i, PropertyCaseOptions(i, GeneratorModel::kKai));
     std::map<std::string, const Queue*> queues;
     for (const Queue& q : req.snapshot.queues) queues[q.name] = &q;
-    for (const QueueShare& share : result->queues) {
+    for (const QueueShare& share : QueueList(*result)) {
       const Queue& q = *queues.at(share.queue);
       for (const auto& [r, fs] : share.fair_share) {
         EXPECT_GE(fs, 0) << "case " << i << " " << share.queue << " " << r;
@@ -79,8 +79,9 @@ TEST(FairShareProperty, SiblingsExceedParentOnlyByOversubscribedDeserved) {
     const GeneratedRequest req = MakeCase(i);
     auto result = ComputeFairShares(req.snapshot, req.policy);
     ASSERT_THAT(result, IsOk());
+    const std::vector<QueueShare> list = QueueList(*result);
     std::map<std::string, const QueueShare*> shares;
-    for (const QueueShare& s : result->queues) shares[s.queue] = &s;
+    for (const QueueShare& s : list) shares[s.queue] = &s;
     std::map<std::string, std::vector<const Queue*>> children;  // "" = top level
     for (const Queue& q : req.snapshot.queues) children[q.parent].push_back(&q);
     ResourceMap capacity;
@@ -119,8 +120,9 @@ TEST(FairShareProperty, SameInputGivesSameShares) {
     ASSERT_THAT(first, IsOk());
     ASSERT_THAT(again, IsOk());
     ASSERT_THAT(permuted, IsOk());
-    EXPECT_EQ(DiffQueueShares(first->queues, again->queues), "") << "case " << i;
-    EXPECT_EQ(DiffQueueShares(first->queues, permuted->queues), "")
+    EXPECT_FALSE(QueueList(*first).empty()) << "case " << i;
+    EXPECT_EQ(DiffQueueShares(QueueList(*first), QueueList(*again)), "") << "case " << i;
+    EXPECT_EQ(DiffQueueShares(QueueList(*first), QueueList(*permuted)), "")
         << "case " << i << " with permuted input";
   }
 }

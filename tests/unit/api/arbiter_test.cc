@@ -342,7 +342,7 @@ void ExpectKaiChainAnswer(int depth) {
   EXPECT_EQ(result->queues.size(), static_cast<size_t>(depth) + 1);
   absl::StatusOr<FairShareResult> shares = ComputeFairShares(snapshot, KaiPolicy());
   ASSERT_THAT(shares, IsOk());
-  EXPECT_EQ(shares->queues.front().fair_share.at("cpu"), 4000);
+  EXPECT_EQ(QueueList(*shares).front().fair_share.at("cpu"), 4000);
 }
 
 void ExpectKueueChainAnswer(int depth) {
@@ -354,7 +354,7 @@ void ExpectKueueChainAnswer(int depth) {
   EXPECT_EQ(result->admissions[0].pod_group, "deep-1");
   absl::StatusOr<FairShareResult> shares = ComputeFairShares(snapshot, KueuePolicy());
   ASSERT_THAT(shares, IsOk());
-  EXPECT_EQ(shares->queues.size(), static_cast<size_t>(depth) + 2);
+  EXPECT_EQ(QueueList(*shares).size(), static_cast<size_t>(depth) + 2);
 }
 
 // The same answers on a shallow chain, where nothing could overflow the stack.

@@ -733,5 +733,80 @@ TEST(ValidationTest, NumbersInMessagesAreWrittenAsQuantitiesAre) {
             "got -100");
 }
 
+// ---- The caller's bound on the queue tree's depth (the server's --max-queue-depth) ----
+
+// A chain q0 <- q1 <- ... of `depth` queues, listed deepest first.
+Snapshot ChainOf(int depth) {
+  Snapshot snapshot;
+  for (int i = depth - 1; i >= 0; --i) {
+    Queue& queue = snapshot.queues.emplace_back();
+    queue.name = "q" + std::to_string(i);
+    if (i > 0) queue.parent = "q" + std::to_string(i - 1);
+  }
+  return snapshot;
+}
+
+RequestBounds DepthBound(int64_t levels) {
+  RequestBounds bounds;
+  bounds.max_queue_depth = levels;
+  bounds.max_queue_depth_name = "--max-queue-depth";
+  return bounds;
+}
+
+TEST(QueueDepthBound, ATreeAtTheBoundIsAccepted) {
+  EXPECT_THAT(
+      ValidateRequest(ChainOf(5), Policy{}, RequestKind::kFairShares, nullptr, DepthBound(5)),
+      IsOk());
+}
+
+TEST(QueueDepthBound, OneLevelMoreIsInvalidArgumentNamingTheQueueAndTheBound) {
+  EXPECT_THAT(
+      ValidateRequest(ChainOf(6), Policy{}, RequestKind::kFairShares, nullptr, DepthBound(5)),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "snapshot.queues[0]: the queue tree is 6 levels deep here; at most 5 "
+               "levels are accepted (--max-queue-depth)"));
+}
+
+TEST(QueueDepthBound, AChainOfAMillionQueuesIsMeasuredWithoutRecursion) {
+  const Snapshot chain = ChainOf(1'000'000);
+  EXPECT_THAT(
+      ValidateRequest(chain, Policy{}, RequestKind::kFairShares, nullptr, DepthBound(2'000'000)),
+      IsOk());
+  EXPECT_THAT(ValidateRequest(chain, Policy{}, RequestKind::kFairShares, nullptr, DepthBound(64)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::HasSubstr("1000000 levels deep here")));
+}
+
+TEST(QueueDepthBound, CyclesAndMissingParentsAreReportedFirst) {
+  Snapshot snapshot = ChainOf(6);
+  snapshot.queues.back().parent = "missing";  // q0, the top of the chain
+  EXPECT_THAT(ValidateRequest(snapshot, Policy{}, RequestKind::kFairShares, nullptr, DepthBound(2)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "snapshot.queues[5].parent: unknown queue \"missing\""));
+  snapshot.queues.back().parent = "q5";
+  EXPECT_THAT(ValidateRequest(snapshot, Policy{}, RequestKind::kFairShares, nullptr, DepthBound(2)),
+              StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("parent cycle")));
+}
+
+TEST(QueueDepthBound, WithoutABoundAnyDepthIsValid) {
+  EXPECT_THAT(ValidateRequest(ChainOf(10'000), Policy{}, RequestKind::kFairShares), IsOk());
+}
+
+// ---- What validation hands to the interned model ----
+
+TEST(RequestIndexTest, NamesEveryParentQueueNodeAndResourceByInputIndex) {
+  const Snapshot snapshot = BaseSnapshot();  // the index's names point into it
+  RequestIndex index;
+  ASSERT_THAT(ValidateRequest(snapshot, Policy{}, RequestKind::kSchedule, nullptr, {}, &index),
+              IsOk());
+  EXPECT_EQ(index.queue_parent, (std::vector<int>{-1, 0, 0}));
+  EXPECT_EQ(index.group_queue, (std::vector<int>{1, 2}));
+  EXPECT_EQ(index.pod_node, (std::vector<int>{0, -1, -1}));
+  EXPECT_EQ(index.usage_queue, (std::vector<int>{1}));
+  std::vector<std::string> names;
+  for (int i = 0; i < index.resources.size(); ++i) names.push_back(index.resources.name(i));
+  EXPECT_THAT(names, ::testing::UnorderedElementsAre("cpu", "gpu"));
+}
+
 }  // namespace
 }  // namespace arbiter

@@ -1,5 +1,5 @@
-// The per-request limits: counting a decoded snapshot, the queue tree's depth, and the flags'
-// own values.
+// The per-request limits: counting a decoded snapshot, and the flags' own values (the queue tree's
+// depth is validation's: tests/unit/core/validation_test.cc).
 #include "edge/request_limits.h"
 
 #include <string>
@@ -40,58 +40,6 @@ TEST(SizeOf, CountsPodsOverEveryGroupOfTheDecodedModel) {
   EXPECT_EQ(size.pods, 7);
   EXPECT_EQ(size.pod_groups, 3);
   EXPECT_EQ(size.queues, 4);
-}
-
-// A chain q0 <- q1 <- ... of `depth` queues, listed deepest first so that the walk starts at
-// the bottom.
-Snapshot ChainOf(int depth) {
-  Snapshot snapshot;
-  for (int i = depth - 1; i >= 0; --i) {
-    Queue& queue = snapshot.queues.emplace_back();
-    queue.name = "q" + std::to_string(i);
-    if (i > 0) queue.parent = "q" + std::to_string(i - 1);
-  }
-  return snapshot;
-}
-
-TEST(CheckQueueDepth, ATreeAtTheLimitIsAccepted) {
-  RequestLimits limits;
-  limits.max_queue_depth = 5;
-  EXPECT_TRUE(CheckQueueDepth(ChainOf(5), limits).ok());
-}
-
-TEST(CheckQueueDepth, OneLevelMoreIsInvalidArgumentNamingTheQueueAndTheFlag) {
-  RequestLimits limits;
-  limits.max_queue_depth = 5;
-  const absl::Status status = CheckQueueDepth(ChainOf(6), limits);
-  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(status.message(),
-            "snapshot.queues[0]: the queue tree is 6 levels deep here; this server accepts at "
-            "most 5 (--max-queue-depth)");
-}
-
-TEST(CheckQueueDepth, AChainOfAMillionQueuesIsMeasuredWithoutRecursion) {
-  RequestLimits limits;
-  limits.max_queue_depth = 2'000'000;
-  EXPECT_TRUE(CheckQueueDepth(ChainOf(1'000'000), limits).ok());
-  limits.max_queue_depth = 64;
-  EXPECT_EQ(CheckQueueDepth(ChainOf(1'000'000), limits).code(), absl::StatusCode::kInvalidArgument);
-}
-
-TEST(CheckQueueDepth, CyclesAndMissingParentsAreLeftToValidation) {
-  Snapshot snapshot;
-  snapshot.queues.push_back({});
-  snapshot.queues.back().name = "a";
-  snapshot.queues.back().parent = "b";
-  snapshot.queues.push_back({});
-  snapshot.queues.back().name = "b";
-  snapshot.queues.back().parent = "a";
-  snapshot.queues.push_back({});
-  snapshot.queues.back().name = "c";
-  snapshot.queues.back().parent = "missing";
-  RequestLimits limits;
-  limits.max_queue_depth = 2;
-  EXPECT_TRUE(CheckQueueDepth(snapshot, limits).ok());
 }
 
 TEST(CheckLimitOptions, NegativeLimitsAreRefusedByFlag) {
