@@ -272,9 +272,9 @@ class Workspace {
     if (!result_->ok()) return ExplainCancellation(result_->status(), context);
 
     if (absl::Status wanted = CheckStillWanted(context, "to_proto"); !wanted.ok()) return wanted;
-    if (std::string bytes; Method::WriteBytes(**result_, &bytes)) {
+    if (std::string answer; Method::WriteBytes(**result_, &answer)) {
       clock.Mark("to_proto");
-      RETURN_IF_ERROR(SendBytes(std::move(bytes), max_response_bytes, out));
+      RETURN_IF_ERROR(SendBytes(std::move(answer), max_response_bytes, out));
       record->response_bytes = static_cast<int64_t>(out->Length());
       clock.Mark("serialize");
       return absl::OkStatus();
