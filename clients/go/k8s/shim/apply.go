@@ -298,7 +298,7 @@ func (s *Shim) writeExcluded(ctx context.Context, excluded []translate.Excluded)
 // the cycle stopped before arbiter's answer, so no pod gets a reason of its own. A nominated pod
 // keeps its nomination.
 func (s *Shim) writeWaiting(ctx context.Context, pods []*corev1.Pod, reason, message string) {
-	for _, pod := range sortedPods(pods) {
+	for _, pod := range translate.SortedPods(pods) {
 		if pod.Spec.SchedulerName != s.cfg.SchedulerName || pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil ||
 			terminal(pod) || s.state.bound[pod.UID] != "" {
 			continue
@@ -309,18 +309,6 @@ func (s *Shim) writeWaiting(ctx context.Context, pods []*corev1.Pod, reason, mes
 		}
 		s.writeCondition(ctx, pod, fmt.Sprintf("%s: %s", reason, message), nominated)
 	}
-}
-
-// sortedPods is pods by namespace and name, so that they are written in a stable order.
-func sortedPods(pods []*corev1.Pod) []*corev1.Pod {
-	out := append([]*corev1.Pod(nil), pods...)
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Namespace != out[j].Namespace {
-			return out[i].Namespace < out[j].Namespace
-		}
-		return out[i].Name < out[j].Name
-	})
-	return out
 }
 
 // writeCondition sets PodScheduled=False (reason Unschedulable, as kube-scheduler does) with

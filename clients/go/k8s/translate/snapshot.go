@@ -175,7 +175,7 @@ func (b *builder) exclude(pod *corev1.Pod, node, reason, msg string) {
 // group labels is excluded.
 func (b *builder) groupPods() map[string]*groupAcc {
 	groups := map[string]*groupAcc{}
-	for _, pod := range sortedPods(b.in.Pods) {
+	for _, pod := range SortedPods(b.in.Pods) {
 		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
@@ -431,7 +431,9 @@ func addTo(m map[string]map[string]float64, key string, amounts map[string]float
 	}
 }
 
-func sortedPods(pods []*corev1.Pod) []*corev1.Pod {
+// SortedPods is pods by namespace and name: the stable order in which the snapshot lists them
+// and the shim writes their conditions.
+func SortedPods(pods []*corev1.Pod) []*corev1.Pod {
 	out := append([]*corev1.Pod(nil), pods...)
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Namespace != out[j].Namespace {
