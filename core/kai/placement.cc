@@ -202,11 +202,10 @@ void Placer::KeyRange(size_t slot, const std::vector<BandGroup>& groups, int res
     range = KeyRangeOfEntries{};
     range.known = true;
     range.version = index_.version();
-    range.in_slot.assign(index_.num_trees(), 0);
     for (const BandGroup& group : groups) {
       for (const BucketRef& ref : group.buckets) {
         const CapacityTree& tree = index_.tree(ref.node_class, ref.bucket);
-        range.in_slot[NodeIndex::TreeId(ref.node_class, ref.bucket)] = 1;
+        range.trees.push_back(NodeIndex::TreeId(ref.node_class, ref.bucket));
         if (tree.empty()) continue;
         if (tree.MinKey() < range.min) {
           range.min = tree.MinKey();
@@ -218,6 +217,7 @@ void Placer::KeyRange(size_t slot, const std::vector<BandGroup>& groups, int res
         }
       }
     }
+    std::sort(range.trees.begin(), range.trees.end());
   }
   *min = std::min(*min, range.min);
   *max = std::max(*max, range.max);
@@ -235,7 +235,7 @@ void Placer::KeyRange(size_t slot, const std::vector<BandGroup>& groups, int res
   // add their keys as they are.
   for (int node : stale_list_) {
     for (int tree : index_.TreesOf(node)) {
-      if (tree < 0 || !range.in_slot[tree]) continue;
+      if (tree < 0 || !std::binary_search(range.trees.begin(), range.trees.end(), tree)) continue;
       const double key = CurrentKey(node, resource);
       *min = std::min(*min, key);
       *max = std::max(*max, key);

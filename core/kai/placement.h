@@ -162,7 +162,7 @@ class Placer {
     double max = -std::numeric_limits<double>::infinity();
     int min_node = -1;
     int max_node = -1;
-    std::vector<char> in_slot;  // per tree: whether it is one of the slot's trees
+    std::vector<int> trees;  // the slot's trees, ascending (as many as its bands' buckets)
   };
   std::vector<KeyRangeOfEntries> ranges_;
   std::vector<int> stale_trees_;  // the trees with a stale member
