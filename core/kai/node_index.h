@@ -71,11 +71,6 @@ class NodeIndex {
 
   // The key a node with `free` of a resource whose allocatable is `allocatable` gets.
   double Key(double free, double allocatable) const;
-  // Whether `node` is a member of the tree `tree_id` (TreeId), whatever its amounts.
-  bool InTree(int node, int tree_id) const {
-    const NodeSlots& slots = nodes_[node];
-    return slots.gpu_tree == tree_id || slots.cpu_tree == tree_id;
-  }
   // The trees `node` is a member of (at most one GPU and one CPU tree), -1 for none.
   std::array<int, 2> TreesOf(int node) const {
     return {nodes_[node].gpu_tree, nodes_[node].cpu_tree};
@@ -98,7 +93,6 @@ class NodeIndex {
     Sync();
     return version_;
   }
-  bool frozen() const { return frozen_; }
 
  private:
   static int Slot(int node_class, Bucket bucket) { return node_class * kNumBuckets + bucket; }
