@@ -91,11 +91,50 @@ enum class EvictionReason : int32_t {
   kKueueInCohortFairSharing = 7
 };
 
+// Kueue flavor fungibility (SEMANTICS §5.8.6); UNSPECIFIED takes the §0.2 default.
+enum class WhenCanBorrow : int32_t { kUnspecified = 0, kMayStopSearch = 1, kTryNextFlavor = 2 };
+enum class WhenCanPreempt : int32_t { kUnspecified = 0, kMayStopSearch = 1, kTryNextFlavor = 2 };
+enum class FlavorPreference : int32_t {
+  kUnspecified = 0,  // = BORROWING_OVER_PREEMPTION
+  kBorrowingOverPreemption = 1,
+  kPreemptionOverBorrowing = 2
+};
+
 // ---- The snapshot ----
 
 struct KueuePreemption {
   WithinClusterQueue within_cluster_queue = WithinClusterQueue::kUnspecified;
   ReclaimWithinCohort reclaim_within_cohort = ReclaimWithinCohort::kUnspecified;
+};
+
+// Kueue resource flavors (SEMANTICS §5.8): one flavor's quota of one resource.
+struct FlavorResourceQuota {
+  double nominal = 0;
+  std::optional<double> borrowing_limit;  // absent or -1 = no limit
+  std::optional<double> lending_limit;    // absent or -1 = no limit
+};
+
+// One flavor of a resource group, with a quota per covered resource.
+struct FlavorQuotas {
+  std::string flavor;
+  SortedMap<FlavorResourceQuota> resources;
+};
+
+struct ResourceGroup {
+  std::vector<std::string> covered_resources;
+  std::vector<FlavorQuotas> flavors;  // order significant: tried in this order
+};
+
+struct FlavorFungibility {
+  WhenCanBorrow when_can_borrow = WhenCanBorrow::kUnspecified;
+  WhenCanPreempt when_can_preempt = WhenCanPreempt::kUnspecified;
+  FlavorPreference preference = FlavorPreference::kUnspecified;
+};
+
+// The flavor of each resource of one pod set: resource name -> flavor name.
+struct PodSetFlavors {
+  std::string pod_set;
+  LabelMap flavors;
 };
 
 struct Queue {
@@ -112,6 +151,8 @@ struct Queue {
   std::optional<Duration> reclaim_min_runtime;
   std::optional<Duration> preempt_min_runtime;
   KueuePreemption kueue_preemption;
+  std::vector<ResourceGroup> resource_groups;  // Kueue §5.8: non-empty = a flavored queue
+  FlavorFungibility flavor_fungibility;
 };
 
 struct Taint {
@@ -125,6 +166,14 @@ struct Toleration {
   std::string op;  // "" (= Equal) | Equal | Exists; proto field `operator`
   std::string value;
   std::string effect;  // "" = all effects
+};
+
+// Kueue: a ResourceFlavor; its labels and taints decide which pod sets it suits (§5.8.5).
+struct ResourceFlavor {
+  std::string name;
+  LabelMap node_labels;
+  std::vector<Taint> node_taints;
+  std::vector<Toleration> tolerations;
 };
 
 struct Node {
@@ -143,6 +192,7 @@ struct Pod {
   std::optional<Timestamp> start_time;  // absent = unknown
   LabelMap node_selector;
   std::vector<Toleration> tolerations;
+  std::string pod_set;  // Kueue: pods with equal values form one pod set
 };
 
 struct PodGroup {
@@ -156,6 +206,7 @@ struct PodGroup {
   bool admitted = false;
   std::optional<Timestamp> admission_time;  // absent = Snapshot.now
   bool one_pod_per_node = false;            // KAI placement: the group's pods on distinct nodes
+  std::vector<PodSetFlavors> flavors;       // Kueue, admitted groups: the admission's flavors
 };
 
 struct QueueUsage {
@@ -171,6 +222,7 @@ struct Snapshot {
   std::vector<QueueUsage> usage;
   ResourceMap usage_capacity;
   ResourceMap capacity;  // empty = Σ allocatable of schedulable nodes, per resource
+  std::vector<ResourceFlavor> resource_flavors;  // Kueue §5.8
 };
 
 struct Policy {
@@ -195,6 +247,16 @@ bool IsPreemptibleUnderKai(const PodGroup& group);
 
 // ---- The answer ----
 
+// Kueue: one flavor-resource of a queue (§5.8.9).
+struct FlavorResourceShare {
+  std::string flavor;
+  std::string resource;
+  double nominal = 0;
+  double subtree_quota = 0;
+  double usage = 0;
+  double borrowed = 0;
+};
+
 struct QueueShare {
   std::string queue;
   ResourceMap deserved;
@@ -205,6 +267,7 @@ struct QueueShare {
   double weighted_share = 0;
   std::string dominant_resource;
   bool borrowing = false;
+  std::vector<FlavorResourceShare> flavor_resources;  // Kueue, flavored requests only
 };
 
 struct Binding {
@@ -227,6 +290,7 @@ struct Admission {
   std::string pod_group;
   std::string queue;
   bool after_evictions = false;
+  std::vector<PodSetFlavors> pod_sets;  // flavored requests: each pod set's flavors, by name
 };
 
 struct PendingPodGroup {

@@ -53,6 +53,49 @@ ProtoEnum ProtoRawEnum(CoreEnum value) {
 
 // ---- Snapshot pieces ----
 
+void ToProto(const Taint& taint, v1::Taint* proto) {
+  proto->set_key(taint.key);
+  proto->set_value(taint.value);
+  proto->set_effect(taint.effect);
+}
+
+void ToProto(const Toleration& toleration, v1::Toleration* proto) {
+  proto->set_key(toleration.key);
+  proto->set_operator_(toleration.op);
+  proto->set_value(toleration.value);
+  proto->set_effect(toleration.effect);
+}
+
+void ToProto(const PodSetFlavors& flavors, v1::PodSetFlavors* proto) {
+  proto->set_pod_set(flavors.pod_set);
+  ToProtoMap(flavors.flavors, proto->mutable_flavors());
+}
+
+void ToProto(const ResourceGroup& group, v1::ResourceGroup* proto) {
+  for (const std::string& resource : group.covered_resources) proto->add_covered_resources(resource);
+  for (const FlavorQuotas& flavor : group.flavors) {
+    v1::FlavorQuotas* out = proto->add_flavors();
+    out->set_flavor(flavor.flavor);
+    for (const auto& [resource, quota] : flavor.resources) {
+      v1::FlavorResourceQuota& entry = (*out->mutable_resources())[resource];
+      entry.set_nominal(Canonical(quota.nominal));
+      if (quota.borrowing_limit) entry.set_borrowing_limit(Canonical(*quota.borrowing_limit));
+      if (quota.lending_limit) entry.set_lending_limit(Canonical(*quota.lending_limit));
+    }
+  }
+}
+
+v1::ResourceFlavor ToProto(const ResourceFlavor& flavor) {
+  v1::ResourceFlavor proto;
+  proto.set_name(flavor.name);
+  ToProtoMap(flavor.node_labels, proto.mutable_node_labels());
+  for (const Taint& taint : flavor.node_taints) ToProto(taint, proto.add_node_taints());
+  for (const Toleration& toleration : flavor.tolerations) {
+    ToProto(toleration, proto.add_tolerations());
+  }
+  return proto;
+}
+
 v1::Queue ToProto(const Queue& queue) {
   v1::Queue proto;
   proto.set_name(queue.name);
@@ -82,6 +125,20 @@ v1::Queue ToProto(const Queue& queue) {
     out->set_reclaim_within_cohort(
         ProtoRawEnum<v1::KueuePreemption::ReclaimWithinCohort>(preemption.reclaim_within_cohort));
   }
+  for (const ResourceGroup& group : queue.resource_groups) {
+    ToProto(group, proto.add_resource_groups());
+  }
+  const FlavorFungibility& fungibility = queue.flavor_fungibility;
+  if (fungibility.when_can_borrow != WhenCanBorrow::kUnspecified ||
+      fungibility.when_can_preempt != WhenCanPreempt::kUnspecified ||
+      fungibility.preference != FlavorPreference::kUnspecified) {
+    v1::FlavorFungibility* out = proto.mutable_flavor_fungibility();
+    out->set_when_can_borrow(
+        ProtoRawEnum<v1::FlavorFungibility::WhenCanBorrow>(fungibility.when_can_borrow));
+    out->set_when_can_preempt(
+        ProtoRawEnum<v1::FlavorFungibility::WhenCanPreempt>(fungibility.when_can_preempt));
+    out->set_preference(ProtoRawEnum<v1::FlavorFungibility::Preference>(fungibility.preference));
+  }
   return proto;
 }
 
@@ -90,12 +147,7 @@ v1::Node ToProto(const Node& node) {
   proto.set_name(node.name);
   ToProtoMap(node.allocatable, proto.mutable_allocatable());
   ToProtoMap(node.labels, proto.mutable_labels());
-  for (const Taint& taint : node.taints) {
-    v1::Taint* out = proto.add_taints();
-    out->set_key(taint.key);
-    out->set_value(taint.value);
-    out->set_effect(taint.effect);
-  }
+  for (const Taint& taint : node.taints) ToProto(taint, proto.add_taints());
   proto.set_unschedulable(node.unschedulable);
   return proto;
 }
@@ -108,12 +160,9 @@ void ToProto(const Pod& pod, v1::Pod* proto) {
   if (pod.start_time) ToProto(*pod.start_time, proto->mutable_start_time());
   ToProtoMap(pod.node_selector, proto->mutable_node_selector());
   for (const Toleration& toleration : pod.tolerations) {
-    v1::Toleration* out = proto->add_tolerations();
-    out->set_key(toleration.key);
-    out->set_operator_(toleration.op);
-    out->set_value(toleration.value);
-    out->set_effect(toleration.effect);
+    ToProto(toleration, proto->add_tolerations());
   }
+  proto->set_pod_set(pod.pod_set);
 }
 
 void ToProto(const PodGroup& group, v1::PodGroup* proto) {
@@ -128,6 +177,7 @@ void ToProto(const PodGroup& group, v1::PodGroup* proto) {
   proto->set_admitted(group.admitted);
   if (group.admission_time) ToProto(*group.admission_time, proto->mutable_admission_time());
   proto->set_one_pod_per_node(group.one_pod_per_node);
+  for (const PodSetFlavors& flavors : group.flavors) ToProto(flavors, proto->add_flavors());
 }
 
 // ---- Answer pieces ----
@@ -142,6 +192,16 @@ void ShareToProto(QueueShare&& share, v1::QueueShare* proto) {
   proto->set_weighted_share(Canonical(share.weighted_share));
   proto->set_dominant_resource(std::move(share.dominant_resource));
   proto->set_borrowing(share.borrowing);
+  proto->mutable_flavor_resources()->Reserve(static_cast<int>(share.flavor_resources.size()));
+  for (FlavorResourceShare& row : share.flavor_resources) {
+    v1::FlavorResourceShare* out = proto->add_flavor_resources();
+    out->set_flavor(std::move(row.flavor));
+    out->set_resource(std::move(row.resource));
+    out->set_nominal(Canonical(row.nominal));
+    out->set_subtree_quota(Canonical(row.subtree_quota));
+    out->set_usage(Canonical(row.usage));
+    out->set_borrowed(Canonical(row.borrowed));
+  }
 }
 
 QueueShare FromProto(const v1::QueueShare& proto) {
@@ -155,6 +215,10 @@ QueueShare FromProto(const v1::QueueShare& proto) {
   share.weighted_share = proto.weighted_share();
   share.dominant_resource = proto.dominant_resource();
   share.borrowing = proto.borrowing();
+  for (const v1::FlavorResourceShare& row : proto.flavor_resources()) {
+    share.flavor_resources.push_back({row.flavor(), row.resource(), row.nominal(),
+                                      row.subtree_quota(), row.usage(), row.borrowed()});
+  }
   return share;
 }
 
@@ -215,6 +279,9 @@ v1::Snapshot ToProto(const Snapshot& snapshot) {
   }
   ToProtoMap(snapshot.usage_capacity, proto.mutable_usage_capacity());
   ToProtoMap(snapshot.capacity, proto.mutable_capacity());
+  for (const ResourceFlavor& flavor : snapshot.resource_flavors) {
+    *proto.add_resource_flavors() = ToProto(flavor);
+  }
   return proto;
 }
 
@@ -271,6 +338,7 @@ void ToProto(ScheduleResult result, v1::ScheduleResponse* proto) {
     out->set_pod_group(std::move(admission.pod_group));
     out->set_queue(std::move(admission.queue));
     out->set_after_evictions(admission.after_evictions);
+    for (const PodSetFlavors& flavors : admission.pod_sets) ToProto(flavors, out->add_pod_sets());
   }
   proto->mutable_pending()->Reserve(static_cast<int>(result.pending.size()));
   for (PendingPodGroup& pending : result.pending) {
@@ -296,8 +364,13 @@ ScheduleResult FromProto(const v1::ScheduleResponse& proto) {
                                 eviction.preemptor_pod_group(), eviction.message()});
   }
   for (const v1::Admission& admission : proto.admissions()) {
-    result.admissions.push_back(
-        {admission.pod_group(), admission.queue(), admission.after_evictions()});
+    Admission& out = result.admissions.emplace_back();
+    out.pod_group = admission.pod_group();
+    out.queue = admission.queue();
+    out.after_evictions = admission.after_evictions();
+    for (const v1::PodSetFlavors& flavors : admission.pod_sets()) {
+      out.pod_sets.push_back({flavors.pod_set(), FromProtoMap(flavors.flavors())});
+    }
   }
   for (const v1::PendingPodGroup& pending : proto.pending()) {
     result.pending.push_back({pending.pod_group(), pending.reason(), pending.message()});

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/container/node_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "edge/wire_reader.h"
@@ -135,7 +136,7 @@ class Decoder : private WireReader {
   // per-resource maps of its QueueShare. Charged once the counts are known, before the core
   // runs; the figures are measured (server/README.md, "What one call may cost").
   bool ChargeResourceTables(const Snapshot& snapshot) {
-    const auto names = static_cast<int64_t>(resource_names_.size());
+    const auto names = static_cast<int64_t>(resource_names_.size() + flavor_cells_.size());
     const int64_t cells = static_cast<int64_t>(snapshot.queues.size()) * kQueueResourceBytes +
                           static_cast<int64_t>(snapshot.nodes.size()) * kNodeResourceBytes +
                           static_cast<int64_t>(snapshot.pod_groups.size()) * kGroupResourceBytes +
@@ -182,6 +183,28 @@ class Decoder : private WireReader {
                        limits_.max_resource_names, " (--max-resource-names)")));
     }
     Remember(*resource_names_.emplace(key).first);
+    return true;
+  }
+
+  // A flavor-resource (SEMANTICS §5.8.1): the core gives each one a column of R beside the
+  // resource names, so distinct names and flavor-resources together count against
+  // --max-resource-names.
+  bool KnownCell(std::string_view flavor, std::string_view resource, std::string_view field) {
+    std::string key;
+    key.reserve(flavor.size() + 1 + resource.size());
+    key.append(flavor.data(), flavor.size());
+    key.push_back('\0');
+    key.append(resource.data(), resource.size());
+    if (flavor_cells_.contains(key)) return true;
+    if (static_cast<int64_t>(resource_names_.size() + flavor_cells_.size()) >=
+        limits_.max_resource_names) {
+      return Stop(absl::ResourceExhaustedError(absl::StrCat(
+          Path(field), ": more than ", limits_.max_resource_names,
+          " distinct resource names and flavor-resources in the request; this server accepts at "
+          "most ",
+          limits_.max_resource_names, " (--max-resource-names)")));
+    }
+    flavor_cells_.insert(std::move(key));
     return true;
   }
 
@@ -383,6 +406,9 @@ class Decoder : private WireReader {
           return MapEntry(&snapshot->usage_capacity, "usage_capacity");
         case 7:
           return MapEntry(&snapshot->capacity, "capacity");
+        case 8:
+          return Element(&snapshot->resource_flavors, "resource_flavors",
+                         [&](ResourceFlavor* flavor) { return ResourceFlavorFields(flavor); });
         default:
           return Step::kUnknown;
       }
@@ -423,6 +449,14 @@ class Decoder : private WireReader {
         case 13:
           if (wire != kLength) return Step::kUnknown;
           return Embedded([&] { return KueuePreemptionFields(&queue->kueue_preemption); });
+        case 14:
+          if (wire != kLength) return Step::kUnknown;
+          return Element(&queue->resource_groups, "resource_groups",
+                         [&](ResourceGroup* group) { return ResourceGroupFields(group); });
+        case 15:
+          if (wire != kLength) return Step::kUnknown;
+          return Nested("flavor_fungibility", -1,
+                        [&] { return FlavorFungibilityFields(&queue->flavor_fungibility); });
         default:
           return Step::kUnknown;
       }
@@ -436,6 +470,115 @@ class Decoder : private WireReader {
       if (number == 2) return EnumValue(&preemption->reclaim_within_cohort);
       return Step::kUnknown;
     });
+  }
+
+  // ---- Kueue resource flavors (SEMANTICS §5.8) ----
+
+  bool ResourceFlavorFields(ResourceFlavor* flavor) {
+    return Fields([&](uint32_t number, int wire) {
+      if (wire != kLength) return Step::kUnknown;
+      switch (number) {
+        case 1:
+          return String(&flavor->name, "name");
+        case 2:
+          return MapEntry(&flavor->node_labels, "node_labels");
+        case 3:
+          return Element(&flavor->node_taints, "node_taints",
+                         [&](Taint* taint) { return TaintFields(taint); });
+        case 4:
+          return Element(&flavor->tolerations, "tolerations",
+                         [&](Toleration* toleration) { return TolerationFields(toleration); });
+        default:
+          return Step::kUnknown;
+      }
+    });
+  }
+
+  bool ResourceGroupFields(ResourceGroup* group) {
+    return Fields([&](uint32_t number, int wire) {
+      if (wire != kLength) return Step::kUnknown;
+      if (number == 1) {
+        std::string* name = Append(&group->covered_resources, "covered_resources");
+        if (name == nullptr) return Step::kBad;
+        const Step step = String(name, "covered_resources");
+        if (step == Step::kRead && !KnownResource(*name, "covered_resources")) return Step::kBad;
+        return step;
+      }
+      if (number == 2) {
+        return Element(&group->flavors, "flavors",
+                       [&](FlavorQuotas* flavor) { return FlavorQuotasFields(flavor); });
+      }
+      return Step::kUnknown;
+    });
+  }
+
+  bool FlavorQuotasFields(FlavorQuotas* flavor) {
+    const bool read = Fields([&](uint32_t number, int wire) {
+      if (wire != kLength) return Step::kUnknown;
+      if (number == 1) return String(&flavor->flavor, "flavor");
+      if (number == 2) return QuotaEntry(&flavor->resources, "resources");
+      return Step::kUnknown;
+    });
+    if (!read) return false;
+    for (const auto& [resource, quota] : flavor->resources) {
+      if (!KnownCell(flavor->flavor, resource, "resources")) return false;
+    }
+    return true;
+  }
+
+  // One entry of FlavorQuotas.resources: a resource name and its FlavorResourceQuota.
+  Step QuotaEntry(SortedMap<FlavorResourceQuota>* map, std::string_view field) {
+    std::string key;
+    FlavorResourceQuota quota;
+    const Step step = Embedded([&] {
+      return Fields([&](uint32_t number, int wire) {
+        if (number == 1 && wire == kLength) return String(&key, field);
+        if (number == 2 && wire == kLength) {
+          return Embedded([&] { return FlavorResourceQuotaFields(&quota); });
+        }
+        return Step::kUnknown;
+      });
+    });
+    if (step != Step::kRead) return step;
+    if (!KnownResource(key, field) || !Room(map)) return Step::kBad;
+    Put(map, std::move(key), quota);
+    return step;
+  }
+
+  bool FlavorResourceQuotaFields(FlavorResourceQuota* quota) {
+    return Fields([&](uint32_t number, int wire) {
+      if (wire != kFixed64) return Step::kUnknown;
+      if (number == 1) return Double(&quota->nominal);
+      if (number == 2) return Double(&quota->borrowing_limit.emplace());
+      if (number == 3) return Double(&quota->lending_limit.emplace());
+      return Step::kUnknown;
+    });
+  }
+
+  bool FlavorFungibilityFields(FlavorFungibility* fungibility) {
+    return Fields([&](uint32_t number, int wire) {
+      if (wire != kVarint) return Step::kUnknown;
+      if (number == 1) return EnumValue(&fungibility->when_can_borrow);
+      if (number == 2) return EnumValue(&fungibility->when_can_preempt);
+      if (number == 3) return EnumValue(&fungibility->preference);
+      return Step::kUnknown;
+    });
+  }
+
+  bool PodSetFlavorsFields(PodSetFlavors* flavors) {
+    const bool read = Fields([&](uint32_t number, int wire) {
+      if (wire != kLength) return Step::kUnknown;
+      if (number == 1) return String(&flavors->pod_set, "pod_set");
+      if (number == 2) return MapEntry(&flavors->flavors, "flavors");
+      return Step::kUnknown;
+    });
+    if (!read) return false;
+    for (const auto& [resource, flavor] : flavors->flavors) {
+      if (!KnownResource(resource, "flavors") || !KnownCell(flavor, resource, "flavors")) {
+        return false;
+      }
+    }
+    return true;
   }
 
   bool NodeFields(Node* node) {
@@ -502,6 +645,10 @@ class Decoder : private WireReader {
           return wire == kLength ? TimeValue(&group->admission_time) : Step::kUnknown;
         case 10:
           return wire == kVarint ? Bool(&group->one_pod_per_node) : Step::kUnknown;
+        case 11:
+          if (wire != kLength) return Step::kUnknown;
+          return Element(&group->flavors, "flavors",
+                         [&](PodSetFlavors* flavors) { return PodSetFlavorsFields(flavors); });
         default:
           return Step::kUnknown;
       }
@@ -527,6 +674,8 @@ class Decoder : private WireReader {
           if (wire != kLength) return Step::kUnknown;
           return Element(&pod->tolerations, "tolerations",
                          [&](Toleration* toleration) { return TolerationFields(toleration); });
+        case 8:
+          return wire == kLength ? String(&pod->pod_set, "pod_set") : Step::kUnknown;
         default:
           return Step::kUnknown;
       }
@@ -587,6 +736,7 @@ class Decoder : private WireReader {
   int64_t decoded_bytes_ = 0;
   int64_t pods_ = 0;
   absl::node_hash_set<std::string> resource_names_;  // node-based: elements never move
+  absl::flat_hash_set<std::string> flavor_cells_;     // flavor, a zero byte, resource
   std::array<std::string_view, 4> recent_names_;
 };
 

@@ -393,6 +393,153 @@ func (EvictionReason) EnumDescriptor() ([]byte, []int) {
 	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{6}
 }
 
+type FlavorFungibility_WhenCanBorrow int32
+
+const (
+	FlavorFungibility_WHEN_CAN_BORROW_UNSPECIFIED     FlavorFungibility_WhenCanBorrow = 0 // = MAY_STOP_SEARCH
+	FlavorFungibility_WHEN_CAN_BORROW_MAY_STOP_SEARCH FlavorFungibility_WhenCanBorrow = 1
+	FlavorFungibility_WHEN_CAN_BORROW_TRY_NEXT_FLAVOR FlavorFungibility_WhenCanBorrow = 2
+)
+
+// Enum value maps for FlavorFungibility_WhenCanBorrow.
+var (
+	FlavorFungibility_WhenCanBorrow_name = map[int32]string{
+		0: "WHEN_CAN_BORROW_UNSPECIFIED",
+		1: "WHEN_CAN_BORROW_MAY_STOP_SEARCH",
+		2: "WHEN_CAN_BORROW_TRY_NEXT_FLAVOR",
+	}
+	FlavorFungibility_WhenCanBorrow_value = map[string]int32{
+		"WHEN_CAN_BORROW_UNSPECIFIED":     0,
+		"WHEN_CAN_BORROW_MAY_STOP_SEARCH": 1,
+		"WHEN_CAN_BORROW_TRY_NEXT_FLAVOR": 2,
+	}
+)
+
+func (x FlavorFungibility_WhenCanBorrow) Enum() *FlavorFungibility_WhenCanBorrow {
+	p := new(FlavorFungibility_WhenCanBorrow)
+	*p = x
+	return p
+}
+
+func (x FlavorFungibility_WhenCanBorrow) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (FlavorFungibility_WhenCanBorrow) Descriptor() protoreflect.EnumDescriptor {
+	return file_arbiter_v1_arbiter_proto_enumTypes[7].Descriptor()
+}
+
+func (FlavorFungibility_WhenCanBorrow) Type() protoreflect.EnumType {
+	return &file_arbiter_v1_arbiter_proto_enumTypes[7]
+}
+
+func (x FlavorFungibility_WhenCanBorrow) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use FlavorFungibility_WhenCanBorrow.Descriptor instead.
+func (FlavorFungibility_WhenCanBorrow) EnumDescriptor() ([]byte, []int) {
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{5, 0}
+}
+
+type FlavorFungibility_WhenCanPreempt int32
+
+const (
+	FlavorFungibility_WHEN_CAN_PREEMPT_UNSPECIFIED     FlavorFungibility_WhenCanPreempt = 0 // = TRY_NEXT_FLAVOR
+	FlavorFungibility_WHEN_CAN_PREEMPT_MAY_STOP_SEARCH FlavorFungibility_WhenCanPreempt = 1
+	FlavorFungibility_WHEN_CAN_PREEMPT_TRY_NEXT_FLAVOR FlavorFungibility_WhenCanPreempt = 2
+)
+
+// Enum value maps for FlavorFungibility_WhenCanPreempt.
+var (
+	FlavorFungibility_WhenCanPreempt_name = map[int32]string{
+		0: "WHEN_CAN_PREEMPT_UNSPECIFIED",
+		1: "WHEN_CAN_PREEMPT_MAY_STOP_SEARCH",
+		2: "WHEN_CAN_PREEMPT_TRY_NEXT_FLAVOR",
+	}
+	FlavorFungibility_WhenCanPreempt_value = map[string]int32{
+		"WHEN_CAN_PREEMPT_UNSPECIFIED":     0,
+		"WHEN_CAN_PREEMPT_MAY_STOP_SEARCH": 1,
+		"WHEN_CAN_PREEMPT_TRY_NEXT_FLAVOR": 2,
+	}
+)
+
+func (x FlavorFungibility_WhenCanPreempt) Enum() *FlavorFungibility_WhenCanPreempt {
+	p := new(FlavorFungibility_WhenCanPreempt)
+	*p = x
+	return p
+}
+
+func (x FlavorFungibility_WhenCanPreempt) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (FlavorFungibility_WhenCanPreempt) Descriptor() protoreflect.EnumDescriptor {
+	return file_arbiter_v1_arbiter_proto_enumTypes[8].Descriptor()
+}
+
+func (FlavorFungibility_WhenCanPreempt) Type() protoreflect.EnumType {
+	return &file_arbiter_v1_arbiter_proto_enumTypes[8]
+}
+
+func (x FlavorFungibility_WhenCanPreempt) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use FlavorFungibility_WhenCanPreempt.Descriptor instead.
+func (FlavorFungibility_WhenCanPreempt) EnumDescriptor() ([]byte, []int) {
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{5, 1}
+}
+
+type FlavorFungibility_Preference int32
+
+const (
+	FlavorFungibility_PREFERENCE_UNSPECIFIED               FlavorFungibility_Preference = 0 // = BORROWING_OVER_PREEMPTION
+	FlavorFungibility_PREFERENCE_BORROWING_OVER_PREEMPTION FlavorFungibility_Preference = 1
+	FlavorFungibility_PREFERENCE_PREEMPTION_OVER_BORROWING FlavorFungibility_Preference = 2
+)
+
+// Enum value maps for FlavorFungibility_Preference.
+var (
+	FlavorFungibility_Preference_name = map[int32]string{
+		0: "PREFERENCE_UNSPECIFIED",
+		1: "PREFERENCE_BORROWING_OVER_PREEMPTION",
+		2: "PREFERENCE_PREEMPTION_OVER_BORROWING",
+	}
+	FlavorFungibility_Preference_value = map[string]int32{
+		"PREFERENCE_UNSPECIFIED":               0,
+		"PREFERENCE_BORROWING_OVER_PREEMPTION": 1,
+		"PREFERENCE_PREEMPTION_OVER_BORROWING": 2,
+	}
+)
+
+func (x FlavorFungibility_Preference) Enum() *FlavorFungibility_Preference {
+	p := new(FlavorFungibility_Preference)
+	*p = x
+	return p
+}
+
+func (x FlavorFungibility_Preference) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (FlavorFungibility_Preference) Descriptor() protoreflect.EnumDescriptor {
+	return file_arbiter_v1_arbiter_proto_enumTypes[9].Descriptor()
+}
+
+func (FlavorFungibility_Preference) Type() protoreflect.EnumType {
+	return &file_arbiter_v1_arbiter_proto_enumTypes[9]
+}
+
+func (x FlavorFungibility_Preference) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use FlavorFungibility_Preference.Descriptor instead.
+func (FlavorFungibility_Preference) EnumDescriptor() ([]byte, []int) {
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{5, 2}
+}
+
 type KueuePreemption_WithinClusterQueue int32
 
 const (
@@ -429,11 +576,11 @@ func (x KueuePreemption_WithinClusterQueue) String() string {
 }
 
 func (KueuePreemption_WithinClusterQueue) Descriptor() protoreflect.EnumDescriptor {
-	return file_arbiter_v1_arbiter_proto_enumTypes[7].Descriptor()
+	return file_arbiter_v1_arbiter_proto_enumTypes[10].Descriptor()
 }
 
 func (KueuePreemption_WithinClusterQueue) Type() protoreflect.EnumType {
-	return &file_arbiter_v1_arbiter_proto_enumTypes[7]
+	return &file_arbiter_v1_arbiter_proto_enumTypes[10]
 }
 
 func (x KueuePreemption_WithinClusterQueue) Number() protoreflect.EnumNumber {
@@ -442,7 +589,7 @@ func (x KueuePreemption_WithinClusterQueue) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use KueuePreemption_WithinClusterQueue.Descriptor instead.
 func (KueuePreemption_WithinClusterQueue) EnumDescriptor() ([]byte, []int) {
-	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{1, 0}
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{8, 0}
 }
 
 type KueuePreemption_ReclaimWithinCohort int32
@@ -481,11 +628,11 @@ func (x KueuePreemption_ReclaimWithinCohort) String() string {
 }
 
 func (KueuePreemption_ReclaimWithinCohort) Descriptor() protoreflect.EnumDescriptor {
-	return file_arbiter_v1_arbiter_proto_enumTypes[8].Descriptor()
+	return file_arbiter_v1_arbiter_proto_enumTypes[11].Descriptor()
 }
 
 func (KueuePreemption_ReclaimWithinCohort) Type() protoreflect.EnumType {
-	return &file_arbiter_v1_arbiter_proto_enumTypes[8]
+	return &file_arbiter_v1_arbiter_proto_enumTypes[11]
 }
 
 func (x KueuePreemption_ReclaimWithinCohort) Number() protoreflect.EnumNumber {
@@ -494,7 +641,7 @@ func (x KueuePreemption_ReclaimWithinCohort) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use KueuePreemption_ReclaimWithinCohort.Descriptor instead.
 func (KueuePreemption_ReclaimWithinCohort) EnumDescriptor() ([]byte, []int) {
-	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{1, 1}
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{8, 1}
 }
 
 type Queue struct {
@@ -512,6 +659,11 @@ type Queue struct {
 	ReclaimMinRuntime *durationpb.Duration   `protobuf:"bytes,11,opt,name=reclaim_min_runtime,json=reclaimMinRuntime,proto3" json:"reclaim_min_runtime,omitempty"`
 	PreemptMinRuntime *durationpb.Duration   `protobuf:"bytes,12,opt,name=preempt_min_runtime,json=preemptMinRuntime,proto3" json:"preempt_min_runtime,omitempty"`
 	KueuePreemption   *KueuePreemption       `protobuf:"bytes,13,opt,name=kueue_preemption,json=kueuePreemption,proto3" json:"kueue_preemption,omitempty"`
+	// Kueue resource flavors (SEMANTICS §5.8): quotas per flavor and resource. A queue gives its
+	// quotas either here or in the legacy maps (deserved, borrowing_limit, lending_limit), which
+	// are the implicit flavor "".
+	ResourceGroups    []*ResourceGroup   `protobuf:"bytes,14,rep,name=resource_groups,json=resourceGroups,proto3" json:"resource_groups,omitempty"`
+	FlavorFungibility *FlavorFungibility `protobuf:"bytes,15,opt,name=flavor_fungibility,json=flavorFungibility,proto3" json:"flavor_fungibility,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
@@ -637,6 +789,451 @@ func (x *Queue) GetKueuePreemption() *KueuePreemption {
 	return nil
 }
 
+func (x *Queue) GetResourceGroups() []*ResourceGroup {
+	if x != nil {
+		return x.ResourceGroups
+	}
+	return nil
+}
+
+func (x *Queue) GetFlavorFungibility() *FlavorFungibility {
+	if x != nil {
+		return x.FlavorFungibility
+	}
+	return nil
+}
+
+// Kueue: a ResourceFlavor. Its labels and taints decide which pod sets it suits (§5.8.5).
+type ResourceFlavor struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	NodeLabels    map[string]string      `protobuf:"bytes,2,rep,name=node_labels,json=nodeLabels,proto3" json:"node_labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	NodeTaints    []*Taint               `protobuf:"bytes,3,rep,name=node_taints,json=nodeTaints,proto3" json:"node_taints,omitempty"`
+	Tolerations   []*Toleration          `protobuf:"bytes,4,rep,name=tolerations,proto3" json:"tolerations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceFlavor) Reset() {
+	*x = ResourceFlavor{}
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceFlavor) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceFlavor) ProtoMessage() {}
+
+func (x *ResourceFlavor) ProtoReflect() protoreflect.Message {
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceFlavor.ProtoReflect.Descriptor instead.
+func (*ResourceFlavor) Descriptor() ([]byte, []int) {
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ResourceFlavor) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ResourceFlavor) GetNodeLabels() map[string]string {
+	if x != nil {
+		return x.NodeLabels
+	}
+	return nil
+}
+
+func (x *ResourceFlavor) GetNodeTaints() []*Taint {
+	if x != nil {
+		return x.NodeTaints
+	}
+	return nil
+}
+
+func (x *ResourceFlavor) GetTolerations() []*Toleration {
+	if x != nil {
+		return x.Tolerations
+	}
+	return nil
+}
+
+type FlavorResourceQuota struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Nominal        float64                `protobuf:"fixed64,1,opt,name=nominal,proto3" json:"nominal,omitempty"`
+	BorrowingLimit *float64               `protobuf:"fixed64,2,opt,name=borrowing_limit,json=borrowingLimit,proto3,oneof" json:"borrowing_limit,omitempty"` // absent or -1 = no limit
+	LendingLimit   *float64               `protobuf:"fixed64,3,opt,name=lending_limit,json=lendingLimit,proto3,oneof" json:"lending_limit,omitempty"`       // absent or -1 = no limit
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *FlavorResourceQuota) Reset() {
+	*x = FlavorResourceQuota{}
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FlavorResourceQuota) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FlavorResourceQuota) ProtoMessage() {}
+
+func (x *FlavorResourceQuota) ProtoReflect() protoreflect.Message {
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FlavorResourceQuota.ProtoReflect.Descriptor instead.
+func (*FlavorResourceQuota) Descriptor() ([]byte, []int) {
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *FlavorResourceQuota) GetNominal() float64 {
+	if x != nil {
+		return x.Nominal
+	}
+	return 0
+}
+
+func (x *FlavorResourceQuota) GetBorrowingLimit() float64 {
+	if x != nil && x.BorrowingLimit != nil {
+		return *x.BorrowingLimit
+	}
+	return 0
+}
+
+func (x *FlavorResourceQuota) GetLendingLimit() float64 {
+	if x != nil && x.LendingLimit != nil {
+		return *x.LendingLimit
+	}
+	return 0
+}
+
+type FlavorQuotas struct {
+	state         protoimpl.MessageState          `protogen:"open.v1"`
+	Flavor        string                          `protobuf:"bytes,1,opt,name=flavor,proto3" json:"flavor,omitempty"`
+	Resources     map[string]*FlavorResourceQuota `protobuf:"bytes,2,rep,name=resources,proto3" json:"resources,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FlavorQuotas) Reset() {
+	*x = FlavorQuotas{}
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FlavorQuotas) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FlavorQuotas) ProtoMessage() {}
+
+func (x *FlavorQuotas) ProtoReflect() protoreflect.Message {
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FlavorQuotas.ProtoReflect.Descriptor instead.
+func (*FlavorQuotas) Descriptor() ([]byte, []int) {
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *FlavorQuotas) GetFlavor() string {
+	if x != nil {
+		return x.Flavor
+	}
+	return ""
+}
+
+func (x *FlavorQuotas) GetResources() map[string]*FlavorResourceQuota {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+type ResourceGroup struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	CoveredResources []string               `protobuf:"bytes,1,rep,name=covered_resources,json=coveredResources,proto3" json:"covered_resources,omitempty"`
+	Flavors          []*FlavorQuotas        `protobuf:"bytes,2,rep,name=flavors,proto3" json:"flavors,omitempty"` // order significant: tried in this order
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ResourceGroup) Reset() {
+	*x = ResourceGroup{}
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceGroup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceGroup) ProtoMessage() {}
+
+func (x *ResourceGroup) ProtoReflect() protoreflect.Message {
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceGroup.ProtoReflect.Descriptor instead.
+func (*ResourceGroup) Descriptor() ([]byte, []int) {
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ResourceGroup) GetCoveredResources() []string {
+	if x != nil {
+		return x.CoveredResources
+	}
+	return nil
+}
+
+func (x *ResourceGroup) GetFlavors() []*FlavorQuotas {
+	if x != nil {
+		return x.Flavors
+	}
+	return nil
+}
+
+type FlavorFungibility struct {
+	state          protoimpl.MessageState           `protogen:"open.v1"`
+	WhenCanBorrow  FlavorFungibility_WhenCanBorrow  `protobuf:"varint,1,opt,name=when_can_borrow,json=whenCanBorrow,proto3,enum=arbiter.v1.FlavorFungibility_WhenCanBorrow" json:"when_can_borrow,omitempty"`
+	WhenCanPreempt FlavorFungibility_WhenCanPreempt `protobuf:"varint,2,opt,name=when_can_preempt,json=whenCanPreempt,proto3,enum=arbiter.v1.FlavorFungibility_WhenCanPreempt" json:"when_can_preempt,omitempty"`
+	Preference     FlavorFungibility_Preference     `protobuf:"varint,3,opt,name=preference,proto3,enum=arbiter.v1.FlavorFungibility_Preference" json:"preference,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *FlavorFungibility) Reset() {
+	*x = FlavorFungibility{}
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FlavorFungibility) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FlavorFungibility) ProtoMessage() {}
+
+func (x *FlavorFungibility) ProtoReflect() protoreflect.Message {
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FlavorFungibility.ProtoReflect.Descriptor instead.
+func (*FlavorFungibility) Descriptor() ([]byte, []int) {
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *FlavorFungibility) GetWhenCanBorrow() FlavorFungibility_WhenCanBorrow {
+	if x != nil {
+		return x.WhenCanBorrow
+	}
+	return FlavorFungibility_WHEN_CAN_BORROW_UNSPECIFIED
+}
+
+func (x *FlavorFungibility) GetWhenCanPreempt() FlavorFungibility_WhenCanPreempt {
+	if x != nil {
+		return x.WhenCanPreempt
+	}
+	return FlavorFungibility_WHEN_CAN_PREEMPT_UNSPECIFIED
+}
+
+func (x *FlavorFungibility) GetPreference() FlavorFungibility_Preference {
+	if x != nil {
+		return x.Preference
+	}
+	return FlavorFungibility_PREFERENCE_UNSPECIFIED
+}
+
+// The flavor of each resource of one pod set (resource name -> flavor name).
+type PodSetFlavors struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PodSet        string                 `protobuf:"bytes,1,opt,name=pod_set,json=podSet,proto3" json:"pod_set,omitempty"`
+	Flavors       map[string]string      `protobuf:"bytes,2,rep,name=flavors,proto3" json:"flavors,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PodSetFlavors) Reset() {
+	*x = PodSetFlavors{}
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodSetFlavors) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodSetFlavors) ProtoMessage() {}
+
+func (x *PodSetFlavors) ProtoReflect() protoreflect.Message {
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodSetFlavors.ProtoReflect.Descriptor instead.
+func (*PodSetFlavors) Descriptor() ([]byte, []int) {
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *PodSetFlavors) GetPodSet() string {
+	if x != nil {
+		return x.PodSet
+	}
+	return ""
+}
+
+func (x *PodSetFlavors) GetFlavors() map[string]string {
+	if x != nil {
+		return x.Flavors
+	}
+	return nil
+}
+
+// Kueue: one flavor-resource of a queue (§5.8.9).
+type FlavorResourceShare struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Flavor        string                 `protobuf:"bytes,1,opt,name=flavor,proto3" json:"flavor,omitempty"`
+	Resource      string                 `protobuf:"bytes,2,opt,name=resource,proto3" json:"resource,omitempty"`
+	Nominal       float64                `protobuf:"fixed64,3,opt,name=nominal,proto3" json:"nominal,omitempty"`
+	SubtreeQuota  float64                `protobuf:"fixed64,4,opt,name=subtree_quota,json=subtreeQuota,proto3" json:"subtree_quota,omitempty"`
+	Usage         float64                `protobuf:"fixed64,5,opt,name=usage,proto3" json:"usage,omitempty"`
+	Borrowed      float64                `protobuf:"fixed64,6,opt,name=borrowed,proto3" json:"borrowed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FlavorResourceShare) Reset() {
+	*x = FlavorResourceShare{}
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FlavorResourceShare) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FlavorResourceShare) ProtoMessage() {}
+
+func (x *FlavorResourceShare) ProtoReflect() protoreflect.Message {
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FlavorResourceShare.ProtoReflect.Descriptor instead.
+func (*FlavorResourceShare) Descriptor() ([]byte, []int) {
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *FlavorResourceShare) GetFlavor() string {
+	if x != nil {
+		return x.Flavor
+	}
+	return ""
+}
+
+func (x *FlavorResourceShare) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *FlavorResourceShare) GetNominal() float64 {
+	if x != nil {
+		return x.Nominal
+	}
+	return 0
+}
+
+func (x *FlavorResourceShare) GetSubtreeQuota() float64 {
+	if x != nil {
+		return x.SubtreeQuota
+	}
+	return 0
+}
+
+func (x *FlavorResourceShare) GetUsage() float64 {
+	if x != nil {
+		return x.Usage
+	}
+	return 0
+}
+
+func (x *FlavorResourceShare) GetBorrowed() float64 {
+	if x != nil {
+		return x.Borrowed
+	}
+	return 0
+}
+
 type KueuePreemption struct {
 	state               protoimpl.MessageState              `protogen:"open.v1"`
 	WithinClusterQueue  KueuePreemption_WithinClusterQueue  `protobuf:"varint,1,opt,name=within_cluster_queue,json=withinClusterQueue,proto3,enum=arbiter.v1.KueuePreemption_WithinClusterQueue" json:"within_cluster_queue,omitempty"`
@@ -647,7 +1244,7 @@ type KueuePreemption struct {
 
 func (x *KueuePreemption) Reset() {
 	*x = KueuePreemption{}
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[1]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -659,7 +1256,7 @@ func (x *KueuePreemption) String() string {
 func (*KueuePreemption) ProtoMessage() {}
 
 func (x *KueuePreemption) ProtoReflect() protoreflect.Message {
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[1]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -672,7 +1269,7 @@ func (x *KueuePreemption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KueuePreemption.ProtoReflect.Descriptor instead.
 func (*KueuePreemption) Descriptor() ([]byte, []int) {
-	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{1}
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *KueuePreemption) GetWithinClusterQueue() KueuePreemption_WithinClusterQueue {
@@ -700,7 +1297,7 @@ type Taint struct {
 
 func (x *Taint) Reset() {
 	*x = Taint{}
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[2]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -712,7 +1309,7 @@ func (x *Taint) String() string {
 func (*Taint) ProtoMessage() {}
 
 func (x *Taint) ProtoReflect() protoreflect.Message {
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[2]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -725,7 +1322,7 @@ func (x *Taint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Taint.ProtoReflect.Descriptor instead.
 func (*Taint) Descriptor() ([]byte, []int) {
-	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{2}
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Taint) GetKey() string {
@@ -761,7 +1358,7 @@ type Toleration struct {
 
 func (x *Toleration) Reset() {
 	*x = Toleration{}
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[3]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -773,7 +1370,7 @@ func (x *Toleration) String() string {
 func (*Toleration) ProtoMessage() {}
 
 func (x *Toleration) ProtoReflect() protoreflect.Message {
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[3]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -786,7 +1383,7 @@ func (x *Toleration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Toleration.ProtoReflect.Descriptor instead.
 func (*Toleration) Descriptor() ([]byte, []int) {
-	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{3}
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Toleration) GetKey() string {
@@ -830,7 +1427,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[4]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -842,7 +1439,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[4]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -855,7 +1452,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{4}
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Node) GetName() string {
@@ -902,13 +1499,14 @@ type Pod struct {
 	StartTime     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
 	NodeSelector  map[string]string      `protobuf:"bytes,6,rep,name=node_selector,json=nodeSelector,proto3" json:"node_selector,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	Tolerations   []*Toleration          `protobuf:"bytes,7,rep,name=tolerations,proto3" json:"tolerations,omitempty"`
+	PodSet        string                 `protobuf:"bytes,8,opt,name=pod_set,json=podSet,proto3" json:"pod_set,omitempty"` // Kueue: pods with equal values form one pod set
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Pod) Reset() {
 	*x = Pod{}
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[5]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -920,7 +1518,7 @@ func (x *Pod) String() string {
 func (*Pod) ProtoMessage() {}
 
 func (x *Pod) ProtoReflect() protoreflect.Message {
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[5]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -933,7 +1531,7 @@ func (x *Pod) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pod.ProtoReflect.Descriptor instead.
 func (*Pod) Descriptor() ([]byte, []int) {
-	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{5}
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Pod) GetName() string {
@@ -985,6 +1583,13 @@ func (x *Pod) GetTolerations() []*Toleration {
 	return nil
 }
 
+func (x *Pod) GetPodSet() string {
+	if x != nil {
+		return x.PodSet
+	}
+	return ""
+}
+
 // A job, gang or Kueue workload: the unit of admission and eviction.
 type PodGroup struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -999,14 +1604,15 @@ type PodGroup struct {
 	AdmissionTime  *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=admission_time,json=admissionTime,proto3" json:"admission_time,omitempty"`
 	// KAI: no two pods of the group on one node (a Slurm job's nodes, or anti-affinity on the host
 	// name). A node holding a pod of the group is infeasible for its other pods.
-	OnePodPerNode bool `protobuf:"varint,10,opt,name=one_pod_per_node,json=onePodPerNode,proto3" json:"one_pod_per_node,omitempty"`
+	OnePodPerNode bool             `protobuf:"varint,10,opt,name=one_pod_per_node,json=onePodPerNode,proto3" json:"one_pod_per_node,omitempty"`
+	Flavors       []*PodSetFlavors `protobuf:"bytes,11,rep,name=flavors,proto3" json:"flavors,omitempty"` // Kueue, admitted groups: the admission's flavors
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PodGroup) Reset() {
 	*x = PodGroup{}
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[6]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1018,7 +1624,7 @@ func (x *PodGroup) String() string {
 func (*PodGroup) ProtoMessage() {}
 
 func (x *PodGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[6]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1031,7 +1637,7 @@ func (x *PodGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodGroup.ProtoReflect.Descriptor instead.
 func (*PodGroup) Descriptor() ([]byte, []int) {
-	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{6}
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PodGroup) GetName() string {
@@ -1104,6 +1710,13 @@ func (x *PodGroup) GetOnePodPerNode() bool {
 	return false
 }
 
+func (x *PodGroup) GetFlavors() []*PodSetFlavors {
+	if x != nil {
+		return x.Flavors
+	}
+	return nil
+}
+
 type QueueUsage struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Queue         string                 `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
@@ -1114,7 +1727,7 @@ type QueueUsage struct {
 
 func (x *QueueUsage) Reset() {
 	*x = QueueUsage{}
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[7]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1126,7 +1739,7 @@ func (x *QueueUsage) String() string {
 func (*QueueUsage) ProtoMessage() {}
 
 func (x *QueueUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[7]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1139,7 +1752,7 @@ func (x *QueueUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueUsage.ProtoReflect.Descriptor instead.
 func (*QueueUsage) Descriptor() ([]byte, []int) {
-	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{7}
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *QueueUsage) GetQueue() string {
@@ -1157,21 +1770,22 @@ func (x *QueueUsage) GetUsage() map[string]float64 {
 }
 
 type Snapshot struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Now           *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=now,proto3" json:"now,omitempty"`
-	Queues        []*Queue               `protobuf:"bytes,2,rep,name=queues,proto3" json:"queues,omitempty"`
-	Nodes         []*Node                `protobuf:"bytes,3,rep,name=nodes,proto3" json:"nodes,omitempty"`
-	PodGroups     []*PodGroup            `protobuf:"bytes,4,rep,name=pod_groups,json=podGroups,proto3" json:"pod_groups,omitempty"`
-	Usage         []*QueueUsage          `protobuf:"bytes,5,rep,name=usage,proto3" json:"usage,omitempty"`                                                                                                                  // time-aware fairness history
-	UsageCapacity map[string]float64     `protobuf:"bytes,6,rep,name=usage_capacity,json=usageCapacity,proto3" json:"usage_capacity,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"` // decayed capacity-time over the same window
-	Capacity      map[string]float64     `protobuf:"bytes,7,rep,name=capacity,proto3" json:"capacity,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`                                // total to divide; absent = sum of schedulable nodes
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Now             *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=now,proto3" json:"now,omitempty"`
+	Queues          []*Queue               `protobuf:"bytes,2,rep,name=queues,proto3" json:"queues,omitempty"`
+	Nodes           []*Node                `protobuf:"bytes,3,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	PodGroups       []*PodGroup            `protobuf:"bytes,4,rep,name=pod_groups,json=podGroups,proto3" json:"pod_groups,omitempty"`
+	Usage           []*QueueUsage          `protobuf:"bytes,5,rep,name=usage,proto3" json:"usage,omitempty"`                                                                                                                  // time-aware fairness history
+	UsageCapacity   map[string]float64     `protobuf:"bytes,6,rep,name=usage_capacity,json=usageCapacity,proto3" json:"usage_capacity,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"` // decayed capacity-time over the same window
+	Capacity        map[string]float64     `protobuf:"bytes,7,rep,name=capacity,proto3" json:"capacity,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`                                // total to divide; absent = sum of schedulable nodes
+	ResourceFlavors []*ResourceFlavor      `protobuf:"bytes,8,rep,name=resource_flavors,json=resourceFlavors,proto3" json:"resource_flavors,omitempty"`                                                                       // Kueue
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[8]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1183,7 +1797,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[8]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1196,7 +1810,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{8}
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Snapshot) GetNow() *timestamppb.Timestamp {
@@ -1248,6 +1862,13 @@ func (x *Snapshot) GetCapacity() map[string]float64 {
 	return nil
 }
 
+func (x *Snapshot) GetResourceFlavors() []*ResourceFlavor {
+	if x != nil {
+		return x.ResourceFlavors
+	}
+	return nil
+}
+
 type Policy struct {
 	state                          protoimpl.MessageState    `protogen:"open.v1"`
 	FairnessModel                  FairnessModel             `protobuf:"varint,1,opt,name=fairness_model,json=fairnessModel,proto3,enum=arbiter.v1.FairnessModel" json:"fairness_model,omitempty"`
@@ -1264,7 +1885,7 @@ type Policy struct {
 
 func (x *Policy) Reset() {
 	*x = Policy{}
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[9]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1276,7 +1897,7 @@ func (x *Policy) String() string {
 func (*Policy) ProtoMessage() {}
 
 func (x *Policy) ProtoReflect() protoreflect.Message {
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[9]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1289,7 +1910,7 @@ func (x *Policy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Policy.ProtoReflect.Descriptor instead.
 func (*Policy) Descriptor() ([]byte, []int) {
-	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{9}
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Policy) GetFairnessModel() FairnessModel {
@@ -1358,7 +1979,7 @@ type FairShareRequest struct {
 
 func (x *FairShareRequest) Reset() {
 	*x = FairShareRequest{}
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[10]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1370,7 +1991,7 @@ func (x *FairShareRequest) String() string {
 func (*FairShareRequest) ProtoMessage() {}
 
 func (x *FairShareRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[10]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1383,7 +2004,7 @@ func (x *FairShareRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FairShareRequest.ProtoReflect.Descriptor instead.
 func (*FairShareRequest) Descriptor() ([]byte, []int) {
-	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{10}
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *FairShareRequest) GetSnapshot() *Snapshot {
@@ -1411,13 +2032,14 @@ type QueueShare struct {
 	WeightedShare    float64                `protobuf:"fixed64,7,opt,name=weighted_share,json=weightedShare,proto3" json:"weighted_share,omitempty"`        // Kueue: dominant resource share / weight (per-mille scale)
 	DominantResource string                 `protobuf:"bytes,8,opt,name=dominant_resource,json=dominantResource,proto3" json:"dominant_resource,omitempty"` // Kueue
 	Borrowing        bool                   `protobuf:"varint,9,opt,name=borrowing,proto3" json:"borrowing,omitempty"`                                      // Kueue
+	FlavorResources  []*FlavorResourceShare `protobuf:"bytes,10,rep,name=flavor_resources,json=flavorResources,proto3" json:"flavor_resources,omitempty"`   // Kueue, flavored requests only
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
 
 func (x *QueueShare) Reset() {
 	*x = QueueShare{}
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[11]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1429,7 +2051,7 @@ func (x *QueueShare) String() string {
 func (*QueueShare) ProtoMessage() {}
 
 func (x *QueueShare) ProtoReflect() protoreflect.Message {
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[11]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1442,7 +2064,7 @@ func (x *QueueShare) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueShare.ProtoReflect.Descriptor instead.
 func (*QueueShare) Descriptor() ([]byte, []int) {
-	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{11}
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *QueueShare) GetQueue() string {
@@ -1508,6 +2130,13 @@ func (x *QueueShare) GetBorrowing() bool {
 	return false
 }
 
+func (x *QueueShare) GetFlavorResources() []*FlavorResourceShare {
+	if x != nil {
+		return x.FlavorResources
+	}
+	return nil
+}
+
 type FairShareResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Queues        []*QueueShare          `protobuf:"bytes,1,rep,name=queues,proto3" json:"queues,omitempty"`
@@ -1517,7 +2146,7 @@ type FairShareResponse struct {
 
 func (x *FairShareResponse) Reset() {
 	*x = FairShareResponse{}
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[12]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1529,7 +2158,7 @@ func (x *FairShareResponse) String() string {
 func (*FairShareResponse) ProtoMessage() {}
 
 func (x *FairShareResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[12]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1542,7 +2171,7 @@ func (x *FairShareResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FairShareResponse.ProtoReflect.Descriptor instead.
 func (*FairShareResponse) Descriptor() ([]byte, []int) {
-	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{12}
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *FairShareResponse) GetQueues() []*QueueShare {
@@ -1562,7 +2191,7 @@ type ScheduleRequest struct {
 
 func (x *ScheduleRequest) Reset() {
 	*x = ScheduleRequest{}
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[13]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1574,7 +2203,7 @@ func (x *ScheduleRequest) String() string {
 func (*ScheduleRequest) ProtoMessage() {}
 
 func (x *ScheduleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[13]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1587,7 +2216,7 @@ func (x *ScheduleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleRequest.ProtoReflect.Descriptor instead.
 func (*ScheduleRequest) Descriptor() ([]byte, []int) {
-	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{13}
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ScheduleRequest) GetSnapshot() *Snapshot {
@@ -1619,7 +2248,7 @@ type Binding struct {
 
 func (x *Binding) Reset() {
 	*x = Binding{}
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[14]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1631,7 +2260,7 @@ func (x *Binding) String() string {
 func (*Binding) ProtoMessage() {}
 
 func (x *Binding) ProtoReflect() protoreflect.Message {
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[14]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1644,7 +2273,7 @@ func (x *Binding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Binding.ProtoReflect.Descriptor instead.
 func (*Binding) Descriptor() ([]byte, []int) {
-	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{14}
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Binding) GetPodGroup() string {
@@ -1689,7 +2318,7 @@ type Eviction struct {
 
 func (x *Eviction) Reset() {
 	*x = Eviction{}
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[15]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1701,7 +2330,7 @@ func (x *Eviction) String() string {
 func (*Eviction) ProtoMessage() {}
 
 func (x *Eviction) ProtoReflect() protoreflect.Message {
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[15]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1714,7 +2343,7 @@ func (x *Eviction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Eviction.ProtoReflect.Descriptor instead.
 func (*Eviction) Descriptor() ([]byte, []int) {
-	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{15}
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Eviction) GetPodGroup() string {
@@ -1764,13 +2393,14 @@ type Admission struct {
 	PodGroup       string                 `protobuf:"bytes,1,opt,name=pod_group,json=podGroup,proto3" json:"pod_group,omitempty"`
 	Queue          string                 `protobuf:"bytes,2,opt,name=queue,proto3" json:"queue,omitempty"`
 	AfterEvictions bool                   `protobuf:"varint,3,opt,name=after_evictions,json=afterEvictions,proto3" json:"after_evictions,omitempty"` // reserved once the listed evictions have released the quota
+	PodSets        []*PodSetFlavors       `protobuf:"bytes,4,rep,name=pod_sets,json=podSets,proto3" json:"pod_sets,omitempty"`                       // flavored requests: each pod set's flavors, by name
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Admission) Reset() {
 	*x = Admission{}
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[16]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1782,7 +2412,7 @@ func (x *Admission) String() string {
 func (*Admission) ProtoMessage() {}
 
 func (x *Admission) ProtoReflect() protoreflect.Message {
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[16]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1795,7 +2425,7 @@ func (x *Admission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Admission.ProtoReflect.Descriptor instead.
 func (*Admission) Descriptor() ([]byte, []int) {
-	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{16}
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Admission) GetPodGroup() string {
@@ -1819,6 +2449,13 @@ func (x *Admission) GetAfterEvictions() bool {
 	return false
 }
 
+func (x *Admission) GetPodSets() []*PodSetFlavors {
+	if x != nil {
+		return x.PodSets
+	}
+	return nil
+}
+
 type PendingPodGroup struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	PodGroup      string                 `protobuf:"bytes,1,opt,name=pod_group,json=podGroup,proto3" json:"pod_group,omitempty"`
@@ -1830,7 +2467,7 @@ type PendingPodGroup struct {
 
 func (x *PendingPodGroup) Reset() {
 	*x = PendingPodGroup{}
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[17]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1842,7 +2479,7 @@ func (x *PendingPodGroup) String() string {
 func (*PendingPodGroup) ProtoMessage() {}
 
 func (x *PendingPodGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[17]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1855,7 +2492,7 @@ func (x *PendingPodGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingPodGroup.ProtoReflect.Descriptor instead.
 func (*PendingPodGroup) Descriptor() ([]byte, []int) {
-	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{17}
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PendingPodGroup) GetPodGroup() string {
@@ -1892,7 +2529,7 @@ type ScheduleResponse struct {
 
 func (x *ScheduleResponse) Reset() {
 	*x = ScheduleResponse{}
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[18]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1904,7 +2541,7 @@ func (x *ScheduleResponse) String() string {
 func (*ScheduleResponse) ProtoMessage() {}
 
 func (x *ScheduleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_arbiter_v1_arbiter_proto_msgTypes[18]
+	mi := &file_arbiter_v1_arbiter_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1917,7 +2554,7 @@ func (x *ScheduleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleResponse.ProtoReflect.Descriptor instead.
 func (*ScheduleResponse) Descriptor() ([]byte, []int) {
-	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{18}
+	return file_arbiter_v1_arbiter_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ScheduleResponse) GetQueues() []*QueueShare {
@@ -1960,7 +2597,7 @@ var File_arbiter_v1_arbiter_proto protoreflect.FileDescriptor
 const file_arbiter_v1_arbiter_proto_rawDesc = "" +
 	"\n" +
 	"\x18arbiter/v1/arbiter.proto\x12\n" +
-	"arbiter.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd9\b\n" +
+	"arbiter.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xeb\t\n" +
 	"\x05Queue\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06parent\x18\x02 \x01(\tR\x06parent\x12;\n" +
@@ -1975,7 +2612,9 @@ const file_arbiter_v1_arbiter_proto_rawDesc = "" +
 	" \x01(\x01H\x00R\x11fairSharingWeight\x88\x01\x01\x12I\n" +
 	"\x13reclaim_min_runtime\x18\v \x01(\v2\x19.google.protobuf.DurationR\x11reclaimMinRuntime\x12I\n" +
 	"\x13preempt_min_runtime\x18\f \x01(\v2\x19.google.protobuf.DurationR\x11preemptMinRuntime\x12F\n" +
-	"\x10kueue_preemption\x18\r \x01(\v2\x1b.arbiter.v1.KueuePreemptionR\x0fkueuePreemption\x1a;\n" +
+	"\x10kueue_preemption\x18\r \x01(\v2\x1b.arbiter.v1.KueuePreemptionR\x0fkueuePreemption\x12B\n" +
+	"\x0fresource_groups\x18\x0e \x03(\v2\x19.arbiter.v1.ResourceGroupR\x0eresourceGroups\x12L\n" +
+	"\x12flavor_fungibility\x18\x0f \x01(\v2\x1d.arbiter.v1.FlavorFungibilityR\x11flavorFungibility\x1a;\n" +
 	"\rDeservedEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\x1a8\n" +
@@ -1992,7 +2631,64 @@ const file_arbiter_v1_arbiter_proto_rawDesc = "" +
 	"\x11LendingLimitEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01B\x16\n" +
-	"\x14_fair_sharing_weight\"\xbf\x04\n" +
+	"\x14_fair_sharing_weight\"\x9e\x02\n" +
+	"\x0eResourceFlavor\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12K\n" +
+	"\vnode_labels\x18\x02 \x03(\v2*.arbiter.v1.ResourceFlavor.NodeLabelsEntryR\n" +
+	"nodeLabels\x122\n" +
+	"\vnode_taints\x18\x03 \x03(\v2\x11.arbiter.v1.TaintR\n" +
+	"nodeTaints\x128\n" +
+	"\vtolerations\x18\x04 \x03(\v2\x16.arbiter.v1.TolerationR\vtolerations\x1a=\n" +
+	"\x0fNodeLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xad\x01\n" +
+	"\x13FlavorResourceQuota\x12\x18\n" +
+	"\anominal\x18\x01 \x01(\x01R\anominal\x12,\n" +
+	"\x0fborrowing_limit\x18\x02 \x01(\x01H\x00R\x0eborrowingLimit\x88\x01\x01\x12(\n" +
+	"\rlending_limit\x18\x03 \x01(\x01H\x01R\flendingLimit\x88\x01\x01B\x12\n" +
+	"\x10_borrowing_limitB\x10\n" +
+	"\x0e_lending_limit\"\xcc\x01\n" +
+	"\fFlavorQuotas\x12\x16\n" +
+	"\x06flavor\x18\x01 \x01(\tR\x06flavor\x12E\n" +
+	"\tresources\x18\x02 \x03(\v2'.arbiter.v1.FlavorQuotas.ResourcesEntryR\tresources\x1a]\n" +
+	"\x0eResourcesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x125\n" +
+	"\x05value\x18\x02 \x01(\v2\x1f.arbiter.v1.FlavorResourceQuotaR\x05value:\x028\x01\"p\n" +
+	"\rResourceGroup\x12+\n" +
+	"\x11covered_resources\x18\x01 \x03(\tR\x10coveredResources\x122\n" +
+	"\aflavors\x18\x02 \x03(\v2\x18.arbiter.v1.FlavorQuotasR\aflavors\"\x84\x05\n" +
+	"\x11FlavorFungibility\x12S\n" +
+	"\x0fwhen_can_borrow\x18\x01 \x01(\x0e2+.arbiter.v1.FlavorFungibility.WhenCanBorrowR\rwhenCanBorrow\x12V\n" +
+	"\x10when_can_preempt\x18\x02 \x01(\x0e2,.arbiter.v1.FlavorFungibility.WhenCanPreemptR\x0ewhenCanPreempt\x12H\n" +
+	"\n" +
+	"preference\x18\x03 \x01(\x0e2(.arbiter.v1.FlavorFungibility.PreferenceR\n" +
+	"preference\"z\n" +
+	"\rWhenCanBorrow\x12\x1f\n" +
+	"\x1bWHEN_CAN_BORROW_UNSPECIFIED\x10\x00\x12#\n" +
+	"\x1fWHEN_CAN_BORROW_MAY_STOP_SEARCH\x10\x01\x12#\n" +
+	"\x1fWHEN_CAN_BORROW_TRY_NEXT_FLAVOR\x10\x02\"~\n" +
+	"\x0eWhenCanPreempt\x12 \n" +
+	"\x1cWHEN_CAN_PREEMPT_UNSPECIFIED\x10\x00\x12$\n" +
+	" WHEN_CAN_PREEMPT_MAY_STOP_SEARCH\x10\x01\x12$\n" +
+	" WHEN_CAN_PREEMPT_TRY_NEXT_FLAVOR\x10\x02\"|\n" +
+	"\n" +
+	"Preference\x12\x1a\n" +
+	"\x16PREFERENCE_UNSPECIFIED\x10\x00\x12(\n" +
+	"$PREFERENCE_BORROWING_OVER_PREEMPTION\x10\x01\x12(\n" +
+	"$PREFERENCE_PREEMPTION_OVER_BORROWING\x10\x02\"\xa6\x01\n" +
+	"\rPodSetFlavors\x12\x17\n" +
+	"\apod_set\x18\x01 \x01(\tR\x06podSet\x12@\n" +
+	"\aflavors\x18\x02 \x03(\v2&.arbiter.v1.PodSetFlavors.FlavorsEntryR\aflavors\x1a:\n" +
+	"\fFlavorsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xba\x01\n" +
+	"\x13FlavorResourceShare\x12\x16\n" +
+	"\x06flavor\x18\x01 \x01(\tR\x06flavor\x12\x1a\n" +
+	"\bresource\x18\x02 \x01(\tR\bresource\x12\x18\n" +
+	"\anominal\x18\x03 \x01(\x01R\anominal\x12#\n" +
+	"\rsubtree_quota\x18\x04 \x01(\x01R\fsubtreeQuota\x12\x14\n" +
+	"\x05usage\x18\x05 \x01(\x01R\x05usage\x12\x1a\n" +
+	"\bborrowed\x18\x06 \x01(\x01R\bborrowed\"\xbf\x04\n" +
 	"\x0fKueuePreemption\x12`\n" +
 	"\x14within_cluster_queue\x18\x01 \x01(\x0e2..arbiter.v1.KueuePreemption.WithinClusterQueueR\x12withinClusterQueue\x12c\n" +
 	"\x15reclaim_within_cohort\x18\x02 \x01(\x0e2/.arbiter.v1.KueuePreemption.ReclaimWithinCohortR\x13reclaimWithinCohort\"\xbb\x01\n" +
@@ -2027,7 +2723,7 @@ const file_arbiter_v1_arbiter_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd8\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf1\x03\n" +
 	"\x03Pod\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x129\n" +
 	"\brequests\x18\x02 \x03(\v2\x1d.arbiter.v1.Pod.RequestsEntryR\brequests\x12\x1b\n" +
@@ -2036,13 +2732,14 @@ const file_arbiter_v1_arbiter_proto_rawDesc = "" +
 	"\n" +
 	"start_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x12F\n" +
 	"\rnode_selector\x18\x06 \x03(\v2!.arbiter.v1.Pod.NodeSelectorEntryR\fnodeSelector\x128\n" +
-	"\vtolerations\x18\a \x03(\v2\x16.arbiter.v1.TolerationR\vtolerations\x1a;\n" +
+	"\vtolerations\x18\a \x03(\v2\x16.arbiter.v1.TolerationR\vtolerations\x12\x17\n" +
+	"\apod_set\x18\b \x01(\tR\x06podSet\x1a;\n" +
 	"\rRequestsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa1\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd6\x03\n" +
 	"\bPodGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x1a\n" +
@@ -2055,7 +2752,8 @@ const file_arbiter_v1_arbiter_proto_rawDesc = "" +
 	"\badmitted\x18\b \x01(\bR\badmitted\x12A\n" +
 	"\x0eadmission_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\radmissionTime\x12'\n" +
 	"\x10one_pod_per_node\x18\n" +
-	" \x01(\bR\ronePodPerNode\"\x95\x01\n" +
+	" \x01(\bR\ronePodPerNode\x123\n" +
+	"\aflavors\x18\v \x03(\v2\x19.arbiter.v1.PodSetFlavorsR\aflavors\"\x95\x01\n" +
 	"\n" +
 	"QueueUsage\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x127\n" +
@@ -2063,7 +2761,7 @@ const file_arbiter_v1_arbiter_proto_rawDesc = "" +
 	"\n" +
 	"UsageEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\xfd\x03\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\xc4\x04\n" +
 	"\bSnapshot\x12,\n" +
 	"\x03now\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x03now\x12)\n" +
 	"\x06queues\x18\x02 \x03(\v2\x11.arbiter.v1.QueueR\x06queues\x12&\n" +
@@ -2072,7 +2770,8 @@ const file_arbiter_v1_arbiter_proto_rawDesc = "" +
 	"pod_groups\x18\x04 \x03(\v2\x14.arbiter.v1.PodGroupR\tpodGroups\x12,\n" +
 	"\x05usage\x18\x05 \x03(\v2\x16.arbiter.v1.QueueUsageR\x05usage\x12N\n" +
 	"\x0eusage_capacity\x18\x06 \x03(\v2'.arbiter.v1.Snapshot.UsageCapacityEntryR\rusageCapacity\x12>\n" +
-	"\bcapacity\x18\a \x03(\v2\".arbiter.v1.Snapshot.CapacityEntryR\bcapacity\x1a@\n" +
+	"\bcapacity\x18\a \x03(\v2\".arbiter.v1.Snapshot.CapacityEntryR\bcapacity\x12E\n" +
+	"\x10resource_flavors\x18\b \x03(\v2\x1a.arbiter.v1.ResourceFlavorR\x0fresourceFlavors\x1a@\n" +
 	"\x12UsageCapacityEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\x1a;\n" +
@@ -2092,7 +2791,7 @@ const file_arbiter_v1_arbiter_proto_rawDesc = "" +
 	"\x1d_max_consolidation_preemptees\"p\n" +
 	"\x10FairShareRequest\x120\n" +
 	"\bsnapshot\x18\x01 \x01(\v2\x14.arbiter.v1.SnapshotR\bsnapshot\x12*\n" +
-	"\x06policy\x18\x02 \x01(\v2\x12.arbiter.v1.PolicyR\x06policy\"\xbd\x05\n" +
+	"\x06policy\x18\x02 \x01(\v2\x12.arbiter.v1.PolicyR\x06policy\"\x89\x06\n" +
 	"\n" +
 	"QueueShare\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12@\n" +
@@ -2106,7 +2805,9 @@ const file_arbiter_v1_arbiter_proto_rawDesc = "" +
 	"saturation\x12%\n" +
 	"\x0eweighted_share\x18\a \x01(\x01R\rweightedShare\x12+\n" +
 	"\x11dominant_resource\x18\b \x01(\tR\x10dominantResource\x12\x1c\n" +
-	"\tborrowing\x18\t \x01(\bR\tborrowing\x1a;\n" +
+	"\tborrowing\x18\t \x01(\bR\tborrowing\x12J\n" +
+	"\x10flavor_resources\x18\n" +
+	" \x03(\v2\x1f.arbiter.v1.FlavorResourceShareR\x0fflavorResources\x1a;\n" +
 	"\rDeservedEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\x1a<\n" +
@@ -2135,11 +2836,12 @@ const file_arbiter_v1_arbiter_proto_rawDesc = "" +
 	"\x04node\x18\x03 \x01(\tR\x04node\x122\n" +
 	"\x06reason\x18\x04 \x01(\x0e2\x1a.arbiter.v1.EvictionReasonR\x06reason\x12.\n" +
 	"\x13preemptor_pod_group\x18\x05 \x01(\tR\x11preemptorPodGroup\x12\x18\n" +
-	"\amessage\x18\x06 \x01(\tR\amessage\"g\n" +
+	"\amessage\x18\x06 \x01(\tR\amessage\"\x9d\x01\n" +
 	"\tAdmission\x12\x1b\n" +
 	"\tpod_group\x18\x01 \x01(\tR\bpodGroup\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12'\n" +
-	"\x0fafter_evictions\x18\x03 \x01(\bR\x0eafterEvictions\"`\n" +
+	"\x0fafter_evictions\x18\x03 \x01(\bR\x0eafterEvictions\x124\n" +
+	"\bpod_sets\x18\x04 \x03(\v2\x19.arbiter.v1.PodSetFlavorsR\apodSets\"`\n" +
 	"\x0fPendingPodGroup\x12\x1b\n" +
 	"\tpod_group\x18\x01 \x01(\tR\bpodGroup\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
@@ -2204,8 +2906,8 @@ func file_arbiter_v1_arbiter_proto_rawDescGZIP() []byte {
 	return file_arbiter_v1_arbiter_proto_rawDescData
 }
 
-var file_arbiter_v1_arbiter_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_arbiter_v1_arbiter_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_arbiter_v1_arbiter_proto_enumTypes = make([]protoimpl.EnumInfo, 12)
+var file_arbiter_v1_arbiter_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_arbiter_v1_arbiter_proto_goTypes = []any{
 	(PodPhase)(0),                            // 0: arbiter.v1.PodPhase
 	(Preemptibility)(0),                      // 1: arbiter.v1.Preemptibility
@@ -2214,106 +2916,135 @@ var file_arbiter_v1_arbiter_proto_goTypes = []any{
 	(Placement)(0),                           // 4: arbiter.v1.Placement
 	(KueuePreemptionStrategy)(0),             // 5: arbiter.v1.KueuePreemptionStrategy
 	(EvictionReason)(0),                      // 6: arbiter.v1.EvictionReason
-	(KueuePreemption_WithinClusterQueue)(0),  // 7: arbiter.v1.KueuePreemption.WithinClusterQueue
-	(KueuePreemption_ReclaimWithinCohort)(0), // 8: arbiter.v1.KueuePreemption.ReclaimWithinCohort
-	(*Queue)(nil),                            // 9: arbiter.v1.Queue
-	(*KueuePreemption)(nil),                  // 10: arbiter.v1.KueuePreemption
-	(*Taint)(nil),                            // 11: arbiter.v1.Taint
-	(*Toleration)(nil),                       // 12: arbiter.v1.Toleration
-	(*Node)(nil),                             // 13: arbiter.v1.Node
-	(*Pod)(nil),                              // 14: arbiter.v1.Pod
-	(*PodGroup)(nil),                         // 15: arbiter.v1.PodGroup
-	(*QueueUsage)(nil),                       // 16: arbiter.v1.QueueUsage
-	(*Snapshot)(nil),                         // 17: arbiter.v1.Snapshot
-	(*Policy)(nil),                           // 18: arbiter.v1.Policy
-	(*FairShareRequest)(nil),                 // 19: arbiter.v1.FairShareRequest
-	(*QueueShare)(nil),                       // 20: arbiter.v1.QueueShare
-	(*FairShareResponse)(nil),                // 21: arbiter.v1.FairShareResponse
-	(*ScheduleRequest)(nil),                  // 22: arbiter.v1.ScheduleRequest
-	(*Binding)(nil),                          // 23: arbiter.v1.Binding
-	(*Eviction)(nil),                         // 24: arbiter.v1.Eviction
-	(*Admission)(nil),                        // 25: arbiter.v1.Admission
-	(*PendingPodGroup)(nil),                  // 26: arbiter.v1.PendingPodGroup
-	(*ScheduleResponse)(nil),                 // 27: arbiter.v1.ScheduleResponse
-	nil,                                      // 28: arbiter.v1.Queue.DeservedEntry
-	nil,                                      // 29: arbiter.v1.Queue.LimitEntry
-	nil,                                      // 30: arbiter.v1.Queue.OverQuotaWeightEntry
-	nil,                                      // 31: arbiter.v1.Queue.BorrowingLimitEntry
-	nil,                                      // 32: arbiter.v1.Queue.LendingLimitEntry
-	nil,                                      // 33: arbiter.v1.Node.AllocatableEntry
-	nil,                                      // 34: arbiter.v1.Node.LabelsEntry
-	nil,                                      // 35: arbiter.v1.Pod.RequestsEntry
-	nil,                                      // 36: arbiter.v1.Pod.NodeSelectorEntry
-	nil,                                      // 37: arbiter.v1.QueueUsage.UsageEntry
-	nil,                                      // 38: arbiter.v1.Snapshot.UsageCapacityEntry
-	nil,                                      // 39: arbiter.v1.Snapshot.CapacityEntry
-	nil,                                      // 40: arbiter.v1.QueueShare.DeservedEntry
-	nil,                                      // 41: arbiter.v1.QueueShare.FairShareEntry
-	nil,                                      // 42: arbiter.v1.QueueShare.AllocatedEntry
-	nil,                                      // 43: arbiter.v1.QueueShare.RequestedEntry
-	(*timestamppb.Timestamp)(nil),            // 44: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),              // 45: google.protobuf.Duration
+	(FlavorFungibility_WhenCanBorrow)(0),     // 7: arbiter.v1.FlavorFungibility.WhenCanBorrow
+	(FlavorFungibility_WhenCanPreempt)(0),    // 8: arbiter.v1.FlavorFungibility.WhenCanPreempt
+	(FlavorFungibility_Preference)(0),        // 9: arbiter.v1.FlavorFungibility.Preference
+	(KueuePreemption_WithinClusterQueue)(0),  // 10: arbiter.v1.KueuePreemption.WithinClusterQueue
+	(KueuePreemption_ReclaimWithinCohort)(0), // 11: arbiter.v1.KueuePreemption.ReclaimWithinCohort
+	(*Queue)(nil),                            // 12: arbiter.v1.Queue
+	(*ResourceFlavor)(nil),                   // 13: arbiter.v1.ResourceFlavor
+	(*FlavorResourceQuota)(nil),              // 14: arbiter.v1.FlavorResourceQuota
+	(*FlavorQuotas)(nil),                     // 15: arbiter.v1.FlavorQuotas
+	(*ResourceGroup)(nil),                    // 16: arbiter.v1.ResourceGroup
+	(*FlavorFungibility)(nil),                // 17: arbiter.v1.FlavorFungibility
+	(*PodSetFlavors)(nil),                    // 18: arbiter.v1.PodSetFlavors
+	(*FlavorResourceShare)(nil),              // 19: arbiter.v1.FlavorResourceShare
+	(*KueuePreemption)(nil),                  // 20: arbiter.v1.KueuePreemption
+	(*Taint)(nil),                            // 21: arbiter.v1.Taint
+	(*Toleration)(nil),                       // 22: arbiter.v1.Toleration
+	(*Node)(nil),                             // 23: arbiter.v1.Node
+	(*Pod)(nil),                              // 24: arbiter.v1.Pod
+	(*PodGroup)(nil),                         // 25: arbiter.v1.PodGroup
+	(*QueueUsage)(nil),                       // 26: arbiter.v1.QueueUsage
+	(*Snapshot)(nil),                         // 27: arbiter.v1.Snapshot
+	(*Policy)(nil),                           // 28: arbiter.v1.Policy
+	(*FairShareRequest)(nil),                 // 29: arbiter.v1.FairShareRequest
+	(*QueueShare)(nil),                       // 30: arbiter.v1.QueueShare
+	(*FairShareResponse)(nil),                // 31: arbiter.v1.FairShareResponse
+	(*ScheduleRequest)(nil),                  // 32: arbiter.v1.ScheduleRequest
+	(*Binding)(nil),                          // 33: arbiter.v1.Binding
+	(*Eviction)(nil),                         // 34: arbiter.v1.Eviction
+	(*Admission)(nil),                        // 35: arbiter.v1.Admission
+	(*PendingPodGroup)(nil),                  // 36: arbiter.v1.PendingPodGroup
+	(*ScheduleResponse)(nil),                 // 37: arbiter.v1.ScheduleResponse
+	nil,                                      // 38: arbiter.v1.Queue.DeservedEntry
+	nil,                                      // 39: arbiter.v1.Queue.LimitEntry
+	nil,                                      // 40: arbiter.v1.Queue.OverQuotaWeightEntry
+	nil,                                      // 41: arbiter.v1.Queue.BorrowingLimitEntry
+	nil,                                      // 42: arbiter.v1.Queue.LendingLimitEntry
+	nil,                                      // 43: arbiter.v1.ResourceFlavor.NodeLabelsEntry
+	nil,                                      // 44: arbiter.v1.FlavorQuotas.ResourcesEntry
+	nil,                                      // 45: arbiter.v1.PodSetFlavors.FlavorsEntry
+	nil,                                      // 46: arbiter.v1.Node.AllocatableEntry
+	nil,                                      // 47: arbiter.v1.Node.LabelsEntry
+	nil,                                      // 48: arbiter.v1.Pod.RequestsEntry
+	nil,                                      // 49: arbiter.v1.Pod.NodeSelectorEntry
+	nil,                                      // 50: arbiter.v1.QueueUsage.UsageEntry
+	nil,                                      // 51: arbiter.v1.Snapshot.UsageCapacityEntry
+	nil,                                      // 52: arbiter.v1.Snapshot.CapacityEntry
+	nil,                                      // 53: arbiter.v1.QueueShare.DeservedEntry
+	nil,                                      // 54: arbiter.v1.QueueShare.FairShareEntry
+	nil,                                      // 55: arbiter.v1.QueueShare.AllocatedEntry
+	nil,                                      // 56: arbiter.v1.QueueShare.RequestedEntry
+	(*timestamppb.Timestamp)(nil),            // 57: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),              // 58: google.protobuf.Duration
 }
 var file_arbiter_v1_arbiter_proto_depIdxs = []int32{
-	28, // 0: arbiter.v1.Queue.deserved:type_name -> arbiter.v1.Queue.DeservedEntry
-	29, // 1: arbiter.v1.Queue.limit:type_name -> arbiter.v1.Queue.LimitEntry
-	30, // 2: arbiter.v1.Queue.over_quota_weight:type_name -> arbiter.v1.Queue.OverQuotaWeightEntry
-	44, // 3: arbiter.v1.Queue.creation_time:type_name -> google.protobuf.Timestamp
-	31, // 4: arbiter.v1.Queue.borrowing_limit:type_name -> arbiter.v1.Queue.BorrowingLimitEntry
-	32, // 5: arbiter.v1.Queue.lending_limit:type_name -> arbiter.v1.Queue.LendingLimitEntry
-	45, // 6: arbiter.v1.Queue.reclaim_min_runtime:type_name -> google.protobuf.Duration
-	45, // 7: arbiter.v1.Queue.preempt_min_runtime:type_name -> google.protobuf.Duration
-	10, // 8: arbiter.v1.Queue.kueue_preemption:type_name -> arbiter.v1.KueuePreemption
-	7,  // 9: arbiter.v1.KueuePreemption.within_cluster_queue:type_name -> arbiter.v1.KueuePreemption.WithinClusterQueue
-	8,  // 10: arbiter.v1.KueuePreemption.reclaim_within_cohort:type_name -> arbiter.v1.KueuePreemption.ReclaimWithinCohort
-	33, // 11: arbiter.v1.Node.allocatable:type_name -> arbiter.v1.Node.AllocatableEntry
-	34, // 12: arbiter.v1.Node.labels:type_name -> arbiter.v1.Node.LabelsEntry
-	11, // 13: arbiter.v1.Node.taints:type_name -> arbiter.v1.Taint
-	35, // 14: arbiter.v1.Pod.requests:type_name -> arbiter.v1.Pod.RequestsEntry
-	0,  // 15: arbiter.v1.Pod.phase:type_name -> arbiter.v1.PodPhase
-	44, // 16: arbiter.v1.Pod.start_time:type_name -> google.protobuf.Timestamp
-	36, // 17: arbiter.v1.Pod.node_selector:type_name -> arbiter.v1.Pod.NodeSelectorEntry
-	12, // 18: arbiter.v1.Pod.tolerations:type_name -> arbiter.v1.Toleration
-	1,  // 19: arbiter.v1.PodGroup.preemptibility:type_name -> arbiter.v1.Preemptibility
-	44, // 20: arbiter.v1.PodGroup.creation_time:type_name -> google.protobuf.Timestamp
-	14, // 21: arbiter.v1.PodGroup.pods:type_name -> arbiter.v1.Pod
-	44, // 22: arbiter.v1.PodGroup.admission_time:type_name -> google.protobuf.Timestamp
-	37, // 23: arbiter.v1.QueueUsage.usage:type_name -> arbiter.v1.QueueUsage.UsageEntry
-	44, // 24: arbiter.v1.Snapshot.now:type_name -> google.protobuf.Timestamp
-	9,  // 25: arbiter.v1.Snapshot.queues:type_name -> arbiter.v1.Queue
-	13, // 26: arbiter.v1.Snapshot.nodes:type_name -> arbiter.v1.Node
-	15, // 27: arbiter.v1.Snapshot.pod_groups:type_name -> arbiter.v1.PodGroup
-	16, // 28: arbiter.v1.Snapshot.usage:type_name -> arbiter.v1.QueueUsage
-	38, // 29: arbiter.v1.Snapshot.usage_capacity:type_name -> arbiter.v1.Snapshot.UsageCapacityEntry
-	39, // 30: arbiter.v1.Snapshot.capacity:type_name -> arbiter.v1.Snapshot.CapacityEntry
-	2,  // 31: arbiter.v1.Policy.fairness_model:type_name -> arbiter.v1.FairnessModel
-	4,  // 32: arbiter.v1.Policy.placement:type_name -> arbiter.v1.Placement
-	3,  // 33: arbiter.v1.Policy.actions:type_name -> arbiter.v1.Action
-	5,  // 34: arbiter.v1.Policy.kueue_preemption_strategies:type_name -> arbiter.v1.KueuePreemptionStrategy
-	17, // 35: arbiter.v1.FairShareRequest.snapshot:type_name -> arbiter.v1.Snapshot
-	18, // 36: arbiter.v1.FairShareRequest.policy:type_name -> arbiter.v1.Policy
-	40, // 37: arbiter.v1.QueueShare.deserved:type_name -> arbiter.v1.QueueShare.DeservedEntry
-	41, // 38: arbiter.v1.QueueShare.fair_share:type_name -> arbiter.v1.QueueShare.FairShareEntry
-	42, // 39: arbiter.v1.QueueShare.allocated:type_name -> arbiter.v1.QueueShare.AllocatedEntry
-	43, // 40: arbiter.v1.QueueShare.requested:type_name -> arbiter.v1.QueueShare.RequestedEntry
-	20, // 41: arbiter.v1.FairShareResponse.queues:type_name -> arbiter.v1.QueueShare
-	17, // 42: arbiter.v1.ScheduleRequest.snapshot:type_name -> arbiter.v1.Snapshot
-	18, // 43: arbiter.v1.ScheduleRequest.policy:type_name -> arbiter.v1.Policy
-	6,  // 44: arbiter.v1.Eviction.reason:type_name -> arbiter.v1.EvictionReason
-	20, // 45: arbiter.v1.ScheduleResponse.queues:type_name -> arbiter.v1.QueueShare
-	23, // 46: arbiter.v1.ScheduleResponse.bindings:type_name -> arbiter.v1.Binding
-	24, // 47: arbiter.v1.ScheduleResponse.evictions:type_name -> arbiter.v1.Eviction
-	25, // 48: arbiter.v1.ScheduleResponse.admissions:type_name -> arbiter.v1.Admission
-	26, // 49: arbiter.v1.ScheduleResponse.pending:type_name -> arbiter.v1.PendingPodGroup
-	19, // 50: arbiter.v1.Arbiter.ComputeFairShares:input_type -> arbiter.v1.FairShareRequest
-	22, // 51: arbiter.v1.Arbiter.Schedule:input_type -> arbiter.v1.ScheduleRequest
-	21, // 52: arbiter.v1.Arbiter.ComputeFairShares:output_type -> arbiter.v1.FairShareResponse
-	27, // 53: arbiter.v1.Arbiter.Schedule:output_type -> arbiter.v1.ScheduleResponse
-	52, // [52:54] is the sub-list for method output_type
-	50, // [50:52] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	38, // 0: arbiter.v1.Queue.deserved:type_name -> arbiter.v1.Queue.DeservedEntry
+	39, // 1: arbiter.v1.Queue.limit:type_name -> arbiter.v1.Queue.LimitEntry
+	40, // 2: arbiter.v1.Queue.over_quota_weight:type_name -> arbiter.v1.Queue.OverQuotaWeightEntry
+	57, // 3: arbiter.v1.Queue.creation_time:type_name -> google.protobuf.Timestamp
+	41, // 4: arbiter.v1.Queue.borrowing_limit:type_name -> arbiter.v1.Queue.BorrowingLimitEntry
+	42, // 5: arbiter.v1.Queue.lending_limit:type_name -> arbiter.v1.Queue.LendingLimitEntry
+	58, // 6: arbiter.v1.Queue.reclaim_min_runtime:type_name -> google.protobuf.Duration
+	58, // 7: arbiter.v1.Queue.preempt_min_runtime:type_name -> google.protobuf.Duration
+	20, // 8: arbiter.v1.Queue.kueue_preemption:type_name -> arbiter.v1.KueuePreemption
+	16, // 9: arbiter.v1.Queue.resource_groups:type_name -> arbiter.v1.ResourceGroup
+	17, // 10: arbiter.v1.Queue.flavor_fungibility:type_name -> arbiter.v1.FlavorFungibility
+	43, // 11: arbiter.v1.ResourceFlavor.node_labels:type_name -> arbiter.v1.ResourceFlavor.NodeLabelsEntry
+	21, // 12: arbiter.v1.ResourceFlavor.node_taints:type_name -> arbiter.v1.Taint
+	22, // 13: arbiter.v1.ResourceFlavor.tolerations:type_name -> arbiter.v1.Toleration
+	44, // 14: arbiter.v1.FlavorQuotas.resources:type_name -> arbiter.v1.FlavorQuotas.ResourcesEntry
+	15, // 15: arbiter.v1.ResourceGroup.flavors:type_name -> arbiter.v1.FlavorQuotas
+	7,  // 16: arbiter.v1.FlavorFungibility.when_can_borrow:type_name -> arbiter.v1.FlavorFungibility.WhenCanBorrow
+	8,  // 17: arbiter.v1.FlavorFungibility.when_can_preempt:type_name -> arbiter.v1.FlavorFungibility.WhenCanPreempt
+	9,  // 18: arbiter.v1.FlavorFungibility.preference:type_name -> arbiter.v1.FlavorFungibility.Preference
+	45, // 19: arbiter.v1.PodSetFlavors.flavors:type_name -> arbiter.v1.PodSetFlavors.FlavorsEntry
+	10, // 20: arbiter.v1.KueuePreemption.within_cluster_queue:type_name -> arbiter.v1.KueuePreemption.WithinClusterQueue
+	11, // 21: arbiter.v1.KueuePreemption.reclaim_within_cohort:type_name -> arbiter.v1.KueuePreemption.ReclaimWithinCohort
+	46, // 22: arbiter.v1.Node.allocatable:type_name -> arbiter.v1.Node.AllocatableEntry
+	47, // 23: arbiter.v1.Node.labels:type_name -> arbiter.v1.Node.LabelsEntry
+	21, // 24: arbiter.v1.Node.taints:type_name -> arbiter.v1.Taint
+	48, // 25: arbiter.v1.Pod.requests:type_name -> arbiter.v1.Pod.RequestsEntry
+	0,  // 26: arbiter.v1.Pod.phase:type_name -> arbiter.v1.PodPhase
+	57, // 27: arbiter.v1.Pod.start_time:type_name -> google.protobuf.Timestamp
+	49, // 28: arbiter.v1.Pod.node_selector:type_name -> arbiter.v1.Pod.NodeSelectorEntry
+	22, // 29: arbiter.v1.Pod.tolerations:type_name -> arbiter.v1.Toleration
+	1,  // 30: arbiter.v1.PodGroup.preemptibility:type_name -> arbiter.v1.Preemptibility
+	57, // 31: arbiter.v1.PodGroup.creation_time:type_name -> google.protobuf.Timestamp
+	24, // 32: arbiter.v1.PodGroup.pods:type_name -> arbiter.v1.Pod
+	57, // 33: arbiter.v1.PodGroup.admission_time:type_name -> google.protobuf.Timestamp
+	18, // 34: arbiter.v1.PodGroup.flavors:type_name -> arbiter.v1.PodSetFlavors
+	50, // 35: arbiter.v1.QueueUsage.usage:type_name -> arbiter.v1.QueueUsage.UsageEntry
+	57, // 36: arbiter.v1.Snapshot.now:type_name -> google.protobuf.Timestamp
+	12, // 37: arbiter.v1.Snapshot.queues:type_name -> arbiter.v1.Queue
+	23, // 38: arbiter.v1.Snapshot.nodes:type_name -> arbiter.v1.Node
+	25, // 39: arbiter.v1.Snapshot.pod_groups:type_name -> arbiter.v1.PodGroup
+	26, // 40: arbiter.v1.Snapshot.usage:type_name -> arbiter.v1.QueueUsage
+	51, // 41: arbiter.v1.Snapshot.usage_capacity:type_name -> arbiter.v1.Snapshot.UsageCapacityEntry
+	52, // 42: arbiter.v1.Snapshot.capacity:type_name -> arbiter.v1.Snapshot.CapacityEntry
+	13, // 43: arbiter.v1.Snapshot.resource_flavors:type_name -> arbiter.v1.ResourceFlavor
+	2,  // 44: arbiter.v1.Policy.fairness_model:type_name -> arbiter.v1.FairnessModel
+	4,  // 45: arbiter.v1.Policy.placement:type_name -> arbiter.v1.Placement
+	3,  // 46: arbiter.v1.Policy.actions:type_name -> arbiter.v1.Action
+	5,  // 47: arbiter.v1.Policy.kueue_preemption_strategies:type_name -> arbiter.v1.KueuePreemptionStrategy
+	27, // 48: arbiter.v1.FairShareRequest.snapshot:type_name -> arbiter.v1.Snapshot
+	28, // 49: arbiter.v1.FairShareRequest.policy:type_name -> arbiter.v1.Policy
+	53, // 50: arbiter.v1.QueueShare.deserved:type_name -> arbiter.v1.QueueShare.DeservedEntry
+	54, // 51: arbiter.v1.QueueShare.fair_share:type_name -> arbiter.v1.QueueShare.FairShareEntry
+	55, // 52: arbiter.v1.QueueShare.allocated:type_name -> arbiter.v1.QueueShare.AllocatedEntry
+	56, // 53: arbiter.v1.QueueShare.requested:type_name -> arbiter.v1.QueueShare.RequestedEntry
+	19, // 54: arbiter.v1.QueueShare.flavor_resources:type_name -> arbiter.v1.FlavorResourceShare
+	30, // 55: arbiter.v1.FairShareResponse.queues:type_name -> arbiter.v1.QueueShare
+	27, // 56: arbiter.v1.ScheduleRequest.snapshot:type_name -> arbiter.v1.Snapshot
+	28, // 57: arbiter.v1.ScheduleRequest.policy:type_name -> arbiter.v1.Policy
+	6,  // 58: arbiter.v1.Eviction.reason:type_name -> arbiter.v1.EvictionReason
+	18, // 59: arbiter.v1.Admission.pod_sets:type_name -> arbiter.v1.PodSetFlavors
+	30, // 60: arbiter.v1.ScheduleResponse.queues:type_name -> arbiter.v1.QueueShare
+	33, // 61: arbiter.v1.ScheduleResponse.bindings:type_name -> arbiter.v1.Binding
+	34, // 62: arbiter.v1.ScheduleResponse.evictions:type_name -> arbiter.v1.Eviction
+	35, // 63: arbiter.v1.ScheduleResponse.admissions:type_name -> arbiter.v1.Admission
+	36, // 64: arbiter.v1.ScheduleResponse.pending:type_name -> arbiter.v1.PendingPodGroup
+	14, // 65: arbiter.v1.FlavorQuotas.ResourcesEntry.value:type_name -> arbiter.v1.FlavorResourceQuota
+	29, // 66: arbiter.v1.Arbiter.ComputeFairShares:input_type -> arbiter.v1.FairShareRequest
+	32, // 67: arbiter.v1.Arbiter.Schedule:input_type -> arbiter.v1.ScheduleRequest
+	31, // 68: arbiter.v1.Arbiter.ComputeFairShares:output_type -> arbiter.v1.FairShareResponse
+	37, // 69: arbiter.v1.Arbiter.Schedule:output_type -> arbiter.v1.ScheduleResponse
+	68, // [68:70] is the sub-list for method output_type
+	66, // [66:68] is the sub-list for method input_type
+	66, // [66:66] is the sub-list for extension type_name
+	66, // [66:66] is the sub-list for extension extendee
+	0,  // [0:66] is the sub-list for field type_name
 }
 
 func init() { file_arbiter_v1_arbiter_proto_init() }
@@ -2322,14 +3053,15 @@ func file_arbiter_v1_arbiter_proto_init() {
 		return
 	}
 	file_arbiter_v1_arbiter_proto_msgTypes[0].OneofWrappers = []any{}
-	file_arbiter_v1_arbiter_proto_msgTypes[9].OneofWrappers = []any{}
+	file_arbiter_v1_arbiter_proto_msgTypes[2].OneofWrappers = []any{}
+	file_arbiter_v1_arbiter_proto_msgTypes[16].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_arbiter_v1_arbiter_proto_rawDesc), len(file_arbiter_v1_arbiter_proto_rawDesc)),
-			NumEnums:      9,
-			NumMessages:   35,
+			NumEnums:      12,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
