@@ -3,7 +3,9 @@
 // first offence (and hence the message) depends only on the request.
 #include "core/validation.h"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -86,6 +88,19 @@ absl::Status CheckEnums(const Snapshot& snapshot, const Policy& policy) {
       return EnumError(
           absl::StrCat("snapshot.queues[", i, "].kueue_preemption.reclaim_within_cohort"),
           kp.reclaim_within_cohort);
+    }
+    const FlavorFungibility& ff = snapshot.queues[i].flavor_fungibility;
+    if (!InRange(ff.when_can_borrow, 2)) {
+      return EnumError(absl::StrCat("snapshot.queues[", i, "].flavor_fungibility.when_can_borrow"),
+                       ff.when_can_borrow);
+    }
+    if (!InRange(ff.when_can_preempt, 2)) {
+      return EnumError(absl::StrCat("snapshot.queues[", i, "].flavor_fungibility.when_can_preempt"),
+                       ff.when_can_preempt);
+    }
+    if (!InRange(ff.preference, 2)) {
+      return EnumError(absl::StrCat("snapshot.queues[", i, "].flavor_fungibility.preference"),
+                       ff.preference);
     }
   }
   for (size_t i = 0; i < snapshot.pod_groups.size(); ++i) {
@@ -196,6 +211,35 @@ bool IsTaintEffect(absl::string_view effect) {
   return effect == "NoSchedule" || effect == "PreferNoSchedule" || effect == "NoExecute";
 }
 
+// A node's or a resource flavor's taint; `at(field)` is the path of one of its fields.
+template <typename PathFn>
+absl::Status CheckTaint(const PathFn& at, const Taint& taint) {
+  if (taint.key.empty()) return Invalid(at("key"), "empty key");
+  if (!IsTaintEffect(taint.effect)) {
+    return Invalid(at("effect"), absl::StrCat("unknown effect ", QuotedName(taint.effect),
+                                              " (NoSchedule, PreferNoSchedule or NoExecute)"));
+  }
+  return absl::OkStatus();
+}
+
+// A pod's or a resource flavor's toleration; `at(field)` is the path of one of its fields.
+template <typename PathFn>
+absl::Status CheckToleration(const PathFn& at, const Toleration& toleration) {
+  if (toleration.op != "" && toleration.op != "Equal" && toleration.op != "Exists") {
+    return Invalid(at("operator"), absl::StrCat("unknown operator ", QuotedName(toleration.op),
+                                                " (Equal or Exists)"));
+  }
+  if (toleration.op == "Exists" && !toleration.value.empty()) {
+    return Invalid(at("value"), "must be empty with operator Exists");
+  }
+  if (!toleration.effect.empty() && !IsTaintEffect(toleration.effect)) {
+    return Invalid(at("effect"),
+                   absl::StrCat("unknown effect ", QuotedName(toleration.effect),
+                                " (empty, NoSchedule, PreferNoSchedule or NoExecute)"));
+  }
+  return absl::OkStatus();
+}
+
 // ---- Sums (issue 11) ----
 
 // Running totals per resource of one kind of quantity, added in input order. Every value is
@@ -215,23 +259,83 @@ class QuantitySums {
     for (const auto& [name, value] : map) {
       const int id = names_.Intern(name, hint);
       if (ids != nullptr) ids->push_back(id);
-      if (id >= static_cast<int>(totals_.size())) totals_.resize(id + 1, 0);
-      double& total = totals_[id];
-      total += value;
-      if (total > kMaxQuantitySum) {
-        return Invalid(absl::StrCat(path_fn(), Key(name)),
-                       absl::StrCat("the ", what_, " ", QuotedName(name), " sum to more than ",
-                                    Number(kMaxQuantitySum)));
+      if (!Grow(id, value)) return Invalid(absl::StrCat(path_fn(), Key(name)), Offence(name));
+    }
+    return absl::OkStatus();
+  }
+
+  // Adds the nominal quota of every resource of one flavor (FlavorQuotas.resources), by
+  // resource name; `path_fn()` names the map.
+  template <typename PathFn>
+  absl::Status AddNominals(const PathFn& path_fn, const SortedMap<FlavorResourceQuota>& quotas) {
+    int hint = 0;
+    for (const auto& [name, quota] : quotas) {
+      if (!Grow(names_.Intern(name, hint), quota.nominal)) {
+        return Invalid(absl::StrCat(path_fn(), Key(name), ".nominal"), Offence(name));
       }
     }
     return absl::OkStatus();
   }
 
  private:
+  // Adds `value` to the total of resource `id`; false when that takes it past the bound.
+  bool Grow(int id, double value) {
+    if (id >= static_cast<int>(totals_.size())) totals_.resize(id + 1, 0);
+    double& total = totals_[id];
+    total += value;
+    return total <= kMaxQuantitySum;
+  }
+
+  std::string Offence(const std::string& name) const {
+    return absl::StrCat("the ", what_, " ", QuotedName(name), " sum to more than ",
+                        Number(kMaxQuantitySum));
+  }
+
   const char* what_;
   ResourceInterner& names_;     // names point into the snapshot
   std::vector<double> totals_;  // by id of names_
 };
+
+// ---- Rule 1a: resource flavors (§5.8) ----
+
+absl::Status CheckResourceFlavors(const std::vector<ResourceFlavor>& flavors, CancelPoll& poll) {
+  if (flavors.empty()) return absl::OkStatus();
+  absl::flat_hash_map<absl::string_view, int> by_name;
+  by_name.reserve(flavors.size());
+  for (size_t i = 0; i < flavors.size(); ++i) {
+    if (poll.Tick()) return poll.status();
+    const ResourceFlavor& flavor = flavors[i];
+    auto at = [i](const char* field) {
+      return absl::StrCat("snapshot.resource_flavors[", i, "].", field);
+    };
+    if (flavor.name.empty()) return Invalid(at("name"), "empty name");
+    auto [it, inserted] = by_name.emplace(flavor.name, static_cast<int>(i));
+    if (!inserted) {
+      return Invalid(at("name"),
+                     absl::StrCat("duplicate resource flavor ", QuotedName(flavor.name),
+                                  " (also snapshot.resource_flavors[", it->second, "])"));
+    }
+    // Keys are in bytewise order: an empty key comes first.
+    if (!flavor.node_labels.empty() && flavor.node_labels.begin()->first.empty()) {
+      return Invalid(absl::StrCat(at("node_labels"), Key("")), "empty key");
+    }
+    for (size_t t = 0; t < flavor.node_taints.size(); ++t) {
+      RETURN_IF_ERROR(CheckTaint(
+          [&](const char* field) {
+            return absl::StrCat("snapshot.resource_flavors[", i, "].node_taints[", t, "].", field);
+          },
+          flavor.node_taints[t]));
+    }
+    for (size_t t = 0; t < flavor.tolerations.size(); ++t) {
+      RETURN_IF_ERROR(CheckToleration(
+          [&](const char* field) {
+            return absl::StrCat("snapshot.resource_flavors[", i, "].tolerations[", t, "].", field);
+          },
+          flavor.tolerations[t]));
+    }
+  }
+  return absl::OkStatus();
+}
 
 // ---- Rule 2: queues ----
 
@@ -340,6 +444,175 @@ absl::Status CheckQuotaMaps(size_t i, const Queue& queue) {
   return absl::OkStatus();
 }
 
+// §5.8: a flavored queue's resource groups, each check over the groups and flavors in input
+// order before the next check (§1 rule 2, in its order).
+absl::Status CheckResourceGroups(size_t i, const Queue& queue) {
+  const std::vector<ResourceGroup>& groups = queue.resource_groups;
+  if (groups.empty()) return absl::OkStatus();
+  auto group_path = [i](size_t g) {
+    return absl::StrCat("snapshot.queues[", i, "].resource_groups[", g, "]");
+  };
+  auto covered_path = [&](size_t g, size_t k) {
+    return absl::StrCat(group_path(g), ".covered_resources[", k, "]");
+  };
+  auto flavor_path = [&](size_t g, size_t f) {
+    return absl::StrCat(group_path(g), ".flavors[", f, "]");
+  };
+  // Quotas come either per flavor or in the legacy maps.
+  const std::pair<const char*, const ResourceMap*> legacy[] = {
+      {"deserved", &queue.deserved},
+      {"borrowing_limit", &queue.borrowing_limit},
+      {"lending_limit", &queue.lending_limit},
+  };
+  for (const auto& [field, map] : legacy) {
+    if (map->empty()) continue;
+    return Invalid(absl::StrCat("snapshot.queues[", i, "].", field, Key(map->begin()->first)),
+                   "set on a queue with resource_groups (a queue gives its quotas either per "
+                   "flavor or in the legacy maps)");
+  }
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].covered_resources.empty()) {
+      return Invalid(absl::StrCat(group_path(g), ".covered_resources"),
+                     "empty (a resource group covers at least one resource)");
+    }
+    if (groups[g].flavors.empty()) {
+      return Invalid(absl::StrCat(group_path(g), ".flavors"),
+                     "empty (a resource group lists at least one flavor)");
+    }
+  }
+  // Each covered resource's first place, as (group, index). A resource met again in the same
+  // group is a duplicate; met in a later group, it is covered twice, which is reported only once
+  // every group has been checked for empty and duplicate names.
+  absl::flat_hash_map<absl::string_view, std::pair<int, int>> covered;
+  std::string covered_twice;  // the first such offence, as a whole message
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const std::vector<std::string>& resources = groups[g].covered_resources;
+    for (size_t k = 0; k < resources.size(); ++k) {
+      if (resources[k].empty()) return Invalid(covered_path(g, k), "empty resource name");
+      const auto [it, inserted] = covered.emplace(
+          resources[k], std::pair<int, int>(static_cast<int>(g), static_cast<int>(k)));
+      if (inserted) continue;
+      const auto [first_group, first_index] = it->second;
+      if (first_group == static_cast<int>(g)) {
+        return Invalid(covered_path(g, k),
+                       absl::StrCat("duplicate resource ", QuotedName(resources[k]), " (also ",
+                                    covered_path(g, first_index), ")"));
+      }
+      if (covered_twice.empty()) {
+        covered_twice = absl::StrCat(covered_path(g, k), ": resource ", QuotedName(resources[k]),
+                                     " is covered by two resource groups (also ",
+                                     covered_path(first_group, first_index), ")");
+      }
+    }
+  }
+  if (!covered_twice.empty()) return absl::InvalidArgumentError(covered_twice);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (size_t f = 0; f < groups[g].flavors.size(); ++f) {
+      if (groups[g].flavors[f].flavor.empty()) {
+        return Invalid(absl::StrCat(flavor_path(g, f), ".flavor"),
+                       "empty flavor name (\"\" is the implicit flavor)");
+      }
+    }
+  }
+  absl::flat_hash_map<absl::string_view, std::pair<int, int>> listed;  // flavor: first place
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (size_t f = 0; f < groups[g].flavors.size(); ++f) {
+      const std::string& flavor = groups[g].flavors[f].flavor;
+      const auto [it, inserted] =
+          listed.emplace(flavor, std::pair<int, int>(static_cast<int>(g), static_cast<int>(f)));
+      if (!inserted) {
+        return Invalid(absl::StrCat(flavor_path(g, f), ".flavor"),
+                       absl::StrCat("duplicate flavor ", QuotedName(flavor), " (also ",
+                                    flavor_path(it->second.first, it->second.second), ")"));
+      }
+    }
+  }
+  // Each flavor's quotas name exactly the group's covered resources: first a key the group does
+  // not cover (in key order), then a covered resource without a key (in list order).
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const ResourceGroup& group = groups[g];
+    for (size_t f = 0; f < group.flavors.size(); ++f) {
+      const SortedMap<FlavorResourceQuota>& quotas = group.flavors[f].resources;
+      for (const auto& entry : quotas) {
+        const auto it = covered.find(entry.first);
+        if (it == covered.end() || it->second.first != static_cast<int>(g)) {
+          return Invalid(
+              absl::StrCat(flavor_path(g, f), ".resources", Key(entry.first)),
+              absl::StrCat("resource ", QuotedName(entry.first), " is not covered by the group (",
+                           group_path(g), ".covered_resources)"));
+        }
+      }
+      if (quotas.size() == group.covered_resources.size()) continue;
+      for (size_t k = 0; k < group.covered_resources.size(); ++k) {
+        if (!quotas.contains(group.covered_resources[k])) {
+          return Invalid(
+              absl::StrCat(flavor_path(g, f), ".resources"),
+              absl::StrCat("no quota for covered resource ", QuotedName(group.covered_resources[k]),
+                           " (", covered_path(g, k), ")"));
+        }
+      }
+    }
+  }
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (size_t f = 0; f < groups[g].flavors.size(); ++f) {
+      for (const auto& [name, quota] : groups[g].flavors[f].resources) {
+        if (!(quota.nominal >= 0) || !std::isfinite(quota.nominal)) {
+          return Invalid(
+              absl::StrCat(flavor_path(g, f), ".resources", Key(name), ".nominal"),
+              absl::StrCat("must be finite and not negative, got ", Number(quota.nominal)));
+        }
+      }
+    }
+  }
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (size_t f = 0; f < groups[g].flavors.size(); ++f) {
+      for (const auto& [name, quota] : groups[g].flavors[f].resources) {
+        const std::pair<const char*, const std::optional<double>*> limits[] = {
+            {".borrowing_limit", &quota.borrowing_limit},
+            {".lending_limit", &quota.lending_limit},
+        };
+        for (const auto& [field, limit] : limits) {
+          if (!limit->has_value()) continue;
+          const double value = **limit;
+          if (!std::isfinite(value)) {
+            return Invalid(absl::StrCat(flavor_path(g, f), ".resources", Key(name), field),
+                           absl::StrCat("must be finite, got ", Number(value)));
+          }
+          if (value < 0 && value != -1) {
+            return Invalid(
+                absl::StrCat(flavor_path(g, f), ".resources", Key(name), field),
+                absl::StrCat("negative value other than -1 (unlimited): ", Number(value)));
+          }
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Kueue's webhook rule: a preference only orders flavors when the search goes on past a flavor
+// that needs borrowing and past one that needs preemption. Checked on every queue.
+absl::Status CheckFlavorFungibility(size_t i, const FlavorFungibility& fungibility) {
+  if (fungibility.preference == FlavorPreference::kUnspecified) return absl::OkStatus();
+  const char* field = nullptr;
+  const char* value = nullptr;
+  if (fungibility.when_can_borrow != WhenCanBorrow::kTryNextFlavor) {
+    field = "when_can_borrow";
+    value = fungibility.when_can_borrow == WhenCanBorrow::kUnspecified
+                ? "MAY_STOP_SEARCH (by default)"
+                : "MAY_STOP_SEARCH";
+  } else if (fungibility.when_can_preempt == WhenCanPreempt::kMayStopSearch) {
+    field = "when_can_preempt";
+    value = "MAY_STOP_SEARCH";
+  } else {
+    return absl::OkStatus();
+  }
+  return Invalid(absl::StrCat("snapshot.queues[", i, "].flavor_fungibility.preference"),
+                 absl::StrCat("set while ", field, " is ", value,
+                              "; a preference needs when_can_borrow and when_can_preempt both "
+                              "TRY_NEXT_FLAVOR"));
+}
+
 // Under KUEUE, a cohort's subtree quota sums its children's: the nominal quotas of all queues.
 absl::Status CheckKueueQuotaSums(const Snapshot& snapshot, ResourceInterner& names,
                                  CancelPoll& poll) {
@@ -348,6 +621,31 @@ absl::Status CheckKueueQuotaSums(const Snapshot& snapshot, ResourceInterner& nam
     if (poll.Tick()) return poll.status();
     RETURN_IF_ERROR(sums.Add([i] { return absl::StrCat("snapshot.queues[", i, "].deserved"); },
                              snapshot.queues[i].deserved));
+  }
+  // §5.8: a flavor's nominal quotas too. A resource's lendable amount sums all its flavors
+  // (§5.8.4), so the totals are per resource name, over the flavors and the legacy maps alike.
+  // Their names are interned apart: R's cells are the model's to name.
+  bool flavored = false;
+  for (const Queue& queue : snapshot.queues) flavored |= !queue.resource_groups.empty();
+  if (!flavored) return absl::OkStatus();
+  ResourceInterner flavored_names;
+  QuantitySums flavored_sums("nominal quotas of all queues and flavors for", flavored_names);
+  for (size_t i = 0; i < snapshot.queues.size(); ++i) {
+    if (poll.Tick()) return poll.status();
+    const Queue& queue = snapshot.queues[i];
+    RETURN_IF_ERROR(flavored_sums.Add(
+        [i] { return absl::StrCat("snapshot.queues[", i, "].deserved"); }, queue.deserved));
+    for (size_t g = 0; g < queue.resource_groups.size(); ++g) {
+      const std::vector<FlavorQuotas>& flavors = queue.resource_groups[g].flavors;
+      for (size_t f = 0; f < flavors.size(); ++f) {
+        RETURN_IF_ERROR(flavored_sums.AddNominals(
+            [i, g, f] {
+              return absl::StrCat("snapshot.queues[", i, "].resource_groups[", g, "].flavors[", f,
+                                  "].resources");
+            },
+            flavors[f].resources));
+      }
+    }
   }
   return absl::OkStatus();
 }
@@ -396,6 +694,8 @@ absl::Status CheckQueues(const Snapshot& snapshot, const Policy& policy, const Q
         }
       }
     }
+    RETURN_IF_ERROR(CheckResourceGroups(i, queue));
+    RETURN_IF_ERROR(CheckFlavorFungibility(i, queue.flavor_fungibility));
   }
   if (kueue) RETURN_IF_ERROR(CheckKueueQuotaSums(snapshot, names, poll));
   return absl::OkStatus();
@@ -455,16 +755,11 @@ absl::Status CheckNodes(const Snapshot& snapshot,
     }
     RETURN_IF_ERROR(CheckAmounts([&] { return at("allocatable"); }, node.allocatable));
     for (size_t t = 0; t < node.taints.size(); ++t) {
-      const Taint& taint = node.taints[t];
-      auto taint_at = [&](const char* field) {
-        return absl::StrCat("snapshot.nodes[", i, "].taints[", t, "].", field);
-      };
-      if (taint.key.empty()) return Invalid(taint_at("key"), "empty key");
-      if (!IsTaintEffect(taint.effect)) {
-        return Invalid(taint_at("effect"),
-                       absl::StrCat("unknown effect ", QuotedName(taint.effect),
-                                    " (NoSchedule, PreferNoSchedule or NoExecute)"));
-      }
+      RETURN_IF_ERROR(CheckTaint(
+          [&](const char* field) {
+            return absl::StrCat("snapshot.nodes[", i, "].taints[", t, "].", field);
+          },
+          node.taints[t]));
     }
     if (sum_error.ok()) {
       sum_error = sums.Add([i] { return absl::StrCat("snapshot.nodes[", i, "].allocatable"); },
@@ -475,23 +770,6 @@ absl::Status CheckNodes(const Snapshot& snapshot,
 }
 
 // ---- Rule 4: pod groups ----
-
-template <typename PathFn>
-absl::Status CheckToleration(const PathFn& at, const Toleration& toleration) {
-  if (toleration.op != "" && toleration.op != "Equal" && toleration.op != "Exists") {
-    return Invalid(at("operator"), absl::StrCat("unknown operator ", QuotedName(toleration.op),
-                                                " (Equal or Exists)"));
-  }
-  if (toleration.op == "Exists" && !toleration.value.empty()) {
-    return Invalid(at("value"), "must be empty with operator Exists");
-  }
-  if (!toleration.effect.empty() && !IsTaintEffect(toleration.effect)) {
-    return Invalid(at("effect"),
-                   absl::StrCat("unknown effect ", QuotedName(toleration.effect),
-                                " (empty, NoSchedule, PreferNoSchedule or NoExecute)"));
-  }
-  return absl::OkStatus();
-}
 
 // Checks pod j of group i, except its name; `node` becomes its node's input index (-1: none).
 absl::Status CheckPod(size_t i, size_t j, const Pod& pod,
@@ -542,6 +820,118 @@ int EarlierPodNamed(const std::vector<Pod>& pods, size_t j,
   return inserted ? -1 : it->second;
 }
 
+// The resources `queue` covers, sorted, for each queue that pod groups have asked about so far.
+class CoveredResources {
+ public:
+  explicit CoveredResources(const std::vector<Queue>& queues) : queues_(queues) {}
+
+  const std::vector<std::string_view>& Of(int queue) {
+    auto [it, inserted] = by_queue_.try_emplace(queue);
+    if (inserted) {
+      for (const ResourceGroup& group : queues_[queue].resource_groups) {
+        it->second.insert(it->second.end(), group.covered_resources.begin(),
+                          group.covered_resources.end());
+      }
+      std::sort(it->second.begin(), it->second.end());
+    }
+    return it->second;
+  }
+
+ private:
+  const std::vector<Queue>& queues_;
+  absl::flat_hash_map<int, std::vector<std::string_view>> by_queue_;
+};
+
+// §5.8: the flavors of pod group i, after all its pods' checks, each check over the entries in
+// input order before the next check (§1 rule 4, in its order). `queue` is the group's queue, at
+// input index `queue_index`.
+absl::Status CheckPodGroupFlavors(size_t i, const PodGroup& group, const Queue& queue,
+                                  int queue_index, CoveredResources& covered) {
+  const std::vector<PodSetFlavors>& entries = group.flavors;
+  const bool charged = group.admitted && !queue.resource_groups.empty();
+  if (entries.empty() && !charged) return absl::OkStatus();
+  auto entry_path = [i](size_t k) {
+    return absl::StrCat("snapshot.pod_groups[", i, "].flavors[", k, "]");
+  };
+  // The entries by (pod set, input index): a duplicate follows its first entry.
+  std::vector<int> by_pod_set(entries.size());
+  for (size_t k = 0; k < entries.size(); ++k) by_pod_set[k] = static_cast<int>(k);
+  std::sort(by_pod_set.begin(), by_pod_set.end(), [&](int a, int b) {
+    return entries[a].pod_set != entries[b].pod_set ? entries[a].pod_set < entries[b].pod_set
+                                                    : a < b;
+  });
+  int duplicate = -1;  // the first duplicate entry in input order
+  int original = -1;   // its first entry
+  for (size_t n = 1; n < by_pod_set.size(); ++n) {
+    const int k = by_pod_set[n];
+    const int before = by_pod_set[n - 1];
+    if (entries[k].pod_set == entries[before].pod_set && (duplicate < 0 || k < duplicate)) {
+      duplicate = k;
+      original = before;
+    }
+  }
+  if (duplicate >= 0) {
+    return Invalid(absl::StrCat(entry_path(duplicate), ".pod_set"),
+                   absl::StrCat("duplicate pod set ", QuotedName(entries[duplicate].pod_set),
+                                " (also ", entry_path(original), ")"));
+  }
+  // The group's pod sets, in name order.
+  std::vector<std::string_view> pod_sets;
+  pod_sets.reserve(group.pods.size());
+  for (const Pod& pod : group.pods) pod_sets.push_back(pod.pod_set);
+  std::sort(pod_sets.begin(), pod_sets.end());
+  pod_sets.erase(std::unique(pod_sets.begin(), pod_sets.end()), pod_sets.end());
+  for (size_t k = 0; k < entries.size(); ++k) {
+    if (!std::binary_search(pod_sets.begin(), pod_sets.end(),
+                            std::string_view(entries[k].pod_set))) {
+      return Invalid(
+          absl::StrCat(entry_path(k), ".pod_set"),
+          absl::StrCat("no pod of the group is in pod set ", QuotedName(entries[k].pod_set)));
+    }
+  }
+  for (size_t k = 0; k < entries.size(); ++k) {
+    for (const auto& [resource, flavor] : entries[k].flavors) {
+      if (flavor.empty()) {
+        return Invalid(absl::StrCat(entry_path(k), ".flavors", Key(resource)), "empty flavor name");
+      }
+    }
+  }
+  if (!charged) return absl::OkStatus();
+  // An admitted group's usage of a covered resource is charged to its flavor (§5.8.3): every
+  // (pod set, resource) with a positive request needs one, checked in (pod set, resource) order.
+  const std::vector<std::string_view>& covered_names = covered.Of(queue_index);
+  std::vector<std::pair<std::string_view, std::string_view>> requested;  // (pod set, resource)
+  for (const Pod& pod : group.pods) {
+    for (const auto& [resource, amount] : pod.requests) {
+      if (amount > 0 && std::binary_search(covered_names.begin(), covered_names.end(),
+                                           std::string_view(resource))) {
+        requested.emplace_back(pod.pod_set, resource);
+      }
+    }
+  }
+  std::sort(requested.begin(), requested.end());
+  requested.erase(std::unique(requested.begin(), requested.end()), requested.end());
+  for (const auto& [pod_set, resource] : requested) {
+    const auto entry =
+        std::lower_bound(by_pod_set.begin(), by_pod_set.end(), pod_set,
+                         [&](int k, std::string_view name) { return entries[k].pod_set < name; });
+    if (entry == by_pod_set.end() || entries[*entry].pod_set != pod_set) {
+      return Invalid(
+          absl::StrCat("snapshot.pod_groups[", i, "].flavors"),
+          absl::StrCat("no entry for pod set ", QuotedName(pod_set), ", which requests resource ",
+                       QuotedName(resource), " (queue ", QuotedName(queue.name),
+                       " covers it, and the group is admitted)"));
+    }
+    if (!entries[*entry].flavors.contains(resource)) {
+      return Invalid(absl::StrCat(entry_path(*entry), ".flavors"),
+                     absl::StrCat("no flavor for resource ", QuotedName(resource), " of pod set ",
+                                  QuotedName(pod_set), " (queue ", QuotedName(queue.name),
+                                  " covers it, and the group is admitted)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckPodGroups(const Snapshot& snapshot, const QueueIndex& queues,
                             const absl::flat_hash_map<absl::string_view, int>& nodes_by_name,
                             RequestIndex& index, CancelPoll& poll) {
@@ -558,6 +948,7 @@ absl::Status CheckPodGroups(const Snapshot& snapshot, const QueueIndex& queues,
   absl::flat_hash_map<absl::string_view, int> groups_by_name;
   groups_by_name.reserve(snapshot.pod_groups.size());
   absl::flat_hash_map<absl::string_view, int> pods_by_name;
+  CoveredResources covered(snapshot.queues);
   for (size_t i = 0; i < snapshot.pod_groups.size(); ++i) {
     const PodGroup& group = snapshot.pod_groups[i];
     if (poll.Tick(1 + static_cast<int64_t>(group.pods.size()))) return poll.status();
@@ -609,6 +1000,8 @@ absl::Status CheckPodGroups(const Snapshot& snapshot, const QueueIndex& queues,
             pod.requests, &index.request_ids);
       }
     }
+    RETURN_IF_ERROR(
+        CheckPodGroupFlavors(i, group, snapshot.queues[queue->second], queue->second, covered));
   }
   return sum_error;
 }
@@ -668,6 +1061,8 @@ absl::Status ValidateRequest(const Snapshot& snapshot, const Policy& policy, Req
   // 1. Policy, with every enum of the request.
   RETURN_IF_ERROR(CheckEnums(snapshot, policy));
   RETURN_IF_ERROR(CheckPolicy(policy));
+  // 1a. Resource flavors (§5.8).
+  RETURN_IF_ERROR(CheckResourceFlavors(snapshot.resource_flavors, cancel));
   // 2. Queues (Snapshot.now is checked first: the request's own timestamp).
   RETURN_IF_ERROR(CheckTimestamp([] { return std::string("snapshot.now"); }, snapshot.now));
   QueueIndex queues = IndexQueues(snapshot.queues);

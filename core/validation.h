@@ -16,12 +16,13 @@ namespace arbiter {
 enum class RequestKind { kFairShares, kSchedule };
 
 // The most that the quantities of one kind may sum to, per resource (issue 11): the requests of
-// all pods, the allocatable amounts of all nodes, and under KUEUE the nominal quotas (deserved)
-// of all queues. Every other sum the core forms (per group, node, queue or cohort, requested =
-// allocated + pending, free once victims are gone) is at most a few of these totals, and the
-// largest product (×1000 in dominant shares) stays finite too, so no amount in an answer is
-// +Inf or NaN. A request past it is refused with the path of the value that crossed it, the
-// maps walked in input order.
+// all pods, the allocatable amounts of all nodes, and under KUEUE the nominal quotas of all
+// queues (deserved; in a request with resource flavors, deserved and every flavor's nominal
+// quotas summed per resource name, as SEMANTICS.md §5.8.4 sums a resource's flavors). Every
+// other sum the core forms (per group, node, queue or cohort, requested = allocated + pending,
+// free once victims are gone) is at most a few of these totals, and the largest product (×1000
+// in dominant shares) stays finite too, so no amount in an answer is +Inf or NaN. A request past
+// it is refused with the path of the value that crossed it, the maps walked in input order.
 inline constexpr double kMaxQuantitySum = 1e300;
 
 // A bound the caller puts on requests beyond SEMANTICS.md §1 (the server's --max-queue-depth).

@@ -5,8 +5,10 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -803,6 +805,689 @@ TEST(RequestIndexTest, NamesEveryParentQueueNodeAndResourceByInputIndex) {
   EXPECT_EQ(index.group_queue, (std::vector<int>{1, 2}));
   EXPECT_EQ(index.pod_node, (std::vector<int>{0, -1, -1}));
   EXPECT_EQ(index.usage_queue, (std::vector<int>{1}));
+  std::vector<std::string> names;
+  for (int i = 0; i < index.resources.size(); ++i) names.push_back(index.resources.name(i));
+  EXPECT_THAT(names, ::testing::UnorderedElementsAre("cpu", "gpu"));
+}
+
+// ---- §5.8 resource flavors: 1a, and the new checks of rules 2 and 4 ----
+
+FlavorResourceQuota Quota(double nominal, std::optional<double> borrowing_limit = std::nullopt,
+                          std::optional<double> lending_limit = std::nullopt) {
+  FlavorResourceQuota quota;
+  quota.nominal = nominal;
+  quota.borrowing_limit = borrowing_limit;
+  quota.lending_limit = lending_limit;
+  return quota;
+}
+
+// BaseSnapshot with resource flavors, valid under KAI; under KUEUE once team-a's gpu deserved is
+// not -1 (KueueFlavoredSnapshot):
+//   resource_flavors[0] on-demand, [1] spot (a taint and a toleration)
+//   queues[1] team-a keeps its legacy maps; queues[2] team-b is flavored:
+//     resource_groups[0] covers cpu, memory: flavors[0] on-demand, [1] spot (limits, -1 too)
+//     resource_groups[1] covers gpu: flavors[0] a100 (not declared: no constraints)
+//   pod_groups[1] job-2 in team-b is admitted: pods[0] in pod set "workers", requesting cpu,
+//     flavors[0] {"workers": {cpu: spot}}
+Snapshot FlavoredSnapshot() {
+  Snapshot s = BaseSnapshot();
+  ResourceFlavor on_demand;
+  on_demand.name = "on-demand";
+  on_demand.node_labels = {{"zone", "a"}};
+  ResourceFlavor spot;
+  spot.name = "spot";
+  spot.node_labels = {{"zone", "b"}};
+  spot.node_taints = {Taint{"spot", "true", "NoSchedule"}};
+  spot.tolerations = {Toleration{"spot-ok", "Exists", "", ""}};
+  s.resource_flavors = {on_demand, spot};
+  Queue& team_b = s.queues[2];
+  team_b.resource_groups = {
+      ResourceGroup{
+          {"cpu", "memory"},
+          {FlavorQuotas{"on-demand", {{"cpu", Quota(4000)}, {"memory", Quota(1e9)}}},
+           FlavorQuotas{"spot", {{"cpu", Quota(2000, -1, 1000)}, {"memory", Quota(0, 0, -1)}}}}},
+      ResourceGroup{{"gpu"}, {FlavorQuotas{"a100", {{"gpu", Quota(8)}}}}},
+  };
+  PodGroup& job_2 = s.pod_groups[1];
+  job_2.admitted = true;
+  job_2.pods[0].pod_set = "workers";
+  job_2.flavors = {PodSetFlavors{"workers", {{"cpu", "spot"}}}};
+  return s;
+}
+
+Snapshot KueueFlavoredSnapshot() {
+  Snapshot s = FlavoredSnapshot();
+  s.queues[1].deserved["gpu"] = 4;
+  return s;
+}
+
+Policy KueuePolicy() {
+  Policy policy;
+  policy.fairness_model = FairnessModel::kKueue;
+  return policy;
+}
+
+ResourceGroup& GroupOf(Snapshot& s, int g) { return s.queues[2].resource_groups[g]; }
+FlavorResourceQuota& SpotCpu(Snapshot& s) { return GroupOf(s, 0).flavors[1].resources["cpu"]; }
+
+struct FlavorCase {
+  std::string name;
+  std::function<void(Snapshot&, Policy&)> mutate;
+  std::string message;  // the whole message
+};
+
+std::ostream& operator<<(std::ostream& os, const FlavorCase& c) { return os << c.name; }
+
+std::vector<FlavorCase> FlavorInvalidCases() {
+  return {
+      // ---- Rule 1: the enums of flavor_fungibility ----
+      {"WhenCanBorrowOutOfRange",
+       [](Snapshot& s, Policy&) {
+         s.queues[2].flavor_fungibility.when_can_borrow = Raw<WhenCanBorrow>(3);
+       },
+       "snapshot.queues[2].flavor_fungibility.when_can_borrow: unknown enum value 3"},
+      {"WhenCanPreemptOutOfRange",
+       [](Snapshot& s, Policy&) {
+         s.queues[1].flavor_fungibility.when_can_preempt = Raw<WhenCanPreempt>(-1);
+       },
+       "snapshot.queues[1].flavor_fungibility.when_can_preempt: unknown enum value -1"},
+      {"PreferenceOutOfRange",
+       [](Snapshot& s, Policy&) {
+         s.queues[0].flavor_fungibility.preference = Raw<FlavorPreference>(3);
+       },
+       "snapshot.queues[0].flavor_fungibility.preference: unknown enum value 3"},
+      // ---- Rule 1a: resource flavors ----
+      {"ResourceFlavorEmptyName", [](Snapshot& s, Policy&) { s.resource_flavors[1].name = ""; },
+       "snapshot.resource_flavors[1].name: empty name"},
+      {"ResourceFlavorDuplicateName",
+       [](Snapshot& s, Policy&) { s.resource_flavors[1].name = "on-demand"; },
+       "snapshot.resource_flavors[1].name: duplicate resource flavor \"on-demand\" (also "
+       "snapshot.resource_flavors[0])"},
+      {"ResourceFlavorEmptyNodeLabelKey",
+       [](Snapshot& s, Policy&) { s.resource_flavors[0].node_labels[""] = "x"; },
+       "snapshot.resource_flavors[0].node_labels[\"\"]: empty key"},
+      {"ResourceFlavorTaintEmptyKey",
+       [](Snapshot& s, Policy&) { s.resource_flavors[1].node_taints[0].key = ""; },
+       "snapshot.resource_flavors[1].node_taints[0].key: empty key"},
+      {"ResourceFlavorTaintUnknownEffect",
+       [](Snapshot& s, Policy&) { s.resource_flavors[1].node_taints[0].effect = "NoRun"; },
+       "snapshot.resource_flavors[1].node_taints[0].effect: unknown effect \"NoRun\" "
+       "(NoSchedule, PreferNoSchedule or NoExecute)"},
+      {"ResourceFlavorTolerationUnknownOperator",
+       [](Snapshot& s, Policy&) { s.resource_flavors[1].tolerations[0].op = "In"; },
+       "snapshot.resource_flavors[1].tolerations[0].operator: unknown operator \"In\" (Equal or "
+       "Exists)"},
+      {"ResourceFlavorTolerationExistsWithValue",
+       [](Snapshot& s, Policy&) { s.resource_flavors[1].tolerations[0].value = "yes"; },
+       "snapshot.resource_flavors[1].tolerations[0].value: must be empty with operator Exists"},
+      {"ResourceFlavorTolerationUnknownEffect",
+       [](Snapshot& s, Policy&) { s.resource_flavors[1].tolerations[0].effect = "Always"; },
+       "snapshot.resource_flavors[1].tolerations[0].effect: unknown effect \"Always\" (empty, "
+       "NoSchedule, PreferNoSchedule or NoExecute)"},
+      // ---- Rule 2, per queue ----
+      {"FlavoredQueueWithLegacyDeserved",
+       [](Snapshot& s, Policy&) { s.queues[2].deserved["cpu"] = 1000; },
+       "snapshot.queues[2].deserved[\"cpu\"]: set on a queue with resource_groups (a queue gives "
+       "its quotas either per flavor or in the legacy maps)"},
+      {"FlavoredQueueWithLegacyBorrowingLimit",
+       [](Snapshot& s, Policy&) { s.queues[2].borrowing_limit["gpu"] = -1; },
+       "snapshot.queues[2].borrowing_limit[\"gpu\"]: set on a queue with resource_groups (a "
+       "queue gives its quotas either per flavor or in the legacy maps)"},
+      {"FlavoredQueueWithLegacyLendingLimit",
+       [](Snapshot& s, Policy&) { s.queues[2].lending_limit["memory"] = 0; },
+       "snapshot.queues[2].lending_limit[\"memory\"]: set on a queue with resource_groups (a "
+       "queue gives its quotas either per flavor or in the legacy maps)"},
+      {"ResourceGroupWithoutCoveredResources",
+       [](Snapshot& s, Policy&) { GroupOf(s, 1).covered_resources.clear(); },
+       "snapshot.queues[2].resource_groups[1].covered_resources: empty (a resource group covers "
+       "at least one resource)"},
+      {"ResourceGroupWithoutFlavors", [](Snapshot& s, Policy&) { GroupOf(s, 1).flavors.clear(); },
+       "snapshot.queues[2].resource_groups[1].flavors: empty (a resource group lists at least "
+       "one flavor)"},
+      {"CoveredResourceEmpty",
+       [](Snapshot& s, Policy&) { GroupOf(s, 0).covered_resources.push_back(""); },
+       "snapshot.queues[2].resource_groups[0].covered_resources[2]: empty resource name"},
+      {"CoveredResourceDuplicate",
+       [](Snapshot& s, Policy&) { GroupOf(s, 0).covered_resources.push_back("cpu"); },
+       "snapshot.queues[2].resource_groups[0].covered_resources[2]: duplicate resource \"cpu\" "
+       "(also snapshot.queues[2].resource_groups[0].covered_resources[0])"},
+      {"ResourceCoveredByTwoGroups",
+       [](Snapshot& s, Policy&) { GroupOf(s, 1).covered_resources.push_back("memory"); },
+       "snapshot.queues[2].resource_groups[1].covered_resources[1]: resource \"memory\" is "
+       "covered by two resource groups (also "
+       "snapshot.queues[2].resource_groups[0].covered_resources[1])"},
+      {"FlavorEmptyName", [](Snapshot& s, Policy&) { GroupOf(s, 1).flavors[0].flavor = ""; },
+       "snapshot.queues[2].resource_groups[1].flavors[0].flavor: empty flavor name (\"\" is the "
+       "implicit flavor)"},
+      {"FlavorListedTwiceInOneGroup",
+       [](Snapshot& s, Policy&) { GroupOf(s, 0).flavors[1].flavor = "on-demand"; },
+       "snapshot.queues[2].resource_groups[0].flavors[1].flavor: duplicate flavor \"on-demand\" "
+       "(also snapshot.queues[2].resource_groups[0].flavors[0])"},
+      {"FlavorListedTwiceAcrossGroups",
+       [](Snapshot& s, Policy&) { GroupOf(s, 1).flavors[0].flavor = "spot"; },
+       "snapshot.queues[2].resource_groups[1].flavors[0].flavor: duplicate flavor \"spot\" (also "
+       "snapshot.queues[2].resource_groups[0].flavors[1])"},
+      {"FlavorQuotaForUncoveredResource",
+       [](Snapshot& s, Policy&) { GroupOf(s, 0).flavors[1].resources["gpu"] = Quota(1); },
+       "snapshot.queues[2].resource_groups[0].flavors[1].resources[\"gpu\"]: resource \"gpu\" is "
+       "not covered by the group (snapshot.queues[2].resource_groups[0].covered_resources)"},
+      {"FlavorQuotaForResourceOfAnotherGroup",
+       [](Snapshot& s, Policy&) { GroupOf(s, 1).flavors[0].resources["cpu"] = Quota(1); },
+       "snapshot.queues[2].resource_groups[1].flavors[0].resources[\"cpu\"]: resource \"cpu\" is "
+       "not covered by the group (snapshot.queues[2].resource_groups[1].covered_resources)"},
+      {"FlavorQuotaMissingForCoveredResource",
+       [](Snapshot& s, Policy&) { GroupOf(s, 0).flavors[0].resources.erase("memory"); },
+       "snapshot.queues[2].resource_groups[0].flavors[0].resources: no quota for covered "
+       "resource \"memory\" (snapshot.queues[2].resource_groups[0].covered_resources[1])"},
+      {"FlavorNominalNegative", [](Snapshot& s, Policy&) { SpotCpu(s).nominal = -1; },
+       "snapshot.queues[2].resource_groups[0].flavors[1].resources[\"cpu\"].nominal: must be "
+       "finite and not negative, got -1"},
+      {"FlavorNominalNaN", [](Snapshot& s, Policy&) { SpotCpu(s).nominal = kNaN; },
+       "snapshot.queues[2].resource_groups[0].flavors[1].resources[\"cpu\"].nominal: must be "
+       "finite and not negative, got NaN"},
+      {"FlavorNominalInfinite", [](Snapshot& s, Policy&) { SpotCpu(s).nominal = kInf; },
+       "snapshot.queues[2].resource_groups[0].flavors[1].resources[\"cpu\"].nominal: must be "
+       "finite and not negative, got +Inf"},
+      {"FlavorBorrowingLimitNegativeOtherThanMinusOne",
+       [](Snapshot& s, Policy&) { SpotCpu(s).borrowing_limit = -2; },
+       "snapshot.queues[2].resource_groups[0].flavors[1].resources[\"cpu\"].borrowing_limit: "
+       "negative value other than -1 (unlimited): -2"},
+      {"FlavorBorrowingLimitInfinite",
+       [](Snapshot& s, Policy&) { SpotCpu(s).borrowing_limit = kInf; },
+       "snapshot.queues[2].resource_groups[0].flavors[1].resources[\"cpu\"].borrowing_limit: "
+       "must be finite, got +Inf"},
+      {"FlavorLendingLimitNaN", [](Snapshot& s, Policy&) { SpotCpu(s).lending_limit = kNaN; },
+       "snapshot.queues[2].resource_groups[0].flavors[1].resources[\"cpu\"].lending_limit: must "
+       "be finite, got NaN"},
+      {"FlavorLendingLimitNegativeOtherThanMinusOne",
+       [](Snapshot& s, Policy&) { SpotCpu(s).lending_limit = -0.5; },
+       "snapshot.queues[2].resource_groups[0].flavors[1].resources[\"cpu\"].lending_limit: "
+       "negative value other than -1 (unlimited): -0.5"},
+      {"PreferenceWithDefaultWhenCanBorrow",
+       [](Snapshot& s, Policy&) {
+         s.queues[2].flavor_fungibility.preference = FlavorPreference::kBorrowingOverPreemption;
+       },
+       "snapshot.queues[2].flavor_fungibility.preference: set while when_can_borrow is "
+       "MAY_STOP_SEARCH (by default); a preference needs when_can_borrow and when_can_preempt "
+       "both TRY_NEXT_FLAVOR"},
+      {"PreferenceWithWhenCanBorrowMayStopSearch",
+       [](Snapshot& s, Policy&) {
+         s.queues[2].flavor_fungibility = {WhenCanBorrow::kMayStopSearch,
+                                           WhenCanPreempt::kTryNextFlavor,
+                                           FlavorPreference::kPreemptionOverBorrowing};
+       },
+       "snapshot.queues[2].flavor_fungibility.preference: set while when_can_borrow is "
+       "MAY_STOP_SEARCH; a preference needs when_can_borrow and when_can_preempt both "
+       "TRY_NEXT_FLAVOR"},
+      {"PreferenceWithWhenCanPreemptMayStopSearch",
+       [](Snapshot& s, Policy&) {
+         s.queues[2].flavor_fungibility = {WhenCanBorrow::kTryNextFlavor,
+                                           WhenCanPreempt::kMayStopSearch,
+                                           FlavorPreference::kPreemptionOverBorrowing};
+       },
+       "snapshot.queues[2].flavor_fungibility.preference: set while when_can_preempt is "
+       "MAY_STOP_SEARCH; a preference needs when_can_borrow and when_can_preempt both "
+       "TRY_NEXT_FLAVOR"},
+      {"PreferenceIsCheckedOnCohortsAndLegacyQueuesToo",
+       [](Snapshot& s, Policy&) {
+         s.queues[0].flavor_fungibility.preference = FlavorPreference::kPreemptionOverBorrowing;
+       },
+       "snapshot.queues[0].flavor_fungibility.preference: set while when_can_borrow is "
+       "MAY_STOP_SEARCH (by default); a preference needs when_can_borrow and when_can_preempt "
+       "both TRY_NEXT_FLAVOR"},
+      // Issue 11 under KUEUE: a resource's nominal quotas summed over queues and flavors.
+      {"KueueFlavorNominalsSumPastTheBound",
+       [](Snapshot& s, Policy& p) {
+         s.queues[1].deserved["gpu"] = 4;
+         p.fairness_model = FairnessModel::kKueue;
+         GroupOf(s, 0).flavors[0].resources["cpu"].nominal = 6e299;
+         SpotCpu(s).nominal = 6e299;
+       },
+       "snapshot.queues[2].resource_groups[0].flavors[1].resources[\"cpu\"].nominal: the "
+       "nominal quotas of all queues and flavors for \"cpu\" sum to more than 1e+300"},
+      {"KueueFlavorAndLegacyNominalsSumPastTheBound",
+       [](Snapshot& s, Policy& p) {
+         s.queues[1].deserved["gpu"] = 4;
+         s.queues[1].deserved["cpu"] = 6e299;
+         p.fairness_model = FairnessModel::kKueue;
+         SpotCpu(s).nominal = 6e299;
+       },
+       "snapshot.queues[2].resource_groups[0].flavors[1].resources[\"cpu\"].nominal: the "
+       "nominal quotas of all queues and flavors for \"cpu\" sum to more than 1e+300"},
+      // ---- Rule 4, per pod group ----
+      {"PodGroupFlavorsDuplicatePodSet",
+       [](Snapshot& s, Policy&) {
+         s.pod_groups[1].flavors.push_back(PodSetFlavors{"workers", {}});
+       },
+       "snapshot.pod_groups[1].flavors[1].pod_set: duplicate pod set \"workers\" (also "
+       "snapshot.pod_groups[1].flavors[0])"},
+      {"PodGroupFlavorsUnknownPodSet",
+       [](Snapshot& s, Policy&) {
+         s.pod_groups[1].flavors.push_back(PodSetFlavors{"drivers", {{"cpu", "spot"}}});
+       },
+       "snapshot.pod_groups[1].flavors[1].pod_set: no pod of the group is in pod set "
+       "\"drivers\""},
+      {"PodGroupFlavorsEmptyFlavor",
+       [](Snapshot& s, Policy&) { s.pod_groups[1].flavors[0].flavors["cpu"] = ""; },
+       "snapshot.pod_groups[1].flavors[0].flavors[\"cpu\"]: empty flavor name"},
+      {"PodGroupFlavorsEmptyFlavorForAResourceNotRequested",
+       [](Snapshot& s, Policy&) { s.pod_groups[1].flavors[0].flavors["gpu"] = ""; },
+       "snapshot.pod_groups[1].flavors[0].flavors[\"gpu\"]: empty flavor name"},
+      {"AdmittedGroupWithoutFlavorForCoveredResource",
+       [](Snapshot& s, Policy&) { s.pod_groups[1].pods[0].requests["memory"] = 100; },
+       "snapshot.pod_groups[1].flavors[0].flavors: no flavor for resource \"memory\" of pod set "
+       "\"workers\" (queue \"team-b\" covers it, and the group is admitted)"},
+      {"AdmittedGroupWithoutEntryForPodSet",
+       [](Snapshot& s, Policy&) { s.pod_groups[1].flavors.clear(); },
+       "snapshot.pod_groups[1].flavors: no entry for pod set \"workers\", which requests "
+       "resource \"cpu\" (queue \"team-b\" covers it, and the group is admitted)"},
+      // Pod sets in name order, then resources in name order.
+      {"AdmittedGroupMissingFlavorsReportsTheFirstPodSetAndResourceByName",
+       [](Snapshot& s, Policy&) {
+         PodGroup& job_2 = s.pod_groups[1];
+         Pod launcher = job_2.pods[0];
+         launcher.name = "launcher";
+         launcher.pod_set = "launcher";
+         launcher.requests = {{"gpu", 1}, {"memory", 5}};
+         job_2.pods.push_back(launcher);
+         job_2.pods[0].requests["memory"] = 5;
+       },
+       "snapshot.pod_groups[1].flavors: no entry for pod set \"launcher\", which requests "
+       "resource \"gpu\" (queue \"team-b\" covers it, and the group is admitted)"},
+      // The entries of a group in a legacy queue are validated too (§0.6).
+      {"PodGroupFlavorsInLegacyQueueAreValidated",
+       [](Snapshot& s, Policy&) {
+         s.pod_groups[0].flavors = {PodSetFlavors{"", {{"cpu", "spot"}}}, PodSetFlavors{"", {}}};
+       },
+       "snapshot.pod_groups[0].flavors[1].pod_set: duplicate pod set \"\" (also "
+       "snapshot.pod_groups[0].flavors[0])"},
+  };
+}
+
+class FlavorValidationRejectsTest : public ::testing::TestWithParam<FlavorCase> {};
+
+TEST_P(FlavorValidationRejectsTest, InvalidArgumentWithTheWholeMessage) {
+  const FlavorCase& c = GetParam();
+  Snapshot snapshot = FlavoredSnapshot();
+  Policy policy;
+  ASSERT_THAT(ValidateRequest(snapshot, policy, RequestKind::kSchedule), IsOk())
+      << "the flavored base request must be valid";
+  c.mutate(snapshot, policy);
+  EXPECT_THAT(ValidateRequest(snapshot, policy, RequestKind::kSchedule),
+              StatusIs(absl::StatusCode::kInvalidArgument, c.message));
+  // Both models validate every field (§0.6); the sums are KUEUE's alone.
+  if (policy.fairness_model == FairnessModel::kKai ||
+      policy.fairness_model == FairnessModel::kUnspecified) {
+    snapshot.queues[1].deserved["gpu"] = 4;  // the base's -1 is KAI's only
+    EXPECT_THAT(ValidateRequest(snapshot, KueuePolicy(), RequestKind::kSchedule),
+                StatusIs(absl::StatusCode::kInvalidArgument, c.message));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Semantics58, FlavorValidationRejectsTest,
+                         ::testing::ValuesIn(FlavorInvalidCases()),
+                         [](const ::testing::TestParamInfo<FlavorCase>& case_info) {
+                           return case_info.param.name;
+                         });
+
+std::vector<ValidCase> FlavorValidCases() {
+  return {
+      {"FlavoredRequest", [](Snapshot&, Policy&) {}},
+      {"FlavoredRequestSchedule", [](Snapshot&, Policy&) {}, RequestKind::kSchedule},
+      {"FlavoredRequestUnderKueue",
+       [](Snapshot& s, Policy& p) {
+         s = KueueFlavoredSnapshot();
+         p = KueuePolicy();
+       },
+       RequestKind::kSchedule},
+      {"MinusOneLimitsInFlavorQuotas",
+       [](Snapshot& s, Policy& p) {
+         s = KueueFlavoredSnapshot();
+         p = KueuePolicy();
+         SpotCpu(s) = Quota(0, -1, -1);
+         GroupOf(s, 1).flavors[0].resources["gpu"] = Quota(8, -1, -1);
+       }},
+      {"ZeroNominalAndLimits", [](Snapshot& s, Policy&) { SpotCpu(s) = Quota(0, 0, 0); }},
+      {"LegacyAndFlavoredQueuesInOneTree",
+       [](Snapshot& s, Policy& p) {
+         // team-a gives its quotas in the legacy maps, team-b per flavor, both under dept; the
+         // cohort itself is flavored too.
+         s = KueueFlavoredSnapshot();
+         p = KueuePolicy();
+         s.queues[1].borrowing_limit["cpu"] = 100;
+         s.queues[1].lending_limit["cpu"] = -1;
+         s.queues[0].resource_groups = {
+             ResourceGroup{{"cpu"}, {FlavorQuotas{"on-demand", {{"cpu", Quota(1000)}}}}}};
+       }},
+      {"UndeclaredFlavorsAndNoDeclaredFlavors",
+       [](Snapshot& s, Policy&) { s.resource_flavors.clear(); }},
+      {"DeclaredFlavorsWithoutFlavoredQueues",
+       [](Snapshot& s, Policy&) {
+         s.queues[2].resource_groups.clear();
+         s.pod_groups[1].admitted = false;
+       }},
+      {"AdmittedGroupFlavorsNameAResourceItsPodsDoNotRequest",
+       [](Snapshot& s, Policy&) { s.pod_groups[1].flavors[0].flavors["gpu"] = "a100"; }},
+      {"AdmittedGroupFlavorsNameAFlavorTheQueueDoesNotList",
+       [](Snapshot& s, Policy&) { s.pod_groups[1].flavors[0].flavors["cpu"] = "retired"; }},
+      {"AdmittedGroupNeedsNoFlavorForAnUncoveredResource",
+       [](Snapshot& s, Policy&) { s.pod_groups[1].pods[0].requests["example.com/fpga"] = 1; }},
+      {"AdmittedGroupNeedsNoFlavorForAZeroRequest",
+       [](Snapshot& s, Policy&) { s.pod_groups[1].pods[0].requests["memory"] = 0; }},
+      {"PendingGroupInFlavoredQueueWithoutFlavors",
+       [](Snapshot& s, Policy&) {
+         s.pod_groups[1].admitted = false;
+         s.pod_groups[1].flavors.clear();
+       }},
+      {"AdmittedGroupInLegacyQueueWithoutFlavors",
+       [](Snapshot& s, Policy&) { s.pod_groups[0].admitted = true; }},
+      {"EmptyPodSetNameIsAPodSet",
+       [](Snapshot& s, Policy&) {
+         s.pod_groups[1].pods[0].pod_set = "";
+         s.pod_groups[1].flavors[0].pod_set = "";
+       }},
+      {"PreferenceWithBothTryNextFlavor",
+       [](Snapshot& s, Policy&) {
+         s.queues[2].flavor_fungibility = {WhenCanBorrow::kTryNextFlavor,
+                                           WhenCanPreempt::kUnspecified,
+                                           FlavorPreference::kPreemptionOverBorrowing};
+         s.queues[1].flavor_fungibility = {WhenCanBorrow::kTryNextFlavor,
+                                           WhenCanPreempt::kTryNextFlavor,
+                                           FlavorPreference::kBorrowingOverPreemption};
+       }},
+      {"FungibilityWithoutPreference",
+       [](Snapshot& s, Policy&) {
+         s.queues[2].flavor_fungibility = {WhenCanBorrow::kMayStopSearch,
+                                           WhenCanPreempt::kMayStopSearch,
+                                           FlavorPreference::kUnspecified};
+       }},
+      {"FlavorWithoutLabelsTaintsOrTolerations",
+       [](Snapshot& s, Policy&) {
+         s.resource_flavors[1] = ResourceFlavor{"spot", {}, {}, {}};
+       }},
+      {"FlavorTolerationWithEmptyKeyAndOperatorExists",
+       [](Snapshot& s, Policy&) {
+         s.resource_flavors[0].tolerations = {Toleration{"", "Exists", "", "NoExecute"}};
+       }},
+      // Issue 11: flavor nominals are summed under KUEUE only, and the bound itself is allowed.
+      {"KaiFlavorNominalsAreNotSummed",
+       [](Snapshot& s, Policy&) {
+         GroupOf(s, 0).flavors[0].resources["cpu"].nominal = 1e308;
+         SpotCpu(s).nominal = 1e308;
+       }},
+      {"KueueFlavorNominalsSumToExactlyTheBound",
+       [](Snapshot& s, Policy& p) {
+         s = KueueFlavoredSnapshot();
+         p = KueuePolicy();
+         GroupOf(s, 0).flavors[0].resources["cpu"].nominal = kMaxQuantitySum / 2;
+         SpotCpu(s).nominal = kMaxQuantitySum / 2;
+       }},
+  };
+}
+
+class FlavorValidationAcceptsTest : public ::testing::TestWithParam<ValidCase> {};
+
+TEST_P(FlavorValidationAcceptsTest, Ok) {
+  const ValidCase& c = GetParam();
+  Snapshot snapshot = FlavoredSnapshot();
+  Policy policy;
+  c.mutate(snapshot, policy);
+  EXPECT_THAT(ValidateRequest(snapshot, policy, c.kind), IsOk());
+}
+
+INSTANTIATE_TEST_SUITE_P(Semantics58NotErrors, FlavorValidationAcceptsTest,
+                         ::testing::ValuesIn(FlavorValidCases()),
+                         [](const ::testing::TestParamInfo<ValidCase>& case_info) {
+                           return case_info.param.name;
+                         });
+
+// A request that is not flavored but sets §5.8 fields is validated and accepted (§5.8.1).
+TEST(FlavorValidationTest, UnflavoredRequestWithFlavorFieldsIsValidUnderBothModels) {
+  Snapshot snapshot = BaseSnapshot();
+  snapshot.queues[1].deserved["gpu"] = 4;
+  snapshot.pod_groups[0].pods[1].pod_set = "workers";
+  snapshot.pod_groups[0].admitted = true;
+  snapshot.pod_groups[0].flavors = {PodSetFlavors{"workers", {{"cpu", "any"}}},
+                                    PodSetFlavors{"", {{"gpu", "other"}}}};
+  snapshot.queues[2].flavor_fungibility = {WhenCanBorrow::kTryNextFlavor,
+                                           WhenCanPreempt::kMayStopSearch,
+                                           FlavorPreference::kUnspecified};
+  EXPECT_THAT(ValidateRequest(snapshot, Policy{}, RequestKind::kSchedule), IsOk());
+  EXPECT_THAT(ValidateRequest(snapshot, KueuePolicy(), RequestKind::kSchedule), IsOk());
+}
+
+// ---- §5.8 check order: 1a after rule 1, the new queue checks after a queue's existing ones,
+// a pod group's after all its pods' checks; an earlier offence wins ----
+
+absl::Status Validate(const Snapshot& snapshot, const Policy& policy = Policy{}) {
+  return ValidateRequest(snapshot, policy, RequestKind::kSchedule);
+}
+
+TEST(FlavorCheckOrder, EnumsAndPolicyComeBeforeResourceFlavors) {
+  Snapshot snapshot = FlavoredSnapshot();
+  snapshot.resource_flavors[0].name = "";
+  Policy policy;
+  policy.k_value = -1;
+  EXPECT_THAT(Validate(snapshot, policy),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "policy.k_value: must be finite and not negative, got -1"));
+  snapshot.queues[2].flavor_fungibility.preference = Raw<FlavorPreference>(7);
+  EXPECT_THAT(Validate(snapshot, policy),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "snapshot.queues[2].flavor_fungibility.preference: unknown enum value 7"));
+}
+
+TEST(FlavorCheckOrder, ResourceFlavorsComeBeforeQueuesAndNow) {
+  Snapshot snapshot = FlavoredSnapshot();
+  snapshot.now = Timestamp{-1'000'000'000'000, 0};
+  snapshot.queues[0].name = "";
+  snapshot.resource_flavors[1].node_taints[0].key = "";
+  EXPECT_THAT(Validate(snapshot), StatusIs(absl::StatusCode::kInvalidArgument,
+                                           "snapshot.resource_flavors[1].node_taints[0].key: "
+                                           "empty key"));
+}
+
+TEST(FlavorCheckOrder, WithinAResourceFlavorInFieldOrder) {
+  Snapshot snapshot = FlavoredSnapshot();
+  snapshot.resource_flavors[1].tolerations[0].op = "In";
+  snapshot.resource_flavors[1].node_taints[0].effect = "";
+  snapshot.resource_flavors[1].node_labels[""] = "x";
+  snapshot.resource_flavors[1].name = "on-demand";
+  const std::vector<std::string> expected = {
+      "snapshot.resource_flavors[1].name: duplicate resource flavor \"on-demand\" (also "
+      "snapshot.resource_flavors[0])",
+      "snapshot.resource_flavors[1].node_labels[\"\"]: empty key",
+      "snapshot.resource_flavors[1].node_taints[0].effect: unknown effect \"\" (NoSchedule, "
+      "PreferNoSchedule or NoExecute)",
+      "snapshot.resource_flavors[1].tolerations[0].operator: unknown operator \"In\" (Equal or "
+      "Exists)",
+  };
+  const std::vector<std::function<void(ResourceFlavor&)>> fixes = {
+      [](ResourceFlavor& f) { f.name = "spot"; },
+      [](ResourceFlavor& f) { f.node_labels.erase(""); },
+      [](ResourceFlavor& f) { f.node_taints[0].effect = "NoSchedule"; },
+      [](ResourceFlavor& f) { f.tolerations[0].op = "Exists"; },
+  };
+  for (size_t n = 0; n < expected.size(); ++n) {
+    EXPECT_THAT(Validate(snapshot), StatusIs(absl::StatusCode::kInvalidArgument, expected[n]));
+    fixes[n](snapshot.resource_flavors[1]);
+  }
+  EXPECT_THAT(Validate(snapshot), IsOk());
+}
+
+TEST(FlavorCheckOrder, AQueuesExistingChecksComeFirst) {
+  Snapshot snapshot = FlavoredSnapshot();
+  GroupOf(snapshot, 0).flavors.clear();
+  snapshot.queues[2].creation_time = Timestamp{0, -1};
+  EXPECT_THAT(Validate(snapshot), StatusIs(absl::StatusCode::kInvalidArgument,
+                                           "snapshot.queues[2].creation_time: outside the "
+                                           "Timestamp range (seconds 0, nanos -1)"));
+  snapshot.queues[2].creation_time.reset();
+  snapshot.queues[2].deserved["cpu"] = -1;  // -1 under KUEUE, before "a legacy map is set"
+  snapshot.queues[1].deserved["gpu"] = 4;
+  EXPECT_THAT(Validate(snapshot, KueuePolicy()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "snapshot.queues[2].deserved[\"cpu\"]: -1 is not allowed under "
+                       "FAIRNESS_MODEL_KUEUE (a nominal quota is finite)"));
+}
+
+// One queue with an offence against every new check: each is reported in the order §5.8 lists
+// them, then the next once it is fixed.
+TEST(FlavorCheckOrder, AQueuesNewChecksRunInTheListedOrder) {
+  Snapshot snapshot = FlavoredSnapshot();
+  Queue& team_b = snapshot.queues[2];
+  team_b.lending_limit["cpu"] = 5;
+  team_b.resource_groups.push_back(ResourceGroup{{}, {}});                // groups[2]
+  GroupOf(snapshot, 1).covered_resources.push_back("");                   // [1]
+  GroupOf(snapshot, 1).covered_resources.push_back("memory");             // [2]: in group 0 too
+  GroupOf(snapshot, 1).flavors.push_back(FlavorQuotas{"", {}});           // flavors[1]
+  GroupOf(snapshot, 1).flavors.push_back(FlavorQuotas{"on-demand", {}});  // flavors[2]
+  GroupOf(snapshot, 0).flavors[0].resources["gpu"] = Quota(1);
+  SpotCpu(snapshot) = Quota(-3, -2);
+  team_b.flavor_fungibility.preference = FlavorPreference::kPreemptionOverBorrowing;
+  const std::string q = "snapshot.queues[2].";
+  const std::vector<std::pair<std::string, std::function<void()>>> steps = {
+      {q + "lending_limit[\"cpu\"]: set on a queue with resource_groups (a queue gives its "
+           "quotas either per flavor or in the legacy maps)",
+       [&] { team_b.lending_limit.clear(); }},
+      {q + "resource_groups[2].covered_resources: empty (a resource group covers at least one "
+           "resource)",
+       [&] { team_b.resource_groups.pop_back(); }},
+      {q + "resource_groups[1].covered_resources[1]: empty resource name",
+       [&] {
+         auto& covered = GroupOf(snapshot, 1).covered_resources;
+         covered.erase(covered.begin() + 1);
+       }},
+      {q + "resource_groups[1].covered_resources[1]: resource \"memory\" is covered by two "
+           "resource groups (also snapshot.queues[2].resource_groups[0].covered_resources[1])",
+       [&] { GroupOf(snapshot, 1).covered_resources.pop_back(); }},
+      {q + "resource_groups[1].flavors[1].flavor: empty flavor name (\"\" is the implicit "
+           "flavor)",
+       [&] { GroupOf(snapshot, 1).flavors[1].flavor = "a10"; }},
+      {q + "resource_groups[1].flavors[2].flavor: duplicate flavor \"on-demand\" (also "
+           "snapshot.queues[2].resource_groups[0].flavors[0])",
+       [&] { GroupOf(snapshot, 1).flavors[2].flavor = "t4"; }},
+      {q + "resource_groups[0].flavors[0].resources[\"gpu\"]: resource \"gpu\" is not covered "
+           "by the group (snapshot.queues[2].resource_groups[0].covered_resources)",
+       [&] { GroupOf(snapshot, 0).flavors[0].resources.erase("gpu"); }},
+      {q + "resource_groups[1].flavors[1].resources: no quota for covered resource \"gpu\" "
+           "(snapshot.queues[2].resource_groups[1].covered_resources[0])",
+       [&] {
+         GroupOf(snapshot, 1).flavors[1].resources["gpu"] = Quota(1);
+         GroupOf(snapshot, 1).flavors[2].resources["gpu"] = Quota(1);
+       }},
+      {q + "resource_groups[0].flavors[1].resources[\"cpu\"].nominal: must be finite and not "
+           "negative, got -3",
+       [&] { SpotCpu(snapshot).nominal = 3; }},
+      {q + "resource_groups[0].flavors[1].resources[\"cpu\"].borrowing_limit: negative value "
+           "other than -1 (unlimited): -2",
+       [&] { SpotCpu(snapshot).borrowing_limit = -1; }},
+      {q + "flavor_fungibility.preference: set while when_can_borrow is MAY_STOP_SEARCH (by "
+           "default); a preference needs when_can_borrow and when_can_preempt both "
+           "TRY_NEXT_FLAVOR",
+       [&] { team_b.flavor_fungibility.when_can_borrow = WhenCanBorrow::kTryNextFlavor; }},
+  };
+  for (const auto& [message, fix] : steps) {
+    EXPECT_THAT(Validate(snapshot), StatusIs(absl::StatusCode::kInvalidArgument, message));
+    fix();
+  }
+  EXPECT_THAT(Validate(snapshot), IsOk());
+}
+
+TEST(FlavorCheckOrder, QueuesAreCheckedOneAfterAnother) {
+  Snapshot snapshot = FlavoredSnapshot();
+  snapshot.queues[2].parent = "nowhere";
+  snapshot.queues[1].resource_groups = {ResourceGroup{{"cpu"}, {}}};
+  EXPECT_THAT(Validate(snapshot),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "snapshot.queues[1].deserved[\"cpu\"]: set on a queue with resource_groups "
+                       "(a queue gives its quotas either per flavor or in the legacy maps)"));
+}
+
+TEST(FlavorCheckOrder, QueueChecksComeBeforeNodesAndTheKueueSumsLast) {
+  Snapshot snapshot = KueueFlavoredSnapshot();
+  snapshot.nodes[1].name = "";
+  SpotCpu(snapshot).nominal = 1e300;
+  GroupOf(snapshot, 0).flavors[0].resources["cpu"].nominal = 1e300;
+  snapshot.queues[1].borrowing_limit["cpu"] = -3;
+  snapshot.queues[2].resource_groups[1].flavors[0].resources["gpu"].lending_limit = kNaN;
+  EXPECT_THAT(Validate(snapshot, KueuePolicy()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "snapshot.queues[1].borrowing_limit[\"cpu\"]: negative value other than -1 "
+                       "(unlimited): -3"));
+  snapshot.queues[1].borrowing_limit.clear();
+  EXPECT_THAT(Validate(snapshot, KueuePolicy()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "snapshot.queues[2].resource_groups[1].flavors[0].resources[\"gpu\"]."
+                       "lending_limit: must be finite, got NaN"));
+  snapshot.queues[2].resource_groups[1].flavors[0].resources["gpu"].lending_limit.reset();
+  EXPECT_THAT(Validate(snapshot, KueuePolicy()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "snapshot.queues[2].resource_groups[0].flavors[1].resources[\"cpu\"]."
+                       "nominal: the nominal quotas of all queues and flavors for \"cpu\" sum to "
+                       "more than 1e+300"));
+  SpotCpu(snapshot).nominal = 0;
+  EXPECT_THAT(Validate(snapshot, KueuePolicy()),
+              StatusIs(absl::StatusCode::kInvalidArgument, "snapshot.nodes[1].name: empty name"));
+}
+
+TEST(FlavorCheckOrder, APodGroupsFlavorsComeAfterAllItsPods) {
+  Snapshot snapshot = FlavoredSnapshot();
+  PodGroup& job_2 = snapshot.pod_groups[1];
+  job_2.flavors.push_back(PodSetFlavors{"workers", {}});
+  Pod second = job_2.pods[0];
+  second.name = "job-2-1";
+  second.requests["cpu"] = -5;
+  job_2.pods.push_back(second);
+  EXPECT_THAT(Validate(snapshot),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "snapshot.pod_groups[1].pods[1].requests[\"cpu\"]: must be finite and not "
+                       "negative, got -5"));
+  job_2.pods.pop_back();
+  // Before the next group's checks.
+  snapshot.pod_groups.push_back(PodGroup{});
+  snapshot.pod_groups.back().name = "job-3";
+  EXPECT_THAT(Validate(snapshot), StatusIs(absl::StatusCode::kInvalidArgument,
+                                           "snapshot.pod_groups[1].flavors[1].pod_set: duplicate "
+                                           "pod set \"workers\" (also "
+                                           "snapshot.pod_groups[1].flavors[0])"));
+}
+
+TEST(FlavorCheckOrder, APodGroupsNewChecksRunInTheListedOrder) {
+  Snapshot snapshot = FlavoredSnapshot();
+  PodGroup& job_2 = snapshot.pod_groups[1];
+  job_2.pods[0].requests["memory"] = 1;
+  job_2.flavors = {PodSetFlavors{"workers", {{"cpu", "spot"}}},
+                   PodSetFlavors{"nobody", {{"cpu", "spot"}}},
+                   PodSetFlavors{"workers", {{"cpu", ""}}}};
+  job_2.flavors[0].flavors["gpu"] = "";
+  const std::string g = "snapshot.pod_groups[1].";
+  const std::vector<std::pair<std::string, std::function<void()>>> steps = {
+      {g + "flavors[2].pod_set: duplicate pod set \"workers\" (also "
+           "snapshot.pod_groups[1].flavors[0])",
+       [&] { job_2.flavors.pop_back(); }},
+      {g + "flavors[1].pod_set: no pod of the group is in pod set \"nobody\"",
+       [&] { job_2.flavors.pop_back(); }},
+      {g + "flavors[0].flavors[\"gpu\"]: empty flavor name",
+       [&] { job_2.flavors[0].flavors.erase("gpu"); }},
+      {g + "flavors[0].flavors: no flavor for resource \"memory\" of pod set \"workers\" (queue "
+           "\"team-b\" covers it, and the group is admitted)",
+       [&] { job_2.flavors[0].flavors["memory"] = "on-demand"; }},
+  };
+  for (const auto& [message, fix] : steps) {
+    EXPECT_THAT(Validate(snapshot), StatusIs(absl::StatusCode::kInvalidArgument, message));
+    fix();
+  }
+  EXPECT_THAT(Validate(snapshot), IsOk());
+}
+
+// Validation interns no flavor name into R: the cells of R are the interned model's to name
+// (core/validated_snapshot.h), and a legacy request keeps exactly the names it had.
+TEST(FlavorValidationTest, FlavorResourcesAreNotInternedByValidation) {
+  const Snapshot snapshot = KueueFlavoredSnapshot();
+  RequestIndex index;
+  ASSERT_THAT(ValidateRequest(snapshot, KueuePolicy(), RequestKind::kSchedule, nullptr, {}, &index),
+              IsOk());
   std::vector<std::string> names;
   for (int i = 0; i < index.resources.size(); ++i) names.push_back(index.resources.name(i));
   EXPECT_THAT(names, ::testing::UnorderedElementsAre("cpu", "gpu"));
