@@ -30,6 +30,9 @@ inline constexpr char kWaitingForPreemptions[] = "waiting-for-preemptions";
 inline constexpr char kOverlappingPreemptionTargets[] = "overlapping-preemption-targets";
 inline constexpr char kNoLongerFits[] = "no-longer-fits";
 inline constexpr char kNotReached[] = "not-reached";
+// Kueue resource flavors (§5.8.9): no flavor of a resource group suits a pod set's node selector
+// and tolerations.
+inline constexpr char kNoMatchingFlavor[] = "no-matching-flavor";
 
 // `count` and `noun`, the noun with an "s" unless count is 1: "1 node", "3 nodes",
 // "2 preempted workloads".

@@ -17,7 +17,8 @@ class ResourceSet {
   // A set of `names` that are already sorted bytewise and unique. R of a request is built once,
   // by ValidatedSnapshot::Validate (core/validated_snapshot.h): the union of the keys of
   // Snapshot.capacity, every Node.allocatable, every Pod.requests and every queue's deserved,
-  // limit, over_quota_weight, borrowing_limit and lending_limit.
+  // limit, over_quota_weight, borrowing_limit and lending_limit, and of Kueue's resource groups
+  // (covered_resources and each flavor's quotas, §5.8).
   static ResourceSet FromSortedNames(std::vector<std::string> names);
 
   int size() const { return static_cast<int>(names_.size()); }

@@ -54,6 +54,7 @@ class ValidatedSnapshot::Builder {
       by_input[i] = {Read(queue.deserved), Read(queue.limit), Read(queue.over_quota_weight),
                      Read(queue.borrowing_limit), Read(queue.lending_limit)};
     }
+    InternFlavorQuotaNames();
     out_.resources_ = interner_.Sorted(position_);
     bool in_order = true;  // ids met in name order already: nothing to renumber
     for (size_t id = 0; id < position_.size(); ++id)
@@ -142,6 +143,23 @@ class ValidatedSnapshot::Builder {
     }
     out_.first_pod_.push_back(static_cast<int>(out_.pod_phase_.size()));
     return true;
+  }
+
+  // The resource names of Kueue's flavor quotas (§5.8, amendment to §0.1): covered resources
+  // and the keys of each flavor's quotas are in R, whether or not anything requests them.
+  void InternFlavorQuotaNames() {
+    for (const Queue& queue : snapshot_.queues) {
+      for (const ResourceGroup& group : queue.resource_groups) {
+        for (const std::string& name : group.covered_resources) {
+          int hint = 0;
+          interner_.Intern(name, hint);
+        }
+        for (const FlavorQuotas& flavor : group.flavors) {
+          int hint = 0;
+          for (const auto& entry : flavor.resources) interner_.Intern(entry.first, hint);
+        }
+      }
+    }
   }
 
   // Usage of resources outside R is kept out: no queue can be charged for it.

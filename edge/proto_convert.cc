@@ -72,7 +72,8 @@ void ToProto(const PodSetFlavors& flavors, v1::PodSetFlavors* proto) {
 }
 
 void ToProto(const ResourceGroup& group, v1::ResourceGroup* proto) {
-  for (const std::string& resource : group.covered_resources) proto->add_covered_resources(resource);
+  for (const std::string& resource : group.covered_resources)
+    proto->add_covered_resources(resource);
   for (const FlavorQuotas& flavor : group.flavors) {
     v1::FlavorQuotas* out = proto->add_flavors();
     out->set_flavor(flavor.flavor);

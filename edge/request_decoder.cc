@@ -736,7 +736,7 @@ class Decoder : private WireReader {
   int64_t decoded_bytes_ = 0;
   int64_t pods_ = 0;
   absl::node_hash_set<std::string> resource_names_;  // node-based: elements never move
-  absl::flat_hash_set<std::string> flavor_cells_;     // flavor, a zero byte, resource
+  absl::flat_hash_set<std::string> flavor_cells_;    // flavor, a zero byte, resource
   std::array<std::string_view, 4> recent_names_;
 };
 

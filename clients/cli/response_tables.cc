@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "clients/cli/text_table.h"
 
 namespace arbiter::cli {
@@ -107,6 +108,42 @@ bool IsKueue(const v1::Policy& policy) {
   return policy.fairness_model() == v1::FAIRNESS_MODEL_KUEUE;
 }
 
+// Kueue resource flavors: each queue's quota and usage per flavor and resource
+// (QueueShare.flavor_resources), in tree order; "" when no queue has any.
+std::string RenderFlavorQuotas(const v1::Snapshot& snapshot,
+                               const RepeatedPtrField<v1::QueueShare>& shares) {
+  std::map<std::string, const v1::QueueShare*> by_name;
+  bool any = false;
+  for (const v1::QueueShare& share : shares) {
+    by_name[share.queue()] = &share;
+    any = any || share.flavor_resources_size() > 0;
+  }
+  if (!any) return "";
+  TextTable table({{"QUEUE"},
+                   {"FLAVOR"},
+                   {"RESOURCE"},
+                   {"NOMINAL", TextTable::kRight},
+                   {"SUBTREE QUOTA", TextTable::kRight},
+                   {"USAGE", TextTable::kRight},
+                   {"BORROWED", TextTable::kRight}});
+  for (const TreeEntry& entry : QueueTree(snapshot, shares)) {
+    auto it = by_name.find(entry.name);
+    if (it == by_name.end()) continue;
+    bool first = true;
+    for (const v1::FlavorResourceShare& row : it->second->flavor_resources()) {
+      const std::string& resource = row.resource();
+      table.AddRow({first ? std::string(2 * entry.depth, ' ') + entry.name : "",
+                    row.flavor().empty() ? "-" : row.flavor(), resource,
+                    FormatQuantity(resource, row.nominal(), false),
+                    FormatQuantity(resource, row.subtree_quota(), false),
+                    FormatQuantity(resource, row.usage(), false),
+                    FormatQuantity(resource, row.borrowed(), false)});
+      first = false;
+    }
+  }
+  return absl::StrCat("\nFlavor quotas (- = a queue without resource groups)\n", table.Render());
+}
+
 std::string RenderQueues(const v1::Snapshot& snapshot, const v1::Policy& policy,
                          const RepeatedPtrField<v1::QueueShare>& shares) {
   if (shares.empty()) return "Queues: none\n";
@@ -172,7 +209,8 @@ std::string RenderQueues(const v1::Snapshot& snapshot, const v1::Policy& policy,
     }
   }
   return absl::StrCat(kueue ? "Queues (Kueue fair sharing)" : "Queues (KAI fair share)", "\n",
-                      table.Render(), any_not_set ? absl::StrCat(kNotSet, " = not set\n") : "");
+                      table.Render(), any_not_set ? absl::StrCat(kNotSet, " = not set\n") : "",
+                      RenderFlavorQuotas(snapshot, shares));
 }
 
 std::string Heading(const char* title, int count) {
@@ -184,6 +222,23 @@ std::string Heading(const char* title, int count) {
 std::string EvictionReasonName(v1::EvictionReason reason) {
   const std::string& name = v1::EvictionReason_Name(reason);
   return name.empty() ? absl::StrCat(static_cast<int>(reason)) : name;
+}
+
+// An admission's flavors (Admission.pod_sets): "cpu=spot, memory=spot" for the unnamed pod set,
+// "main: cpu=spot; workers: cpu=on-demand" for named ones; "-" for a queue without flavors.
+std::string PodSetFlavorsText(const RepeatedPtrField<v1::PodSetFlavors>& pod_sets) {
+  std::vector<std::string> sets;
+  for (const v1::PodSetFlavors& pod_set : pod_sets) {
+    std::vector<std::string> pairs;
+    const std::map<std::string, std::string> flavors(pod_set.flavors().begin(),
+                                                     pod_set.flavors().end());
+    for (const auto& [resource, flavor] : flavors) {
+      pairs.push_back(absl::StrCat(resource, "=", flavor.empty() ? "-" : flavor));
+    }
+    const std::string text = absl::StrJoin(pairs, ", ");
+    sets.push_back(pod_set.pod_set().empty() ? text : absl::StrCat(pod_set.pod_set(), ": ", text));
+  }
+  return absl::StrJoin(sets, "; ");
 }
 
 std::string FormatQuantity(const std::string& resource, double value, bool minus_one_unlimited) {
@@ -218,10 +273,18 @@ std::string RenderSchedule(const v1::Snapshot& snapshot, const v1::Policy& polic
   if (kueue || response.admissions_size() > 0) {
     absl::StrAppend(&out, "\n", Heading("Admissions", response.admissions_size()));
     if (response.admissions_size() > 0) {
-      TextTable table({{"POD GROUP"}, {"QUEUE"}, {"AFTER EVICTIONS"}});
+      bool flavors = false;
       for (const v1::Admission& admission : response.admissions()) {
-        table.AddRow(
-            {admission.pod_group(), admission.queue(), admission.after_evictions() ? "yes" : ""});
+        flavors = flavors || admission.pod_sets_size() > 0;
+      }
+      TextTable table =
+          flavors ? TextTable({{"POD GROUP"}, {"QUEUE"}, {"AFTER EVICTIONS"}, {"FLAVORS"}})
+                  : TextTable({{"POD GROUP"}, {"QUEUE"}, {"AFTER EVICTIONS"}});
+      for (const v1::Admission& admission : response.admissions()) {
+        std::vector<std::string> row = {admission.pod_group(), admission.queue(),
+                                        admission.after_evictions() ? "yes" : ""};
+        if (flavors) row.push_back(PodSetFlavorsText(admission.pod_sets()));
+        table.AddRow(std::move(row));
       }
       out += table.Render();
     }

@@ -30,4 +30,10 @@ std::string EvictionReasonName(v1::EvictionReason reason);
 // `minus_one_unlimited`, infinities as "inf".
 std::string FormatQuantity(const std::string& resource, double value, bool minus_one_unlimited);
 
+// An admission's flavors (Admission.pod_sets, Kueue resource flavors): "cpu=spot, memory=spot" for
+// the unnamed pod set, "main: cpu=spot; workers: cpu=on-demand" for named ones; a queue without
+// resource groups has the implicit flavor, written "-".
+std::string PodSetFlavorsText(
+    const google::protobuf::RepeatedPtrField<v1::PodSetFlavors>& pod_sets);
+
 }  // namespace arbiter::cli

@@ -1,10 +1,12 @@
 #include "clients/cli/what_if_answer.h"
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "clients/cli/response_tables.h"
 #include "clients/cli/text_table.h"
 #include "edge/json_text.h"
@@ -85,6 +87,7 @@ WhatIfAnswer ReadWhatIfAnswer(const v1::PodGroup& group, const v1::ScheduleRespo
   } else if (admission != nullptr) {
     answer.outcome = kOutcomeAdmitted;
     answer.after_evictions = admission->after_evictions();
+    answer.pod_sets.assign(admission->pod_sets().begin(), admission->pod_sets().end());
   } else if (!answer.bindings.empty()) {
     answer.outcome = kOutcomePlaced;
   } else if (own_pods_evicted) {
@@ -98,6 +101,11 @@ WhatIfAnswer ReadWhatIfAnswer(const v1::PodGroup& group, const v1::ScheduleRespo
 std::string RenderWhatIfTable(const WhatIfAnswer& answer) {
   std::string out = absl::StrCat("Pod group: ", answer.pod_group, "\n", "Queue:     ", answer.queue,
                                  "\n", "Outcome:   ", OutcomeLine(answer), "\n");
+  if (!answer.pod_sets.empty()) {
+    google::protobuf::RepeatedPtrField<v1::PodSetFlavors> pod_sets(answer.pod_sets.begin(),
+                                                                   answer.pod_sets.end());
+    absl::StrAppend(&out, "Flavors:   ", PodSetFlavorsText(pod_sets), "\n");
+  }
   if (answer.pending.has_value()) {
     absl::StrAppend(&out, "Reason:    ", answer.pending->reason(), "\n",
                     "Message:   ", answer.pending->message(), "\n");
@@ -154,6 +162,20 @@ std::string RenderWhatIfJson(const WhatIfAnswer& answer) {
   absl::StrAppend(&out, "  \"after_evictions\": ", JsonBool(answer.after_evictions), ",\n");
   absl::StrAppend(&out, "  \"bindings\": ", JsonArray(bindings), ",\n");
   absl::StrAppend(&out, "  \"evictions\": ", JsonArray(evictions), ",\n");
+  if (!answer.pod_sets.empty()) {
+    std::vector<std::string> pod_sets;
+    for (const v1::PodSetFlavors& pod_set : answer.pod_sets) {
+      const std::map<std::string, std::string> sorted(pod_set.flavors().begin(),
+                                                      pod_set.flavors().end());
+      std::vector<std::string> entries;
+      for (const auto& [resource, flavor] : sorted) {
+        entries.push_back(absl::StrCat(JsonString(resource), ": ", JsonString(flavor)));
+      }
+      pod_sets.push_back(absl::StrCat("{\"pod_set\": ", JsonString(pod_set.pod_set()),
+                                      ", \"flavors\": {", absl::StrJoin(entries, ", "), "}}"));
+    }
+    absl::StrAppend(&out, "  \"pod_sets\": ", JsonArray(pod_sets), ",\n");
+  }
   absl::StrAppend(&out, "  \"pending\": ", pending, "\n");
   out += "}\n";
   return out;

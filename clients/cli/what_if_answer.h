@@ -39,6 +39,8 @@ struct WhatIfAnswer {
   std::vector<v1::Binding> bindings;    // the group's, in the response's order
   std::vector<v1::Eviction> evictions;  // those whose preemptor_pod_group is the group
   std::optional<v1::PendingPodGroup> pending;
+  // admitted in a request with Kueue resource flavors: each pod set's flavors.
+  std::vector<v1::PodSetFlavors> pod_sets;
 };
 
 // What `response` (the answer to a request holding `group`) decides for `group`. The outcome is

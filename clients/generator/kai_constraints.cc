@@ -65,9 +65,9 @@ bool Admits(const Node& node, const GroupSpec& spec) {
   }
   for (const Taint& taint : node.taints) {
     if (taint.effect == "PreferNoSchedule") continue;
-    const bool tolerated = std::any_of(
-        spec.tolerations.begin(), spec.tolerations.end(),
-        [&](const Toleration& toleration) { return kai::Tolerates(toleration, taint); });
+    const bool tolerated =
+        std::any_of(spec.tolerations.begin(), spec.tolerations.end(),
+                    [&](const Toleration& toleration) { return Tolerates(toleration, taint); });
     if (!tolerated) return false;
   }
   return true;

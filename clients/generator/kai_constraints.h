@@ -23,7 +23,7 @@ void DrawPlacementConstraints(GroupSpec& spec, Rng& rng);
 
 // True when a pod of `spec` may run on `node`: the node is schedulable, carries every label of
 // the selector, and each of its taints other than PreferNoSchedule is tolerated
-// (kai::Tolerates, SEMANTICS §4.5). Ignores resources.
+// (Tolerates, core/taints.h, SEMANTICS §4.5). Ignores resources.
 bool Admits(const Node& node, const GroupSpec& spec);
 
 }  // namespace arbiter::generator::internal

@@ -73,12 +73,6 @@ bool Tolerated(const Pod& pod, const Taint& taint) {
 
 }  // namespace
 
-bool Tolerates(const Toleration& toleration, const Taint& taint) {
-  if (!toleration.effect.empty() && toleration.effect != taint.effect) return false;
-  if (toleration.op == "Exists") return toleration.key.empty() || toleration.key == taint.key;
-  return toleration.key == taint.key && toleration.value == taint.value;
-}
-
 Feasibility::Feasibility(const Cluster& cluster, CancelPoll* poll) {
   CancelPoll never;
   CancelPoll& cancel = poll != nullptr ? *poll : never;

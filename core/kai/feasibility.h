@@ -15,11 +15,9 @@
 #include "core/cancel_poll.h"
 #include "core/kai/cluster.h"
 #include "core/model.h"
+#include "core/taints.h"  // Tolerates
 
 namespace arbiter::kai {
-
-// True when `toleration` tolerates `taint` (§4.5).
-bool Tolerates(const Toleration& toleration, const Taint& taint);
 
 class Feasibility {
  public:

@@ -18,7 +18,7 @@ namespace {
 
 class Rounds {
  public:
-  Rounds(QuotaTree& tree, const std::vector<Workload>& workloads,
+  Rounds(QuotaTree& tree, std::vector<Workload>& workloads,
          const std::vector<KueuePreemptionStrategy>& strategies, CancelPoll& poll)
       : tree_(tree), workloads_(workloads), poll_(poll) {
     const int n = tree.size();
@@ -33,6 +33,7 @@ class Rounds {
     available_.assign(count, 0);
     claimed_by_.assign(count, -1);
     reason_.assign(count, "");
+    cells_.assign(count, {});
     message_.assign(count, "");
     pending_order_.assign(n, {});
     members_.assign(n, {});
@@ -105,10 +106,16 @@ class Rounds {
     message_[w] = std::move(message);
   }
   void Reserve(int w);
+  // A flavored queue's nomination: the workload takes its assignment's usage (§5.8.7).
+  void TakeAssignment(int w, Nomination& nomination) {
+    if (!nomination.assigned) return;
+    workloads_[w].usage = nomination.usage;
+    cells_[w] = std::move(nomination.cells);
+  }
   PendingDecision Pending(int w) const;
 
   QuotaTree& tree_;
-  const std::vector<Workload>& workloads_;
+  std::vector<Workload>& workloads_;
   CancelPoll& poll_;
   CandidateIndex index_;
   PreemptionContext context_;
@@ -131,6 +138,7 @@ class Rounds {
   std::vector<int> claimed_by_;  // this round: the preemptor that claimed it, or -1
   std::vector<std::string> reason_;
   std::vector<std::string> message_;
+  std::vector<PodSetCells> cells_;  // a flavored queue's workload: its latest assignment
   // This round.
   std::vector<int> claimed_;
   std::vector<Claim> claims_;
@@ -194,8 +202,11 @@ bool Rounds::Process(int w, Nomination nomination) {
     const std::string claimers = ClaimersOf(nomination.targets);
     const size_t mark = tree_.Mark();
     for (int c : claimed_) tree_.RemoveUsage(workloads_[c].cq, workloads_[c].usage);
-    nomination = Nominate(context_, w);
+    // A re-nomination never switches flavors (§5.8.7 step 3).
+    const FlavorPin pin = std::move(nomination.pin);
+    nomination = Nominate(context_, w, workload.flavored ? &pin : nullptr);
     tree_.Rollback(mark);
+    TakeAssignment(w, nomination);
     if (nomination.mode == NominationMode::kFit) {
       deferred = true;
       nomination.message = claimers;
@@ -275,7 +286,8 @@ bool Rounds::ClaimTargets(int w, Nomination& nomination, bool fits_before_evicti
     holds_[w] = 1;
     admitted_now_[w] = 1;
     changed_.push_back(x);
-    admissions_.push_back(AdmissionDecision{w, waited_[w] != 0 || !fits_before_evictions});
+    admissions_.push_back(
+        AdmissionDecision{w, waited_[w] != 0 || !fits_before_evictions, std::move(cells_[w])});
     reason_[w].clear();
     message_[w].clear();
     return true;
@@ -335,6 +347,7 @@ bool Rounds::RunRound() {
   for (int w : heads) {
     if (poll_.Tick(1 + tree_.queues().entry(workloads_[w].cq).depth)) return false;
     Nomination nomination = Nominate(context_, w);
+    TakeAssignment(w, nomination);
     no_fit_[w] = nomination.mode == NominationMode::kNoFit ? 1 : 0;
     slot_of_[w] = static_cast<int>(nominations.size());
     nominations.push_back(std::move(nomination));
@@ -423,7 +436,7 @@ absl::StatusOr<AdmissionOutcome> Rounds::Run(const CycleHooks& hooks, int max_ro
 }  // namespace
 
 absl::StatusOr<AdmissionOutcome> RunAdmission(
-    QuotaTree& tree, const std::vector<Workload>& workloads,
+    QuotaTree& tree, std::vector<Workload>& workloads,
     const std::vector<KueuePreemptionStrategy>& strategies, const CycleHooks& hooks,
     int max_rounds) {
   CancelPoll poll(&hooks.cancelled);

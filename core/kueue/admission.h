@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/cycle_hooks.h"
+#include "core/kueue/flavor_assignment.h"
 #include "core/kueue/quota_tree.h"
 #include "core/kueue/workload.h"
 #include "core/model.h"
@@ -18,6 +19,7 @@ namespace arbiter::kueue {
 struct AdmissionDecision {
   int workload = -1;
   bool after_evictions = false;  // it waited for evictions made in this call
+  PodSetCells cells;             // a flavored queue's workload: each pod set's assigned cells
 };
 
 struct EvictionDecision {
@@ -42,13 +44,14 @@ struct AdmissionOutcome {
 };
 
 // Runs the rounds on `tree` (quotas of the snapshot; its usage is rebuilt every round and, on
-// return, describes the end of the call). `strategies` are the resolved Policy strategies.
-// Cancelled when hooks.cancelled() says so between rounds, or inside one: it is asked every few
-// milliseconds of work (core/cancel_poll.h) while heads are nominated, preemption targets
-// searched and entries processed. `max_rounds` > 0 stops after that
-// many rounds (for tests that look at a round's transient reasons); 0 runs until quiet.
+// return, describes the end of the call). A flavored queue's workload takes the usage of its
+// latest nomination's flavor assignment into `workloads` (§5.8.7). `strategies` are the resolved
+// Policy strategies. Cancelled when hooks.cancelled() says so between rounds, or inside one: it is
+// asked every few milliseconds of work (core/cancel_poll.h) while heads are nominated, preemption
+// targets searched and entries processed. `max_rounds` > 0 stops after that many rounds (for tests
+// that look at a round's transient reasons); 0 runs until quiet.
 absl::StatusOr<AdmissionOutcome> RunAdmission(
-    QuotaTree& tree, const std::vector<Workload>& workloads,
+    QuotaTree& tree, std::vector<Workload>& workloads,
     const std::vector<KueuePreemptionStrategy>& strategies, const CycleHooks& hooks,
     int max_rounds = 0);
 

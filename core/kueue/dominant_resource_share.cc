@@ -2,17 +2,70 @@
 
 #include <limits>
 
+#include "absl/container/inlined_vector.h"
+
 namespace arbiter::kueue {
 
 namespace {
 
-// DRS(n) with Use(n, r) read through `usage_of(r)`.
+void SetWeighted(DominantResourceShare& drs) {
+  if (drs.unweighted == 0) {
+    drs.weighted = 0;
+  } else if (drs.weight == 0) {
+    drs.weighted = std::numeric_limits<double>::infinity();
+  } else {
+    drs.weighted = drs.unweighted / drs.weight;
+  }
+}
+
+// DRS(n) across flavors (§5.8.4), with Use(n, cell) read through `usage_of(cell)`: per resource
+// name, the borrowing of each of its flavors (unused quota of one flavor does not offset another)
+// over what the parent could reach of all its flavors, both summed in flavor order.
+template <typename UsageOf>
+DominantResourceShare DrsAcrossFlavors(const QuotaTree& tree, int node, int parent,
+                                       const UsageOf& usage_of, DominantResourceShare drs) {
+  const FlavorCells& cells = tree.cells();
+  const int names = cells.resource_count();
+  absl::InlinedVector<double, 16> borrowed(names, 0.0);
+  absl::InlinedVector<char, 16> borrows(names, 0);
+  // Cells ascend by (flavor, resource): for one name, its flavors come in flavor order.
+  for (int cell : tree.covered(node)) {
+    const double over = usage_of(cell) - tree.subtree_quota(node, cell);
+    if (!(over > 0)) continue;
+    drs.borrowing = true;
+    borrowed[cells.resource(cell)] += over;
+    borrows[cells.resource(cell)] = 1;
+  }
+  if (!drs.borrowing) return drs;
+  int root = parent;
+  while (tree.parent(root) >= 0) root = tree.parent(root);
+  absl::InlinedVector<double, 16> lendable(names, 0.0);
+  for (int cell : tree.covered(root)) {
+    if (borrows[cells.resource(cell)]) {
+      lendable[cells.resource(cell)] += tree.PotentialAvailable(parent, cell);
+    }
+  }
+  for (int r = 0; r < names; ++r) {
+    if (!borrows[r] || !(lendable[r] > 0)) continue;
+    const double ratio = borrowed[r] * 1000.0 / lendable[r];
+    if (ratio > drs.unweighted) {
+      drs.unweighted = ratio;
+      drs.dominant_resource = r;
+    }
+  }
+  SetWeighted(drs);
+  return drs;
+}
+
+// DRS(n) with Use(n, r) read through `usage_of(r)`. Without flavors a cell is a resource name;
+// `dominant_resource` is always a name's index in R.
 template <typename UsageOf>
 DominantResourceShare Drs(const QuotaTree& tree, int node, const UsageOf& usage_of) {
   DominantResourceShare drs;
   drs.weight = tree.weight(node);
   const int parent = tree.parent(node);
   if (parent < 0) return drs;
+  if (tree.cells().has_flavors()) return DrsAcrossFlavors(tree, node, parent, usage_of, drs);
   for (int r : tree.covered(node)) {
     const double borrowed = usage_of(r) - tree.subtree_quota(node, r);
     if (!(borrowed > 0)) continue;
@@ -27,13 +80,7 @@ DominantResourceShare Drs(const QuotaTree& tree, int node, const UsageOf& usage_
       drs.dominant_resource = r;
     }
   }
-  if (drs.unweighted == 0) {
-    drs.weighted = 0;
-  } else if (drs.weight == 0) {
-    drs.weighted = std::numeric_limits<double>::infinity();
-  } else {
-    drs.weighted = drs.unweighted / drs.weight;
-  }
+  SetWeighted(drs);
   return drs;
 }
 

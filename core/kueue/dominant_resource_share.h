@@ -9,14 +9,16 @@
 namespace arbiter::kueue {
 
 struct DominantResourceShare {
-  // max over borrowed resources of (Use − SQ)·1000 / pot(parent); 0 when none.
+  // max over borrowed resources of (Use − SQ)·1000 / pot(parent); 0 when none. With flavors
+  // (§5.8.4), per resource name: Σ over its flavors of max(0, Use − SQ), over Σ of pot(parent).
   double unweighted = 0;
   // 0 when unweighted is 0; +∞ when the weight is 0; else unweighted / weight.
   double weighted = 0;
   double weight = 1;
-  // The resource of the maximum ratio (smaller name on ties), -1 when there is none.
+  // The resource of the maximum ratio (smaller name on ties), an index of R (a name, not a cell),
+  // -1 when there is none.
   int dominant_resource = -1;
-  // Use > SQ on some covered resource, whether or not that resource adds a ratio.
+  // Use > SQ on some covered cell, whether or not that cell adds a ratio.
   bool borrowing = false;
 
   // Weight 0 and a positive ratio: larger than any other share.

@@ -63,13 +63,14 @@ struct TargetRecord {
 // targets found so far.
 class Search {
  public:
-  Search(const PreemptionContext& context, int preemptor, const std::vector<int>& contested)
+  Search(const PreemptionContext& context, const Workload& preemptor,
+         const std::vector<int>& contested)
       : tree_(*context.tree),
         workloads_(*context.workloads),
         index_(*context.index),
         strategies_(context.strategies),
         buffers_(*context.buffers),
-        w_(workloads_[preemptor]),
+        w_(preemptor),
         x_(w_.cq),
         path_(tree_, x_),
         contested_(contested),
@@ -265,7 +266,7 @@ std::string Search::Message(const TargetRecord& target) const {
                           w_.priority, ")");
     case EvictionReason::kKueueInCohortReclamation: {
       std::vector<std::string> names;
-      for (int r : contested_) names.push_back(CappedName(tree_.resources().name(r)));
+      for (int r : contested_) names.push_back(tree_.CellName(r));
       return absl::StrCat("reclaimed for ", preemptor, ": ", NodeLabel(tree_, x_),
                           " stays within its nominal quota on ", absl::StrJoin(names, ", "),
                           " while ", NodeLabel(tree_, target.target_queue), " borrows");
@@ -434,6 +435,12 @@ std::vector<PreemptionTarget> Search::Run() {
 
 std::vector<PreemptionTarget> FindFairSharingTargets(const PreemptionContext& context,
                                                      int preemptor,
+                                                     const std::vector<int>& contested) {
+  return FindFairSharingTargets(context, (*context.workloads)[preemptor], contested);
+}
+
+std::vector<PreemptionTarget> FindFairSharingTargets(const PreemptionContext& context,
+                                                     const Workload& preemptor,
                                                      const std::vector<int>& contested) {
   Search search(context, preemptor, contested);
   return search.Run();

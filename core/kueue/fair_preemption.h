@@ -51,4 +51,11 @@ std::vector<PreemptionTarget> FindFairSharingTargets(const PreemptionContext& co
                                                      int preemptor,
                                                      const std::vector<int>& contested);
 
+// The same for a preemptor given as a workload: its usage may be other than the one in
+// context.workloads (a flavor assignment's, or the single cell the flavor assigner's oracle
+// asks about, §5.8.6).
+std::vector<PreemptionTarget> FindFairSharingTargets(const PreemptionContext& context,
+                                                     const Workload& preemptor,
+                                                     const std::vector<int>& contested);
+
 }  // namespace arbiter::kueue

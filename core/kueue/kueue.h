@@ -1,9 +1,11 @@
 // Kueue fair sharing (SEMANTICS.md §5): the model's entry points.
 //
 // Guide to core/kueue/, in reading order:
+//   flavor_cells.h            §5.8.1 flavor-resources: the cells every quota and usage is kept in
 //   quota_tree.h              §5.2 subtree and local quota, usage bubbling, avail, pot, Fits
-//   dominant_resource_share.h §5.3 DRS, weight 0, CompareDRS, "DRS with w"
-//   workload.h                §5.1 a PodGroup as a Kueue workload (usage, times, flags)
+//   dominant_resource_share.h §5.3 DRS, weight 0, CompareDRS, "DRS with w" (§5.8.4 flavors)
+//   workload.h                §5.1 a PodGroup as a Kueue workload (usage, pod sets, times, flags)
+//   flavor_assignment.h       §5.8.5-§5.8.6 a flavor per pod set and resource group
 //   nomination.h              §5.4 step 3: Fit, Preempt (with §5.5 targets) or NoFit
 //   preemption_candidates.h   §5.5 steps 1-2: which workloads may be targets, in which order
 //   preemption_order.h        §5.5 step 4: the ClusterQueue that gives the next target

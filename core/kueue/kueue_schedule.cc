@@ -12,6 +12,28 @@
 #include "core/status_macros.h"
 
 namespace arbiter::kueue {
+namespace {
+
+// Admission.pod_sets (§5.8.9): each pod set's flavor per requested resource, pod sets by name.
+std::vector<PodSetFlavors> PodSetsOf(const QuotaTree& tree, const Workload& w,
+                                     const PodSetCells& assigned) {
+  const PodSetCells implicit = w.flavored ? PodSetCells{} : ImplicitCells(w);
+  const PodSetCells& cells = w.flavored ? assigned : implicit;
+  std::vector<PodSetFlavors> out;
+  out.reserve(w.pod_sets.size());
+  for (size_t s = 0; s < w.pod_sets.size() && s < cells.size(); ++s) {
+    PodSetFlavors& flavors = out.emplace_back();
+    flavors.pod_set = std::string(w.pod_sets[s].name);
+    for (const int cell : cells[s]) {
+      flavors.flavors.emplace(tree.resources().name(tree.cells().resource(cell)),
+                              tree.cells().flavor(cell));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<ScheduleResult> ScheduleKueue(const ValidatedSnapshot& request,
                                              const CycleHooks& hooks) {
   RETURN_IF_ERROR(hooks.CheckCancelled("fair_share"));
@@ -19,7 +41,7 @@ absl::StatusOr<ScheduleResult> ScheduleKueue(const ValidatedSnapshot& request,
   poll.set_phase("fair_share");
   QuotaTree tree = QuotaTree::Build(request, &poll);
   if (poll.cancelled()) return poll.status();
-  const std::vector<Workload> workloads = CollectWorkloads(request);
+  std::vector<Workload> workloads = CollectWorkloads(request, tree);
   hooks.PhaseDone("fair_share");
 
   RETURN_IF_ERROR(hooks.CheckCancelled("admission"));
@@ -32,7 +54,11 @@ absl::StatusOr<ScheduleResult> ScheduleKueue(const ValidatedSnapshot& request,
   result.queues = BuildQueueShares(tree, workloads, outcome.holds_quota);
   for (const AdmissionDecision& decision : outcome.admissions) {
     const Workload& w = workloads[decision.workload];
-    result.admissions.push_back(Admission{w.name(), w.group->queue, decision.after_evictions});
+    Admission& admission = result.admissions.emplace_back();
+    admission.pod_group = w.name();
+    admission.queue = w.group->queue;
+    admission.after_evictions = decision.after_evictions;
+    if (tree.cells().flavored_request()) admission.pod_sets = PodSetsOf(tree, w, decision.cells);
   }
   std::vector<const Pod*> pods;
   for (const EvictionDecision& decision : outcome.evictions) {

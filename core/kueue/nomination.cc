@@ -15,9 +15,49 @@ bool MayReclaimInHierarchy(const QuotaTree& tree, int cq, int r, double amount) 
   return false;
 }
 
-Nomination Nominate(const PreemptionContext& context, int workload) {
+namespace {
+
+// §5.8.7 step 1: the flavor assignment decides the mode; a Preempt has its targets searched over
+// the assignment's usage and contested cells.
+Nomination NominateFlavored(const PreemptionContext& context, const Workload& w,
+                            const FlavorPin* pin) {
+  FlavorAssignment assignment = AssignFlavors(context, w, pin);
+  Nomination nomination;
+  if (assignment.mode == FlavorAssignment::Mode::kNoFit) {
+    nomination.mode = NominationMode::kNoFit;
+    nomination.reason = std::move(assignment.reason);
+    nomination.message = std::move(assignment.message);
+    return nomination;
+  }
+  nomination.assigned = true;
+  nomination.usage = std::move(assignment.usage);
+  nomination.cells = std::move(assignment.cells);
+  nomination.pin = std::move(assignment.pin);
+  if (assignment.mode == FlavorAssignment::Mode::kFit) {
+    nomination.mode = NominationMode::kFit;
+    return nomination;
+  }
+  nomination.mode = NominationMode::kPreempt;
+  nomination.contested = std::move(assignment.contested);
+  Workload preemptor = w;
+  preemptor.usage = nomination.usage;
+  nomination.targets = FindFairSharingTargets(context, preemptor, nomination.contested);
+  if (nomination.targets.empty()) {
+    const int cell = nomination.contested.front();
+    nomination.reason = kNoPreemptionCandidates;
+    nomination.message =
+        absl::StrCat(ShortfallMessage(*context.tree, w.cq, cell, preemptor.Amount(cell)),
+                     ", and no workload can be preempted to make room");
+  }
+  return nomination;
+}
+
+}  // namespace
+
+Nomination Nominate(const PreemptionContext& context, int workload, const FlavorPin* pin) {
   const QuotaTree& tree = *context.tree;
   const Workload& w = (*context.workloads)[workload];
+  if (w.flavored) return NominateFlavored(context, w, pin);
   const int cq = w.cq;
   const ReclaimWithinCohort reclaim =
       tree.queues().queue(cq).kueue_preemption.reclaim_within_cohort;
@@ -26,7 +66,7 @@ Nomination Nominate(const PreemptionContext& context, int workload) {
   Nomination nomination;
   for (const ResourceAmount& request : w.usage) {
     const int r = request.resource;
-    const std::string resource = CappedName(tree.resources().name(r));
+    const std::string resource = tree.CellName(r);
     if (!tree.covers(cq, r)) {
       nomination.mode = NominationMode::kNoFit;
       nomination.reason = kResourceNotCovered;

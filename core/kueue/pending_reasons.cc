@@ -14,8 +14,8 @@ std::string ShortfallMessage(const QuotaTree& tree, int cq, int r, double amount
   const double shortfall = amount - tree.Available(cq, r);
   const char* what = "its borrowing limit";
   if (!bound.borrowing_limit) what = tree.is_leaf(bound.node) ? "its nominal quota" : "its quota";
-  return absl::StrCat(NodeLabel(tree, bound.node), " would exceed ", what, " on ",
-                      CappedName(tree.resources().name(r)), " by ", FormatQuantity(shortfall));
+  return absl::StrCat(NodeLabel(tree, bound.node), " would exceed ", what, " on ", tree.CellName(r),
+                      " by ", FormatQuantity(shortfall));
 }
 
 }  // namespace arbiter::kueue

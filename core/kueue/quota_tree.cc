@@ -17,11 +17,12 @@ QuotaTree QuotaTree::Build(const ValidatedSnapshot& request, CancelPoll* poll) {
   const ResourceSet& resources = request.resources();
   CancelPoll never;
   CancelPoll& cancel = poll != nullptr ? *poll : never;
-  const int64_t row_work = 1 + resources.size();
   QuotaTree tree;
+  tree.cells_ = std::make_shared<const FlavorCells>(FlavorCells::Build(request));
+  const int64_t row_work = 1 + tree.cells_->size();
   tree.queues_ = &queues;
   tree.resources_ = &resources;
-  tree.resource_count_ = resources.size();
+  tree.resource_count_ = tree.cells_->size();
   const int n = queues.size();
   const size_t cells = static_cast<size_t>(n) * static_cast<size_t>(tree.resource_count_);
   tree.covered_.assign(n, {});
@@ -39,6 +40,10 @@ QuotaTree QuotaTree::Build(const ValidatedSnapshot& request, CancelPoll* poll) {
     if (cancel.Tick(row_work)) return tree;  // incomplete: the caller discards it
     const Queue& queue = queues.queue(node);
     if (queue.fair_sharing_weight.has_value()) tree.weight_[node] = *queue.fair_sharing_weight;
+    if (!queue.resource_groups.empty()) {
+      tree.ReadFlavorQuotas(node, queue, &lending_limit);
+      continue;
+    }
     for (const Amount& a : request.deserved(node)) {
       tree.covers_[tree.At(node, a.resource)] = 1;
       tree.nominal_[tree.At(node, a.resource)] = a.value;
@@ -53,11 +58,19 @@ QuotaTree QuotaTree::Build(const ValidatedSnapshot& request, CancelPoll* poll) {
     }
   }
 
-  // Bottom up (children by name): covered keys, subtree quota, local quota.
+  // Bottom up (children by name): heights, covered keys, subtree quota, local quota.
   const std::vector<int>& top_down = queues.top_down();
+  tree.height_.assign(n, 0);
   for (auto it = top_down.rbegin(); it != top_down.rend(); ++it) {
     const int node = *it;
     if (cancel.Tick(row_work)) return tree;
+    if (!queues.is_leaf(node)) {
+      int height = 1;
+      for (int child : queues.children(node)) {
+        if (!queues.is_leaf(child)) height = std::max(height, 1 + tree.height_[child]);
+      }
+      tree.height_[node] = height;
+    }
     for (int r = 0; r < tree.resource_count_; ++r) {
       double quota = tree.nominal_[tree.At(node, r)];
       for (int child : queues.children(node)) {
@@ -89,6 +102,29 @@ QuotaTree QuotaTree::Build(const ValidatedSnapshot& request, CancelPoll* poll) {
     }
   }
   return tree;
+}
+
+void QuotaTree::ReadFlavorQuotas(int node, const Queue& queue, std::vector<double>* lending_limit) {
+  const bool top_level = queues_->parent(node) < 0;
+  for (const ResourceGroup& group : queue.resource_groups) {
+    for (const std::string& name : group.covered_resources) {
+      const int resource = resources_->Find(name);
+      for (const FlavorQuotas& flavor : group.flavors) {
+        const int cell = cells_->Find(flavor.flavor, resource);
+        const auto quota = flavor.resources.find(name);
+        if (cell < 0 || quota == flavor.resources.end()) continue;  // refused by validation
+        const size_t at = At(node, cell);
+        covers_[at] = 1;
+        nominal_[at] = quota->second.nominal;
+        // As for the legacy maps: no effect on top-level queues, and -1 means no limit.
+        if (top_level) continue;
+        const std::optional<double>& borrowing = quota->second.borrowing_limit;
+        if (borrowing.has_value() && *borrowing != -1) borrowing_limit_[at] = *borrowing;
+        const std::optional<double>& lending = quota->second.lending_limit;
+        if (lending.has_value() && *lending != -1) (*lending_limit)[at] = *lending;
+      }
+    }
+  }
 }
 
 bool QuotaTree::has_borrowing_limit(int node, int r) const {

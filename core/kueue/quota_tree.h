@@ -3,7 +3,9 @@
 // through the borrowing limits on its path.
 //
 // Nodes are the queues of a QueueTree (same indices: name order); a leaf is a ClusterQueue, a
-// non-leaf a cohort. Every per-resource value is dense over the request's resource set R. The
+// non-leaf a cohort. Every per-resource value is dense over the request's flavor-resources, its
+// cells (flavor_cells.h, §5.8.1): "resource r" below is a cell, which for a request without
+// flavors is the resource of R with the same index. The
 // usage can change (admissions, simulated evictions); every change is journaled so that a
 // simulation is undone exactly (Mark / Rollback), without floating-point drift.
 //
@@ -11,18 +13,22 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/cancel_poll.h"
+#include "core/kueue/flavor_cells.h"
 #include "core/queue_tree.h"
 #include "core/resources.h"
 #include "core/validated_snapshot.h"
 
 namespace arbiter::kueue {
 
-// An amount of one resource of R, by index.
+// An amount of one cell (a flavor-resource; for a request without flavors, a resource of R), by
+// index.
 struct ResourceAmount {
   int resource = 0;
   double amount = 0;
@@ -42,13 +48,19 @@ class QuotaTree {
 
   QuotaTree() = default;
 
-  // The quotas of the request's queues over its R, with zero usage. The request must outlive the
-  // tree. O(|queues|·|R|). When `poll` (may be null) reports the call cancelled, the tree is
+  // The request's cells (FlavorCells::Build) and the quotas of its queues over them (§5.2, per
+  // flavor-resource §5.8.2), with zero usage: a legacy queue's maps are the implicit flavor's
+  // cells, a flavored queue's resource groups its flavors' cells. The request must outlive the
+  // tree. O(|queues|·|cells|). When `poll` (may be null) reports the call cancelled, the tree is
   // returned incomplete: the caller checks poll->cancelled() and discards it.
   static QuotaTree Build(const ValidatedSnapshot& request, CancelPoll* poll = nullptr);
 
   const QueueTree& queues() const { return *queues_; }
+  // R: the resource names (each cell's resource is an index of it).
   const ResourceSet& resources() const { return *resources_; }
+  const FlavorCells& cells() const { return *cells_; }
+  // How messages name cell `r`: "cpu", or "cpu in flavor spot".
+  std::string CellName(int r) const { return CellLabel(*cells_, *resources_, r); }
   int size() const { return queues_->size(); }
   int resource_count() const { return resource_count_; }
   int parent(int node) const { return queues_->parent(node); }
@@ -63,6 +75,9 @@ class QuotaTree {
   bool covers(int node, int r) const { return covers_[At(node, r)] != 0; }
 
   double weight(int node) const { return weight_[node]; }
+  // Kueue's height of a node (§5.8.6): 0 for a leaf, else 1 + the largest height of its cohort
+  // children (1 for a cohort of leaves).
+  int height(int node) const { return height_[node]; }
   double nominal(int node, int r) const { return nominal_[At(node, r)]; }
   double subtree_quota(int node, int r) const { return subtree_quota_[At(node, r)]; }
   double local_quota(int node, int r) const { return local_quota_[At(node, r)]; }
@@ -106,14 +121,18 @@ class QuotaTree {
            static_cast<size_t>(r);
   }
   double Avail(int node, int r, Bound* bound) const;
+  // A flavored queue's quotas (§5.8.2): each flavor of each group, for each covered resource.
+  void ReadFlavorQuotas(int node, const Queue& queue, std::vector<double>* lending_limit);
   void SetUsage(size_t index, double value);
 
   const QueueTree* queues_ = nullptr;
   const ResourceSet* resources_ = nullptr;
-  int resource_count_ = 0;
+  std::shared_ptr<const FlavorCells> cells_;  // shared by copies
+  int resource_count_ = 0;                    // |cells|
   std::vector<std::vector<int>> covered_;
   std::vector<char> covers_;
   std::vector<double> weight_;
+  std::vector<int> height_;
   std::vector<double> nominal_;
   std::vector<double> subtree_quota_;
   std::vector<double> local_quota_;

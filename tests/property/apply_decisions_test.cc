@@ -129,7 +129,7 @@ TEST(ApplyDecisions, KueueAdmitsAndEvictsWholeWorkloads) {
   ScheduleResult result;
   result.evictions.push_back({"old", "old-0", "", EvictionReason::kKueueInClusterQueue, "new", ""});
   result.evictions.push_back({"old", "old-1", "", EvictionReason::kKueueInClusterQueue, "new", ""});
-  result.admissions.push_back({"new", "cq", true});
+  result.admissions.push_back({"new", "cq", true, {}});
   auto next = ApplyDecisions(s, policy, result);
   ASSERT_THAT(next, IsOk());
   for (const PodGroup& g : next->pod_groups) {
@@ -142,7 +142,7 @@ TEST(ApplyDecisions, KueueAdmitsAndEvictsWholeWorkloads) {
     }
   }
   ScheduleResult again;
-  again.admissions.push_back({"old", "cq", false});  // already admitted
+  again.admissions.push_back({"old", "cq", false, {}});  // already admitted
   EXPECT_THAT(ApplyDecisions(s, policy, again), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 

@@ -60,7 +60,16 @@ std::string DiffShare(const QueueShare& a, const QueueShare& b) {
   if (!SameDouble(a.weighted_share, b.weighted_share)) return a.queue + " weighted_share";
   if (a.dominant_resource != b.dominant_resource) return a.queue + " dominant_resource";
   if (a.borrowing != b.borrowing) return a.queue + " borrowing";
-  return "";
+  return DiffLists("flavor_resources", a.flavor_resources, b.flavor_resources,
+                   [&a](const FlavorResourceShare& x, const FlavorResourceShare& y) {
+                     if (x.flavor != y.flavor || x.resource != y.resource ||
+                         !SameDouble(x.nominal, y.nominal) ||
+                         !SameDouble(x.subtree_quota, y.subtree_quota) ||
+                         !SameDouble(x.usage, y.usage) || !SameDouble(x.borrowed, y.borrowed)) {
+                       return absl::StrCat(a.queue, " ", x.flavor, "/", x.resource);
+                     }
+                     return std::string();
+                   });
 }
 
 using PodKey = std::pair<std::string, std::string>;
@@ -193,6 +202,18 @@ Snapshot Permuted(const Snapshot& snapshot, uint64_t seed) {
     for (Pod& p : g.pods) rng.Shuffle(p.tolerations);
   }
   rng.Shuffle(s.usage);
+  // Kueue resource flavors (§0.5): every repeated field but ResourceGroup.flavors, whose order is
+  // significant.
+  rng.Shuffle(s.resource_flavors);
+  for (ResourceFlavor& f : s.resource_flavors) {
+    rng.Shuffle(f.node_taints);
+    rng.Shuffle(f.tolerations);
+  }
+  for (Queue& q : s.queues) {
+    rng.Shuffle(q.resource_groups);
+    for (ResourceGroup& g : q.resource_groups) rng.Shuffle(g.covered_resources);
+  }
+  for (PodGroup& g : s.pod_groups) rng.Shuffle(g.flavors);
   return s;
 }
 
@@ -227,7 +248,13 @@ std::string DiffResults(const ScheduleResult& a, const ScheduleResult& b) {
                       x.after_evictions != y.after_evictions) {
                     return absl::StrCat(x.pod_group, " vs ", y.pod_group);
                   }
-                  return std::string();
+                  return DiffLists("pod_sets", x.pod_sets, y.pod_sets,
+                                   [&x](const PodSetFlavors& p, const PodSetFlavors& q) {
+                                     if (p.pod_set != q.pod_set || p.flavors != q.flavors) {
+                                       return absl::StrCat(x.pod_group, " ", p.pod_set);
+                                     }
+                                     return std::string();
+                                   });
                 });
   if (!d.empty()) return d;
   return DiffLists(

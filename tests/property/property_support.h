@@ -23,7 +23,9 @@ generator::GeneratorOptions PropertyCaseOptions(uint64_t index, generator::Gener
 std::string DescribeCase(uint64_t index, const generator::GeneratorOptions& options);
 
 // The same snapshot with every repeated field shuffled (queues, nodes, pod groups, pods, taints,
-// tolerations, usage), deterministically per seed. Maps keep their (sorted) order.
+// tolerations, usage, and Kueue's resource flavors, resource groups, covered resources and
+// admitted flavors, but not a group's flavor order), deterministically per seed. Maps keep their
+// (sorted) order.
 Snapshot Permuted(const Snapshot& snapshot, uint64_t seed);
 
 // "" when equal in every field (doubles compared exactly, -0.0 unlike 0.0 since the answer must

@@ -153,6 +153,71 @@ SnapshotBuilder& SnapshotBuilder::Selector(const std::string& key, const std::st
   last_pod().node_selector[key] = value;
   return *this;
 }
+SnapshotBuilder& SnapshotBuilder::Flavor(const std::string& name) {
+  snapshot_.resource_flavors.push_back(ResourceFlavor{name, {}, {}, {}});
+  return *this;
+}
+SnapshotBuilder& SnapshotBuilder::FlavorLabel(const std::string& key, const std::string& value) {
+  snapshot_.resource_flavors.back().node_labels[key] = value;
+  return *this;
+}
+SnapshotBuilder& SnapshotBuilder::FlavorTaint(const std::string& key, const std::string& value,
+                                              const std::string& effect) {
+  snapshot_.resource_flavors.back().node_taints.push_back(arbiter::Taint{key, value, effect});
+  return *this;
+}
+SnapshotBuilder& SnapshotBuilder::FlavorToleration(const std::string& key, const std::string& op,
+                                                   const std::string& value,
+                                                   const std::string& effect) {
+  snapshot_.resource_flavors.back().tolerations.push_back(Toleration{key, op, value, effect});
+  return *this;
+}
+SnapshotBuilder& SnapshotBuilder::ResourceGroup(std::vector<std::string> resources) {
+  last_queue().resource_groups.push_back(arbiter::ResourceGroup{std::move(resources), {}});
+  return *this;
+}
+SnapshotBuilder& SnapshotBuilder::FlavorQuota(const std::string& flavor, ResourceMap nominal,
+                                              ResourceMap borrowing_limit,
+                                              ResourceMap lending_limit) {
+  FlavorQuotas quotas;
+  quotas.flavor = flavor;
+  for (const auto& [resource, amount] : nominal) {
+    FlavorResourceQuota& quota = quotas.resources[resource];
+    quota.nominal = amount;
+    if (auto it = borrowing_limit.find(resource); it != borrowing_limit.end()) {
+      quota.borrowing_limit = it->second;
+    }
+    if (auto it = lending_limit.find(resource); it != lending_limit.end()) {
+      quota.lending_limit = it->second;
+    }
+  }
+  last_queue().resource_groups.back().flavors.push_back(std::move(quotas));
+  return *this;
+}
+SnapshotBuilder& SnapshotBuilder::Fungibility(WhenCanBorrow borrow, WhenCanPreempt preempt,
+                                              FlavorPreference preference) {
+  last_queue().flavor_fungibility = FlavorFungibility{borrow, preempt, preference};
+  return *this;
+}
+SnapshotBuilder& SnapshotBuilder::PodSet(const std::string& pod_set) {
+  last_pod().pod_set = pod_set;
+  return *this;
+}
+SnapshotBuilder& SnapshotBuilder::AssignedFlavor(const std::string& pod_set,
+                                                 const std::string& resource,
+                                                 const std::string& flavor) {
+  for (PodSetFlavors& entry : last_group().flavors) {
+    if (entry.pod_set == pod_set) {
+      entry.flavors[resource] = flavor;
+      return *this;
+    }
+  }
+  PodSetFlavors entry;
+  entry.pod_set = pod_set;
+  entry.flavors[resource] = flavor;
+  last_group().flavors.push_back(std::move(entry));
+  return *this;
+}
 SnapshotBuilder& SnapshotBuilder::Tolerate(const std::string& key, const std::string& op,
                                            const std::string& value, const std::string& effect) {
   last_pod().tolerations.push_back(Toleration{key, op, value, effect});

@@ -47,6 +47,23 @@ class SnapshotBuilder {
   SnapshotBuilder& PreemptMinRuntime(int64_t seconds);
   SnapshotBuilder& KueuePolicy(WithinClusterQueue within, ReclaimWithinCohort reclaim);
 
+  // Kueue resource flavors (SEMANTICS §5.8).
+  // Declares a ResourceFlavor; the next three modify the one declared last.
+  SnapshotBuilder& Flavor(const std::string& name);
+  SnapshotBuilder& FlavorLabel(const std::string& key, const std::string& value);
+  SnapshotBuilder& FlavorTaint(const std::string& key, const std::string& value,
+                               const std::string& effect);
+  SnapshotBuilder& FlavorToleration(const std::string& key, const std::string& op,
+                                    const std::string& value, const std::string& effect);
+  // Adds a resource group covering `resources` to the last queue.
+  SnapshotBuilder& ResourceGroup(std::vector<std::string> resources);
+  // Adds a flavor to the last resource group: a nominal quota per covered resource, and the
+  // limits of those that have one (absent = no limit).
+  SnapshotBuilder& FlavorQuota(const std::string& flavor, ResourceMap nominal,
+                               ResourceMap borrowing_limit = {}, ResourceMap lending_limit = {});
+  SnapshotBuilder& Fungibility(WhenCanBorrow borrow, WhenCanPreempt preempt,
+                               FlavorPreference preference = FlavorPreference::kUnspecified);
+
   // Pod groups and pods.
   SnapshotBuilder& Group(const std::string& name, const std::string& queue);
   SnapshotBuilder& Priority(int32_t priority);
@@ -66,6 +83,10 @@ class SnapshotBuilder {
   SnapshotBuilder& Selector(const std::string& key, const std::string& value);
   SnapshotBuilder& Tolerate(const std::string& key, const std::string& op, const std::string& value,
                             const std::string& effect);
+  SnapshotBuilder& PodSet(const std::string& pod_set);  // of the last pod
+  // An admitted group's flavor of `resource` in `pod_set` (PodGroup.flavors).
+  SnapshotBuilder& AssignedFlavor(const std::string& pod_set, const std::string& resource,
+                                  const std::string& flavor);
 
   Snapshot Build() const { return snapshot_; }
   Snapshot& snapshot() { return snapshot_; }

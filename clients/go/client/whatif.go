@@ -45,6 +45,9 @@ type WhatIfAnswer struct {
 	Evictions []*arbiterv1.Eviction
 	// Pending is the group's pending reason when Outcome is OutcomePending, nil otherwise.
 	Pending *arbiterv1.PendingPodGroup
+	// PodSets are the admission's flavors when Outcome is OutcomeAdmitted in a request with
+	// Kueue resource flavors (each pod set's flavor per requested resource), nil otherwise.
+	PodSets []*arbiterv1.PodSetFlavors
 }
 
 // WhatIf answers "if group were submitted now, what would happen?": it runs one Schedule on a
@@ -113,6 +116,7 @@ func ReadWhatIfAnswer(name string, resp *arbiterv1.ScheduleResponse) *WhatIfAnsw
 	case admission != nil:
 		answer.Outcome = OutcomeAdmitted
 		answer.AfterEvictions = admission.GetAfterEvictions()
+		answer.PodSets = admission.GetPodSets()
 	case len(answer.Bindings) > 0:
 		answer.Outcome = OutcomePlaced
 	case ownPodsEvicted:

@@ -136,6 +136,15 @@ func TestReadWhatIfAnswer(t *testing.T) {
 				Evictions: []*arbiterv1.Eviction{reclaim}},
 		},
 		{
+			name: "AdmittedWithItsFlavors",
+			resp: &arbiterv1.ScheduleResponse{
+				Admissions: []*arbiterv1.Admission{{PodGroup: "new", Queue: "cq",
+					PodSets: []*arbiterv1.PodSetFlavors{{PodSet: "main", Flavors: map[string]string{"cpu": "spot"}}}}},
+			},
+			want: &WhatIfAnswer{PodGroup: "new", Outcome: OutcomeAdmitted,
+				PodSets: []*arbiterv1.PodSetFlavors{{PodSet: "main", Flavors: map[string]string{"cpu": "spot"}}}},
+		},
+		{
 			name: "EvictedWhenItsOwnPodsAre",
 			resp: &arbiterv1.ScheduleResponse{Evictions: []*arbiterv1.Eviction{
 				{PodGroup: "new", Pod: "new-0", Node: "n1", PreemptorPodGroup: "third"}}},

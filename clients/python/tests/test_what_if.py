@@ -80,6 +80,17 @@ def test_a_kueue_workload_is_admitted(client: Client) -> None:
     assert (answer.outcome, answer.after_evictions, answer.evictions) == ("admitted", False, ())
 
 
+def test_an_admission_carries_its_flavors() -> None:
+    flavors = pb.PodSetFlavors(pod_set="main", flavors={"cpu": "spot"})
+    response = pb.ScheduleResponse(
+        admissions=[pb.Admission(pod_group="x", queue="cq", pod_sets=[flavors])]
+    )
+    answer = read_what_if_answer("x", response)
+    assert answer.outcome == "admitted"
+    assert [dict(p.flavors) for p in answer.pod_sets] == [{"cpu": "spot"}]
+    assert read_what_if_answer("y", response).pod_sets == ()
+
+
 def test_a_kueue_workload_that_preempts_is_admitted_after_the_evictions(client: Client) -> None:
     answer = client.what_if(
         snapshot_request("kueue-snapshot.json"), pod_group("kueue-preempting.json")

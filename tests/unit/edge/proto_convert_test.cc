@@ -252,11 +252,12 @@ ScheduleResult SampleResult() {
   share.weighted_share = 250;
   share.dominant_resource = "cpu";
   share.borrowing = true;
+  share.flavor_resources.push_back({"spot", "cpu", 4000, 8000, 9000, 1000});
   result.queues.push_back(share);
   result.bindings.push_back({"job", "job-0", "n1", true});
   result.evictions.push_back(
       {"old", "old-0", "n1", EvictionReason::kFairShareReclaim, "job", "reclaimed for team-a/job"});
-  result.admissions.push_back({"wl", "cq", true});
+  result.admissions.push_back({"wl", "cq", true, {{"main", {{"cpu", "spot"}}}}});
   result.pending.push_back({"big", "insufficient-resources", "needs 4 cpu"});
   return result;
 }
@@ -269,6 +270,8 @@ TEST(ProtoConvert, ScheduleResultRoundTripKeepsEveryField) {
   EXPECT_EQ(proto.evictions(0).reason(), v1::FAIR_SHARE_RECLAIM);
   EXPECT_TRUE(proto.bindings(0).after_evictions());
   EXPECT_EQ(proto.admissions(0).queue(), "cq");
+  EXPECT_EQ(proto.admissions(0).pod_sets(0).flavors().at("cpu"), "spot");
+  EXPECT_EQ(proto.queues(0).flavor_resources(0).borrowed(), 1000);
   EXPECT_EQ(proto.pending(0).reason(), "insufficient-resources");
   EXPECT_EQ(proto.queues(0).fair_share().at("nvidia.com/gpu"), 2);
 }

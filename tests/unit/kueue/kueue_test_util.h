@@ -164,7 +164,7 @@ struct RoundsResult {
 inline RoundsResult RunRounds(const Snapshot& snapshot, int max_rounds,
                               const Policy& policy = KueuePolicy()) {
   auto built = BuildTree(snapshot);
-  const std::vector<Workload> workloads = CollectWorkloads(*built->request);
+  std::vector<Workload> workloads = CollectWorkloads(*built->request, built->tree);
   absl::StatusOr<AdmissionOutcome> outcome =
       RunAdmission(built->tree, workloads, ResolveStrategies(policy), CycleHooks{}, max_rounds);
   EXPECT_THAT(outcome, ::arbiter::testing::IsOk());
@@ -220,7 +220,7 @@ inline absl::StatusOr<int> CheckTargetSetsAllOrNothing(const Snapshot& snapshot,
                                                        const Policy& policy) {
   const std::unique_ptr<BuiltTree> built = BuildTree(snapshot);
   QuotaTree& tree = built->tree;
-  const std::vector<Workload> workloads = CollectWorkloads(*built->request);
+  const std::vector<Workload> workloads = CollectWorkloads(*built->request, built->tree);
   std::vector<char> available(workloads.size(), 0);
   for (size_t i = 0; i < workloads.size(); ++i) available[i] = workloads[i].admitted;
   CandidateIndex index = CandidateIndex::Build(workloads, built->queues, tree.resource_count());

@@ -34,7 +34,8 @@ class WhatIfAnswer:
     pods), "evicted" (its own, already running, pods are evicted) or "unchanged" (no decision
     names it). ``after_evictions``: placed, some binding waits for the evictions; admitted, the
     admission does. ``bindings`` are the group's; ``evictions`` are those made for it (their
-    ``preemptor_pod_group`` is the group), both in the response's order.
+    ``preemptor_pod_group`` is the group), both in the response's order. ``pod_sets``: admitted
+    in a request with Kueue resource flavors, each pod set's flavor per requested resource.
     """
 
     pod_group: str
@@ -43,6 +44,7 @@ class WhatIfAnswer:
     bindings: tuple[arbiter_pb2.Binding, ...]
     evictions: tuple[arbiter_pb2.Eviction, ...]
     pending: arbiter_pb2.PendingPodGroup | None
+    pod_sets: tuple[arbiter_pb2.PodSetFlavors, ...] = ()
 
 
 def read_what_if_answer(pod_group: str, response: arbiter_pb2.ScheduleResponse) -> WhatIfAnswer:
@@ -57,11 +59,13 @@ def read_what_if_answer(pod_group: str, response: arbiter_pb2.ScheduleResponse) 
 
     outcome: Outcome
     after_evictions = any(b.after_evictions for b in bindings)
+    pod_sets: tuple[arbiter_pb2.PodSetFlavors, ...] = ()
     if pending is not None:
         outcome = "pending"
     elif admissions:
         outcome = "admitted"
         after_evictions = admissions[-1].after_evictions
+        pod_sets = tuple(admissions[-1].pod_sets)
     elif bindings:
         outcome = "placed"
     elif own_pods_evicted:
@@ -75,4 +79,5 @@ def read_what_if_answer(pod_group: str, response: arbiter_pb2.ScheduleResponse) 
         bindings=bindings,
         evictions=evictions,
         pending=pending,
+        pod_sets=pod_sets,
     )

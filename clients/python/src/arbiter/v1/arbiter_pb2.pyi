@@ -295,6 +295,8 @@ class Queue(_message.Message):
     RECLAIM_MIN_RUNTIME_FIELD_NUMBER: _builtins.int
     PREEMPT_MIN_RUNTIME_FIELD_NUMBER: _builtins.int
     KUEUE_PREEMPTION_FIELD_NUMBER: _builtins.int
+    RESOURCE_GROUPS_FIELD_NUMBER: _builtins.int
+    FLAVOR_FUNGIBILITY_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     parent: _builtins.str
     """"" = top level"""
@@ -330,6 +332,15 @@ class Queue(_message.Message):
     def preempt_min_runtime(self) -> _duration_pb2.Duration: ...
     @_builtins.property
     def kueue_preemption(self) -> Global___KueuePreemption: ...
+    @_builtins.property
+    def resource_groups(self) -> _containers.RepeatedCompositeFieldContainer[Global___ResourceGroup]:
+        """Kueue resource flavors (SEMANTICS §5.8): quotas per flavor and resource. A queue gives its
+        quotas either here or in the legacy maps (deserved, borrowing_limit, lending_limit), which
+        are the implicit flavor "".
+        """
+
+    @_builtins.property
+    def flavor_fungibility(self) -> Global___FlavorFungibility: ...
     def __init__(
         self,
         *,
@@ -346,16 +357,332 @@ class Queue(_message.Message):
         reclaim_min_runtime: _duration_pb2.Duration | None = ...,
         preempt_min_runtime: _duration_pb2.Duration | None = ...,
         kueue_preemption: Global___KueuePreemption | None = ...,
+        resource_groups: _abc.Iterable[Global___ResourceGroup] | None = ...,
+        flavor_fungibility: Global___FlavorFungibility | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_fair_sharing_weight", b"_fair_sharing_weight", "creation_time", b"creation_time", "fair_sharing_weight", b"fair_sharing_weight", "kueue_preemption", b"kueue_preemption", "preempt_min_runtime", b"preempt_min_runtime", "reclaim_min_runtime", b"reclaim_min_runtime"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_fair_sharing_weight", b"_fair_sharing_weight", "creation_time", b"creation_time", "fair_sharing_weight", b"fair_sharing_weight", "flavor_fungibility", b"flavor_fungibility", "kueue_preemption", b"kueue_preemption", "preempt_min_runtime", b"preempt_min_runtime", "reclaim_min_runtime", b"reclaim_min_runtime"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_fair_sharing_weight", b"_fair_sharing_weight", "borrowing_limit", b"borrowing_limit", "creation_time", b"creation_time", "deserved", b"deserved", "fair_sharing_weight", b"fair_sharing_weight", "kueue_preemption", b"kueue_preemption", "lending_limit", b"lending_limit", "limit", b"limit", "name", b"name", "over_quota_weight", b"over_quota_weight", "parent", b"parent", "preempt_min_runtime", b"preempt_min_runtime", "priority", b"priority", "reclaim_min_runtime", b"reclaim_min_runtime"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_fair_sharing_weight", b"_fair_sharing_weight", "borrowing_limit", b"borrowing_limit", "creation_time", b"creation_time", "deserved", b"deserved", "fair_sharing_weight", b"fair_sharing_weight", "flavor_fungibility", b"flavor_fungibility", "kueue_preemption", b"kueue_preemption", "lending_limit", b"lending_limit", "limit", b"limit", "name", b"name", "over_quota_weight", b"over_quota_weight", "parent", b"parent", "preempt_min_runtime", b"preempt_min_runtime", "priority", b"priority", "reclaim_min_runtime", b"reclaim_min_runtime", "resource_groups", b"resource_groups"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__fair_sharing_weight: _TypeAlias = _typing.Literal["fair_sharing_weight"]  # noqa: Y015
     _WhichOneofArgType__fair_sharing_weight: _TypeAlias = _typing.Literal["_fair_sharing_weight", b"_fair_sharing_weight"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType__fair_sharing_weight) -> _WhichOneofReturnType__fair_sharing_weight | None: ...
 
 Global___Queue: _TypeAlias = Queue  # noqa: Y015
+
+@_typing.final
+class ResourceFlavor(_message.Message):
+    """Kueue: a ResourceFlavor. Its labels and taints decide which pod sets it suits (§5.8.5)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class NodeLabelsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    NAME_FIELD_NUMBER: _builtins.int
+    NODE_LABELS_FIELD_NUMBER: _builtins.int
+    NODE_TAINTS_FIELD_NUMBER: _builtins.int
+    TOLERATIONS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    @_builtins.property
+    def node_labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    @_builtins.property
+    def node_taints(self) -> _containers.RepeatedCompositeFieldContainer[Global___Taint]: ...
+    @_builtins.property
+    def tolerations(self) -> _containers.RepeatedCompositeFieldContainer[Global___Toleration]: ...
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        node_labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        node_taints: _abc.Iterable[Global___Taint] | None = ...,
+        tolerations: _abc.Iterable[Global___Toleration] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "node_labels", b"node_labels", "node_taints", b"node_taints", "tolerations", b"tolerations"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ResourceFlavor: _TypeAlias = ResourceFlavor  # noqa: Y015
+
+@_typing.final
+class FlavorResourceQuota(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NOMINAL_FIELD_NUMBER: _builtins.int
+    BORROWING_LIMIT_FIELD_NUMBER: _builtins.int
+    LENDING_LIMIT_FIELD_NUMBER: _builtins.int
+    nominal: _builtins.float
+    borrowing_limit: _builtins.float
+    """absent or -1 = no limit"""
+    lending_limit: _builtins.float
+    """absent or -1 = no limit"""
+    def __init__(
+        self,
+        *,
+        nominal: _builtins.float = ...,
+        borrowing_limit: _builtins.float | None = ...,
+        lending_limit: _builtins.float | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_borrowing_limit", b"_borrowing_limit", "_lending_limit", b"_lending_limit", "borrowing_limit", b"borrowing_limit", "lending_limit", b"lending_limit"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_borrowing_limit", b"_borrowing_limit", "_lending_limit", b"_lending_limit", "borrowing_limit", b"borrowing_limit", "lending_limit", b"lending_limit", "nominal", b"nominal"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__borrowing_limit: _TypeAlias = _typing.Literal["borrowing_limit"]  # noqa: Y015
+    _WhichOneofArgType__borrowing_limit: _TypeAlias = _typing.Literal["_borrowing_limit", b"_borrowing_limit"]  # noqa: Y015
+    _WhichOneofReturnType__lending_limit: _TypeAlias = _typing.Literal["lending_limit"]  # noqa: Y015
+    _WhichOneofArgType__lending_limit: _TypeAlias = _typing.Literal["_lending_limit", b"_lending_limit"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__borrowing_limit) -> _WhichOneofReturnType__borrowing_limit | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__lending_limit) -> _WhichOneofReturnType__lending_limit | None: ...
+
+Global___FlavorResourceQuota: _TypeAlias = FlavorResourceQuota  # noqa: Y015
+
+@_typing.final
+class FlavorQuotas(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class ResourcesEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        @_builtins.property
+        def value(self) -> Global___FlavorResourceQuota: ...
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: Global___FlavorResourceQuota | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    FLAVOR_FIELD_NUMBER: _builtins.int
+    RESOURCES_FIELD_NUMBER: _builtins.int
+    flavor: _builtins.str
+    @_builtins.property
+    def resources(self) -> _containers.MessageMap[_builtins.str, Global___FlavorResourceQuota]: ...
+    def __init__(
+        self,
+        *,
+        flavor: _builtins.str = ...,
+        resources: _abc.Mapping[_builtins.str, Global___FlavorResourceQuota] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["flavor", b"flavor", "resources", b"resources"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FlavorQuotas: _TypeAlias = FlavorQuotas  # noqa: Y015
+
+@_typing.final
+class ResourceGroup(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    COVERED_RESOURCES_FIELD_NUMBER: _builtins.int
+    FLAVORS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def covered_resources(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def flavors(self) -> _containers.RepeatedCompositeFieldContainer[Global___FlavorQuotas]:
+        """order significant: tried in this order"""
+
+    def __init__(
+        self,
+        *,
+        covered_resources: _abc.Iterable[_builtins.str] | None = ...,
+        flavors: _abc.Iterable[Global___FlavorQuotas] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["covered_resources", b"covered_resources", "flavors", b"flavors"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ResourceGroup: _TypeAlias = ResourceGroup  # noqa: Y015
+
+@_typing.final
+class FlavorFungibility(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    class _WhenCanBorrow:
+        ValueType = _typing.NewType("ValueType", _builtins.int)
+        V: _TypeAlias = ValueType  # noqa: Y015
+
+    class _WhenCanBorrowEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[FlavorFungibility._WhenCanBorrow.ValueType], _builtins.type):
+        DESCRIPTOR: _descriptor.EnumDescriptor
+        WHEN_CAN_BORROW_UNSPECIFIED: FlavorFungibility._WhenCanBorrow.ValueType  # 0
+        """= MAY_STOP_SEARCH"""
+        WHEN_CAN_BORROW_MAY_STOP_SEARCH: FlavorFungibility._WhenCanBorrow.ValueType  # 1
+        WHEN_CAN_BORROW_TRY_NEXT_FLAVOR: FlavorFungibility._WhenCanBorrow.ValueType  # 2
+
+    class WhenCanBorrow(_WhenCanBorrow, metaclass=_WhenCanBorrowEnumTypeWrapper): ...
+    WHEN_CAN_BORROW_UNSPECIFIED: FlavorFungibility.WhenCanBorrow.ValueType  # 0
+    """= MAY_STOP_SEARCH"""
+    WHEN_CAN_BORROW_MAY_STOP_SEARCH: FlavorFungibility.WhenCanBorrow.ValueType  # 1
+    WHEN_CAN_BORROW_TRY_NEXT_FLAVOR: FlavorFungibility.WhenCanBorrow.ValueType  # 2
+
+    class _WhenCanPreempt:
+        ValueType = _typing.NewType("ValueType", _builtins.int)
+        V: _TypeAlias = ValueType  # noqa: Y015
+
+    class _WhenCanPreemptEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[FlavorFungibility._WhenCanPreempt.ValueType], _builtins.type):
+        DESCRIPTOR: _descriptor.EnumDescriptor
+        WHEN_CAN_PREEMPT_UNSPECIFIED: FlavorFungibility._WhenCanPreempt.ValueType  # 0
+        """= TRY_NEXT_FLAVOR"""
+        WHEN_CAN_PREEMPT_MAY_STOP_SEARCH: FlavorFungibility._WhenCanPreempt.ValueType  # 1
+        WHEN_CAN_PREEMPT_TRY_NEXT_FLAVOR: FlavorFungibility._WhenCanPreempt.ValueType  # 2
+
+    class WhenCanPreempt(_WhenCanPreempt, metaclass=_WhenCanPreemptEnumTypeWrapper): ...
+    WHEN_CAN_PREEMPT_UNSPECIFIED: FlavorFungibility.WhenCanPreempt.ValueType  # 0
+    """= TRY_NEXT_FLAVOR"""
+    WHEN_CAN_PREEMPT_MAY_STOP_SEARCH: FlavorFungibility.WhenCanPreempt.ValueType  # 1
+    WHEN_CAN_PREEMPT_TRY_NEXT_FLAVOR: FlavorFungibility.WhenCanPreempt.ValueType  # 2
+
+    class _Preference:
+        ValueType = _typing.NewType("ValueType", _builtins.int)
+        V: _TypeAlias = ValueType  # noqa: Y015
+
+    class _PreferenceEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[FlavorFungibility._Preference.ValueType], _builtins.type):
+        DESCRIPTOR: _descriptor.EnumDescriptor
+        PREFERENCE_UNSPECIFIED: FlavorFungibility._Preference.ValueType  # 0
+        """= BORROWING_OVER_PREEMPTION"""
+        PREFERENCE_BORROWING_OVER_PREEMPTION: FlavorFungibility._Preference.ValueType  # 1
+        PREFERENCE_PREEMPTION_OVER_BORROWING: FlavorFungibility._Preference.ValueType  # 2
+
+    class Preference(_Preference, metaclass=_PreferenceEnumTypeWrapper): ...
+    PREFERENCE_UNSPECIFIED: FlavorFungibility.Preference.ValueType  # 0
+    """= BORROWING_OVER_PREEMPTION"""
+    PREFERENCE_BORROWING_OVER_PREEMPTION: FlavorFungibility.Preference.ValueType  # 1
+    PREFERENCE_PREEMPTION_OVER_BORROWING: FlavorFungibility.Preference.ValueType  # 2
+
+    WHEN_CAN_BORROW_FIELD_NUMBER: _builtins.int
+    WHEN_CAN_PREEMPT_FIELD_NUMBER: _builtins.int
+    PREFERENCE_FIELD_NUMBER: _builtins.int
+    when_can_borrow: Global___FlavorFungibility.WhenCanBorrow.ValueType
+    when_can_preempt: Global___FlavorFungibility.WhenCanPreempt.ValueType
+    preference: Global___FlavorFungibility.Preference.ValueType
+    def __init__(
+        self,
+        *,
+        when_can_borrow: Global___FlavorFungibility.WhenCanBorrow.ValueType = ...,
+        when_can_preempt: Global___FlavorFungibility.WhenCanPreempt.ValueType = ...,
+        preference: Global___FlavorFungibility.Preference.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["preference", b"preference", "when_can_borrow", b"when_can_borrow", "when_can_preempt", b"when_can_preempt"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FlavorFungibility: _TypeAlias = FlavorFungibility  # noqa: Y015
+
+@_typing.final
+class PodSetFlavors(_message.Message):
+    """The flavor of each resource of one pod set (resource name -> flavor name)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class FlavorsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    POD_SET_FIELD_NUMBER: _builtins.int
+    FLAVORS_FIELD_NUMBER: _builtins.int
+    pod_set: _builtins.str
+    @_builtins.property
+    def flavors(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        pod_set: _builtins.str = ...,
+        flavors: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["flavors", b"flavors", "pod_set", b"pod_set"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PodSetFlavors: _TypeAlias = PodSetFlavors  # noqa: Y015
+
+@_typing.final
+class FlavorResourceShare(_message.Message):
+    """Kueue: one flavor-resource of a queue (§5.8.9)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FLAVOR_FIELD_NUMBER: _builtins.int
+    RESOURCE_FIELD_NUMBER: _builtins.int
+    NOMINAL_FIELD_NUMBER: _builtins.int
+    SUBTREE_QUOTA_FIELD_NUMBER: _builtins.int
+    USAGE_FIELD_NUMBER: _builtins.int
+    BORROWED_FIELD_NUMBER: _builtins.int
+    flavor: _builtins.str
+    resource: _builtins.str
+    nominal: _builtins.float
+    subtree_quota: _builtins.float
+    usage: _builtins.float
+    borrowed: _builtins.float
+    def __init__(
+        self,
+        *,
+        flavor: _builtins.str = ...,
+        resource: _builtins.str = ...,
+        nominal: _builtins.float = ...,
+        subtree_quota: _builtins.float = ...,
+        usage: _builtins.float = ...,
+        borrowed: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["borrowed", b"borrowed", "flavor", b"flavor", "nominal", b"nominal", "resource", b"resource", "subtree_quota", b"subtree_quota", "usage", b"usage"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FlavorResourceShare: _TypeAlias = FlavorResourceShare  # noqa: Y015
 
 @_typing.final
 class KueuePreemption(_message.Message):
@@ -598,9 +925,12 @@ class Pod(_message.Message):
     START_TIME_FIELD_NUMBER: _builtins.int
     NODE_SELECTOR_FIELD_NUMBER: _builtins.int
     TOLERATIONS_FIELD_NUMBER: _builtins.int
+    POD_SET_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     node_name: _builtins.str
     phase: Global___PodPhase.ValueType
+    pod_set: _builtins.str
+    """Kueue: pods with equal values form one pod set"""
     @_builtins.property
     def requests(self) -> _containers.ScalarMap[_builtins.str, _builtins.float]: ...
     @_builtins.property
@@ -619,10 +949,11 @@ class Pod(_message.Message):
         start_time: _timestamp_pb2.Timestamp | None = ...,
         node_selector: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         tolerations: _abc.Iterable[Global___Toleration] | None = ...,
+        pod_set: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["start_time", b"start_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "node_name", b"node_name", "node_selector", b"node_selector", "phase", b"phase", "requests", b"requests", "start_time", b"start_time", "tolerations", b"tolerations"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "node_name", b"node_name", "node_selector", b"node_selector", "phase", b"phase", "pod_set", b"pod_set", "requests", b"requests", "start_time", b"start_time", "tolerations", b"tolerations"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -644,6 +975,7 @@ class PodGroup(_message.Message):
     ADMITTED_FIELD_NUMBER: _builtins.int
     ADMISSION_TIME_FIELD_NUMBER: _builtins.int
     ONE_POD_PER_NODE_FIELD_NUMBER: _builtins.int
+    FLAVORS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     queue: _builtins.str
     """a leaf queue"""
@@ -663,6 +995,10 @@ class PodGroup(_message.Message):
     def pods(self) -> _containers.RepeatedCompositeFieldContainer[Global___Pod]: ...
     @_builtins.property
     def admission_time(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def flavors(self) -> _containers.RepeatedCompositeFieldContainer[Global___PodSetFlavors]:
+        """Kueue, admitted groups: the admission's flavors"""
+
     def __init__(
         self,
         *,
@@ -676,10 +1012,11 @@ class PodGroup(_message.Message):
         admitted: _builtins.bool = ...,
         admission_time: _timestamp_pb2.Timestamp | None = ...,
         one_pod_per_node: _builtins.bool = ...,
+        flavors: _abc.Iterable[Global___PodSetFlavors] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["admission_time", b"admission_time", "creation_time", b"creation_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["admission_time", b"admission_time", "admitted", b"admitted", "creation_time", b"creation_time", "min_member", b"min_member", "name", b"name", "one_pod_per_node", b"one_pod_per_node", "pods", b"pods", "preemptibility", b"preemptibility", "priority", b"priority", "queue", b"queue"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["admission_time", b"admission_time", "admitted", b"admitted", "creation_time", b"creation_time", "flavors", b"flavors", "min_member", b"min_member", "name", b"name", "one_pod_per_node", b"one_pod_per_node", "pods", b"pods", "preemptibility", b"preemptibility", "priority", b"priority", "queue", b"queue"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -781,6 +1118,7 @@ class Snapshot(_message.Message):
     USAGE_FIELD_NUMBER: _builtins.int
     USAGE_CAPACITY_FIELD_NUMBER: _builtins.int
     CAPACITY_FIELD_NUMBER: _builtins.int
+    RESOURCE_FLAVORS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def now(self) -> _timestamp_pb2.Timestamp: ...
     @_builtins.property
@@ -801,6 +1139,10 @@ class Snapshot(_message.Message):
     def capacity(self) -> _containers.ScalarMap[_builtins.str, _builtins.float]:
         """total to divide; absent = sum of schedulable nodes"""
 
+    @_builtins.property
+    def resource_flavors(self) -> _containers.RepeatedCompositeFieldContainer[Global___ResourceFlavor]:
+        """Kueue"""
+
     def __init__(
         self,
         *,
@@ -811,10 +1153,11 @@ class Snapshot(_message.Message):
         usage: _abc.Iterable[Global___QueueUsage] | None = ...,
         usage_capacity: _abc.Mapping[_builtins.str, _builtins.float] | None = ...,
         capacity: _abc.Mapping[_builtins.str, _builtins.float] | None = ...,
+        resource_flavors: _abc.Iterable[Global___ResourceFlavor] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["now", b"now"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["capacity", b"capacity", "nodes", b"nodes", "now", b"now", "pod_groups", b"pod_groups", "queues", b"queues", "usage", b"usage", "usage_capacity", b"usage_capacity"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["capacity", b"capacity", "nodes", b"nodes", "now", b"now", "pod_groups", b"pod_groups", "queues", b"queues", "resource_flavors", b"resource_flavors", "usage", b"usage", "usage_capacity", b"usage_capacity"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -994,6 +1337,7 @@ class QueueShare(_message.Message):
     WEIGHTED_SHARE_FIELD_NUMBER: _builtins.int
     DOMINANT_RESOURCE_FIELD_NUMBER: _builtins.int
     BORROWING_FIELD_NUMBER: _builtins.int
+    FLAVOR_RESOURCES_FIELD_NUMBER: _builtins.int
     queue: _builtins.str
     saturation: _builtins.float
     """KAI: max over resources of allocated / fair_share"""
@@ -1011,6 +1355,10 @@ class QueueShare(_message.Message):
     def allocated(self) -> _containers.ScalarMap[_builtins.str, _builtins.float]: ...
     @_builtins.property
     def requested(self) -> _containers.ScalarMap[_builtins.str, _builtins.float]: ...
+    @_builtins.property
+    def flavor_resources(self) -> _containers.RepeatedCompositeFieldContainer[Global___FlavorResourceShare]:
+        """Kueue, flavored requests only"""
+
     def __init__(
         self,
         *,
@@ -1023,10 +1371,11 @@ class QueueShare(_message.Message):
         weighted_share: _builtins.float = ...,
         dominant_resource: _builtins.str = ...,
         borrowing: _builtins.bool = ...,
+        flavor_resources: _abc.Iterable[Global___FlavorResourceShare] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocated", b"allocated", "borrowing", b"borrowing", "deserved", b"deserved", "dominant_resource", b"dominant_resource", "fair_share", b"fair_share", "queue", b"queue", "requested", b"requested", "saturation", b"saturation", "weighted_share", b"weighted_share"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocated", b"allocated", "borrowing", b"borrowing", "deserved", b"deserved", "dominant_resource", b"dominant_resource", "fair_share", b"fair_share", "flavor_resources", b"flavor_resources", "queue", b"queue", "requested", b"requested", "saturation", b"saturation", "weighted_share", b"weighted_share"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1153,20 +1502,26 @@ class Admission(_message.Message):
     POD_GROUP_FIELD_NUMBER: _builtins.int
     QUEUE_FIELD_NUMBER: _builtins.int
     AFTER_EVICTIONS_FIELD_NUMBER: _builtins.int
+    POD_SETS_FIELD_NUMBER: _builtins.int
     pod_group: _builtins.str
     queue: _builtins.str
     after_evictions: _builtins.bool
     """reserved once the listed evictions have released the quota"""
+    @_builtins.property
+    def pod_sets(self) -> _containers.RepeatedCompositeFieldContainer[Global___PodSetFlavors]:
+        """flavored requests: each pod set's flavors, by name"""
+
     def __init__(
         self,
         *,
         pod_group: _builtins.str = ...,
         queue: _builtins.str = ...,
         after_evictions: _builtins.bool = ...,
+        pod_sets: _abc.Iterable[Global___PodSetFlavors] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["after_evictions", b"after_evictions", "pod_group", b"pod_group", "queue", b"queue"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["after_evictions", b"after_evictions", "pod_group", b"pod_group", "pod_sets", b"pod_sets", "queue", b"queue"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
