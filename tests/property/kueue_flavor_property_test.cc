@@ -63,11 +63,14 @@ Snapshot RandomFlavoredSnapshot(uint64_t seed) {
         for (int g = 0; g < (split ? 2 : 1); ++g) {
           ResourceGroup group;
           group.covered_resources = split ? std::vector<std::string>{kResources[g]} : kResources;
+          // Two groups of one queue never share a flavor: split, group g offers flavors f with
+          // f % 2 == g.
           std::vector<std::string> offered;
           for (int f = 0; f < flavor_count; ++f) {
+            if (split && f % 2 != g) continue;
             if (rng.Chance(0.7)) offered.push_back(kFlavors[f]);
           }
-          if (offered.empty()) offered.push_back(kFlavors[rng.Below(flavor_count)]);
+          if (offered.empty()) offered.push_back(kFlavors[split ? g : rng.Below(flavor_count)]);
           if (rng.Chance(0.5)) std::swap(offered.front(), offered.back());
           for (const std::string& name : offered) {
             FlavorQuotas quotas;
