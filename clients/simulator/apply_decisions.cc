@@ -116,6 +116,7 @@ absl::Status ApplyAdmissions(Snapshot& next, const SnapshotIndex& index,
   for (size_t g : evicted_groups) {
     next.pod_groups[g].admitted = false;
     next.pod_groups[g].admission_time.reset();
+    next.pod_groups[g].flavors.clear();  // an evicted workload holds no flavor any more
   }
   for (const Admission& a : result.admissions) {
     auto it = index.groups.find(a.pod_group);
@@ -130,6 +131,8 @@ absl::Status ApplyAdmissions(Snapshot& next, const SnapshotIndex& index,
     }
     group.admitted = true;
     group.admission_time = now;
+    // Resource flavors (§5.8.3): the admission's flavors are what its usage is charged to.
+    group.flavors = a.pod_sets;
   }
   return absl::OkStatus();
 }

@@ -5,8 +5,9 @@
 //   - an evicted pod without a binding becomes PENDING again, in its own group, with no node and
 //     no start time;
 //   - RELEASING pods of the input disappear (their termination is done);
-//   - KUEUE: an admitted group gets admitted = true and admission_time = now; a group with an
-//     evicted pod loses its admission (admitted = false, no admission_time);
+//   - KUEUE: an admitted group gets admitted = true, admission_time = now and, with resource
+//     flavors, the admission's flavors (PodGroup.flavors = Admission.pod_sets); a group with an
+//     evicted pod loses its admission (admitted = false, no admission_time, no flavors);
 //   - `now` and everything else stay the same.
 #pragma once
 

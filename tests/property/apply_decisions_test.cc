@@ -146,5 +146,36 @@ TEST(ApplyDecisions, KueueAdmitsAndEvictsWholeWorkloads) {
   EXPECT_THAT(ApplyDecisions(s, policy, again), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
+TEST(ApplyDecisions, KueueAdmissionKeepsItsFlavorsAndEvictionDropsThem) {
+  const Snapshot s = SnapshotBuilder()
+                         .Now(500)
+                         .Flavor("spot")
+                         .Queue("cq")
+                         .ResourceGroup({"cpu"})
+                         .FlavorQuota("spot", {{"cpu", 4}})
+                         .Group("old", "cq")
+                         .Admitted(100)
+                         .Pods(1, {{"cpu", 4}})
+                         .AssignedFlavor("", "cpu", "spot")
+                         .Group("new", "cq")
+                         .Pods(1, {{"cpu", 4}})
+                         .Build();
+  Policy policy;
+  policy.fairness_model = FairnessModel::kKueue;
+  ScheduleResult result;
+  result.evictions.push_back({"old", "old-0", "", EvictionReason::kKueueInClusterQueue, "new", ""});
+  result.admissions.push_back({"new", "cq", true, {{"", {{"cpu", "spot"}}}}});
+  auto next = ApplyDecisions(s, policy, result);
+  ASSERT_THAT(next, IsOk());
+  for (const PodGroup& g : next->pod_groups) {
+    if (g.name == "old") {
+      EXPECT_TRUE(g.flavors.empty());
+    } else {
+      ASSERT_EQ(g.flavors.size(), 1u);
+      EXPECT_EQ(g.flavors[0].flavors.at("cpu"), "spot");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace arbiter::testing
