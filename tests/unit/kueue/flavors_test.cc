@@ -9,9 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/pending_reasons.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "core/pending_reasons.h"
 #include "tests/unit/kueue/kueue_test_util.h"
 
 namespace arbiter::kueue {
