@@ -240,7 +240,7 @@ func TestKueueRBAC(t *testing.T) {
 		t.Run(layout.name, func(t *testing.T) {
 			objs := layout.objs(t)
 			wantCluster := []rbacv1.PolicyRule{
-				{APIGroups: []string{"kueue.x-k8s.io"}, Resources: []string{"clusterqueues", "cohorts", "localqueues", "workloads", "admissionchecks"}, Verbs: []string{"list", "watch"}},
+				{APIGroups: []string{"kueue.x-k8s.io"}, Resources: []string{"resourceflavors", "clusterqueues", "cohorts", "localqueues", "workloads", "admissionchecks"}, Verbs: []string{"list", "watch"}},
 				{APIGroups: []string{"kueue.x-k8s.io"}, Resources: []string{"workloads/status", "admissionchecks/status"}, Verbs: []string{"update"}},
 				{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"list", "watch"}},
 			}

@@ -622,3 +622,132 @@ func TestRealTimeAwareCheckWithKZeroChangesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestRealExplainAndWhatIfNameTheFlavorsKueueAssigns: ClusterQueue team-f offers cpu in
+// on-demand (2) then spot (4, tainted). With its LocalQueue held, three workloads of 2 CPUs
+// wait: f-1 and f-2 tolerate spot's taint, f-3 does not. explain says f-1 goes to on-demand, f-2
+// to spot once on-demand is full, and f-3 stays pending; Kueue, once the LocalQueue is
+// released, assigns exactly those flavors, and explain then finds Kueue's flavors its own. what-if
+// predicts spot for one more CPU, and Kueue puts it there.
+func TestRealExplainAndWhatIfNameTheFlavorsKueueAssigns(t *testing.T) {
+	r := startRealKueue(t, false)
+	bin := e2e.Binary(t, "arbiter.dev/clients/go/cmd/arbiter-kueue")
+	ctx := context.Background()
+	for _, rf := range []kueue.ResourceFlavor{
+		kueuetest.ResourceFlavor("on-demand", map[string]string{"tier": "on-demand"}),
+		kueuetest.ResourceFlavor("spot", map[string]string{"tier": "spot"}, corev1.Taint{Key: "spot", Value: "true", Effect: corev1.TaintEffectNoSchedule}),
+	} {
+		if _, err := r.kc.KueueV1beta2().ResourceFlavors().Create(ctx, &rf, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cq := kueuetest.ClusterQueue("team-f", "", nil)
+	cq.Spec.ResourceGroups = []kueue.ResourceGroup{kueuetest.ResourceGroup(kueuetest.Flavor("on-demand", "cpu", "2"), kueuetest.Flavor("spot", "cpu", "4"))}
+	r.queues(t, nil, cq)
+	r.holdLocalQueue(t, "f", kueue.Hold)
+	tolerant := func(w kueue.Workload) kueue.Workload {
+		w.Spec.PodSets[0].Template.Spec.Tolerations = []corev1.Toleration{{Key: "spot", Operator: corev1.TolerationOpExists}}
+		return w
+	}
+	for _, w := range []kueue.Workload{
+		tolerant(kueuetest.Pending("f", "f-1", "lq", 0, 1, "cpu", "2")),
+		tolerant(kueuetest.Pending("f", "f-2", "lq", 0, 1, "cpu", "2")),
+		kueuetest.Pending("f", "f-3", "lq", 0, 1, "cpu", "2"),
+	} {
+		r.createWorkload(t, w)
+		time.Sleep(1100 * time.Millisecond) // distinct creation seconds: Kueue's queue order
+	}
+
+	var explained report.Report
+	if err := json.Unmarshal(r.arbiterKueue(t, bin, "explain", "--format", "json"), &explained); err != nil {
+		t.Fatal(err)
+	}
+	predicted := map[string]string{} // workload -> flavor of its cpu
+	for _, v := range explained.Workloads {
+		t.Logf("arbiter: %s %s %s %+v", v.Workload, v.Verdict, v.Reason, v.Flavors)
+		if v.Verdict == report.VerdictAdmit && len(v.Flavors) == 1 {
+			predicted[v.Workload] = v.Flavors[0].Flavors["cpu"]
+		}
+	}
+	if want := map[string]string{"f/f-1": "on-demand", "f/f-2": "spot"}; !maps.Equal(predicted, want) {
+		t.Fatalf("arbiter assigns %v, want %v (and f/f-3 pending)", predicted, want)
+	}
+	if table := r.arbiterKueue(t, bin, "explain"); !strings.Contains(string(table), "main: spot") {
+		t.Errorf("explain's table does not name the flavor:\n%s", table)
+	}
+
+	r.holdLocalQueue(t, "f", kueue.None)
+	waitFor(t, "Kueue to reserve quota for f-1 and f-2", 2*time.Minute, func() bool {
+		ws := r.workloads(t)
+		return kueuemodel.HasQuotaReservation(ws["f/f-1"]) && kueuemodel.HasQuotaReservation(ws["f/f-2"])
+	})
+	time.Sleep(2 * time.Second) // nothing else may move
+	ws := r.workloads(t)
+	for key, flavor := range predicted {
+		psa := ws[key].Status.Admission.PodSetAssignments
+		if len(psa) != 1 || string(psa[0].Flavors[corev1.ResourceCPU]) != flavor {
+			t.Errorf("%s: Kueue assigned %+v, arbiter predicted cpu in %s", key, psa, flavor)
+		}
+	}
+	if kueuemodel.HasQuotaReservation(ws["f/f-3"]) {
+		t.Errorf("f/f-3: Kueue reserved quota (%+v), arbiter predicted it pending", ws["f/f-3"].Status.Admission)
+	}
+
+	// Kueue's flavors, seen by explain beside arbiter's own choice: the same.
+	var after report.Report
+	if err := json.Unmarshal(r.arbiterKueue(t, bin, "explain", "--format", "json"), &after); err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Reserved) != 2 {
+		t.Errorf("explain checks the flavors of %+v, want f/f-1 and f/f-2", after.Reserved)
+	}
+	for _, c := range after.Reserved {
+		t.Logf("reserved %s: Kueue %+v, arbiter %+v", c.Workload, c.Kueue, c.Arbiter)
+		if c.Differs || len(c.Kueue) != 1 || c.Kueue[0].Flavors["cpu"] != predicted[c.Workload] {
+			t.Errorf("%s: %+v, want Kueue's %s, arbiter's the same", c.Workload, c, predicted[c.Workload])
+		}
+	}
+	for _, q := range after.Queues {
+		if q.Name == "team-f" {
+			t.Logf("team-f by flavor: %+v", q.Flavors)
+			want := []report.FlavorUsage{
+				{Flavor: "on-demand", Resource: "cpu", Nominal: 2000, SubtreeQuota: 2000, Usage: 2000},
+				{Flavor: "spot", Resource: "cpu", Nominal: 4000, SubtreeQuota: 4000, Usage: 2000},
+			}
+			if !slices.Equal(q.Flavors, want) {
+				t.Errorf("team-f by flavor %+v, want %+v", q.Flavors, want)
+			}
+		}
+	}
+
+	// what-if: one more CPU, tolerating spot's taint, goes to spot; Kueue puts it there.
+	manifest := "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\nmetadata: {name: f-more, namespace: f}\nspec: {queueName: lq, podSets: [{name: main, count: 1, template: {spec: {tolerations: [{key: spot, operator: Exists}], containers: [{name: c, resources: {requests: {cpu: \"1\"}}}]}}}]}\n"
+	path := filepath.Join(t.TempDir(), "f-more.yaml")
+	if err := os.WriteFile(path, []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var predictions []report.Prediction
+	if err := json.Unmarshal(r.arbiterKueue(t, bin, "what-if", "-f", path, "--format", "json"), &predictions); err != nil {
+		t.Fatal(err)
+	}
+	p := predictions[0]
+	t.Logf("what-if f-more: %+v", p)
+	if p.Verdict != report.VerdictAdmit || len(p.Flavors) != 1 || p.Flavors[0].Flavors["cpu"] != "spot" {
+		t.Fatalf("what-if f-more: %+v, want admitted on spot", p)
+	}
+	if table := r.arbiterKueue(t, bin, "what-if", "-f", path); !strings.Contains(string(table), "main: spot") {
+		t.Errorf("what-if's table does not name the flavor:\n%s", table)
+	}
+	more, err := report.WorkloadsFromManifests([]byte(manifest), "default", report.Priorities{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.createWorkload(t, *more[0])
+	got, err := controlplane.WaitForWorkloadCondition(ctx, r.kc, "f", "f-more", kueue.WorkloadQuotaReserved, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if psa := got.Status.Admission.PodSetAssignments; len(psa) != 1 || psa[0].Flavors[corev1.ResourceCPU] != "spot" {
+		t.Errorf("f/f-more: Kueue assigned %+v, arbiter predicted spot", psa)
+	}
+}

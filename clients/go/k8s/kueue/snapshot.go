@@ -42,8 +42,11 @@ type Workload struct {
 	// Reserved: Kueue has reserved its quota.
 	Reserved bool
 	// Requests is its usage: Σ over pod sets of count × per-pod requests (for a reserved workload,
-	// the usage recorded in its admission).
+	// the usage recorded in its admission that Kueue charges to a flavor).
 	Requests map[string]float64
+	// Flavors are the flavors Kueue assigned to a reserved workload (its admission's
+	// podSetAssignments[].flavors): pod set → resource → flavor. Nil for a pending one.
+	Flavors map[string]map[string]string
 }
 
 // Skipped is a workload the model leaves out, and why.
@@ -66,6 +69,8 @@ type Model struct {
 	Kind map[string]string
 	// Parent of every queue name; "" at the top.
 	Parent map[string]string
+	// covered are the resources of each ClusterQueue's resource groups.
+	covered map[string]map[string]bool
 	// localQueues maps "namespace/name" of a LocalQueue to its ClusterQueue.
 	localQueues map[string]string
 	// selectors are the ClusterQueues' namespace selectors (nil: no namespace).
@@ -98,12 +103,12 @@ func (m *Model) Root(q string) string {
 // named "namespace/name" with one pod per pod set carrying the whole pod set's requests.
 func Build(s *State, opts Options) (*Model, error) {
 	m := &Model{Workloads: map[string]*Workload{}, Kind: map[string]string{}, Parent: map[string]string{},
-		selectors: map[string]labels.Selector{}, namespaces: s.Namespaces}
+		selectors: map[string]labels.Selector{}, namespaces: s.Namespaces, covered: map[string]map[string]bool{}}
 	queues, err := m.queues(s)
 	if err != nil {
 		return nil, err
 	}
-	snap := &arbiterv1.Snapshot{Now: timestamppb.New(s.Now), Queues: queues}
+	snap := &arbiterv1.Snapshot{Now: timestamppb.New(s.Now), Queues: queues, ResourceFlavors: resourceFlavors(s.ResourceFlavors)}
 	m.localQueues = map[string]string{}
 	for i := range s.LocalQueues {
 		lq := &s.LocalQueues[i]
@@ -143,11 +148,15 @@ func (m *Model) queues(s *State) ([]*arbiterv1.Queue, error) {
 	byName := map[string]*arbiterv1.Queue{}
 	for i := range s.ClusterQueues {
 		cq := &s.ClusterQueues[i]
-		q, err := quotaQueue("ClusterQueue "+cq.Name, cq.Name, cq.Spec.ResourceGroups, cq.Spec.FairSharing)
-		if err != nil {
-			return nil, err
-		}
+		q := quotaQueue(cq.Name, cq.Spec.ResourceGroups, cq.Spec.FairSharing)
 		q.Parent = string(cq.Spec.CohortName)
+		q.FlavorFungibility = flavorFungibility(cq.Spec.FlavorFungibility)
+		m.covered[cq.Name] = map[string]bool{}
+		for _, rg := range cq.Spec.ResourceGroups {
+			for _, r := range rg.CoveredResources {
+				m.covered[cq.Name][string(r)] = true
+			}
+		}
 		if p := cq.Spec.Preemption; p != nil {
 			q.KueuePreemption = &arbiterv1.KueuePreemption{
 				WithinClusterQueue:  withinClusterQueue(p.WithinClusterQueue),
@@ -169,10 +178,7 @@ func (m *Model) queues(s *State) ([]*arbiterv1.Queue, error) {
 		if m.Kind[c.Name] == KindClusterQueue {
 			return nil, &UnsupportedError{Object: "Cohort " + c.Name, Reason: "a ClusterQueue has the same name"}
 		}
-		q, err := quotaQueue("Cohort "+c.Name, c.Name, c.Spec.ResourceGroups, c.Spec.FairSharing)
-		if err != nil {
-			return nil, err
-		}
+		q := quotaQueue(c.Name, c.Spec.ResourceGroups, c.Spec.FairSharing)
 		q.Parent = string(c.Spec.ParentName)
 		byName[c.Name] = q
 		m.Kind[c.Name] = KindCohort
@@ -209,47 +215,145 @@ func (m *Model) queues(s *State) ([]*arbiterv1.Queue, error) {
 	return out, nil
 }
 
-// quotaQueue is one queue's quota: nominal quota as deserved, with the borrowing and lending
-// limits, from resource groups that offer each resource in one flavor.
-func quotaQueue(object, name string, groups []kueue.ResourceGroup, fs *kueue.FairSharing) (*arbiterv1.Queue, error) {
-	q := &arbiterv1.Queue{Name: name, Deserved: map[string]float64{}}
-	flavorOf := map[corev1.ResourceName]kueue.ResourceFlavorReference{}
+// quotaQueue is one queue's quota (SEMANTICS §5.8.2): every resource group as it is, with its
+// covered resources and its flavors in Kueue's order, each flavor's nominal quota, borrowing and
+// lending limits in arbiter's units. A queue with resource groups is a flavored queue, even with
+// one flavor, so that the answer names Kueue's flavors; one without (a Cohort that only pools its
+// children) has no quota of its own.
+func quotaQueue(name string, groups []kueue.ResourceGroup, fs *kueue.FairSharing) *arbiterv1.Queue {
+	q := &arbiterv1.Queue{Name: name}
 	for _, rg := range groups {
+		g := &arbiterv1.ResourceGroup{}
+		for _, r := range rg.CoveredResources {
+			g.CoveredResources = append(g.CoveredResources, string(r))
+		}
 		for _, f := range rg.Flavors {
+			fq := &arbiterv1.FlavorQuotas{Flavor: string(f.Name), Resources: map[string]*arbiterv1.FlavorResourceQuota{}}
 			for _, rq := range f.Resources {
-				if other, ok := flavorOf[rq.Name]; ok {
-					return nil, &UnsupportedError{Object: object, Reason: fmt.Sprintf(
-						"resource %s is offered in more than one flavor (%s, %s); arbiter's Kueue model has one flavor per resource", rq.Name, other, f.Name)}
-				}
-				flavorOf[rq.Name] = f.Name
-				r := string(rq.Name)
-				q.Deserved[r] = translate.Amount(rq.Name, rq.NominalQuota)
+				quota := &arbiterv1.FlavorResourceQuota{Nominal: translate.Amount(rq.Name, rq.NominalQuota)}
 				if rq.BorrowingLimit != nil {
-					if q.BorrowingLimit == nil {
-						q.BorrowingLimit = map[string]float64{}
-					}
-					q.BorrowingLimit[r] = translate.Amount(rq.Name, *rq.BorrowingLimit)
+					quota.BorrowingLimit = ptrTo(translate.Amount(rq.Name, *rq.BorrowingLimit))
 				}
 				if rq.LendingLimit != nil {
-					if q.LendingLimit == nil {
-						q.LendingLimit = map[string]float64{}
-					}
-					q.LendingLimit[r] = translate.Amount(rq.Name, *rq.LendingLimit)
+					quota.LendingLimit = ptrTo(translate.Amount(rq.Name, *rq.LendingLimit))
 				}
+				fq.Resources[string(rq.Name)] = quota
 			}
+			g.Flavors = append(g.Flavors, fq)
 		}
+		q.ResourceGroups = append(q.ResourceGroups, g)
 	}
 	if fs != nil && fs.Weight != nil {
 		w := fs.Weight.AsApproximateFloat64()
 		q.FairSharingWeight = &w
 	}
-	return q, nil
+	return q
 }
+
+// flavorFungibility is Kueue's spec.flavorFungibility; nil when unset (Kueue's defaults, which
+// are arbiter's).
+func flavorFungibility(ff *kueue.FlavorFungibility) *arbiterv1.FlavorFungibility {
+	if ff == nil {
+		return nil
+	}
+	out := &arbiterv1.FlavorFungibility{}
+	switch ff.WhenCanBorrow {
+	case kueue.MayStopSearch:
+		out.WhenCanBorrow = arbiterv1.FlavorFungibility_WHEN_CAN_BORROW_MAY_STOP_SEARCH
+	case kueue.TryNextFlavor:
+		out.WhenCanBorrow = arbiterv1.FlavorFungibility_WHEN_CAN_BORROW_TRY_NEXT_FLAVOR
+	}
+	switch ff.WhenCanPreempt {
+	case kueue.MayStopSearch:
+		out.WhenCanPreempt = arbiterv1.FlavorFungibility_WHEN_CAN_PREEMPT_MAY_STOP_SEARCH
+	case kueue.TryNextFlavor:
+		out.WhenCanPreempt = arbiterv1.FlavorFungibility_WHEN_CAN_PREEMPT_TRY_NEXT_FLAVOR
+	}
+	if ff.Preference != nil {
+		switch *ff.Preference {
+		case kueue.BorrowingOverPreemption:
+			out.Preference = arbiterv1.FlavorFungibility_PREFERENCE_BORROWING_OVER_PREEMPTION
+		case kueue.PreemptionOverBorrowing:
+			out.Preference = arbiterv1.FlavorFungibility_PREFERENCE_PREEMPTION_OVER_BORROWING
+		}
+	}
+	return out
+}
+
+// resourceFlavors are the ResourceFlavors in name order, with their node labels, node taints and
+// tolerations (SEMANTICS §5.8.5: what makes a flavor compatible with a pod set).
+func resourceFlavors(rfs []kueue.ResourceFlavor) []*arbiterv1.ResourceFlavor {
+	out := make([]*arbiterv1.ResourceFlavor, 0, len(rfs))
+	for i := range rfs {
+		rf := &rfs[i]
+		f := &arbiterv1.ResourceFlavor{Name: rf.Name, NodeLabels: copyLabels(rf.Spec.NodeLabels)}
+		for _, t := range rf.Spec.NodeTaints {
+			f.NodeTaints = append(f.NodeTaints, &arbiterv1.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
+		}
+		f.Tolerations = tolerations(rf.Spec.Tolerations)
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func tolerations(ts []corev1.Toleration) []*arbiterv1.Toleration {
+	var out []*arbiterv1.Toleration
+	for _, t := range ts {
+		out = append(out, &arbiterv1.Toleration{Key: t.Key, Operator: string(t.Operator), Value: t.Value, Effect: string(t.Effect)})
+	}
+	return out
+}
+
+func copyLabels(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func ptrTo[T any](v T) *T { return &v }
 
 // PodGroup is w, a workload not yet in the model, as the model's snapshot would hold it, or why
 // Build would leave it out.
 func (m *Model) PodGroup(w *kueue.Workload) (*arbiterv1.PodGroup, *Workload, *Skipped) {
 	return m.podGroup(w, m.localQueues)
+}
+
+// AsPending is the workload key, whose quota Kueue reserved, as the pending pod group it was
+// before: its pod sets as the spec gives them, queued in the ClusterQueue that holds its quota.
+// Nil when key is not a reserved workload of the model.
+func (m *Model) AsPending(key string) *arbiterv1.PodGroup {
+	wl := m.Workloads[key]
+	if wl == nil || !wl.Reserved {
+		return nil
+	}
+	return &arbiterv1.PodGroup{
+		Name: key, Queue: wl.ClusterQueue, Priority: priorityOf(wl.Obj),
+		CreationTime: timestamppb.New(queueOrderTime(wl.Obj)), Pods: pendingPods(wl.Obj),
+	}
+}
+
+// Choices are the resources for which ClusterQueue cq offers more than one flavor.
+func (m *Model) Choices(cq string) map[string]bool {
+	out := map[string]bool{}
+	for _, q := range m.Request.GetSnapshot().GetQueues() {
+		if q.GetName() != cq {
+			continue
+		}
+		for _, g := range q.GetResourceGroups() {
+			if len(g.GetFlavors()) > 1 {
+				for _, r := range g.GetCoveredResources() {
+					out[r] = true
+				}
+			}
+		}
+	}
+	return out
 }
 
 // podGroup is w as a pod group, or why it is left out.
@@ -271,8 +375,25 @@ func (m *Model) podGroup(w *kueue.Workload, localQueues map[string]string) (*arb
 		group.Admitted = true
 		group.AdmissionTime = timestamppb.New(reservationTime(w))
 		releasing := apimeta.IsStatusConditionTrue(w.Status.Conditions, kueue.WorkloadEvicted)
+		wl.Flavors = map[string]map[string]string{}
 		for _, psa := range w.Status.Admission.PodSetAssignments {
-			pod := &arbiterv1.Pod{Name: string(psa.Name), Requests: translate.Amounts(psa.ResourceUsage, nil)}
+			pod := &arbiterv1.Pod{Name: string(psa.Name), PodSet: string(psa.Name), Requests: translate.Amounts(psa.ResourceUsage, nil)}
+			flavors := map[string]string{}
+			for r, f := range psa.Flavors {
+				flavors[string(r)] = string(f)
+			}
+			// Kueue charges a pod set's amount of a resource to the flavor its admission names;
+			// one its ClusterQueue covers but the admission names no flavor for (the queue's
+			// groups changed since) is charged nowhere, and left out here as well.
+			for r := range pod.Requests {
+				if _, ok := flavors[r]; !ok && m.covered[wl.ClusterQueue][r] {
+					delete(pod.Requests, r)
+				}
+			}
+			wl.Flavors[pod.PodSet] = flavors
+			if len(flavors) > 0 {
+				group.Flavors = append(group.Flavors, &arbiterv1.PodSetFlavors{PodSet: pod.PodSet, Flavors: flavors})
+			}
 			if releasing {
 				pod.Phase, pod.NodeName = arbiterv1.PodPhase_POD_PHASE_RELEASING, releasingNode
 			}
@@ -324,7 +445,8 @@ func (m *Model) namespaceSelected(key, ns, cq string) *Skipped {
 }
 
 // pendingPods are w's pod sets as Kueue counts a pending workload: per-pod requests (as
-// kube-scheduler computes them) times the count left after reclaimable pods.
+// kube-scheduler computes them) times the count left after reclaimable pods, with the template's
+// node selector and tolerations, which decide the flavors the pod set may take (SEMANTICS §5.8.5).
 func pendingPods(w *kueue.Workload) []*arbiterv1.Pod {
 	reclaimable := map[kueue.PodSetReference]int32{}
 	for _, rp := range w.Status.ReclaimablePods {
@@ -340,7 +462,10 @@ func pendingPods(w *kueue.Workload) []*arbiterv1.Pod {
 				requests[r] = v * count
 			}
 		}
-		out = append(out, &arbiterv1.Pod{Name: string(ps.Name), Requests: requests})
+		out = append(out, &arbiterv1.Pod{
+			Name: string(ps.Name), PodSet: string(ps.Name), Requests: requests,
+			NodeSelector: copyLabels(ps.Template.Spec.NodeSelector), Tolerations: tolerations(ps.Template.Spec.Tolerations),
+		})
 	}
 	return out
 }

@@ -1,7 +1,6 @@
 package kueue
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/testing/protocmp"
 	"google.golang.org/protobuf/types/known/timestamppb"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -57,14 +57,15 @@ func TestBuildMapsKueueObjectsToTheKueueModel(t *testing.T) {
 		Snapshot: &arbiterv1.Snapshot{
 			Now: timestamppb.New(kueuetest.T0.Add(2 * time.Hour)),
 			Queues: []*arbiterv1.Queue{
-				{Name: "lone", Deserved: map[string]float64{"cpu": 1000}},
+				{Name: "lone", ResourceGroups: []*arbiterv1.ResourceGroup{group("default", "cpu", quota(1000))}},
 				{Name: "org"}, // implicit: only named as a parent
-				{Name: "research", Parent: "org", Deserved: map[string]float64{"cpu": 10000}},
+				{Name: "research", Parent: "org", ResourceGroups: []*arbiterv1.ResourceGroup{group("default", "cpu", quota(10000))}},
 				{
 					Name: "team-a", Parent: "research",
-					Deserved:          map[string]float64{"cpu": 4000, "nvidia.com/gpu": 2},
-					BorrowingLimit:    map[string]float64{"nvidia.com/gpu": 2},
-					LendingLimit:      map[string]float64{"nvidia.com/gpu": 1},
+					// One flavor is still a flavored queue: the answer names it.
+					ResourceGroups: []*arbiterv1.ResourceGroup{group("default",
+						"cpu", quota(4000),
+						"nvidia.com/gpu", &arbiterv1.FlavorResourceQuota{Nominal: 2, BorrowingLimit: ptr.To(2.0), LendingLimit: ptr.To(1.0)})},
 					FairSharingWeight: ptr.To(2.0),
 					KueuePreemption: &arbiterv1.KueuePreemption{
 						WithinClusterQueue:  arbiterv1.KueuePreemption_WITHIN_CLUSTER_QUEUE_LOWER_PRIORITY,
@@ -77,17 +78,19 @@ func TestBuildMapsKueueObjectsToTheKueueModel(t *testing.T) {
 				{
 					Name: "ns-a/releasing", Queue: "team-a", CreationTime: timestamppb.New(kueuetest.T0.Add(time.Second)),
 					Admitted: true, AdmissionTime: timestamppb.New(kueuetest.T0.Add(time.Minute)),
-					Pods: []*arbiterv1.Pod{{Name: "main", Requests: map[string]float64{"cpu": 1000}, Phase: arbiterv1.PodPhase_POD_PHASE_RELEASING, NodeName: releasingNode}},
+					Pods:    []*arbiterv1.Pod{{Name: "main", PodSet: "main", Requests: map[string]float64{"cpu": 1000}, Phase: arbiterv1.PodPhase_POD_PHASE_RELEASING, NodeName: releasingNode}},
+					Flavors: []*arbiterv1.PodSetFlavors{{PodSet: "main", Flavors: map[string]string{"cpu": "default"}}},
 				},
 				{
 					// Ordered by its eviction by an admission check, as Kueue requeues it.
 					Name: "ns-a/retried", Queue: "team-a", Priority: 5, CreationTime: timestamppb.New(kueuetest.T0.Add(time.Hour)),
-					Pods: []*arbiterv1.Pod{{Name: "main", Requests: map[string]float64{"nvidia.com/gpu": 2}}}, // 3 pods, 1 reclaimable
+					Pods: []*arbiterv1.Pod{{Name: "main", PodSet: "main", Requests: map[string]float64{"nvidia.com/gpu": 2}}}, // 3 pods, 1 reclaimable
 				},
 				{
 					Name: "ns-a/running", Queue: "team-a", CreationTime: timestamppb.New(kueuetest.T0),
 					Admitted: true, AdmissionTime: timestamppb.New(kueuetest.T0.Add(time.Minute)),
-					Pods: []*arbiterv1.Pod{{Name: "main", Requests: map[string]float64{"cpu": 3000}}},
+					Pods:    []*arbiterv1.Pod{{Name: "main", PodSet: "main", Requests: map[string]float64{"cpu": 3000}}},
+					Flavors: []*arbiterv1.PodSetFlavors{{PodSet: "main", Flavors: map[string]string{"cpu": "default"}}},
 				},
 			},
 		},
@@ -109,18 +112,109 @@ func TestBuildMapsKueueObjectsToTheKueueModel(t *testing.T) {
 	}
 }
 
-func TestBuildRefusesAResourceOfferedInTwoFlavors(t *testing.T) {
-	cq := kueuetest.ClusterQueue("gpus", "", kueuetest.Quota("nvidia.com/gpu", "4"))
-	cq.Spec.ResourceGroups[0].Flavors = append(cq.Spec.ResourceGroups[0].Flavors,
-		kueue.FlavorQuotas{Name: "spot", Resources: kueuetest.Quota("nvidia.com/gpu", "8")})
-	_, err := Build(&State{Now: kueuetest.T0, ClusterQueues: []kueue.ClusterQueue{cq}}, Options{})
-	var unsupported *UnsupportedError
-	if !errors.As(err, &unsupported) {
-		t.Fatalf("err = %v, want an UnsupportedError", err)
+// group is a resource group of one flavor with the quotas of pairs (resource, quota).
+func group(flavor string, pairs ...any) *arbiterv1.ResourceGroup {
+	g := &arbiterv1.ResourceGroup{}
+	fq := &arbiterv1.FlavorQuotas{Flavor: flavor, Resources: map[string]*arbiterv1.FlavorResourceQuota{}}
+	for i := 0; i < len(pairs); i += 2 {
+		g.CoveredResources = append(g.CoveredResources, pairs[i].(string))
+		fq.Resources[pairs[i].(string)] = pairs[i+1].(*arbiterv1.FlavorResourceQuota)
 	}
-	for _, part := range []string{"ClusterQueue gpus", "nvidia.com/gpu", "default", "spot", "not yet supported"} {
-		if !strings.Contains(err.Error(), part) {
-			t.Errorf("%q does not name %q", err, part)
+	g.Flavors = []*arbiterv1.FlavorQuotas{fq}
+	return g
+}
+
+func quota(nominal float64) *arbiterv1.FlavorResourceQuota {
+	return &arbiterv1.FlavorResourceQuota{Nominal: nominal}
+}
+
+func TestBuildMapsResourceFlavors(t *testing.T) {
+	spotTaint := corev1.Taint{Key: "spot", Value: "true", Effect: corev1.TaintEffectNoSchedule}
+	onDemand := kueuetest.ResourceFlavor("on-demand", map[string]string{"tier": "on-demand"})
+	spot := kueuetest.ResourceFlavor("spot", map[string]string{"tier": "spot"}, spotTaint)
+	spot.Spec.Tolerations = []corev1.Toleration{{Key: "preemptible", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}
+	// Two groups: cpu and memory in on-demand then spot, GPUs in one flavor of their own.
+	cpuMem := kueuetest.ResourceGroup(kueuetest.Flavor("on-demand", "cpu", "4", "memory", "8Gi"), kueuetest.Flavor("spot", "cpu", "8", "memory", "16Gi"))
+	bl, ll := resource.MustParse("2"), resource.MustParse("1")
+	cpuMem.Flavors[1].Resources[0].BorrowingLimit, cpuMem.Flavors[1].Resources[0].LendingLimit = &bl, &ll
+	gpus := kueuetest.ResourceGroup(kueuetest.Flavor("a100", "nvidia.com/gpu", "2"))
+	cq := kueuetest.ClusterQueue("team-a", "pool", nil)
+	cq.Spec.ResourceGroups = []kueue.ResourceGroup{cpuMem, gpus}
+	cq.Spec.FlavorFungibility = &kueue.FlavorFungibility{WhenCanBorrow: kueue.TryNextFlavor, WhenCanPreempt: kueue.TryNextFlavor, Preference: ptr.To(kueue.PreemptionOverBorrowing)}
+	pool := kueuetest.Cohort("pool", "", nil)
+	pool.Spec.ResourceGroups = []kueue.ResourceGroup{kueuetest.ResourceGroup(kueuetest.Flavor("spot", "cpu", "16"))}
+
+	pending := kueuetest.Pending("a", "pending", "lq", 0, 2, "cpu", "1", "memory", "1Gi")
+	pending.Spec.PodSets[0].Template.Spec.NodeSelector = map[string]string{"tier": "spot"}
+	pending.Spec.PodSets[0].Template.Spec.Tolerations = []corev1.Toleration{{Key: "spot", Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+	pending.Spec.PodSets = append(pending.Spec.PodSets, kueue.PodSet{Name: "workers", Count: 1, Template: pending.Spec.PodSets[0].Template})
+	pending.Spec.PodSets[1].Template.Spec.NodeSelector = nil
+	pending.Spec.PodSets[1].Template.Spec.Tolerations = nil
+	onSpot := kueuetest.ReserveIn(kueuetest.Pending("a", "on-spot", "lq", 0, 2, "cpu", "1", "nvidia.com/gpu", "1"), "team-a", "spot", time.Minute, true)
+	onSpot.Status.Admission.PodSetAssignments[0].Flavors["nvidia.com/gpu"] = "a100"
+	// Admitted before team-a covered memory: Kueue assigned memory no flavor and charges it
+	// nowhere; its example-com/widget is covered by no group and not charged either.
+	stale := kueuetest.ReserveIn(kueuetest.Pending("a", "stale", "lq", 0, 1, "cpu", "1", "memory", "1Gi", "example.com/widget", "1"), "team-a", "on-demand", time.Minute, false)
+	delete(stale.Status.Admission.PodSetAssignments[0].Flavors, "memory")
+	delete(stale.Status.Admission.PodSetAssignments[0].Flavors, "example.com/widget")
+
+	s := &State{
+		Now:             kueuetest.T0,
+		ResourceFlavors: []kueue.ResourceFlavor{spot, onDemand},
+		ClusterQueues:   []kueue.ClusterQueue{cq},
+		Cohorts:         []kueue.Cohort{pool},
+		LocalQueues:     []kueue.LocalQueue{kueuetest.LocalQueue("a", "lq", "team-a")},
+		Workloads:       []kueue.Workload{pending, onSpot, stale},
+	}
+	m, err := Build(s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := m.Request.GetSnapshot()
+	for _, c := range []struct {
+		what      string
+		want, got any
+	}{
+		{"resource flavors, by name", []*arbiterv1.ResourceFlavor{
+			{Name: "on-demand", NodeLabels: map[string]string{"tier": "on-demand"}},
+			{Name: "spot", NodeLabels: map[string]string{"tier": "spot"},
+				NodeTaints:  []*arbiterv1.Taint{{Key: "spot", Value: "true", Effect: "NoSchedule"}},
+				Tolerations: []*arbiterv1.Toleration{{Key: "preemptible", Operator: "Exists", Effect: "NoExecute"}}},
+		}, snap.GetResourceFlavors()},
+		{"cohort quota", &arbiterv1.Queue{Name: "pool", ResourceGroups: []*arbiterv1.ResourceGroup{group("spot", "cpu", quota(16000))}}, snap.GetQueues()[0]},
+		{"ClusterQueue groups, flavors in Kueue's order", []*arbiterv1.ResourceGroup{
+			{CoveredResources: []string{"cpu", "memory"}, Flavors: []*arbiterv1.FlavorQuotas{
+				{Flavor: "on-demand", Resources: map[string]*arbiterv1.FlavorResourceQuota{"cpu": quota(4000), "memory": quota(8 << 30)}},
+				{Flavor: "spot", Resources: map[string]*arbiterv1.FlavorResourceQuota{
+					"cpu": {Nominal: 8000, BorrowingLimit: ptr.To(2000.0), LendingLimit: ptr.To(1000.0)}, "memory": quota(16 << 30)}},
+			}},
+			group("a100", "nvidia.com/gpu", quota(2)),
+		}, snap.GetQueues()[1].GetResourceGroups()},
+		{"no legacy maps", 0, len(snap.GetQueues()[1].GetDeserved()) + len(snap.GetQueues()[1].GetBorrowingLimit()) + len(snap.GetQueues()[1].GetLendingLimit())},
+		{"flavor fungibility", &arbiterv1.FlavorFungibility{
+			WhenCanBorrow:  arbiterv1.FlavorFungibility_WHEN_CAN_BORROW_TRY_NEXT_FLAVOR,
+			WhenCanPreempt: arbiterv1.FlavorFungibility_WHEN_CAN_PREEMPT_TRY_NEXT_FLAVOR,
+			Preference:     arbiterv1.FlavorFungibility_PREFERENCE_PREEMPTION_OVER_BORROWING,
+		}, snap.GetQueues()[1].GetFlavorFungibility()},
+		{"a reserved workload's flavors, per pod set", &arbiterv1.PodGroup{
+			Name: "a/on-spot", Queue: "team-a", CreationTime: timestamppb.New(kueuetest.T0),
+			Admitted: true, AdmissionTime: timestamppb.New(kueuetest.T0.Add(time.Minute)),
+			Pods:    []*arbiterv1.Pod{{Name: "main", PodSet: "main", Requests: map[string]float64{"cpu": 2000, "nvidia.com/gpu": 2}}},
+			Flavors: []*arbiterv1.PodSetFlavors{{PodSet: "main", Flavors: map[string]string{"cpu": "spot", "nvidia.com/gpu": "a100"}}},
+		}, snap.GetPodGroups()[0]},
+		{"a pending workload's pod sets, with what decides their flavors", []*arbiterv1.Pod{
+			{Name: "main", PodSet: "main", Requests: map[string]float64{"cpu": 2000, "memory": 2 << 30},
+				NodeSelector: map[string]string{"tier": "spot"}, Tolerations: []*arbiterv1.Toleration{{Key: "spot", Operator: "Equal", Value: "true", Effect: "NoSchedule"}}},
+			{Name: "workers", PodSet: "workers", Requests: map[string]float64{"cpu": 1000, "memory": 1 << 30}},
+		}, snap.GetPodGroups()[1].GetPods()},
+		{"a covered resource the admission gave no flavor is charged nowhere, an uncovered one stays", []*arbiterv1.Pod{
+			{Name: "main", PodSet: "main", Requests: map[string]float64{"cpu": 1000, "example.com/widget": 1}},
+		}, snap.GetPodGroups()[2].GetPods()},
+		{"Kueue's flavors kept for the reports", map[string]map[string]string{"main": {"cpu": "spot", "nvidia.com/gpu": "a100"}}, m.Workloads["a/on-spot"].Flavors},
+		{"the charged usage", map[string]float64{"cpu": 1000, "example.com/widget": 1}, m.Workloads["a/stale"].Requests},
+	} {
+		if diff := cmp.Diff(c.want, c.got, protocmp.Transform()); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", c.what, diff)
 		}
 	}
 }

@@ -1,7 +1,7 @@
-// Package kueue translates Kueue's objects (ClusterQueues, Cohorts, LocalQueues, Workloads)
-// into arbiter's Kueue model: Read gathers them into a State, Build turns the State into a Model
-// (a ScheduleRequest and the index back to the Workloads), and TimeAwareRequest turns a Model
-// into the KAI-model request of the time-aware division. It acts on nothing and reports nothing:
+// Package kueue translates Kueue's objects (ResourceFlavors, ClusterQueues, Cohorts, LocalQueues,
+// Workloads) into arbiter's Kueue model: Read gathers them into a State, Build turns the State
+// into a Model (a ScheduleRequest and the index back to the Workloads), and TimeAwareRequest
+// turns a Model into the KAI-model request of the time-aware division. It acts on nothing and reports nothing:
 // the reports explain and what-if live in package report below it, the arbiter.dev/time-aware
 // AdmissionCheck controller in package timeaware.
 //
@@ -28,6 +28,7 @@ type State struct {
 	// Namespaces holds the labels of every namespace, for the ClusterQueues' namespace
 	// selectors; nil skips that test.
 	Namespaces      map[string]map[string]string
+	ResourceFlavors []kueue.ResourceFlavor
 	ClusterQueues   []kueue.ClusterQueue
 	Cohorts         []kueue.Cohort
 	LocalQueues     []kueue.LocalQueue
@@ -45,6 +46,10 @@ func Read(ctx context.Context, c kueueclient.Interface, kube kubernetes.Interfac
 	}
 	for _, ns := range nss.Items {
 		s.Namespaces[ns.Name] = ns.Labels
+	}
+	rfs, err := api.ResourceFlavors().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list ResourceFlavors: %w", err)
 	}
 	cqs, err := api.ClusterQueues().List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -66,6 +71,7 @@ func Read(ctx context.Context, c kueueclient.Interface, kube kubernetes.Interfac
 	if err != nil {
 		return nil, fmt.Errorf("list AdmissionChecks: %w", err)
 	}
+	s.ResourceFlavors = rfs.Items
 	s.ClusterQueues, s.Cohorts, s.LocalQueues, s.Workloads, s.AdmissionChecks = cqs.Items, cohorts.Items, lqs.Items, wls.Items, acs.Items
 	return s, nil
 }

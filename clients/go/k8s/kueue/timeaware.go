@@ -25,6 +25,43 @@ func (m *Model) Allocated() map[string]map[string]float64 {
 	return out
 }
 
+// nominalByName is q's nominal quota per resource name, summed over its flavors in flavor order
+// (the time-aware division, like KAI's, knows resources but not flavors).
+func nominalByName(q *arbiterv1.Queue) map[string]float64 {
+	out := copyAmounts(q.GetDeserved())
+	for _, g := range q.GetResourceGroups() {
+		for _, f := range g.GetFlavors() {
+			for _, r := range sortedKeys(f.GetResources()) {
+				out[r] += f.GetResources()[r].GetNominal()
+			}
+		}
+	}
+	return out
+}
+
+// borrowingLimitByName is q's borrowing limit per resource name: the sum over the flavors that
+// offer it, and no limit when one of them has none.
+func borrowingLimitByName(q *arbiterv1.Queue) map[string]float64 {
+	out := copyAmounts(q.GetBorrowingLimit())
+	unlimited := map[string]bool{}
+	for _, g := range q.GetResourceGroups() {
+		for _, f := range g.GetFlavors() {
+			for _, r := range sortedKeys(f.GetResources()) {
+				rq := f.GetResources()[r]
+				if rq.BorrowingLimit == nil || rq.GetBorrowingLimit() < 0 {
+					unlimited[r] = true
+					continue
+				}
+				out[r] += rq.GetBorrowingLimit()
+			}
+		}
+	}
+	for r := range unlimited {
+		delete(out, r)
+	}
+	return out
+}
+
 // Capacity is the quota there is to share: the subtree quota of every root, summed.
 func (m *Model) Capacity() map[string]float64 {
 	sq := m.subtreeQuota()
@@ -41,7 +78,7 @@ func (m *Model) Capacity() map[string]float64 {
 func (m *Model) subtreeQuota() map[string]map[string]float64 {
 	own := map[string]map[string]float64{}
 	for _, q := range m.Request.GetSnapshot().GetQueues() {
-		own[q.GetName()] = q.GetDeserved()
+		own[q.GetName()] = nominalByName(q)
 	}
 	out := map[string]map[string]float64{}
 	for name := range m.Kind {
@@ -97,7 +134,7 @@ func (m *Model) TimeAwareRequest(root string, ledger *usage.Ledger, k float64) *
 				kai.OverQuotaWeight[r] = q.GetFairSharingWeight()
 			}
 		}
-		for r, bl := range q.GetBorrowingLimit() {
+		for r, bl := range borrowingLimitByName(q) {
 			if kai.Limit == nil {
 				kai.Limit = map[string]float64{}
 			}

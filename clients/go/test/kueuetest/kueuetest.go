@@ -36,6 +36,26 @@ func Groups(flavor string, q []kueue.ResourceQuota) []kueue.ResourceGroup {
 	return []kueue.ResourceGroup{{CoveredResources: covered, Flavors: []kueue.FlavorQuotas{{Name: kueue.ResourceFlavorReference(flavor), Resources: q}}}}
 }
 
+// Flavor is the quota of one flavor of a resource group, e.g. Flavor("spot", "cpu", "8").
+func Flavor(name string, pairs ...string) kueue.FlavorQuotas {
+	return kueue.FlavorQuotas{Name: kueue.ResourceFlavorReference(name), Resources: Quota(pairs...)}
+}
+
+// ResourceGroup is a resource group of the flavors, in that order, covering the first one's
+// resources.
+func ResourceGroup(flavors ...kueue.FlavorQuotas) kueue.ResourceGroup {
+	g := kueue.ResourceGroup{Flavors: flavors}
+	for _, r := range flavors[0].Resources {
+		g.CoveredResources = append(g.CoveredResources, r.Name)
+	}
+	return g
+}
+
+// ResourceFlavor is a ResourceFlavor with node labels and node taints.
+func ResourceFlavor(name string, labels map[string]string, taints ...corev1.Taint) kueue.ResourceFlavor {
+	return kueue.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: kueue.ResourceFlavorSpec{NodeLabels: labels, NodeTaints: taints}}
+}
+
 // ClusterQueue is a ClusterQueue in cohort with quota q of flavor "default", for every namespace.
 func ClusterQueue(name, cohort string, q []kueue.ResourceQuota) kueue.ClusterQueue {
 	return kueue.ClusterQueue{
@@ -79,20 +99,27 @@ func Pending(ns, name, lq string, offset time.Duration, count int32, pairs ...st
 	}
 }
 
-// Reserve gives w quota in cq at T0 + offset, as Kueue records it; admitted marks every check
-// Ready (the Admitted condition).
+// Reserve gives w quota in cq at T0 + offset, in flavor "default" (that of ClusterQueue), as
+// Kueue records it; admitted marks every check Ready (the Admitted condition).
 func Reserve(w kueue.Workload, cq string, offset time.Duration, admitted bool) kueue.Workload {
+	return ReserveIn(w, cq, "default", offset, admitted)
+}
+
+// ReserveIn is Reserve in flavor: every resource of the pod set is assigned that flavor.
+func ReserveIn(w kueue.Workload, cq, flavor string, offset time.Duration, admitted bool) kueue.Workload {
 	usage := corev1.ResourceList{}
+	flavors := map[corev1.ResourceName]kueue.ResourceFlavorReference{}
 	ps := w.Spec.PodSets[0]
 	for r, q := range ps.Template.Spec.Containers[0].Resources.Requests {
 		total := q.DeepCopy()
 		total.Mul(int64(ps.Count))
 		usage[r] = total
+		flavors[r] = kueue.ResourceFlavorReference(flavor)
 	}
 	count := ps.Count
 	w.Status.Admission = &kueue.Admission{
 		ClusterQueue:      kueue.ClusterQueueReference(cq),
-		PodSetAssignments: []kueue.PodSetAssignment{{Name: ps.Name, ResourceUsage: usage, Count: &count}},
+		PodSetAssignments: []kueue.PodSetAssignment{{Name: ps.Name, Flavors: flavors, ResourceUsage: usage, Count: &count}},
 	}
 	at := metav1.NewTime(T0.Add(offset))
 	w.Status.Conditions = append(w.Status.Conditions, metav1.Condition{Type: kueue.WorkloadQuotaReserved, Status: metav1.ConditionTrue, Reason: "QuotaReserved", LastTransitionTime: at})

@@ -9,10 +9,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"google.golang.org/protobuf/proto"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	arbiterv1 "arbiter.dev/clients/go/arbiterv1"
 	kueuemodel "arbiter.dev/clients/go/k8s/kueue"
@@ -37,6 +44,12 @@ type Preemption struct {
 	Message string `json:"message"`
 }
 
+// PodSetFlavors are the flavors of one pod set: resource → flavor.
+type PodSetFlavors struct {
+	PodSet  string            `json:"podSet"`
+	Flavors map[string]string `json:"flavors"`
+}
+
 // WorkloadVerdict is arbiter's answer for one pending workload.
 type WorkloadVerdict struct {
 	Workload     string       `json:"workload"`
@@ -45,6 +58,35 @@ type WorkloadVerdict struct {
 	Reason       string       `json:"reason,omitempty"` // arbiter's stable code when pending
 	Message      string       `json:"message,omitempty"`
 	Preempts     []Preemption `json:"preempts,omitempty"`
+	// Flavors are the flavors arbiter assigns to each pod set when it admits the workload
+	// (Admission.pod_sets), in pod set order.
+	Flavors []PodSetFlavors `json:"flavors,omitempty"`
+}
+
+// FlavorCheck sets a workload whose quota Kueue reserved beside arbiter's own choice of flavors
+// for it: the flavors arbiter assigns the workload now, with every other reserved workload as it
+// is and nothing else waiting (what Kueue weighed when it chose).
+type FlavorCheck struct {
+	Workload     string `json:"workload"`
+	ClusterQueue string `json:"clusterQueue"`
+	// Kueue is the admission's podSetAssignments[].flavors.
+	Kueue []PodSetFlavors `json:"kueueFlavors"`
+	// Arbiter is arbiter's assignment; empty when arbiter would leave it pending (Reason).
+	Arbiter []PodSetFlavors `json:"arbiterFlavors,omitempty"`
+	Reason  string          `json:"reason,omitempty"`
+	// Differs: some pod set's resource has another flavor in arbiter's assignment, or arbiter
+	// would not admit the workload.
+	Differs bool `json:"differs"`
+}
+
+// FlavorUsage is one (flavor, resource) of a queue (QueueShare.flavor_resources).
+type FlavorUsage struct {
+	Flavor       string  `json:"flavor"`
+	Resource     string  `json:"resource"`
+	Nominal      float64 `json:"nominal"`
+	SubtreeQuota float64 `json:"subtreeQuota"`
+	Usage        float64 `json:"usage"`
+	Borrowed     float64 `json:"borrowed"`
 }
 
 // ShareComparison is one ClusterQueue's or Cohort's weighted share: arbiter's beside Kueue's.
@@ -63,13 +105,19 @@ type ShareComparison struct {
 	Kueue *int64 `json:"kueueWeightedShare,omitempty"`
 	// Differs: Kueue publishes a share and it is not arbiter's.
 	Differs bool `json:"differs"`
+	// Flavors are the queue's quota and usage per flavor and resource, in (flavor, resource)
+	// order.
+	Flavors []FlavorUsage `json:"flavors,omitempty"`
 }
 
 // Report is the answer of explain.
 type Report struct {
-	Workloads []WorkloadVerdict    `json:"workloads"`
-	Queues    []ShareComparison    `json:"queues"`
-	Skipped   []kueuemodel.Skipped `json:"skipped"`
+	Workloads []WorkloadVerdict `json:"workloads"`
+	// Reserved are the workloads whose quota Kueue reserved in a ClusterQueue that offers a
+	// choice of flavors for what they use, with Kueue's flavors beside arbiter's.
+	Reserved []FlavorCheck        `json:"reserved,omitempty"`
+	Queues   []ShareComparison    `json:"queues"`
+	Skipped  []kueuemodel.Skipped `json:"skipped"`
 }
 
 // ExplainOptions narrow a report to some workloads.
@@ -91,6 +139,9 @@ func Explain(ctx context.Context, arb kueuemodel.Arbiter, s *kueuemodel.State, m
 		return nil, fmt.Errorf("compute fair shares: %w", err)
 	}
 	r := &Report{Workloads: verdicts(model, resp, opts), Queues: compareShares(s, model, shares), Skipped: []kueuemodel.Skipped{}}
+	if r.Reserved, err = checkFlavors(ctx, arb, model, opts); err != nil {
+		return nil, err
+	}
 	for _, sk := range model.Skipped {
 		if selected(sk.Workload, opts) {
 			r.Skipped = append(r.Skipped, sk)
@@ -130,7 +181,7 @@ func verdicts(model *kueuemodel.Model, resp *arbiterv1.ScheduleResponse, opts Ex
 	})
 	out := make([]WorkloadVerdict, 0, len(keys))
 	for _, key := range keys {
-		v := WorkloadVerdict{Workload: key, ClusterQueue: model.Workloads[key].ClusterQueue, Preempts: preempts[key]}
+		v := WorkloadVerdict{Workload: key, ClusterQueue: model.Workloads[key].ClusterQueue, Preempts: preempts[key], Flavors: podSetFlavors(admitted[key].GetPodSets())}
 		switch {
 		case pending[key] != nil:
 			v.Verdict, v.Reason, v.Message = VerdictPending, pending[key].GetReason(), pending[key].GetMessage()
@@ -210,6 +261,10 @@ func compareShares(s *kueuemodel.State, model *kueuemodel.Model, shares *arbiter
 			c.Exact = &exact
 		}
 		c.Differs = c.Kueue != nil && *c.Kueue != c.WeightedShare
+		for _, f := range q.GetFlavorResources() {
+			c.Flavors = append(c.Flavors, FlavorUsage{Flavor: f.GetFlavor(), Resource: f.GetResource(), Nominal: f.GetNominal(),
+				SubtreeQuota: f.GetSubtreeQuota(), Usage: f.GetUsage(), Borrowed: f.GetBorrowed()})
+		}
 		out = append(out, c)
 	}
 	return out
@@ -225,26 +280,45 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // WriteTable writes r as two tables: the pending workloads, then the shares.
 func (r *Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "WORKLOAD\tCLUSTERQUEUE\tVERDICT\tREASON\tDETAIL")
+	fmt.Fprintln(tw, "WORKLOAD\tCLUSTERQUEUE\tVERDICT\tFLAVORS\tREASON\tDETAIL")
 	if len(r.Workloads) == 0 {
-		fmt.Fprintln(tw, "(no pending workload)\t\t\t\t")
+		fmt.Fprintln(tw, "(no pending workload)\t\t\t\t\t")
 	}
 	for _, v := range r.Workloads {
 		detail := v.Message
 		if len(v.Preempts) > 0 {
 			detail = preemptsText(v.Preempts)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.Workload, v.ClusterQueue, v.Verdict, dash(v.Reason), detail)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Workload, v.ClusterQueue, v.Verdict, FlavorsText(v.Flavors), dash(v.Reason), detail)
 	}
 	for _, sk := range r.Skipped {
-		fmt.Fprintf(tw, "%s\t-\tskipped\t%s\t%s\n", sk.Workload, sk.Reason, sk.Message)
+		fmt.Fprintf(tw, "%s\t-\tskipped\t-\t%s\t%s\n", sk.Workload, sk.Reason, sk.Message)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if len(r.Reserved) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "RESERVED\tCLUSTERQUEUE\tKUEUE FLAVORS\tARBITER FLAVORS\t")
+		for _, c := range r.Reserved {
+			ours := FlavorsText(c.Arbiter)
+			if c.Arbiter == nil {
+				ours = "pending (" + dash(c.Reason) + ")"
+			}
+			differs := ""
+			if c.Differs {
+				differs = "DIFFERS"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Workload, c.ClusterQueue, FlavorsText(c.Kueue), ours, differs)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "QUEUE\tKIND\tWEIGHTED SHARE (exact)\tKUEUE STATUS\tBORROWING")
+	fmt.Fprintln(tw, "QUEUE\tKIND\tWEIGHTED SHARE (exact)\tKUEUE STATUS\tBORROWING\tUSAGE BY FLAVOR (used/quota)")
 	for _, q := range r.Queues {
 		kueueShare := "-"
 		if q.Kueue != nil {
@@ -264,7 +338,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if q.DominantResource != "" {
 			borrowing += " (" + q.DominantResource + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d (%s)\t%s\t%s\n", q.Name, q.Kind, q.WeightedShare, exact, kueueShare, borrowing)
+		fmt.Fprintf(tw, "%s\t%s\t%d (%s)\t%s\t%s\t%s\n", q.Name, q.Kind, q.WeightedShare, exact, kueueShare, borrowing, flavorUsageText(q.Flavors))
 	}
 	return tw.Flush()
 }
@@ -282,4 +356,128 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// podSetFlavors reads an admission's flavors.
+func podSetFlavors(sets []*arbiterv1.PodSetFlavors) []PodSetFlavors {
+	var out []PodSetFlavors
+	for _, ps := range sets {
+		out = append(out, PodSetFlavors{PodSet: ps.GetPodSet(), Flavors: ps.GetFlavors()})
+	}
+	return out
+}
+
+// kueueFlavors are the flavors of a reserved workload's admission, in pod set order.
+func kueueFlavors(w *kueuemodel.Workload) []PodSetFlavors {
+	out := []PodSetFlavors{}
+	for _, ps := range slices.Sorted(maps.Keys(w.Flavors)) {
+		if len(w.Flavors[ps]) > 0 {
+			out = append(out, PodSetFlavors{PodSet: ps, Flavors: w.Flavors[ps]})
+		}
+	}
+	return out
+}
+
+// checkFlavors sets the flavors Kueue gave every selected reserved workload of a ClusterQueue
+// with a choice of flavors for what it uses beside those arbiter assigns it: one Schedule per
+// workload, on the reserved workloads but it, with it pending and nothing else waiting.
+// Workloads that are giving their quota back (evicted) are left out.
+func checkFlavors(ctx context.Context, arb kueuemodel.Arbiter, model *kueuemodel.Model, opts ExplainOptions) ([]FlavorCheck, error) {
+	var out []FlavorCheck
+	for _, key := range slices.Sorted(maps.Keys(model.Workloads)) {
+		w := model.Workloads[key]
+		if !w.Reserved || !selected(key, opts) || apimeta.IsStatusConditionTrue(w.Obj.Status.Conditions, kueue.WorkloadEvicted) {
+			continue
+		}
+		choices, choice := model.Choices(w.ClusterQueue), false
+		for _, flavors := range w.Flavors {
+			for r := range flavors {
+				choice = choice || choices[r]
+			}
+		}
+		if !choice {
+			continue
+		}
+		trial := proto.Clone(model.Request).(*arbiterv1.ScheduleRequest)
+		groups := []*arbiterv1.PodGroup{}
+		for _, g := range trial.Snapshot.PodGroups {
+			if g.GetAdmitted() && g.GetName() != key {
+				groups = append(groups, g)
+			}
+		}
+		trial.Snapshot.PodGroups = append(groups, model.AsPending(key))
+		resp, err := arb.Schedule(ctx, trial)
+		if err != nil {
+			return nil, fmt.Errorf("schedule %s anew: %w", key, err)
+		}
+		c := FlavorCheck{Workload: key, ClusterQueue: w.ClusterQueue, Kueue: kueueFlavors(w)}
+		for _, a := range resp.GetAdmissions() {
+			if a.GetPodGroup() == key {
+				c.Arbiter = podSetFlavors(a.GetPodSets())
+			}
+		}
+		for _, p := range resp.GetPending() {
+			if p.GetPodGroup() == key {
+				c.Reason = p.GetReason()
+			}
+		}
+		c.Differs = c.Arbiter == nil || !sameFlavors(c.Kueue, c.Arbiter)
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// sameFlavors: every resource both assignments name has one flavor in both.
+func sameFlavors(a, b []PodSetFlavors) bool {
+	byPodSet := map[string]map[string]string{}
+	for _, ps := range b {
+		byPodSet[ps.PodSet] = ps.Flavors
+	}
+	for _, ps := range a {
+		for r, f := range ps.Flavors {
+			if g, ok := byPodSet[ps.PodSet][r]; ok && g != f {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// FlavorsText is "main: spot" for a pod set whose resources share one flavor, "main: cpu=spot,
+// memory=on-demand" otherwise, pod sets joined by "; "; "-" for none.
+func FlavorsText(sets []PodSetFlavors) string {
+	parts := make([]string, 0, len(sets))
+	for _, ps := range sets {
+		distinct := map[string]bool{}
+		for _, f := range ps.Flavors {
+			distinct[f] = true
+		}
+		if len(distinct) == 1 {
+			parts = append(parts, ps.PodSet+": "+slices.Collect(maps.Keys(distinct))[0])
+			continue
+		}
+		var each []string
+		for _, r := range slices.Sorted(maps.Keys(ps.Flavors)) {
+			each = append(each, r+"="+ps.Flavors[r])
+		}
+		parts = append(parts, ps.PodSet+": "+strings.Join(each, ","))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// flavorUsageText is "on-demand cpu 4000/4000, spot cpu 2000/8000": usage over subtree quota per
+// (flavor, resource); "-" for none.
+func flavorUsageText(fs []FlavorUsage) string {
+	parts := make([]string, 0, len(fs))
+	for _, f := range fs {
+		parts = append(parts, fmt.Sprintf("%s %s %s/%s", f.Flavor, f.Resource,
+			strconv.FormatFloat(f.Usage, 'f', -1, 64), strconv.FormatFloat(f.SubtreeQuota, 'f', -1, 64)))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
 }

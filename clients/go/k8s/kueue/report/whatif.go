@@ -215,6 +215,8 @@ type Prediction struct {
 	Reason   string       `json:"reason,omitempty"`
 	Message  string       `json:"message,omitempty"`
 	Preempts []Preemption `json:"preempts,omitempty"`
+	// Flavors are the flavors arbiter assigns to each pod set when it admits the workload.
+	Flavors []PodSetFlavors `json:"flavors,omitempty"`
 }
 
 // WhatIf predicts, without changing anything, what arbiter's Kueue model decides for candidate
@@ -243,6 +245,11 @@ func WhatIf(ctx context.Context, arb kueuemodel.Arbiter, model *kueuemodel.Model
 		p.Verdict, p.Reason, p.Message = VerdictPending, answer.Pending.GetReason(), answer.Pending.GetMessage()
 	case client.OutcomeAdmitted:
 		p.Verdict = VerdictAdmit
+		for _, a := range resp.GetAdmissions() {
+			if a.GetPodGroup() == key {
+				p.Flavors = podSetFlavors(a.GetPodSets())
+			}
+		}
 		if answer.AfterEvictions || len(p.Preempts) > 0 {
 			p.Verdict = VerdictPreempt
 		}
@@ -262,13 +269,13 @@ func WritePredictionsJSON(w io.Writer, predictions []*Prediction) error {
 // WritePredictionsTable writes one line per prediction.
 func WritePredictionsTable(w io.Writer, predictions []*Prediction) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "WORKLOAD\tCLUSTERQUEUE\tREQUESTS\tVERDICT\tREASON\tDETAIL")
+	fmt.Fprintln(tw, "WORKLOAD\tCLUSTERQUEUE\tREQUESTS\tVERDICT\tFLAVORS\tREASON\tDETAIL")
 	for _, p := range predictions {
 		detail := p.Message
 		if len(p.Preempts) > 0 {
 			detail = preemptsText(p.Preempts)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Workload, dash(p.ClusterQueue), dash(kueuemodel.Describe(p.Requests)), p.Verdict, dash(p.Reason), detail)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Workload, dash(p.ClusterQueue), dash(kueuemodel.Describe(p.Requests)), p.Verdict, FlavorsText(p.Flavors), dash(p.Reason), detail)
 	}
 	return tw.Flush()
 }

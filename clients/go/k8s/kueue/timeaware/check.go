@@ -143,7 +143,7 @@ func NewChecker(cfg CheckConfig, kc kueueclient.Interface, kube kubernetes.Inter
 		DeleteFunc: func(any) { c.poke() },
 	}
 	for _, inf := range []cache.SharedIndexInformer{
-		api.Workloads().Informer(), api.ClusterQueues().Informer(), api.Cohorts().Informer(),
+		api.Workloads().Informer(), api.ResourceFlavors().Informer(), api.ClusterQueues().Informer(), api.Cohorts().Informer(),
 		api.LocalQueues().Informer(), api.AdmissionChecks().Informer(), c.kubeFactory.Core().V1().Namespaces().Informer(),
 	} {
 		if _, err := inf.AddEventHandler(notify); err != nil {
@@ -226,6 +226,10 @@ func (c *Checker) state(now time.Time) (*kueuemodel.State, error) {
 	for _, ns := range nss {
 		s.Namespaces[ns.Name] = ns.Labels
 	}
+	rfs, err := api.ResourceFlavors().Lister().List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
 	cqs, err := api.ClusterQueues().Lister().List(labels.Everything())
 	if err != nil {
 		return nil, err
@@ -245,6 +249,9 @@ func (c *Checker) state(now time.Time) (*kueuemodel.State, error) {
 	acs, err := api.AdmissionChecks().Lister().List(labels.Everything())
 	if err != nil {
 		return nil, err
+	}
+	for _, o := range rfs {
+		s.ResourceFlavors = append(s.ResourceFlavors, *o)
 	}
 	for _, o := range cqs {
 		s.ClusterQueues = append(s.ClusterQueues, *o)

@@ -130,12 +130,12 @@ func TestCheckerActivatesItsCheckDecidesAndSavesTheLedger(t *testing.T) {
 
 func TestCheckerLetsEverythingThroughWhatArbiterCannotModel(t *testing.T) {
 	s := storyOne("a/job-1")
-	// team-b offers its GPUs in two flavors: not expressible in arbiter's Kueue model.
-	s.ClusterQueues[1].Spec.ResourceGroups[0].Flavors = append(s.ClusterQueues[1].Spec.ResourceGroups[0].Flavors,
-		kueue.FlavorQuotas{Name: "spot", Resources: kueuetest.Quota("nvidia.com/gpu", "4")})
+	// The cohort's parents form a cycle, which Kueue leaves inactive and arbiter refuses.
+	s.Cohorts[0].Spec.ParentName = "loop"
+	s.Cohorts = append(s.Cohorts, kueuetest.Cohort("loop", "pool", nil))
 	f := startChecker(t, s, ledgerAfter(1, 0))
 	st := f.decided(t, "a", "job-1")
-	if st.State != kueue.CheckStateReady || !strings.Contains(st.Message, "passed through") || !strings.Contains(st.Message, "more than one flavor") {
+	if st.State != kueue.CheckStateReady || !strings.Contains(st.Message, "passed through") || !strings.Contains(st.Message, "cycle") {
 		t.Errorf("check %+v, want Ready, passed through with the reason", st)
 	}
 }

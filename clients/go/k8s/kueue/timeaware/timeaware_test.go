@@ -92,6 +92,48 @@ func TestTimeAwareCheckRetriesTheClusterQueueThatUsedMore(t *testing.T) {
 	}
 }
 
+// flavoredStoryOne is storyOne with the cohort's GPUs in two flavors, a100 then h100, 8 each;
+// every job still takes 8, so one flavor holds it. The reserved workload holds h100.
+func flavoredStoryOne(reserved string) *kueuemodel.State {
+	s := storyOne(reserved)
+	for i := range s.ClusterQueues {
+		s.ClusterQueues[i].Spec.ResourceGroups = []kueue.ResourceGroup{kueuetest.ResourceGroup(
+			kueuetest.Flavor("a100", "nvidia.com/gpu", "0"), kueuetest.Flavor("h100", "nvidia.com/gpu", "0"))}
+	}
+	s.Cohorts[0].Spec.ResourceGroups = []kueue.ResourceGroup{kueuetest.ResourceGroup(
+		kueuetest.Flavor("a100", "nvidia.com/gpu", "8"), kueuetest.Flavor("h100", "nvidia.com/gpu", "8"))}
+	for i := range s.Workloads {
+		if a := s.Workloads[i].Status.Admission; a != nil {
+			a.PodSetAssignments[0].Flavors["nvidia.com/gpu"] = "h100"
+		}
+	}
+	return s
+}
+
+// The time-aware division knows resources, not flavors: a ClusterQueue's quota and usage are
+// summed over its flavors, and the rival's workload must fit (arbiter's Kueue model picks its
+// flavor) in what the reserved one gives back.
+func TestTimeAwareCheckSumsTheFlavorsOfAResource(t *testing.T) {
+	m, err := kueuemodel.Build(flavoredStoryOne("a/job-1"), kueuemodel.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := m.TimeAwareRequest("pool", ledgerAfter(1, 0), 1)
+	if got := req.GetSnapshot().GetCapacity()["nvidia.com/gpu"]; got != 16 {
+		t.Errorf("capacity %g GPUs, want a100's 8 and h100's 8", got)
+	}
+	if got := m.Allocated()["pool"]["nvidia.com/gpu"]; got != 0 {
+		t.Errorf("allocated %g, want 0: the reserved workload waits for its check", got)
+	}
+	d := decide(t, flavoredStoryOne("a/job-1"), ledgerAfter(1, 0), 1, "a/job-1")
+	if d.State != kueue.CheckStateRetry || d.Rival != "team-b" || !strings.Contains(d.Message, "nvidia.com/gpu=") {
+		t.Fatalf("%+v, want Retry for team-b", d)
+	}
+	if d := decide(t, flavoredStoryOne("a/job-1"), ledgerAfter(1, 1), 1, "a/job-1"); d.State != kueue.CheckStateReady {
+		t.Errorf("equal usage: %+v, want Ready", d)
+	}
+}
+
 func TestTimeAwareCheckWithKZeroIsReadyWhatever(t *testing.T) {
 	if d := decide(t, storyOne("a/job-1"), ledgerAfter(5, 0), 0, "a/job-1"); d.State != kueue.CheckStateReady {
 		t.Fatalf("k=0: %+v, want Ready", d)
