@@ -1,7 +1,7 @@
-// Package report holds the reports of arbiter-kueue, computed from package kueue's model and one
-// call to arbiter, changing nothing: Explain (what arbiter's Kueue model would admit or preempt
-// now, and every queue's share beside Kueue's) and WhatIf (what a manifest would get if it were
-// submitted now).
+// Package report holds the reports of arbiter-kueue, computed from package kueue's model and
+// calls to arbiter, changing nothing: Explain (what arbiter's Kueue model would admit or preempt
+// now and in which flavors, Kueue's flavors of reserved workloads beside arbiter's, and every
+// queue's share beside Kueue's) and WhatIf (what a manifest would get if it were submitted now).
 package report
 
 import (
@@ -126,9 +126,10 @@ type ExplainOptions struct {
 	Workload  string // "" = every pending workload of Namespace
 }
 
-// Explain asks arbiter what it would do with s: one Schedule for the verdicts (the state Kueue
-// would reach over successive cycles with no new arrivals) and one ComputeFairShares for the
-// shares on the current tree.
+// Explain asks arbiter what it would do with s: one Schedule for the verdicts and their flavors
+// (the state Kueue would reach over successive cycles with no new arrivals), one ComputeFairShares
+// for the shares on the current tree, and one Schedule per reserved workload with a choice of
+// flavors (checkFlavors).
 func Explain(ctx context.Context, arb kueuemodel.Arbiter, s *kueuemodel.State, model *kueuemodel.Model, opts ExplainOptions) (*Report, error) {
 	resp, err := arb.Schedule(ctx, model.Request)
 	if err != nil {
