@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 	kueueclient "sigs.k8s.io/kueue/client-go/clientset/versioned"
@@ -133,12 +134,16 @@ func (r *realKueue) queues(t *testing.T, cohort *kueue.Cohort, cqs ...kueue.Clus
 func (r *realKueue) holdLocalQueue(t *testing.T, ns string, policy kueue.StopPolicy) {
 	t.Helper()
 	api := r.kc.KueueV1beta2().LocalQueues(ns)
-	lq, err := api.Get(context.Background(), "lq", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lq.Spec.StopPolicy = &policy
-	if _, err := api.Update(context.Background(), lq, metav1.UpdateOptions{}); err != nil {
+	// Kueue writes the LocalQueue's status as it goes: read it again on a conflict.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		lq, err := api.Get(context.Background(), "lq", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		lq.Spec.StopPolicy = &policy
+		_, err = api.Update(context.Background(), lq, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 }
