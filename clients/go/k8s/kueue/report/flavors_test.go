@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	arbiterv1 "arbiter.dev/clients/go/arbiterv1"
 	kueuemodel "arbiter.dev/clients/go/k8s/kueue"
 
 	"arbiter.dev/clients/go/test/kueuetest"
@@ -182,5 +184,87 @@ func TestFlavorsText(t *testing.T) {
 		if got := FlavorsText(c.in); got != c.want {
 			t.Errorf("FlavorsText(%+v) = %q, want %q", c.in, got, c.want)
 		}
+	}
+}
+
+// cannedArbiter answers every Schedule with the admission of the pending workload it holds in
+// the flavors of flavorOf (pod set "main", cpu), and ComputeFairShares with shares.
+type cannedArbiter struct {
+	flavorOf  map[string]string
+	shares    *arbiterv1.FairShareResponse
+	schedules []*arbiterv1.ScheduleRequest
+}
+
+func (c *cannedArbiter) Schedule(_ context.Context, req *arbiterv1.ScheduleRequest) (*arbiterv1.ScheduleResponse, error) {
+	c.schedules = append(c.schedules, req)
+	resp := &arbiterv1.ScheduleResponse{}
+	for _, g := range req.GetSnapshot().GetPodGroups() {
+		if !g.GetAdmitted() {
+			resp.Admissions = append(resp.Admissions, &arbiterv1.Admission{PodGroup: g.GetName(), Queue: g.GetQueue(),
+				PodSets: []*arbiterv1.PodSetFlavors{{PodSet: "main", Flavors: map[string]string{"cpu": c.flavorOf[g.GetName()]}}}})
+		}
+	}
+	return resp, nil
+}
+
+func (c *cannedArbiter) ComputeFairShares(context.Context, *arbiterv1.FairShareRequest) (*arbiterv1.FairShareResponse, error) {
+	return c.shares, nil
+}
+
+// Explain reads the flavors from the answer: a pending workload's from its admission, a
+// reserved one's beside Kueue's from a Schedule of the reserved workloads but it, with it pending
+// and nothing else waiting; the queues' usage by flavor from flavor_resources.
+func TestExplainReadsTheFlavorsOfTheAnswer(t *testing.T) {
+	s := twoFlavors()
+	m, err := kueuemodel.Build(s, kueuemodel.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arb := &cannedArbiter{
+		flavorOf: map[string]string{"a/big": "spot", "a/lost": "spot", "a/first": "on-demand", "a/odd": "on-demand"},
+		shares: &arbiterv1.FairShareResponse{Queues: []*arbiterv1.QueueShare{{Queue: "team-a", FlavorResources: []*arbiterv1.FlavorResourceShare{
+			{Flavor: "on-demand", Resource: "cpu", Nominal: 3000, SubtreeQuota: 3000, Usage: 2000},
+		}}}},
+	}
+	report, err := Explain(context.Background(), arb, s, m, ExplainOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := FlavorsText(report.Workloads[0].Flavors); report.Workloads[0].Workload != "a/big" || got != "main: spot" {
+		t.Errorf("first verdict %+v, want a/big on spot", report.Workloads[0])
+	}
+	want := []FlavorCheck{
+		{Workload: "a/first", ClusterQueue: "team-a", Kueue: []PodSetFlavors{{PodSet: "main", Flavors: map[string]string{"cpu": "on-demand"}}},
+			Arbiter: []PodSetFlavors{{PodSet: "main", Flavors: map[string]string{"cpu": "on-demand"}}}},
+		{Workload: "a/odd", ClusterQueue: "team-a", Kueue: []PodSetFlavors{{PodSet: "main", Flavors: map[string]string{"cpu": "spot"}}},
+			Arbiter: []PodSetFlavors{{PodSet: "main", Flavors: map[string]string{"cpu": "on-demand"}}}, Differs: true},
+	}
+	if diff := cmp.Diff(want, report.Reserved); diff != "" {
+		t.Errorf("reserved (-want +got):\n%s", diff)
+	}
+	if len(arb.schedules) != 3 {
+		t.Fatalf("%d Schedule calls, want 1 and one per reserved workload", len(arb.schedules))
+	}
+	// a/odd's own check: a/first reserved, a/odd pending as its spec gives it, nothing else.
+	var names []string
+	for _, g := range arb.schedules[2].GetSnapshot().GetPodGroups() {
+		names = append(names, fmt.Sprintf("%s admitted=%v pods=%d", g.GetName(), g.GetAdmitted(), len(g.GetPods())))
+	}
+	if w := []string{"a/first admitted=true pods=1", "a/odd admitted=false pods=1"}; !cmp.Equal(names, w) {
+		t.Errorf("a/odd checked against %v, want %v", names, w)
+	}
+	if odd := arb.schedules[2].GetSnapshot().GetPodGroups()[1]; odd.GetQueue() != "team-a" || len(odd.GetFlavors()) != 0 || len(odd.GetPods()[0].GetTolerations()) != 1 {
+		t.Errorf("a/odd as pending: %v", odd)
+	}
+	if want := []FlavorUsage{{Flavor: "on-demand", Resource: "cpu", Nominal: 3000, SubtreeQuota: 3000, Usage: 2000}}; !cmp.Equal(report.Queues[0].Flavors, want) {
+		t.Errorf("usage by flavor %+v, want %+v", report.Queues[0].Flavors, want)
+	}
+	// Narrowed to one workload, only its flavors are checked.
+	arb.schedules = nil
+	if report, err = Explain(context.Background(), arb, s, m, ExplainOptions{Namespace: "a", Workload: "odd"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(report.Reserved) != 1 || len(arb.schedules) != 2 {
+		t.Errorf("narrowed to a/odd: reserved %+v after %d calls, want a/odd's alone", report.Reserved, len(arb.schedules))
 	}
 }
