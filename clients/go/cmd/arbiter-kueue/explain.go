@@ -10,8 +10,9 @@ import (
 	"arbiter.dev/clients/go/k8s/kueue/report"
 )
 
-// explain prints what arbiter's Kueue model would do now with every pending workload, and the
-// shares beside Kueue's.
+// explain prints what arbiter's Kueue model would do now with every pending workload (and in
+// which flavors), Kueue's flavors of reserved workloads beside arbiter's, and the shares beside
+// Kueue's.
 func explain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -5,9 +5,10 @@
 //	arbiter-kueue check    [--k-value K] [--usage-half-life D] ...
 //
 // explain shows, for every pending Workload, what arbiter's Kueue model would do (admit, preempt
-// which workloads by which rule, or why not), and every ClusterQueue's and Cohort's weighted
-// share beside the one Kueue publishes. what-if says what a Job, JobSet or Workload manifest
-// would get if it were submitted now, changing nothing. check runs the arbiter.dev/time-aware
+// which workloads by which rule, or why not) and in which flavors, Kueue's flavors of reserved
+// Workloads beside arbiter's, and every ClusterQueue's and Cohort's weighted share beside the one
+// Kueue publishes. what-if says what a Job, JobSet or Workload manifest would get if it were
+// submitted now, in which flavors, changing nothing. check runs the arbiter.dev/time-aware
 // AdmissionCheck controller. See k8s/kueue/README.md.
 package main
 
@@ -34,8 +35,8 @@ import (
 const usageText = `arbiter-kueue: Kueue decisions, explained and gated by arbiter
 
 Usage:
-  arbiter-kueue explain [flags]          what arbiter would admit or preempt now, and every share
-  arbiter-kueue what-if -f FILE [flags]  what a Job, JobSet or Workload would get if submitted now
+  arbiter-kueue explain [flags]          what arbiter would admit or preempt now, in which flavors, and every share
+  arbiter-kueue what-if -f FILE [flags]  what a Job, JobSet or Workload would get if submitted now, in which flavors
   arbiter-kueue check [flags]            run the arbiter.dev/time-aware AdmissionCheck controller
 
 Run "arbiter-kueue COMMAND -h" for the flags of a command.
