@@ -21,6 +21,7 @@ func explain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var opts report.ExplainOptions
 	fs.StringVar(&opts.Namespace, "namespace", "", "only the workloads of this namespace; empty = all")
 	fs.StringVar(&opts.Workload, "workload", "", "only this workload (with --namespace)")
+	checkFlavors := fs.Bool("check-flavors", true, "set Kueue's flavors of reserved workloads beside arbiter's (one Schedule per workload of a ClusterQueue with a choice of flavors)")
 	format := formatFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -39,11 +40,12 @@ func explain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := c.dump("explain", s.model.Request, stderr); err != nil {
 		return err
 	}
+	opts.SkipFlavorCheck = !*checkFlavors
 	rep, err := report.Explain(ctx, s.arbiter, s.state, s.model, opts)
 	if err != nil {
 		return err
 	}
-	if opts.Workload != "" && len(rep.Workloads) == 0 && len(rep.Skipped) == 0 {
+	if opts.Workload != "" && len(rep.Workloads) == 0 && len(rep.Skipped) == 0 && len(rep.Reserved) == 0 {
 		return fmt.Errorf("no pending workload %s/%s", opts.Namespace, opts.Workload)
 	}
 	if *format == "json" {

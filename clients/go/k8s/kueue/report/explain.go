@@ -124,6 +124,8 @@ type Report struct {
 type ExplainOptions struct {
 	Namespace string // "" = every namespace
 	Workload  string // "" = every pending workload of Namespace
+	// SkipFlavorCheck leaves out Report.Reserved and the Schedule calls it takes.
+	SkipFlavorCheck bool
 }
 
 // Explain asks arbiter what it would do with s: one Schedule for the verdicts and their flavors
@@ -140,8 +142,10 @@ func Explain(ctx context.Context, arb kueuemodel.Arbiter, s *kueuemodel.State, m
 		return nil, fmt.Errorf("compute fair shares: %w", err)
 	}
 	r := &Report{Workloads: verdicts(model, resp, opts), Queues: compareShares(s, model, shares), Skipped: []kueuemodel.Skipped{}}
-	if r.Reserved, err = checkFlavors(ctx, arb, model, opts); err != nil {
-		return nil, err
+	if !opts.SkipFlavorCheck {
+		if r.Reserved, err = checkFlavors(ctx, arb, model, opts); err != nil {
+			return nil, err
+		}
 	}
 	for _, sk := range model.Skipped {
 		if selected(sk.Workload, opts) {

@@ -267,4 +267,12 @@ func TestExplainReadsTheFlavorsOfTheAnswer(t *testing.T) {
 	if len(report.Reserved) != 1 || len(arb.schedules) != 2 {
 		t.Errorf("narrowed to a/odd: reserved %+v after %d calls, want a/odd's alone", report.Reserved, len(arb.schedules))
 	}
+	// Without the check, one Schedule.
+	arb.schedules = nil
+	if report, err = Explain(context.Background(), arb, s, m, ExplainOptions{SkipFlavorCheck: true}); err != nil {
+		t.Fatal(err)
+	}
+	if report.Reserved != nil || len(arb.schedules) != 1 {
+		t.Errorf("without the check: reserved %+v after %d calls, want none after 1", report.Reserved, len(arb.schedules))
+	}
 }
