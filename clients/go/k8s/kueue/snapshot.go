@@ -464,8 +464,44 @@ func pendingPods(w *kueue.Workload) []*arbiterv1.Pod {
 		}
 		out = append(out, &arbiterv1.Pod{
 			Name: string(ps.Name), PodSet: string(ps.Name), Requests: requests,
-			NodeSelector: copyLabels(ps.Template.Spec.NodeSelector), Tolerations: tolerations(ps.Template.Spec.Tolerations),
+			NodeSelector: nodeSelector(&ps.Template.Spec), Tolerations: tolerations(ps.Template.Spec.Tolerations),
 		})
+	}
+	return out
+}
+
+// nodeSelector is what a pod set selects of a flavor's node labels: its node selector, with a
+// required node affinity folded in when that is one term of single-value In expressions that
+// agree with it (what a node selector can say). Another required node affinity is left out:
+// arbiter's Kueue model matches node selectors only (SEMANTICS §5.8.10 item 9).
+func nodeSelector(spec *corev1.PodSpec) map[string]string {
+	out := copyLabels(spec.NodeSelector)
+	aff := spec.Affinity
+	if aff == nil || aff.NodeAffinity == nil || aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return out
+	}
+	terms := aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if len(terms) != 1 || len(terms[0].MatchFields) != 0 {
+		return out
+	}
+	folded := map[string]string{}
+	for _, e := range terms[0].MatchExpressions {
+		if e.Operator != corev1.NodeSelectorOpIn || len(e.Values) != 1 {
+			return out
+		}
+		if v, ok := out[e.Key]; ok && v != e.Values[0] {
+			return out
+		}
+		folded[e.Key] = e.Values[0]
+	}
+	if len(folded) == 0 {
+		return out
+	}
+	if out == nil {
+		out = map[string]string{}
+	}
+	for k, v := range folded {
+		out[k] = v
 	}
 	return out
 }

@@ -150,6 +150,16 @@ func TestBuildMapsResourceFlavors(t *testing.T) {
 	pending.Spec.PodSets = append(pending.Spec.PodSets, kueue.PodSet{Name: "workers", Count: 1, Template: pending.Spec.PodSets[0].Template})
 	pending.Spec.PodSets[1].Template.Spec.NodeSelector = nil
 	pending.Spec.PodSets[1].Template.Spec.Tolerations = nil
+	// A required node affinity a node selector can say is matched as one; another is not.
+	pending.Spec.PodSets = append(pending.Spec.PodSets, *pending.Spec.PodSets[1].DeepCopy(), *pending.Spec.PodSets[1].DeepCopy())
+	pending.Spec.PodSets[2].Name, pending.Spec.PodSets[3].Name = "x-affine", "y-either"
+	affinity := func(values ...string) *corev1.Affinity {
+		return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "tier", Operator: corev1.NodeSelectorOpIn, Values: values}}}},
+		}}}
+	}
+	pending.Spec.PodSets[2].Template.Spec.Affinity = affinity("on-demand")
+	pending.Spec.PodSets[3].Template.Spec.Affinity = affinity("on-demand", "spot")
 	onSpot := kueuetest.ReserveIn(kueuetest.Pending("a", "on-spot", "lq", 0, 2, "cpu", "1", "nvidia.com/gpu", "1"), "team-a", "spot", time.Minute, true)
 	onSpot.Status.Admission.PodSetAssignments[0].Flavors["nvidia.com/gpu"] = "a100"
 	// Admitted before team-a covered memory: Kueue assigned memory no flavor and charges it
@@ -206,6 +216,8 @@ func TestBuildMapsResourceFlavors(t *testing.T) {
 			{Name: "main", PodSet: "main", Requests: map[string]float64{"cpu": 2000, "memory": 2 << 30},
 				NodeSelector: map[string]string{"tier": "spot"}, Tolerations: []*arbiterv1.Toleration{{Key: "spot", Operator: "Equal", Value: "true", Effect: "NoSchedule"}}},
 			{Name: "workers", PodSet: "workers", Requests: map[string]float64{"cpu": 1000, "memory": 1 << 30}},
+			{Name: "x-affine", PodSet: "x-affine", Requests: map[string]float64{"cpu": 1000, "memory": 1 << 30}, NodeSelector: map[string]string{"tier": "on-demand"}},
+			{Name: "y-either", PodSet: "y-either", Requests: map[string]float64{"cpu": 1000, "memory": 1 << 30}},
 		}, snap.GetPodGroups()[1].GetPods()},
 		{"a covered resource the admission gave no flavor is charged nowhere, an uncovered one stays", []*arbiterv1.Pod{
 			{Name: "main", PodSet: "main", Requests: map[string]float64{"cpu": 1000, "example.com/widget": 1}},
