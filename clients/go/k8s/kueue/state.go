@@ -1,9 +1,9 @@
 // Package kueue translates Kueue's objects (ResourceFlavors, ClusterQueues, Cohorts, LocalQueues,
 // Workloads) into arbiter's Kueue model: Read gathers them into a State, Build turns the State
 // into a Model (a ScheduleRequest and the index back to the Workloads), and TimeAwareRequest
-// turns a Model into the KAI-model request of the time-aware division. It acts on nothing and reports nothing:
-// the reports explain and what-if live in package report below it, the arbiter.dev/time-aware
-// AdmissionCheck controller in package timeaware.
+// turns a Model into the KAI-model request of the time-aware division. It acts on nothing and
+// reports nothing: the reports explain and what-if live in package report below it, the
+// arbiter.dev/time-aware AdmissionCheck controller in package timeaware.
 //
 // The objects are those of Kueue's own API (kueue.x-k8s.io/v1beta2) at the version pinned in
 // go.mod. See README.md in this folder for the mapping and the commands.
