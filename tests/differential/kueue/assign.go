@@ -321,6 +321,12 @@ func (s *scenario) kueueOutcome() (*outcome, error) {
 		}
 		switch mode {
 		case flavorassigner.Fit:
+			// Kueue's scheduler checks the usage again before admitting (scheduler.go, fits):
+			// a Fit nomination that does not fit is skipped and stays pending.
+			if !cq.Fits(a.Usage) {
+				out.reason, out.detail = "no-longer-fits", "Kueue's scheduler: Workload no longer fits after processing another workload"
+				return out, nil
+			}
 			out.admitted, out.afterEvictions = true, cycle > 0
 			out.flavors = map[string]map[string]string{}
 			for _, ps := range a.PodSets {
@@ -538,12 +544,12 @@ type assignCounts struct {
 	reasons       map[string]int
 }
 
-// compareAssignment holds arbiter's outcome against Kueue's and returns the rules the
-// agreement needed and the failure, if any (with the rules, what they excused). Agreement: the same first mode;
-// the same end state: admitted (with after_evictions exactly when Kueue evicted first) with the
-// same flavor for every requested resource of every pod set, or pending with the same reason;
-// and the same set of evicted workloads. A NoFit whose reason code alone differs agrees under
-// the NoFit-reason rule (§5.8.10 deviation 5).
+// compareAssignment holds arbiter's outcome against Kueue's. It returns the rules an agreement
+// needed, with what they excused, or else the failure ("" when the outcomes agree). Agreement:
+// the same first mode; the same end state, admitted (with after_evictions exactly when Kueue
+// evicted first) with the same flavor for every requested resource of every pod set, or pending
+// with the same reason; and the same set of evicted workloads. A NoFit whose reason code alone
+// differs agrees under ruleNoFitReason (rules.go).
 func (s *scenario) compareAssignment(want, got *outcome, counts *assignCounts) (rules []string, failure string) {
 	counts.byMode[want.firstMode]++
 	counts.podSets += len(s.pending.pods)
@@ -574,11 +580,8 @@ func (s *scenario) compareAssignment(want, got *outcome, counts *assignCounts) (
 	}
 	if len(diffs) == 0 && !want.admitted && want.reason != got.reason {
 		diff := fmt.Sprintf("pending reason: Kueue %s (%s), arbiter %s (%s)", want.reason, want.detail, got.reason, got.detail)
-		// Kueue stops a pod set at the first group that fails, in map order, so it may name
-		// another group's failure where arbiter names a resource the queue does not cover, or
-		// a less severe reason; but a resource Kueue finds uncovered, arbiter finds first.
-		if want.firstMode == "NoFit" && got.firstMode == "NoFit" && want.reason != "resource-not-covered" {
-			return []string{"nofit-reason"}, diff
+		if noFitReasonRule(want, got) {
+			return []string{ruleNoFitReason}, diff
 		}
 		diffs = append(diffs, diff)
 	}

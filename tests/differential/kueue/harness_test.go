@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -326,5 +327,103 @@ func TestScenarioGeneratorReachesTheInterestingCases(t *testing.T) {
 		if counts.reasons[reason] < 1 {
 			t.Errorf("pending reason %s reached %d times", reason, counts.reasons[reason])
 		}
+	}
+}
+
+// noCandidatesUnderPreemptionOverBorrowing is the smallest scenario of an open divergence
+// (docs/conformance.md): org holds c1 {x, y} and z, one flavor f of cpu and GPUs. x has 10 cpu
+// nominal, all borrowed by y's workload; z has the 10 GPUs. The pending workload of x asks for
+// 5 cpu and 1 GPU, x may preempt nothing, and x's fungibility prefers preemption over borrowing.
+// On f, cpu needs preemption with no candidates at borrowing level 0 and the GPU fits at level
+// 2. Kueue v0.17.0 ranks the level first (isPreferred), so f's worst mode is the GPU's Fit and
+// the pod set is Fit, which its scheduler's second check then skips. SEMANTICS §5.8.6 ranks
+// NO_CANDIDATES below everything: a Preempt without targets.
+func noCandidatesUnderPreemptionOverBorrowing() *scenario {
+	f := func(cpuNominal, gpuNominal int64) []group {
+		return []group{{covered: []int{cpu, gpu}, flavors: []flavorQuota{{name: "f", nominal: quota{cpu: cpuNominal, gpu: gpuNominal}}}}}
+	}
+	tr := &tree{seed: 1, flavored: true, kinds: []groupKind{{resources: []int{cpu, gpu}, flavors: []string{"f"}}}, nodes: []node{
+		{name: "org", parent: -1, children: []int{1, 4}, explicit: true},
+		{name: "c1", parent: 0, children: []int{2, 3}, explicit: true},
+		{name: "x", parent: 1, cq: true, explicit: true, groups: f(10, 0)},
+		{name: "y", parent: 1, cq: true, explicit: true, groups: f(0, 0)},
+		{name: "z", parent: 0, cq: true, explicit: true, groups: f(0, 10)},
+	}, roots: []int{0}}
+	tr.nodes[3].workloads = []workload{{name: "y-w", admitted: true, scheduled: true, pods: []quota{{cpu: 10}},
+		flavors: [][numResources]string{{cpu: "f"}}, created: epoch, reserved: epoch.Add(time.Hour)}}
+	never := kueue.PreemptionPolicyNever
+	return &scenario{t: tr, x: 2,
+		pending: workload{name: "x-pending", scheduled: true, created: epoch.Add(time.Second),
+			pods: []quota{{cpu: 5, gpu: 1}}, selectors: []map[string]string{nil}, tolerations: [][]arbiterjson.Toleration{nil}},
+		flavors: map[string]flavorSpec{"f": {}},
+		within:  map[string]kueue.PreemptionPolicy{"x": never, "y": never, "z": never},
+		reclaim: map[string]kueue.PreemptionPolicy{"x": never, "y": never, "z": never},
+		fungibility: &kueue.FlavorFungibility{WhenCanBorrow: kueue.TryNextFlavor, WhenCanPreempt: kueue.TryNextFlavor,
+			Preference: ptrTo(kueue.PreemptionOverBorrowing)},
+	}
+}
+
+// The kept case is this scenario's request, and Kueue decides it as described.
+func TestNoCandidatesUnderPreemptionOverBorrowing(t *testing.T) {
+	s := noCandidatesUnderPreemptionOverBorrowing()
+	got, err := s.kueueOutcome()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.firstMode != "Fit" || got.admitted || got.reason != "no-longer-fits" {
+		t.Errorf("Kueue: %+v; want a Fit nomination its scheduler skips", got)
+	}
+	keepCase(t, "kueue-no-candidates-preemption-over-borrowing.json", s)
+}
+
+// unlabelledFlavor is the smallest scenario of the other open divergence (docs/conformance.md):
+// ClusterQueue x lists flavors fa (zone=zone-a) and fb (no labels) for cpu; the pending
+// workload's pod selects zone=zone-b. Kueue matches the selector on the keys some flavor of the
+// group labels and requires them of every flavor, so fb does not match either: NoFit. SEMANTICS
+// §5.8.5 ignores a key the flavor does not label, so fb is compatible: Fit on fb.
+func unlabelledFlavor() *scenario {
+	tr := &tree{seed: 1, flavored: true, kinds: []groupKind{{resources: []int{cpu}, flavors: []string{"fa", "fb"}}}, nodes: []node{
+		{name: "org", parent: -1, children: []int{1}, explicit: true},
+		{name: "x", parent: 0, cq: true, explicit: true, groups: []group{{covered: []int{cpu},
+			flavors: []flavorQuota{{name: "fa", nominal: quota{cpu: 10}}, {name: "fb", nominal: quota{cpu: 10}}}}}},
+	}, roots: []int{0}}
+	never := kueue.PreemptionPolicyNever
+	return &scenario{t: tr, x: 1,
+		pending: workload{name: "x-pending", scheduled: true, created: epoch,
+			pods: []quota{{cpu: 5}}, selectors: []map[string]string{{"zone": "zone-b"}}, tolerations: [][]arbiterjson.Toleration{nil}},
+		flavors: map[string]flavorSpec{"fa": {labels: map[string]string{"zone": "zone-a"}}, "fb": {}},
+		within:  map[string]kueue.PreemptionPolicy{"x": never},
+		reclaim: map[string]kueue.PreemptionPolicy{"x": never},
+	}
+}
+
+func TestUnlabelledFlavor(t *testing.T) {
+	s := unlabelledFlavor()
+	got, err := s.kueueOutcome()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.firstMode != "NoFit" || got.reason != "no-matching-flavor" {
+		t.Errorf("Kueue: %+v; want NoFit, no-matching-flavor", got)
+	}
+	keepCase(t, "kueue-unlabelled-flavor.json", s)
+}
+
+// keepCase checks that tests/differential/cases/NAME is the scenario's request;
+// ARBITER_DIFFERENTIAL_WRITE_CASES=1 rewrites it.
+func keepCase(t *testing.T, name string, s *scenario) {
+	t.Helper()
+	body, err := arbiterjson.EncodeSchedule(s.request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := "../cases/" + name
+	if os.Getenv("ARBITER_DIFFERENTIAL_WRITE_CASES") != "" {
+		if err := os.WriteFile(kept, append(body, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want, err := os.ReadFile(kept); err != nil || string(want) != string(body)+"\n" {
+		t.Errorf("%s is not this scenario's request (ARBITER_DIFFERENTIAL_WRITE_CASES=1 rewrites it): %v", kept, err)
 	}
 }
