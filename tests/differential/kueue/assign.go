@@ -271,6 +271,21 @@ type outcome struct {
 	reason         string   // pending: the reason code
 	detail         string   // Kueue's status message, or arbiter's pending message
 	cycles         int
+	history        []string               // Kueue: the cycles that evicted
+	evictions      []arbiterjson.Eviction // arbiter
+}
+
+// flavorsOf lists an assignment's flavors: pod set -> resource -> flavor.
+func flavorsOf(a *flavorassigner.Assignment) map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for _, ps := range a.PodSets {
+		m := map[string]string{}
+		for r, f := range ps.Flavors {
+			m[string(r)] = string(f.Name)
+		}
+		out[string(ps.Name)] = m
+	}
+	return out
 }
 
 // fairSharingConfig is Kueue's fair-sharing configuration: enabled, with the default
@@ -328,14 +343,7 @@ func (s *scenario) kueueOutcome() (*outcome, error) {
 				return out, nil
 			}
 			out.admitted, out.afterEvictions = true, cycle > 0
-			out.flavors = map[string]map[string]string{}
-			for _, ps := range a.PodSets {
-				m := map[string]string{}
-				for r, f := range ps.Flavors {
-					m[string(r)] = string(f.Name)
-				}
-				out.flavors[string(ps.Name)] = m
-			}
+			out.flavors = flavorsOf(&a)
 			return out, nil
 		case flavorassigner.Preempt:
 			targets := preemptor.GetTargets(log, *info, a, snap)
@@ -343,11 +351,14 @@ func (s *scenario) kueueOutcome() (*outcome, error) {
 				out.reason, out.detail = "no-preemption-candidates", a.Message()
 				return out, nil
 			}
+			var names []string
 			for _, target := range targets {
+				names = append(names, target.WorkloadInfo.Obj.Name+" ("+target.Reason+")")
 				out.victims = append(out.victims, target.WorkloadInfo.Obj.Name)
 				s.evict(target.WorkloadInfo.Obj.Name)
 			}
 			sort.Strings(out.victims)
+			out.history = append(out.history, fmt.Sprintf("cycle %d: Preempt on %v, evicting %s", cycle+1, flavorsOf(&a), strings.Join(names, ", ")))
 		default:
 			out.reason, out.detail = kueueNoFitReason(&a), a.Message()
 			return out, nil
@@ -499,7 +510,7 @@ func (s *scenario) request() *arbiterjson.ScheduleRequest {
 
 // arbiterOutcome reads the pending workload's fate off arbiter's Schedule response.
 func (s *scenario) arbiterOutcome(resp *arbiterjson.ScheduleResponse) *outcome {
-	out := &outcome{}
+	out := &outcome{evictions: resp.Evictions}
 	victims := map[string]bool{}
 	for _, e := range resp.Evictions {
 		victims[e.PodGroup] = true
@@ -586,7 +597,13 @@ func (s *scenario) compareAssignment(want, got *outcome, counts *assignCounts) (
 		diffs = append(diffs, diff)
 	}
 	if len(diffs) > 0 {
-		return nil, strings.Join(diffs, "\n") + fmt.Sprintf("\nKueue (%d cycles): %s\narbiter: %s: %s\n", want.cycles, want.detail, got.reason, got.detail) + s.describe()
+		history := strings.Join(append(want.history, want.detail), "; ")
+		var evictions []string
+		for _, e := range got.evictions {
+			evictions = append(evictions, fmt.Sprintf("%s/%s (%s)", e.PodGroup, e.Pod, e.Reason))
+		}
+		return nil, strings.Join(diffs, "\n") + fmt.Sprintf("\nKueue (%d cycles): %s\narbiter: evictions %v; %s: %s\n",
+			want.cycles, history, evictions, got.reason, got.detail) + s.describe()
 	}
 	return nil, ""
 }

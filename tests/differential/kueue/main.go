@@ -1,6 +1,8 @@
-// Command kueue compares arbiter's Kueue dominant resource shares with Kueue's own code
-// (the scheduler cache and Snapshot of sigs.k8s.io/kueue v0.17.0, pkg/cache/scheduler) on
-// random cohort trees, one per seed. See docs/conformance.md.
+// Command kueue compares arbiter's Kueue model with Kueue's own code (sigs.k8s.io/kueue
+// v0.17.0), one random cohort tree per seed and comparison: the dominant resource shares and
+// flavor-resource rows (the scheduler cache and Snapshot, pkg/cache/scheduler), and the flavor
+// assignment of one pending workload (pkg/scheduler/flavorassigner with the preemptor of
+// pkg/scheduler/preemption) against arbiter's Schedule. See docs/conformance.md.
 //
 //	kueue -cli build/bin/arbiter [-first 1] [-seeds 300] [-keep DIR] [-v]
 package main
