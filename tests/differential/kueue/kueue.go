@@ -142,7 +142,7 @@ func (t *tree) kueueSnapshot(ctx context.Context, cache *schedcache.Cache, flavo
 	}
 	for i := range t.nodes {
 		n := &t.nodes[i]
-		if n.cq || !n.explicit {
+		if n.cq || !n.explicit || n.dropped {
 			continue
 		}
 		cohort := &kueue.Cohort{
@@ -158,7 +158,7 @@ func (t *tree) kueueSnapshot(ctx context.Context, cache *schedcache.Cache, flavo
 	}
 	for i := range t.nodes {
 		n := &t.nodes[i]
-		if !n.cq {
+		if !n.cq || n.dropped {
 			continue
 		}
 		cq := &kueue.ClusterQueue{

@@ -80,6 +80,18 @@ func runAssignments(flags verdict.Flags) *verdict.Tally {
 				}
 			}
 		}
+		if outcome.Failure != "" && flags.KeepDir != "" {
+			// The smallest scenario that still fails, for whoever looks into it.
+			s.shrink(func(s *scenario) bool {
+				return s.check(flags.CLI, s.request(), &assignCounts{byMode: map[string]int{}, reasons: map[string]int{}}, false).Failure != ""
+			})
+			if body, err := arbiterjson.EncodeSchedule(s.request()); err == nil {
+				if path := verdict.Keep(flags.KeepDir, fmt.Sprintf("kueue-assign-seed-%d-shrunk.json", seed), body); path != "" {
+					tally.Failures[len(tally.Failures)-1] += "\n(shrunk: " + path + ")\n" +
+						s.check(flags.CLI, s.request(), &assignCounts{byMode: map[string]int{}, reasons: map[string]int{}}, false).Failure
+				}
+			}
+		}
 		if flags.Verbose {
 			result := "agree"
 			if outcome.Failure != "" {
@@ -249,6 +261,9 @@ func (t *tree) describe() string {
 	var walk func(i int, indent string)
 	walk = func(i int, indent string) {
 		n := &t.nodes[i]
+		if n.dropped {
+			return
+		}
 		kind := "cohort"
 		if n.cq {
 			kind = "cq"

@@ -32,6 +32,9 @@ func (t *tree) snapshot(flavors []arbiterjson.ResourceFlavor, queue func(n *node
 	var s arbiterjson.Snapshot
 	for _, i := range rng.Perm(len(t.nodes)) {
 		n := &t.nodes[i]
+		if n.dropped {
+			continue
+		}
 		q := arbiterjson.Queue{Name: n.name, FairSharingWeight: n.weight}
 		if t.flavored {
 			q.ResourceGroups = groupsOf(n)

@@ -52,6 +52,8 @@ type node struct {
 	// groups are the node's resource groups in a flavored tree (tree.flavored); covered,
 	// nominal and the limits above are then unused.
 	groups []group
+	// dropped: left out of both sides (the shrinker's doing, shrink.go).
+	dropped bool
 }
 
 // group is one resource group of a node: the resources it covers (in resource order, a subset
