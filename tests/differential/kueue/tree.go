@@ -388,7 +388,9 @@ func (g *generator) flavorQuotas(i int) {
 // flavoredPod draws one pod (a pod set) of a workload of ClusterQueue n in a flavored tree:
 // requests for some of the resources n covers, and for each of n's groups a flavor it lists,
 // charged for the group's resources the pod requests (deviation 7 of SEMANTICS §5.8.10 is
-// avoided: a requested covered resource always has a flavor).
+// avoided: a requested covered resource always has a flavor). A resource requested at 0 gets no
+// flavor: Kueue counts a workload with a flavor-resource in its admission as using it even at 0,
+// and so as a preemption candidate for it, where SEMANTICS §5.8.8 requires a positive amount.
 func (g *generator) flavoredPod(n *node, load float64) (quota, [numResources]string) {
 	var p quota
 	var f [numResources]string
@@ -400,7 +402,9 @@ func (g *generator) flavoredPod(n *node, load float64) (quota, [numResources]str
 			}
 			scale := max(fq.nominal[r], g.tree.maxNominal[r]/16)
 			p[r] = g.upTo(int64(float64(scale) * load / 2))
-			f[r] = fq.name
+			if p[r] > 0 {
+				f[r] = fq.name
+			}
 		}
 	}
 	return p, f
