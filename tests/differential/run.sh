@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
-# Differential test: arbiter's fair shares against KAI Scheduler's and Kueue's own Go code, on
-# random trees generated from seeds (docs/conformance.md).
+# Differential test: arbiter's fair shares against KAI Scheduler's and Kueue's own Go code, and
+# its Kueue flavor assignment against Kueue's, on random trees generated from seeds
+# (docs/conformance.md).
 #
 #   tests/differential/run.sh ARBITER_CLI [SEEDS] [FIRST_SEED]
 #
 # ARBITER_CLI (the argument, else the environment variable) is the arbiter command-line binary,
-# e.g. build/bin/arbiter, run in-process. SEEDS trees of each model (default 300) are compared,
-# from FIRST_SEED (default 1). The harness's own tests and go vet run first. Needs Go; KAI
+# e.g. build/bin/arbiter, run in-process. SEEDS trees of each model and comparison (default 300)
+# are compared, from FIRST_SEED (default 1). The harness's own tests and go vet run first. Needs Go; KAI
 # (github.com/NVIDIA/KAI-scheduler) and Kueue (sigs.k8s.io/kueue) come from the Go module proxy.
 # Requests that fail, or agree only under an exclusion rule, are written to
 # $ARBITER_DIFFERENTIAL_KEEP (default: a temporary directory, kept when something fails); replay
 # one with
-#   ARBITER_CLI fairshare FILE
+#   ARBITER_CLI fairshare FILE      (kai-seed-*.json, kueue-seed-*.json)
+#   ARBITER_CLI schedule FILE       (kueue-assign-seed-*.json)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -25,12 +25,15 @@ type FairShareRequest struct {
 
 // Snapshot is arbiter.v1.Snapshot, with the fields a fair-share request uses.
 type Snapshot struct {
+	Now           string             `json:"now,omitempty"`
 	Queues        []Queue            `json:"queues,omitempty"`
 	Nodes         []Node             `json:"nodes,omitempty"`
 	PodGroups     []PodGroup         `json:"pod_groups,omitempty"`
 	Usage         []QueueUsage       `json:"usage,omitempty"`
 	UsageCapacity map[string]float64 `json:"usage_capacity,omitempty"`
 	Capacity      map[string]float64 `json:"capacity,omitempty"`
+	// ResourceFlavors are Kueue ResourceFlavors (SEMANTICS §5.8).
+	ResourceFlavors []ResourceFlavor `json:"resource_flavors,omitempty"`
 }
 
 // Queue is arbiter.v1.Queue. A map left nil is not written, so the field takes arbiter's
@@ -46,6 +49,68 @@ type Queue struct {
 	BorrowingLimit    map[string]float64 `json:"borrowing_limit,omitempty"`
 	LendingLimit      map[string]float64 `json:"lending_limit,omitempty"`
 	FairSharingWeight *float64           `json:"fair_sharing_weight,omitempty"`
+	KueuePreemption   *KueuePreemption   `json:"kueue_preemption,omitempty"`
+	// ResourceGroups are a Kueue queue's quotas per flavor (SEMANTICS §5.8); a queue gives its
+	// quotas either here or in Deserved, BorrowingLimit and LendingLimit.
+	ResourceGroups    []ResourceGroup    `json:"resource_groups,omitempty"`
+	FlavorFungibility *FlavorFungibility `json:"flavor_fungibility,omitempty"`
+}
+
+// KueuePreemption is arbiter.v1.KueuePreemption; the values are the enums' names, e.g.
+// "RECLAIM_WITHIN_COHORT_ANY".
+type KueuePreemption struct {
+	WithinClusterQueue  string `json:"within_cluster_queue,omitempty"`
+	ReclaimWithinCohort string `json:"reclaim_within_cohort,omitempty"`
+}
+
+// ResourceGroup is arbiter.v1.ResourceGroup. The order of Flavors is the order they are tried in.
+type ResourceGroup struct {
+	CoveredResources []string       `json:"covered_resources"`
+	Flavors          []FlavorQuotas `json:"flavors"`
+}
+
+// FlavorQuotas is arbiter.v1.FlavorQuotas.
+type FlavorQuotas struct {
+	Flavor    string                         `json:"flavor"`
+	Resources map[string]FlavorResourceQuota `json:"resources"`
+}
+
+// FlavorResourceQuota is arbiter.v1.FlavorResourceQuota; a nil limit is absent (no limit).
+type FlavorResourceQuota struct {
+	Nominal        float64  `json:"nominal"`
+	BorrowingLimit *float64 `json:"borrowing_limit,omitempty"`
+	LendingLimit   *float64 `json:"lending_limit,omitempty"`
+}
+
+// FlavorFungibility is arbiter.v1.FlavorFungibility; the values are the enums' names, e.g.
+// "WHEN_CAN_BORROW_TRY_NEXT_FLAVOR", and "" leaves a field at its default.
+type FlavorFungibility struct {
+	WhenCanBorrow  string `json:"when_can_borrow,omitempty"`
+	WhenCanPreempt string `json:"when_can_preempt,omitempty"`
+	Preference     string `json:"preference,omitempty"`
+}
+
+// ResourceFlavor is arbiter.v1.ResourceFlavor.
+type ResourceFlavor struct {
+	Name        string            `json:"name"`
+	NodeLabels  map[string]string `json:"node_labels,omitempty"`
+	NodeTaints  []Taint           `json:"node_taints,omitempty"`
+	Tolerations []Toleration      `json:"tolerations,omitempty"`
+}
+
+// Taint is arbiter.v1.Taint.
+type Taint struct {
+	Key    string `json:"key"`
+	Value  string `json:"value,omitempty"`
+	Effect string `json:"effect"`
+}
+
+// Toleration is arbiter.v1.Toleration.
+type Toleration struct {
+	Key      string `json:"key,omitempty"`
+	Operator string `json:"operator,omitempty"`
+	Value    string `json:"value,omitempty"`
+	Effect   string `json:"effect,omitempty"`
 }
 
 // Node is arbiter.v1.Node.
@@ -57,11 +122,22 @@ type Node struct {
 
 // PodGroup is arbiter.v1.PodGroup.
 type PodGroup struct {
-	Name         string `json:"name"`
-	Queue        string `json:"queue"`
-	CreationTime string `json:"creation_time,omitempty"`
-	Pods         []Pod  `json:"pods,omitempty"`
-	Admitted     bool   `json:"admitted,omitempty"`
+	Name           string `json:"name"`
+	Queue          string `json:"queue"`
+	Priority       int32  `json:"priority,omitempty"`
+	Preemptibility string `json:"preemptibility,omitempty"`
+	CreationTime   string `json:"creation_time,omitempty"`
+	Pods           []Pod  `json:"pods,omitempty"`
+	Admitted       bool   `json:"admitted,omitempty"`
+	AdmissionTime  string `json:"admission_time,omitempty"`
+	// Flavors are an admitted group's flavors, per pod set (SEMANTICS §5.8.3).
+	Flavors []PodSetFlavors `json:"flavors,omitempty"`
+}
+
+// PodSetFlavors is arbiter.v1.PodSetFlavors: the flavor of each resource of one pod set.
+type PodSetFlavors struct {
+	PodSet  string            `json:"pod_set"`
+	Flavors map[string]string `json:"flavors,omitempty"`
 }
 
 // Pod is arbiter.v1.Pod. Phase is the enum's name, e.g. "POD_PHASE_RELEASING".
@@ -70,6 +146,10 @@ type Pod struct {
 	Requests map[string]float64 `json:"requests,omitempty"`
 	NodeName string             `json:"node_name,omitempty"`
 	Phase    string             `json:"phase,omitempty"`
+	// NodeSelector and Tolerations decide which flavors suit the pod's pod set (SEMANTICS §5.8.5).
+	NodeSelector map[string]string `json:"node_selector,omitempty"`
+	Tolerations  []Toleration      `json:"tolerations,omitempty"`
+	PodSet       string            `json:"pod_set,omitempty"`
 }
 
 // QueueUsage is arbiter.v1.QueueUsage.
@@ -100,6 +180,56 @@ type QueueShare struct {
 	WeightedShare    Number            `json:"weighted_share"`
 	DominantResource string            `json:"dominant_resource"`
 	Borrowing        bool              `json:"borrowing"`
+	// FlavorResources are the queue's flavor-resources, in flavored requests only (SEMANTICS
+	// §5.8.9).
+	FlavorResources []FlavorResourceShare `json:"flavor_resources"`
+}
+
+// FlavorResourceShare is arbiter.v1.FlavorResourceShare.
+type FlavorResourceShare struct {
+	Flavor       string `json:"flavor"`
+	Resource     string `json:"resource"`
+	Nominal      Number `json:"nominal"`
+	SubtreeQuota Number `json:"subtree_quota"`
+	Usage        Number `json:"usage"`
+	Borrowed     Number `json:"borrowed"`
+}
+
+// ScheduleRequest is arbiter.v1.ScheduleRequest.
+type ScheduleRequest struct {
+	Snapshot Snapshot `json:"snapshot"`
+	Policy   Policy   `json:"policy"`
+}
+
+// ScheduleResponse is arbiter.v1.ScheduleResponse, with the fields the Kueue model fills.
+type ScheduleResponse struct {
+	Queues     []QueueShare      `json:"queues"`
+	Evictions  []Eviction        `json:"evictions"`
+	Admissions []Admission       `json:"admissions"`
+	Pending    []PendingPodGroup `json:"pending"`
+}
+
+// Eviction is arbiter.v1.Eviction. Reason is the enum's name.
+type Eviction struct {
+	PodGroup          string `json:"pod_group"`
+	Pod               string `json:"pod"`
+	Reason            string `json:"reason"`
+	PreemptorPodGroup string `json:"preemptor_pod_group"`
+}
+
+// Admission is arbiter.v1.Admission.
+type Admission struct {
+	PodGroup       string          `json:"pod_group"`
+	Queue          string          `json:"queue"`
+	AfterEvictions bool            `json:"after_evictions"`
+	PodSets        []PodSetFlavors `json:"pod_sets"`
+}
+
+// PendingPodGroup is arbiter.v1.PendingPodGroup.
+type PendingPodGroup struct {
+	PodGroup string `json:"pod_group"`
+	Reason   string `json:"reason"`
+	Message  string `json:"message"`
 }
 
 // Number is a proto3 JSON double: a JSON number, or one of the strings "Infinity",
@@ -133,6 +263,25 @@ func Encode(req *FairShareRequest) ([]byte, error) {
 	return json.MarshalIndent(req, "", " ")
 }
 
+// EncodeSchedule returns the request as indented proto3 JSON, the form `arbiter schedule` reads.
+func EncodeSchedule(req *ScheduleRequest) ([]byte, error) {
+	return json.MarshalIndent(req, "", " ")
+}
+
+// Schedule runs `cli schedule - --format json` on the request and returns the response. A
+// non-zero exit is an error carrying the CLI's stderr.
+func Schedule(cli string, req *ScheduleRequest) (*ScheduleResponse, error) {
+	body, err := EncodeSchedule(req)
+	if err != nil {
+		return nil, err
+	}
+	var resp ScheduleResponse
+	if err := run(cli, "schedule", body, &resp); err != nil {
+		return nil, err
+	}
+	return &resp, nil
+}
+
 // FairShare runs `cli fairshare - --format json` on the request and returns the response. A
 // non-zero exit (an invalid request, any failure) is an error carrying the CLI's stderr.
 func FairShare(cli string, req *FairShareRequest) (*FairShareResponse, error) {
@@ -140,19 +289,27 @@ func FairShare(cli string, req *FairShareRequest) (*FairShareResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(cli, "fairshare", "-", "--format", "json")
+	var resp FairShareResponse
+	if err := run(cli, "fairshare", body, &resp); err != nil {
+		return nil, err
+	}
+	return &resp, nil
+}
+
+// run feeds body to `cli command - --format json` and reads the JSON answer into resp.
+func run(cli, command string, body []byte, resp any) error {
+	cmd := exec.Command(cli, command, "-", "--format", "json")
 	cmd.Stdin = bytes.NewReader(body)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("%s fairshare: %w: %s", cli, err, strings.TrimSpace(stderr.String()))
+		return fmt.Errorf("%s %s: %w: %s", cli, command, err, strings.TrimSpace(stderr.String()))
 	}
-	var resp FairShareResponse
-	if err := json.Unmarshal(stdout.Bytes(), &resp); err != nil {
-		return nil, fmt.Errorf("%s fairshare: reading the response: %w", cli, err)
+	if err := json.Unmarshal(stdout.Bytes(), resp); err != nil {
+		return fmt.Errorf("%s %s: reading the response: %w", cli, command, err)
 	}
-	return &resp, nil
+	return nil
 }
 
 // ByQueue indexes the response's queue shares by queue name.

@@ -1,0 +1,34 @@
+package main
+
+// The deliberate deviations of arbiter's resource flavors from Kueue (SEMANTICS §5.8.10) and
+// how the flavor-assignment comparison deals with each. Only one needs an exclusion rule; the
+// others are kept out of the generated scenarios, or cannot arise in them.
+//
+//  1. Scan progress: avoided. Every Kueue cycle assigns flavors to a fresh workload.Info with
+//     no LastAssignment, so each starts at each group's first flavor, as arbiter does.
+//  2. Pod set order: avoided. The pending workload's pod sets are ps0, ps1 in Kueue's spec
+//     order, which is also their name order.
+//  3. The reservation's "would borrow": cannot arise. It matters only to a later entry of the
+//     same round; the scenario has one pending workload, so every round has one entry.
+//  4. A NoFit entry carrying no usage: cannot arise, for the same reason (a tournament of one).
+//  5. NoFit reasons: rule ruleNoFitReason below.
+//  6. Undeclared flavors: avoided. Every flavor of the tree is a ResourceFlavor on both sides.
+//  7. An admitted group missing a flavor: avoided. The generator gives every requested covered
+//     resource of an admitted pod set a flavor.
+//  8. Pod sets of several pods: avoided. Every pod set is one pod (Kueue: count 1).
+//  9. Required node affinity: avoided. Pods carry node selectors and tolerations only.
+
+// ruleNoFitReason accepts a NoFit whose reason code alone differs (deviation 5). Kueue stops a
+// pod set at the first resource group that fails, taking the resources in map order, and within
+// a flavor at the first resource that does not fit, so it may name another group's failure, a
+// less severe reason, or a group's failure where arbiter names a resource the queue does not
+// cover (arbiter looks for uncovered resources first). The converse is not excused: a resource
+// Kueue found uncovered is uncovered for arbiter too, which checks coverage before anything else.
+const ruleNoFitReason = "nofit-reason"
+
+// noFitReasonRule reports whether Kueue's and arbiter's outcomes, equal in everything else,
+// differ only as deviation 5 allows.
+func noFitReasonRule(want, got *outcome) bool {
+	return want.firstMode == "NoFit" && got.firstMode == "NoFit" && want.reason != got.reason &&
+		want.reason != "resource-not-covered"
+}
