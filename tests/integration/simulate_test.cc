@@ -62,6 +62,18 @@ TEST(SimulateCli, AServerGivesTheSameRunAsInProcess) {
   EXPECT_EQ(Read(local.File("jobs.csv")), Read(remote.File("jobs.csv")));
 }
 
+TEST(SimulateCli, AServerGivesTheSameRunWithResourceFlavors) {
+  std::unique_ptr<server::ArbiterServer> server = StartTestServer();
+  TempDir local;
+  TempDir remote;
+  const std::string config = Story("kueue-flavors-spill.yaml");
+  ASSERT_EQ(Simulate(config, local.path()).exit_code, 0);
+  const ProcessResult result = Simulate(config, remote.path(), {"--server", server->address()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(Read(local.File("queues.csv")), Read(remote.File("queues.csv")));
+  EXPECT_EQ(Read(local.File("jobs.csv")), Read(remote.File("jobs.csv")));
+}
+
 TEST(SimulateCli, AKaiConfigRunsUnchangedAndWritesKaisColumns) {
   TempDir dir;
   const ProcessResult result =
