@@ -131,8 +131,17 @@ absl::Status ApplyAdmissions(Snapshot& next, const SnapshotIndex& index,
     }
     group.admitted = true;
     group.admission_time = now;
-    // Resource flavors (§5.8.3): the admission's flavors are what its usage is charged to.
-    group.flavors = a.pod_sets;
+    // Resource flavors (§5.8.3): the admission's flavors are what its usage is charged to. A
+    // queue without resource groups is answered with the implicit flavor "" (§5.8.9), which a
+    // pod group may not carry (§1 step 4) and which its usage ignores: it is left out.
+    group.flavors.clear();
+    for (const PodSetFlavors& pod_set : a.pod_sets) {
+      PodSetFlavors kept{pod_set.pod_set, {}};
+      for (const auto& [resource, flavor] : pod_set.flavors) {
+        if (!flavor.empty()) kept.flavors[resource] = flavor;
+      }
+      if (!kept.flavors.empty()) group.flavors.push_back(std::move(kept));
+    }
   }
   return absl::OkStatus();
 }

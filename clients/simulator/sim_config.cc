@@ -11,6 +11,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "core/validation.h"
 #include "yaml-cpp/yaml.h"
 
 namespace arbiter::simulator {
@@ -161,6 +163,72 @@ class Reader {
     return out;
   }
 
+  // Label keys to values (node labels, node selectors).
+  LabelMap Labels(const YAML::Node& node, const std::string& path) {
+    LabelMap out;
+    if (!node) return out;
+    if (!node.IsMap()) {
+      Fail(path, absl::StrCat("must map label keys to values, got ", Describe(node)));
+      return out;
+    }
+    for (const auto& entry : node) {
+      const std::string key = entry.first.as<std::string>();
+      out[key] = String(entry.second, absl::StrCat(path, ".", key));
+    }
+    return out;
+  }
+
+  // A list of mappings; `read` takes each element with its path.
+  template <typename Read>
+  void List(const YAML::Node& node, const std::string& path, const Read& read) {
+    if (!node) return;
+    if (!node.IsSequence()) {
+      Fail(path, absl::StrCat("must be a list, got ", Describe(node)));
+      return;
+    }
+    for (size_t i = 0; i < node.size() && ok(); ++i) read(node[i], absl::StrCat(path, "[", i, "]"));
+  }
+
+  std::vector<Taint> Taints(const YAML::Node& node, const std::string& path) {
+    std::vector<Taint> out;
+    List(node, path, [&](const YAML::Node& t, const std::string& at) {
+      CheckKeys(t, at, {"key", "value", "effect"});
+      if (!ok()) return;
+      Taint taint;
+      taint.key = String(t["key"], at + ".key");
+      if (t["value"]) taint.value = String(t["value"], at + ".value");
+      taint.effect = String(t["effect"], at + ".effect");
+      if (ok() && taint.effect != "NoSchedule" && taint.effect != "PreferNoSchedule" &&
+          taint.effect != "NoExecute") {
+        Fail(at + ".effect", "must be NoSchedule, PreferNoSchedule or NoExecute");
+      }
+      out.push_back(std::move(taint));
+    });
+    return out;
+  }
+
+  std::vector<Toleration> Tolerations(const YAML::Node& node, const std::string& path) {
+    std::vector<Toleration> out;
+    List(node, path, [&](const YAML::Node& t, const std::string& at) {
+      CheckKeys(t, at, {"key", "operator", "value", "effect"});
+      if (!ok()) return;
+      Toleration toleration;
+      if (t["key"]) toleration.key = String(t["key"], at + ".key");
+      if (t["operator"]) toleration.op = String(t["operator"], at + ".operator");
+      if (t["value"]) toleration.value = String(t["value"], at + ".value");
+      if (t["effect"]) toleration.effect = String(t["effect"], at + ".effect");
+      if (!toleration.op.empty() && toleration.op != "Equal" && toleration.op != "Exists") {
+        Fail(at + ".operator", "must be Equal or Exists");
+      }
+      if (!toleration.effect.empty() && toleration.effect != "NoSchedule" &&
+          toleration.effect != "PreferNoSchedule" && toleration.effect != "NoExecute") {
+        Fail(at + ".effect", "must be NoSchedule, PreferNoSchedule or NoExecute");
+      }
+      out.push_back(std::move(toleration));
+    });
+    return out;
+  }
+
  private:
   bool Present(const YAML::Node& node, const std::string& path) {
     if (node.IsDefined()) return true;
@@ -241,6 +309,113 @@ void ReadPolicy(Reader& r, const YAML::Node& node, SimConfig& config) {
   }
 }
 
+// A flavored queue's resource groups (SEMANTICS §5.8.2): each covers resources and lists its
+// flavors in the order they are tried, each with a quota per covered resource, either a number
+// (the nominal quota) or {nominal, borrowing_limit, lending_limit}.
+std::vector<ResourceGroup> ReadResourceGroups(Reader& r, const YAML::Node& node,
+                                              const std::string& path) {
+  std::vector<ResourceGroup> groups;
+  r.List(node, path, [&](const YAML::Node& g, const std::string& at) {
+    r.CheckKeys(g, at, {"covered_resources", "flavors"});
+    if (!r.ok()) return;
+    ResourceGroup group;
+    const std::string covered_path = at + ".covered_resources";
+    if (!g["covered_resources"]) r.Fail(covered_path, "is required");
+    r.List(g["covered_resources"], covered_path, [&](const YAML::Node& c, const std::string& k) {
+      group.covered_resources.push_back(ResourceName(r.String(c, k)));
+    });
+    if (!g["flavors"]) r.Fail(at + ".flavors", "is required");
+    r.List(g["flavors"], at + ".flavors", [&](const YAML::Node& f, const std::string& fat) {
+      r.CheckKeys(f, fat, {"flavor", "resources"});
+      if (!r.ok()) return;
+      FlavorQuotas quotas;
+      quotas.flavor = r.String(f["flavor"], fat + ".flavor");
+      const YAML::Node& resources = f["resources"];
+      const std::string resources_path = fat + ".resources";
+      if (!resources) r.Fail(resources_path, "is required");
+      if (resources && !resources.IsMap()) {
+        r.Fail(resources_path,
+               absl::StrCat("must map resource names to quotas, got ", Describe(resources)));
+      }
+      for (const auto& entry : resources) {
+        if (!r.ok()) return;
+        const std::string key = entry.first.as<std::string>();
+        const std::string qat = absl::StrCat(resources_path, ".", key);
+        FlavorResourceQuota quota;
+        if (entry.second.IsMap()) {
+          r.CheckKeys(entry.second, qat, {"nominal", "borrowing_limit", "lending_limit"});
+          quota.nominal = r.Number(entry.second["nominal"], qat + ".nominal");
+          if (entry.second["borrowing_limit"]) {
+            quota.borrowing_limit =
+                r.Number(entry.second["borrowing_limit"], qat + ".borrowing_limit");
+          }
+          if (entry.second["lending_limit"]) {
+            quota.lending_limit = r.Number(entry.second["lending_limit"], qat + ".lending_limit");
+          }
+        } else {
+          quota.nominal = r.Number(entry.second, qat);
+        }
+        quotas.resources[ResourceName(key)] = quota;
+      }
+      group.flavors.push_back(std::move(quotas));
+    });
+    groups.push_back(std::move(group));
+  });
+  return groups;
+}
+
+// Kueue's spelling of flavor fungibility (SEMANTICS §5.8.6).
+FlavorFungibility ReadFlavorFungibility(Reader& r, const YAML::Node& node,
+                                        const std::string& path) {
+  FlavorFungibility out;
+  r.CheckKeys(node, path, {"when_can_borrow", "when_can_preempt", "preference"});
+  if (!r.ok()) return out;
+  if (node["when_can_borrow"]) {
+    const std::string v = r.String(node["when_can_borrow"], path + ".when_can_borrow");
+    if (v == "MayStopSearch") {
+      out.when_can_borrow = WhenCanBorrow::kMayStopSearch;
+    } else if (v == "TryNextFlavor") {
+      out.when_can_borrow = WhenCanBorrow::kTryNextFlavor;
+    } else {
+      r.Fail(path + ".when_can_borrow", "must be MayStopSearch or TryNextFlavor");
+    }
+  }
+  if (node["when_can_preempt"]) {
+    const std::string v = r.String(node["when_can_preempt"], path + ".when_can_preempt");
+    if (v == "MayStopSearch") {
+      out.when_can_preempt = WhenCanPreempt::kMayStopSearch;
+    } else if (v == "TryNextFlavor") {
+      out.when_can_preempt = WhenCanPreempt::kTryNextFlavor;
+    } else {
+      r.Fail(path + ".when_can_preempt", "must be MayStopSearch or TryNextFlavor");
+    }
+  }
+  if (node["preference"]) {
+    const std::string v = r.String(node["preference"], path + ".preference");
+    if (v == "BorrowingOverPreemption") {
+      out.preference = FlavorPreference::kBorrowingOverPreemption;
+    } else if (v == "PreemptionOverBorrowing") {
+      out.preference = FlavorPreference::kPreemptionOverBorrowing;
+    } else {
+      r.Fail(path + ".preference", "must be BorrowingOverPreemption or PreemptionOverBorrowing");
+    }
+  }
+  return out;
+}
+
+void ReadResourceFlavors(Reader& r, const YAML::Node& node, SimConfig& config) {
+  r.List(node, "resource_flavors", [&](const YAML::Node& f, const std::string& at) {
+    r.CheckKeys(f, at, {"name", "node_labels", "node_taints", "tolerations"});
+    if (!r.ok()) return;
+    ResourceFlavor flavor;
+    flavor.name = r.String(f["name"], at + ".name");
+    flavor.node_labels = r.Labels(f["node_labels"], at + ".node_labels");
+    flavor.node_taints = r.Taints(f["node_taints"], at + ".node_taints");
+    flavor.tolerations = r.Tolerations(f["tolerations"], at + ".tolerations");
+    config.resource_flavors.push_back(std::move(flavor));
+  });
+}
+
 void ReadQueues(Reader& r, const YAML::Node& node, SimConfig& config) {
   if (!node.IsSequence()) {
     r.Fail("queues", absl::StrCat("must be a list, got ", Describe(node)));
@@ -252,7 +427,8 @@ void ReadQueues(Reader& r, const YAML::Node& node, SimConfig& config) {
     r.CheckKeys(q, path,
                 {"name", "parent", "deserved", "limit", "over_quota_weight", "priority",
                  "reclaim_min_runtime", "preempt_min_runtime", "borrowing_limit", "lending_limit",
-                 "fair_sharing_weight", "within_cluster_queue", "reclaim_within_cohort"});
+                 "fair_sharing_weight", "within_cluster_queue", "reclaim_within_cohort",
+                 "resource_groups", "flavor_fungibility"});
     if (!r.ok()) return;
     Queue queue;
     queue.name = r.String(q["name"], path + ".name");
@@ -301,6 +477,11 @@ void ReadQueues(Reader& r, const YAML::Node& node, SimConfig& config) {
         r.Fail(path + ".reclaim_within_cohort", "must be Never, LowerPriority or Any");
       }
     }
+    queue.resource_groups = ReadResourceGroups(r, q["resource_groups"], path + ".resource_groups");
+    if (q["flavor_fungibility"]) {
+      queue.flavor_fungibility =
+          ReadFlavorFungibility(r, q["flavor_fungibility"], path + ".flavor_fungibility");
+    }
     config.queues.push_back(std::move(queue));
   }
 }
@@ -320,16 +501,7 @@ void ReadNodes(Reader& r, const YAML::Node& node, SimConfig& config) {
     if (n["count"]) set.count = static_cast<int>(r.Integer(n["count"], path + ".count"));
     if (set.count < 1 || set.count > 100000) r.Fail(path + ".count", "must be 1 to 100000");
     set.allocatable = r.Resources(n["allocatable"], path + ".allocatable");
-    if (n["labels"]) {
-      if (!n["labels"].IsMap()) {
-        r.Fail(path + ".labels",
-               absl::StrCat("must map label keys to values, got ", Describe(n["labels"])));
-      }
-      for (const auto& entry : n["labels"]) {
-        const std::string key = entry.first.as<std::string>();
-        set.labels[key] = r.String(entry.second, absl::StrCat(path, ".labels.", key));
-      }
-    }
+    set.labels = r.Labels(n["labels"], path + ".labels");
     config.nodes.push_back(std::move(set));
   }
 }
@@ -342,9 +514,10 @@ void ReadJobs(Reader& r, const YAML::Node& node, SimConfig& config) {
   for (size_t i = 0; i < node.size(); ++i) {
     const std::string path = absl::StrCat("jobs[", i, "]");
     const YAML::Node& j = node[i];
-    r.CheckKeys(j, path,
-                {"queue", "name", "pods", "min_member", "requests", "duration", "priority",
-                 "preemptible", "arrival", "count", "rate", "start"});
+    r.CheckKeys(
+        j, path,
+        {"queue", "name", "pods", "min_member", "requests", "duration", "priority", "preemptible",
+         "arrival", "count", "rate", "start", "node_selector", "tolerations"});
     if (!r.ok()) return;
     JobStream s;
     s.queue = r.String(j["queue"], path + ".queue");
@@ -383,14 +556,16 @@ void ReadJobs(Reader& r, const YAML::Node& node, SimConfig& config) {
     if (j["rate"]) s.rate = r.Number(j["rate"], path + ".rate");
     if (s.arrival == Arrival::kRate && !(s.rate > 0)) r.Fail(path + ".rate", "must be positive");
     if (j["start"]) s.start = r.Seconds(j["start"], path + ".start");
+    s.node_selector = r.Labels(j["node_selector"], path + ".node_selector");
+    s.tolerations = r.Tolerations(j["tolerations"], path + ".tolerations");
     config.jobs.push_back(std::move(s));
   }
 }
 
 void ReadOwn(Reader& r, const YAML::Node& root, SimConfig& config) {
-  r.CheckKeys(
-      root, "config",
-      {"name", "step", "horizon", "seed", "accounting", "policy", "queues", "nodes", "jobs"});
+  r.CheckKeys(root, "config",
+              {"name", "step", "horizon", "seed", "accounting", "policy", "resource_flavors",
+               "queues", "nodes", "jobs"});
   if (!r.ok()) return;
   if (root["name"]) config.name = r.String(root["name"], "name");
   if (root["step"]) config.step = r.Seconds(root["step"], "step");
@@ -411,6 +586,7 @@ void ReadOwn(Reader& r, const YAML::Node& root, SimConfig& config) {
     }
   }
   if (root["policy"]) ReadPolicy(r, root["policy"], config);
+  ReadResourceFlavors(r, root["resource_flavors"], config);
   if (root["queues"]) ReadQueues(r, root["queues"], config);
   if (root["nodes"]) ReadNodes(r, root["nodes"], config);
   if (root["jobs"]) ReadJobs(r, root["jobs"], config);
@@ -491,6 +667,55 @@ void ReadKai(Reader& r, const YAML::Node& root, SimConfig& config) {
   }
 }
 
+// Whether a queue sets a resource-flavor field (SEMANTICS §5.8).
+bool SetsFlavors(const Queue& queue) {
+  const FlavorFungibility& f = queue.flavor_fungibility;
+  return !queue.resource_groups.empty() || f.when_can_borrow != WhenCanBorrow::kUnspecified ||
+         f.when_can_preempt != WhenCanPreempt::kUnspecified ||
+         f.preference != FlavorPreference::kUnspecified;
+}
+
+// Resource flavors: Kueue only; every flavor a queue lists is declared; then the queues and
+// flavors pass the core's own validation (SEMANTICS §1), its paths read as the config's keys.
+absl::Status CheckFlavors(const SimConfig& config) {
+  bool flavored = !config.resource_flavors.empty();
+  for (const Queue& queue : config.queues) flavored |= SetsFlavors(queue);
+  if (!flavored) return absl::OkStatus();
+  if (config.policy.fairness_model != FairnessModel::kKueue) {
+    if (!config.resource_flavors.empty()) {
+      return absl::InvalidArgumentError(
+          "resource_flavors: only the kueue model has resource flavors (policy.model: kueue)");
+    }
+    for (size_t i = 0; i < config.queues.size(); ++i) {
+      if (!SetsFlavors(config.queues[i])) continue;
+      return absl::InvalidArgumentError(absl::StrCat(
+          "queues[", i, "].",
+          config.queues[i].resource_groups.empty() ? "flavor_fungibility" : "resource_groups",
+          ": only the kueue model has resource flavors (policy.model: kueue)"));
+    }
+  }
+  std::set<std::string> declared;
+  for (const ResourceFlavor& flavor : config.resource_flavors) declared.insert(flavor.name);
+  for (size_t i = 0; i < config.queues.size(); ++i) {
+    const std::vector<ResourceGroup>& groups = config.queues[i].resource_groups;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      for (size_t f = 0; f < groups[g].flavors.size(); ++f) {
+        const std::string& name = groups[g].flavors[f].flavor;
+        if (name.empty() || declared.count(name) > 0) continue;
+        return absl::InvalidArgumentError(
+            absl::StrCat("queues[", i, "].resource_groups[", g, "].flavors[", f,
+                         "].flavor: no resource flavor named \"", name, "\" in resource_flavors"));
+      }
+    }
+  }
+  Snapshot snapshot;
+  snapshot.queues = config.queues;
+  snapshot.resource_flavors = config.resource_flavors;
+  absl::Status status = ValidateRequest(snapshot, config.policy, RequestKind::kSchedule);
+  if (status.ok()) return status;
+  return absl::InvalidArgumentError(absl::StrReplaceAll(status.message(), {{"snapshot.", ""}}));
+}
+
 absl::Status Check(const SimConfig& config) {
   if (!(config.step > 0)) return absl::InvalidArgumentError("step: must be positive");
   if (!(config.horizon >= config.step)) {
@@ -521,7 +746,7 @@ absl::Status Check(const SimConfig& config) {
           absl::StrCat("jobs[", i, "].queue: no queue named \"", config.jobs[i].queue, "\""));
     }
   }
-  return absl::OkStatus();
+  return CheckFlavors(config);
 }
 
 }  // namespace

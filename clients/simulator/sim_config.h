@@ -36,6 +36,10 @@ struct JobStream {
   int count = 1;     // kRate: default 0
   double rate = 0;   // kRate: jobs per hour
   double start = 0;  // seconds from the start of the simulation
+  // Every pod's node selector and tolerations. Kueue reads them only to choose a compatible
+  // resource flavor (SEMANTICS §5.8.5).
+  LabelMap node_selector;
+  std::vector<Toleration> tolerations;
 };
 
 // `count` identical nodes named "<name>-<i>".
@@ -56,7 +60,8 @@ struct Accounting {
 struct SimConfig {
   std::string name;  // for titles; default: the file name
   Policy policy;
-  std::vector<Queue> queues;
+  std::vector<Queue> queues;  // Kueue: with resource_groups and flavor_fungibility (§5.8)
+  std::vector<ResourceFlavor> resource_flavors;  // Kueue (§5.8)
   std::vector<NodeSet> nodes;
   std::vector<JobStream> jobs;
   double step = 60;       // seconds per cycle

@@ -42,6 +42,24 @@ std::string JsonMap(const ResourceMap& amounts) {
   return "{" + absl::StrJoin(parts, ",") + "}";
 }
 
+double Get(const std::map<std::string, ResourceMap>& amounts, const FlavorResource& fr) {
+  auto found = amounts.find(fr.flavor);
+  return found == amounts.end() ? 0 : Get(found->second, fr.resource);
+}
+
+// A flavor-resource's column suffix: `<resource>@<flavor>`.
+std::string FlavorColumn(const FlavorResource& fr) {
+  return absl::StrCat(fr.resource, "@", fr.flavor);
+}
+
+std::string JsonFlavorMap(const std::map<std::string, ResourceMap>& amounts) {
+  std::vector<std::string> parts;
+  for (const auto& [flavor, resources] : amounts) {
+    parts.push_back(JsonString(flavor) + ":" + JsonMap(resources));
+  }
+  return "{" + absl::StrJoin(parts, ",") + "}";
+}
+
 absl::Status WriteFile(const std::string& path, const std::string& text) {
   std::ofstream out(path);
   out << text;
@@ -57,7 +75,13 @@ void WriteQueuesCsv(const SimResult& result, bool kueue, std::ostream& out) {
   for (const char* what : {"allocated", "fair_share", "usage"}) {
     for (const std::string& r : result.resources) out << "," << what << ":" << Csv(r);
   }
-  out << ",pending,evictions" << (kueue ? ",weighted_share" : "") << "\n";
+  out << ",pending,evictions" << (kueue ? ",weighted_share" : "");
+  for (const char* what : {"allocated", "borrowed"}) {
+    for (const FlavorResource& fr : result.flavor_resources) {
+      out << "," << what << ":" << Csv(FlavorColumn(fr));
+    }
+  }
+  out << "\n";
   for (const QueueRow& row : result.rows) {
     out << Num(row.time) << "," << Csv(row.queue);
     for (const ResourceMap* amounts : {&row.allocated, &row.fair_share, &row.usage}) {
@@ -65,6 +89,9 @@ void WriteQueuesCsv(const SimResult& result, bool kueue, std::ostream& out) {
     }
     out << "," << row.pending << "," << row.evictions;
     if (kueue) out << "," << Num(row.weighted_share);
+    for (const auto* amounts : {&row.flavor_allocated, &row.flavor_borrowed}) {
+      for (const FlavorResource& fr : result.flavor_resources) out << "," << Num(Get(*amounts, fr));
+    }
     out << "\n";
   }
 }
@@ -92,16 +119,28 @@ void WriteJson(const SimResult& result, std::ostream& out) {
   for (const std::string& q : result.queues) queues.push_back(JsonString(q));
   std::vector<std::string> resources;
   for (const std::string& r : result.resources) resources.push_back(JsonString(r));
+  const bool flavored = !result.flavor_resources.empty();
+  std::vector<std::string> flavor_resources;
+  for (const FlavorResource& fr : result.flavor_resources) {
+    flavor_resources.push_back(absl::StrCat("{\"flavor\":", JsonString(fr.flavor),
+                                            ",\"resource\":", JsonString(fr.resource), "}"));
+  }
   out << "{\"step_s\":" << Num(result.step) << ",\"cycles\":" << result.cycles << ",\"queues\":["
-      << absl::StrJoin(queues, ",") << "],\"resources\":[" << absl::StrJoin(resources, ",")
-      << "],\n\"steps\":[";
+      << absl::StrJoin(queues, ",") << "],\"resources\":[" << absl::StrJoin(resources, ",") << "],";
+  if (flavored) out << "\"flavor_resources\":[" << absl::StrJoin(flavor_resources, ",") << "],";
+  out << "\n\"steps\":[";
   for (size_t i = 0; i < result.rows.size(); ++i) {
     const QueueRow& row = result.rows[i];
     out << (i == 0 ? "\n" : ",\n") << "{\"time_s\":" << Num(row.time)
         << ",\"queue\":" << JsonString(row.queue) << ",\"allocated\":" << JsonMap(row.allocated)
         << ",\"fair_share\":" << JsonMap(row.fair_share) << ",\"usage\":" << JsonMap(row.usage)
         << ",\"weighted_share\":" << Num(row.weighted_share) << ",\"pending\":" << row.pending
-        << ",\"evictions\":" << row.evictions << "}";
+        << ",\"evictions\":" << row.evictions;
+    if (flavored) {
+      out << ",\"flavor_allocated\":" << JsonFlavorMap(row.flavor_allocated)
+          << ",\"flavor_borrowed\":" << JsonFlavorMap(row.flavor_borrowed);
+    }
+    out << "}";
   }
   out << "],\n\"jobs\":[";
   for (size_t i = 0; i < result.jobs.size(); ++i) {
@@ -156,6 +195,40 @@ std::pair<std::string, std::string> LeafSeries(const SimResult& result, const st
   return {alloc_text, hours_text};
 }
 
+// The flavors that list `resource`, in name order.
+std::vector<std::string> FlavorsOf(const SimResult& result, const std::string& resource) {
+  std::vector<std::string> flavors;
+  for (const FlavorResource& fr : result.flavor_resources) {
+    if (fr.resource == resource) flavors.push_back(fr.flavor);
+  }
+  return flavors;
+}
+
+// flavors.dat: one block per leaf and flavor (leaf-major, `index (i-1)*m + (j-1)` in gnuplot),
+// each the leaf's allocation of `resource` in that flavor over time.
+std::string FlavorSeries(const SimResult& result, const std::string& resource,
+                         const std::vector<std::string>& flavors,
+                         const std::map<std::string, size_t>& leaf_index) {
+  std::vector<std::ostringstream> blocks(result.leaves.size() * flavors.size());
+  for (const QueueRow& row : result.rows) {
+    auto found = leaf_index.find(row.queue);
+    if (found == leaf_index.end()) continue;
+    for (size_t j = 0; j < flavors.size(); ++j) {
+      blocks[found->second * flavors.size() + j]
+          << Num(row.time / 3600) << " "
+          << Num(Get(row.flavor_allocated, FlavorResource{flavors[j], resource})) << "\n";
+    }
+  }
+  std::string text;
+  for (size_t i = 0; i < result.leaves.size(); ++i) {
+    for (size_t j = 0; j < flavors.size(); ++j) {
+      absl::StrAppend(&text, "# ", result.leaves[i], " ", flavors[j], "\n",
+                      blocks[i * flavors.size() + j].str(), "\n\n");
+    }
+  }
+  return text;
+}
+
 // jobs.dat: start, row, length (hours) and the queue's colour for every job that ran.
 std::string JobBars(const SimResult& result, const std::map<std::string, size_t>& leaf_index) {
   const double horizon = static_cast<double>(result.cycles) * result.step;
@@ -174,14 +247,21 @@ std::string JobBars(const SimResult& result, const std::map<std::string, size_t>
 }
 
 // The gnuplot script that draws the three charts from the data files in `dir`, as PNG and SVG.
+// With resource flavors, a fourth chart: each leaf's allocation per flavor (colour: the queue,
+// dash: the flavor).
 std::string PlotScript(const std::string& title, const std::string& dir,
-                       const std::string& resource, const std::vector<std::string>& leaves) {
+                       const std::string& resource, const std::vector<std::string>& leaves,
+                       const std::vector<std::string>& flavors) {
   std::string names;
   for (const std::string& leaf : leaves) absl::StrAppend(&names, names.empty() ? "" : " ", leaf);
   std::string script =
       absl::StrCat("# Charts of one simulation; run with gnuplot from any directory.\n", "cd '",
                    dir, "'\n", "names = '", names, "'\n", "n = words(names)\n",
                    "set key outside right top noenhanced\n", "set grid\n", "set xlabel 'hours'\n");
+  if (!flavors.empty()) {
+    absl::StrAppend(&script, "flavors = '", absl::StrJoin(flavors, " "), "'\n",
+                    "m = words(flavors)\n");
+  }
   for (const auto& [terminal, ext] : std::vector<std::pair<std::string, std::string>>{
            {"pngcairo size 1100,520 noenhanced font ',10'", "png"},
            {"svg size 1100,520 noenhanced dynamic font ',10'", "svg"}}) {
@@ -200,8 +280,17 @@ std::string PlotScript(const std::string& title, const std::string& dir,
         "set output 'jobs.", ext, "'\n", "set title '", title,
         ": jobs over time (one line per job, coloured by queue)'\n", "set ylabel 'job'\n",
         "plot 'jobs.dat' using 1:2:3:(0):4 with vectors nohead lw 3 lc variable notitle, "
-        "for [i=1:n] NaN with lines lw 3 lc i title word(names, i)\n",
-        "unset output\n");
+        "for [i=1:n] NaN with lines lw 3 lc i title word(names, i)\n");
+    if (!flavors.empty()) {
+      absl::StrAppend(
+          &script, "set output 'flavors.", ext, "'\n", "set title '", title, ": allocation of ",
+          resource, " per flavor (colour: queue; line: flavor)'\n", "set ylabel '", resource, "'\n",
+          "set offsets 0, 0, graph 0.05, 0\n",
+          "plot for [i=1:n] for [j=1:m] 'flavors.dat' index ((i-1)*m + (j-1)) using 1:2 with "
+          "steps lw 2 lc i dt j title word(names, i).' '.word(flavors, j)\n",
+          "set offsets 0, 0, 0, 0\n");
+    }
+    absl::StrAppend(&script, "unset output\n");
   }
   return script;
 }
@@ -219,14 +308,17 @@ absl::Status WritePlots(const SimResult& result, const std::string& title, const
 
   const auto [alloc_text, hours_text] = LeafSeries(result, resource, leaf_index);
   const std::string jobs_text = JobBars(result, leaf_index);
-  for (const auto& [name, text] :
-       std::vector<std::pair<std::string, std::string>>{{"allocation.dat", alloc_text},
-                                                        {"resource_hours.dat", hours_text},
-                                                        {"jobs.dat", jobs_text}}) {
+  const std::vector<std::string> flavors = FlavorsOf(result, resource);
+  std::vector<std::pair<std::string, std::string>> files = {
+      {"allocation.dat", alloc_text}, {"resource_hours.dat", hours_text}, {"jobs.dat", jobs_text}};
+  if (!flavors.empty()) {
+    files.emplace_back("flavors.dat", FlavorSeries(result, resource, flavors, leaf_index));
+  }
+  for (const auto& [name, text] : files) {
     if (absl::Status s = WriteFile(absl::StrCat(dir, "/", name), text); !s.ok()) return s;
   }
 
-  const std::string script = PlotScript(title, dir, resource, result.leaves);
+  const std::string script = PlotScript(title, dir, resource, result.leaves, flavors);
   const std::string script_path = absl::StrCat(dir, "/plots.gp");
   if (absl::Status s = WriteFile(script_path, script); !s.ok()) return s;
   const std::string command =

@@ -173,11 +173,22 @@ class Simulation {
       for (const auto& [resource, amount] : set.allocatable) resources.insert(resource);
     }
     // Kueue divides quotas, not nodes: its resources are those of the quotas.
+    std::set<FlavorResource> flavor_resources;
     for (const Queue& queue : config_.queues) {
       for (const auto& [resource, amount] : queue.deserved) resources.insert(resource);
+      for (const ResourceGroup& group : queue.resource_groups) {
+        for (const std::string& resource : group.covered_resources) {
+          resources.insert(resource);
+          for (const FlavorQuotas& flavor : group.flavors) {
+            flavor_resources.insert(FlavorResource{flavor.flavor, resource});
+          }
+        }
+      }
     }
     result_.resources.assign(resources.begin(), resources.end());
+    result_.flavor_resources.assign(flavor_resources.begin(), flavor_resources.end());
     snapshot_.queues = config_.queues;
+    snapshot_.resource_flavors = config_.resource_flavors;
     std::set<std::string> parents;
     for (const Queue& queue : config_.queues) {
       result_.queues.push_back(queue.name);
@@ -213,6 +224,8 @@ class Simulation {
       Pod pod;
       pod.name = absl::StrCat(group.name, "-", p);
       pod.requests = s.requests;
+      pod.node_selector = s.node_selector;
+      pod.tolerations = s.tolerations;
       group.pods.push_back(std::move(pod));
     }
     JobRecord record;
@@ -277,6 +290,33 @@ class Simulation {
     return held;
   }
 
+  // Kueue with flavors: what each queue's subtree holds per flavor and resource, charged by the
+  // admissions' flavors (SEMANTICS §5.8.3; a queue without resource groups holds none here).
+  std::map<std::string, std::map<std::string, ResourceMap>> FlavorHeld() const {
+    std::map<std::string, std::map<std::string, ResourceMap>> held;
+    if (result_.flavor_resources.empty()) return held;
+    for (const PodGroup& group : snapshot_.pod_groups) {
+      if (!group.admitted) continue;
+      for (const Pod& pod : group.pods) {
+        const PodSetFlavors* flavors = nullptr;
+        for (const PodSetFlavors& entry : group.flavors) {
+          if (entry.pod_set == pod.pod_set) flavors = &entry;
+        }
+        if (flavors == nullptr) continue;
+        for (const auto& [resource, amount] : pod.requests) {
+          auto flavor = flavors->flavors.find(resource);
+          if (amount <= 0 || flavor == flavors->flavors.end() || flavor->second.empty()) continue;
+          for (std::string q = group.queue; !q.empty();) {
+            held[q][flavor->second][resource] += amount;
+            auto parent = parent_.find(q);
+            q = parent == parent_.end() ? "" : parent->second;
+          }
+        }
+      }
+    }
+    return held;
+  }
+
   absl::Status Step(double time) {
     Arrivals(time);
     snapshot_.now = At(time);
@@ -317,6 +357,7 @@ class Simulation {
 
     // One row per queue.
     const std::map<std::string, ResourceMap> held = Held();
+    std::map<std::string, std::map<std::string, ResourceMap>> flavor_held = FlavorHeld();
     std::map<std::string, const QueueShare*> shares;
     for (const QueueShare& share : answer->queues) shares[share.queue] = &share;
     for (const std::string& queue : result_.queues) {
@@ -327,6 +368,12 @@ class Simulation {
       if (auto s = shares.find(queue); s != shares.end()) {
         row.fair_share = s->second->fair_share;
         row.weighted_share = s->second->weighted_share;
+        for (const FlavorResourceShare& fr : s->second->flavor_resources) {
+          if (fr.borrowed > 0) row.flavor_borrowed[fr.flavor][fr.resource] = fr.borrowed;
+        }
+      }
+      if (auto h = flavor_held.find(queue); h != flavor_held.end()) {
+        row.flavor_allocated = std::move(h->second);
       }
       row.usage = ledger_.usage(queue);
       row.pending = pending[queue];

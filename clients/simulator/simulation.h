@@ -11,7 +11,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -30,6 +32,19 @@ struct QueueRow {
   double weighted_share = 0;  // Kueue: the answer's weighted share
   int pending = 0;            // its subtree's jobs waiting after the step
   int evictions = 0;          // its subtree's jobs evicted in the step
+  // Kueue with resource flavors (SEMANTICS §5.8), per flavor and resource: what its subtree's
+  // admitted workloads hold, and what the answer reports it borrowing (flavor_resources).
+  std::map<std::string, ResourceMap> flavor_allocated;
+  std::map<std::string, ResourceMap> flavor_borrowed;
+};
+
+// One flavor-resource of the queues' resource groups.
+struct FlavorResource {
+  std::string flavor;
+  std::string resource;
+  bool operator<(const FlavorResource& other) const {
+    return std::tie(flavor, resource) < std::tie(other.flavor, other.resource);
+  }
 };
 
 struct JobRecord {
@@ -46,8 +61,11 @@ struct SimResult {
   std::vector<std::string> queues;     // config order
   std::vector<std::string> leaves;     // the queues without children, config order
   std::vector<std::string> resources;  // every resource of the nodes, name order
-  std::vector<QueueRow> rows;          // step by step, queues in config order
-  std::vector<JobRecord> jobs;         // submission order
+  // Kueue with resource flavors: every (flavor, resource) a queue's resource groups list, in
+  // (flavor, resource) order; empty without flavors.
+  std::vector<FlavorResource> flavor_resources;
+  std::vector<QueueRow> rows;   // step by step, queues in config order
+  std::vector<JobRecord> jobs;  // submission order
   int64_t cycles = 0;
   double step = 0;
   double decide_seconds = 0;  // wall time spent in the decider (the core, or the server round trip)

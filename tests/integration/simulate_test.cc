@@ -1,10 +1,13 @@
 // `arbiter simulate CONFIG`, the built binary: its files, the same run in-process and through a
 // real server, KAI's CSV, and bad configs.
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/arbiter_server.h"
@@ -59,6 +62,18 @@ TEST(SimulateCli, AServerGivesTheSameRunAsInProcess) {
   EXPECT_EQ(Read(local.File("jobs.csv")), Read(remote.File("jobs.csv")));
 }
 
+TEST(SimulateCli, AServerGivesTheSameRunWithResourceFlavors) {
+  std::unique_ptr<server::ArbiterServer> server = StartTestServer();
+  TempDir local;
+  TempDir remote;
+  const std::string config = Story("kueue-flavors-spill.yaml");
+  ASSERT_EQ(Simulate(config, local.path()).exit_code, 0);
+  const ProcessResult result = Simulate(config, remote.path(), {"--server", server->address()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(Read(local.File("queues.csv")), Read(remote.File("queues.csv")));
+  EXPECT_EQ(Read(local.File("jobs.csv")), Read(remote.File("jobs.csv")));
+}
+
 TEST(SimulateCli, AKaiConfigRunsUnchangedAndWritesKaisColumns) {
   TempDir dir;
   const ProcessResult result =
@@ -98,6 +113,64 @@ TEST(SimulateCli, PlotWritesTheCharts) {
                             "resource_hours.svg", "jobs.png", "jobs.svg"}) {
     EXPECT_GT(Read(dir.File(chart)).size(), 1000u) << chart;
   }
+}
+
+// team-a's CPUs per flavor, by time (s), from queues.csv's flavor columns.
+struct FlavorCpus {
+  double on_demand = 0;
+  double spot = 0;
+};
+
+std::map<int, FlavorCpus> TeamA(const std::string& csv) {
+  std::istringstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> header = absl::StrSplit(line, ',');
+  const auto column = [&](const std::string& name) {
+    return std::find(header.begin(), header.end(), name) - header.begin();
+  };
+  const auto on_demand = column("allocated:cpu@on-demand");
+  const auto spot = column("allocated:cpu@spot");
+  std::map<int, FlavorCpus> out;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells = absl::StrSplit(line, ',');
+    if (cells.size() != header.size() || cells[1] != "team-a") continue;
+    out[std::stoi(cells[0])] = {std::stod(cells[on_demand]), std::stod(cells[spot])};
+  }
+  return out;
+}
+
+TEST(SimulateCli, KueueFlavorsSpillToSpotAndReturnToOnDemand) {
+  TempDir dir;
+  const ProcessResult result = Simulate(Story("kueue-flavors-spill.yaml"), dir.path(), {"--plot"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const std::string csv = Read(dir.File("queues.csv"));
+  EXPECT_THAT(csv, StartsWith("time_s,queue,allocated:cpu,fair_share:cpu,usage:cpu,pending,"
+                              "evictions,weighted_share,allocated:cpu@on-demand,allocated:cpu@spot,"
+                              "borrowed:cpu@on-demand,borrowed:cpu@spot\n"));
+  const std::map<int, FlavorCpus> team_a = TeamA(csv);
+  ASSERT_EQ(team_a.size(), 120u);
+  // On-demand fills to its nominal 8 first, then the workloads spill to spot.
+  double spill = -1;
+  for (const auto& [time, cpus] : team_a) {
+    if (cpus.spot > 0) {
+      spill = time;
+      EXPECT_EQ(cpus.on_demand, 8) << time;
+      break;
+    }
+  }
+  EXPECT_GT(spill, 0);
+  // Spot full, team-a borrows team-b's idle on-demand quota; team-b reclaims it at 4 h.
+  EXPECT_EQ(team_a.at(4 * 3600 - 300).on_demand, 16);
+  EXPECT_EQ(team_a.at(4 * 3600 - 300).spot, 16);
+  EXPECT_EQ(team_a.at(4 * 3600).on_demand, 8);
+  EXPECT_EQ(team_a.at(4 * 3600).spot, 16);
+  // As team-b's work finishes at 6 h, team-a's waiting workloads return to on-demand.
+  EXPECT_EQ(team_a.at(6 * 3600 - 300).on_demand, 8);
+  EXPECT_GT(team_a.at(6 * 3600).on_demand, 8);
+  EXPECT_EQ(team_a.at(9 * 3600).spot, 0);
+  EXPECT_GT(Read(dir.File("flavors.png")).size(), 1000u);
+  EXPECT_THAT(Read(dir.File("flavors.svg")), HasSubstr("team-a spot"));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // every property test): tests/support/apply_decisions.h.
 #include "clients/simulator/apply_decisions.h"
 
+#include "core/api/arbiter.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/snapshot_builder.h"
@@ -175,6 +176,28 @@ TEST(ApplyDecisions, KueueAdmissionKeepsItsFlavorsAndEvictionDropsThem) {
       EXPECT_EQ(g.flavors[0].flavors.at("cpu"), "spot");
     }
   }
+}
+
+TEST(ApplyDecisions, ALegacyQueuesAdmissionLeavesOutTheImplicitFlavor) {
+  // In a flavored request a queue without resource groups is answered with the implicit flavor
+  // "" (SEMANTICS §5.8.9), which a pod group may not carry (§1 step 4).
+  const Snapshot s = SnapshotBuilder()
+                         .Now(500)
+                         .Flavor("spot")
+                         .Queue("legacy")
+                         .Deserved({{"cpu", 4}})
+                         .Group("new", "legacy")
+                         .Pods(1, {{"cpu", 4}})
+                         .Build();
+  Policy policy;
+  policy.fairness_model = FairnessModel::kKueue;
+  ScheduleResult result;
+  result.admissions.push_back({"new", "legacy", false, {{"", {{"cpu", ""}}}}});
+  auto next = ApplyDecisions(s, policy, result);
+  ASSERT_THAT(next, IsOk());
+  EXPECT_TRUE(next->pod_groups[0].admitted);
+  EXPECT_TRUE(next->pod_groups[0].flavors.empty());
+  EXPECT_THAT(Schedule(*next, policy), IsOk());
 }
 
 }  // namespace

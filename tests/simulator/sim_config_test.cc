@@ -181,6 +181,19 @@ std::string Resources(const ResourceMap& map) {
   return absl::StrJoin(map, ",", absl::PairFormatter("="));
 }
 
+// A Kueue config with one queue `a`, and one with `a` flavored: one resource group covering cpu
+// with the flavor spot, whose quota is `quota`, and `extra` as more keys of the queue.
+const std::string kFlavored = "policy: {model: kueue}\nqueues: [{name: a}]\n";
+const std::string kSpot = "resource_flavors: [{name: spot}]\n";
+
+std::string FlavoredQueue(const std::string& quota, const std::string& extra = "") {
+  return absl::StrCat("policy: {model: kueue}\nqueues: [{name: a, ", extra.empty() ? "" : extra,
+                      extra.empty() ? "" : ", ",
+                      "resource_groups: [{covered_resources: [cpu], flavors: [{flavor: spot, "
+                      "resources: {cpu: ",
+                      quota, "}}]}]}]\n");
+}
+
 std::vector<NullCase> NullCases() {
   const std::string own = "queues: [{name: a}]\nnodes: [{allocatable: {gpu: 1}}]\n";
   const std::string kai = "Nodes: [{GPUs: 8}]\nQueues: [{Name: q}]\nJobs: {q: {GPUs: 1}}\n";
@@ -234,6 +247,40 @@ std::vector<NullCase> NullCases() {
        }},
       {"OwnEmptyValue", own + "policy:\n", own,
        [](const SimConfig& c) { return absl::StrCat(c.policy.actions.size()); }},
+      // Resource flavors.
+      {"OwnResourceFlavors", own + "resource_flavors: null\n", own,
+       [](const SimConfig& c) { return absl::StrCat(c.resource_flavors.size()); }},
+      {"OwnFlavorTaints", kFlavored + "resource_flavors: [{name: spot, node_taints: null}]\n",
+       kFlavored + "resource_flavors: [{name: spot}]\n",
+       [](const SimConfig& c) { return absl::StrCat(c.resource_flavors[0].node_taints.size()); }},
+      {"OwnFlavorQuotaLimit",
+       FlavoredQueue("{nominal: 4, borrowing_limit: null}") + "resource_flavors: [{name: spot}]\n",
+       FlavoredQueue("{nominal: 4}") + "resource_flavors: [{name: spot}]\n",
+       [](const SimConfig& c) {
+         const FlavorResourceQuota& quota =
+             c.queues[0].resource_groups[0].flavors[0].resources.at("cpu");
+         return absl::StrCat(quota.nominal, "/", quota.borrowing_limit.has_value());
+       }},
+      {"OwnFlavorFungibility", FlavoredQueue("4", "flavor_fungibility: null") + kSpot,
+       FlavoredQueue("4") + kSpot,
+       [](const SimConfig& c) {
+         const FlavorFungibility& f = c.queues[0].flavor_fungibility;
+         return absl::StrCat(static_cast<int>(f.when_can_borrow), "/",
+                             static_cast<int>(f.when_can_preempt), "/",
+                             static_cast<int>(f.preference));
+       }},
+      {"OwnFungibilityValue",
+       FlavoredQueue("4", "flavor_fungibility: {when_can_borrow: null}") + kSpot,
+       FlavoredQueue("4", "flavor_fungibility: {}") + kSpot,
+       [](const SimConfig& c) {
+         return absl::StrCat(static_cast<int>(c.queues[0].flavor_fungibility.when_can_borrow));
+       }},
+      {"OwnJobTolerations", kFlavored + "jobs: [{queue: a, tolerations: null}]\n",
+       kFlavored + "jobs: [{queue: a}]\n",
+       [](const SimConfig& c) { return absl::StrCat(c.jobs[0].tolerations.size()); }},
+      {"OwnJobNodeSelector", kFlavored + "jobs: [{queue: a, node_selector: null}]\n",
+       kFlavored + "jobs: [{queue: a}]\n",
+       [](const SimConfig& c) { return absl::StrCat(c.jobs[0].node_selector.size()); }},
   };
 }
 
@@ -334,6 +381,228 @@ TEST(OwnConfig, ErrorsNameTheKeyPath) {
   EXPECT_THAT(std::string(ParseSimConfig("queues: [").status().message()), HasSubstr("config:"));
   EXPECT_EQ(ParseSimConfig(base + "horizon: 0\n").status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(FlavorConfig, TheCoresValidationNamesTheConfigsKeys) {
+  absl::StatusOr<SimConfig> config = ParseSimConfig(R"(
+policy: {model: kueue}
+resource_flavors:
+  - name: on-demand
+    node_labels: {capacity: on-demand}
+  - name: spot
+    node_labels: {capacity: spot}
+    node_taints: [{key: spot, value: "true", effect: NoSchedule}, {key: flaky, effect: PreferNoSchedule}]
+    tolerations: [{key: maintenance, operator: Exists, effect: NoExecute}]
+queues:
+  - name: pool
+  - name: a
+    parent: pool
+    resource_groups:
+      - covered_resources: [cpu, mem]
+        flavors:
+          - {flavor: on-demand, resources: {cpu: 8, mem: 64}}
+          - flavor: spot
+            resources:
+              cpu: {nominal: 16, borrowing_limit: 4, lending_limit: -1}
+              mem: {nominal: 128}
+      - covered_resources: [gpu]
+        flavors: [{flavor: spot, resources: {gpu: 2}}]
+    flavor_fungibility:
+      when_can_borrow: TryNextFlavor
+      when_can_preempt: TryNextFlavor
+      preference: PreemptionOverBorrowing
+  - {name: legacy, parent: pool, deserved: {cpu: 4}, borrowing_limit: {cpu: 2}}
+jobs:
+  - queue: a
+    requests: {cpu: 1}
+    node_selector: {capacity: spot}
+    tolerations: [{key: spot, operator: Equal, value: "true", effect: NoSchedule}, {operator: Exists}]
+)");
+  ASSERT_FALSE(config.ok()) << "a flavor listed twice in one queue is the core's own error";
+  EXPECT_THAT(std::string(config.status().message()),
+              HasSubstr("queues[1].resource_groups[1].flavors[0].flavor: duplicate flavor"));
+}
+
+TEST(FlavorConfig, EveryFieldMapsToTheModel) {
+  absl::StatusOr<SimConfig> config = ParseSimConfig(R"(
+policy: {model: kueue}
+resource_flavors:
+  - name: on-demand
+    node_labels: {capacity: on-demand}
+  - name: spot
+    node_labels: {capacity: spot}
+    node_taints: [{key: spot, value: "true", effect: NoSchedule}, {key: flaky, effect: PreferNoSchedule}]
+    tolerations: [{key: maintenance, operator: Exists, effect: NoExecute}]
+  - name: a100
+queues:
+  - name: pool
+  - name: a
+    parent: pool
+    resource_groups:
+      - covered_resources: [cpu, mem]
+        flavors:
+          - {flavor: on-demand, resources: {cpu: 8, mem: 64}}
+          - flavor: spot
+            resources:
+              cpu: {nominal: 16, borrowing_limit: 4, lending_limit: -1}
+              mem: {nominal: 128}
+      - covered_resources: [gpu]
+        flavors: [{flavor: a100, resources: {gpu: 2}}]
+    flavor_fungibility:
+      when_can_borrow: TryNextFlavor
+      when_can_preempt: TryNextFlavor
+      preference: PreemptionOverBorrowing
+  - {name: legacy, parent: pool, deserved: {cpu: 4}, borrowing_limit: {cpu: 2}}
+jobs:
+  - queue: a
+    requests: {cpu: 1}
+    node_selector: {capacity: spot}
+    tolerations: [{key: spot, operator: Equal, value: "true", effect: NoSchedule}, {operator: Exists}]
+)");
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_EQ(config->resource_flavors.size(), 3u);
+  const ResourceFlavor& spot = config->resource_flavors[1];
+  EXPECT_EQ(spot.name, "spot");
+  EXPECT_EQ(spot.node_labels.at("capacity"), "spot");
+  ASSERT_EQ(spot.node_taints.size(), 2u);
+  EXPECT_EQ(spot.node_taints[0].key, "spot");
+  EXPECT_EQ(spot.node_taints[0].value, "true");
+  EXPECT_EQ(spot.node_taints[0].effect, "NoSchedule");
+  EXPECT_EQ(spot.node_taints[1].value, "");
+  ASSERT_EQ(spot.tolerations.size(), 1u);
+  EXPECT_EQ(spot.tolerations[0].key, "maintenance");
+  EXPECT_EQ(spot.tolerations[0].op, "Exists");
+  EXPECT_EQ(spot.tolerations[0].effect, "NoExecute");
+
+  const Queue& a = config->queues[1];
+  ASSERT_EQ(a.resource_groups.size(), 2u);
+  EXPECT_EQ(a.resource_groups[0].covered_resources, (std::vector<std::string>{"cpu", "memory"}));
+  ASSERT_EQ(a.resource_groups[0].flavors.size(), 2u);
+  EXPECT_EQ(a.resource_groups[0].flavors[0].flavor, "on-demand");  // order kept: tried first
+  const FlavorResourceQuota& plain = a.resource_groups[0].flavors[0].resources.at("cpu");
+  EXPECT_EQ(plain.nominal, 8);  // a number is the nominal quota
+  EXPECT_FALSE(plain.borrowing_limit.has_value());
+  EXPECT_FALSE(plain.lending_limit.has_value());
+  EXPECT_EQ(a.resource_groups[0].flavors[0].resources.at("memory").nominal, 64);
+  const FlavorResourceQuota& limited = a.resource_groups[0].flavors[1].resources.at("cpu");
+  EXPECT_EQ(limited.nominal, 16);
+  EXPECT_EQ(limited.borrowing_limit, 4);
+  EXPECT_EQ(limited.lending_limit, -1);
+  EXPECT_EQ(a.resource_groups[1].covered_resources, (std::vector<std::string>{kGpu}));
+  EXPECT_EQ(a.resource_groups[1].flavors[0].resources.at(kGpu).nominal, 2);
+  EXPECT_EQ(a.flavor_fungibility.when_can_borrow, WhenCanBorrow::kTryNextFlavor);
+  EXPECT_EQ(a.flavor_fungibility.when_can_preempt, WhenCanPreempt::kTryNextFlavor);
+  EXPECT_EQ(a.flavor_fungibility.preference, FlavorPreference::kPreemptionOverBorrowing);
+  EXPECT_TRUE(a.deserved.empty());
+
+  const Queue& legacy = config->queues[2];  // a legacy queue beside flavored ones
+  EXPECT_TRUE(legacy.resource_groups.empty());
+  EXPECT_EQ(legacy.deserved.at("cpu"), 4);
+  EXPECT_EQ(legacy.borrowing_limit.at("cpu"), 2);
+
+  const JobStream& job = config->jobs[0];
+  EXPECT_EQ(job.node_selector.at("capacity"), "spot");
+  ASSERT_EQ(job.tolerations.size(), 2u);
+  EXPECT_EQ(job.tolerations[0].op, "Equal");
+  EXPECT_EQ(job.tolerations[0].value, "true");
+  EXPECT_EQ(job.tolerations[1].key, "");
+  EXPECT_EQ(job.tolerations[1].op, "Exists");
+  EXPECT_EQ(job.tolerations[1].effect, "");
+}
+
+TEST(FlavorConfig, DefaultsLeaveFungibilityAndLimitsToTheModel) {
+  absl::StatusOr<SimConfig> config =
+      ParseSimConfig(FlavoredQueue("4") + kSpot + "jobs: [{queue: a}]\n");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->resource_flavors[0].node_labels.empty());
+  EXPECT_TRUE(config->resource_flavors[0].node_taints.empty());
+  EXPECT_TRUE(config->resource_flavors[0].tolerations.empty());
+  const Queue& a = config->queues[0];
+  // Unspecified: the model applies Kueue's defaults (MayStopSearch, TryNextFlavor,
+  // BorrowingOverPreemption; SEMANTICS §0.2).
+  EXPECT_EQ(a.flavor_fungibility.when_can_borrow, WhenCanBorrow::kUnspecified);
+  EXPECT_EQ(a.flavor_fungibility.when_can_preempt, WhenCanPreempt::kUnspecified);
+  EXPECT_EQ(a.flavor_fungibility.preference, FlavorPreference::kUnspecified);
+  const FlavorResourceQuota& quota = a.resource_groups[0].flavors[0].resources.at("cpu");
+  EXPECT_EQ(quota.nominal, 4);
+  EXPECT_FALSE(quota.borrowing_limit.has_value());
+  EXPECT_FALSE(quota.lending_limit.has_value());
+  EXPECT_TRUE(config->jobs[0].node_selector.empty());
+  EXPECT_TRUE(config->jobs[0].tolerations.empty());
+
+  // Without any flavor field, a Kueue config is as before: no flavors anywhere.
+  config = ParseSimConfig("policy: {model: kueue}\nqueues: [{name: a, deserved: {cpu: 4}}]\n");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->resource_flavors.empty());
+  EXPECT_TRUE(config->queues[0].resource_groups.empty());
+}
+
+TEST(FlavorConfig, ErrorsNameTheKeyPath) {
+  const std::string kueue = "policy: {model: kueue}\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {FlavoredQueue("4", "flavor_fungibility: {when_can_borrow: Borrow}") + kSpot,
+       "queues[0].flavor_fungibility.when_can_borrow: must be MayStopSearch or TryNextFlavor"},
+      {FlavoredQueue("4", "flavor_fungibility: {when_can_preempt: TRY_NEXT_FLAVOR}") + kSpot,
+       "queues[0].flavor_fungibility.when_can_preempt: must be MayStopSearch or TryNextFlavor"},
+      {FlavoredQueue("4", "flavor_fungibility: {preference: Borrowing}") + kSpot,
+       "queues[0].flavor_fungibility.preference: must be BorrowingOverPreemption or "
+       "PreemptionOverBorrowing"},
+      {FlavoredQueue("4", "flavor_fungibility: {when: now}") + kSpot,
+       "queues[0].flavor_fungibility.when: unknown key"},
+      {FlavoredQueue("4", "flavor_fungibility: {preference: PreemptionOverBorrowing}") + kSpot,
+       "queues[0].flavor_fungibility.preference: "},
+      {FlavoredQueue("{nominal: 4, borrow: 1}") + kSpot,
+       "queues[0].resource_groups[0].flavors[0].resources.cpu.borrow: unknown key"},
+      {FlavoredQueue("{borrowing_limit: 1}") + kSpot,
+       "queues[0].resource_groups[0].flavors[0].resources.cpu.nominal: is required"},
+      {FlavoredQueue("null") + kSpot,
+       "queues[0].resource_groups[0].flavors[0].resources: no quota for covered resource"},
+      {FlavoredQueue("-1") + kSpot,
+       "queues[0].resource_groups[0].flavors[0].resources[\"cpu\"].nominal: "},
+      {FlavoredQueue("[4]") + kSpot,
+       "queues[0].resource_groups[0].flavors[0].resources.cpu: must be a finite number, got a "
+       "list"},
+      {FlavoredQueue("4"),
+       "queues[0].resource_groups[0].flavors[0].flavor: no resource flavor named \"spot\" in "
+       "resource_flavors"},
+      {FlavoredQueue("4", "deserved: {cpu: 1}") + kSpot,
+       "queues[0].deserved[\"cpu\"]: set on a queue with resource_groups"},
+      {kueue +
+           "queues: [{name: a, resource_groups: [{flavors: [{flavor: spot, resources: {cpu: "
+           "1}}]}]}]\n" +
+           kSpot,
+       "queues[0].resource_groups[0].covered_resources: is required"},
+      {kueue + "queues: [{name: a, resource_groups: [{covered_resources: [cpu]}]}]\n" + kSpot,
+       "queues[0].resource_groups[0].flavors: is required"},
+      {kueue + "queues: [{name: a, resource_groups: {cpu: 1}}]\n",
+       "queues[0].resource_groups: must be a list, got a mapping"},
+      {FlavoredQueue("4") + "resource_flavors: [{name: spot}, {name: spot}]\n",
+       "resource_flavors[1].name: "},
+      {FlavoredQueue("4") + "resource_flavors: [{node_labels: {a: b}}]\n",
+       "resource_flavors[0].name: is required"},
+      {FlavoredQueue("4") + "resource_flavors: [{name: spot, colour: red}]\n",
+       "resource_flavors[0].colour: unknown key"},
+      {FlavoredQueue("4") +
+           "resource_flavors: [{name: spot, node_taints: [{key: spot, effect: Never}]}]\n",
+       "resource_flavors[0].node_taints[0].effect: must be NoSchedule, PreferNoSchedule or "
+       "NoExecute"},
+      {FlavoredQueue("4") + "resource_flavors: [{name: spot, node_taints: [{key: spot}]}]\n",
+       "resource_flavors[0].node_taints[0].effect: is required"},
+      {FlavoredQueue("4") + kSpot + "jobs: [{queue: a, tolerations: [{operator: Maybe}]}]\n",
+       "jobs[0].tolerations[0].operator: must be Equal or Exists"},
+      {FlavoredQueue("4") + kSpot + "jobs: [{queue: a, node_selector: [spot]}]\n",
+       "jobs[0].node_selector: must map label keys to values, got a list"},
+      {"queues: [{name: a}]\nnodes: [{allocatable: {gpu: 1}}]\n" + kSpot,
+       "resource_flavors: only the kueue model has resource flavors"},
+      {"queues: [{name: a, resource_groups: [{covered_resources: [cpu], flavors: [{flavor: spot, "
+       "resources: {cpu: 1}}]}]}]\nnodes: [{allocatable: {gpu: 1}}]\n",
+       "queues[0].resource_groups: only the kueue model has resource flavors"},
+  };
+  for (const auto& [yaml, message] : cases) {
+    absl::StatusOr<SimConfig> config = ParseSimConfig(yaml);
+    EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument) << yaml;
+    EXPECT_THAT(std::string(config.status().message()), HasSubstr(message)) << yaml;
+  }
 }
 
 TEST(OwnConfig, TheStreamsPodsAreBoundedBeforeAnyIsMade) {

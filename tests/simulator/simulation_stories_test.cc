@@ -155,6 +155,59 @@ TEST(KueueFairSharing, BorrowingIsReclaimedAndTheWeightedSharesConverge) {
   EXPECT_GT(Evictions(result), 0) << "fair sharing preemption takes the borrowed CPUs back";
 }
 
+double FlavorCpu(const QueueRow& row, const std::string& flavor) {
+  auto found = row.flavor_allocated.find(flavor);
+  if (found == row.flavor_allocated.end()) return 0;
+  auto cpu = found->second.find("cpu");
+  return cpu == found->second.end() ? 0 : cpu->second;
+}
+
+TEST(KueueFlavorsSpill, WorkloadsSpillToSpotAndReturnToOnDemand) {
+  const SimResult result = Simulated(Story("kueue-flavors-spill.yaml"));
+  ASSERT_EQ(result.flavor_resources.size(), 2u);
+  double first_spot = -1;           // when team-a first runs on spot
+  double first_borrow = -1;         // when team-a first holds more than its 8 on-demand CPUs
+  double spot_at_first_borrow = 0;  // team-a's spot CPUs then
+  double reclaimed = -1;            // when team-a is back to its nominal 8 after borrowing
+  double returned = -1;             // when team-a borrows on-demand again after that
+  int team_a_evictions = 0;
+  for (const QueueRow& row : result.rows) {
+    const double on_demand = FlavorCpu(row, "on-demand");
+    const double spot = FlavorCpu(row, "spot");
+    if (row.queue == "team-b") {
+      EXPECT_EQ(spot, 0) << "team-b neither lists nor tolerates spot, at " << row.time;
+      EXPECT_LE(on_demand, 8) << "team-b never borrows, at " << row.time;
+      if (row.time == 4 * 3600) {
+        EXPECT_EQ(on_demand, 8) << "team-b takes its quota back";
+      }
+      continue;
+    }
+    if (row.queue == "pool") {
+      EXPECT_LE(on_demand, 16) << row.time;
+      EXPECT_LE(spot, 16) << row.time;
+      continue;
+    }
+    team_a_evictions += row.evictions;
+    EXPECT_LE(spot, 16) << row.time;
+    if (spot > 0 && first_spot < 0) {
+      first_spot = row.time;
+      EXPECT_EQ(on_demand, 8) << "on-demand fills up to the nominal quota before the spill";
+    }
+    if (on_demand > 8 && first_borrow < 0) {
+      first_borrow = row.time;
+      spot_at_first_borrow = spot;
+    }
+    if (first_borrow >= 0 && reclaimed < 0 && on_demand == 8) reclaimed = row.time;
+    if (reclaimed >= 0 && returned < 0 && on_demand > 8) returned = row.time;
+  }
+  ASSERT_GE(first_spot, 0) << "team-a never spilled to spot";
+  ASSERT_GT(first_borrow, first_spot) << "team-a borrowed on-demand quota before spilling";
+  EXPECT_EQ(spot_at_first_borrow, 16) << "team-a borrows on-demand only once spot is full";
+  EXPECT_EQ(reclaimed, 4 * 3600) << "team-b reclaims its on-demand quota as it arrives";
+  EXPECT_GT(team_a_evictions, 0);
+  EXPECT_EQ(returned, 6 * 3600) << "team-a returns to on-demand as team-b's work finishes";
+}
+
 TEST(KaiSimulatorConfig, TheTwoQueueOscillationAlternatesAsKaisSimulatorShows) {
   const SimResult result = Simulated(Story("kai-two-queue-oscillation.yaml"));
   const std::map<std::string, double> shares = Shares(result, kGpu);

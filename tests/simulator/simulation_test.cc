@@ -218,5 +218,93 @@ TEST(Plots, ChartsAreWrittenAsValidPngAndSvg) {
   }
 }
 
+// Two flavors: a job that fits on-demand takes it; the next spills to spot, which only jobs
+// that tolerate its taint may use; one that tolerates nothing waits.
+constexpr char kFlavors[] = R"(
+step: 10m
+horizon: 1h
+policy: {model: kueue}
+resource_flavors:
+  - {name: on-demand}
+  - {name: spot, node_taints: [{key: spot, effect: NoSchedule}]}
+queues:
+  - name: a
+    resource_groups:
+      - covered_resources: [cpu]
+        flavors: [{flavor: on-demand, resources: {cpu: 2}}, {flavor: spot, resources: {cpu: 4}}]
+  - {name: legacy, deserved: {cpu: 1}}
+jobs:
+  - {queue: a, name: tolerant, requests: {cpu: 2}, count: 2, tolerations: [{key: spot, operator: Exists}]}
+  - {queue: a, name: picky, requests: {cpu: 2}, start: 20m}
+  - {queue: legacy, requests: {cpu: 1}}
+)";
+
+TEST(Flavors, AdmissionsAreChargedToTheirFlavorsAndATaintKeepsOthersAway) {
+  absl::StatusOr<SimResult> result = Simulate(Parse(kFlavors), InProcess());
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->flavor_resources.size(), 2u);
+  EXPECT_EQ(result->flavor_resources[0].flavor, "on-demand");
+  EXPECT_EQ(result->flavor_resources[1].flavor, "spot");
+  const QueueRow& last = result->rows[result->rows.size() - 2];  // a, at the last step
+  ASSERT_EQ(last.queue, "a");
+  EXPECT_EQ(last.flavor_allocated.at("on-demand").at("cpu"), 2);
+  EXPECT_EQ(last.flavor_allocated.at("spot").at("cpu"), 2);
+  EXPECT_EQ(last.allocated.at("cpu"), 4);
+  EXPECT_EQ(last.pending, 1) << "picky does not tolerate spot, and on-demand is full";
+  const QueueRow& legacy = result->rows.back();
+  EXPECT_EQ(legacy.allocated.at("cpu"), 1) << "a legacy queue beside flavored ones";
+  EXPECT_TRUE(legacy.flavor_allocated.empty());
+}
+
+TEST(Flavors, OutputsGainTheFlavorColumnsAfterTheExistingOnes) {
+  absl::StatusOr<SimResult> result = Simulate(Parse(kFlavors), InProcess());
+  ASSERT_TRUE(result.ok()) << result.status();
+  std::ostringstream csv;
+  WriteQueuesCsv(*result, true, csv);
+  EXPECT_EQ(csv.str().substr(0, csv.str().find('\n')),
+            "time_s,queue,allocated:cpu,fair_share:cpu,usage:cpu,pending,evictions,weighted_share,"
+            "allocated:cpu@on-demand,allocated:cpu@spot,borrowed:cpu@on-demand,borrowed:cpu@spot");
+  EXPECT_NE(csv.str().find("\n3000,a,4,0,"), std::string::npos) << csv.str();
+  std::ostringstream json;
+  WriteJson(*result, json);
+  EXPECT_NE(json.str().find("\"flavor_resources\":[{\"flavor\":\"on-demand\",\"resource\":\"cpu\"},"
+                            "{\"flavor\":\"spot\",\"resource\":\"cpu\"}]"),
+            std::string::npos);
+  EXPECT_NE(
+      json.str().find("\"flavor_allocated\":{\"on-demand\":{\"cpu\":2},\"spot\":{\"cpu\":2}}"),
+      std::string::npos);
+
+  // Without flavors, nothing changes.
+  absl::StatusOr<SimResult> plain = Simulate(Parse(kRandom), InProcess());
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(plain->flavor_resources.empty());
+  std::ostringstream plain_csv;
+  WriteQueuesCsv(*plain, false, plain_csv);
+  EXPECT_EQ(plain_csv.str().find('@'), std::string::npos);
+  std::ostringstream plain_json;
+  WriteJson(*plain, plain_json);
+  EXPECT_EQ(plain_json.str().find("flavor"), std::string::npos);
+}
+
+TEST(Plots, WithFlavorsAFlavorsChartIsDrawn) {
+  absl::StatusOr<SimResult> result = Simulate(Parse(kFlavors), InProcess());
+  ASSERT_TRUE(result.ok());
+  char dir_template[] = "/tmp/arbiter-plots-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  ASSERT_TRUE(WritePlots(*result, "flavors", dir).ok());
+  std::ifstream png(dir + "/flavors.png", std::ios::binary);
+  std::string head(8, '\0');
+  png.read(head.data(), 8);
+  EXPECT_EQ(head, std::string("\x89PNG\r\n\x1a\n", 8));
+  std::ifstream data(dir + "/flavors.dat");
+  std::stringstream text;
+  text << data.rdbuf();
+  EXPECT_NE(text.str().find("# a on-demand\n"), std::string::npos);
+  EXPECT_NE(text.str().find("# a spot\n"), std::string::npos);
+  // Every leaf has its blocks, so that each queue keeps its colour from the other charts.
+  EXPECT_NE(text.str().find("# legacy spot\n"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace arbiter::simulator
