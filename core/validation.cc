@@ -444,21 +444,23 @@ absl::Status CheckQuotaMaps(size_t i, const Queue& queue) {
   return absl::OkStatus();
 }
 
-// §5.8: a flavored queue's resource groups, each check over the groups and flavors in input
-// order before the next check (§1 rule 2, in its order).
-absl::Status CheckResourceGroups(size_t i, const Queue& queue) {
-  const std::vector<ResourceGroup>& groups = queue.resource_groups;
-  if (groups.empty()) return absl::OkStatus();
-  auto group_path = [i](size_t g) {
-    return absl::StrCat("snapshot.queues[", i, "].resource_groups[", g, "]");
-  };
-  auto covered_path = [&](size_t g, size_t k) {
-    return absl::StrCat(group_path(g), ".covered_resources[", k, "]");
-  };
-  auto flavor_path = [&](size_t g, size_t f) {
-    return absl::StrCat(group_path(g), ".flavors[", f, "]");
-  };
-  // Quotas come either per flavor or in the legacy maps.
+// Field paths of queue i's resource groups (§5.8).
+std::string GroupPath(size_t i, size_t g) {
+  return absl::StrCat("snapshot.queues[", i, "].resource_groups[", g, "]");
+}
+std::string CoveredPath(size_t i, size_t g, size_t k) {
+  return absl::StrCat(GroupPath(i, g), ".covered_resources[", k, "]");
+}
+std::string FlavorPath(size_t i, size_t g, size_t f) {
+  return absl::StrCat(GroupPath(i, g), ".flavors[", f, "]");
+}
+
+// Each covered resource's first place in a queue's groups, as (group, index).
+using CoveredPlaces = absl::flat_hash_map<absl::string_view, std::pair<int, int>>;
+
+// Quotas come either per flavor or in the legacy maps, and a group covers a resource and lists a
+// flavor.
+absl::Status CheckResourceGroupShape(size_t i, const Queue& queue) {
   const std::pair<const char*, const ResourceMap*> legacy[] = {
       {"deserved", &queue.deserved},
       {"borrowing_limit", &queue.borrowing_limit},
@@ -470,46 +472,56 @@ absl::Status CheckResourceGroups(size_t i, const Queue& queue) {
                    "set on a queue with resource_groups (a queue gives its quotas either per "
                    "flavor or in the legacy maps)");
   }
+  const std::vector<ResourceGroup>& groups = queue.resource_groups;
   for (size_t g = 0; g < groups.size(); ++g) {
     if (groups[g].covered_resources.empty()) {
-      return Invalid(absl::StrCat(group_path(g), ".covered_resources"),
+      return Invalid(absl::StrCat(GroupPath(i, g), ".covered_resources"),
                      "empty (a resource group covers at least one resource)");
     }
     if (groups[g].flavors.empty()) {
-      return Invalid(absl::StrCat(group_path(g), ".flavors"),
+      return Invalid(absl::StrCat(GroupPath(i, g), ".flavors"),
                      "empty (a resource group lists at least one flavor)");
     }
   }
-  // Each covered resource's first place, as (group, index). A resource met again in the same
-  // group is a duplicate; met in a later group, it is covered twice, which is reported only once
-  // every group has been checked for empty and duplicate names.
-  absl::flat_hash_map<absl::string_view, std::pair<int, int>> covered;
+  return absl::OkStatus();
+}
+
+// Covered resources: none empty or repeated in a group, none covered by two groups. A resource
+// met again in the same group is a duplicate; met in a later group, it is covered twice, which is
+// reported only once every group has been checked for empty and duplicate names. Fills `covered`.
+absl::Status CheckCoveredResources(size_t i, const std::vector<ResourceGroup>& groups,
+                                   CoveredPlaces* covered) {
   std::string covered_twice;  // the first such offence, as a whole message
   for (size_t g = 0; g < groups.size(); ++g) {
     const std::vector<std::string>& resources = groups[g].covered_resources;
     for (size_t k = 0; k < resources.size(); ++k) {
-      if (resources[k].empty()) return Invalid(covered_path(g, k), "empty resource name");
-      const auto [it, inserted] = covered.emplace(
+      if (resources[k].empty()) return Invalid(CoveredPath(i, g, k), "empty resource name");
+      const auto [it, inserted] = covered->emplace(
           resources[k], std::pair<int, int>(static_cast<int>(g), static_cast<int>(k)));
       if (inserted) continue;
       const auto [first_group, first_index] = it->second;
       if (first_group == static_cast<int>(g)) {
-        return Invalid(covered_path(g, k),
+        return Invalid(CoveredPath(i, g, k),
                        absl::StrCat("duplicate resource ", QuotedName(resources[k]), " (also ",
-                                    covered_path(g, first_index), ")"));
+                                    CoveredPath(i, g, first_index), ")"));
       }
       if (covered_twice.empty()) {
-        covered_twice = absl::StrCat(covered_path(g, k), ": resource ", QuotedName(resources[k]),
+        covered_twice = absl::StrCat(CoveredPath(i, g, k), ": resource ", QuotedName(resources[k]),
                                      " is covered by two resource groups (also ",
-                                     covered_path(first_group, first_index), ")");
+                                     CoveredPath(i, first_group, first_index), ")");
       }
     }
   }
   if (!covered_twice.empty()) return absl::InvalidArgumentError(covered_twice);
+  return absl::OkStatus();
+}
+
+// Flavor names: none empty, then none listed twice in the queue.
+absl::Status CheckFlavorNames(size_t i, const std::vector<ResourceGroup>& groups) {
   for (size_t g = 0; g < groups.size(); ++g) {
     for (size_t f = 0; f < groups[g].flavors.size(); ++f) {
       if (groups[g].flavors[f].flavor.empty()) {
-        return Invalid(absl::StrCat(flavor_path(g, f), ".flavor"),
+        return Invalid(absl::StrCat(FlavorPath(i, g, f), ".flavor"),
                        "empty flavor name (\"\" is the implicit flavor)");
       }
     }
@@ -521,14 +533,19 @@ absl::Status CheckResourceGroups(size_t i, const Queue& queue) {
       const auto [it, inserted] =
           listed.emplace(flavor, std::pair<int, int>(static_cast<int>(g), static_cast<int>(f)));
       if (!inserted) {
-        return Invalid(absl::StrCat(flavor_path(g, f), ".flavor"),
+        return Invalid(absl::StrCat(FlavorPath(i, g, f), ".flavor"),
                        absl::StrCat("duplicate flavor ", QuotedName(flavor), " (also ",
-                                    flavor_path(it->second.first, it->second.second), ")"));
+                                    FlavorPath(i, it->second.first, it->second.second), ")"));
       }
     }
   }
-  // Each flavor's quotas name exactly the group's covered resources: first a key the group does
-  // not cover (in key order), then a covered resource without a key (in list order).
+  return absl::OkStatus();
+}
+
+// Each flavor's quotas name exactly the group's covered resources: first a key the group does
+// not cover (in key order), then a covered resource without a key (in list order).
+absl::Status CheckFlavorQuotaKeys(size_t i, const std::vector<ResourceGroup>& groups,
+                                  const CoveredPlaces& covered) {
   for (size_t g = 0; g < groups.size(); ++g) {
     const ResourceGroup& group = groups[g];
     for (size_t f = 0; f < group.flavors.size(); ++f) {
@@ -537,28 +554,33 @@ absl::Status CheckResourceGroups(size_t i, const Queue& queue) {
         const auto it = covered.find(entry.first);
         if (it == covered.end() || it->second.first != static_cast<int>(g)) {
           return Invalid(
-              absl::StrCat(flavor_path(g, f), ".resources", Key(entry.first)),
+              absl::StrCat(FlavorPath(i, g, f), ".resources", Key(entry.first)),
               absl::StrCat("resource ", QuotedName(entry.first), " is not covered by the group (",
-                           group_path(g), ".covered_resources)"));
+                           GroupPath(i, g), ".covered_resources)"));
         }
       }
       if (quotas.size() == group.covered_resources.size()) continue;
       for (size_t k = 0; k < group.covered_resources.size(); ++k) {
         if (!quotas.contains(group.covered_resources[k])) {
           return Invalid(
-              absl::StrCat(flavor_path(g, f), ".resources"),
+              absl::StrCat(FlavorPath(i, g, f), ".resources"),
               absl::StrCat("no quota for covered resource ", QuotedName(group.covered_resources[k]),
-                           " (", covered_path(g, k), ")"));
+                           " (", CoveredPath(i, g, k), ")"));
         }
       }
     }
   }
+  return absl::OkStatus();
+}
+
+// Every nominal finite and not negative, then every limit finite and not negative but -1.
+absl::Status CheckFlavorQuotaValues(size_t i, const std::vector<ResourceGroup>& groups) {
   for (size_t g = 0; g < groups.size(); ++g) {
     for (size_t f = 0; f < groups[g].flavors.size(); ++f) {
       for (const auto& [name, quota] : groups[g].flavors[f].resources) {
         if (!(quota.nominal >= 0) || !std::isfinite(quota.nominal)) {
           return Invalid(
-              absl::StrCat(flavor_path(g, f), ".resources", Key(name), ".nominal"),
+              absl::StrCat(FlavorPath(i, g, f), ".resources", Key(name), ".nominal"),
               absl::StrCat("must be finite and not negative, got ", Number(quota.nominal)));
         }
       }
@@ -575,12 +597,12 @@ absl::Status CheckResourceGroups(size_t i, const Queue& queue) {
           if (!limit->has_value()) continue;
           const double value = **limit;
           if (!std::isfinite(value)) {
-            return Invalid(absl::StrCat(flavor_path(g, f), ".resources", Key(name), field),
+            return Invalid(absl::StrCat(FlavorPath(i, g, f), ".resources", Key(name), field),
                            absl::StrCat("must be finite, got ", Number(value)));
           }
           if (value < 0 && value != -1) {
             return Invalid(
-                absl::StrCat(flavor_path(g, f), ".resources", Key(name), field),
+                absl::StrCat(FlavorPath(i, g, f), ".resources", Key(name), field),
                 absl::StrCat("negative value other than -1 (unlimited): ", Number(value)));
           }
         }
@@ -588,6 +610,19 @@ absl::Status CheckResourceGroups(size_t i, const Queue& queue) {
     }
   }
   return absl::OkStatus();
+}
+
+// §5.8: a flavored queue's resource groups, each check over the groups and flavors in input
+// order before the next check (§1 rule 2, in its order).
+absl::Status CheckResourceGroups(size_t i, const Queue& queue) {
+  const std::vector<ResourceGroup>& groups = queue.resource_groups;
+  if (groups.empty()) return absl::OkStatus();
+  RETURN_IF_ERROR(CheckResourceGroupShape(i, queue));
+  CoveredPlaces covered;
+  RETURN_IF_ERROR(CheckCoveredResources(i, groups, &covered));
+  RETURN_IF_ERROR(CheckFlavorNames(i, groups));
+  RETURN_IF_ERROR(CheckFlavorQuotaKeys(i, groups, covered));
+  return CheckFlavorQuotaValues(i, groups);
 }
 
 // Kueue's webhook rule: a preference only orders flavors when the search goes on past a flavor
@@ -842,6 +877,48 @@ class CoveredResources {
   absl::flat_hash_map<int, std::vector<std::string_view>> by_queue_;
 };
 
+// An admitted group's usage of a covered resource is charged to its flavor (§5.8.3): every
+// (pod set, resource) with a positive request of a resource in `covered_names` (sorted) needs
+// one, checked in (pod set, resource) order. `by_pod_set` orders the group's entries by pod set.
+absl::Status CheckAdmittedFlavors(size_t i, const PodGroup& group, const Queue& queue,
+                                  const std::vector<std::string_view>& covered_names,
+                                  const std::vector<int>& by_pod_set) {
+  const std::vector<PodSetFlavors>& entries = group.flavors;
+  auto entry_path = [i](size_t k) {
+    return absl::StrCat("snapshot.pod_groups[", i, "].flavors[", k, "]");
+  };
+  std::vector<std::pair<std::string_view, std::string_view>> requested;  // (pod set, resource)
+  for (const Pod& pod : group.pods) {
+    for (const auto& [resource, amount] : pod.requests) {
+      if (amount > 0 && std::binary_search(covered_names.begin(), covered_names.end(),
+                                           std::string_view(resource))) {
+        requested.emplace_back(pod.pod_set, resource);
+      }
+    }
+  }
+  std::sort(requested.begin(), requested.end());
+  requested.erase(std::unique(requested.begin(), requested.end()), requested.end());
+  for (const auto& [pod_set, resource] : requested) {
+    const auto entry =
+        std::lower_bound(by_pod_set.begin(), by_pod_set.end(), pod_set,
+                         [&](int k, std::string_view name) { return entries[k].pod_set < name; });
+    if (entry == by_pod_set.end() || entries[*entry].pod_set != pod_set) {
+      return Invalid(
+          absl::StrCat("snapshot.pod_groups[", i, "].flavors"),
+          absl::StrCat("no entry for pod set ", QuotedName(pod_set), ", which requests resource ",
+                       QuotedName(resource), " (queue ", QuotedName(queue.name),
+                       " covers it, and the group is admitted)"));
+    }
+    if (!entries[*entry].flavors.contains(resource)) {
+      return Invalid(absl::StrCat(entry_path(*entry), ".flavors"),
+                     absl::StrCat("no flavor for resource ", QuotedName(resource), " of pod set ",
+                                  QuotedName(pod_set), " (queue ", QuotedName(queue.name),
+                                  " covers it, and the group is admitted)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // §5.8: the flavors of pod group i, after all its pods' checks, each check over the entries in
 // input order before the next check (§1 rule 4, in its order). `queue` is the group's queue, at
 // input index `queue_index`.
@@ -897,39 +974,7 @@ absl::Status CheckPodGroupFlavors(size_t i, const PodGroup& group, const Queue& 
     }
   }
   if (!charged) return absl::OkStatus();
-  // An admitted group's usage of a covered resource is charged to its flavor (§5.8.3): every
-  // (pod set, resource) with a positive request needs one, checked in (pod set, resource) order.
-  const std::vector<std::string_view>& covered_names = covered.Of(queue_index);
-  std::vector<std::pair<std::string_view, std::string_view>> requested;  // (pod set, resource)
-  for (const Pod& pod : group.pods) {
-    for (const auto& [resource, amount] : pod.requests) {
-      if (amount > 0 && std::binary_search(covered_names.begin(), covered_names.end(),
-                                           std::string_view(resource))) {
-        requested.emplace_back(pod.pod_set, resource);
-      }
-    }
-  }
-  std::sort(requested.begin(), requested.end());
-  requested.erase(std::unique(requested.begin(), requested.end()), requested.end());
-  for (const auto& [pod_set, resource] : requested) {
-    const auto entry =
-        std::lower_bound(by_pod_set.begin(), by_pod_set.end(), pod_set,
-                         [&](int k, std::string_view name) { return entries[k].pod_set < name; });
-    if (entry == by_pod_set.end() || entries[*entry].pod_set != pod_set) {
-      return Invalid(
-          absl::StrCat("snapshot.pod_groups[", i, "].flavors"),
-          absl::StrCat("no entry for pod set ", QuotedName(pod_set), ", which requests resource ",
-                       QuotedName(resource), " (queue ", QuotedName(queue.name),
-                       " covers it, and the group is admitted)"));
-    }
-    if (!entries[*entry].flavors.contains(resource)) {
-      return Invalid(absl::StrCat(entry_path(*entry), ".flavors"),
-                     absl::StrCat("no flavor for resource ", QuotedName(resource), " of pod set ",
-                                  QuotedName(pod_set), " (queue ", QuotedName(queue.name),
-                                  " covers it, and the group is admitted)"));
-    }
-  }
-  return absl::OkStatus();
+  return CheckAdmittedFlavors(i, group, queue, covered.Of(queue_index), by_pod_set);
 }
 
 absl::Status CheckPodGroups(const Snapshot& snapshot, const QueueIndex& queues,

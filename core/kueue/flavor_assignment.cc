@@ -108,6 +108,16 @@ class Assigner {
   // (an earlier resource of the flavor is NoFit already) the oracle is not run: only whether the
   // result is NoFit, and why, matters.
   Classified Classify(int cell, double amount, bool quick) const;
+  // One (pod set s, group g) of the assignment: the flavors in order (or the pinned one), each
+  // tried with TryFlavor, the first that need not try the next or else the best; fills
+  // `assigned` and `modes` at the group's resources and `result.pin`. False, with `result`'s
+  // NoFit reason and message, when no flavor can hold the pod set's part of the group.
+  bool AssignGroup(size_t s, int g, const std::vector<double>& taken, std::vector<int>& assigned,
+                   std::vector<Mode>& modes, FlavorAssignment& result);
+  // The flavor's outcome for the group's resources `members` (positions in the pod set's
+  // request): kNone with the worst mode in `attempt`, or the most severe NoFit and `why`.
+  Severity TryFlavor(const PodSet& set, const std::string& flavor, const std::vector<int>& members,
+                     const std::vector<double>& taken, Attempt* attempt, std::string* why) const;
   // Why flavor `flavor` does not suit pod set `set` (§5.8.5), or "" when it does.
   std::string Incompatibility(const PodSet& set, const std::string& flavor) const;
 
@@ -205,6 +215,85 @@ std::string Assigner::Incompatibility(const PodSet& set, const std::string& flav
   return "";
 }
 
+bool Assigner::AssignGroup(size_t s, int g, const std::vector<double>& taken,
+                           std::vector<int>& assigned, std::vector<Mode>& modes,
+                           FlavorAssignment& result) {
+  const PodSet& set = w_.pod_sets[s];
+  const Usage& request = set.request;
+  const ResourceGroup& group = queue_.resource_groups[g];
+  std::vector<int> members;  // positions in `request` of the group's resources, name order
+  for (size_t i = 0; i < request.size(); ++i) {
+    if (group_of_[request[i].resource] == g) members.push_back(static_cast<int>(i));
+  }
+  bool found = false;
+  Attempt best;
+  Severity least = kNone;  // the least severe NoFit outcome over the flavors tried
+  std::vector<std::string> obstacles;
+  for (size_t f = 0; f < group.flavors.size(); ++f) {
+    if (pin_ != nullptr && (*pin_)[s][g] != static_cast<int>(f)) continue;
+    const std::string& flavor = group.flavors[f].flavor;
+    Attempt attempt;
+    attempt.flavor = static_cast<int>(f);
+    std::string why;
+    const Severity outcome = TryFlavor(set, flavor, members, taken, &attempt, &why);
+    if (outcome != kNone) {
+      if (least == kNone || outcome < least) least = outcome;
+      obstacles.push_back(absl::StrCat("flavor ", CappedName(flavor), ": ", why));
+      continue;
+    }
+    if (!TryNext(attempt.mode)) {
+      best = std::move(attempt);
+      found = true;
+      break;
+    }
+    if (!found || Better(attempt.mode, best.mode)) {
+      best = std::move(attempt);
+      found = true;
+    }
+  }
+  if (!found) {
+    std::vector<std::string> names;
+    for (int i : members) {
+      names.push_back(CappedName(tree_.resources().name(request[i].resource)));
+    }
+    result.reason = ReasonOf(least);
+    result.message =
+        absl::StrCat(PodSetLabel(set.name), ": no flavor of ", absl::StrJoin(names, ", "),
+                     " can hold it: ", absl::StrJoin(obstacles, "; "));
+    return false;
+  }
+  result.pin[s][g] = best.flavor;
+  const std::string& flavor = group.flavors[best.flavor].flavor;
+  for (size_t k = 0; k < members.size(); ++k) {
+    const int i = members[k];
+    assigned[i] = cells_.Find(flavor, request[i].resource);
+    modes[i] = best.per_resource[k].mode;
+  }
+  return true;
+}
+
+Severity Assigner::TryFlavor(const PodSet& set, const std::string& flavor,
+                             const std::vector<int>& members, const std::vector<double>& taken,
+                             Attempt* attempt, std::string* why) const {
+  *why = Incompatibility(set, flavor);
+  if (!why->empty()) return kIncompatible;
+  Severity outcome = kNone;
+  for (int i : members) {
+    const int cell = cells_.Find(flavor, set.request[i].resource);
+    Classified c = Classify(cell, taken[cell] + set.request[i].amount, outcome != kNone);
+    if (c.no_fit != kNone) {
+      if (c.no_fit > outcome) {
+        outcome = c.no_fit;
+        *why = std::move(c.why);
+      }
+    } else if (Better(attempt->mode, c.mode)) {
+      attempt->mode = c.mode;
+    }
+    attempt->per_resource.push_back(std::move(c));
+  }
+  return outcome;
+}
+
 FlavorAssignment Assigner::Run() {
   FlavorAssignment result;
   const std::vector<ResourceGroup>& groups = queue_.resource_groups;
@@ -234,73 +323,7 @@ FlavorAssignment Assigner::Run() {
       if (std::find(order.begin(), order.end(), g) == order.end()) order.push_back(g);
     }
     for (int g : order) {
-      const ResourceGroup& group = groups[g];
-      std::vector<int> members;  // positions in `request` of the group's resources, name order
-      for (size_t i = 0; i < request.size(); ++i) {
-        if (group_of_[request[i].resource] == g) members.push_back(static_cast<int>(i));
-      }
-      bool found = false;
-      Attempt best;
-      Severity least = kNone;  // the least severe NoFit outcome over the flavors tried
-      std::vector<std::string> obstacles;
-      for (size_t f = 0; f < group.flavors.size(); ++f) {
-        if (pin_ != nullptr && (*pin_)[s][g] != static_cast<int>(f)) continue;
-        const std::string& flavor = group.flavors[f].flavor;
-        Severity outcome = kNone;
-        std::string why = Incompatibility(set, flavor);
-        Attempt attempt;
-        attempt.flavor = static_cast<int>(f);
-        if (!why.empty()) {
-          outcome = kIncompatible;
-        } else {
-          for (int i : members) {
-            const int r = request[i].resource;
-            const int cell = cells_.Find(flavor, r);
-            Classified c = Classify(cell, taken[cell] + request[i].amount, outcome != kNone);
-            if (c.no_fit != kNone) {
-              if (c.no_fit > outcome) {
-                outcome = c.no_fit;
-                why = std::move(c.why);
-              }
-            } else if (Better(attempt.mode, c.mode)) {
-              attempt.mode = c.mode;
-            }
-            attempt.per_resource.push_back(std::move(c));
-          }
-        }
-        if (outcome != kNone) {
-          if (least == kNone || outcome < least) least = outcome;
-          obstacles.push_back(absl::StrCat("flavor ", CappedName(flavor), ": ", why));
-          continue;
-        }
-        if (!TryNext(attempt.mode)) {
-          best = std::move(attempt);
-          found = true;
-          break;
-        }
-        if (!found || Better(attempt.mode, best.mode)) {
-          best = std::move(attempt);
-          found = true;
-        }
-      }
-      if (!found) {
-        std::vector<std::string> names;
-        for (int i : members) {
-          names.push_back(CappedName(tree_.resources().name(request[i].resource)));
-        }
-        result.reason = ReasonOf(least);
-        result.message =
-            absl::StrCat(PodSetLabel(set.name), ": no flavor of ", absl::StrJoin(names, ", "),
-                         " can hold it: ", absl::StrJoin(obstacles, "; "));
-        return result;
-      }
-      result.pin[s][g] = best.flavor;
-      const std::string& flavor = group.flavors[best.flavor].flavor;
-      for (size_t k = 0; k < members.size(); ++k) {
-        const int i = members[k];
-        assigned[i] = cells_.Find(flavor, request[i].resource);
-        modes[i] = best.per_resource[k].mode;
-      }
+      if (!AssignGroup(s, g, taken, assigned, modes, result)) return result;
     }
     for (size_t i = 0; i < request.size(); ++i) {
       taken[assigned[i]] += request[i].amount;

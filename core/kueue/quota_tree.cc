@@ -84,24 +84,28 @@ QuotaTree QuotaTree::Build(const ValidatedSnapshot& request, CancelPoll* poll) {
     }
   }
 
+  tree.ComputePotential(cancel, row_work);
+  return tree;
+}
+
+void QuotaTree::ComputePotential(CancelPoll& cancel, int64_t row_work) {
   // Top down: potential available.
-  for (int node : top_down) {
-    if (cancel.Tick(row_work)) return tree;
-    const int parent = queues.parent(node);
-    for (int r = 0; r < tree.resource_count_; ++r) {
-      const size_t at = tree.At(node, r);
+  for (int node : queues_->top_down()) {
+    if (cancel.Tick(row_work)) return;
+    const int parent = queues_->parent(node);
+    for (int r = 0; r < resource_count_; ++r) {
+      const size_t at = At(node, r);
       if (parent < 0) {
-        tree.potential_[at] = tree.subtree_quota_[at];
+        potential_[at] = subtree_quota_[at];
         continue;
       }
-      double potential = tree.local_quota_[at] + tree.potential_[tree.At(parent, r)];
-      if (tree.borrowing_limit_[at] != kInfinity) {
-        potential = std::min(potential, tree.subtree_quota_[at] + tree.borrowing_limit_[at]);
+      double potential = local_quota_[at] + potential_[At(parent, r)];
+      if (borrowing_limit_[at] != kInfinity) {
+        potential = std::min(potential, subtree_quota_[at] + borrowing_limit_[at]);
       }
-      tree.potential_[at] = potential;
+      potential_[at] = potential;
     }
   }
-  return tree;
 }
 
 void QuotaTree::ReadFlavorQuotas(int node, const Queue& queue, std::vector<double>* lending_limit) {

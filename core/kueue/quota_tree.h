@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -121,6 +122,8 @@ class QuotaTree {
            static_cast<size_t>(r);
   }
   double Avail(int node, int r, Bound* bound) const;
+  // pot(n) of every node and cell, top down (§5.2); stops early when `cancel` says so.
+  void ComputePotential(CancelPoll& cancel, int64_t row_work);
   // A flavored queue's quotas (§5.8.2): each flavor of each group, for each covered resource.
   void ReadFlavorQuotas(int node, const Queue& queue, std::vector<double>* lending_limit);
   void SetUsage(size_t index, double value);
