@@ -33,6 +33,7 @@ struct GenerateFlags {
   int64_t resources = defaults.extra_resources;
   int64_t reclaim_groups = defaults.reclaim_groups;
   int64_t cohorts = defaults.cohorts;
+  int64_t flavors = defaults.flavors;
   std::string size;
   std::string model_name = "kai";
   std::string shape_name = "realistic";
@@ -57,6 +58,8 @@ void DeclareFlags(rpc::CommandLine* flags, GenerateFlags* values) {
   flags->AddInt("reclaim-groups", "N", &values->reclaim_groups,
                 "pending groups that can only run by reclaim (KAI)");
   flags->AddInt("cohorts", "N", &values->cohorts, "cohorts over all levels (Kueue)");
+  flags->AddInt("flavors", "N", &values->flavors,
+                "resource flavors per resource; 0 = legacy quotas (Kueue)");
   flags->AddString("shape", "realistic|kai-reclaim", &values->shape_name,
                    "kai-reclaim: KAI's reclaim yardstick, eight running and eight pending "
                    "one-GPU jobs per node (only --nodes applies)");
@@ -128,6 +131,7 @@ int RunGenerate(const Args& args, std::ostream& out, std::ostream& err) {
     options.reclaim_groups = static_cast<int>(values.reclaim_groups);
   }
   if (flags.IsSet("cohorts")) options.cohorts = static_cast<int>(values.cohorts);
+  if (flags.IsSet("flavors")) options.flavors = static_cast<int>(values.flavors);
 
   const generator::GeneratedRequest generated = generator::Generate(options);
   v1::ScheduleRequest request;

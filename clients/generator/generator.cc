@@ -17,6 +17,7 @@ GeneratedRequest Generate(const GeneratorOptions& options) {
   clamped.extra_resources = std::max(clamped.extra_resources, 0);
   clamped.reclaim_groups = std::max(clamped.reclaim_groups, 0);
   clamped.cohorts = std::max(clamped.cohorts, 0);
+  clamped.flavors = std::max(clamped.flavors, 0);
   // NaN fails both comparisons and becomes 0.
   if (!(clamped.pending_fraction >= 0)) clamped.pending_fraction = 0;
   if (clamped.pending_fraction > 1) clamped.pending_fraction = 1;

@@ -55,6 +55,10 @@ struct GeneratorOptions {
   // Kueue: cohorts (non-leaf queues) over all cohort levels. KAI: ignored.
   int cohorts = 2;
   GeneratorShape shape = GeneratorShape::kRealistic;
+  // Kueue: resource flavors per resource (SEMANTICS §5.8). 0 = legacy quotas (`deserved` maps,
+  // the implicit flavor); N >= 1 = every queue with quota gives it as resource groups of N
+  // flavors each (docs/generator.md). KAI: ignored.
+  int flavors = 0;
 };
 
 struct GeneratedRequest {

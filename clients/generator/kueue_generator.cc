@@ -1,7 +1,9 @@
 // The Kueue-shaped request: ClusterQueues under root cohorts and cohorts, nominal quotas with
 // some borrowing and lending limits, fair-sharing weights and preemption policies; admitted
 // workloads that fill about 85% of the nominal quota (busy queues borrowing), and pending
-// workloads. Every constant here is documented in docs/generator.md.
+// workloads. With `flavors` N >= 1, every queue with quota gives it as resource groups of N
+// flavors (SEMANTICS §5.8) and admitted workloads carry their flavors. Every constant here is
+// documented in docs/generator.md.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -20,6 +22,12 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kQuotaFill = 0.85;  // admitted usage / nominal quota, over the whole tree
 constexpr double kCohortPool = 0.1;  // share of nominal quota held by cohorts themselves
 constexpr int kRelocationTries = 32;
+// Flavored requests (options.flavors >= 1).
+constexpr char kFlavorLabel[] = "example.com/flavor";
+constexpr char kGpuFlavorLabel[] = "example.com/gpu-flavor";
+constexpr char kSpotTaint[] = "cloud.example.com/spot";
+constexpr double kSelectorChance = 0.15;
+constexpr double kSpotTolerationChance = 0.3;
 
 struct Workload {
   int cq = -1;
@@ -27,6 +35,14 @@ struct Workload {
   ResourceMap per_pod;
   int priority = 0;
   bool non_preemptible = false;
+  LabelMap node_selector;       // flavored requests only
+  bool tolerates_spot = false;  // flavored requests only
+};
+
+// Where an admitted workload goes: its usage (by flavor-resource key) and flavors.
+struct Placement {
+  ResourceMap usage;
+  LabelMap flavors;  // resource -> flavor; flavored queues only
 };
 
 class KueueGenerator {
@@ -40,6 +56,7 @@ class KueueGenerator {
 
   GeneratedRequest Run() {
     snapshot_.now = Timestamp{kNowSeconds, 0};
+    if (flavored()) DeclareFlavors();
     MakeTree();
     const int total = options_.pods;
     const int pending =
@@ -47,6 +64,7 @@ class KueueGenerator {
     std::vector<Workload> admitted_candidates;
     for (int i = 0; i < total - pending; ++i) admitted_candidates.push_back(MakeWorkload());
     SetQuotas(admitted_candidates);
+    if (flavored()) Flavorize();
     Admit(admitted_candidates);
     for (int i = 0; i < pending; ++i) Emit(MakeWorkload(), /*admitted=*/false, 0);
     GeneratedRequest request;
@@ -62,6 +80,163 @@ class KueueGenerator {
     std::vector<bool> covers;  // leaves only
     double activity = 0;
   };
+
+  bool flavored() const { return options_.flavors > 0; }
+
+  // The flavor names of group 0 (cpu, memory, extra kinds) and group 1 (nvidia.com/gpu).
+  std::string FlavorName(int group, int i) const {
+    return absl::StrCat(group == 0 ? "flavor-" : "gpu-flavor-", i);
+  }
+
+  // Every flavor but the first of each group is labelled with its own name; with two or more,
+  // the last is a spot flavor, tainted NoSchedule.
+  void DeclareFlavors() {
+    const int n = options_.flavors;
+    for (int group = 0; group < 2; ++group) {
+      for (int i = 0; i < n; ++i) {
+        ResourceFlavor flavor;
+        flavor.name = FlavorName(group, i);
+        if (i > 0) flavor.node_labels[group == 0 ? kFlavorLabel : kGpuFlavorLabel] = flavor.name;
+        if (n >= 2 && i == n - 1)
+          flavor.node_taints.push_back(Taint{kSpotTaint, "true", "NoSchedule"});
+        snapshot_.resource_flavors.push_back(std::move(flavor));
+      }
+    }
+  }
+
+  // Turns every queue's legacy quota maps into resource groups: cpu, memory and the extra kinds
+  // in group 0, nvidia.com/gpu in group 1, each resource's nominal quota and limits split among
+  // the group's flavors by random weights. ClusterQueues list the flavors in a rotated order and
+  // get a random flavor fungibility.
+  void Flavorize() {
+    const int n = options_.flavors;
+    for (size_t q = 0; q < snapshot_.queues.size(); ++q) {
+      Queue& queue = snapshot_.queues[q];
+      const bool leaf = infos_[q].leaf;
+      std::vector<std::string> keys[2];
+      for (const std::string& r : resources_) {
+        if (queue.deserved.count(r) || queue.borrowing_limit.count(r) ||
+            queue.lending_limit.count(r)) {
+          keys[r == "nvidia.com/gpu" ? 1 : 0].push_back(r);
+        }
+      }
+      for (int group = 0; group < 2; ++group) {
+        if (keys[group].empty()) continue;
+        std::vector<double> weights;
+        double weight_sum = 0;
+        for (int i = 0; i < n; ++i) {
+          weights.push_back(rng_.Real(0.5, 2.0));
+          weight_sum += weights.back();
+        }
+        const int start = leaf ? static_cast<int>(rng_.Below(n)) : 0;
+        ResourceGroup rg;
+        std::vector<std::string> covered = keys[group];
+        std::sort(covered.begin(), covered.end());
+        rg.covered_resources = covered;
+        for (int k = 0; k < n; ++k) {
+          const int i = (start + k) % n;
+          const double share = weights[i] / weight_sum;
+          FlavorQuotas fq;
+          fq.flavor = FlavorName(group, i);
+          for (const std::string& r : covered) {
+            FlavorResourceQuota& quota = fq.resources[r];
+            auto split = [&](double v) {
+              v = std::floor(v * share);
+              return r == "memory" ? std::floor(v / kGiB) * kGiB : v;
+            };
+            auto d = queue.deserved.find(r);
+            if (d != queue.deserved.end()) quota.nominal = split(d->second);
+            auto bl = queue.borrowing_limit.find(r);
+            if (bl != queue.borrowing_limit.end()) quota.borrowing_limit = split(bl->second);
+            auto ll = queue.lending_limit.find(r);
+            if (ll != queue.lending_limit.end()) quota.lending_limit = split(ll->second);
+          }
+          rg.flavors.push_back(std::move(fq));
+        }
+        queue.resource_groups.push_back(std::move(rg));
+      }
+      queue.deserved.clear();
+      queue.borrowing_limit.clear();
+      queue.lending_limit.clear();
+      if (leaf) {
+        FlavorFungibility& f = queue.flavor_fungibility;
+        f.when_can_borrow = static_cast<WhenCanBorrow>(rng_.Below(3));
+        f.when_can_preempt = static_cast<WhenCanPreempt>(rng_.Below(3));
+        // A preference only where Kueue's webhook allows one (SEMANTICS §5.8, §1 step 2).
+        if (f.when_can_borrow == WhenCanBorrow::kTryNextFlavor &&
+            f.when_can_preempt != WhenCanPreempt::kMayStopSearch && rng_.Chance(0.5)) {
+          f.preference = rng_.Chance(0.5) ? FlavorPreference::kBorrowingOverPreemption
+                                          : FlavorPreference::kPreemptionOverBorrowing;
+        }
+      }
+    }
+  }
+
+  const ResourceFlavor* FindFlavor(const std::string& name) const {
+    for (const ResourceFlavor& f : snapshot_.resource_flavors) {
+      if (f.name == name) return &f;
+    }
+    return nullptr;
+  }
+
+  // SEMANTICS §5.8.5 for the workload's one pod set: its selector agrees with the flavor's
+  // labels, and the spot taint is tolerated.
+  bool Compatible(const std::string& flavor_name, const Workload& w) const {
+    const ResourceFlavor* flavor = FindFlavor(flavor_name);
+    if (flavor == nullptr) return true;
+    for (const auto& [key, value] : w.node_selector) {
+      auto label = flavor->node_labels.find(key);
+      if (label != flavor->node_labels.end() && label->second != value) return false;
+    }
+    return flavor->node_taints.empty() || w.tolerates_spot;
+  }
+
+  // Where `w` goes in leaf `cq` now, if it fits: legacy queues take its total at the implicit
+  // flavor; a flavored queue takes, per resource group, the first flavor in the queue's order
+  // that suits the workload and holds all of the group's requested resources.
+  bool Place(int cq, const Workload& w, const KueueQuotaTree& tree, Placement* out) const {
+    const Queue& queue = snapshot_.queues[cq];
+    if (queue.resource_groups.empty()) {
+      out->usage = Total(w);
+      out->flavors.clear();
+      return tree.Fits(cq, out->usage);
+    }
+    ResourceMap usage;
+    LabelMap flavors;
+    const ResourceMap total = Total(w);
+    for (const auto& [r, v] : total) {
+      bool covered = false;
+      for (const ResourceGroup& g : queue.resource_groups) {
+        for (const std::string& c : g.covered_resources) covered = covered || c == r;
+      }
+      if (!covered) return false;
+    }
+    for (const ResourceGroup& g : queue.resource_groups) {
+      bool requested = false;
+      for (const std::string& r : g.covered_resources) requested = requested || total.count(r);
+      if (!requested) continue;
+      bool chosen = false;
+      for (const FlavorQuotas& f : g.flavors) {
+        if (!Compatible(f.flavor, w)) continue;
+        ResourceMap part;
+        for (const std::string& r : g.covered_resources) {
+          auto it = total.find(r);
+          if (it != total.end()) part[FlavorResourceKey(f.flavor, r)] = it->second;
+        }
+        if (!tree.Fits(cq, part)) continue;
+        for (const auto& [key, v] : part) usage[key] = v;
+        for (const std::string& r : g.covered_resources) {
+          if (total.count(r)) flavors[r] = f.flavor;
+        }
+        chosen = true;
+        break;
+      }
+      if (!chosen) return false;
+    }
+    out->usage = std::move(usage);
+    out->flavors = std::move(flavors);
+    return true;
+  }
 
   void MakeTree() {
     const int cqs = options_.queues;
@@ -154,6 +329,17 @@ class KueueGenerator {
     static const std::vector<int> kPriorities = {0, 0, 100, 100, 1000};
     w.priority = rng_.Pick(kPriorities);
     w.non_preemptible = rng_.Chance(0.1);
+    if (flavored()) {
+      // A selector naming a labelled flavor (of group 0, or for GPU work of group 1), and a
+      // toleration of the spot taint.
+      const int n = options_.flavors;
+      if (n >= 2 && rng_.Chance(kSelectorChance)) {
+        const bool on_gpu = gpu && rng_.Chance(0.5);
+        const int i = static_cast<int>(rng_.Between(1, n - 1));
+        w.node_selector[on_gpu ? kGpuFlavorLabel : kFlavorLabel] = FlavorName(on_gpu ? 1 : 0, i);
+      }
+      w.tolerates_spot = rng_.Chance(kSpotTolerationChance);
+    }
     return w;
   }
 
@@ -230,11 +416,12 @@ class KueueGenerator {
   void Admit(const std::vector<Workload>& candidates) {
     KueueQuotaTree tree = KueueQuotaTree::Build(snapshot_);
     int64_t admitted_at = kNowSeconds - 7 * 86400;
+    Placement placement;
     for (Workload w : candidates) {
-      bool fits = tree.Fits(w.cq, Total(w));
+      bool fits = Place(w.cq, w, tree, &placement);
       if (!fits && w.pods > 1) {  // a smaller workload of the same shape
         w.pods = 1;
-        fits = tree.Fits(w.cq, Total(w));
+        fits = Place(w.cq, w, tree, &placement);
       }
       for (int attempt = 0; !fits && attempt < kRelocationTries; ++attempt) {
         const int other = leaves_[rng_.Below(leaves_.size())];
@@ -243,22 +430,23 @@ class KueueGenerator {
           const auto it = std::find(resources_.begin(), resources_.end(), r);
           if (!infos_[other].covers[it - resources_.begin()]) covered = false;
         }
-        if (covered && tree.Fits(other, Total(w))) {
+        if (covered && Place(other, w, tree, &placement)) {
           w.cq = other;
           fits = true;
         }
       }
       if (fits) {
-        tree.Add(w.cq, Total(w));
+        tree.Add(w.cq, placement.usage);
         admitted_at += rng_.Between(1, 60);
-        Emit(w, /*admitted=*/true, std::min(admitted_at, kNowSeconds));
+        Emit(w, /*admitted=*/true, std::min(admitted_at, kNowSeconds), placement.flavors);
       } else {
         Emit(w, /*admitted=*/false, 0);
       }
     }
   }
 
-  void Emit(const Workload& w, bool admitted, int64_t admitted_at) {
+  void Emit(const Workload& w, bool admitted, int64_t admitted_at,
+            const LabelMap& flavors = LabelMap()) {
     if (w.cq < 0) return;
     PodGroup group;
     group.name = absl::StrFormat("wl-%07d", counter_++);
@@ -276,8 +464,11 @@ class KueueGenerator {
       Pod pod;
       pod.name = absl::StrCat(group.name, "-", p);
       pod.requests = w.per_pod;
+      pod.node_selector = w.node_selector;
+      if (w.tolerates_spot) pod.tolerations.push_back(Toleration{kSpotTaint, "Exists", "", ""});
       group.pods.push_back(std::move(pod));
     }
+    if (admitted && !flavors.empty()) group.flavors.push_back(PodSetFlavors{"", flavors});
     snapshot_.pod_groups.push_back(std::move(group));
   }
 

@@ -8,11 +8,71 @@
 
 namespace arbiter::generator {
 
+namespace {
+
+// One queue's quotas by flavor-resource key: nominal (listed keys only), borrowing and lending
+// limits (-1 = none).
+struct QuotaView {
+  std::map<std::string, double> nominal;
+  std::map<std::string, double> borrowing_limit;
+  std::map<std::string, double> lending_limit;
+};
+
+QuotaView ViewOf(const Queue& q) {
+  QuotaView view;
+  if (q.resource_groups.empty()) {
+    view.nominal.insert(q.deserved.begin(), q.deserved.end());
+    view.borrowing_limit.insert(q.borrowing_limit.begin(), q.borrowing_limit.end());
+    view.lending_limit.insert(q.lending_limit.begin(), q.lending_limit.end());
+    return view;
+  }
+  for (const ResourceGroup& g : q.resource_groups) {
+    for (const FlavorQuotas& f : g.flavors) {
+      for (const auto& [r, quota] : f.resources) {
+        const std::string key = FlavorResourceKey(f.flavor, r);
+        view.nominal[key] = quota.nominal;
+        if (quota.borrowing_limit) view.borrowing_limit[key] = *quota.borrowing_limit;
+        if (quota.lending_limit) view.lending_limit[key] = *quota.lending_limit;
+      }
+    }
+  }
+  return view;
+}
+
+}  // namespace
+
+std::string FlavorResourceKey(std::string_view flavor, std::string_view resource) {
+  if (flavor.empty()) return std::string(resource);
+  return std::string(flavor) + ":" + std::string(resource);
+}
+
+ResourceMap KueueCharge(const Queue& queue, const PodGroup& group) {
+  ResourceMap charge;
+  for (const Pod& p : group.pods) {
+    if (queue.resource_groups.empty()) {
+      for (const auto& [r, v] : p.requests) charge[r] += v;
+      continue;
+    }
+    const PodSetFlavors* set = nullptr;
+    for (const PodSetFlavors& s : group.flavors) {
+      if (s.pod_set == p.pod_set) set = &s;
+    }
+    for (const auto& [r, v] : p.requests) {
+      if (!(v > 0) || set == nullptr) continue;
+      const auto f = set->flavors.find(r);
+      if (f != set->flavors.end()) charge[FlavorResourceKey(f->second, r)] += v;
+    }
+  }
+  return charge;
+}
+
 KueueQuotaTree KueueQuotaTree::Build(const Snapshot& snapshot) {
   KueueQuotaTree tree;
+  std::vector<QuotaView> views;
   std::set<std::string> names;
   for (const Queue& q : snapshot.queues) {
-    for (const auto& [r, v] : q.deserved) names.insert(r);
+    views.push_back(ViewOf(q));
+    for (const auto& [r, v] : views.back().nominal) names.insert(r);
   }
   tree.resources_.assign(names.begin(), names.end());
   const int R = static_cast<int>(tree.resources_.size());
@@ -53,11 +113,11 @@ KueueQuotaTree KueueQuotaTree::Build(const Snapshot& snapshot) {
   }
   for (int n : post) {
     TreeNode& node = tree.nodes_[n];
-    const Queue& q = snapshot.queues[n];
+    const QuotaView& q = views[n];
     for (int r = 0; r < R; ++r) {
       const std::string& name = tree.resources_[r];
-      auto d = q.deserved.find(name);
-      if (d != q.deserved.end()) {
+      auto d = q.nominal.find(name);
+      if (d != q.nominal.end()) {
         node.covered[r] = true;
         node.sq[r] = d->second;
       }

@@ -2,6 +2,11 @@
 // own implementation: the generator uses it to admit only workloads that fit, and the property
 // tests use it to check an engine's decisions independently. Written for clarity, not speed:
 // every operation walks the path to the root, O(depth · resources).
+//
+// Quotas and usage are keyed by flavor-resource (§5.8.1), spelled by FlavorResourceKey: a legacy
+// queue's maps are the implicit flavor "" (key = the resource name itself, so that a request
+// without flavors is modelled exactly as before), a flavored queue's resource groups give one
+// key per flavor and covered resource.
 #pragma once
 
 #include <string>
@@ -13,16 +18,28 @@
 
 namespace arbiter::generator {
 
+// The key of flavor-resource (f, r): r for the implicit flavor "", else "f:r" (neither a flavor
+// nor a resource name holds a colon).
+std::string FlavorResourceKey(std::string_view flavor, std::string_view resource);
+
+// What an admitted `group` of `queue` charges (§5.8.3), by FlavorResourceKey: every pod's
+// requests at the implicit flavor when the queue is not flavored; else each requested resource
+// at the flavor the group's `flavors` entry for the pod's pod set names (a resource without one
+// is not charged).
+ResourceMap KueueCharge(const Queue& queue, const PodGroup& group);
+
 class KueueQuotaTree {
  public:
-  // The tree of a valid snapshot's queues with no usage. Resources are every key of any
-  // queue's deserved map.
+  // The tree of a valid snapshot's queues with no usage. Resources are the flavor-resources any
+  // queue lists: the keys of a legacy queue's deserved map, and each flavor and covered resource
+  // of a flavored queue's resource groups (§5.8.2).
   static KueueQuotaTree Build(const Snapshot& snapshot);
 
   // Index of a queue, or -1.
   int Find(std::string_view name) const;
   bool is_leaf(int node) const { return nodes_[node].children.empty(); }
 
+  // `request` and the amounts below are keyed by FlavorResourceKey.
   // True iff `request` fits in leaf `cq` now (every r with request > 0 is covered and
   // request_r <= Available(cq, r)).
   bool Fits(int cq, const ResourceMap& request) const;

@@ -188,7 +188,7 @@ TEST_F(CliTest, HelpListsEveryFlagOfEveryCommand) {
         "--request-id ", "--size ",     "--nodes ",          "--queues ",
         "--depth ",      "--pods ",     "--seed ",           "--pending-fraction ",
         "--resources ",  "--model ",    "--reclaim-groups ", "--cohorts ",
-        "--out "}) {
+        "--flavors ",    "--out "}) {
     EXPECT_THAT(result.out, HasSubstr(flag));
   }
   EXPECT_EQ(Cli({"--help"}).out, result.out);

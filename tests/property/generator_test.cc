@@ -77,6 +77,25 @@ uint64_t FingerprintOf(const GeneratedRequest& r) {
     f.Add(static_cast<uint64_t>(q.preempt_min_runtime ? q.preempt_min_runtime->seconds : -1));
     f.Add(static_cast<uint64_t>(q.kueue_preemption.within_cluster_queue));
     f.Add(static_cast<uint64_t>(q.kueue_preemption.reclaim_within_cohort));
+    if (!q.resource_groups.empty()) {  // flavored requests only: legacy fingerprints unchanged
+      for (const ResourceGroup& g : q.resource_groups) {
+        for (const std::string& resource : g.covered_resources) f.Add(resource);
+        for (const FlavorQuotas& fq : g.flavors) {
+          f.Add(fq.flavor);
+          for (const auto& [resource, quota] : fq.resources) {
+            f.Add(resource), f.Add(quota.nominal), f.Add(quota.borrowing_limit.value_or(-7));
+            f.Add(quota.lending_limit.value_or(-7));
+          }
+        }
+      }
+      f.Add(static_cast<uint64_t>(q.flavor_fungibility.when_can_borrow));
+      f.Add(static_cast<uint64_t>(q.flavor_fungibility.when_can_preempt));
+      f.Add(static_cast<uint64_t>(q.flavor_fungibility.preference));
+    }
+  }
+  for (const ResourceFlavor& rf : s.resource_flavors) {
+    f.Add(rf.name), f.Add(rf.node_labels);
+    for (const Taint& t : rf.node_taints) f.Add(t.key), f.Add(t.value), f.Add(t.effect);
   }
   for (const Node& n : s.nodes) {
     f.Add(n.name), f.Add(n.allocatable), f.Add(n.labels), f.Add(uint64_t{n.unschedulable});
@@ -93,6 +112,7 @@ uint64_t FingerprintOf(const GeneratedRequest& r) {
         f.Add(t.key), f.Add(t.op), f.Add(t.value), f.Add(t.effect);
       }
     }
+    for (const PodSetFlavors& set : g.flavors) f.Add(set.pod_set), f.Add(set.flavors);
   }
   f.Add(static_cast<uint64_t>(r.policy.fairness_model));
   return f.value();
@@ -388,6 +408,82 @@ TEST(Generator, KueuePresetMHasTheIssueSize) {
   EXPECT_EQ(admitted, 10000);
   EXPECT_EQ(pending, 2000);
   EXPECT_THAT(CheckKueueLimits(r.snapshot), IsOk());
+}
+
+GeneratedRequest FlavoredPreset(const char* size, int flavors) {
+  absl::StatusOr<GeneratorOptions> options = generator::SizePreset(size, GeneratorModel::kKueue);
+  EXPECT_THAT(options, IsOk());
+  options->flavors = flavors;
+  return generator::Generate(*options);
+}
+
+// `flavors` = 0 is the legacy request, and the flavored presets are pinned too.
+TEST(Generator, FlavorsZeroIsTheLegacyRequestAndFlavoredPresetsArePinned) {
+  EXPECT_EQ(FingerprintOf(FlavoredPreset("S", 0)), 5095271751240769176ULL);
+  EXPECT_EQ(FingerprintOf(FlavoredPreset("S", 3)), 8569037900952094693ULL) << "Kueue S, 3 flavors";
+  EXPECT_EQ(FingerprintOf(FlavoredPreset("M", 3)), 74894564155937539ULL) << "Kueue M, 3 flavors";
+  EXPECT_EQ(FingerprintOf(FlavoredPreset("M", 3)), FingerprintOf(FlavoredPreset("M", 3)));
+}
+
+// SEMANTICS §5.8 with N flavors: valid, within every flavor-resource's limits (both the
+// independent model and the core's quota tree), deterministic, and flavored throughout.
+TEST(Generator, FlavoredKueueRequestsAreValidAndWithinLimits) {
+  for (uint64_t i = 0; i < 150; ++i) {
+    const GeneratorOptions options = FlavoredPropertyCaseOptions(i);
+    const GeneratedRequest r = generator::Generate(options);
+    EXPECT_THAT(ValidateRequest(r.snapshot, r.policy, RequestKind::kSchedule), IsOk())
+        << DescribeCase(i, options);
+    EXPECT_THAT(CheckKueueLimits(r.snapshot), IsOk()) << DescribeCase(i, options);
+    EXPECT_EQ(r.snapshot.resource_flavors.size(), static_cast<size_t>(2 * options.flavors));
+    for (const Queue& q : r.snapshot.queues) {
+      EXPECT_TRUE(q.deserved.empty()) << DescribeCase(i, options) << " " << q.name;
+      for (const ResourceGroup& g : q.resource_groups) {
+        EXPECT_EQ(g.flavors.size(), static_cast<size_t>(options.flavors));
+      }
+    }
+  }
+}
+
+// The M preset with three flavors: every ClusterQueue flavored, admitted workloads carrying their
+// flavors, some pods selecting a flavor or tolerating the spot taint, every fungibility value.
+TEST(Generator, FlavoredPresetMIsFlavoredThroughout) {
+  const GeneratedRequest r = FlavoredPreset("M", 3);
+  const Snapshot& s = r.snapshot;
+  EXPECT_THAT(ValidateRequest(s, r.policy, RequestKind::kSchedule), IsOk());
+  EXPECT_THAT(CheckKueueLimits(s), IsOk());
+  std::set<std::string> parents;
+  for (const Queue& q : s.queues) parents.insert(q.parent);
+  int flavored_leaves = 0, flavored_cohorts = 0, preferences = 0, try_next = 0;
+  for (const Queue& q : s.queues) {
+    if (q.resource_groups.empty()) continue;
+    if (parents.count(q.name)) {
+      ++flavored_cohorts;
+      continue;
+    }
+    ++flavored_leaves;
+    preferences += q.flavor_fungibility.preference != FlavorPreference::kUnspecified;
+    try_next += q.flavor_fungibility.when_can_borrow == WhenCanBorrow::kTryNextFlavor;
+  }
+  EXPECT_EQ(flavored_leaves, 1000);
+  EXPECT_GT(flavored_cohorts, 0);
+  EXPECT_GT(preferences, 0);
+  EXPECT_GT(try_next, 0);
+  int admitted = 0, with_flavors = 0, selectors = 0, tolerations = 0;
+  std::set<std::string> used;
+  for (const PodGroup& g : s.pod_groups) {
+    admitted += g.admitted;
+    with_flavors += g.admitted && !g.flavors.empty();
+    selectors += !g.pods.front().node_selector.empty();
+    tolerations += !g.pods.front().tolerations.empty();
+    for (const PodSetFlavors& set : g.flavors) {
+      for (const auto& [resource, flavor] : set.flavors) used.insert(flavor);
+    }
+  }
+  EXPECT_EQ(with_flavors, admitted);
+  EXPECT_GT(admitted, 9000);
+  EXPECT_GT(selectors, 0);
+  EXPECT_GT(tolerations, 0);
+  EXPECT_EQ(used.size(), 6u) << "every flavor holds some admitted workload";
 }
 
 TEST(Generator, UnknownSizeOrModelIsInvalidArgument) {

@@ -29,4 +29,11 @@ std::vector<PropertyRun> RunPropertyCases(int count, generator::GeneratorModel m
                                           void (*adjust)(uint64_t index, Policy& policy),
                                           bool second_call = true);
 
+// The same over the options `options_of` gives for each case index (FlavoredPropertyCaseOptions,
+// say).
+std::vector<PropertyRun> RunPropertyCases(int count,
+                                          generator::GeneratorOptions (*options_of)(uint64_t index),
+                                          void (*adjust)(uint64_t index, Policy& policy),
+                                          bool second_call = true);
+
 }  // namespace arbiter::testing

@@ -182,12 +182,19 @@ GeneratorOptions PropertyCaseOptions(uint64_t index, GeneratorModel model) {
   return o;
 }
 
+GeneratorOptions FlavoredPropertyCaseOptions(uint64_t index) {
+  GeneratorOptions o = PropertyCaseOptions(index, GeneratorModel::kKueue);
+  o.flavors = 1 + static_cast<int>(index % 3);
+  return o;
+}
+
 std::string DescribeCase(uint64_t index, const GeneratorOptions& o) {
   return absl::StrCat(
       "case ", index, ": model=", o.model == GeneratorModel::kKueue ? "kueue" : "kai",
       " seed=", o.seed, " nodes=", o.nodes, " queues=", o.queues, " cohorts=", o.cohorts,
       " depth=", o.depth, " pods=", o.pods, " pending_fraction=", o.pending_fraction,
-      " resources=", o.extra_resources, " reclaim_groups=", o.reclaim_groups);
+      " resources=", o.extra_resources, " reclaim_groups=", o.reclaim_groups,
+      o.flavors > 0 ? absl::StrCat(" flavors=", o.flavors) : "");
 }
 
 Snapshot Permuted(const Snapshot& snapshot, uint64_t seed) {
@@ -451,11 +458,8 @@ absl::Status CheckKueueLimits(const Snapshot& after) {
   generator::KueueQuotaTree tree = generator::KueueQuotaTree::Build(after);
   for (const PodGroup& g : after.pod_groups) {
     if (!g.admitted) continue;
-    ResourceMap total;
-    for (const Pod& p : g.pods) {
-      for (const auto& [r, v] : p.requests) total[r] += v;
-    }
-    tree.Add(tree.Find(g.queue), total);
+    const int cq = tree.Find(g.queue);
+    tree.Add(cq, generator::KueueCharge(after.queues[cq], g));
   }
   return tree.CheckWithinLimits();
 }
@@ -573,12 +577,24 @@ absl::Status CheckNoPingPong(const ScheduleResult& first, const ScheduleResult& 
 std::vector<PropertyRun> RunPropertyCases(int count, GeneratorModel model,
                                           void (*adjust)(uint64_t index, Policy& policy),
                                           bool second_call) {
+  return model == GeneratorModel::kKueue
+             ? RunPropertyCases(
+                   count, [](uint64_t i) { return PropertyCaseOptions(i, GeneratorModel::kKueue); },
+                   adjust, second_call)
+             : RunPropertyCases(
+                   count, [](uint64_t i) { return PropertyCaseOptions(i, GeneratorModel::kKai); },
+                   adjust, second_call);
+}
+
+std::vector<PropertyRun> RunPropertyCases(int count, GeneratorOptions (*options_of)(uint64_t index),
+                                          void (*adjust)(uint64_t index, Policy& policy),
+                                          bool second_call) {
   std::vector<PropertyRun> runs;
   runs.reserve(count);
   for (int i = 0; i < count; ++i) {
     PropertyRun run;
     run.index = static_cast<uint64_t>(i);
-    const GeneratorOptions options = PropertyCaseOptions(run.index, model);
+    const GeneratorOptions options = options_of(run.index);
     run.description = DescribeCase(run.index, options);
     run.request = generator::Generate(options);
     if (adjust != nullptr) adjust(run.index, run.request.policy);

@@ -19,6 +19,10 @@ namespace arbiter::testing {
 // drawn from the index so that a failing case can be rerun alone. Deterministic.
 generator::GeneratorOptions PropertyCaseOptions(uint64_t index, generator::GeneratorModel model);
 
+// The options of flavored Kueue property case `index`: PropertyCaseOptions(index, kKueue) with
+// 1, 2 or 3 resource flavors per resource (index mod 3). Deterministic.
+generator::GeneratorOptions FlavoredPropertyCaseOptions(uint64_t index);
+
 // A description of the case for failure messages ("case 17: nodes=12 queues=7 ...").
 std::string DescribeCase(uint64_t index, const generator::GeneratorOptions& options);
 
@@ -62,8 +66,9 @@ absl::Status CheckPreemptorsBound(const ScheduleResult& result);
 
 // ---- Kueue invariants ----
 
-// Issue 5: the admitted workloads of `after` fit the quota tree at every level (an independent
-// model of §5.2: generator::KueueQuotaTree).
+// Issue 5: the admitted workloads of `after` fit the quota tree at every level and, in a flavored
+// request, per flavor-resource (an independent model of §5.2 and §5.8.2–§5.8.3:
+// generator::KueueQuotaTree, charging each admission at its PodGroup.flavors).
 absl::Status CheckKueueLimits(const Snapshot& after);
 // Issue 5: every evicted workload is evicted whole (every pod listed), each eviction names a
 // preemptor that was pending, and no workload is both admitted and evicted.

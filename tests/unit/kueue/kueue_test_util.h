@@ -135,6 +135,15 @@ inline std::unique_ptr<BuiltTree> BuildTree(Snapshot snapshot) {
   built->queues = built->request->tree();
   built->resources = built->request->resources();
   built->tree = QuotaTree::Build(*built->request);
+  if (built->tree.cells().flavored_request()) {
+    // Charged at each admission's flavors (§5.8.3), as the model charges them.
+    const std::vector<Workload> workloads = CollectWorkloads(*built->request, built->tree);
+    std::vector<char> holds(workloads.size(), 0);
+    for (size_t i = 0; i < workloads.size(); ++i) holds[i] = workloads[i].admitted;
+    built->tree.SetLeafUsage(
+        LeafUsage(workloads, holds, built->tree.size(), built->tree.resource_count()));
+    return built;
+  }
   std::vector<double> leaf(static_cast<size_t>(built->tree.size()) * built->tree.resource_count(),
                            0.0);
   for (const PodGroup& group : built->snapshot.pod_groups) {
@@ -187,7 +196,8 @@ inline RoundsResult RunRounds(const Snapshot& snapshot, int max_rounds,
 
 // §5.2 on the model's own quota tree for `snapshot` (usage from its admitted groups): the root
 // within its quota, and what every other node stores in its parent beyond its local quota within
-// its borrowing limit. OK, or the first node and resource beyond.
+// its borrowing limit, per flavor-resource (cell) in a flavored request. OK, or the first node and
+// flavor-resource beyond.
 inline absl::Status CheckQuotaTreeWithinLimits(const Snapshot& snapshot) {
   const std::unique_ptr<BuiltTree> built = BuildTree(snapshot);
   const QuotaTree& tree = built->tree;
@@ -195,7 +205,7 @@ inline absl::Status CheckQuotaTreeWithinLimits(const Snapshot& snapshot) {
     for (int r = 0; r < tree.resource_count(); ++r) {
       const double use = tree.usage(n, r);
       const double local = tree.local_quota(n, r);
-      const std::string where = absl::StrCat(tree.name(n), " ", tree.resources().name(r));
+      const std::string where = absl::StrCat(tree.name(n), " ", tree.CellName(r));
       if (tree.parent(n) < 0) {
         if (use > tree.subtree_quota(n, r)) {
           return absl::FailedPreconditionError(
