@@ -44,12 +44,18 @@ struct Classified {
   Mode mode;
   Severity no_fit = kNone;
   std::string why;
+  // Only the preemption oracle can tell the mode, and it has not run (Assigner::AssignGroup):
+  // `mode` is then a placeholder that is not a fit, and `cell`, `amount` what to ask.
+  bool deferred = false;
+  int cell = -1;
+  double amount = 0;
 };
 
 // One flavor tried for one (pod set, group).
 struct Attempt {
-  int flavor = -1;  // index in the group's flavors
-  Mode mode;        // the worst over the group's resources
+  int flavor = -1;        // index in the group's flavors
+  Mode mode;              // the worst over the group's resources (once none is deferred)
+  bool deferred = false;  // some resource waits for the oracle
   std::vector<Classified> per_resource;
 };
 
@@ -107,7 +113,11 @@ class Assigner {
   // classify(s, f, r, acc) of §5.8.6 for `cell`, `amount` = acc[cell] + req(s, r). With `quick`
   // (an earlier resource of the flavor is NoFit already) the oracle is not run: only whether the
   // result is NoFit, and why, matters.
-  Classified Classify(int cell, double amount, bool quick) const;
+  // With `defer`, a result that needs the oracle is returned `deferred`, for Oracle later.
+  Classified Classify(int cell, double amount, bool quick, bool defer) const;
+  // The oracle's part of classify: the §5.5 search for a probe of w whose usage is `amount` of
+  // `cell` alone, on the tree as it is; its targets give the kind and the level after them.
+  Mode Oracle(int cell, double amount) const;
   // One (pod set s, group g) of the assignment: the flavors in order (or the pinned one), each
   // tried with TryFlavor, the first that need not try the next or else the best; fills
   // `assigned` and `modes` at the group's resources and `result.pin`. False, with `result`'s
@@ -116,8 +126,12 @@ class Assigner {
                    std::vector<Mode>& modes, FlavorAssignment& result);
   // The flavor's outcome for the group's resources `members` (positions in the pod set's
   // request): kNone with the worst mode in `attempt`, or the most severe NoFit and `why`.
+  // With `defer`, the oracle is left for later: `attempt` is marked deferred.
   Severity TryFlavor(const PodSet& set, const std::string& flavor, const std::vector<int>& members,
-                     const std::vector<double>& taken, Attempt* attempt, std::string* why) const;
+                     const std::vector<double>& taken, bool defer, Attempt* attempt,
+                     std::string* why) const;
+  // Runs the deferred oracles of `attempt` and folds its worst mode again.
+  void Resolve(Attempt* attempt) const;
   // Why flavor `flavor` does not suit pod set `set` (§5.8.5), or "" when it does.
   std::string Incompatibility(const PodSet& set, const std::string& flavor) const;
 
@@ -150,7 +164,7 @@ int Assigner::Level(int cell, double v) const {
   }
 }
 
-Classified Assigner::Classify(int cell, double amount, bool quick) const {
+Classified Assigner::Classify(int cell, double amount, bool quick, bool defer) const {
   Classified out;
   const double potential = tree_.PotentialAvailable(x_, cell);
   if (amount > potential) {
@@ -171,13 +185,22 @@ Classified Assigner::Classify(int cell, double amount, bool quick) const {
     return out;
   }
   if (quick) return out;
+  if (defer) {
+    out.mode = Mode{Kind::kNoCandidates, 0};
+    out.deferred = true;
+    out.cell = cell;
+    out.amount = amount;
+    return out;
+  }
+  out.mode = Oracle(cell, amount);
+  return out;
+}
+
+Mode Assigner::Oracle(int cell, double amount) const {
   Workload probe = w_;
   probe.usage = {ResourceAmount{cell, amount}};
   const std::vector<PreemptionTarget> targets = FindFairSharingTargets(context_, probe, {cell});
-  if (targets.empty()) {
-    out.mode = Mode{Kind::kNoCandidates, Level(cell, amount)};
-    return out;
-  }
+  if (targets.empty()) return Mode{Kind::kNoCandidates, Level(cell, amount)};
   bool in_own_queue = false;
   const size_t mark = tree_.Mark();
   for (const PreemptionTarget& target : targets) {
@@ -185,9 +208,9 @@ Classified Assigner::Classify(int cell, double amount, bool quick) const {
     in_own_queue = in_own_queue || victim.cq == x_;
     tree_.RemoveUsage(victim.cq, victim.usage);
   }
-  out.mode = Mode{in_own_queue ? Kind::kPreempt : Kind::kReclaim, Level(cell, amount)};
+  const Mode mode{in_own_queue ? Kind::kPreempt : Kind::kReclaim, Level(cell, amount)};
   tree_.Rollback(mark);
-  return out;
+  return mode;
 }
 
 std::string Assigner::Incompatibility(const PodSet& set, const std::string& flavor) const {
@@ -225,9 +248,22 @@ bool Assigner::AssignGroup(size_t s, int g, const std::vector<double>& taken,
   for (size_t i = 0; i < request.size(); ++i) {
     if (group_of_[request[i].resource] == g) members.push_back(static_cast<int>(i));
   }
+  // The oracle's answer only ranks a flavor against others. It is deferred, so that it runs only
+  // when that ranking is made:
+  // - under the default fungibility and preference (a flavor that needs preemption tries the
+  //   next, and any fit beats any preemption), a resource that needs the oracle makes its
+  //   flavor's worst mode one that tries the next flavor, whatever the oracle says;
+  // - the last flavor that can be tried, with no earlier one left to compare, is taken whatever
+  //   its mode.
+  // If a later flavor stops the search, or a single flavor remains, no oracle runs; otherwise
+  // the flavors that did not stop are resolved and compared in order, as if it had run in place.
+  const bool defer_all = preempt_tries_next_ && !preemption_first_;
+  const size_t last =
+      pin_ != nullptr ? static_cast<size_t>((*pin_)[s][g]) : group.flavors.size() - 1;
   bool found = false;
   Attempt best;
-  Severity least = kNone;  // the least severe NoFit outcome over the flavors tried
+  std::vector<Attempt> passed;  // the flavors that did not stop the search, in order
+  Severity least = kNone;       // the least severe NoFit outcome over the flavors tried
   std::vector<std::string> obstacles;
   for (size_t f = 0; f < group.flavors.size(); ++f) {
     if (pin_ != nullptr && (*pin_)[s][g] != static_cast<int>(f)) continue;
@@ -235,20 +271,30 @@ bool Assigner::AssignGroup(size_t s, int g, const std::vector<double>& taken,
     Attempt attempt;
     attempt.flavor = static_cast<int>(f);
     std::string why;
-    const Severity outcome = TryFlavor(set, flavor, members, taken, &attempt, &why);
+    const bool defer = defer_all || (f == last && passed.empty());
+    const Severity outcome = TryFlavor(set, flavor, members, taken, defer, &attempt, &why);
     if (outcome != kNone) {
       if (least == kNone || outcome < least) least = outcome;
       obstacles.push_back(absl::StrCat("flavor ", CappedName(flavor), ": ", why));
       continue;
     }
-    if (!TryNext(attempt.mode)) {
+    if (!attempt.deferred && !TryNext(attempt.mode)) {
       best = std::move(attempt);
       found = true;
       break;
     }
-    if (!found || Better(attempt.mode, best.mode)) {
-      best = std::move(attempt);
-      found = true;
+    passed.push_back(std::move(attempt));
+  }
+  if (!found && passed.size() == 1) {
+    best = std::move(passed.front());  // its mode ranks it against nothing
+    found = true;
+  } else if (!found) {
+    for (Attempt& attempt : passed) {
+      Resolve(&attempt);
+      if (!found || Better(attempt.mode, best.mode)) {
+        best = std::move(attempt);
+        found = true;
+      }
     }
   }
   if (!found) {
@@ -274,24 +320,39 @@ bool Assigner::AssignGroup(size_t s, int g, const std::vector<double>& taken,
 
 Severity Assigner::TryFlavor(const PodSet& set, const std::string& flavor,
                              const std::vector<int>& members, const std::vector<double>& taken,
-                             Attempt* attempt, std::string* why) const {
+                             bool defer, Attempt* attempt, std::string* why) const {
   *why = Incompatibility(set, flavor);
   if (!why->empty()) return kIncompatible;
   Severity outcome = kNone;
   for (int i : members) {
     const int cell = cells_.Find(flavor, set.request[i].resource);
-    Classified c = Classify(cell, taken[cell] + set.request[i].amount, outcome != kNone);
+    Classified c = Classify(cell, taken[cell] + set.request[i].amount, outcome != kNone, defer);
     if (c.no_fit != kNone) {
       if (c.no_fit > outcome) {
         outcome = c.no_fit;
         *why = std::move(c.why);
       }
+    } else if (c.deferred) {
+      attempt->deferred = true;
     } else if (Better(attempt->mode, c.mode)) {
       attempt->mode = c.mode;
     }
     attempt->per_resource.push_back(std::move(c));
   }
   return outcome;
+}
+
+void Assigner::Resolve(Attempt* attempt) const {
+  if (!attempt->deferred) return;
+  attempt->deferred = false;
+  attempt->mode = Mode{Kind::kFit, 0};
+  for (Classified& c : attempt->per_resource) {
+    if (c.deferred) {
+      c.mode = Oracle(c.cell, c.amount);
+      c.deferred = false;
+    }
+    if (Better(attempt->mode, c.mode)) attempt->mode = c.mode;
+  }
 }
 
 FlavorAssignment Assigner::Run() {
