@@ -41,36 +41,6 @@ const GeneratedRequest& Request(const std::string& size) {
   return it->second;
 }
 
-void BM_KueueSchedule(benchmark::State& state, const char* size) {
-  const GeneratedRequest& request = Request(size);
-  std::map<std::string, double> phases;
-  std::chrono::steady_clock::time_point last;
-  CycleHooks hooks;
-  hooks.phase_done = [&](std::string_view phase) {
-    const auto now = std::chrono::steady_clock::now();
-    phases[std::string(phase)] += std::chrono::duration<double>(now - last).count();
-    last = now;
-  };
-  size_t admissions = 0, evictions = 0, pending = 0;
-  for (auto _ : state) {
-    last = std::chrono::steady_clock::now();
-    absl::StatusOr<ScheduleResult> result = Schedule(request.snapshot, request.policy, hooks);
-    if (!result.ok()) {
-      state.SkipWithError(std::string(result.status().message()).c_str());
-      return;
-    }
-    admissions += result->admissions.size();
-    evictions += result->evictions.size();
-    pending += result->pending.size();
-    benchmark::DoNotOptimize(result);
-  }
-  const double n = static_cast<double>(state.iterations());
-  state.counters["admissions"] = static_cast<double>(admissions) / n;
-  state.counters["evictions"] = static_cast<double>(evictions) / n;
-  state.counters["pending"] = static_cast<double>(pending) / n;
-  for (const auto& [phase, seconds] : phases) state.counters[phase + "_ms"] = seconds * 1000 / n;
-}
-
 // Preset M with `flavors` flavors per resource and seed `seed`, generated once.
 const GeneratedRequest& FlavoredRequest(int flavors, int seed) {
   static auto* cache = new std::map<std::pair<int, int>, GeneratedRequest>();
@@ -112,6 +82,10 @@ void RunSchedule(benchmark::State& state, const GeneratedRequest& request) {
   state.counters["evictions"] = static_cast<double>(evictions) / n;
   state.counters["pending"] = static_cast<double>(pending) / n;
   for (const auto& [phase, seconds] : phases) state.counters[phase + "_ms"] = seconds * 1000 / n;
+}
+
+void BM_KueueSchedule(benchmark::State& state, const char* size) {
+  RunSchedule(state, Request(size));
 }
 
 void BM_KueueScheduleFlavors(benchmark::State& state) {
