@@ -38,30 +38,18 @@ struct Assigned {
 
 // One nomination's flavor assignment for "w" on the starting tree of `snapshot`.
 Assigned AssignW(const Snapshot& snapshot) {
-  const ValidatedSnapshot request = testing::MustValidate(snapshot, testing::KueuePolicy());
-  QuotaTree tree = QuotaTree::Build(request);
-  const std::vector<Workload> workloads = CollectWorkloads(request, tree);
-  std::vector<char> available(workloads.size(), 0);
+  const std::unique_ptr<testing::BuiltTree> built = testing::BuildTree(snapshot);
+  const QuotaTree& tree = built->tree;
+  const testing::SearchSetup setup(*built, testing::KueuePolicy());
+  const std::vector<Workload>& workloads = setup.workloads;
   int w = -1;
   for (size_t i = 0; i < workloads.size(); ++i) {
-    available[i] = workloads[i].admitted ? 1 : 0;
     if (workloads[i].name() == "w") w = static_cast<int>(i);
   }
-  tree.SetLeafUsage(LeafUsage(workloads, available, tree.size(), tree.resource_count()));
-  CandidateIndex index = CandidateIndex::Build(workloads, request.tree(), tree.resource_count());
-  index.RefreshSums(workloads, available, {});
-  auto buffers = MakeSearchBuffers(tree);
-  PreemptionContext context;
-  context.tree = &tree;
-  context.workloads = &workloads;
-  context.index = &index;
-  context.available = &available;
-  context.strategies = ResolveStrategies(testing::KueuePolicy());
-  context.buffers = buffers.get();
   Assigned out;
   EXPECT_GE(w, 0);
   if (w < 0) return out;
-  const FlavorAssignment a = AssignFlavors(context, workloads[w], nullptr);
+  const FlavorAssignment a = AssignFlavors(setup.context, workloads[w], nullptr);
   switch (a.mode) {
     case FlavorAssignment::Mode::kFit:
       out.mode = "Fit";

@@ -222,6 +222,34 @@ inline absl::Status CheckQuotaTreeWithinLimits(const Snapshot& snapshot) {
   return absl::OkStatus();
 }
 
+// What a preemption search or a nomination reads, on the starting state of `built`: its workloads,
+// the admitted ones available as targets, their candidate index and the search buffers. Keeps
+// pointers into itself: not copyable.
+struct SearchSetup {
+  SearchSetup(BuiltTree& built, const Policy& policy)
+      : workloads(CollectWorkloads(*built.request, built.tree)) {
+    available.assign(workloads.size(), 0);
+    for (size_t i = 0; i < workloads.size(); ++i) available[i] = workloads[i].admitted;
+    index = CandidateIndex::Build(workloads, built.queues, built.tree.resource_count());
+    index.RefreshSums(workloads, available, {});
+    buffers = MakeSearchBuffers(built.tree);
+    context.tree = &built.tree;
+    context.workloads = &workloads;
+    context.index = &index;
+    context.available = &available;
+    context.strategies = ResolveStrategies(policy);
+    context.buffers = buffers.get();
+  }
+  SearchSetup(const SearchSetup&) = delete;
+  SearchSetup& operator=(const SearchSetup&) = delete;
+
+  std::vector<Workload> workloads;
+  std::vector<char> available;
+  CandidateIndex index;
+  std::shared_ptr<SearchBuffers> buffers;
+  PreemptionContext context;
+};
+
 // §5.5 step 8 on every pending workload of `snapshot`, each nominated as a head against the
 // starting state: a preemption search answers a complete target set or nothing (evicting all
 // the targets makes the workload fit, and every target is admitted), and leaves the quota tree
@@ -230,19 +258,10 @@ inline absl::StatusOr<int> CheckTargetSetsAllOrNothing(const Snapshot& snapshot,
                                                        const Policy& policy) {
   const std::unique_ptr<BuiltTree> built = BuildTree(snapshot);
   QuotaTree& tree = built->tree;
-  const std::vector<Workload> workloads = CollectWorkloads(*built->request, built->tree);
-  std::vector<char> available(workloads.size(), 0);
-  for (size_t i = 0; i < workloads.size(); ++i) available[i] = workloads[i].admitted;
-  CandidateIndex index = CandidateIndex::Build(workloads, built->queues, tree.resource_count());
-  index.RefreshSums(workloads, available, {});
-  auto buffers = MakeSearchBuffers(tree);
-  PreemptionContext context;
-  context.tree = &tree;
-  context.workloads = &workloads;
-  context.index = &index;
-  context.available = &available;
-  context.strategies = ResolveStrategies(policy);
-  context.buffers = buffers.get();
+  const SearchSetup setup(*built, policy);
+  const std::vector<Workload>& workloads = setup.workloads;
+  const std::vector<char>& available = setup.available;
+  const PreemptionContext& context = setup.context;
   auto usage = [&tree] {
     std::vector<double> all;
     for (int n = 0; n < tree.size(); ++n) {
