@@ -522,6 +522,34 @@ TEST(Semantics58, PreemptionOnlyTakesVictimsOfTheContestedFlavor) {
   EXPECT_EQ(FlavorsOf(result, "w"), (PodSetMap{{"", {{"cpu", "on-demand"}}}}));
 }
 
+TEST(Semantics58, PreemptWithoutTargetsReservesOnItsAssignedFlavorOnly) {
+  SnapshotBuilder b;
+  b.Now(1000).Flavor("f1").Flavor("f2").Queue("pool");
+  b.Queue("a", "pool")
+      .ResourceGroup({"cpu"})
+      .FlavorQuota("f1", {{"cpu", 6}})
+      .FlavorQuota("f2", {{"cpu", 2}})
+      .KueuePolicy(WithinClusterQueue::kNever, ReclaimWithinCohort::kLowerPriority)
+      .Fungibility(WhenCanBorrow::kUnspecified, WhenCanPreempt::kMayStopSearch);
+  b.Queue("b", "pool").ResourceGroup({"cpu"}).FlavorQuota("f1", {{"cpu", 0}});
+  b.Queue("c", "pool").ResourceGroup({"cpu"}).FlavorQuota("f1", {{"cpu", 0}});
+  b.Queue("d", "pool").ResourceGroup({"cpu"}).FlavorQuota("f2", {{"cpu", 0}});
+  // b borrows 4 of a's 6 on f1 and may not be preempted: w (6 on f1, within a's nominal) has no
+  // candidates, is set aside and reserves its 6 on f1 for the rest of the round (§5.8.7 step 4).
+  b.Group("b1", "b")
+      .Admitted(10)
+      .Preemptible(Preemptibility::kNonPreemptible)
+      .Pod({{"cpu", 4}})
+      .AssignedFlavor("", "cpu", "f1");
+  b.Group("w", "a").Pod({{"cpu", 6}});
+  b.Group("c1", "c").Pod({{"cpu", 1}});  // f1: fits at the round's start, not after w reserves
+  b.Group("d1", "d").Pod({{"cpu", 1}});  // f2: the reservation is on f1 only
+  const testing::RoundsResult round = testing::RunRounds(b.Build(), 1);
+  EXPECT_EQ(round.reason.at("w"), kNoPreemptionCandidates);
+  EXPECT_EQ(round.reason.at("c1"), kNoLongerFits);
+  EXPECT_EQ(round.admitted.count("d1"), 1u);
+}
+
 TEST(Semantics58, AdmittedWorkloadHoldsItsAssignedFlavorInLaterRounds) {
   SnapshotBuilder b = TwoFlavorPool();
   b.snapshot().queues[1].flavor_fungibility.when_can_borrow = WhenCanBorrow::kTryNextFlavor;
