@@ -6,16 +6,37 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"arbiter.dev/tests/differential/internal/arbiterjson"
 	"arbiter.dev/tests/differential/internal/verdict"
 )
 
+// stdout is where the summaries go.
+var stdout = os.Stdout
+
 func main() {
-	flags := verdict.ParseFlags("kai")
+	var decisionsOnly bool
+	var featureList string
+	flags := verdict.ParseFlagsWith("kai", func(fs *flag.FlagSet) {
+		fs.BoolVar(&decisionsOnly, "decisions-only", false, "run the decision comparison only, not the fair shares")
+		fs.StringVar(&featureList, "features", "all", "the decision clusters' features: all, or a comma-separated list of "+strings.Join(featureNames, ", ")+", each optionally prefixed with - (e.g. all,-selectors)")
+	})
+	feat, err := parseFeatures(featureList)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kai:", err)
+		os.Exit(2)
+	}
+	if decisionsOnly {
+		if len(runDecisions(flags, feat).Failures) > 0 {
+			os.Exit(1)
+		}
+		return
+	}
 	tally := verdict.NewTally("KAI fair share vs github.com/NVIDIA/KAI-scheduler v0.12.0")
 	units := unitCounts{byRule: map[string]int{}}
 	start := time.Now()
@@ -44,7 +65,8 @@ func main() {
 	tally.Failures = append(tally.Failures, units.overBounds()...)
 	tally.Print(os.Stdout)
 	fmt.Printf("  seeds %d..%d in %.1fs\n", flags.First, flags.First+flags.Seeds-1, time.Since(start).Seconds())
-	if len(tally.Failures) > 0 {
+	decisions := runDecisions(flags, feat)
+	if len(tally.Failures) > 0 || len(decisions.Failures) > 0 {
 		os.Exit(1)
 	}
 }
