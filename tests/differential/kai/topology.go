@@ -2,17 +2,23 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"runtime/debug"
 	"sync"
 
 	"go.uber.org/mock/gomock"
 
 	enginev2alpha2 "github.com/NVIDIA/KAI-scheduler/pkg/apis/scheduling/v2alpha2"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/actions/allocate"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/actions/common"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/actions/consolidation"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/actions/preempt"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/actions/reclaim"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/actions/utils"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/common_info"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/pod_status"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/podgroup_info"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/framework"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/test_utils"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/test_utils/jobs_fake"
@@ -124,13 +130,56 @@ func (failReporter) Fatalf(format string, args ...any) { panic(fmt.Sprintf(forma
 
 var initKAI sync.Once
 
+// eagerAllocate is KAI's allocate action with its job order re-evaluated before every attempt,
+// as SEMANTICS §4.3 specifies: KAI's own action keeps its queues in heaps and re-sorts only the
+// top entry (utils.JobsOrderByQueues), so a department or queue can be compared on a job or an
+// allocation that is no longer current. Each attempt here builds a fresh order of the jobs not
+// yet failed (KAI's own order functions and filters) and takes its first job; the attempt itself
+// is KAI's (common.AllocateJob, pipelining of the whole job, commit or discard), written again
+// around those calls. Used only by rule kai-lazy-order.
+func eagerAllocate(ssn *framework.Session) {
+	failed := map[common_info.PodGroupID]bool{}
+	for {
+		candidates := map[common_info.PodGroupID]*podgroup_info.PodGroupInfo{}
+		for id, job := range ssn.PodGroupInfos {
+			if !failed[id] {
+				candidates[id] = job
+			}
+		}
+		order := utils.NewJobsOrderByQueues(ssn, utils.JobsOrderInitOptions{
+			FilterNonPending: true, FilterUnready: true, MaxJobsQueueDepth: ssn.GetJobsDepth(framework.Allocate),
+		})
+		order.InitializeWithJobs(candidates)
+		if order.IsEmpty() {
+			return
+		}
+		job := order.PopNextJob()
+		if job == nil {
+			return
+		}
+		stmt := ssn.Statement()
+		ok := common.AllocateJob(ssn, stmt, slices.Collect(maps.Values(ssn.Nodes)), job, false)
+		if ok && job.ShouldPipelineJob() {
+			ok = stmt.ConvertAllAllocatedToPipelined(job.UID) == nil
+		}
+		if !ok {
+			stmt.Discard()
+			failed[job.UID] = true
+			continue
+		}
+		if stmt.Commit() != nil || !podgroup_info.HasTasksToAllocate(job, true) {
+			failed[job.UID] = true // done: not a candidate any more
+		}
+	}
+}
+
 // runKAI builds a session from the cluster and runs KAI's actions on it, returning each pod's
-// outcome.
-func (c *cluster) runKAI() (out outcome, err error) {
+// outcome. With eager, allocate re-sorts before every attempt (eagerAllocate).
+func (c *cluster) runKAI(eager bool) (out outcome, err error) {
 	initKAI.Do(test_utils.InitTestingInfrastructure)
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("KAI panicked: %v", r)
+			err = fmt.Errorf("KAI panicked: %v\n%s", r, debug.Stack())
 		}
 	}()
 	controller := gomock.NewController(failReporter{})
@@ -155,7 +204,11 @@ func (c *cluster) runKAI() (out outcome, err error) {
 	before := read()
 	evictedBy := map[string]string{}
 	for _, a := range kaiActions {
-		a.make().Execute(ssn)
+		if eager && a.name == "allocate" {
+			eagerAllocate(ssn)
+		} else {
+			a.make().Execute(ssn)
+		}
 		for key, s := range read() {
 			if _, seen := evictedBy[key]; !seen && before[key].status == pod_status.Running && s.status == pod_status.Releasing {
 				evictedBy[key] = a.name
