@@ -18,7 +18,7 @@ const (
 
 // explainDecision returns the rules that explain a divergence, or none.
 func (c *cluster) explainDecision(arb outcome, runs []outcome) []string {
-	eager, err := c.runKAI(true)
+	eager, _, err := c.runKAI(true)
 	if err == nil && (sameOutcome(eager, arb) || sameOutcome(eager.withoutNodes(), arb.withoutNodes()) && !allSame(runs)) {
 		return []string{ruleLazyOrder}
 	}

@@ -202,13 +202,14 @@ func (c *cluster) checkDecisions(cli string, counts *decisionCounts) verdict.Out
 	// The runs go in parallel: a session spends most of its time waiting for test_utils'
 	// informers to sync, not computing.
 	runs := make([]outcome, kaiRuns)
+	taken := make([][]string, kaiRuns)
 	errs := make([]error, kaiRuns)
 	var wg sync.WaitGroup
 	for i := range kaiRuns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			runs[i], errs[i] = c.runKAI(false)
+			runs[i], taken[i], errs[i] = c.runKAI(false)
 		}()
 	}
 	wg.Wait()
@@ -229,14 +230,31 @@ func (c *cluster) checkDecisions(cli string, counts *decisionCounts) verdict.Out
 			counts.podsBound[kind]++
 		}
 	}
-	return judge(c, arb, runs, counts)
+	o := judge(c, arb, runs)
+	if o.Failure != "" && slices.ContainsFunc(taken, func(t []string) bool { return len(t) > 0 }) {
+		return boundThenTakenOutcome
+	}
+	if o.Failure != "" && counts != nil {
+		counts.classes[classify(runs[0], arb)]++
+	}
+	return o
 }
 
 // kaiPanicked is the outcome of a cluster on which KAI's actions panic: left out and counted.
 var kaiPanicked = verdict.Outcome{Failure: "KAI panicked"}
 
+// isFailure: the outcome is a divergence, not a seed left out.
+func isFailure(o verdict.Outcome) bool {
+	return o.Failure != "" && o.Failure != kaiPanicked.Failure && o.Failure != boundThenTakenOutcome.Failure
+}
+
+// boundThenTakenOutcome is the outcome of a cluster on which arbiter and KAI differ and some
+// KAI run moved or evicted a pod that an earlier action of the same cycle had bound or
+// pipelined: left out and counted (docs/conformance.md, "Decisions: KAI", spec question (a)).
+var boundThenTakenOutcome = verdict.Outcome{Failure: "KAI took a pod it bound in the same cycle"}
+
 // judge compares arbiter's outcome with KAI's runs and applies the exclusion rules.
-func judge(c *cluster, arb outcome, runs []outcome, counts *decisionCounts) verdict.Outcome {
+func judge(c *cluster, arb outcome, runs []outcome) verdict.Outcome {
 	matched := 0
 	for _, r := range runs {
 		if sameOutcome(r, arb) {
@@ -261,9 +279,6 @@ func judge(c *cluster, arb outcome, runs []outcome, counts *decisionCounts) verd
 	}
 	diff := diffOutcome(runs[0], arb)
 	class := classify(runs[0], arb)
-	if counts != nil {
-		counts.classes[class]++
-	}
 	return verdict.Outcome{Failure: fmt.Sprintf("[%s] %d of %d KAI runs differ from each other; KAI's first run vs arbiter:\n  %s",
 		class, distinctOutcomes(runs)-1, len(runs), strings.Join(diff, "\n  "))}
 }
@@ -315,7 +330,7 @@ func runDecisions(flags verdict.Flags, feat features) *verdict.Tally {
 	tally := verdict.NewTally("KAI decisions vs github.com/NVIDIA/KAI-scheduler v0.12.0 actions")
 	counts := newDecisionCounts()
 	start := time.Now()
-	jobs, pods, leftOut := 0, 0, 0
+	jobs, pods, leftOut, leftOutTaken := 0, 0, 0, 0
 	for seed := flags.First; seed < flags.First+flags.Seeds; seed++ {
 		c := generateCluster(seed, feat)
 		jobs += len(c.jobs)
@@ -330,6 +345,13 @@ func runDecisions(flags verdict.Flags, feat features) *verdict.Tally {
 			}
 			continue
 		}
+		if outcome.Failure == boundThenTakenOutcome.Failure {
+			leftOutTaken++
+			if flags.Verbose {
+				fmt.Printf("seed %d: left out (KAI takes a pod it bound in the same cycle)\n", seed)
+			}
+			continue
+		}
 		tally.Add(seed, outcome)
 		if outcome.Failure != "" || len(outcome.Rules) > 0 {
 			if body, err := arbiterjson.EncodeSchedule(c.request()); err == nil {
@@ -340,7 +362,7 @@ func runDecisions(flags verdict.Flags, feat features) *verdict.Tally {
 			}
 		}
 		if outcome.Failure != "" && flags.KeepDir != "" {
-			small := c.shrink(func(s *cluster) bool { return s.checkDecisions(flags.CLI, nil).Failure != "" })
+			small := c.shrink(func(s *cluster) bool { return isFailure(s.checkDecisions(flags.CLI, nil)) })
 			if body, err := arbiterjson.EncodeSchedule(small.request()); err == nil {
 				if path := verdict.Keep(flags.KeepDir, fmt.Sprintf("kai-decisions-seed-%d-shrunk.json", seed), body); path != "" {
 					tally.Failures[len(tally.Failures)-1] += "\n(shrunk: " + path + ")\n" + small.checkDecisions(flags.CLI, nil).Failure
@@ -352,6 +374,7 @@ func runDecisions(flags verdict.Flags, feat features) *verdict.Tally {
 		}
 	}
 	tally.Units["left out: KAI panics (nil scenario in its solver)"] = leftOut
+	tally.Units["left out: KAI moves or evicts a pod it bound in the same cycle"] = leftOutTaken
 	tally.Units["jobs compared"] = jobs
 	tally.Units["pods compared"] = pods
 	for kind, n := range counts.podsBound {

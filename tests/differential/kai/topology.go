@@ -3,8 +3,8 @@ package main
 import (
 	"fmt"
 	"maps"
-	"slices"
 	"runtime/debug"
+	"slices"
 	"sync"
 
 	"go.uber.org/mock/gomock"
@@ -174,8 +174,10 @@ func eagerAllocate(ssn *framework.Session) {
 }
 
 // runKAI builds a session from the cluster and runs KAI's actions on it, returning each pod's
-// outcome. With eager, allocate re-sorts before every attempt (eagerAllocate).
-func (c *cluster) runKAI(eager bool) (out outcome, err error) {
+// outcome. With eager, allocate re-sorts before every attempt (eagerAllocate). boundThenTaken
+// names the pods that one action bound or pipelined and a later action of the same cycle moved
+// or evicted (SEMANTICS §4.1 never takes such a pod; see ruleBoundThenTaken).
+func (c *cluster) runKAI(eager bool) (out outcome, boundThenTaken []string, err error) {
 	initKAI.Do(test_utils.InitTestingInfrastructure)
 	defer func() {
 		if r := recover(); r != nil {
@@ -203,6 +205,7 @@ func (c *cluster) runKAI(eager bool) (out outcome, err error) {
 	}
 	before := read()
 	evictedBy := map[string]string{}
+	placedNow := map[string]state{}
 	for _, a := range kaiActions {
 		if eager && a.name == "allocate" {
 			eagerAllocate(ssn)
@@ -212,6 +215,13 @@ func (c *cluster) runKAI(eager bool) (out outcome, err error) {
 		for key, s := range read() {
 			if _, seen := evictedBy[key]; !seen && before[key].status == pod_status.Running && s.status == pod_status.Releasing {
 				evictedBy[key] = a.name
+			}
+			if p, ok := placedNow[key]; ok && p != s && !slices.Contains(boundThenTaken, key) {
+				boundThenTaken = append(boundThenTaken, key)
+			}
+			if _, ok := placedNow[key]; !ok && before[key].status == pod_status.Pending &&
+				(s.status == pod_status.Binding || s.status == pod_status.Pipelined) {
+				placedNow[key] = s
 			}
 		}
 	}
@@ -238,5 +248,6 @@ func (c *cluster) runKAI(eager bool) (out outcome, err error) {
 			out[key] = podOutcome(fmt.Sprintf("kai-%v@%s(from %v)", s.status, s.node, b.status))
 		}
 	}
-	return out, nil
+	slices.Sort(boundThenTaken)
+	return out, boundThenTaken, nil
 }
