@@ -234,6 +234,11 @@ func (c *cluster) checkDecisions(cli string, counts *decisionCounts) verdict.Out
 	if o.Failure != "" && slices.ContainsFunc(taken, func(t []string) bool { return len(t) > 0 }) {
 		return boundThenTakenOutcome
 	}
+	if o.Failure != "" {
+		if without, ok := c.withoutVictimlessPlacements(cli, req, resp, arb); ok && !isFailure(judge(c, without, runs)) {
+			return victimlessOutcome
+		}
+	}
 	if o.Failure != "" && counts != nil {
 		counts.classes[classify(runs[0], arb)]++
 	}
@@ -245,7 +250,45 @@ var kaiPanicked = verdict.Outcome{Failure: "KAI panicked"}
 
 // isFailure: the outcome is a divergence, not a seed left out.
 func isFailure(o verdict.Outcome) bool {
-	return o.Failure != "" && o.Failure != kaiPanicked.Failure && o.Failure != boundThenTakenOutcome.Failure
+	return o.Failure != "" && o.Failure != kaiPanicked.Failure && o.Failure != boundThenTakenOutcome.Failure &&
+		o.Failure != victimlessOutcome.Failure
+}
+
+// victimlessOutcome is the outcome of a cluster on which arbiter and KAI differ only because an
+// eviction action of arbiter's placed pods without victims (SEMANTICS §4.8: try(part, R) also
+// when R = ∅), which KAI's solver never does: left out and counted (docs/conformance.md,
+// "Decisions: KAI", spec question (b)).
+var victimlessOutcome = verdict.Outcome{Failure: "arbiter placed pods without victims in an eviction action"}
+
+// withoutVictimlessPlacements returns arbiter's outcome with the pods that an eviction action
+// placed without victims set back to pending: pods that a run of ALLOCATE alone leaves PENDING,
+// that the full run binds, and whose group no eviction names as its preemptor. ok is false when
+// there are none.
+func (c *cluster) withoutVictimlessPlacements(cli string, req *arbiterjson.ScheduleRequest, resp *arbiterjson.ScheduleResponse, arb outcome) (outcome, bool) {
+	preemptors := map[string]bool{}
+	for _, e := range resp.Evictions {
+		preemptors[e.PreemptorPodGroup] = true
+	}
+	only := *req
+	only.Policy.Actions = []string{"ACTION_ALLOCATE"}
+	first, err := arbiterjson.Schedule(cli, &only)
+	if err != nil {
+		return nil, false
+	}
+	allocated := map[string]bool{}
+	for _, b := range first.Bindings {
+		allocated[b.PodGroup+"/"+b.Pod] = true
+	}
+	out := maps.Clone(arb)
+	changed := false
+	for _, b := range resp.Bindings {
+		key := b.PodGroup + "/" + b.Pod
+		if !allocated[key] && !preemptors[b.PodGroup] && strings.HasPrefix(string(arb[key]), "pipelined@") {
+			out[key] = "pending"
+			changed = true
+		}
+	}
+	return out, changed
 }
 
 // boundThenTakenOutcome is the outcome of a cluster on which arbiter and KAI differ and some
@@ -330,7 +373,7 @@ func runDecisions(flags verdict.Flags, feat features) *verdict.Tally {
 	tally := verdict.NewTally("KAI decisions vs github.com/NVIDIA/KAI-scheduler v0.12.0 actions")
 	counts := newDecisionCounts()
 	start := time.Now()
-	jobs, pods, leftOut, leftOutTaken := 0, 0, 0, 0
+	jobs, pods, leftOut, leftOutTaken, leftOutVictimless := 0, 0, 0, 0, 0
 	for seed := flags.First; seed < flags.First+flags.Seeds; seed++ {
 		c := generateCluster(seed, feat)
 		jobs += len(c.jobs)
@@ -342,6 +385,13 @@ func runDecisions(flags verdict.Flags, feat features) *verdict.Tally {
 			leftOut++
 			if flags.Verbose {
 				fmt.Printf("seed %d: left out (KAI panics)\n", seed)
+			}
+			continue
+		}
+		if outcome.Failure == victimlessOutcome.Failure {
+			leftOutVictimless++
+			if flags.Verbose {
+				fmt.Printf("seed %d: left out (arbiter placed pods without victims in an eviction action)\n", seed)
 			}
 			continue
 		}
@@ -375,6 +425,7 @@ func runDecisions(flags verdict.Flags, feat features) *verdict.Tally {
 	}
 	tally.Units["left out: KAI panics (nil scenario in its solver)"] = leftOut
 	tally.Units["left out: KAI moves or evicts a pod it bound in the same cycle"] = leftOutTaken
+	tally.Units["left out: arbiter places pods without victims in an eviction action"] = leftOutVictimless
 	tally.Units["jobs compared"] = jobs
 	tally.Units["pods compared"] = pods
 	for kind, n := range counts.podsBound {
