@@ -235,8 +235,10 @@ func (c *cluster) checkDecisions(cli string, counts *decisionCounts) verdict.Out
 		return boundThenTakenOutcome
 	}
 	if o.Failure != "" {
-		if without, ok := c.withoutVictimlessPlacements(cli, req, resp, arb); ok && !isFailure(judge(c, without, runs)) {
-			return victimlessOutcome
+		for _, v := range c.victimlessVariants(cli, req, resp, arb) {
+			if !isFailure(judge(c, v, runs)) {
+				return victimlessOutcome
+			}
 		}
 	}
 	if o.Failure != "" && counts != nil {
@@ -260,11 +262,14 @@ func isFailure(o verdict.Outcome) bool {
 // "Decisions: KAI", spec question (b)).
 var victimlessOutcome = verdict.Outcome{Failure: "arbiter placed pods without victims in an eviction action"}
 
-// withoutVictimlessPlacements returns arbiter's outcome with the pods that an eviction action
-// placed without victims set back to pending: pods that a run of ALLOCATE alone leaves PENDING,
-// that the full run binds, and whose group no eviction names as its preemptor. ok is false when
-// there are none.
-func (c *cluster) withoutVictimlessPlacements(cli string, req *arbiterjson.ScheduleRequest, resp *arbiterjson.ScheduleResponse, arb outcome) (outcome, bool) {
+// victimlessVariants returns arbiter's outcome with pods that an eviction action may have placed
+// without victims set back to pending. The candidates are the pods that a run of ALLOCATE alone
+// leaves PENDING and that the full run pipelines. The variants are: every candidate of every
+// group that no eviction names as its preemptor (the unit needed none), and, per group, the last
+// k candidates in pod order for each k (an elastic group that arbiter re-entered after its unit
+// was placed, SEMANTICS §4.3, and that grew without victims; KAI's eviction actions try each job
+// once). None when there are no candidates.
+func (c *cluster) victimlessVariants(cli string, req *arbiterjson.ScheduleRequest, resp *arbiterjson.ScheduleResponse, arb outcome) []outcome {
 	preemptors := map[string]bool{}
 	for _, e := range resp.Evictions {
 		preemptors[e.PreemptorPodGroup] = true
@@ -273,22 +278,42 @@ func (c *cluster) withoutVictimlessPlacements(cli string, req *arbiterjson.Sched
 	only.Policy.Actions = []string{"ACTION_ALLOCATE"}
 	first, err := arbiterjson.Schedule(cli, &only)
 	if err != nil {
-		return nil, false
+		return nil
 	}
 	allocated := map[string]bool{}
 	for _, b := range first.Bindings {
 		allocated[b.PodGroup+"/"+b.Pod] = true
 	}
-	out := maps.Clone(arb)
-	changed := false
+	byGroup := map[string][]string{}
 	for _, b := range resp.Bindings {
 		key := b.PodGroup + "/" + b.Pod
-		if !allocated[key] && !preemptors[b.PodGroup] && strings.HasPrefix(string(arb[key]), "pipelined@") {
-			out[key] = "pending"
-			changed = true
+		if !allocated[key] && strings.HasPrefix(string(arb[key]), "pipelined@") {
+			byGroup[b.PodGroup] = append(byGroup[b.PodGroup], key)
 		}
 	}
-	return out, changed
+	if len(byGroup) == 0 {
+		return nil
+	}
+	pending := func(keys []string, into outcome) {
+		for _, k := range keys {
+			into[k] = "pending"
+		}
+	}
+	all := maps.Clone(arb)
+	var variants []outcome
+	for _, g := range slices.Sorted(maps.Keys(byGroup)) {
+		keys := byGroup[g]
+		slices.Sort(keys)
+		if !preemptors[g] {
+			pending(keys, all)
+		}
+		for k := 1; k <= len(keys); k++ {
+			v := maps.Clone(arb)
+			pending(keys[len(keys)-k:], v)
+			variants = append(variants, v)
+		}
+	}
+	return append([]outcome{all}, variants...)
 }
 
 // boundThenTakenOutcome is the outcome of a cluster on which arbiter and KAI differ and some
