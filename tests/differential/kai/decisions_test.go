@@ -1,8 +1,12 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"arbiter.dev/tests/differential/internal/arbiterjson"
 )
 
 // knownCluster: two nodes, one department over two queues; q0 has a running gang and a pending
@@ -136,5 +140,48 @@ func TestParseFeatures(t *testing.T) {
 	}
 	if _, err := parseFeatures("gangs,nope"); err == nil {
 		t.Error("an unknown feature is accepted")
+	}
+}
+
+// boundThenTakenCluster is the smallest cluster of spec question (a) (docs/conformance.md,
+// "Decisions: KAI"): j06 is bound to n5 by allocate; j07 selects pool-b (n5 only) and does not
+// fit; KAI's consolidation then moves j06, a pod it bound in the same cycle, to n2 and pipelines
+// j07 onto n5. SEMANTICS §4.1 never takes a pod bound in the same response: arbiter binds j06 to
+// n5 and leaves j07 pending.
+func boundThenTakenCluster() *cluster {
+	return &cluster{
+		seed:        7,
+		nodes:       []cnode{{name: "n2", gpus: 8, cpu: nodeMilliCPU}, {name: "n5", gpus: 2, cpu: 15000, pool: "pool-b"}},
+		departments: []cqueue{{name: "d0", priority: departmentPrio}},
+		queues:      []cqueue{{name: "q1", parent: "d0", weight: 1, priority: 100, index: 1}},
+		jobs: []cjob{
+			{name: "j06", queue: "q1", gpus: 2, priority: 50, age: 16, tasks: []ctask{{state: "Pending"}}},
+			{name: "j07", queue: "q1", gpus: 1, priority: 50, age: 1, pool: "pool-b", tasks: []ctask{{state: "Pending"}}},
+		},
+	}
+}
+
+func TestDecisionCaseBoundThenTaken(t *testing.T) {
+	c := boundThenTakenCluster()
+	out, taken, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := outcome{"j06/j06-0": "pipelined@n2", "j07/j07-0": "pipelined@n5"}
+	if !sameOutcome(out, want) || len(taken) != 1 || taken[0] != "j06/j06-0" {
+		t.Errorf("KAI: %v, taken %v; want %v, taken [j06/j06-0]", out, taken, want)
+	}
+	body, err := arbiterjson.EncodeSchedule(c.request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("..", "cases", "kai-bound-then-taken.json")
+	if os.Getenv("ARBITER_DIFFERENTIAL_WRITE_CASES") == "1" {
+		if err := os.WriteFile(path, body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if kept, err := os.ReadFile(path); err != nil || string(kept) != string(body) {
+		t.Errorf("%s is not the case's request (ARBITER_DIFFERENTIAL_WRITE_CASES=1 rewrites it): %v", path, err)
 	}
 }
