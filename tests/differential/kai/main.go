@@ -1,8 +1,9 @@
 // Command kai compares arbiter's KAI fair share with KAI Scheduler's own division code
 // (pkg/scheduler/plugins/proportion/resource_division of github.com/NVIDIA/KAI-scheduler) on
-// random queue trees, one per seed. See docs/conformance.md.
+// random queue trees, one per seed, and then arbiter's KAI decisions (Schedule) with KAI's own
+// actions on random clusters from the same seeds. See docs/conformance.md.
 //
-//	kai -cli build/bin/arbiter [-first 1] [-seeds 300] [-keep DIR] [-v]
+//	kai -cli build/bin/arbiter [-first 1] [-seeds 300] [-keep DIR] [-v] [-decisions-only] [-features LIST]
 package main
 
 import (
@@ -24,7 +25,7 @@ func main() {
 	var featureList string
 	flags := verdict.ParseFlagsWith("kai", func(fs *flag.FlagSet) {
 		fs.BoolVar(&decisionsOnly, "decisions-only", false, "run the decision comparison only, not the fair shares")
-		fs.StringVar(&featureList, "features", "all", "the decision clusters' features: all, or a comma-separated list of "+strings.Join(featureNames, ", ")+", each optionally prefixed with - (e.g. all,-selectors)")
+		fs.StringVar(&featureList, "features", defaultFeatures, "the decision clusters' features: all, or a comma-separated list of "+strings.Join(featureNames, ", ")+", each optionally prefixed with - (e.g. all,-selectors)")
 	})
 	feat, err := parseFeatures(featureList)
 	if err != nil {
