@@ -1,21 +1,43 @@
 // Command kai compares arbiter's KAI fair share with KAI Scheduler's own division code
 // (pkg/scheduler/plugins/proportion/resource_division of github.com/NVIDIA/KAI-scheduler) on
-// random queue trees, one per seed. See docs/conformance.md.
+// random queue trees, one per seed, and then arbiter's KAI decisions (Schedule) with KAI's own
+// actions on random clusters from the same seeds. See docs/conformance.md.
 //
-//	kai -cli build/bin/arbiter [-first 1] [-seeds 300] [-keep DIR] [-v]
+//	kai -cli build/bin/arbiter [-first 1] [-seeds 300] [-keep DIR] [-v] [-decisions-only] [-features LIST]
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"arbiter.dev/tests/differential/internal/arbiterjson"
 	"arbiter.dev/tests/differential/internal/verdict"
 )
 
+// stdout is where the summaries go.
+var stdout = os.Stdout
+
 func main() {
-	flags := verdict.ParseFlags("kai")
+	var decisionsOnly bool
+	var featureList string
+	flags := verdict.ParseFlagsWith("kai", func(fs *flag.FlagSet) {
+		fs.BoolVar(&decisionsOnly, "decisions-only", false, "run the decision comparison only, not the fair shares")
+		fs.StringVar(&featureList, "features", defaultFeatures, "the decision clusters' features: all, or a comma-separated list of "+strings.Join(featureNames, ", ")+", each optionally prefixed with - (e.g. all,-selectors)")
+	})
+	feat, err := parseFeatures(featureList)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kai:", err)
+		os.Exit(2)
+	}
+	if decisionsOnly {
+		if len(runDecisions(flags, feat).Failures) > 0 {
+			os.Exit(1)
+		}
+		return
+	}
 	tally := verdict.NewTally("KAI fair share vs github.com/NVIDIA/KAI-scheduler v0.12.0")
 	units := unitCounts{byRule: map[string]int{}}
 	start := time.Now()
@@ -44,7 +66,8 @@ func main() {
 	tally.Failures = append(tally.Failures, units.overBounds()...)
 	tally.Print(os.Stdout)
 	fmt.Printf("  seeds %d..%d in %.1fs\n", flags.First, flags.First+flags.Seeds-1, time.Since(start).Seconds())
-	if len(tally.Failures) > 0 {
+	decisions := runDecisions(flags, feat)
+	if len(tally.Failures) > 0 || len(decisions.Failures) > 0 {
 		os.Exit(1)
 	}
 }

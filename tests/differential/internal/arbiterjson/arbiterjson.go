@@ -117,6 +117,8 @@ type Toleration struct {
 type Node struct {
 	Name          string             `json:"name"`
 	Allocatable   map[string]float64 `json:"allocatable,omitempty"`
+	Labels        map[string]string  `json:"labels,omitempty"`
+	Taints        []Taint            `json:"taints,omitempty"`
 	Unschedulable bool               `json:"unschedulable,omitempty"`
 }
 
@@ -126,6 +128,7 @@ type PodGroup struct {
 	Queue          string `json:"queue"`
 	Priority       int32  `json:"priority,omitempty"`
 	Preemptibility string `json:"preemptibility,omitempty"`
+	MinMember      int32  `json:"min_member,omitempty"`
 	CreationTime   string `json:"creation_time,omitempty"`
 	Pods           []Pod  `json:"pods,omitempty"`
 	Admitted       bool   `json:"admitted,omitempty"`
@@ -146,6 +149,8 @@ type Pod struct {
 	Requests map[string]float64 `json:"requests,omitempty"`
 	NodeName string             `json:"node_name,omitempty"`
 	Phase    string             `json:"phase,omitempty"`
+	// StartTime is a RUNNING pod's start, for min-runtimes (SEMANTICS §4.7).
+	StartTime string `json:"start_time,omitempty"`
 	// NodeSelector and Tolerations decide which flavors suit the pod's pod set (SEMANTICS §5.8.5).
 	NodeSelector map[string]string `json:"node_selector,omitempty"`
 	Tolerations  []Toleration      `json:"tolerations,omitempty"`
@@ -158,10 +163,15 @@ type QueueUsage struct {
 	Usage map[string]float64 `json:"usage,omitempty"`
 }
 
-// Policy is arbiter.v1.Policy, with the fields a fair-share request uses.
+// Policy is arbiter.v1.Policy. Actions are the enums' names, e.g. "ACTION_ALLOCATE"; a nil pointer
+// leaves the field absent (its default, SEMANTICS §0.2).
 type Policy struct {
-	FairnessModel string  `json:"fairness_model,omitempty"`
-	KValue        float64 `json:"k_value,omitempty"`
+	FairnessModel              string   `json:"fairness_model,omitempty"`
+	KValue                     float64  `json:"k_value,omitempty"`
+	Placement                  string   `json:"placement,omitempty"`
+	Actions                    []string `json:"actions,omitempty"`
+	ConsolidatingReclaim       *bool    `json:"consolidating_reclaim,omitempty"`
+	MaxConsolidationPreemptees *int32   `json:"max_consolidation_preemptees,omitempty"`
 }
 
 // FairShareResponse is arbiter.v1.FairShareResponse.
@@ -201,18 +211,29 @@ type ScheduleRequest struct {
 	Policy   Policy   `json:"policy"`
 }
 
-// ScheduleResponse is arbiter.v1.ScheduleResponse, with the fields the Kueue model fills.
+// ScheduleResponse is arbiter.v1.ScheduleResponse.
 type ScheduleResponse struct {
 	Queues     []QueueShare      `json:"queues"`
+	Bindings   []Binding         `json:"bindings"`
 	Evictions  []Eviction        `json:"evictions"`
 	Admissions []Admission       `json:"admissions"`
 	Pending    []PendingPodGroup `json:"pending"`
+}
+
+// Binding is arbiter.v1.Binding (KAI model): a pod bound to a node, now or once the pods
+// evicted or releasing there are gone (AfterEvictions).
+type Binding struct {
+	PodGroup       string `json:"pod_group"`
+	Pod            string `json:"pod"`
+	Node           string `json:"node"`
+	AfterEvictions bool   `json:"after_evictions"`
 }
 
 // Eviction is arbiter.v1.Eviction. Reason is the enum's name.
 type Eviction struct {
 	PodGroup          string `json:"pod_group"`
 	Pod               string `json:"pod"`
+	Node              string `json:"node"`
 	Reason            string `json:"reason"`
 	PreemptorPodGroup string `json:"preemptor_pod_group"`
 }

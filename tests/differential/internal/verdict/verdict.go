@@ -33,9 +33,15 @@ type Flags struct {
 }
 
 // ParseFlags parses the command line. The CLI defaults to $ARBITER_CLI.
-func ParseFlags(program string) Flags {
+func ParseFlags(program string) Flags { return ParseFlagsWith(program, nil) }
+
+// ParseFlagsWith parses the command line with the program's own flags, which extra defines.
+func ParseFlagsWith(program string, extra func(*flag.FlagSet)) Flags {
 	var f Flags
 	fs := flag.NewFlagSet(program, flag.ExitOnError)
+	if extra != nil {
+		extra(fs)
+	}
 	fs.StringVar(&f.CLI, "cli", os.Getenv("ARBITER_CLI"), "the arbiter CLI binary (default $ARBITER_CLI)")
 	fs.Int64Var(&f.First, "first", 1, "first seed")
 	fs.Int64Var(&f.Seeds, "seeds", 300, "number of seeds: first .. first+seeds-1")

@@ -1,0 +1,569 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"arbiter.dev/tests/differential/internal/arbiterjson"
+	"arbiter.dev/tests/differential/internal/verdict"
+)
+
+// The decision comparison: per seed, a generated cluster (cluster.go) is scheduled by KAI's own
+// actions (topology.go) and by `arbiter schedule`, and every pod's outcome is compared: pending,
+// bound now or pipelined and on which node, moved, or evicted and by which action.
+
+// kaiRuns is how many times KAI schedules each cluster: its answer may depend on Go map order.
+const kaiRuns = 4
+
+// decisionNow is the snapshot's clock on arbiter's side; test_utils' clock is time.Now(), and
+// only differences between times matter.
+var decisionNow = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+
+// request writes the cluster as an arbiter ScheduleRequest under the KAI model, with the
+// settings of KAI's test session (test_utils.CreateFakeSession: consolidation with no cap on
+// preemptees, consolidating reclaim) and KAI's default actions.
+func (c *cluster) request() *arbiterjson.ScheduleRequest {
+	rng := rand.New(rand.NewPCG(uint64(c.seed), 0x73687566))
+	unlimited := int32(-1)
+	yes := true
+	req := &arbiterjson.ScheduleRequest{Policy: arbiterjson.Policy{
+		Actions:                    []string{"ACTION_ALLOCATE", "ACTION_CONSOLIDATE", "ACTION_RECLAIM", "ACTION_PREEMPT"},
+		MaxConsolidationPreemptees: &unlimited,
+		ConsolidatingReclaim:       &yes,
+	}}
+	s := &req.Snapshot
+	s.Now = arbiterjson.Timestamp(decisionNow)
+	for _, i := range rng.Perm(len(c.nodes)) {
+		n := &c.nodes[i]
+		s.Nodes = append(s.Nodes, arbiterjson.Node{
+			Name:        n.name,
+			Allocatable: map[string]float64{"cpu": n.cpu, "memory": nodeMemory, "nvidia.com/gpu": float64(n.gpus)},
+			Labels:      map[string]string{poolLabel: n.label()},
+		})
+	}
+	// KAI's test queues: GPU quotas as given, cpu and memory -1 (deserved, limit) with weight 1;
+	// a limit of 0 means none; a department's GPU over-quota weight is its deserved GPUs.
+	queue := func(q *cqueue, weight float64) arbiterjson.Queue {
+		limit := q.limit
+		if limit == 0 {
+			limit = -1
+		}
+		return arbiterjson.Queue{
+			Name:            q.name,
+			Parent:          q.parent,
+			Deserved:        map[string]float64{"cpu": -1, "memory": -1, "nvidia.com/gpu": q.deserved},
+			Limit:           map[string]float64{"cpu": -1, "memory": -1, "nvidia.com/gpu": limit},
+			OverQuotaWeight: map[string]float64{"cpu": 1, "memory": 1, "nvidia.com/gpu": weight},
+			Priority:        int32(q.priority),
+			CreationTime:    arbiterjson.Timestamp(decisionNow.Add(time.Duration(q.index) * time.Minute)),
+		}
+	}
+	for _, i := range rng.Perm(len(c.departments)) {
+		s.Queues = append(s.Queues, queue(&c.departments[i], c.departments[i].deserved))
+	}
+	for _, i := range rng.Perm(len(c.queues)) {
+		s.Queues = append(s.Queues, queue(&c.queues[i], c.queues[i].weight))
+	}
+	for _, i := range rng.Perm(len(c.jobs)) {
+		j := &c.jobs[i]
+		g := arbiterjson.PodGroup{
+			Name:         j.name,
+			Queue:        j.queue,
+			Priority:     j.priority,
+			MinMember:    int32(j.gang()),
+			CreationTime: arbiterjson.Timestamp(decisionNow.Add(-time.Duration(j.age) * time.Minute)),
+		}
+		for t, task := range j.tasks {
+			p := arbiterjson.Pod{
+				Name:     fmt.Sprintf("%s-%d", j.name, t),
+				Requests: map[string]float64{"cpu": j.milliCPU(), "memory": podMemory, "nvidia.com/gpu": j.gpus},
+				NodeName: task.node,
+			}
+			switch task.state {
+			case "Running":
+				p.Phase = "POD_PHASE_RUNNING"
+			case "Releasing":
+				p.Phase = "POD_PHASE_RELEASING"
+			}
+			if j.pool != "" {
+				p.NodeSelector = map[string]string{poolLabel: j.pool}
+			}
+			g.Pods = append(g.Pods, p)
+		}
+		s.PodGroups = append(s.PodGroups, g)
+	}
+	return req
+}
+
+// arbiterOutcome reads arbiter's response as pod outcomes (see podOutcome).
+func (c *cluster) arbiterOutcome(resp *arbiterjson.ScheduleResponse) (outcome, error) {
+	out := outcome{}
+	phase := map[string]string{}
+	for _, j := range c.jobs {
+		for t, task := range j.tasks {
+			key := fmt.Sprintf("%s/%s-%d", j.name, j.name, t)
+			phase[key] = task.state
+			out[key] = podOutcome(strings.ToLower(task.state))
+		}
+	}
+	bound := map[string]arbiterjson.Binding{}
+	for _, b := range resp.Bindings {
+		key := b.PodGroup + "/" + b.Pod
+		if _, ok := phase[key]; !ok {
+			return nil, fmt.Errorf("arbiter bound an unknown pod %s", key)
+		}
+		bound[key] = b
+		if b.AfterEvictions {
+			out[key] = podOutcome("pipelined@" + b.Node)
+		} else {
+			out[key] = podOutcome("bound@" + b.Node)
+		}
+	}
+	for _, e := range resp.Evictions {
+		key := e.PodGroup + "/" + e.Pod
+		if phase[key] != "Running" {
+			return nil, fmt.Errorf("arbiter evicted %s, which is not RUNNING", key)
+		}
+		switch e.Reason {
+		case "CONSOLIDATION":
+			b, ok := bound[key]
+			if !ok {
+				return nil, fmt.Errorf("arbiter moved %s without binding it", key)
+			}
+			out[key] = podOutcome("moved@" + b.Node)
+		case "FAIR_SHARE_RECLAIM", "QUOTA_RECLAIM":
+			out[key] = "evicted:reclaim"
+		case "PRIORITY_PREEMPTION":
+			out[key] = "evicted:preempt"
+		default:
+			return nil, fmt.Errorf("arbiter evicted %s for %s", key, e.Reason)
+		}
+	}
+	return out, nil
+}
+
+// withoutNodes is the outcome with node names dropped.
+func (o outcome) withoutNodes() outcome {
+	m := outcome{}
+	for k, v := range o {
+		if i := strings.IndexByte(string(v), '@'); i >= 0 {
+			v = v[:i]
+		}
+		m[k] = v
+	}
+	return m
+}
+
+func sameOutcome(a, b outcome) bool { return maps.Equal(a, b) }
+
+// diffOutcome lists the pods on which a (KAI) and b (arbiter) differ.
+func diffOutcome(a, b outcome) []string {
+	keys := slices.Sorted(maps.Keys(a))
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	var out []string
+	for _, k := range keys {
+		if a[k] != b[k] {
+			out = append(out, fmt.Sprintf("%s: KAI %s, arbiter %s", k, a[k], b[k]))
+		}
+	}
+	return out
+}
+
+// decisionCounts are the decision comparison's finer counts.
+type decisionCounts struct {
+	podsBound map[string]int // KAI's first run, by kind of outcome
+	classes   map[string]int // failures, by class
+}
+
+func newDecisionCounts() *decisionCounts {
+	return &decisionCounts{classes: map[string]int{}, podsBound: map[string]int{}}
+}
+
+// checkDecisions schedules the cluster on both sides and compares the outcomes.
+func (c *cluster) checkDecisions(cli string, counts *decisionCounts) verdict.Outcome {
+	req := c.request()
+	resp, err := arbiterjson.Schedule(cli, req)
+	if err != nil {
+		return verdict.Outcome{Failure: err.Error()}
+	}
+	arb, err := c.arbiterOutcome(resp)
+	if err != nil {
+		return verdict.Outcome{Failure: err.Error()}
+	}
+	// The runs go in parallel: a session spends most of its time waiting for test_utils'
+	// informers to sync, not computing.
+	runs := make([]outcome, kaiRuns)
+	taken := make([][]string, kaiRuns)
+	errs := make([]error, kaiRuns)
+	var wg sync.WaitGroup
+	for i := range kaiRuns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runs[i], taken[i], errs[i] = c.runKAI(false)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			if strings.Contains(err.Error(), "panicked") {
+				return kaiPanicked
+			}
+			return verdict.Outcome{Failure: err.Error()}
+		}
+	}
+	if counts != nil {
+		for _, v := range runs[0] {
+			kind := string(v)
+			if i := strings.IndexByte(kind, '@'); i >= 0 {
+				kind = kind[:i]
+			}
+			counts.podsBound[kind]++
+		}
+	}
+	o := judge(c, arb, runs)
+	if o.Failure != "" && slices.ContainsFunc(taken, func(t []string) bool { return len(t) > 0 }) {
+		return boundThenTakenOutcome
+	}
+	if o.Failure != "" {
+		for _, v := range c.victimlessVariants(cli, req, resp, arb) {
+			if !isFailure(judge(c, v, runs)) {
+				return victimlessOutcome
+			}
+		}
+	}
+	if o.Failure != "" && counts != nil {
+		counts.classes[classify(runs[0], arb)]++
+	}
+	return o
+}
+
+// kaiPanicked is the outcome of a cluster on which KAI's actions panic: left out and counted.
+var kaiPanicked = verdict.Outcome{Failure: "KAI panicked"}
+
+// isFailure: the outcome is a divergence, not a seed left out.
+func isFailure(o verdict.Outcome) bool {
+	return o.Failure != "" && o.Failure != kaiPanicked.Failure && o.Failure != boundThenTakenOutcome.Failure &&
+		o.Failure != victimlessOutcome.Failure
+}
+
+// victimlessOutcome is the outcome of a cluster on which arbiter and KAI differ only because an
+// eviction action of arbiter's placed pods without victims (SEMANTICS §4.8: try(part, R) also
+// when R = ∅), which KAI's solver never does: left out and counted (docs/conformance.md,
+// "Decisions: KAI", spec question (b)).
+var victimlessOutcome = verdict.Outcome{Failure: "arbiter placed pods without victims in an eviction action"}
+
+// victimlessVariants returns arbiter's outcome with pods that an eviction action may have placed
+// without victims set back to pending. The candidates are the pods that a run of ALLOCATE alone
+// leaves PENDING and that the full run pipelines. The variants are: every candidate of every
+// group that no eviction names as its preemptor (the unit needed none), and, per group, the last
+// k candidates in pod order for each k (an elastic group that arbiter re-entered after its unit
+// was placed, SEMANTICS §4.3, and that grew without victims; KAI's eviction actions try each job
+// once). None when there are no candidates.
+func (c *cluster) victimlessVariants(cli string, req *arbiterjson.ScheduleRequest, resp *arbiterjson.ScheduleResponse, arb outcome) []outcome {
+	preemptors := map[string]bool{}
+	for _, e := range resp.Evictions {
+		preemptors[e.PreemptorPodGroup] = true
+	}
+	only := *req
+	only.Policy.Actions = []string{"ACTION_ALLOCATE"}
+	first, err := arbiterjson.Schedule(cli, &only)
+	if err != nil {
+		return nil
+	}
+	allocated := map[string]bool{}
+	for _, b := range first.Bindings {
+		allocated[b.PodGroup+"/"+b.Pod] = true
+	}
+	byGroup := map[string][]string{}
+	for _, b := range resp.Bindings {
+		key := b.PodGroup + "/" + b.Pod
+		if !allocated[key] && strings.HasPrefix(string(arb[key]), "pipelined@") {
+			byGroup[b.PodGroup] = append(byGroup[b.PodGroup], key)
+		}
+	}
+	if len(byGroup) == 0 {
+		return nil
+	}
+	pending := func(keys []string, into outcome) {
+		for _, k := range keys {
+			into[k] = "pending"
+		}
+	}
+	all := maps.Clone(arb)
+	var variants []outcome
+	for _, g := range slices.Sorted(maps.Keys(byGroup)) {
+		keys := byGroup[g]
+		slices.Sort(keys)
+		if !preemptors[g] {
+			pending(keys, all)
+		}
+		for k := 1; k <= len(keys); k++ {
+			v := maps.Clone(arb)
+			pending(keys[len(keys)-k:], v)
+			variants = append(variants, v)
+		}
+	}
+	return append([]outcome{all}, variants...)
+}
+
+// boundThenTakenOutcome is the outcome of a cluster on which arbiter and KAI differ and some
+// KAI run moved or evicted a pod that an earlier action of the same cycle had bound or
+// pipelined: left out and counted (docs/conformance.md, "Decisions: KAI", spec question (a)).
+var boundThenTakenOutcome = verdict.Outcome{Failure: "KAI took a pod it bound in the same cycle"}
+
+// judge compares arbiter's outcome with KAI's runs and applies the exclusion rules.
+func judge(c *cluster, arb outcome, runs []outcome) verdict.Outcome {
+	matched := 0
+	for _, r := range runs {
+		if sameOutcome(r, arb) {
+			matched++
+		}
+	}
+	switch {
+	case matched == len(runs):
+		return verdict.Outcome{}
+	case matched > 0:
+		return verdict.Outcome{Rules: []string{ruleDecisionMapOrder}}
+	}
+	// KAI's node choice may be nondeterministic where its runs disagree on nodes only.
+	stripped := arb.withoutNodes()
+	for _, r := range runs {
+		if sameOutcome(r.withoutNodes(), stripped) && !allSame(runs) {
+			return verdict.Outcome{Rules: []string{ruleDecisionMapOrder}}
+		}
+	}
+	if names := c.explainDecision(arb, runs); len(names) > 0 {
+		return verdict.Outcome{Rules: names}
+	}
+	diff := diffOutcome(runs[0], arb)
+	class := classify(runs[0], arb)
+	return verdict.Outcome{Failure: fmt.Sprintf("[%s] %d of %d KAI runs differ from each other; KAI's first run vs arbiter:\n  %s",
+		class, distinctOutcomes(runs)-1, len(runs), strings.Join(diff, "\n  "))}
+}
+
+func allSame(runs []outcome) bool {
+	for _, r := range runs[1:] {
+		if !sameOutcome(r, runs[0]) {
+			return false
+		}
+	}
+	return true
+}
+
+func distinctOutcomes(runs []outcome) int {
+	seen := map[string]bool{}
+	for _, r := range runs {
+		seen[fmt.Sprint(r)] = true
+	}
+	return len(seen)
+}
+
+// classify names a divergence by the kinds of outcome that differ, e.g.
+// "KAI bound / arbiter pending".
+func classify(kai, arb outcome) string {
+	kinds := map[string]bool{}
+	strip := func(v podOutcome) string {
+		s := string(v)
+		if i := strings.IndexByte(s, '@'); i >= 0 {
+			s = s[:i]
+		}
+		return s
+	}
+	for k, v := range kai {
+		if arb[k] != v {
+			a, b := strip(v), strip(arb[k])
+			if a == b {
+				kinds["node of "+a] = true
+			} else {
+				kinds["KAI "+a+" / arbiter "+b] = true
+			}
+		}
+	}
+	names := slices.Sorted(maps.Keys(kinds))
+	return strings.Join(names, ", ")
+}
+
+// runDecisions runs the decision comparison on the flags' seeds.
+func runDecisions(flags verdict.Flags, feat features) *verdict.Tally {
+	tally := verdict.NewTally("KAI decisions vs github.com/NVIDIA/KAI-scheduler v0.12.0 actions")
+	counts := newDecisionCounts()
+	start := time.Now()
+	jobs, pods, leftOut, leftOutTaken, leftOutVictimless := 0, 0, 0, 0, 0
+	for seed := flags.First; seed < flags.First+flags.Seeds; seed++ {
+		c := generateCluster(seed, feat)
+		jobs += len(c.jobs)
+		for _, j := range c.jobs {
+			pods += len(j.tasks)
+		}
+		outcome := c.checkDecisions(flags.CLI, counts)
+		if outcome.Failure == kaiPanicked.Failure {
+			leftOut++
+			if flags.Verbose {
+				fmt.Printf("seed %d: left out (KAI panics)\n", seed)
+			}
+			continue
+		}
+		if outcome.Failure == victimlessOutcome.Failure {
+			leftOutVictimless++
+			if flags.Verbose {
+				fmt.Printf("seed %d: left out (arbiter placed pods without victims in an eviction action)\n", seed)
+			}
+			continue
+		}
+		if outcome.Failure == boundThenTakenOutcome.Failure {
+			leftOutTaken++
+			if flags.Verbose {
+				fmt.Printf("seed %d: left out (KAI takes a pod it bound in the same cycle)\n", seed)
+			}
+			continue
+		}
+		tally.Add(seed, outcome)
+		if outcome.Failure != "" || len(outcome.Rules) > 0 {
+			if body, err := arbiterjson.EncodeSchedule(c.request()); err == nil {
+				path := verdict.Keep(flags.KeepDir, fmt.Sprintf("kai-decisions-seed-%d.json", seed), body)
+				if path != "" && outcome.Failure != "" {
+					tally.Failures[len(tally.Failures)-1] += "\n(request: " + path + ")"
+				}
+			}
+		}
+		if outcome.Failure != "" && flags.KeepDir != "" {
+			small := c.shrink(func(s *cluster) bool { return isFailure(s.checkDecisions(flags.CLI, nil)) })
+			if body, err := arbiterjson.EncodeSchedule(small.request()); err == nil {
+				if path := verdict.Keep(flags.KeepDir, fmt.Sprintf("kai-decisions-seed-%d-shrunk.json", seed), body); path != "" {
+					tally.Failures[len(tally.Failures)-1] += "\n(shrunk: " + path + ")\n" + small.checkDecisions(flags.CLI, nil).Failure
+				}
+			}
+		}
+		if flags.Verbose {
+			fmt.Printf("seed %d: %d nodes, %d queues, %d jobs: %s\n", seed, len(c.nodes), len(c.queues), len(c.jobs), describeOutcome(outcome))
+		}
+	}
+	tally.Units["left out: KAI panics (nil scenario in its solver)"] = leftOut
+	tally.Units["left out: KAI moves or evicts a pod it bound in the same cycle"] = leftOutTaken
+	tally.Units["left out: arbiter places pods without victims in an eviction action"] = leftOutVictimless
+	tally.Units["jobs compared"] = jobs
+	tally.Units["pods compared"] = pods
+	for kind, n := range counts.podsBound {
+		tally.Units["pods "+kind+" (KAI)"] = n
+	}
+	for class, n := range counts.classes {
+		tally.Units["failed: "+class] = n
+	}
+	tally.Print(stdout)
+	fmt.Fprintf(stdout, "  seeds %d..%d in %.1fs\n", flags.First, flags.First+flags.Seeds-1, time.Since(start).Seconds())
+	return tally
+}
+
+// shrink returns the smallest cluster it finds that still fails: greedily, until nothing more
+// can go, it drops jobs, pending tasks of jobs, nodes no pod is on, leaf queues without jobs and
+// departments without queues.
+func (c *cluster) shrink(fails func(*cluster) bool) *cluster {
+	cur := c.clone()
+	try := func(next *cluster) bool {
+		if fails(next) {
+			cur = next
+			return true
+		}
+		return false
+	}
+	for progress := true; progress; {
+		progress = false
+		for i := 0; i < len(cur.jobs); i++ {
+			next := cur.clone()
+			next.jobs = slices.Delete(next.jobs, i, i+1)
+			if try(next) {
+				progress = true
+				i--
+			}
+		}
+		for i := 0; i < len(cur.jobs); i++ {
+			for t := len(cur.jobs[i].tasks) - 1; t >= 0 && len(cur.jobs[i].tasks) > 1; t-- {
+				if cur.jobs[i].tasks[t].state != "Pending" {
+					continue
+				}
+				next := cur.clone()
+				j := &next.jobs[i]
+				j.tasks = slices.Delete(j.tasks, t, t+1)
+				if j.minAvailable >= len(j.tasks) {
+					j.minAvailable = 0
+				}
+				if try(next) {
+					progress = true
+				}
+			}
+		}
+		for i := 0; i < len(cur.nodes); i++ {
+			if cur.nodeUsed(cur.nodes[i].name) || len(cur.nodes) == 1 {
+				continue
+			}
+			next := cur.clone()
+			next.nodes = slices.Delete(next.nodes, i, i+1)
+			if try(next) {
+				progress = true
+				i--
+			}
+		}
+		for i := 0; i < len(cur.queues); i++ {
+			if cur.queueUsed(cur.queues[i].name) || len(cur.queues) == 1 {
+				continue
+			}
+			next := cur.clone()
+			next.queues = slices.Delete(next.queues, i, i+1)
+			if try(next) {
+				progress = true
+				i--
+			}
+		}
+		for i := 0; i < len(cur.departments); i++ {
+			if cur.departmentUsed(cur.departments[i].name) {
+				continue
+			}
+			next := cur.clone()
+			next.departments = slices.Delete(next.departments, i, i+1)
+			if try(next) {
+				progress = true
+				i--
+			}
+		}
+	}
+	return cur
+}
+
+func (c *cluster) nodeUsed(name string) bool {
+	for _, j := range c.jobs {
+		for _, t := range j.tasks {
+			if t.node == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (c *cluster) queueUsed(name string) bool {
+	for _, j := range c.jobs {
+		if j.queue == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *cluster) departmentUsed(name string) bool {
+	for _, q := range c.queues {
+		if q.parent == name {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"arbiter.dev/tests/differential/internal/arbiterjson"
+)
+
+// knownCluster: two nodes, one department over two queues; q0 has a running gang and a pending
+// job, q1 a pending elastic job that selects pool-a.
+func knownCluster() *cluster {
+	return &cluster{
+		seed: 7,
+		feat: allFeatures,
+		nodes: []cnode{
+			{name: "n0", gpus: 4, cpu: nodeMilliCPU, pool: "pool-a"},
+			{name: "n1", gpus: 2, cpu: 8000},
+		},
+		departments: []cqueue{{name: "d0", deserved: 6, priority: departmentPrio}},
+		queues: []cqueue{
+			{name: "q0", parent: "d0", deserved: 2, limit: 5, weight: 2, priority: 100, index: 0},
+			{name: "q1", parent: "d0", deserved: 4, weight: 1, priority: 50, index: 1},
+		},
+		jobs: []cjob{
+			{name: "j00", queue: "q0", gpus: 1, priority: 50, age: 30, tasks: []ctask{{"Running", "n1"}, {"Releasing", "n1"}}},
+			{name: "j01", queue: "q0", gpus: 2, cpu: 3000, priority: 125, age: 20, tasks: []ctask{{state: "Pending"}}},
+			{name: "j02", queue: "q1", gpus: 1, priority: 50, age: 10, minAvailable: 1, pool: "pool-a",
+				tasks: []ctask{{state: "Pending"}, {state: "Pending"}, {state: "Pending"}}},
+		},
+	}
+}
+
+// The cluster is written the same way on both sides: KAI's test topology and arbiter's request.
+func TestDecisionClusterConvertsToBothSides(t *testing.T) {
+	c := knownCluster()
+	topo := c.topology()
+	if n := topo.Nodes["n0"]; n.GPUs != 4 || n.Labels[poolLabel] != "pool-a" || n.CPUMillis != 20000 {
+		t.Errorf("KAI node n0: %+v", n)
+	}
+	if n := topo.Nodes["n1"]; n.CPUMillis != 8 || n.Labels[poolLabel] != "n1" {
+		t.Errorf("KAI node n1 (cpu in cpus, label its own name): %+v", n)
+	}
+	if len(topo.Departments) != 1 || topo.Departments[0].DeservedGPUs != 6 || len(topo.Queues) != 2 || topo.Queues[0].MaxAllowedGPUs != 5 {
+		t.Errorf("KAI queues: %+v %+v", topo.Departments, topo.Queues)
+	}
+	if j := topo.Jobs[2]; j.RootSubGroupSet == nil || len(j.Tasks) != 3 || j.Tasks[0].NodeAffinityNames[0] != "pool-a" {
+		t.Errorf("KAI job j02: %+v", j)
+	}
+
+	req := c.request()
+	queues := map[string]int{}
+	for i, q := range req.Snapshot.Queues {
+		queues[q.Name] = i
+	}
+	d0 := req.Snapshot.Queues[queues["d0"]]
+	if d0.Parent != "" || d0.OverQuotaWeight["nvidia.com/gpu"] != 6 || d0.Deserved["cpu"] != -1 || d0.Limit["nvidia.com/gpu"] != -1 || d0.Priority != 100 {
+		t.Errorf("department d0: %+v (weight = deserved GPUs, cpu -1, no limit)", d0)
+	}
+	q0 := req.Snapshot.Queues[queues["q0"]]
+	if q0.Parent != "d0" || q0.Limit["nvidia.com/gpu"] != 5 || q0.OverQuotaWeight["nvidia.com/gpu"] != 2 || q0.Deserved["nvidia.com/gpu"] != 2 {
+		t.Errorf("queue q0: %+v", q0)
+	}
+	q1 := req.Snapshot.Queues[queues["q1"]]
+	if q1.Limit["nvidia.com/gpu"] != -1 || q1.CreationTime <= q0.CreationTime {
+		t.Errorf("queue q1: %+v (no limit, created after q0)", q1)
+	}
+	groups := map[string]int{}
+	for i, g := range req.Snapshot.PodGroups {
+		groups[g.Name] = i
+	}
+	j00 := req.Snapshot.PodGroups[groups["j00"]]
+	if j00.MinMember != 2 || j00.Pods[0].Phase != "POD_PHASE_RUNNING" || j00.Pods[1].Phase != "POD_PHASE_RELEASING" || j00.Pods[1].NodeName != "n1" {
+		t.Errorf("group j00: %+v", j00)
+	}
+	j01 := req.Snapshot.PodGroups[groups["j01"]]
+	if j01.Priority != 125 || j01.Pods[0].Requests["cpu"] != 3000 || j01.Pods[0].Requests["memory"] != podMemory || j01.Pods[0].Requests["nvidia.com/gpu"] != 2 {
+		t.Errorf("group j01: %+v", j01)
+	}
+	j02 := req.Snapshot.PodGroups[groups["j02"]]
+	if j02.MinMember != 1 || j02.Pods[2].Name != "j02-2" || j02.Pods[2].NodeSelector[poolLabel] != "pool-a" || j02.CreationTime <= j01.CreationTime {
+		t.Errorf("group j02: %+v", j02)
+	}
+	if n := req.Snapshot.Nodes; len(n) != 2 {
+		t.Errorf("nodes: %+v", n)
+	}
+}
+
+// KAI packs a small cluster as SEMANTICS §4.5's binpack does: the gang of two 1-GPU pods goes
+// to n1 (2 GPUs free, the fuller node that fits), then the 3-GPU job to n0.
+func TestDecisionKAIBinpacks(t *testing.T) {
+	c := &cluster{
+		seed:        1,
+		nodes:       []cnode{{name: "n0", gpus: 4, cpu: nodeMilliCPU}, {name: "n1", gpus: 2, cpu: nodeMilliCPU}},
+		departments: []cqueue{{name: "d0", deserved: 6, priority: departmentPrio}},
+		queues:      []cqueue{{name: "q0", parent: "d0", deserved: 6, weight: 1, priority: 100}},
+		jobs: []cjob{
+			{name: "j00", queue: "q0", gpus: 1, priority: 50, age: 30, tasks: []ctask{{state: "Pending"}, {state: "Pending"}}},
+			{name: "j01", queue: "q0", gpus: 3, priority: 50, age: 20, tasks: []ctask{{state: "Pending"}}},
+		},
+	}
+	out, taken, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := outcome{"j00/j00-0": "bound@n1", "j00/j00-1": "bound@n1", "j01/j01-0": "bound@n0"}
+	if !sameOutcome(out, want) || len(taken) != 0 {
+		t.Errorf("KAI: %v (taken %v), want %v", out, taken, want)
+	}
+	if got, _, err := c.runKAI(true); err != nil || !sameOutcome(got, want) {
+		t.Errorf("KAI with eager allocate: %v, %v", got, err)
+	}
+}
+
+// A planted difference fails; an answer equal to every run agrees; an answer equal to one of
+// KAI's differing runs agrees under map-order.
+func TestDecisionJudgeCatchesAPlantedDifference(t *testing.T) {
+	c := knownCluster()
+	kai := outcome{"j01/j01-0": "bound@n0", "j02/j02-0": "pending"}
+	if o := judge(c, kai, []outcome{kai, kai}); o.Failure != "" || len(o.Rules) != 0 {
+		t.Errorf("the same answer: %+v", o)
+	}
+	planted := outcome{"j01/j01-0": "pipelined@n0", "j02/j02-0": "pending"}
+	o := judge(c, planted, []outcome{kai, kai})
+	if !isFailure(o) || !strings.Contains(o.Failure, "KAI bound@n0, arbiter pipelined@n0") {
+		t.Errorf("a planted difference: %+v", o)
+	}
+	other := outcome{"j01/j01-0": "bound@n1", "j02/j02-0": "pending"}
+	if o := judge(c, other, []outcome{kai, other}); len(o.Rules) != 1 || o.Rules[0] != ruleDecisionMapOrder {
+		t.Errorf("one of KAI's answers: %+v", o)
+	}
+}
+
+func TestParseFeatures(t *testing.T) {
+	f, err := parseFeatures("all,-selectors,-cpu")
+	if err != nil || !f.gangs || f.selectors || f.cpuRequests {
+		t.Errorf("all,-selectors,-cpu: %+v %v", f, err)
+	}
+	if _, err := parseFeatures("gangs,nope"); err == nil {
+		t.Error("an unknown feature is accepted")
+	}
+}
+
+// boundThenTakenCluster is the smallest cluster of spec question (a) (docs/conformance.md,
+// "Decisions: KAI"): j06 is bound to n5 by allocate; j07 selects pool-b (n5 only) and does not
+// fit; KAI's consolidation then moves j06, a pod it bound in the same cycle, to n2 and pipelines
+// j07 onto n5. SEMANTICS §4.1 never takes a pod bound in the same response: arbiter binds j06 to
+// n5 and leaves j07 pending.
+func boundThenTakenCluster() *cluster {
+	return &cluster{
+		seed:        7,
+		nodes:       []cnode{{name: "n2", gpus: 8, cpu: nodeMilliCPU}, {name: "n5", gpus: 2, cpu: 15000, pool: "pool-b"}},
+		departments: []cqueue{{name: "d0", priority: departmentPrio}},
+		queues:      []cqueue{{name: "q1", parent: "d0", weight: 1, priority: 100, index: 1}},
+		jobs: []cjob{
+			{name: "j06", queue: "q1", gpus: 2, priority: 50, age: 16, tasks: []ctask{{state: "Pending"}}},
+			{name: "j07", queue: "q1", gpus: 1, priority: 50, age: 1, pool: "pool-b", tasks: []ctask{{state: "Pending"}}},
+		},
+	}
+}
+
+func TestDecisionCaseBoundThenTaken(t *testing.T) {
+	c := boundThenTakenCluster()
+	out, taken, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := outcome{"j06/j06-0": "pipelined@n2", "j07/j07-0": "pipelined@n5"}
+	if !sameOutcome(out, want) || len(taken) != 1 || taken[0] != "j06/j06-0" {
+		t.Errorf("KAI: %v, taken %v; want %v, taken [j06/j06-0]", out, taken, want)
+	}
+	body, err := arbiterjson.EncodeSchedule(c.request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("..", "cases", "kai-bound-then-taken.json")
+	if os.Getenv("ARBITER_DIFFERENTIAL_WRITE_CASES") == "1" {
+		if err := os.WriteFile(path, body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if kept, err := os.ReadFile(path); err != nil || string(kept) != string(body) {
+		t.Errorf("%s is not the case's request (ARBITER_DIFFERENTIAL_WRITE_CASES=1 rewrites it): %v", path, err)
+	}
+}
