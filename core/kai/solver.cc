@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <array>
-#include <map>
+#include <deque>
+#include <functional>
 #include <memory>
-#include <set>
 #include <utility>
 
 #include "core/echoed_name.h"
@@ -20,6 +20,42 @@ Solver::Solver(Session& session, const QueueChain& chain, const EvictionAction& 
       shared_order_(shared_order),
       place_without_victims_(place_without_victims) {}
 
+void Solver::ForgetMemo(int preemptor) {
+  const size_t groups = static_cast<size_t>(session_.cluster().num_groups());
+  if (memo_stamp_.size() != groups) {
+    memo_stamp_.assign(groups, 0);
+    memo_bits_.assign(groups, 0);
+    memo_epoch_ = 0;
+  }
+  memo_preemptor_ = preemptor;
+  if (++memo_epoch_ == 0) {  // wrapped: every stamp would look current
+    std::fill(memo_stamp_.begin(), memo_stamp_.end(), 0);
+    memo_epoch_ = 1;
+  }
+}
+
+bool Solver::MayEvictMemo(int victim) {
+  if (session_.reference_search()) return MayEvict(memo_preemptor_, victim);
+  if (memo_stamp_[victim] != memo_epoch_) {
+    memo_stamp_[victim] = memo_epoch_;
+    memo_bits_[victim] = 0;
+  }
+  uint8_t& bits = memo_bits_[victim];
+  if ((bits & 1) == 0) bits |= MayEvict(memo_preemptor_, victim) ? 3 : 1;
+  return (bits & 2) != 0;
+}
+
+bool Solver::IsProtectedMemo(int victim) {
+  if (session_.reference_search()) return action_.IsProtected(memo_preemptor_, victim);
+  if (memo_stamp_[victim] != memo_epoch_) {
+    memo_stamp_[victim] = memo_epoch_;
+    memo_bits_[victim] = 0;
+  }
+  uint8_t& bits = memo_bits_[victim];
+  if ((bits & 4) == 0) bits |= action_.IsProtected(memo_preemptor_, victim) ? 12 : 4;
+  return (bits & 8) != 0;
+}
+
 namespace {
 
 // The best child so far of one queue (or of the top level), children taken in name order.
@@ -31,27 +67,18 @@ struct Pick {
 
 }  // namespace
 
-int Solver::BestJob(const std::vector<int>& jobs, const std::vector<int>& groups,
-                    const std::vector<std::vector<double>>& requests,
-                    const std::vector<std::vector<int>>& paths, std::vector<KeyMemo>* keys) {
+int Solver::BestJob(const std::vector<int>& jobs, const std::vector<std::vector<int>>& paths,
+                    const std::vector<std::vector<ChainKey>>& keys,
+                    const std::vector<JobKey>& job_keys) const {
   // §4.3's top-down pick over the queues on the jobs' paths, evaluated bottom up one depth at a
   // time (the depth is the caller's to choose, so nothing recurses per level). Every child of a
   // queue sits at the same depth and is folded into its parent's pick in name (index) order,
   // as the top-down scan over the children compares them.
-  const Cluster& cluster = session_.cluster();
-  const QueueTree& tree = cluster.tree();
-  const WorkingState& state = session_.state();
+  const QueueTree& tree = session_.cluster().tree();
   size_t depth = 0;
   for (int j : jobs) depth = std::max(depth, paths[j].size());
-  // A queue's key with a job's unit is the same in every call of one ordering: the state does
-  // not change while it orders. keys[job][d]: the key of the queue at depth d on job's path.
   auto fold = [&](Pick& pick, int child, int job, size_t d) {
-    KeyMemo& memo = (*keys)[job];
-    if (memo.size() <= d) memo.resize(d + 1);
-    if (!memo[d].first) {
-      memo[d] = {true, chain_.Key(child, state.allocated(child), requests[job].data())};
-    }
-    const ChainKey& key = memo[d].second;
+    const ChainKey& key = keys[job][d];
     if (pick.child < 0 || key < pick.key ||
         (key == pick.key && chain_.TieBreakBefore(child, pick.child))) {
       pick = Pick{job, child, key};
@@ -75,7 +102,7 @@ int Solver::BestJob(const std::vector<int>& jobs, const std::vector<int>& groups
       if (tree.is_leaf(queue)) {
         JobKey best_key;
         for (; i < level.size() && level[i].first == queue; ++i) {
-          const JobKey key = MakeJobKey(cluster, state, groups[level[i].second]);
+          const JobKey& key = job_keys[level[i].second];
           if (best < 0 || key < best_key) {
             best = level[i].second;
             best_key = key;
@@ -105,8 +132,9 @@ int Solver::BestJob(const std::vector<int>& jobs, const std::vector<int>& groups
   return top.job;
 }
 
-std::vector<int> Solver::OrderJobs(const std::vector<int>& groups,
-                                   const std::vector<std::vector<double>>& requests) {
+void Solver::OrderJobs(const std::vector<int>& groups,
+                       const std::vector<std::vector<double>>& requests,
+                       const std::function<bool(int job)>& visit) {
   const Cluster& cluster = session_.cluster();
   // Each job's queues from its root down to its leaf.
   std::vector<std::vector<int>> paths(groups.size());
@@ -114,16 +142,26 @@ std::vector<int> Solver::OrderJobs(const std::vector<int>& groups,
     cluster.tree().PathToRoot(cluster.group(groups[j]).queue, &paths[j]);
     std::reverse(paths[j].begin(), paths[j].end());
   }
+  // Every key the order compares, on the state before the first visit: §4.3 orders the try's jobs
+  // once, on the simulated state after the evictions, and `visit` changes that state. A queue's
+  // key with a job's unit does not depend on the other jobs, so computing each once up front gives
+  // the keys a full ordering before any visit would compare.
+  const WorkingState& state = session_.state();
+  std::vector<std::vector<ChainKey>> keys(groups.size());
+  std::vector<JobKey> job_keys(groups.size());
+  for (size_t j = 0; j < groups.size(); ++j) {
+    for (int queue : paths[j]) {
+      keys[j].push_back(chain_.Key(queue, state.allocated(queue), requests[j].data()));
+    }
+    job_keys[j] = MakeJobKey(cluster, state, groups[j]);
+  }
   std::vector<int> remaining(groups.size());
   for (size_t j = 0; j < groups.size(); ++j) remaining[j] = static_cast<int>(j);
-  std::vector<int> order;
-  std::vector<KeyMemo> keys(groups.size());
   while (!remaining.empty()) {
-    const int best = BestJob(remaining, groups, requests, paths, &keys);
-    order.push_back(best);
+    const int best = BestJob(remaining, paths, keys, job_keys);
+    if (!visit(best)) return;
     remaining.erase(std::find(remaining.begin(), remaining.end(), best));
   }
-  return order;
 }
 
 bool Solver::Try(int group, const Unit& unit, int part, const std::vector<EvictionUnit>& victims,
@@ -138,7 +176,7 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
   // Min-runtime protection is judged on the pods RUNNING before the try.
   std::vector<int> protected_groups;
   for (const EvictionUnit& victim : victims) {
-    if (action_.IsProtected(group, victim.group)) protected_groups.push_back(victim.group);
+    if (IsProtectedMemo(victim.group)) protected_groups.push_back(victim.group);
   }
   // The try reads the node index frozen, through the placer's overlay: its changes, rolled back
   // (or committed) at the end, never re-key a tree.
@@ -156,18 +194,18 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
 
   bool ok = true;
   std::vector<int> moved_groups;
-  for (int j : OrderJobs(groups, requests)) {
+  // Once P fails the try fails, whatever the jobs after it would do: they are not ordered.
+  OrderJobs(groups, requests, [&](int j) {
     const int h = groups[j];
     if (h == group) {
-      if (!PlacePreemptor(h, pods[j], requests[j], placed_out)) {
-        ok = false;
-        break;
-      }
-      continue;
+      ok = PlacePreemptor(h, pods[j], requests[j], placed_out);
+      return ok;
     }
-    if (!action_.ReplacesVictims()) continue;
-    if (ReplaceVictimGroup(h, pods[j], requests[j])) moved_groups.push_back(h);
-  }
+    if (action_.ReplacesVictims() && ReplaceVictimGroup(h, pods[j], requests[j])) {
+      moved_groups.push_back(h);
+    }
+    return true;
+  });
   if (poll.cancelled()) ok = false;
   if (ok) ok = JudgeAttempt(group, unit, victims, protected_groups, moved_groups, attempt);
   if (ok && keep) {
@@ -351,13 +389,72 @@ class FreshVictimOrder {
   std::unique_ptr<VictimOrder> own_;
 };
 
+}  // namespace
+
+// The sequence of eviction units a search's parts draw (§4.8, "The victim order of a part"):
+// every part walks the same sequence, because the working state does not change between parts
+// and R's units are drawn in their turn like any other (they are only not yielded). So the
+// sequence is drawn once per search, from one fresh order with nothing recorded, and each part
+// reads it from the start, passing over its own R; a part that reads past what earlier parts
+// drew draws on from the same order. The order is built at the first read and reset when the
+// search ends.
+class DrawSequence {
+ public:
+  DrawSequence(Session& session, const QueueChain& chain, const EvictionAction& action,
+               VictimOrder* shared, int group, std::function<bool(int)> eligible)
+      : session_(session),
+        chain_(chain),
+        action_(action),
+        shared_(shared),
+        group_(group),
+        eligible_(std::move(eligible)) {}
+  DrawSequence(const DrawSequence&) = delete;
+  DrawSequence& operator=(const DrawSequence&) = delete;
+
+  // Sets `unit` to the i-th unit of the sequence (0-based), drawing it if no part has yet; false
+  // when the sequence has fewer units or the call is cancelled (the caller checks the poll).
+  // Reads must ask for each i in turn from 0, as the loop of a part does.
+  bool At(size_t i, const EvictionUnit** unit) {
+    if (order_ == nullptr) {
+      const std::vector<EvictionUnit> none;
+      order_ = std::make_unique<FreshVictimOrder>(session_, chain_, action_, shared_, group_,
+                                                  eligible_, none);
+      if (session_.poll().cancelled()) exhausted_ = true;
+    }
+    while (i >= units_.size()) {
+      if (exhausted_) return false;
+      EvictionUnit next;
+      if (!(*order_)->Next(&next)) {
+        exhausted_ = true;
+        return false;
+      }
+      units_.push_back(std::move(next));
+    }
+    *unit = &units_[i];
+    return true;
+  }
+
+ private:
+  Session& session_;
+  const QueueChain& chain_;
+  const EvictionAction& action_;
+  VictimOrder* shared_;
+  int group_;
+  std::function<bool(int)> eligible_;
+  std::unique_ptr<FreshVictimOrder> order_;
+  std::deque<EvictionUnit> units_;  // stable addresses while it grows
+  bool exhausted_ = false;
+};
+
+namespace {
+
 // The victims drawn for one part: in draw order, by node, and the groups they and R come from,
 // for the cap on victim groups.
 class Draws {
  public:
   // `max_groups` -1: no cap.
-  Draws(int group_count, const std::vector<EvictionUnit>& chosen, int max_groups)
-      : group_seen_(group_count, false), max_groups_(max_groups) {
+  Draws(int group_count, int node_count, const std::vector<EvictionUnit>& chosen, int max_groups)
+      : on_node_(node_count), group_seen_(group_count, false), max_groups_(max_groups) {
     for (const EvictionUnit& unit : chosen) Count(unit.group);
   }
 
@@ -377,8 +474,10 @@ class Draws {
   // Sets `fresh` to the drawn units with a pod on `node`, in draw order.
   void On(int node, std::vector<const EvictionUnit*>* fresh) const {
     fresh->clear();
-    for (int k : on_node_.at(node)) fresh->push_back(&drawn_[k]);
+    for (int k : on_node_[node]) fresh->push_back(&drawn_[k]);
   }
+  // The indices (draw order) of the drawn units with a pod on `node`.
+  const std::vector<int>& IndicesOn(int node) const { return on_node_[node]; }
 
  private:
   void Count(int group) {
@@ -388,20 +487,11 @@ class Draws {
   }
 
   std::vector<EvictionUnit> drawn_;
-  std::map<int, std::vector<int>> on_node_;  // node -> indices into drawn_, draw order
+  std::vector<std::vector<int>> on_node_;  // per node: indices into drawn_, draw order
   std::vector<bool> group_seen_;
   int groups_seen_ = 0;
   int max_groups_;
 };
-
-// The pods of `victims`, in their order: a try evicts them in this order.
-std::vector<int> PodsInOrder(const std::vector<EvictionUnit>& victims) {
-  std::vector<int> pods;
-  for (const EvictionUnit& victim : victims) {
-    pods.insert(pods.end(), victim.pods.begin(), victim.pods.end());
-  }
-  return pods;
-}
 
 // The nodes of `unit`'s pods, ascending, each once.
 void NodesOf(const WorkingState& state, const EvictionUnit& unit, std::vector<int>* nodes) {
@@ -413,12 +503,12 @@ void NodesOf(const WorkingState& state, const EvictionUnit& unit, std::vector<in
 
 }  // namespace
 
-bool Solver::FindVictimsForPart(int group, const Unit& unit, int part,
+bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSequence* sequence,
                                 std::vector<EvictionUnit>* chosen, Attempt* attempt) {
   const Cluster& cluster = session_.cluster();
   CancelPoll& poll = session_.poll();
   SearchCounters& counters = session_.counters();
-  const std::function<bool(int)> eligible = [this, group](int g) { return MayEvict(group, g); };
+  const std::function<bool(int)> eligible = [this](int g) { return MayEvictMemo(g); };
   // Give up at once when no victim set can make the room or lift the quota breach; below, skip
   // the tries either bound rules out (solver_bounds.h).
   RoomBound room(session_, unit, part, *chosen, eligible, &room_scratch_);
@@ -427,14 +517,26 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part,
   const QuotaBound quota(session_, group, unit, part, *chosen);
   if (!quota.AnyVictimSetMayLift(eligible)) return false;
 
-  FreshVictimOrder order(session_, chain_, action_, shared_order_, group, eligible, *chosen);
-  if (poll.cancelled()) return false;
-  Draws draws(cluster.num_groups(), *chosen, action_.max_victim_groups());
-  std::set<std::vector<int>> tried;  // the victim sets tried so far, each as its pods in order
-  EvictionUnit next;
+  // R's units are drawn in their turn but not yielded. R is made of units of this same sequence
+  // (each part's solution takes R and drawn units), so a unit is in R whole or not at all, and
+  // its first pod tells which.
+  std::vector<int> recorded;
+  for (const EvictionUnit& victim : *chosen) recorded.push_back(victim.pods.front());
+  std::sort(recorded.begin(), recorded.end());
+  Draws draws(cluster.num_groups(), cluster.num_nodes(), *chosen, action_.max_victim_groups());
+  // The victim sets tried after the current draw, each as the draw indices of its drawn units.
+  std::vector<const std::vector<int>*> tried;
+  const EvictionUnit* drawn = nullptr;
   std::vector<int> nodes;
   std::vector<const EvictionUnit*> fresh;
-  while (order->Next(&next)) {
+  for (size_t i = 0; sequence->At(i, &drawn); ++i) {
+    if (std::binary_search(recorded.begin(), recorded.end(), drawn->pods.front())) {
+      // Passed over: its draw is work the poll does not see otherwise. Cancelled: stop.
+      if (poll.Tick(1 + static_cast<int64_t>(drawn->pods.size()))) return false;
+      continue;
+    }
+    const EvictionUnit& next = *drawn;
+    tried.clear();
     if (poll.Tick(1 + static_cast<int64_t>(next.pods.size()))) return false;
     ++counters.victims_drawn;
     if (!draws.Admits(next.group)) return false;  // one victim group too many
@@ -464,11 +566,18 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part,
       }
       // A gang's draw tries each of its nodes, and the drawn units on two of them may be the
       // same: the state does not change between the tries of a part, so the same victims in the
-      // same order fail again.
-      if (!tried.insert(PodsInOrder(candidate)).second) {
+      // same order fail again. Only the tries of this draw can repeat one: a try after draw t
+      // takes R and the drawn units on a node of draw t, whose last one is draw t itself, so its
+      // victims differ from those of every try after an earlier draw. Within the draw, the drawn
+      // units of a part are disjoint and each nonempty, so two tries take the same pods in the
+      // same order exactly when they take the same drawn units (R is common to both).
+      const std::vector<int>& indices = draws.IndicesOn(node);
+      if (std::any_of(tried.begin(), tried.end(),
+                      [&](const std::vector<int>* other) { return *other == indices; })) {
         ++counters.tries_skipped_repeat;
         continue;
       }
+      tried.push_back(&indices);
       const bool fits = Try(group, unit, part, candidate, false, attempt);
       if (poll.cancelled()) return false;
       if (fits) {
@@ -493,6 +602,7 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
 }
 
 Solver::Outcome Solver::Search(int group, const Unit& unit, std::vector<EvictionUnit>* chosen_out) {
+  ForgetMemo(group);
   RecordStartAllocations();
   // Cancelled (here or in a try): every statement is closed, the state is as it was; the caller
   // sees kFailed and, checking the poll, records nothing.
@@ -505,11 +615,21 @@ Solver::Outcome Solver::Search(int group, const Unit& unit, std::vector<Eviction
   std::vector<EvictionUnit>& chosen = *chosen_out;
   chosen.clear();
   const int size = static_cast<int>(unit.pods.size());
+  // One sequence for every part; the reference search (CycleHooks::reference_search) draws a
+  // fresh one for each part instead, as §4.8's text reads.
+  std::unique_ptr<DrawSequence> sequence;
   for (int part = first_part; part <= size; ++part) {
     const bool fits = Try(group, unit, part, chosen, false, &attempt);
     if (poll.cancelled()) return Outcome::kFailed;
     if (fits) continue;
-    if (!FindVictimsForPart(group, unit, part, &chosen, &attempt)) return Outcome::kFailed;
+    if (sequence == nullptr || session_.reference_search()) {
+      sequence.reset();  // resets the shared order before the next one draws from it
+      sequence = std::make_unique<DrawSequence>(session_, chain_, action_, shared_order_, group,
+                                                [this](int g) { return MayEvictMemo(g); });
+    }
+    if (!FindVictimsForPart(group, unit, part, sequence.get(), &chosen, &attempt)) {
+      return Outcome::kFailed;
+    }
   }
   if (chosen.empty() && !place_without_victims_) return Outcome::kNeedsNoVictims;
   return Outcome::kPlaced;
