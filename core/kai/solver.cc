@@ -132,6 +132,105 @@ int Solver::BestJob(const std::vector<int>& jobs, const std::vector<std::vector<
   return top.job;
 }
 
+namespace {
+
+// §4.3's top-down pick over a fixed set of jobs whose keys do not change (those of one ordering,
+// computed up front), one job at a time: every queue on the jobs' paths keeps its current pick,
+// and taking a job out re-picks only the queues on that job's path. Each pick is the one
+// Solver::BestJob makes over the jobs left: a leaf takes its first job (index order) with the
+// smallest job key, a queue folds its children in index order by their picks' chain keys with
+// the tie-break, and the top level folds the roots the same way. O(depth · children) per job.
+class JobPicker {
+ public:
+  JobPicker(const QueueTree& tree, const QueueChain& chain,
+            const std::vector<std::vector<int>>& paths,
+            const std::vector<std::vector<ChainKey>>& keys, const std::vector<JobKey>& job_keys)
+      : tree_(tree), chain_(chain), paths_(paths), keys_(keys), job_keys_(job_keys) {
+    for (const std::vector<int>& path : paths)
+      queues_.insert(queues_.end(), path.begin(), path.end());
+    std::sort(queues_.begin(), queues_.end());
+    queues_.erase(std::unique(queues_.begin(), queues_.end()), queues_.end());
+    members_.resize(queues_.size());
+    pick_.assign(queues_.size(), -1);
+    alive_.assign(paths.size(), true);
+    // Members in index order: a leaf's jobs, a queue's children (queues_ is sorted).
+    for (size_t j = 0; j < paths.size(); ++j)
+      members_[Slot(paths[j].back())].push_back(static_cast<int>(j));
+    for (int queue : queues_) {
+      const int parent = tree_.parent(queue);
+      if (parent < 0) {
+        roots_.push_back(queue);
+      } else {
+        members_[Slot(parent)].push_back(queue);
+      }
+    }
+    std::vector<std::pair<int, int>> by_depth;  // (-depth, queue)
+    for (int queue : queues_) by_depth.emplace_back(-tree_.entry(queue).depth, queue);
+    std::sort(by_depth.begin(), by_depth.end());
+    for (const auto& entry : by_depth) Repick(entry.second);
+    top_ = Fold(roots_);
+  }
+
+  // The next job in the order; -1 when none is left.
+  int Best() const { return top_; }
+  // Takes `job` out and re-picks the queues on its path.
+  void Remove(int job) {
+    alive_[job] = false;
+    const std::vector<int>& path = paths_[job];
+    for (size_t d = path.size(); d-- > 0;) Repick(path[d]);
+    top_ = Fold(roots_);
+  }
+
+ private:
+  size_t Slot(int queue) const {
+    return std::lower_bound(queues_.begin(), queues_.end(), queue) - queues_.begin();
+  }
+  void Repick(int queue) {
+    const size_t slot = Slot(queue);
+    if (!tree_.is_leaf(queue)) {
+      pick_[slot] = Fold(members_[slot]);
+      return;
+    }
+    int best = -1;
+    for (int job : members_[slot]) {
+      if (alive_[job] && (best < 0 || job_keys_[job] < job_keys_[best])) best = job;
+    }
+    pick_[slot] = best;
+  }
+  // The pick among `children` (queues, index order), each carrying its own pick's key.
+  int Fold(const std::vector<int>& children) const {
+    int best_child = -1;
+    int best_job = -1;
+    const ChainKey* best_key = nullptr;
+    for (int child : children) {
+      const int job = pick_[Slot(child)];
+      if (job < 0) continue;
+      const ChainKey& key = keys_[job][tree_.entry(child).depth];
+      if (best_child < 0 || key < *best_key ||
+          (key == *best_key && chain_.TieBreakBefore(child, best_child))) {
+        best_child = child;
+        best_job = job;
+        best_key = &key;
+      }
+    }
+    return best_job;
+  }
+
+  const QueueTree& tree_;
+  const QueueChain& chain_;
+  const std::vector<std::vector<int>>& paths_;
+  const std::vector<std::vector<ChainKey>>& keys_;
+  const std::vector<JobKey>& job_keys_;
+  std::vector<int> queues_;                // the queues on the jobs' paths, ascending
+  std::vector<std::vector<int>> members_;  // per queue: its jobs (leaf) or its children
+  std::vector<int> pick_;                  // per queue: its current pick, -1 when none is left
+  std::vector<int> roots_;                 // the top-level queues among queues_, ascending
+  std::vector<bool> alive_;                // per job: not yet taken out
+  int top_ = -1;
+};
+
+}  // namespace
+
 void Solver::OrderJobs(const std::vector<int>& groups,
                        const std::vector<std::vector<double>>& requests,
                        const std::function<bool(int job)>& visit) {
@@ -155,12 +254,20 @@ void Solver::OrderJobs(const std::vector<int>& groups,
     }
     job_keys[j] = MakeJobKey(cluster, state, groups[j]);
   }
-  std::vector<int> remaining(groups.size());
-  for (size_t j = 0; j < groups.size(); ++j) remaining[j] = static_cast<int>(j);
-  while (!remaining.empty()) {
-    const int best = BestJob(remaining, paths, keys, job_keys);
+  if (session_.reference_search()) {  // the reference: every pick made afresh
+    std::vector<int> remaining(groups.size());
+    for (size_t j = 0; j < groups.size(); ++j) remaining[j] = static_cast<int>(j);
+    while (!remaining.empty()) {
+      const int best = BestJob(remaining, paths, keys, job_keys);
+      if (!visit(best)) return;
+      remaining.erase(std::find(remaining.begin(), remaining.end(), best));
+    }
+    return;
+  }
+  JobPicker picker(cluster.tree(), chain_, paths, keys, job_keys);
+  for (int best = picker.Best(); best >= 0; best = picker.Best()) {
     if (!visit(best)) return;
-    remaining.erase(std::find(remaining.begin(), remaining.end(), best));
+    picker.Remove(best);
   }
 }
 
@@ -501,6 +608,32 @@ void NodesOf(const WorkingState& state, const EvictionUnit& unit, std::vector<in
   nodes->erase(std::unique(nodes->begin(), nodes->end()), nodes->end());
 }
 
+// R's units are drawn in their turn but not yielded. R is made of units of the part's own
+// sequence (each part's solution takes R and drawn units), so a unit is in R whole or not at all,
+// and its first pod tells which: the first pods of R's units, sorted.
+std::vector<int> FirstPods(const std::vector<EvictionUnit>& chosen) {
+  std::vector<int> first;
+  for (const EvictionUnit& victim : chosen) first.push_back(victim.pods.front());
+  std::sort(first.begin(), first.end());
+  return first;
+}
+
+// Whether the try that takes R and the drawn units `indices` repeats one already made after the
+// current draw (`tried`, cleared at each draw); if not, it is added. A gang's draw tries each of
+// its nodes, and the drawn units on two of them may be the same: the state does not change between
+// the tries of a part, so the same victims in the same order fail again. Only the tries of the
+// same draw can repeat one another: a try after draw t takes R and the drawn units on a node of
+// draw t, whose last one is draw t itself, so its victims differ from those of every try after an
+// earlier draw. The drawn units of a part are disjoint and each nonempty, so two tries take the
+// same pods in the same order exactly when they take the same drawn units (R is common to both).
+bool RepeatsATry(const std::vector<int>& indices, std::vector<const std::vector<int>*>* tried) {
+  for (const std::vector<int>* other : *tried) {
+    if (*other == indices) return true;
+  }
+  tried->push_back(&indices);
+  return false;
+}
+
 }  // namespace
 
 bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSequence* sequence,
@@ -517,12 +650,7 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
   const QuotaBound quota(session_, group, unit, part, *chosen);
   if (!quota.AnyVictimSetMayLift(eligible)) return false;
 
-  // R's units are drawn in their turn but not yielded. R is made of units of this same sequence
-  // (each part's solution takes R and drawn units), so a unit is in R whole or not at all, and
-  // its first pod tells which.
-  std::vector<int> recorded;
-  for (const EvictionUnit& victim : *chosen) recorded.push_back(victim.pods.front());
-  std::sort(recorded.begin(), recorded.end());
+  const std::vector<int> recorded = FirstPods(*chosen);
   Draws draws(cluster.num_groups(), cluster.num_nodes(), *chosen, action_.max_victim_groups());
   // The victim sets tried after the current draw, each as the draw indices of its drawn units.
   std::vector<const std::vector<int>*> tried;
@@ -531,7 +659,7 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
   std::vector<const EvictionUnit*> fresh;
   for (size_t i = 0; sequence->At(i, &drawn); ++i) {
     if (std::binary_search(recorded.begin(), recorded.end(), drawn->pods.front())) {
-      // Passed over: its draw is work the poll does not see otherwise. Cancelled: stop.
+      // In R: drawn in its turn, not yielded. Cancelled: stop.
       if (poll.Tick(1 + static_cast<int64_t>(drawn->pods.size()))) return false;
       continue;
     }
@@ -564,20 +692,10 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
         ++counters.tries_skipped_quota;
         continue;
       }
-      // A gang's draw tries each of its nodes, and the drawn units on two of them may be the
-      // same: the state does not change between the tries of a part, so the same victims in the
-      // same order fail again. Only the tries of this draw can repeat one: a try after draw t
-      // takes R and the drawn units on a node of draw t, whose last one is draw t itself, so its
-      // victims differ from those of every try after an earlier draw. Within the draw, the drawn
-      // units of a part are disjoint and each nonempty, so two tries take the same pods in the
-      // same order exactly when they take the same drawn units (R is common to both).
-      const std::vector<int>& indices = draws.IndicesOn(node);
-      if (std::any_of(tried.begin(), tried.end(),
-                      [&](const std::vector<int>* other) { return *other == indices; })) {
+      if (RepeatsATry(draws.IndicesOn(node), &tried)) {
         ++counters.tries_skipped_repeat;
         continue;
       }
-      tried.push_back(&indices);
       const bool fits = Try(group, unit, part, candidate, false, attempt);
       if (poll.cancelled()) return false;
       if (fits) {
