@@ -36,8 +36,8 @@ struct CycleHooks {
   // Runs the victim search (SEMANTICS.md §4.8) in its reference formulation: tries on a node
   // index brought up to date after every change (not a frozen index read through an overlay,
   // Placer::SetOverlay), a fresh victim order drawn for every part (not one sequence per search),
-  // eligibility and min-runtime asked afresh, and every pick of a try's order made anew. Same
-  // answers, slower: for the test that proves the two agree.
+  // and every pick of a try's order made anew. Same answers, slower: for the test that proves the
+  // two agree.
   bool reference_search = false;
 
   // CancelledError naming `next_phase` when `cancelled` says so; OK otherwise.

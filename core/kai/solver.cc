@@ -20,42 +20,6 @@ Solver::Solver(Session& session, const QueueChain& chain, const EvictionAction& 
       shared_order_(shared_order),
       place_without_victims_(place_without_victims) {}
 
-void Solver::ForgetMemo(int preemptor) {
-  const size_t groups = static_cast<size_t>(session_.cluster().num_groups());
-  if (memo_stamp_.size() != groups) {
-    memo_stamp_.assign(groups, 0);
-    memo_bits_.assign(groups, 0);
-    memo_epoch_ = 0;
-  }
-  memo_preemptor_ = preemptor;
-  if (++memo_epoch_ == 0) {  // wrapped: every stamp would look current
-    std::fill(memo_stamp_.begin(), memo_stamp_.end(), 0);
-    memo_epoch_ = 1;
-  }
-}
-
-bool Solver::MayEvictMemo(int victim) {
-  if (session_.reference_search()) return MayEvict(memo_preemptor_, victim);
-  if (memo_stamp_[victim] != memo_epoch_) {
-    memo_stamp_[victim] = memo_epoch_;
-    memo_bits_[victim] = 0;
-  }
-  uint8_t& bits = memo_bits_[victim];
-  if ((bits & 1) == 0) bits |= MayEvict(memo_preemptor_, victim) ? 3 : 1;
-  return (bits & 2) != 0;
-}
-
-bool Solver::IsProtectedMemo(int victim) {
-  if (session_.reference_search()) return action_.IsProtected(memo_preemptor_, victim);
-  if (memo_stamp_[victim] != memo_epoch_) {
-    memo_stamp_[victim] = memo_epoch_;
-    memo_bits_[victim] = 0;
-  }
-  uint8_t& bits = memo_bits_[victim];
-  if ((bits & 4) == 0) bits |= action_.IsProtected(memo_preemptor_, victim) ? 12 : 4;
-  return (bits & 8) != 0;
-}
-
 namespace {
 
 // The best child so far of one queue (or of the top level), children taken in name order.
@@ -254,7 +218,10 @@ void Solver::OrderJobs(const std::vector<int>& groups,
     }
     job_keys[j] = MakeJobKey(cluster, state, groups[j]);
   }
-  if (session_.reference_search()) {  // the reference: every pick made afresh
+  // A few jobs are ordered faster by fresh picks than by building the picker; the reference
+  // search always picks afresh.
+  constexpr size_t kPickerFrom = 6;
+  if (session_.reference_search() || groups.size() < kPickerFrom) {
     std::vector<int> remaining(groups.size());
     for (size_t j = 0; j < groups.size(); ++j) remaining[j] = static_cast<int>(j);
     while (!remaining.empty()) {
@@ -283,7 +250,7 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
   // Min-runtime protection is judged on the pods RUNNING before the try.
   std::vector<int> protected_groups;
   for (const EvictionUnit& victim : victims) {
-    if (IsProtectedMemo(victim.group)) protected_groups.push_back(victim.group);
+    if (action_.IsProtected(group, victim.group)) protected_groups.push_back(victim.group);
   }
   // The try reads the node index frozen, through the placer's overlay: its changes, rolled back
   // (or committed) at the end, never re-key a tree.
@@ -641,7 +608,7 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
   const Cluster& cluster = session_.cluster();
   CancelPoll& poll = session_.poll();
   SearchCounters& counters = session_.counters();
-  const std::function<bool(int)> eligible = [this](int g) { return MayEvictMemo(g); };
+  const std::function<bool(int)> eligible = [this, group](int g) { return MayEvict(group, g); };
   // Give up at once when no victim set can make the room or lift the quota breach; below, skip
   // the tries either bound rules out (solver_bounds.h).
   RoomBound room(session_, unit, part, *chosen, eligible, &room_scratch_);
@@ -720,7 +687,6 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
 }
 
 Solver::Outcome Solver::Search(int group, const Unit& unit, std::vector<EvictionUnit>* chosen_out) {
-  ForgetMemo(group);
   RecordStartAllocations();
   // Cancelled (here or in a try): every statement is closed, the state is as it was; the caller
   // sees kFailed and, checking the poll, records nothing.
@@ -742,8 +708,9 @@ Solver::Outcome Solver::Search(int group, const Unit& unit, std::vector<Eviction
     if (fits) continue;
     if (sequence == nullptr || session_.reference_search()) {
       sequence.reset();  // resets the shared order before the next one draws from it
-      sequence = std::make_unique<DrawSequence>(session_, chain_, action_, shared_order_, group,
-                                                [this](int g) { return MayEvictMemo(g); });
+      sequence =
+          std::make_unique<DrawSequence>(session_, chain_, action_, shared_order_, group,
+                                         [this, group](int g) { return MayEvict(group, g); });
     }
     if (!FindVictimsForPart(group, unit, part, sequence.get(), &chosen, &attempt)) {
       return Outcome::kFailed;

@@ -122,16 +122,6 @@ class Solver {
   bool MayEvict(int preemptor, int victim) const {
     return victim != preemptor && action_.MayEvict(preemptor, victim);
   }
-  // MayEvict(preemptor_, victim) and action_.IsProtected(preemptor_, victim), remembered for the
-  // current Search. Both read only the state as it stands before a try (the action's filter, the
-  // victim's RUNNING pods and their start times, active(victim)), and nothing changes that state
-  // during a search: every try of every part is rolled back (§4.8: "the working state does not
-  // change between parts"), and Solve's final try reads them before it evicts anything. So the
-  // first answer holds for the whole search. O(1) after the first call per victim.
-  bool MayEvictMemo(int victim);
-  bool IsProtectedMemo(int victim);
-  // Starts a new search for `preemptor`: forgets every remembered answer in O(1).
-  void ForgetMemo(int preemptor);
 
   Session& session_;
   const QueueChain& chain_;
@@ -142,12 +132,6 @@ class Solver {
   std::vector<double> start_allocated_np_;
   std::vector<int> touched_;
   RoomScratch room_scratch_;  // shared by the room bounds of every part
-  // The answers of MayEvictMemo and IsProtectedMemo, per group, valid where memo_stamp_ is
-  // memo_epoch_: bit 0 eligibility known, bit 1 its value, bit 2 protection known, bit 3 its value.
-  int memo_preemptor_ = -1;
-  uint32_t memo_epoch_ = 0;
-  std::vector<uint32_t> memo_stamp_;
-  std::vector<uint8_t> memo_bits_;
 };
 
 }  // namespace arbiter::kai
