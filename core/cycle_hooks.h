@@ -33,9 +33,11 @@ struct CycleHooks {
   std::function<void(std::string_view phase,
                      const std::vector<std::pair<std::string_view, int64_t>>& counters)>
       phase_counters;
-  // Runs the victim search's tries (SEMANTICS.md §4.8) on a node index brought up to date after
-  // every change, as the search did before tries read a frozen index through an overlay
-  // (Placer::SetOverlay). Same answers, slower: for the test that proves the two agree.
+  // Runs the victim search (SEMANTICS.md §4.8) in its reference formulation: tries on a node
+  // index brought up to date after every change (not a frozen index read through an overlay,
+  // Placer::SetOverlay), a fresh victim order drawn for every part (not one sequence per search),
+  // and every pick of a try's order made anew. Same answers, slower: for the test that proves the
+  // two agree.
   bool reference_search = false;
 
   // CancelledError naming `next_phase` when `cancelled` says so; OK otherwise.

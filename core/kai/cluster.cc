@@ -1,6 +1,7 @@
 #include "core/kai/cluster.h"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 namespace arbiter::kai {
@@ -90,6 +91,11 @@ void Cluster::LayOutGroups(const ValidatedSnapshot& request, const std::vector<i
       const int position = request.pods_by_name()[first_pod + k];
       AddPod(request, first_pod + position, source.pods[position], static_cast<int>(g), node_index);
       if (pods_.back().phase != PodPhase::kReleasing) ++group.non_releasing;
+      const std::optional<Timestamp>& start = source.pods[position].start_time;
+      if (start.has_value() && (group.earliest_start_pod < 0 ||
+                                *start < *pods_[group.earliest_start_pod].pod->start_time)) {
+        group.earliest_start_pod = static_cast<int>(pods_.size()) - 1;
+      }
     }
   }
 }

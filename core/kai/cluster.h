@@ -41,6 +41,10 @@ struct ClusterGroup {
   int first_pod = 0;        // pods are [first_pod, first_pod + pod_count), name order
   int pod_count = 0;
   int non_releasing = 0;  // RUNNING + PENDING pods in the input
+  // The pod with the earliest `start_time` among all the group's pods that have one (the first
+  // in pod order among equals), -1 when none has one. While it is RUNNING, it gives start(G) of
+  // §4.7, the earliest start among the RUNNING pods.
+  int earliest_start_pod = -1;
   bool ready() const { return non_releasing >= gang; }
 };
 

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <array>
-#include <map>
+#include <deque>
+#include <functional>
 #include <memory>
-#include <set>
 #include <utility>
 
 #include "core/echoed_name.h"
@@ -31,27 +31,18 @@ struct Pick {
 
 }  // namespace
 
-int Solver::BestJob(const std::vector<int>& jobs, const std::vector<int>& groups,
-                    const std::vector<std::vector<double>>& requests,
-                    const std::vector<std::vector<int>>& paths, std::vector<KeyMemo>* keys) {
+int Solver::BestJob(const std::vector<int>& jobs, const std::vector<std::vector<int>>& paths,
+                    const std::vector<std::vector<ChainKey>>& keys,
+                    const std::vector<JobKey>& job_keys) const {
   // §4.3's top-down pick over the queues on the jobs' paths, evaluated bottom up one depth at a
   // time (the depth is the caller's to choose, so nothing recurses per level). Every child of a
   // queue sits at the same depth and is folded into its parent's pick in name (index) order,
   // as the top-down scan over the children compares them.
-  const Cluster& cluster = session_.cluster();
-  const QueueTree& tree = cluster.tree();
-  const WorkingState& state = session_.state();
+  const QueueTree& tree = session_.cluster().tree();
   size_t depth = 0;
   for (int j : jobs) depth = std::max(depth, paths[j].size());
-  // A queue's key with a job's unit is the same in every call of one ordering: the state does
-  // not change while it orders. keys[job][d]: the key of the queue at depth d on job's path.
   auto fold = [&](Pick& pick, int child, int job, size_t d) {
-    KeyMemo& memo = (*keys)[job];
-    if (memo.size() <= d) memo.resize(d + 1);
-    if (!memo[d].first) {
-      memo[d] = {true, chain_.Key(child, state.allocated(child), requests[job].data())};
-    }
-    const ChainKey& key = memo[d].second;
+    const ChainKey& key = keys[job][d];
     if (pick.child < 0 || key < pick.key ||
         (key == pick.key && chain_.TieBreakBefore(child, pick.child))) {
       pick = Pick{job, child, key};
@@ -75,7 +66,7 @@ int Solver::BestJob(const std::vector<int>& jobs, const std::vector<int>& groups
       if (tree.is_leaf(queue)) {
         JobKey best_key;
         for (; i < level.size() && level[i].first == queue; ++i) {
-          const JobKey key = MakeJobKey(cluster, state, groups[level[i].second]);
+          const JobKey& key = job_keys[level[i].second];
           if (best < 0 || key < best_key) {
             best = level[i].second;
             best_key = key;
@@ -105,8 +96,108 @@ int Solver::BestJob(const std::vector<int>& jobs, const std::vector<int>& groups
   return top.job;
 }
 
-std::vector<int> Solver::OrderJobs(const std::vector<int>& groups,
-                                   const std::vector<std::vector<double>>& requests) {
+namespace {
+
+// §4.3's top-down pick over a fixed set of jobs whose keys do not change (those of one ordering,
+// computed up front), one job at a time: every queue on the jobs' paths keeps its current pick,
+// and taking a job out re-picks only the queues on that job's path. Each pick is the one
+// Solver::BestJob makes over the jobs left: a leaf takes its first job (index order) with the
+// smallest job key, a queue folds its children in index order by their picks' chain keys with
+// the tie-break, and the top level folds the roots the same way. O(depth · children) per job.
+class JobPicker {
+ public:
+  JobPicker(const QueueTree& tree, const QueueChain& chain,
+            const std::vector<std::vector<int>>& paths,
+            const std::vector<std::vector<ChainKey>>& keys, const std::vector<JobKey>& job_keys)
+      : tree_(tree), chain_(chain), paths_(paths), keys_(keys), job_keys_(job_keys) {
+    for (const std::vector<int>& path : paths)
+      queues_.insert(queues_.end(), path.begin(), path.end());
+    std::sort(queues_.begin(), queues_.end());
+    queues_.erase(std::unique(queues_.begin(), queues_.end()), queues_.end());
+    members_.resize(queues_.size());
+    pick_.assign(queues_.size(), -1);
+    alive_.assign(paths.size(), true);
+    // Members in index order: a leaf's jobs, a queue's children (queues_ is sorted).
+    for (size_t j = 0; j < paths.size(); ++j)
+      members_[Slot(paths[j].back())].push_back(static_cast<int>(j));
+    for (int queue : queues_) {
+      const int parent = tree_.parent(queue);
+      if (parent < 0) {
+        roots_.push_back(queue);
+      } else {
+        members_[Slot(parent)].push_back(queue);
+      }
+    }
+    std::vector<std::pair<int, int>> by_depth;  // (-depth, queue)
+    for (int queue : queues_) by_depth.emplace_back(-tree_.entry(queue).depth, queue);
+    std::sort(by_depth.begin(), by_depth.end());
+    for (const auto& entry : by_depth) Repick(entry.second);
+    top_ = Fold(roots_);
+  }
+
+  // The next job in the order; -1 when none is left.
+  int Best() const { return top_; }
+  // Takes `job` out and re-picks the queues on its path.
+  void Remove(int job) {
+    alive_[job] = false;
+    const std::vector<int>& path = paths_[job];
+    for (size_t d = path.size(); d-- > 0;) Repick(path[d]);
+    top_ = Fold(roots_);
+  }
+
+ private:
+  size_t Slot(int queue) const {
+    return std::lower_bound(queues_.begin(), queues_.end(), queue) - queues_.begin();
+  }
+  void Repick(int queue) {
+    const size_t slot = Slot(queue);
+    if (!tree_.is_leaf(queue)) {
+      pick_[slot] = Fold(members_[slot]);
+      return;
+    }
+    int best = -1;
+    for (int job : members_[slot]) {
+      if (alive_[job] && (best < 0 || job_keys_[job] < job_keys_[best])) best = job;
+    }
+    pick_[slot] = best;
+  }
+  // The pick among `children` (queues, index order), each carrying its own pick's key.
+  int Fold(const std::vector<int>& children) const {
+    int best_child = -1;
+    int best_job = -1;
+    const ChainKey* best_key = nullptr;
+    for (int child : children) {
+      const int job = pick_[Slot(child)];
+      if (job < 0) continue;
+      const ChainKey& key = keys_[job][tree_.entry(child).depth];
+      if (best_child < 0 || key < *best_key ||
+          (key == *best_key && chain_.TieBreakBefore(child, best_child))) {
+        best_child = child;
+        best_job = job;
+        best_key = &key;
+      }
+    }
+    return best_job;
+  }
+
+  const QueueTree& tree_;
+  const QueueChain& chain_;
+  const std::vector<std::vector<int>>& paths_;
+  const std::vector<std::vector<ChainKey>>& keys_;
+  const std::vector<JobKey>& job_keys_;
+  std::vector<int> queues_;                // the queues on the jobs' paths, ascending
+  std::vector<std::vector<int>> members_;  // per queue: its jobs (leaf) or its children
+  std::vector<int> pick_;                  // per queue: its current pick, -1 when none is left
+  std::vector<int> roots_;                 // the top-level queues among queues_, ascending
+  std::vector<bool> alive_;                // per job: not yet taken out
+  int top_ = -1;
+};
+
+}  // namespace
+
+void Solver::OrderJobs(const std::vector<int>& groups,
+                       const std::vector<std::vector<double>>& requests,
+                       const std::function<bool(int job)>& visit) {
   const Cluster& cluster = session_.cluster();
   // Each job's queues from its root down to its leaf.
   std::vector<std::vector<int>> paths(groups.size());
@@ -114,16 +205,37 @@ std::vector<int> Solver::OrderJobs(const std::vector<int>& groups,
     cluster.tree().PathToRoot(cluster.group(groups[j]).queue, &paths[j]);
     std::reverse(paths[j].begin(), paths[j].end());
   }
-  std::vector<int> remaining(groups.size());
-  for (size_t j = 0; j < groups.size(); ++j) remaining[j] = static_cast<int>(j);
-  std::vector<int> order;
-  std::vector<KeyMemo> keys(groups.size());
-  while (!remaining.empty()) {
-    const int best = BestJob(remaining, groups, requests, paths, &keys);
-    order.push_back(best);
-    remaining.erase(std::find(remaining.begin(), remaining.end(), best));
+  // Every key the order compares, on the state before the first visit: §4.3 orders the try's jobs
+  // once, on the simulated state after the evictions, and `visit` changes that state. A queue's
+  // key with a job's unit does not depend on the other jobs, so computing each once up front gives
+  // the keys a full ordering before any visit would compare.
+  const WorkingState& state = session_.state();
+  std::vector<std::vector<ChainKey>> keys(groups.size());
+  std::vector<JobKey> job_keys(groups.size());
+  for (size_t j = 0; j < groups.size(); ++j) {
+    for (int queue : paths[j]) {
+      keys[j].push_back(chain_.Key(queue, state.allocated(queue), requests[j].data()));
+    }
+    job_keys[j] = MakeJobKey(cluster, state, groups[j]);
   }
-  return order;
+  // A few jobs are ordered faster by fresh picks than by building the picker; the reference
+  // search always picks afresh.
+  constexpr size_t kPickerFrom = 6;
+  if (session_.reference_search() || groups.size() < kPickerFrom) {
+    std::vector<int> remaining(groups.size());
+    for (size_t j = 0; j < groups.size(); ++j) remaining[j] = static_cast<int>(j);
+    while (!remaining.empty()) {
+      const int best = BestJob(remaining, paths, keys, job_keys);
+      if (!visit(best)) return;
+      remaining.erase(std::find(remaining.begin(), remaining.end(), best));
+    }
+    return;
+  }
+  JobPicker picker(cluster.tree(), chain_, paths, keys, job_keys);
+  for (int best = picker.Best(); best >= 0; best = picker.Best()) {
+    if (!visit(best)) return;
+    picker.Remove(best);
+  }
 }
 
 bool Solver::Try(int group, const Unit& unit, int part, const std::vector<EvictionUnit>& victims,
@@ -156,18 +268,18 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
 
   bool ok = true;
   std::vector<int> moved_groups;
-  for (int j : OrderJobs(groups, requests)) {
+  // Once P fails the try fails, whatever the jobs after it would do: they are not ordered.
+  OrderJobs(groups, requests, [&](int j) {
     const int h = groups[j];
     if (h == group) {
-      if (!PlacePreemptor(h, pods[j], requests[j], placed_out)) {
-        ok = false;
-        break;
-      }
-      continue;
+      ok = PlacePreemptor(h, pods[j], requests[j], placed_out);
+      return ok;
     }
-    if (!action_.ReplacesVictims()) continue;
-    if (ReplaceVictimGroup(h, pods[j], requests[j])) moved_groups.push_back(h);
-  }
+    if (action_.ReplacesVictims() && ReplaceVictimGroup(h, pods[j], requests[j])) {
+      moved_groups.push_back(h);
+    }
+    return true;
+  });
   if (poll.cancelled()) ok = false;
   if (ok) ok = JudgeAttempt(group, unit, victims, protected_groups, moved_groups, attempt);
   if (ok && keep) {
@@ -351,13 +463,72 @@ class FreshVictimOrder {
   std::unique_ptr<VictimOrder> own_;
 };
 
+}  // namespace
+
+// The sequence of eviction units a search's parts draw (§4.8, "The victim order of a part"):
+// every part walks the same sequence, because the working state does not change between parts
+// and R's units are drawn in their turn like any other (they are only not yielded). So the
+// sequence is drawn once per search, from one fresh order with nothing recorded, and each part
+// reads it from the start, passing over its own R; a part that reads past what earlier parts
+// drew draws on from the same order. The order is built at the first read and reset when the
+// search ends.
+class DrawSequence {
+ public:
+  DrawSequence(Session& session, const QueueChain& chain, const EvictionAction& action,
+               VictimOrder* shared, int group, std::function<bool(int)> eligible)
+      : session_(session),
+        chain_(chain),
+        action_(action),
+        shared_(shared),
+        group_(group),
+        eligible_(std::move(eligible)) {}
+  DrawSequence(const DrawSequence&) = delete;
+  DrawSequence& operator=(const DrawSequence&) = delete;
+
+  // Sets `unit` to the i-th unit of the sequence (0-based), drawing it if no part has yet; false
+  // when the sequence has fewer units or the call is cancelled (the caller checks the poll).
+  // Reads must ask for each i in turn from 0, as the loop of a part does.
+  bool At(size_t i, const EvictionUnit** unit) {
+    if (order_ == nullptr) {
+      const std::vector<EvictionUnit> none;
+      order_ = std::make_unique<FreshVictimOrder>(session_, chain_, action_, shared_, group_,
+                                                  eligible_, none);
+      if (session_.poll().cancelled()) exhausted_ = true;
+    }
+    while (i >= units_.size()) {
+      if (exhausted_) return false;
+      EvictionUnit next;
+      if (!(*order_)->Next(&next)) {
+        exhausted_ = true;
+        return false;
+      }
+      units_.push_back(std::move(next));
+    }
+    *unit = &units_[i];
+    return true;
+  }
+
+ private:
+  Session& session_;
+  const QueueChain& chain_;
+  const EvictionAction& action_;
+  VictimOrder* shared_;
+  int group_;
+  std::function<bool(int)> eligible_;
+  std::unique_ptr<FreshVictimOrder> order_;
+  std::deque<EvictionUnit> units_;  // stable addresses while it grows
+  bool exhausted_ = false;
+};
+
+namespace {
+
 // The victims drawn for one part: in draw order, by node, and the groups they and R come from,
 // for the cap on victim groups.
 class Draws {
  public:
   // `max_groups` -1: no cap.
-  Draws(int group_count, const std::vector<EvictionUnit>& chosen, int max_groups)
-      : group_seen_(group_count, false), max_groups_(max_groups) {
+  Draws(int group_count, int node_count, const std::vector<EvictionUnit>& chosen, int max_groups)
+      : on_node_(node_count), group_seen_(group_count, false), max_groups_(max_groups) {
     for (const EvictionUnit& unit : chosen) Count(unit.group);
   }
 
@@ -377,8 +548,10 @@ class Draws {
   // Sets `fresh` to the drawn units with a pod on `node`, in draw order.
   void On(int node, std::vector<const EvictionUnit*>* fresh) const {
     fresh->clear();
-    for (int k : on_node_.at(node)) fresh->push_back(&drawn_[k]);
+    for (int k : on_node_[node]) fresh->push_back(&drawn_[k]);
   }
+  // The indices (draw order) of the drawn units with a pod on `node`.
+  const std::vector<int>& IndicesOn(int node) const { return on_node_[node]; }
 
  private:
   void Count(int group) {
@@ -388,20 +561,11 @@ class Draws {
   }
 
   std::vector<EvictionUnit> drawn_;
-  std::map<int, std::vector<int>> on_node_;  // node -> indices into drawn_, draw order
+  std::vector<std::vector<int>> on_node_;  // per node: indices into drawn_, draw order
   std::vector<bool> group_seen_;
   int groups_seen_ = 0;
   int max_groups_;
 };
-
-// The pods of `victims`, in their order: a try evicts them in this order.
-std::vector<int> PodsInOrder(const std::vector<EvictionUnit>& victims) {
-  std::vector<int> pods;
-  for (const EvictionUnit& victim : victims) {
-    pods.insert(pods.end(), victim.pods.begin(), victim.pods.end());
-  }
-  return pods;
-}
 
 // The nodes of `unit`'s pods, ascending, each once.
 void NodesOf(const WorkingState& state, const EvictionUnit& unit, std::vector<int>* nodes) {
@@ -411,9 +575,35 @@ void NodesOf(const WorkingState& state, const EvictionUnit& unit, std::vector<in
   nodes->erase(std::unique(nodes->begin(), nodes->end()), nodes->end());
 }
 
+// R's units are drawn in their turn but not yielded. R is made of units of the part's own
+// sequence (each part's solution takes R and drawn units), so a unit is in R whole or not at all,
+// and its first pod tells which: the first pods of R's units, sorted.
+std::vector<int> FirstPods(const std::vector<EvictionUnit>& chosen) {
+  std::vector<int> first;
+  for (const EvictionUnit& victim : chosen) first.push_back(victim.pods.front());
+  std::sort(first.begin(), first.end());
+  return first;
+}
+
+// Whether the try that takes R and the drawn units `indices` repeats one already made after the
+// current draw (`tried`, cleared at each draw); if not, it is added. A gang's draw tries each of
+// its nodes, and the drawn units on two of them may be the same: the state does not change between
+// the tries of a part, so the same victims in the same order fail again. Only the tries of the
+// same draw can repeat one another: a try after draw t takes R and the drawn units on a node of
+// draw t, whose last one is draw t itself, so its victims differ from those of every try after an
+// earlier draw. The drawn units of a part are disjoint and each nonempty, so two tries take the
+// same pods in the same order exactly when they take the same drawn units (R is common to both).
+bool RepeatsATry(const std::vector<int>& indices, std::vector<const std::vector<int>*>* tried) {
+  for (const std::vector<int>* other : *tried) {
+    if (*other == indices) return true;
+  }
+  tried->push_back(&indices);
+  return false;
+}
+
 }  // namespace
 
-bool Solver::FindVictimsForPart(int group, const Unit& unit, int part,
+bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSequence* sequence,
                                 std::vector<EvictionUnit>* chosen, Attempt* attempt) {
   const Cluster& cluster = session_.cluster();
   CancelPoll& poll = session_.poll();
@@ -427,14 +617,21 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part,
   const QuotaBound quota(session_, group, unit, part, *chosen);
   if (!quota.AnyVictimSetMayLift(eligible)) return false;
 
-  FreshVictimOrder order(session_, chain_, action_, shared_order_, group, eligible, *chosen);
-  if (poll.cancelled()) return false;
-  Draws draws(cluster.num_groups(), *chosen, action_.max_victim_groups());
-  std::set<std::vector<int>> tried;  // the victim sets tried so far, each as its pods in order
-  EvictionUnit next;
+  const std::vector<int> recorded = FirstPods(*chosen);
+  Draws draws(cluster.num_groups(), cluster.num_nodes(), *chosen, action_.max_victim_groups());
+  // The victim sets tried after the current draw, each as the draw indices of its drawn units.
+  std::vector<const std::vector<int>*> tried;
+  const EvictionUnit* drawn = nullptr;
   std::vector<int> nodes;
   std::vector<const EvictionUnit*> fresh;
-  while (order->Next(&next)) {
+  for (size_t i = 0; sequence->At(i, &drawn); ++i) {
+    if (std::binary_search(recorded.begin(), recorded.end(), drawn->pods.front())) {
+      // In R: drawn in its turn, not yielded. Cancelled: stop.
+      if (poll.Tick(1 + static_cast<int64_t>(drawn->pods.size()))) return false;
+      continue;
+    }
+    const EvictionUnit& next = *drawn;
+    tried.clear();
     if (poll.Tick(1 + static_cast<int64_t>(next.pods.size()))) return false;
     ++counters.victims_drawn;
     if (!draws.Admits(next.group)) return false;  // one victim group too many
@@ -462,10 +659,7 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part,
         ++counters.tries_skipped_quota;
         continue;
       }
-      // A gang's draw tries each of its nodes, and the drawn units on two of them may be the
-      // same: the state does not change between the tries of a part, so the same victims in the
-      // same order fail again.
-      if (!tried.insert(PodsInOrder(candidate)).second) {
+      if (RepeatsATry(draws.IndicesOn(node), &tried)) {
         ++counters.tries_skipped_repeat;
         continue;
       }
@@ -505,11 +699,22 @@ Solver::Outcome Solver::Search(int group, const Unit& unit, std::vector<Eviction
   std::vector<EvictionUnit>& chosen = *chosen_out;
   chosen.clear();
   const int size = static_cast<int>(unit.pods.size());
+  // One sequence for every part; the reference search (CycleHooks::reference_search) draws a
+  // fresh one for each part instead, as §4.8's text reads.
+  std::unique_ptr<DrawSequence> sequence;
   for (int part = first_part; part <= size; ++part) {
     const bool fits = Try(group, unit, part, chosen, false, &attempt);
     if (poll.cancelled()) return Outcome::kFailed;
     if (fits) continue;
-    if (!FindVictimsForPart(group, unit, part, &chosen, &attempt)) return Outcome::kFailed;
+    if (sequence == nullptr || session_.reference_search()) {
+      sequence.reset();  // resets the shared order before the next one draws from it
+      sequence =
+          std::make_unique<DrawSequence>(session_, chain_, action_, shared_order_, group,
+                                         [this, group](int g) { return MayEvict(group, g); });
+    }
+    if (!FindVictimsForPart(group, unit, part, sequence.get(), &chosen, &attempt)) {
+      return Outcome::kFailed;
+    }
   }
   if (chosen.empty() && !place_without_victims_) return Outcome::kNeedsNoVictims;
   return Outcome::kPlaced;

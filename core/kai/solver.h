@@ -30,6 +30,8 @@
 
 namespace arbiter::kai {
 
+class DrawSequence;  // solver.cc: the units a search's parts draw, drawn once
+
 class Solver {
  public:
   // Searches victims by `action`'s rules. `chain` and `action` must outlive the solver.
@@ -92,26 +94,29 @@ class Solver {
   // The first part worth searching victims for: every shorter part fits with no victim (see
   // Solve). Returns early, with the poll cancelled, when a try is cancelled.
   int FirstPartNeedingVictims(int group, const Unit& unit, Attempt* attempt);
-  // One step of solve(P) for a `part` that does not fit with R (`chosen`): draws victims in a
-  // fresh order and, after each draw, tries R plus the drawn units on each node of the draw.
+  // One step of solve(P) for a `part` that does not fit with R (`chosen`): reads the search's
+  // victim sequence (`sequence`, R passed over) and, after each unit, tries R plus the units read
+  // so far on each node of that unit.
   // On success sets `chosen` to the victims of the solution and returns true; false when no
   // drawn set fits or the call is cancelled. Tries the bounds rule out are skipped.
-  bool FindVictimsForPart(int group, const Unit& unit, int part, std::vector<EvictionUnit>* chosen,
-                          Attempt* attempt);
+  bool FindVictimsForPart(int group, const Unit& unit, int part, DrawSequence* sequence,
+                          std::vector<EvictionUnit>* chosen, Attempt* attempt);
   // After the committed try: the eviction notes of every victim pod evicted or moved, and the
   // victim groups touched in `victims_out`.
   void RecordEvictions(int group, const Attempt& attempt, std::vector<int>* victims_out);
-  // {P} ∪ groups(S) in §4.3 order on the current state; requests: each job's unit.
-  std::vector<int> OrderJobs(const std::vector<int>& groups,
-                             const std::vector<std::vector<double>>& requests);
+  // Visits {P} ∪ groups(S) in §4.3 order on the current state (requests: each job's unit), one
+  // job at a time: each is picked among the jobs not yet visited, on the state as `visit` left
+  // it. Stops when `visit` returns false, without ordering the jobs left.
+  void OrderJobs(const std::vector<int>& groups, const std::vector<std::vector<double>>& requests,
+                 const std::function<bool(int job)>& visit);
   // The index (into groups) of the best of `jobs` (§4.3 from the top level); `paths[j]` lists
-  // job j's queues from its root down to its leaf. O(Σ path lengths · (R + log jobs)).
-  // `keys` remembers, per job, the chain keys of the queues on its path (by depth) across the
-  // calls of one ordering.
-  using KeyMemo = std::vector<std::pair<bool, ChainKey>>;
-  int BestJob(const std::vector<int>& jobs, const std::vector<int>& groups,
-              const std::vector<std::vector<double>>& requests,
-              const std::vector<std::vector<int>>& paths, std::vector<KeyMemo>* keys);
+  // job j's queues from its root down to its leaf. O(Σ path lengths · log jobs).
+  // `keys[j][d]`: the chain key of the queue at depth d on job j's path, with j's unit;
+  // `job_keys[j]`: job j's key in its leaf. Both computed by OrderJobs on the state before the
+  // first job is visited, so the order never reads the state `visit` changes.
+  int BestJob(const std::vector<int>& jobs, const std::vector<std::vector<int>>& paths,
+              const std::vector<std::vector<ChainKey>>& keys,
+              const std::vector<JobKey>& job_keys) const;
 
   // Whether `preemptor` may take `victim`: never itself, else by the action's filter.
   bool MayEvict(int preemptor, int victim) const {

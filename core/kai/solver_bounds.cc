@@ -61,10 +61,9 @@ RoomBound::RoomBound(Session& session, const Unit& unit, int part,
   for (const auto& c : feasibility.FeasibleClasses(feasibility.pod_signature(pod))) {
     feasible_class_[c.node_class] = true;
   }
-  // Free per node once R is evicted, and once every eligible victim is evicted too.
+  // Free per node once R is evicted.
   const int nodes = cluster.num_nodes();
   base_free_.assign(static_cast<size_t>(nodes) * rn_count, 0.0);
-  std::vector<double> all_free(static_cast<size_t>(nodes) * rn_count, 0.0);
   for (int n = 0; n < nodes; ++n) {
     for (int k = 0; k < rn_count; ++k) base_free_[n * rn_count + k] = state.free(n, k);
   }
@@ -78,7 +77,45 @@ RoomBound::RoomBound(Session& session, const Unit& unit, int part,
       }
     }
   }
-  all_free = base_free_;
+  base_count_.assign(nodes, 0);
+  for (int n = 0; n < nodes; ++n) {
+    base_count_[n] = PodsOn(n, &base_free_[n * rn_count]);
+    base_total_ += base_count_[n];
+  }
+  CountWithAllVictims(eligible, in_chosen);
+  drawn_free_ = base_free_;
+  drawn_count_ = base_count_;
+  drawn_total_ = base_total_;
+}
+
+void RoomBound::CountWithAllVictims(const std::function<bool(int group)>& eligible,
+                                    const std::vector<bool>& in_chosen) {
+  // The count is only compared with the part (AnyVictimSetMayHold), and it only grows as victims
+  // are added: PodsOn never decreases when free room grows, since requests are not negative. So
+  // the victims are added group by group, the nodes they touch re-counted after the 1st, 2nd,
+  // 4th, ... 64th group and at the end, and the count stops once it reaches the part: the full
+  // count would too. When it does not, every victim is added, in the same order (group, then pod
+  // order) onto the same base, and the count is the full one.
+  const Cluster& cluster = session_.cluster();
+  const WorkingState& state = session_.state();
+  const int rn_count = cluster.num_node_resources();
+  with_all_victims_ = base_total_;
+  if (with_all_victims_ >= part_) return;
+  std::vector<double> all_free = base_free_;
+  std::vector<int> all_count = base_count_;
+  std::vector<bool> dirty(cluster.num_nodes(), false);
+  std::vector<int> dirty_nodes;
+  auto recount = [&]() {
+    for (int node : dirty_nodes) {
+      const int count = PodsOn(node, &all_free[node * rn_count]);
+      with_all_victims_ += count - all_count[node];
+      all_count[node] = count;
+      dirty[node] = false;
+    }
+    dirty_nodes.clear();
+    return with_all_victims_ >= part_;
+  };
+  int added = 0;  // groups added
   for (int g = 0; g < cluster.num_groups(); ++g) {
     const ClusterGroup& info = cluster.group(g);
     if (!info.preemptible || state.running(g) == 0 || state.bound(g) > 0 || state.moved(g) > 0 ||
@@ -88,20 +125,17 @@ RoomBound::RoomBound(Session& session, const Unit& unit, int part,
     for (int p = info.first_pod; p < info.first_pod + info.pod_count; ++p) {
       if (state.pod_state(p) != PodState::kRunning || in_chosen[p]) continue;
       const double* victim_requests = cluster.node_requests(p);
-      for (int k = 0; k < rn_count; ++k) {
-        all_free[state.pod_node(p) * rn_count + k] += victim_requests[k];
+      const int node = state.pod_node(p);
+      for (int k = 0; k < rn_count; ++k) all_free[node * rn_count + k] += victim_requests[k];
+      if (!dirty[node]) {
+        dirty[node] = true;
+        dirty_nodes.push_back(node);
       }
     }
+    ++added;
+    if (added <= 64 && (added & (added - 1)) == 0 && recount()) return;
   }
-  base_count_.assign(nodes, 0);
-  for (int n = 0; n < nodes; ++n) {
-    base_count_[n] = PodsOn(n, &base_free_[n * rn_count]);
-    base_total_ += base_count_[n];
-    with_all_victims_ += PodsOn(n, &all_free[n * rn_count]);
-  }
-  drawn_free_ = base_free_;
-  drawn_count_ = base_count_;
-  drawn_total_ = base_total_;
+  recount();
 }
 
 int RoomBound::PodsOn(int node, const double* free) const {

@@ -59,6 +59,10 @@ class RoomBound {
   bool MayHold(int node, const std::vector<const EvictionUnit*>& fresh);
 
  private:
+  // Sets with_all_victims_ from the base: the pods that fit once every eligible victim (not in
+  // R, `in_chosen` by pod) is evicted too, or any count of at least the part once it is reached.
+  void CountWithAllVictims(const std::function<bool(int group)>& eligible,
+                           const std::vector<bool>& in_chosen);
   // How many of the part's pods fit in `free` (R_n values) on `node`: 0 where the pod may not go
   // (unschedulable, selector, taints), else by PodsThatFit, capped at the part.
   int PodsOn(int node, const double* free) const;
@@ -73,7 +77,8 @@ class RoomBound {
   std::vector<double> base_free_;     // nodes × R_n: free once R is evicted
   std::vector<int> base_count_;       // per node: pods that fit in base_free_
   int base_total_ = 0;
-  int with_all_victims_ = 0;        // pods that fit once every eligible victim is evicted
+  int with_all_victims_ = 0;  // pods that fit once every eligible victim is evicted, or at least
+                              // the part when that many do
   std::vector<double> drawn_free_;  // nodes × R_n: free once R and every drawn victim are evicted
   std::vector<int> drawn_count_;    // per node: pods that fit in drawn_free_
   int drawn_total_ = 0;

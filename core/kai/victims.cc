@@ -17,11 +17,18 @@ std::optional<Timestamp> ProtectedUntil(const Session& session, int group,
   const Cluster& cluster = session.cluster();
   const ClusterGroup& info = cluster.group(group);
   const WorkingState& state = session.state();
+  if (info.earliest_start_pod < 0) return std::nullopt;  // no pod has a start time
   std::optional<Timestamp> start;
-  for (int p = info.first_pod; p < info.first_pod + info.pod_count; ++p) {
-    if (state.pod_state(p) != PodState::kRunning) continue;
-    const std::optional<Timestamp>& t = cluster.pod(p).pod->start_time;
-    if (t.has_value() && (!start.has_value() || *t < *start)) start = t;
+  if (state.pod_state(info.earliest_start_pod) == PodState::kRunning) {
+    // The earliest start of all the group's pods, held by a RUNNING one: the earliest among the
+    // RUNNING pods too (a minimum over a superset, reached inside the subset).
+    start = cluster.pod(info.earliest_start_pod).pod->start_time;
+  } else {
+    for (int p = info.first_pod; p < info.first_pod + info.pod_count; ++p) {
+      if (state.pod_state(p) != PodState::kRunning) continue;
+      const std::optional<Timestamp>& t = cluster.pod(p).pod->start_time;
+      if (t.has_value() && (!start.has_value() || *t < *start)) start = t;
+    }
   }
   if (!start.has_value()) return std::nullopt;
   const Timestamp now = cluster.snapshot().now.value_or(Timestamp{});

@@ -1,7 +1,10 @@
 // The victim search (SEMANTICS.md §4.8) reads the node index frozen during its tries, through the
 // placer's overlay (core/kai/placement.h), instead of re-keying the index after every eviction,
-// placement and roll-back. The two formulations must give the same answers, byte for byte: this
-// test runs both (CycleHooks::reference_search) over generated KAI requests and compares them.
+// placement and roll-back; it draws each search's victim sequence once for all its parts, and
+// picks a try's jobs incrementally (core/kai/solver.cc). The reference formulation
+// (CycleHooks::reference_search) re-keys the index, draws a fresh order for every part and makes
+// every pick of a try's order anew. The two must give the same answers, byte for byte: this test
+// runs both over generated KAI requests and compares them.
 //
 // `make test` runs 400 cases; ARBITER_SEARCH_CASES=N runs N (docs/benchmarks.md gives the
 // command for the long run, thousands of cases).
