@@ -57,7 +57,8 @@ func main() {
 	tally.Print(os.Stdout)
 	fmt.Printf("  seeds %d..%d in %.1fs\n", flags.First, flags.First+flags.Seeds-1, time.Since(start).Seconds())
 	assignTally := runAssignments(flags)
-	if len(tally.Failures) > 0 || len(assignTally.Failures) > 0 {
+	decisionTally := runDecisions(flags)
+	if len(tally.Failures) > 0 || len(assignTally.Failures) > 0 || len(decisionTally.Failures) > 0 {
 		os.Exit(1)
 	}
 }

@@ -32,3 +32,14 @@ func noFitReasonRule(want, got *outcome) bool {
 	return want.firstMode == "NoFit" && got.firstMode == "NoFit" && want.reason != got.reason &&
 		want.reason != "resource-not-covered"
 }
+
+// ruleMapOrder accepts a decision on which Kueue's scheduler answered differently from run to
+// run (Go map order: the order of the heads, ties among entries and among preemption targets,
+// which SEMANTICS §5.4 and §5.5 break by name), when arbiter's answer is one of Kueue's.
+const ruleMapOrder = "kueue-map-order"
+
+// decisionRules returns the rules that explain arbiter's verdict got against Kueue's runs, or
+// nothing.
+func decisionRules(d *decision, runs []*kueueRun, got *verdictOf) []string {
+	return nil
+}
