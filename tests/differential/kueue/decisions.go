@@ -27,6 +27,9 @@ type decision struct {
 	pending []pendingAt
 	// fungibility is each ClusterQueue's flavorFungibility (nil: Kueue's defaults).
 	fungibility map[string]*kueue.FlavorFungibility
+	// keepSticky leaves Kueue's sticky preempting workloads alone (kueuesched.go): the kept
+	// case of that open difference; the random scenarios forget the stickiness.
+	keepSticky bool
 }
 
 // pendingAt is a pending workload and its ClusterQueue (an index into the tree's nodes).
@@ -287,7 +290,11 @@ func (d *decision) describe() string {
 	for i := range t.nodes {
 		for _, w := range t.nodes[i].workloads {
 			if w.admitted && !t.nodes[i].dropped {
-				fmt.Fprintf(&b, " %s (%d, %s)", w.name, w.priority, w.reserved.Format("15:04:05"))
+				fmt.Fprintf(&b, " %s (%d, %s", w.name, w.priority, w.reserved.Format("15:04:05"))
+				if !t.flavored {
+					fmt.Fprintf(&b, ", %v", w.usage())
+				}
+				b.WriteString(")")
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -59,12 +60,17 @@ type kueueRun struct {
 	// rerun: a fair-sharing preemption ended its first pass in the state SEMANTICS §5.5 step 6
 	// reruns (rerun.go); the scenario is left out.
 	rerun bool
-	// scanProgress: a workload went back to its queue with flavors left to try, so that its next
-	// nomination resumes the scan (SEMANTICS §5.8.10 deviation 1).
-	scanProgress bool
-	// admitThenEvict: a later cycle preempted a workload an earlier one admitted, which a
-	// Schedule call never does (SEMANTICS §5.4 step 6).
-	admitThenEvict bool
+	// scanResets counts the workloads set aside without their scan progress (SEMANTICS
+	// §5.8.10 deviation 1, avoided).
+	scanResets int
+	// stickyCleared counts the preempting workloads whose stickiness was forgotten.
+	stickyCleared int
+	// targetedAdmitted: a cycle nominated as a preemption target a workload an earlier cycle
+	// admitted, which a Schedule call never does (SEMANTICS §5.4 step 6).
+	targetedAdmitted bool
+	// overlapSkipped: a cycle skipped an entry whose preemption targets overlapped an earlier
+	// entry's, where SEMANTICS §5.4 step 5.1 nominates it again (open difference (d)).
+	overlapSkipped bool
 }
 
 // namespace is where every workload and LocalQueue lives.
@@ -81,7 +87,7 @@ const namespace = "default"
 // leaves the queues.
 func (d *decision) kueueDecide() (*kueueRun, error) {
 	t := d.s.t
-	det := &decisionLog{}
+	det := &decisionLog{admitted: map[string]bool{}}
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), logr.New(decisionSink{det: det})))
 	defer cancel()
 	log := logr.Discard()
@@ -89,6 +95,7 @@ func (d *decision) kueueDecide() (*kueueRun, error) {
 
 	var mu sync.Mutex
 	evicted := map[string]bool{}
+	why := map[string]string{} // evicted workload -> Kueue's reason and preemptor
 	scheme := runtime.NewScheme()
 	if err := corev1.AddToScheme(scheme); err != nil {
 		return nil, err
@@ -106,8 +113,18 @@ func (d *decision) kueueDecide() (*kueueRun, error) {
 		// cache and the queue manager hold the state. An eviction is recorded.
 		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(_ context.Context, _ client.Client, _ string, obj client.Object, _ client.Patch, _ ...client.SubResourcePatchOption) error {
 			if wl, ok := obj.(*kueue.Workload); ok && apimeta.IsStatusConditionTrue(wl.Status.Conditions, kueue.WorkloadEvicted) {
+				reason := ""
+				if c := apimeta.FindStatusCondition(wl.Status.Conditions, kueue.WorkloadPreempted); c != nil {
+					reason = c.Reason
+					if i := strings.Index(c.Message, "(UID: "); i >= 0 {
+						if j := strings.Index(c.Message[i:], ")"); j >= 0 {
+							reason += " for " + c.Message[i+6:i+j]
+						}
+					}
+				}
 				mu.Lock()
 				evicted[wl.Name] = true
+				why[wl.Name] = reason
 				mu.Unlock()
 			}
 			return nil
@@ -264,7 +281,16 @@ func (d *decision) kueueDecide() (*kueueRun, error) {
 					}
 				}
 				admitted[name] = m
+				det.admitted[name] = true
 				news = append(news, name)
+				// SEMANTICS §5.4 step 6: a workload admitted in the call is no preemption
+				// candidate in it. Kueue's later cycles have no such notion; the harness gives the
+				// workload the highest priority in the cache, so that no LowerPriority or
+				// LowerOrNewerEqualPriority policy can take it. Under reclaimWithinCohort Any it
+				// stays a candidate (rule admitted-then-targeted).
+				top := w.Obj.DeepCopy()
+				top.Spec.Priority = ptrTo(int32(math.MaxInt32))
+				cache.AddOrUpdateWorkload(log, top)
 				// The workload controller sees the reservation: the workload leaves the queues.
 				queues.DeleteWorkload(log, kueueworkload.Reference(namespace+"/"+name))
 			}
@@ -280,10 +306,9 @@ func (d *decision) kueueDecide() (*kueueRun, error) {
 			if err := cache.DeleteWorkload(log, kueueworkload.Reference(namespace+"/"+name)); err != nil {
 				return nil, err
 			}
-			gone = append(gone, name)
+			gone = append(gone, name+" ("+why[name]+")")
 			if admitted[name] != nil {
 				// A workload this run admitted, preempted in a later cycle.
-				run.admitThenEvict = true
 				delete(admitted, name)
 				roots[rootOf[name]] = true
 			} else if i := t.cqOf(name); i >= 0 {
@@ -306,16 +331,48 @@ func (d *decision) kueueDecide() (*kueueRun, error) {
 		if len(news) > 0 || len(gone) > 0 {
 			run.history = append(run.history, fmt.Sprintf("cycle %d: admitted %v, evicted %v", cycle+1, news, gone))
 		}
+		// Scan progress (SEMANTICS §5.8.10 deviation 1) is taken out: a workload Kueue put
+		// back in its heap only because its last nomination left flavors untried is set aside
+		// with no LastAssignment, as arbiter sets aside a NoFit or a Preempt without targets
+		// and starts every nomination at each group's first flavor.
+		reset := false
+		// Kueue keeps a preempting workload at the head of its ClusterQueue until it is
+		// admitted (the "sticky" workload of BestEffortFIFO queues, pkg/cache/queue), ahead of
+		// workloads that sort before it; SEMANTICS §5.4 step 2 takes the first eligible
+		// workload in priority order every round (docs/conformance.md, open difference (c)).
+		// Unless the scenario keeps it, the harness takes the workload out of its queue and puts
+		// it back as requeued after a nomination, which forgets the stickiness.
+		for _, name := range det.preempting {
+			if d.keepSticky || admitted[name] != nil {
+				continue
+			}
+			for _, info := range queues.PendingWorkloadsInfo(kueue.ClusterQueueReference(t.nodes[t.pendingCQ(d, name)].name)) {
+				if info.Obj.Name != name {
+					continue
+				}
+				again := *info
+				queues.DeleteWorkload(log, kueueworkload.Key(info.Obj))
+				queues.RequeueWorkload(ctx, &again, qcache.RequeueReasonFailedAfterNomination)
+				run.stickyCleared++
+			}
+		}
+		det.preempting = det.preempting[:0]
 		for i := range t.nodes {
 			if n := &t.nodes[i]; n.cq && !n.dropped {
 				for _, info := range queues.PendingWorkloadsInfo(kueue.ClusterQueueReference(n.name)) {
-					if info.LastAssignment != nil && info.LastAssignment.PendingFlavors() {
-						run.scanProgress = true
+					if info.LastAssignment == nil || !info.LastAssignment.PendingFlavors() {
+						continue
 					}
+					fresh := *info
+					fresh.LastAssignment = nil
+					queues.DeleteWorkload(log, kueueworkload.Key(info.Obj))
+					queues.RequeueWorkload(ctx, &fresh, qcache.RequeueReasonGeneric)
+					run.scanResets++
+					reset = true
 				}
 			}
 		}
-		if len(news) == 0 && len(gone) == 0 && active() == before {
+		if len(news) == 0 && len(gone) == 0 && !reset && active() == before {
 			break
 		}
 	}
@@ -332,6 +389,8 @@ func (d *decision) kueueDecide() (*kueueRun, error) {
 	sort.Strings(v.pending)
 	run.verdict = v
 	run.rerun = det.rerun
+	run.targetedAdmitted = det.targetedAdmitted
+	run.overlapSkipped = det.overlapSkipped
 	return run, nil
 }
 
@@ -343,6 +402,16 @@ func (d *decision) kueuePending(p *pendingAt) *kueue.Workload {
 	wl := s.pendingWorkload()
 	wl.Spec.QueueName = kueue.LocalQueueName("lq-" + d.s.t.nodes[p.cq].name)
 	return wl
+}
+
+// pendingCQ is the ClusterQueue of pending workload name.
+func (t *tree) pendingCQ(d *decision, name string) int {
+	for _, p := range d.pending {
+		if p.w.name == name {
+			return p.cq
+		}
+	}
+	return -1
 }
 
 // rootOf is the root of node i's tree.
@@ -371,6 +440,15 @@ func (t *tree) cqOf(name string) int {
 type decisionLog struct {
 	rerun bool
 	cycle int
+	// admitted are the workloads admitted in earlier cycles; targetedAdmitted: a nomination's
+	// preemption targets included one of them.
+	admitted         map[string]bool
+	targetedAdmitted bool
+	// preempting are the workloads that issued preemptions this cycle.
+	preempting []string
+	// overlapSkipped: an entry was skipped for preemption targets an earlier entry of its
+	// cycle had taken.
+	overlapSkipped bool
 }
 
 type decisionSink struct {
@@ -383,6 +461,37 @@ func (decisionSink) Enabled(level int) bool      { return level <= 6 }
 func (decisionSink) Error(error, string, ...any) {}
 
 func (s decisionSink) Info(_ int, msg string, kv ...any) {
+	if debugCycles && (msg == "Workload evaluated for admission" || msg == "Attempting to schedule workload") {
+		fmt.Printf("  cycle %d: %s %v\n", s.det.cycle+1, msg, kv)
+	}
+	if msg == "Workload evaluated for admission" {
+		var name, reason string
+		for k := 0; k+1 < len(kv); k += 2 {
+			switch kv[k] {
+			case "workload":
+				name = strings.TrimPrefix(fmt.Sprint(kv[k+1]), namespace+"/")
+			case "reason":
+				reason = fmt.Sprint(kv[k+1])
+			}
+		}
+		if strings.Contains(reason, ". Pending the preemption of ") {
+			s.det.preempting = append(s.det.preempting, name)
+		}
+		if strings.HasPrefix(reason, "Workload has overlapping preemption targets") {
+			s.det.overlapSkipped = true
+		}
+		for k := 0; k+1 < len(kv); k += 2 {
+			if kv[k] != "preempted" {
+				continue
+			}
+			for _, target := range strings.Fields(strings.Trim(fmt.Sprint(kv[k+1]), "[]")) {
+				if s.det.admitted[strings.TrimPrefix(target, namespace+"/")] {
+					s.det.targetedAdmitted = true
+				}
+			}
+		}
+		return
+	}
 	if msg != "First fair sharing strategy failed, trying second strategy" || s.cq == "" {
 		return
 	}

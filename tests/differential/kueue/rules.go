@@ -1,5 +1,7 @@
 package main
 
+import "slices"
+
 // The deliberate deviations of arbiter's resource flavors from Kueue (SEMANTICS §5.8.10) and
 // how the flavor-assignment comparison deals with each. Only one needs an exclusion rule; the
 // others are kept out of the generated scenarios, or cannot arise in them.
@@ -38,8 +40,31 @@ func noFitReasonRule(want, got *outcome) bool {
 // which SEMANTICS §5.4 and §5.5 break by name), when arbiter's answer is one of Kueue's.
 const ruleMapOrder = "kueue-map-order"
 
+// ruleAdmittedTargeted accepts a decision on which a Kueue cycle nominated as a preemption
+// target a workload an earlier cycle had admitted (whether or not it was then evicted).
+// SEMANTICS §5.4 step 6: groups admitted in a call are never preemption candidates in it (the
+// next call may preempt them); Kueue's cycles know no call. The rule applies only when one of
+// Kueue's runs was seen doing so (the targets of every nomination, from its log).
+const ruleAdmittedTargeted = "admitted-then-targeted"
+
+// ruleOverlapSkipped accepts a decision on which a Kueue cycle skipped an entry because its
+// preemption targets overlapped those of an entry processed before it in the cycle. Kueue
+// v0.17.0's scheduler (scheduler.go, "Workload has overlapping preemption targets with another
+// workload") requeues it for the next cycle, where SEMANTICS §5.4 step 5.1 nominates it again
+// at once without the claimed victims, so arbiter may admit it, or claim other targets for it, a
+// round earlier. docs/conformance.md lists this as open difference (d); the rule applies only
+// when one of Kueue's runs skipped an entry so.
+const ruleOverlapSkipped = "overlap-skipped"
+
 // decisionRules returns the rules that explain arbiter's verdict got against Kueue's runs, or
-// nothing.
-func decisionRules(d *decision, runs []*kueueRun, got *verdictOf) []string {
-	return nil
+// nothing. Each rule needs the state it names to have been seen in one of Kueue's runs.
+func decisionRules(_ *decision, runs []*kueueRun, _ *verdictOf) []string {
+	var rules []string
+	if slices.ContainsFunc(runs, func(r *kueueRun) bool { return r.targetedAdmitted }) {
+		rules = append(rules, ruleAdmittedTargeted)
+	}
+	if slices.ContainsFunc(runs, func(r *kueueRun) bool { return r.overlapSkipped }) {
+		rules = append(rules, ruleOverlapSkipped)
+	}
+	return rules
 }

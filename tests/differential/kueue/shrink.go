@@ -141,7 +141,9 @@ func (d *decision) shrink(fails func(*decision) bool) {
 				for p := 0; len(w.pods) > 1 && p < len(w.pods); p++ {
 					pods, flavors := w.pods, w.flavors
 					w.pods = append(append([]quota(nil), pods[:p]...), pods[p+1:]...)
-					w.flavors = append(append([][numResources]string(nil), flavors[:p]...), flavors[p+1:]...)
+					if len(flavors) > 0 { // a tree of one flavor has none
+						w.flavors = append(append([][numResources]string(nil), flavors[:p]...), flavors[p+1:]...)
+					}
 					if fails(d) {
 						progress = true
 						p--
