@@ -30,6 +30,10 @@ type decision struct {
 	// keepSticky leaves Kueue's sticky preempting workloads alone (kueuesched.go): the kept
 	// case of that open difference; the random scenarios forget the stickiness.
 	keepSticky bool
+	// keepTreeRequeue keeps Kueue's requeue, after an eviction, of the inadmissible workloads
+	// of the evicted workload's cohort tree only (kueuesched.go): the kept case of that open
+	// difference; the random scenarios requeue every tree's, as SEMANTICS §5.4 step 6 does.
+	keepTreeRequeue bool
 }
 
 // pendingAt is a pending workload and its ClusterQueue (an index into the tree's nodes).

@@ -9,11 +9,11 @@ import (
 	"arbiter.dev/tests/differential/internal/arbiterjson"
 )
 
-// legacyDecision builds a decision scenario on a tree of one flavor: cohort org over the given
-// ClusterQueues (GPUs only unless covered says otherwise), their admitted workloads and the
-// pending ones, with the given preemption policies.
+// legacyDecision builds a decision scenario on trees of one flavor: cohorts (org unless cohort
+// says otherwise, each a root) over the given ClusterQueues with their quotas, their admitted
+// workloads and the pending ones, with the given preemption policies.
 type legacyCQ struct {
-	name            string
+	name, cohort    string
 	nominal         quota
 	covered         [numResources]bool
 	hasLending      [numResources]bool
@@ -24,19 +24,30 @@ type legacyCQ struct {
 }
 
 func legacyDecision(cqs ...legacyCQ) *decision {
-	tr := &tree{seed: 1, nodes: []node{{name: "org", parent: -1, explicit: true}}, roots: []int{0}}
+	tr := &tree{seed: 1}
 	s := &scenario{t: tr, within: map[string]kueue.PreemptionPolicy{}, reclaim: map[string]kueue.PreemptionPolicy{}}
 	d := &decision{s: s, fungibility: map[string]*kueue.FlavorFungibility{}}
+	cohorts := map[string]int{}
 	for _, c := range cqs {
+		if c.cohort == "" {
+			c.cohort = "org"
+		}
+		parent, ok := cohorts[c.cohort]
+		if !ok {
+			parent = len(tr.nodes)
+			cohorts[c.cohort] = parent
+			tr.nodes = append(tr.nodes, node{name: c.cohort, parent: -1, explicit: true})
+			tr.roots = append(tr.roots, parent)
+		}
 		i := len(tr.nodes)
-		n := node{name: c.name, parent: 0, cq: true, explicit: true, covered: c.covered, nominal: c.nominal,
+		n := node{name: c.name, parent: parent, cq: true, explicit: true, covered: c.covered, nominal: c.nominal,
 			hasLending: c.hasLending, lending: c.lending}
 		for _, w := range c.admitted {
 			w.admitted, w.scheduled = true, true
 			n.workloads = append(n.workloads, w)
 		}
 		tr.nodes = append(tr.nodes, n)
-		tr.nodes[0].children = append(tr.nodes[0].children, i)
+		tr.nodes[parent].children = append(tr.nodes[parent].children, i)
 		s.within[c.name], s.reclaim[c.name] = c.within, c.reclaim
 		for _, w := range c.pending {
 			w.scheduled = true
@@ -231,4 +242,62 @@ func TestAdmittedTargetedDetector(t *testing.T) {
 	if got, err := stickyPreemptor().kueueDecide(); err != nil || got.targetedAdmitted || got.overlapSkipped {
 		t.Errorf("the sticky case is taken for a targeted admission or a skipped overlap (%v)", err)
 	}
+}
+
+// requeueOtherTrees is the smallest decision of open difference (e) (docs/conformance.md): two
+// cohort trees. In org1, a-p preempts v within a. In org2, b (2 GPUs nominal) has b-high
+// (priority 3, asks for cpu, which b does not cover) and b-low (priority 2, 2 GPUs); c (cpu only
+// nominal) has c-first (priority 1, 1 cpu) and c-q (priority 0, 2 GPUs, borrowed). The first
+// cycle evicts v, sets b-high aside and admits c-first. Kueue puts back only org1's inadmissible
+// workloads, so b-low heads b next cycle, within its nominal quota, and is admitted before c-q.
+// SEMANTICS §5.4 step 6 clears the whole set-aside list: b-high heads b again (NoFit again), c-q
+// borrows b's GPUs, and b-low, a round later, finds no candidate (c-q was admitted in the call).
+func requeueOtherTrees() *decision {
+	lower, never := kueue.PreemptionPolicyLowerPriority, kueue.PreemptionPolicyNever
+	cpuGPU := [numResources]bool{cpu: true, gpu: true}
+	return legacyDecision(
+		legacyCQ{name: "a", cohort: "org1", nominal: quota{gpu: 4}, covered: gpuOnly, within: lower, reclaim: lower,
+			admitted: []workload{{name: "v", pods: []quota{{gpu: 4}}, priority: 0, created: at(1), reserved: at(3601)}},
+			pending:  []workload{{name: "a-p", pods: []quota{{gpu: 4}}, priority: 1, created: at(10)}}},
+		legacyCQ{name: "b", cohort: "org2", nominal: quota{gpu: 2}, covered: gpuOnly, within: never, reclaim: lower,
+			pending: []workload{
+				{name: "b-high", pods: []quota{{cpu: 1000, gpu: 1}}, priority: 3, created: at(11)},
+				{name: "b-low", pods: []quota{{gpu: 2}}, priority: 2, created: at(12)},
+			}},
+		legacyCQ{name: "c", cohort: "org2", nominal: quota{cpu: 4000}, covered: cpuGPU, within: never, reclaim: never,
+			pending: []workload{
+				{name: "c-first", pods: []quota{{cpu: 1000}}, priority: 1, created: at(13)},
+				{name: "c-q", pods: []quota{{gpu: 2}}, priority: 0, created: at(14)},
+			}},
+	)
+}
+
+func TestRequeueOtherTrees(t *testing.T) {
+	d := requeueOtherTrees()
+	d.keepTreeRequeue = true
+	got, err := d.kueueDecide()
+	if err != nil {
+		t.Fatal(err)
+	}
+	admitted := func(names ...string) map[string]map[string]map[string]string {
+		m := map[string]map[string]map[string]string{}
+		for _, n := range names {
+			m[n] = map[string]map[string]string{}
+		}
+		return m
+	}
+	want := &verdictOf{admitted: admitted("a-p", "b-low", "c-first"), evicted: []string{"v"}, pending: []string{"b-high", "c-q"}}
+	if !sameVerdict(got.verdict, want) {
+		t.Errorf("Kueue requeueing one tree: %v; want %v", got.verdict, want)
+	}
+	d.keepTreeRequeue = false
+	got, err = d.kueueDecide()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = &verdictOf{admitted: admitted("a-p", "c-first", "c-q"), evicted: []string{"v"}, pending: []string{"b-high", "b-low"}}
+	if !sameVerdict(got.verdict, want) {
+		t.Errorf("Kueue requeueing every tree: %v; want %v, SEMANTICS §5.4's answer", got.verdict, want)
+	}
+	keepDecisionCase(t, "kueue-requeue-other-trees.json", d)
 }

@@ -290,7 +290,9 @@ func (d *decision) kueueDecide() (*kueueRun, error) {
 				// stays a candidate (rule admitted-then-targeted).
 				top := w.Obj.DeepCopy()
 				top.Spec.Priority = ptrTo(int32(math.MaxInt32))
-				cache.AddOrUpdateWorkload(log, top)
+				if !debugNoBump {
+					cache.AddOrUpdateWorkload(log, top)
+				}
 				// The workload controller sees the reservation: the workload leaves the queues.
 				queues.DeleteWorkload(log, kueueworkload.Reference(namespace+"/"+name))
 			}
@@ -318,10 +320,13 @@ func (d *decision) kueueDecide() (*kueueRun, error) {
 			}
 		}
 		mu.Unlock()
-		// An eviction releases quota: the inadmissible workloads of that cohort tree go back to
-		// their heaps (the requeuer is notified through any pending workload of the tree).
+		// An eviction releases quota: Kueue's workload controller puts the inadmissible
+		// workloads of that cohort tree back in their heaps (the requeuer is notified through any
+		// pending workload of the tree). SEMANTICS §5.4 step 6 clears the whole set-aside list
+		// (open difference (e), docs/conformance.md): unless the scenario keeps Kueue's rule, the
+		// harness requeues every tree's.
 		for _, p := range pending {
-			if roots[rootOf[p.w.name]] {
+			if roots[rootOf[p.w.name]] || len(roots) > 0 && !d.keepTreeRequeue {
 				queues.QueueAssociatedInadmissibleWorkloadsAfter(ctx, kueueworkload.Reference(namespace+"/"+p.w.name), nil)
 			}
 		}
@@ -394,7 +399,7 @@ func (d *decision) kueueDecide() (*kueueRun, error) {
 	return run, nil
 }
 
-var debugCycles bool
+var debugCycles, debugNoBump bool
 
 // kueuePending is pending workload p as a Kueue Workload in its ClusterQueue's LocalQueue.
 func (d *decision) kueuePending(p *pendingAt) *kueue.Workload {
@@ -461,7 +466,7 @@ func (decisionSink) Enabled(level int) bool      { return level <= 6 }
 func (decisionSink) Error(error, string, ...any) {}
 
 func (s decisionSink) Info(_ int, msg string, kv ...any) {
-	if debugCycles && (msg == "Workload evaluated for admission" || msg == "Attempting to schedule workload") {
+	if debugCycles && (strings.Contains(msg, "fair") || strings.Contains(msg, "Fair") || strings.Contains(msg, "reempt")) {
 		fmt.Printf("  cycle %d: %s %v\n", s.det.cycle+1, msg, kv)
 	}
 	if msg == "Workload evaluated for admission" {
