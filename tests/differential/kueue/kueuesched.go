@@ -82,9 +82,11 @@ const namespace = "default"
 // wired as Kueue's scheduler unit tests wire them, with fair sharing on. It runs cycles until one
 // admits and evicts nothing and leaves the queues' heaps as it found them, or they are empty.
 // Between cycles it does what Kueue's workload controller would: an evicted workload leaves
-// the cache and is not requeued (SEMANTICS §5.4: never reconsidered in the call), the
-// inadmissible workloads of its cohort tree go back to their heaps, and an admitted workload
-// leaves the queues.
+// the cache and is not requeued (SEMANTICS §5.4: never reconsidered in the call), inadmissible
+// workloads go back to their heaps, and an admitted workload leaves the queues. Where Kueue's
+// cycles and SEMANTICS §5.4 part (scan progress, sticky heads, which trees an eviction
+// requeues, candidates admitted in the call), the harness takes Kueue's behaviour out, as the
+// comments below say (docs/conformance.md, "Decisions: Kueue").
 func (d *decision) kueueDecide() (*kueueRun, error) {
 	t := d.s.t
 	det := &decisionLog{admitted: map[string]bool{}}
@@ -246,17 +248,6 @@ func (d *decision) kueueDecide() (*kueueRun, error) {
 		}
 		run.cycles = cycle + 1
 		before := active()
-		det.cycle = cycle
-		if debugCycles {
-			for i := range t.nodes {
-				if n := &t.nodes[i]; n.cq && !n.dropped {
-					a, in := queuePending(managerClusterQueue(queues, kueue.ClusterQueueReference(n.name)))
-					if a+in > 0 {
-						fmt.Printf("cycle %d: %s active %d inadmissible %d\n", cycle, n.name, a, in)
-					}
-				}
-			}
-		}
 		schedulerCycle(sched, ctx)
 		wg.Wait()
 		snap, err := cache.Snapshot(ctx)
@@ -290,9 +281,7 @@ func (d *decision) kueueDecide() (*kueueRun, error) {
 				// stays a candidate (rule admitted-then-targeted).
 				top := w.Obj.DeepCopy()
 				top.Spec.Priority = ptrTo(int32(math.MaxInt32))
-				if !debugNoBump {
-					cache.AddOrUpdateWorkload(log, top)
-				}
+				cache.AddOrUpdateWorkload(log, top)
 				// The workload controller sees the reservation: the workload leaves the queues.
 				queues.DeleteWorkload(log, kueueworkload.Reference(namespace+"/"+name))
 			}
@@ -399,8 +388,6 @@ func (d *decision) kueueDecide() (*kueueRun, error) {
 	return run, nil
 }
 
-var debugCycles, debugNoBump bool
-
 // kueuePending is pending workload p as a Kueue Workload in its ClusterQueue's LocalQueue.
 func (d *decision) kueuePending(p *pendingAt) *kueue.Workload {
 	s := &scenario{t: d.s.t, pending: p.w}
@@ -444,7 +431,6 @@ func (t *tree) cqOf(name string) int {
 // retry list is not empty. The preemptor's ClusterQueue comes from the logger's values.
 type decisionLog struct {
 	rerun bool
-	cycle int
 	// admitted are the workloads admitted in earlier cycles; targetedAdmitted: a nomination's
 	// preemption targets included one of them.
 	admitted         map[string]bool
@@ -466,9 +452,6 @@ func (decisionSink) Enabled(level int) bool      { return level <= 6 }
 func (decisionSink) Error(error, string, ...any) {}
 
 func (s decisionSink) Info(_ int, msg string, kv ...any) {
-	if debugCycles && (strings.Contains(msg, "fair") || strings.Contains(msg, "Fair") || strings.Contains(msg, "reempt")) {
-		fmt.Printf("  cycle %d: %s %v\n", s.det.cycle+1, msg, kv)
-	}
 	if msg == "Workload evaluated for admission" {
 		var name, reason string
 		for k := 0; k+1 < len(kv); k += 2 {
