@@ -314,7 +314,7 @@ type decisionCounts struct {
 	rerun                                int // scenarios left out (§5.5 step 6)
 	withEvictions, withAdmissions        int
 	scanResets, stickyCleared            int // Kueue's scan progress and sticky heads taken out
-	overlapSkipped, targetedAdmitted     int // scenarios whose first Kueue run was in that state
+	overlapSkipped, candidateAdmitted     int // scenarios whose first Kueue run was in that state
 }
 
 // kueueRuns is how many times Kueue decides a scenario on which its first answer differs from
@@ -357,8 +357,8 @@ func (d *decision) check(cli string, counts *decisionCounts) verdict.Outcome {
 		if first.overlapSkipped {
 			counts.overlapSkipped++
 		}
-		if first.targetedAdmitted {
-			counts.targetedAdmitted++
+		if first.candidateAdmitted {
+			counts.candidateAdmitted++
 		}
 	}
 	if sameVerdict(first.verdict, got) {
@@ -453,7 +453,7 @@ func runDecisions(flags verdict.Flags) *verdict.Tally {
 	tally.Units["scan progress reset (Kueue, §5.8.10 deviation 1)"] = counts.scanResets
 	tally.Units["sticky heads cleared (Kueue, open difference (c))"] = counts.stickyCleared
 	tally.Units["scenarios with an entry skipped for overlapping targets (Kueue)"] = counts.overlapSkipped
-	tally.Units["scenarios with a workload admitted in the run then targeted (Kueue)"] = counts.targetedAdmitted
+	tally.Units["scenarios with a workload admitted in the run taken as a candidate (Kueue)"] = counts.candidateAdmitted
 	tally.Units["left out: Kueue's preemption without §5.5 step 6"] = counts.rerun
 	tally.Print(os.Stdout)
 	fmt.Printf("  seeds %d..%d in %.1fs\n", flags.First, flags.First+flags.Seeds-1, time.Since(start).Seconds())

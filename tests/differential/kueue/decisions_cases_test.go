@@ -158,7 +158,7 @@ func TestOverlapNotRenominated(t *testing.T) {
 // flavored ones, several ClusterQueues with pending workloads, admissions, evictions, and the
 // states the harness takes out of Kueue's cycles or the rules look for.
 func TestDecisionGeneratorReachesTheInterestingCases(t *testing.T) {
-	var flavored, legacy, severalCQs, admitted, evicted, scanResets, sticky, overlap, targeted, left int
+	var flavored, legacy, severalCQs, admitted, evicted, scanResets, sticky, overlap, asCandidate, left int
 	for seed := int64(1); seed <= 200; seed++ {
 		d := generateDecision(seed)
 		if d.s.t.flavored {
@@ -190,13 +190,13 @@ func TestDecisionGeneratorReachesTheInterestingCases(t *testing.T) {
 		if r.overlapSkipped {
 			overlap++
 		}
-		if r.targetedAdmitted {
-			targeted++
+		if r.candidateAdmitted {
+			asCandidate++
 		}
 	}
-	t.Logf("%d flavored, %d of one flavor, %d with pending workloads in several ClusterQueues; Kueue admitted %d, evicted %d; %d scan resets, %d sticky heads cleared; %d with skipped overlapping entries, %d with admitted workloads targeted; %d left out",
-		flavored, legacy, severalCQs, admitted, evicted, scanResets, sticky, overlap, targeted, left)
-	if flavored < 100 || legacy < 40 || severalCQs < 100 || admitted < 400 || evicted < 50 || scanResets < 5 || sticky < 10 || overlap < 2 || targeted < 2 {
+	t.Logf("%d flavored, %d of one flavor, %d with pending workloads in several ClusterQueues; Kueue admitted %d, evicted %d; %d scan resets, %d sticky heads cleared; %d with skipped overlapping entries, %d with admitted workloads as candidates; %d left out",
+		flavored, legacy, severalCQs, admitted, evicted, scanResets, sticky, overlap, asCandidate, left)
+	if flavored < 100 || legacy < 40 || severalCQs < 100 || admitted < 400 || evicted < 50 || scanResets < 5 || sticky < 10 || overlap < 2 || asCandidate < 2 {
 		t.Errorf("the decision generator no longer reaches the interesting cases")
 	}
 }
@@ -231,16 +231,16 @@ func TestSameVerdictCatchesEachField(t *testing.T) {
 // Seed 986's decision is one where a later Kueue cycle preempts a workload an earlier one
 // admitted (reclaimWithinCohort Any), which a Schedule call never does; the kept sticky case
 // has none. (A change to the generator may move it to another seed.)
-func TestAdmittedTargetedDetector(t *testing.T) {
+func TestAdmittedCandidateDetector(t *testing.T) {
 	got, err := generateDecision(986).kueueDecide()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !got.targetedAdmitted {
+	if !got.candidateAdmitted {
 		t.Errorf("seed 986: a preemption target admitted in an earlier cycle went unnoticed")
 	}
-	if got, err := stickyPreemptor().kueueDecide(); err != nil || got.targetedAdmitted || got.overlapSkipped {
-		t.Errorf("the sticky case is taken for a targeted admission or a skipped overlap (%v)", err)
+	if got, err := stickyPreemptor().kueueDecide(); err != nil || got.candidateAdmitted || got.overlapSkipped {
+		t.Errorf("the sticky case is taken for an admitted candidate or a skipped overlap (%v)", err)
 	}
 }
 

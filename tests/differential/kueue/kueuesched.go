@@ -65,9 +65,9 @@ type kueueRun struct {
 	scanResets int
 	// stickyCleared counts the preempting workloads whose stickiness was forgotten.
 	stickyCleared int
-	// targetedAdmitted: a cycle nominated as a preemption target a workload an earlier cycle
+	// candidateAdmitted: a cycle took as a preemption candidate a workload an earlier cycle
 	// admitted, which a Schedule call never does (SEMANTICS §5.4 step 6).
-	targetedAdmitted bool
+	candidateAdmitted bool
 	// overlapSkipped: a cycle skipped an entry whose preemption targets overlapped an earlier
 	// entry's, where SEMANTICS §5.4 step 5.1 nominates it again (open difference (d)).
 	overlapSkipped bool
@@ -278,7 +278,7 @@ func (d *decision) kueueDecide() (*kueueRun, error) {
 				// candidate in it. Kueue's later cycles have no such notion; the harness gives the
 				// workload the highest priority in the cache, so that no LowerPriority or
 				// LowerOrNewerEqualPriority policy can take it. Under reclaimWithinCohort Any it
-				// stays a candidate (rule admitted-then-targeted).
+				// stays a candidate (rule admitted-as-candidate).
 				top := w.Obj.DeepCopy()
 				top.Spec.Priority = ptrTo(int32(math.MaxInt32))
 				cache.AddOrUpdateWorkload(log, top)
@@ -383,7 +383,7 @@ func (d *decision) kueueDecide() (*kueueRun, error) {
 	sort.Strings(v.pending)
 	run.verdict = v
 	run.rerun = det.rerun
-	run.targetedAdmitted = det.targetedAdmitted
+	run.candidateAdmitted = det.candidateAdmitted
 	run.overlapSkipped = det.overlapSkipped
 	return run, nil
 }
@@ -431,10 +431,11 @@ func (t *tree) cqOf(name string) int {
 // retry list is not empty. The preemptor's ClusterQueue comes from the logger's values.
 type decisionLog struct {
 	rerun bool
-	// admitted are the workloads admitted in earlier cycles; targetedAdmitted: a nomination's
-	// preemption targets included one of them.
-	admitted         map[string]bool
-	targetedAdmitted bool
+	// admitted are the workloads admitted in earlier cycles; candidateAdmitted: a preemption
+	// search (the flavor assigner's oracle or the preemptor's) had one of them among its
+	// candidates, or a nomination among its targets.
+	admitted          map[string]bool
+	candidateAdmitted bool
 	// preempting are the workloads that issued preemptions this cycle.
 	preempting []string
 	// overlapSkipped: an entry was skipped for preemption targets an earlier entry of its
@@ -447,11 +448,30 @@ type decisionSink struct {
 	cq  string // the preemptor's ClusterQueue, from the logger's values
 }
 
+// noteCandidates notes whether a list of workload references (namespace/name) holds a workload
+// admitted in an earlier cycle.
+func (det *decisionLog) noteCandidates(list any) {
+	for _, ref := range strings.Fields(strings.Trim(fmt.Sprint(list), "[]")) {
+		if det.admitted[strings.TrimPrefix(ref, namespace+"/")] {
+			det.candidateAdmitted = true
+		}
+	}
+}
+
 func (decisionSink) Init(logr.RuntimeInfo)       {}
 func (decisionSink) Enabled(level int) bool      { return level <= 6 }
 func (decisionSink) Error(error, string, ...any) {}
 
 func (s decisionSink) Info(_ int, msg string, kv ...any) {
+	if msg == "Simulating fair preemption" {
+		// The candidates of every preemption search, the oracle's included.
+		for k := 0; k+1 < len(kv); k += 2 {
+			if kv[k] == "candidates" {
+				s.det.noteCandidates(kv[k+1])
+			}
+		}
+		return
+	}
 	if msg == "Workload evaluated for admission" {
 		var name, reason string
 		for k := 0; k+1 < len(kv); k += 2 {
@@ -472,11 +492,7 @@ func (s decisionSink) Info(_ int, msg string, kv ...any) {
 			if kv[k] != "preempted" {
 				continue
 			}
-			for _, target := range strings.Fields(strings.Trim(fmt.Sprint(kv[k+1]), "[]")) {
-				if s.det.admitted[strings.TrimPrefix(target, namespace+"/")] {
-					s.det.targetedAdmitted = true
-				}
-			}
+			s.det.noteCandidates(kv[k+1])
 		}
 		return
 	}

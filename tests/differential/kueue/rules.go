@@ -40,12 +40,16 @@ func noFitReasonRule(want, got *outcome) bool {
 // which SEMANTICS §5.4 and §5.5 break by name), when arbiter's answer is one of Kueue's.
 const ruleMapOrder = "kueue-map-order"
 
-// ruleAdmittedTargeted accepts a decision on which a Kueue cycle nominated as a preemption
-// target a workload an earlier cycle had admitted (whether or not it was then evicted).
-// SEMANTICS §5.4 step 6: groups admitted in a call are never preemption candidates in it (the
-// next call may preempt them); Kueue's cycles know no call. The rule applies only when one of
-// Kueue's runs was seen doing so (the targets of every nomination, from its log).
-const ruleAdmittedTargeted = "admitted-then-targeted"
+// ruleAdmittedCandidate accepts a decision on which a Kueue cycle took as a preemption
+// candidate a workload an earlier cycle had admitted: in a preemption search (the flavor
+// assigner's oracle, which may then rank a flavor as preemptible where arbiter tries the next
+// one, or the preemptor's) or among a nomination's targets, evicted or not. SEMANTICS §5.4 step
+// 6: groups admitted in a call are never preemption candidates in it (the next call may preempt
+// them); Kueue's cycles know no call. The harness keeps such workloads from LowerPriority and
+// LowerOrNewerEqualPriority policies (kueuesched.go); under reclaimWithinCohort Any they remain
+// candidates. The rule applies only when one of Kueue's runs was seen doing so (the candidates
+// and targets Kueue logs).
+const ruleAdmittedCandidate = "admitted-as-candidate"
 
 // ruleOverlapSkipped accepts a decision on which a Kueue cycle skipped an entry because its
 // preemption targets overlapped those of an entry processed before it in the cycle. Kueue
@@ -60,8 +64,8 @@ const ruleOverlapSkipped = "overlap-skipped"
 // nothing. Each rule needs the state it names to have been seen in one of Kueue's runs.
 func decisionRules(_ *decision, runs []*kueueRun, _ *verdictOf) []string {
 	var rules []string
-	if slices.ContainsFunc(runs, func(r *kueueRun) bool { return r.targetedAdmitted }) {
-		rules = append(rules, ruleAdmittedTargeted)
+	if slices.ContainsFunc(runs, func(r *kueueRun) bool { return r.candidateAdmitted }) {
+		rules = append(rules, ruleAdmittedCandidate)
 	}
 	if slices.ContainsFunc(runs, func(r *kueueRun) bool { return r.overlapSkipped }) {
 		rules = append(rules, ruleOverlapSkipped)
