@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Differential test: arbiter's fair shares against KAI Scheduler's and Kueue's own Go code, its
-# KAI decisions (Schedule) against KAI's actions, and its Kueue flavor assignment against
-# Kueue's, on random trees and clusters generated from seeds (docs/conformance.md).
+# KAI decisions (Schedule) against KAI's actions, and its Kueue flavor assignment and whole-cycle
+# decisions against Kueue's, on random trees and clusters generated from seeds
+# (docs/conformance.md).
 #
 #   tests/differential/run.sh ARBITER_CLI [SEEDS] [FIRST_SEED]
 #
@@ -13,7 +14,8 @@
 # $ARBITER_DIFFERENTIAL_KEEP (default: a temporary directory, kept when something fails); replay
 # one with
 #   ARBITER_CLI fairshare FILE      (kai-seed-*.json, kueue-seed-*.json)
-#   ARBITER_CLI schedule FILE       (kueue-assign-seed-*.json, kai-decisions-seed-*.json)
+#   ARBITER_CLI schedule FILE       (kueue-assign-seed-*.json, kueue-decision-seed-*.json,
+#                                    kai-decisions-seed-*.json)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

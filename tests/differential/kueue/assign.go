@@ -73,42 +73,13 @@ func generateScenario(seed int64) *scenario {
 	}
 	g := &generator{rng: rand.New(rand.NewPCG(uint64(seed), 0x666c61766f72)), tree: t}
 	s := &scenario{t: t, flavors: map[string]flavorSpec{}, within: map[string]kueue.PreemptionPolicy{}, reclaim: map[string]kueue.PreemptionPolicy{}}
-	for _, name := range t.flavorNamesOf() {
-		f := flavorSpec{labels: map[string]string{}}
-		for _, k := range []string{"arch", "zone"} {
-			f.labels[k] = labelValues[k][g.rng.IntN(2)]
-		}
-		if g.chance(0.2) {
-			taint := corev1.Taint{Key: "dedicated", Value: []string{"ml", "batch"}[g.rng.IntN(2)],
-				Effect: []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute, corev1.TaintEffectPreferNoSchedule}[g.rng.IntN(3)]}
-			f.taints = append(f.taints, taint)
-			if g.chance(0.2) {
-				f.tolerations = append(f.tolerations, corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpExists})
-			}
-		}
-		s.flavors[name] = f
-	}
+	g.drawFlavors(s)
 	var cqs []int
-	for i := range t.nodes {
-		n := &t.nodes[i]
-		if !n.cq {
-			continue
-		}
-		s.within[n.name] = []kueue.PreemptionPolicy{kueue.PreemptionPolicyNever, kueue.PreemptionPolicyLowerPriority, kueue.PreemptionPolicyLowerOrNewerEqualPriority}[g.rng.IntN(3)]
-		s.reclaim[n.name] = []kueue.PreemptionPolicy{kueue.PreemptionPolicyNever, kueue.PreemptionPolicyLowerPriority, kueue.PreemptionPolicyAny}[g.rng.IntN(3)]
-		kept := n.workloads[:0]
-		for _, w := range n.workloads {
-			if w.admitted {
-				w.scheduled = true
-				w.priority = int32(g.rng.IntN(3))
-				kept = append(kept, w)
-			}
-		}
-		n.workloads = kept
+	for _, i := range g.drawPolicies(s) {
 		// Kueue v0.17.0's fair-sharing preemption dereferences the cohort of the preemptor's
 		// ClusterQueue once its own candidates are exhausted, and crashes for one without a
 		// cohort: the pending workload goes to a ClusterQueue in a cohort.
-		if len(n.groups) > 0 && n.parent >= 0 {
+		if len(t.nodes[i].groups) > 0 {
 			cqs = append(cqs, i)
 		}
 	}
@@ -125,6 +96,53 @@ func generateScenario(seed int64) *scenario {
 	s.fungibility = g.fungibility()
 	s.pending = g.pendingWorkload(&t.nodes[s.x])
 	return s
+}
+
+// drawFlavors gives every flavor of the tree its node labels (every key of labelValues), and
+// sometimes a taint and a toleration of it.
+func (g *generator) drawFlavors(s *scenario) {
+	for _, name := range s.t.flavorNamesOf() {
+		f := flavorSpec{labels: map[string]string{}}
+		for _, k := range []string{"arch", "zone"} {
+			f.labels[k] = labelValues[k][g.rng.IntN(2)]
+		}
+		if g.chance(0.2) {
+			taint := corev1.Taint{Key: "dedicated", Value: []string{"ml", "batch"}[g.rng.IntN(2)],
+				Effect: []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute, corev1.TaintEffectPreferNoSchedule}[g.rng.IntN(3)]}
+			f.taints = append(f.taints, taint)
+			if g.chance(0.2) {
+				f.tolerations = append(f.tolerations, corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpExists})
+			}
+		}
+		s.flavors[name] = f
+	}
+}
+
+// drawPolicies gives every ClusterQueue its preemption policy and its admitted workloads
+// priorities (dropping the tree's pending workloads), and returns the ClusterQueues in a cohort.
+func (g *generator) drawPolicies(s *scenario) []int {
+	var cqs []int
+	for i := range s.t.nodes {
+		n := &s.t.nodes[i]
+		if !n.cq {
+			continue
+		}
+		s.within[n.name] = []kueue.PreemptionPolicy{kueue.PreemptionPolicyNever, kueue.PreemptionPolicyLowerPriority, kueue.PreemptionPolicyLowerOrNewerEqualPriority}[g.rng.IntN(3)]
+		s.reclaim[n.name] = []kueue.PreemptionPolicy{kueue.PreemptionPolicyNever, kueue.PreemptionPolicyLowerPriority, kueue.PreemptionPolicyAny}[g.rng.IntN(3)]
+		kept := n.workloads[:0]
+		for _, w := range n.workloads {
+			if w.admitted {
+				w.scheduled = true
+				w.priority = int32(g.rng.IntN(3))
+				kept = append(kept, w)
+			}
+		}
+		n.workloads = kept
+		if n.parent >= 0 {
+			cqs = append(cqs, i)
+		}
+	}
+	return cqs
 }
 
 // fill adds to ClusterQueue i one or two admitted workloads per flavor of some of its groups,
@@ -476,6 +494,24 @@ var (
 
 // request writes the scenario as an arbiter ScheduleRequest under the Kueue model.
 func (s *scenario) request() *arbiterjson.ScheduleRequest {
+	x := &s.t.nodes[s.x]
+	x.workloads = append(x.workloads, s.pending)
+	defer func() { x.workloads = x.workloads[:len(x.workloads)-1] }()
+	snap := s.t.snapshot(s.resourceFlavors(), func(n *node, q *arbiterjson.Queue) {
+		if !n.cq {
+			return
+		}
+		q.KueuePreemption = kueuePreemption(s.within[n.name], s.reclaim[n.name])
+		if n == x {
+			q.FlavorFungibility = flavorFungibility(s.fungibility)
+		}
+	})
+	snap.Now = arbiterjson.Timestamp(epoch.Add(24 * time.Hour))
+	return &arbiterjson.ScheduleRequest{Snapshot: snap, Policy: arbiterjson.Policy{FairnessModel: "FAIRNESS_MODEL_KUEUE"}}
+}
+
+// resourceFlavors writes the scenario's ResourceFlavors.
+func (s *scenario) resourceFlavors() []arbiterjson.ResourceFlavor {
 	var flavors []arbiterjson.ResourceFlavor
 	for _, name := range s.t.flavorNamesOf() {
 		f := s.flavors[name]
@@ -488,30 +524,30 @@ func (s *scenario) request() *arbiterjson.ScheduleRequest {
 		}
 		flavors = append(flavors, rf)
 	}
-	x := &s.t.nodes[s.x]
-	x.workloads = append(x.workloads, s.pending)
-	defer func() { x.workloads = x.workloads[:len(x.workloads)-1] }()
-	snap := s.t.snapshot(flavors, func(n *node, q *arbiterjson.Queue) {
-		if !n.cq {
-			return
-		}
-		q.KueuePreemption = &arbiterjson.KueuePreemption{
-			WithinClusterQueue:  map[kueue.PreemptionPolicy]string{kueue.PreemptionPolicyNever: "WITHIN_CLUSTER_QUEUE_NEVER", kueue.PreemptionPolicyLowerPriority: "WITHIN_CLUSTER_QUEUE_LOWER_PRIORITY", kueue.PreemptionPolicyLowerOrNewerEqualPriority: "WITHIN_CLUSTER_QUEUE_LOWER_OR_NEWER_EQUAL_PRIORITY"}[s.within[n.name]],
-			ReclaimWithinCohort: map[kueue.PreemptionPolicy]string{kueue.PreemptionPolicyNever: "RECLAIM_WITHIN_COHORT_NEVER", kueue.PreemptionPolicyLowerPriority: "RECLAIM_WITHIN_COHORT_LOWER_PRIORITY", kueue.PreemptionPolicyAny: "RECLAIM_WITHIN_COHORT_ANY"}[s.reclaim[n.name]],
-		}
-		if n == x && s.fungibility != nil {
-			f := s.fungibility
-			q.FlavorFungibility = &arbiterjson.FlavorFungibility{
-				WhenCanBorrow:  map[kueue.FlavorFungibilityPolicy]string{kueue.MayStopSearch: "WHEN_CAN_BORROW_MAY_STOP_SEARCH", kueue.TryNextFlavor: "WHEN_CAN_BORROW_TRY_NEXT_FLAVOR"}[f.WhenCanBorrow],
-				WhenCanPreempt: map[kueue.FlavorFungibilityPolicy]string{kueue.MayStopSearch: "WHEN_CAN_PREEMPT_MAY_STOP_SEARCH", kueue.TryNextFlavor: "WHEN_CAN_PREEMPT_TRY_NEXT_FLAVOR"}[f.WhenCanPreempt],
-			}
-			if f.Preference != nil {
-				q.FlavorFungibility.Preference = map[kueue.FlavorFungibilityPreference]string{kueue.BorrowingOverPreemption: "PREFERENCE_BORROWING_OVER_PREEMPTION", kueue.PreemptionOverBorrowing: "PREFERENCE_PREEMPTION_OVER_BORROWING"}[*f.Preference]
-			}
-		}
-	})
-	snap.Now = arbiterjson.Timestamp(epoch.Add(24 * time.Hour))
-	return &arbiterjson.ScheduleRequest{Snapshot: snap, Policy: arbiterjson.Policy{FairnessModel: "FAIRNESS_MODEL_KUEUE"}}
+	return flavors
+}
+
+// kueuePreemption writes a ClusterQueue's preemption policy (Kueue's names) as arbiter's.
+func kueuePreemption(within, reclaim kueue.PreemptionPolicy) *arbiterjson.KueuePreemption {
+	return &arbiterjson.KueuePreemption{
+		WithinClusterQueue:  map[kueue.PreemptionPolicy]string{kueue.PreemptionPolicyNever: "WITHIN_CLUSTER_QUEUE_NEVER", kueue.PreemptionPolicyLowerPriority: "WITHIN_CLUSTER_QUEUE_LOWER_PRIORITY", kueue.PreemptionPolicyLowerOrNewerEqualPriority: "WITHIN_CLUSTER_QUEUE_LOWER_OR_NEWER_EQUAL_PRIORITY"}[within],
+		ReclaimWithinCohort: map[kueue.PreemptionPolicy]string{kueue.PreemptionPolicyNever: "RECLAIM_WITHIN_COHORT_NEVER", kueue.PreemptionPolicyLowerPriority: "RECLAIM_WITHIN_COHORT_LOWER_PRIORITY", kueue.PreemptionPolicyAny: "RECLAIM_WITHIN_COHORT_ANY"}[reclaim],
+	}
+}
+
+// flavorFungibility writes a flavorFungibility (nil: none) as arbiter's.
+func flavorFungibility(f *kueue.FlavorFungibility) *arbiterjson.FlavorFungibility {
+	if f == nil {
+		return nil
+	}
+	out := &arbiterjson.FlavorFungibility{
+		WhenCanBorrow:  map[kueue.FlavorFungibilityPolicy]string{kueue.MayStopSearch: "WHEN_CAN_BORROW_MAY_STOP_SEARCH", kueue.TryNextFlavor: "WHEN_CAN_BORROW_TRY_NEXT_FLAVOR"}[f.WhenCanBorrow],
+		WhenCanPreempt: map[kueue.FlavorFungibilityPolicy]string{kueue.MayStopSearch: "WHEN_CAN_PREEMPT_MAY_STOP_SEARCH", kueue.TryNextFlavor: "WHEN_CAN_PREEMPT_TRY_NEXT_FLAVOR"}[f.WhenCanPreempt],
+	}
+	if f.Preference != nil {
+		out.Preference = map[kueue.FlavorFungibilityPreference]string{kueue.BorrowingOverPreemption: "PREFERENCE_BORROWING_OVER_PREEMPTION", kueue.PreemptionOverBorrowing: "PREFERENCE_PREEMPTION_OVER_BORROWING"}[*f.Preference]
+	}
+	return out
 }
 
 // arbiterOutcome reads the pending workload's fate off arbiter's Schedule response.

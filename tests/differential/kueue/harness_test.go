@@ -413,7 +413,18 @@ func TestUnlabelledFlavor(t *testing.T) {
 // ARBITER_DIFFERENTIAL_WRITE_CASES=1 rewrites it.
 func keepCase(t *testing.T, name string, s *scenario) {
 	t.Helper()
-	body, err := arbiterjson.EncodeSchedule(s.request())
+	keepRequest(t, name, s.request())
+}
+
+// keepDecisionCase is keepCase for a decision scenario.
+func keepDecisionCase(t *testing.T, name string, d *decision) {
+	t.Helper()
+	keepRequest(t, name, d.request())
+}
+
+func keepRequest(t *testing.T, name string, req *arbiterjson.ScheduleRequest) {
+	t.Helper()
+	body, err := arbiterjson.EncodeSchedule(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -290,7 +290,7 @@ func (t *tree) admittedWorkload(n *node, w *workload) *kueue.Workload {
 			switch {
 			case t.flavored:
 				f = w.flavors[k][r]
-			case n.covered[r]:
+			case n.covered[r] && p[r] > 0:
 				f = flavor
 			}
 			if f != "" {

@@ -2,7 +2,9 @@
 // v0.17.0), one random cohort tree per seed and comparison: the dominant resource shares and
 // flavor-resource rows (the scheduler cache and Snapshot, pkg/cache/scheduler), and the flavor
 // assignment of one pending workload (pkg/scheduler/flavorassigner with the preemptor of
-// pkg/scheduler/preemption) against arbiter's Schedule. See docs/conformance.md.
+// pkg/scheduler/preemption) against arbiter's Schedule, and the decisions of whole cycles with
+// several pending workloads (Kueue's scheduler, pkg/scheduler, with its queue manager) against
+// arbiter's Schedule. See docs/conformance.md.
 //
 //	kueue -cli build/bin/arbiter [-first 1] [-seeds 300] [-keep DIR] [-v]
 package main
@@ -57,7 +59,8 @@ func main() {
 	tally.Print(os.Stdout)
 	fmt.Printf("  seeds %d..%d in %.1fs\n", flags.First, flags.First+flags.Seeds-1, time.Since(start).Seconds())
 	assignTally := runAssignments(flags)
-	if len(tally.Failures) > 0 || len(assignTally.Failures) > 0 {
+	decisionTally := runDecisions(flags)
+	if len(tally.Failures) > 0 || len(assignTally.Failures) > 0 || len(decisionTally.Failures) > 0 {
 		os.Exit(1)
 	}
 }

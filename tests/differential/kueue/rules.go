@@ -1,5 +1,7 @@
 package main
 
+import "slices"
+
 // The deliberate deviations of arbiter's resource flavors from Kueue (SEMANTICS §5.8.10) and
 // how the flavor-assignment comparison deals with each. Only one needs an exclusion rule; the
 // others are kept out of the generated scenarios, or cannot arise in them.
@@ -31,4 +33,42 @@ const ruleNoFitReason = "nofit-reason"
 func noFitReasonRule(want, got *outcome) bool {
 	return want.firstMode == "NoFit" && got.firstMode == "NoFit" && want.reason != got.reason &&
 		want.reason != "resource-not-covered"
+}
+
+// ruleMapOrder accepts a decision on which Kueue's scheduler answered differently from run to
+// run (Go map order: the order of the heads, ties among entries and among preemption targets,
+// which SEMANTICS §5.4 and §5.5 break by name), when arbiter's answer is one of Kueue's.
+const ruleMapOrder = "kueue-map-order"
+
+// ruleAdmittedCandidate accepts a decision on which a Kueue cycle took as a preemption
+// candidate a workload an earlier cycle had admitted: in a preemption search (the flavor
+// assigner's oracle, which may then rank a flavor as preemptible where arbiter tries the next
+// one, or the preemptor's) or among a nomination's targets, evicted or not. SEMANTICS §5.4 step
+// 6: groups admitted in a call are never preemption candidates in it (the next call may preempt
+// them); Kueue's cycles know no call. The harness keeps such workloads from LowerPriority and
+// LowerOrNewerEqualPriority policies (kueuesched.go); under reclaimWithinCohort Any they remain
+// candidates. The rule applies only when one of Kueue's runs was seen doing so (the candidates
+// and targets Kueue logs).
+const ruleAdmittedCandidate = "admitted-as-candidate"
+
+// ruleOverlapSkipped accepts a decision on which a Kueue cycle skipped an entry because its
+// preemption targets overlapped those of an entry processed before it in the cycle. Kueue
+// v0.17.0's scheduler (scheduler.go, "Workload has overlapping preemption targets with another
+// workload") requeues it for the next cycle, where SEMANTICS §5.4 step 5.1 nominates it again
+// at once without the claimed victims, so arbiter may admit it, or claim other targets for it, a
+// round earlier. docs/conformance.md lists this as open difference (d); the rule applies only
+// when one of Kueue's runs skipped an entry so.
+const ruleOverlapSkipped = "overlap-skipped"
+
+// decisionRules returns the rules that explain arbiter's verdict got against Kueue's runs, or
+// nothing. Each rule needs the state it names to have been seen in one of Kueue's runs.
+func decisionRules(_ *decision, runs []*kueueRun, _ *verdictOf) []string {
+	var rules []string
+	if slices.ContainsFunc(runs, func(r *kueueRun) bool { return r.candidateAdmitted }) {
+		rules = append(rules, ruleAdmittedCandidate)
+	}
+	if slices.ContainsFunc(runs, func(r *kueueRun) bool { return r.overlapSkipped }) {
+		rules = append(rules, ruleOverlapSkipped)
+	}
+	return rules
 }

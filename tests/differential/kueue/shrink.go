@@ -1,5 +1,7 @@
 package main
 
+import "slices"
+
 // shrink reduces a flavor-assignment scenario that fails to a smaller one that still fails:
 // greedily, until nothing more can go, it drops other ClusterQueues (and Cohorts left empty),
 // admitted workloads, pod sets of admitted workloads and a pod set of the pending workload,
@@ -89,4 +91,67 @@ func (t *tree) dropEmptyCohorts() []int {
 		}
 	}
 	return out
+}
+
+// shrink reduces a decision scenario that fails: greedily it drops ClusterQueues without
+// pending workloads (and Cohorts left empty), pending workloads, admitted workloads and their
+// pod sets, keeping each removal after which fails still reports a failure.
+func (d *decision) shrink(fails func(*decision) bool) {
+	t := d.s.t
+	for progress := true; progress; {
+		progress = false
+		for i := range t.nodes {
+			n := &t.nodes[i]
+			if n.dropped || !n.cq || slices.ContainsFunc(d.pending, func(p pendingAt) bool { return p.cq == i }) {
+				continue
+			}
+			n.dropped = true
+			emptied := t.dropEmptyCohorts()
+			if fails(d) {
+				progress = true
+				continue
+			}
+			n.dropped = false
+			for _, c := range emptied {
+				t.nodes[c].dropped = false
+			}
+		}
+		for k := 0; len(d.pending) > 1 && k < len(d.pending); k++ {
+			saved := d.pending
+			d.pending = append(append([]pendingAt(nil), saved[:k]...), saved[k+1:]...)
+			if fails(d) {
+				progress = true
+				k--
+				continue
+			}
+			d.pending = saved
+		}
+		for i := range t.nodes {
+			n := &t.nodes[i]
+			for k := 0; k < len(n.workloads); k++ {
+				saved := n.workloads
+				n.workloads = append(append([]workload(nil), saved[:k]...), saved[k+1:]...)
+				if fails(d) {
+					progress = true
+					k--
+					continue
+				}
+				n.workloads = saved
+				w := &n.workloads[k]
+				for p := 0; len(w.pods) > 1 && p < len(w.pods); p++ {
+					pods, flavors := w.pods, w.flavors
+					w.pods = append(append([]quota(nil), pods[:p]...), pods[p+1:]...)
+					if len(flavors) > 0 { // a tree of one flavor has none
+						w.flavors = append(append([][numResources]string(nil), flavors[:p]...), flavors[p+1:]...)
+					}
+					if fails(d) {
+						progress = true
+						p--
+						continue
+					}
+					w.pods, w.flavors = pods, flavors
+				}
+			}
+		}
+	}
 }
