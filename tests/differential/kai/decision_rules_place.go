@@ -1,0 +1,270 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/common_info"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/framework"
+
+	"arbiter.dev/tests/differential/internal/arbiterjson"
+	"arbiter.dev/tests/differential/internal/verdict"
+)
+
+// Placement features and the checks of the placement and consolidation classes of the decision
+// comparison: node taints and pod tolerations (feature "taints"), and the checks that tie a
+// divergence to a documented deviation or to a spec question of docs/conformance.md,
+// "Decisions: KAI", by scheduling a variant of the cluster and accepting arbiter's answer only
+// when the variant then agrees with KAI.
+
+const (
+	// rulePreferNoSchedule: SEMANTICS §4.5 scores a node whose PreferNoSchedule taints the pod
+	// tolerates 50 higher ("arbiter's band, making that effect a preference only"); KAI's
+	// taint predicate (k8s TaintToleration, k8s_internal/predicates/predicates.go:86-95) is a
+	// filter only, and KAI has no score for the effect. Checked by asking arbiter again with
+	// the PreferNoSchedule taints removed: the rule applies when that answer differs from the
+	// first and agrees with KAI.
+	rulePreferNoSchedule = "prefer-no-schedule-band"
+	// ruleElasticVictimPartial, spec question (d): KAI re-places an evicted victim job with one
+	// AllocateJob call (actions/common/action.go:102, TryToVirtuallyAllocatePreemptorAndGetVictims),
+	// which takes GetTasksToAllocate's tasks: minAvailable minus the job's active pods, or one
+	// when the gang is still whole (api/podgroup_info/allocation_info.go:132-139,
+	// getNumTasksToAllocate). An elastic victim that loses more pods than that to one preemptor
+	// is re-placed only in part, and consolidation's validator (every victim re-placed) rejects
+	// the scenario. SEMANTICS §4.8 re-places every pod of a victim group as one unit. Checked
+	// by asking arbiter again with those preemptors unplaceable: the rule applies when that
+	// answer agrees with KAI.
+	ruleElasticVictimPartial = "kai-elastic-victim-partial"
+)
+
+// Taints: one key, two values, KAI's and Kubernetes' three effects.
+const taintKey = "dedicated"
+
+var taintEffects = []string{"NoSchedule", "NoExecute", "PreferNoSchedule"}
+
+type ctaint struct{ value, effect string }
+
+type ctoleration struct{ key, operator, value, effect string }
+
+// tolerates is SEMANTICS §4.5's (and Kubernetes') toleration match.
+func (t ctoleration) tolerates(taint ctaint) bool {
+	if t.effect != "" && t.effect != taint.effect {
+		return false
+	}
+	if t.operator == "Exists" {
+		return t.key == "" || t.key == taintKey
+	}
+	return t.key == taintKey && t.value == taint.value
+}
+
+func (j *cjob) tolerates(taint ctaint) bool {
+	return slices.ContainsFunc(j.tolerations, func(t ctoleration) bool { return t.tolerates(taint) })
+}
+
+// addTaints taints some nodes and gives some jobs tolerations, from a random stream of its own
+// (the clusters of the other features do not change). A job with a pod on a node whose
+// NoSchedule or NoExecute taint it does not tolerate gets a toleration of the key: it could not
+// have been placed there, or would have been evicted.
+func (c *cluster) addTaints() {
+	rng := rand.New(rand.NewPCG(uint64(c.seed), 0x7461696e74))
+	chance := func(p float64) bool { return rng.Float64() < p }
+	values := []string{"a", "b"}
+	for i := range c.nodes {
+		if chance(0.4) {
+			c.nodes[i].taints = append(c.nodes[i].taints, ctaint{values[rng.IntN(2)], taintEffects[rng.IntN(3)]})
+		}
+	}
+	effects := append([]string{"", ""}, taintEffects...)
+	for j := range c.jobs {
+		job := &c.jobs[j]
+		if chance(0.4) {
+			t := ctoleration{key: taintKey, operator: "Equal", value: values[rng.IntN(2)], effect: effects[rng.IntN(5)]}
+			switch rng.IntN(4) {
+			case 0:
+				t.operator, t.value = "Exists", ""
+			case 1:
+				t.operator = ""
+			}
+			job.tolerations = append(job.tolerations, t)
+		}
+		for _, task := range job.tasks {
+			if task.node == "" {
+				continue
+			}
+			for _, taint := range c.nodes[c.nodeIndex(task.node)].taints {
+				if taint.effect != "PreferNoSchedule" && !job.tolerates(taint) {
+					job.tolerations = append(job.tolerations, ctoleration{key: taintKey, operator: "Exists"})
+				}
+			}
+		}
+	}
+}
+
+func (n *cnode) arbiterTaints() []arbiterjson.Taint {
+	var out []arbiterjson.Taint
+	for _, t := range n.taints {
+		out = append(out, arbiterjson.Taint{Key: taintKey, Value: t.value, Effect: t.effect})
+	}
+	return out
+}
+
+func (j *cjob) arbiterTolerations() []arbiterjson.Toleration {
+	var out []arbiterjson.Toleration
+	for _, t := range j.tolerations {
+		out = append(out, arbiterjson.Toleration{Key: t.key, Operator: t.operator, Value: t.value, Effect: t.effect})
+	}
+	return out
+}
+
+// applyTaints sets the taints on KAI's node objects and the tolerations on its pod objects,
+// which test_utils cannot express. KAI's taint predicate reads them at every check (the
+// predicates plugin hands node_info.Node and the task's Pod to k8s' TaintToleration filter).
+func (c *cluster) applyTaints(ssn *framework.Session) {
+	for _, n := range c.nodes {
+		node := ssn.Nodes[n.name]
+		if node == nil || len(n.taints) == 0 {
+			continue
+		}
+		node.Node = node.Node.DeepCopy()
+		for _, t := range n.taints {
+			node.Node.Spec.Taints = append(node.Node.Spec.Taints, v1.Taint{Key: taintKey, Value: t.value, Effect: v1.TaintEffect(t.effect)})
+		}
+	}
+	for _, j := range c.jobs {
+		job := ssn.PodGroupInfos[common_info.PodGroupID(j.name)]
+		if job == nil || len(j.tolerations) == 0 {
+			continue
+		}
+		var tols []v1.Toleration
+		for _, t := range j.tolerations {
+			tols = append(tols, v1.Toleration{Key: t.key, Operator: v1.TolerationOperator(t.operator), Value: t.value, Effect: v1.TaintEffect(t.effect)})
+		}
+		for _, task := range job.GetAllPodsMap() {
+			task.Pod = task.Pod.DeepCopy()
+			task.Pod.Spec.Tolerations = tols
+		}
+	}
+}
+
+// explainPlacement returns the rules of this file that explain a divergence, or none.
+func (c *cluster) explainPlacement(cli string, resp *arbiterjson.ScheduleResponse, arb outcome, runs []outcome) []string {
+	agrees := func(edit func(*arbiterjson.ScheduleRequest)) (outcome, bool) {
+		req := c.request()
+		edit(req)
+		r, err := arbiterjson.Schedule(cli, req)
+		if err != nil {
+			return nil, false
+		}
+		o, err := c.arbiterOutcome(r)
+		if err != nil {
+			return nil, false
+		}
+		return o, !isFailure(judge(c, o, runs))
+	}
+	var rules []string
+	var edits []func(*arbiterjson.ScheduleRequest)
+	if slices.ContainsFunc(c.nodes, func(n cnode) bool {
+		return slices.ContainsFunc(n.taints, func(t ctaint) bool { return t.effect == "PreferNoSchedule" })
+	}) {
+		rules = append(rules, rulePreferNoSchedule)
+		edits = append(edits, dropPreferNoSchedule)
+	}
+	if ps := c.partialVictimPreemptors(resp, arb); len(ps) > 0 {
+		rules = append(rules, ruleElasticVictimPartial)
+		edits = append(edits, func(req *arbiterjson.ScheduleRequest) { unplaceable(req, ps) })
+	}
+	// Each check alone, then both together.
+	for i := range edits {
+		if o, ok := agrees(edits[i]); ok && !sameOutcome(o, arb) {
+			return rules[i : i+1]
+		}
+	}
+	if len(edits) == 2 {
+		if o, ok := agrees(func(r *arbiterjson.ScheduleRequest) { edits[0](r); edits[1](r) }); ok && !sameOutcome(o, arb) {
+			return rules
+		}
+	}
+	return nil
+}
+
+func dropPreferNoSchedule(req *arbiterjson.ScheduleRequest) {
+	for i := range req.Snapshot.Nodes {
+		n := &req.Snapshot.Nodes[i]
+		n.Taints = slices.DeleteFunc(n.Taints, func(t arbiterjson.Taint) bool { return t.Effect == "PreferNoSchedule" })
+	}
+}
+
+// unplaceable makes the groups' pods select a node label no node has.
+func unplaceable(req *arbiterjson.ScheduleRequest, groups []string) {
+	for i := range req.Snapshot.PodGroups {
+		g := &req.Snapshot.PodGroups[i]
+		if !slices.Contains(groups, g.Name) {
+			continue
+		}
+		for p := range g.Pods {
+			if g.Pods[p].Phase == "" {
+				g.Pods[p].NodeSelector = map[string]string{poolLabel: "none"}
+			}
+		}
+	}
+}
+
+// partialVictimPreemptors returns the groups for which arbiter's consolidation moved more pods
+// of one elastic victim than KAI's re-placement of that victim takes (see
+// ruleElasticVictimPartial): with a the victim's pods still running after the action and g its
+// gang size, KAI re-places g - a pods when a < g, else one.
+func (c *cluster) partialVictimPreemptors(resp *arbiterjson.ScheduleResponse, arb outcome) []string {
+	moved := map[[2]string]int{}
+	for _, e := range resp.Evictions {
+		if e.Reason == "CONSOLIDATION" {
+			moved[[2]string{e.PodGroup, e.PreemptorPodGroup}]++
+		}
+	}
+	var out []string
+	for key, n := range moved {
+		victim := c.job(key[0])
+		if victim == nil || victim.minAvailable == 0 {
+			continue
+		}
+		active := 0
+		for t := range victim.tasks {
+			if arb[victim.name+"/"+podName(victim.name, t)] == "running" {
+				active++
+			}
+		}
+		take := 1
+		if active < victim.gang() {
+			take = victim.gang() - active
+		}
+		if n > take && !slices.Contains(out, key[1]) {
+			out = append(out, key[1])
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (c *cluster) job(name string) *cjob {
+	for i := range c.jobs {
+		if c.jobs[i].name == name {
+			return &c.jobs[i]
+		}
+	}
+	return nil
+}
+
+// placementOutcome applies explainPlacement to a failed comparison.
+func (c *cluster) placementOutcome(cli string, resp *arbiterjson.ScheduleResponse, arb outcome, runs []outcome, o verdict.Outcome) verdict.Outcome {
+	if !isFailure(o) {
+		return o
+	}
+	if rules := c.explainPlacement(cli, resp, arb, runs); len(rules) > 0 {
+		return verdict.Outcome{Rules: rules}
+	}
+	return o
+}
+
+func podName(job string, t int) string { return fmt.Sprintf("%s-%d", job, t) }

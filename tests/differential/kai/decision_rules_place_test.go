@@ -1,0 +1,103 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"arbiter.dev/tests/differential/internal/arbiterjson"
+)
+
+// openConsolidationCluster is the kept case of spec question (d)
+// (cases/kai-open-consolidation-move.json): j08 (2 pods of 1 GPU and 4 cpus) fits nowhere after
+// allocate; arbiter's consolidation moves both pods of the elastic j03 (minAvailable 1) from n4
+// to n2 and pipelines j08 on n4; KAI re-places only j03-0 and leaves j08 pending.
+func openConsolidationCluster() *cluster {
+	return &cluster{
+		seed: 7,
+		nodes: []cnode{
+			{name: "n2", gpus: 8, cpu: nodeMilliCPU}, {name: "n5", gpus: 2, cpu: 15000, pool: "pool-b"},
+			{name: "n4", gpus: 4, cpu: nodeMilliCPU, pool: "pool-b"}, {name: "n0", gpus: 4, cpu: 4000, pool: "pool-b"},
+		},
+		departments: []cqueue{{name: "d0", priority: departmentPrio}},
+		queues: []cqueue{
+			{name: "q1", parent: "d0", weight: 1, priority: 100, index: 1},
+			{name: "q2", parent: "d0", weight: 1, priority: 100, index: 2},
+		},
+		jobs: []cjob{
+			{name: "j08", queue: "q2", gpus: 1, cpu: 4000, priority: 50, age: 9, pool: "pool-b", tasks: []ctask{{state: "Pending"}, {state: "Pending"}}},
+			{name: "j04", queue: "q2", gpus: 1, priority: 50, age: 15, minAvailable: 1, pool: "pool-b",
+				tasks: []ctask{{"Running", "n0"}, {"Running", "n0"}, {"Running", "n0"}, {"Running", "n0"}}},
+			{name: "j05", queue: "q1", gpus: 2, priority: 50, age: 8, pool: "pool-b", tasks: []ctask{{state: "Pending"}, {state: "Pending"}}},
+			{name: "j03", queue: "q2", gpus: 1, cpu: 3000, priority: 50, age: 25, minAvailable: 1,
+				tasks: []ctask{{"Running", "n4"}, {"Running", "n4"}}},
+		},
+	}
+}
+
+func arbiterCLI(t *testing.T) string {
+	cli := filepath.Join("..", "..", "..", "build", "bin", "arbiter")
+	if env := os.Getenv("ARBITER_CLI"); env != "" {
+		cli = env
+	}
+	if _, err := exec.LookPath(cli); err != nil {
+		t.Skipf("no arbiter CLI at %s (ARBITER_CLI)", cli)
+	}
+	return cli
+}
+
+// Spec question (d) is the kept case, KAI leaves j08 pending, and the harness recognises it by
+// rule kai-elastic-victim-partial.
+func TestDecisionCaseElasticVictimPartial(t *testing.T) {
+	c := openConsolidationCluster()
+	out, _, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out["j08/j08-0"] != "pending" || out["j03/j03-0"] != "running" || out["j03/j03-1"] != "running" {
+		t.Errorf("KAI: %v; want j08 pending, j03 running", out)
+	}
+	body, err := arbiterjson.EncodeSchedule(c.request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("..", "cases", "kai-open-consolidation-move.json")
+	if os.Getenv("ARBITER_DIFFERENTIAL_WRITE_CASES") == "1" {
+		if err := os.WriteFile(path, body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if kept, err := os.ReadFile(path); err != nil || string(kept) != string(body) {
+		t.Errorf("%s is not the case's request (ARBITER_DIFFERENTIAL_WRITE_CASES=1 rewrites it): %v", path, err)
+	}
+	o := c.checkDecisions(arbiterCLI(t), nil)
+	if o.Failure != "" || !slices.Equal(o.Rules, []string{ruleElasticVictimPartial}) {
+		t.Errorf("outcome %+v; want rule %s", o, ruleElasticVictimPartial)
+	}
+}
+
+// A taint on KAI's node objects keeps a pod without a toleration off the node; a toleration
+// lets it on.
+func TestDecisionTaintsReachKAI(t *testing.T) {
+	c := &cluster{
+		seed:        1,
+		nodes:       []cnode{{name: "n0", gpus: 2, cpu: nodeMilliCPU, taints: []ctaint{{"a", "NoSchedule"}}}},
+		departments: []cqueue{{name: "d0", priority: departmentPrio}},
+		queues:      []cqueue{{name: "q0", parent: "d0", weight: 1, priority: 100}},
+		jobs: []cjob{
+			{name: "j00", queue: "q0", gpus: 1, priority: 50, age: 2, tasks: []ctask{{state: "Pending"}}},
+			{name: "j01", queue: "q0", gpus: 1, priority: 50, age: 1, tasks: []ctask{{state: "Pending"}},
+				tolerations: []ctoleration{{key: taintKey, operator: "Equal", value: "a"}}},
+		},
+	}
+	out, _, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := outcome{"j00/j00-0": "pending", "j01/j01-0": "bound@n0"}
+	if !sameOutcome(out, want) {
+		t.Errorf("KAI: %v; want %v", out, want)
+	}
+}
