@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -38,6 +39,17 @@ const (
 	// by asking arbiter again with those preemptors unplaceable: the rule applies when that
 	// answer agrees with KAI.
 	ruleElasticVictimPartial = "kai-elastic-victim-partial"
+	// ruleVictimlessFirstParts, spec question (b) in its victim form: SEMANTICS §4.8 tries every
+	// part with the recorded victims, also when there are none, so the first parts of a unit
+	// that fit on free capacity take no victim and victims are drawn for a later part only.
+	// KAI's byPodSolver.solve simulates nothing for a scenario with neither recorded nor
+	// potential victims (actions/common/solvers/by_pod_solver.go:77-84), and JobSolver.Solve
+	// goes on to the next scenario, which draws a victim for the first part already
+	// (job_solver.go:55-66; solvePartialJob, 105-117). Checked by scheduling, with KAI, the
+	// cluster in which the preemptor's first k pods already run where arbiter put them (each
+	// fitting there on free capacity): the rule applies when that run, the k pods read as
+	// pipelined, is arbiter's answer.
+	ruleVictimlessFirstParts = "kai-victimless-first-parts"
 )
 
 // Taints: one key, two values, KAI's and Kubernetes' three effects.
@@ -176,6 +188,9 @@ func (c *cluster) explainPlacement(cli string, resp *arbiterjson.ScheduleRespons
 		rules = append(rules, ruleElasticVictimPartial)
 		edits = append(edits, func(req *arbiterjson.ScheduleRequest) { unplaceable(req, ps) })
 	}
+	if c.victimlessFirstParts(resp, arb) {
+		return []string{ruleVictimlessFirstParts}
+	}
 	// Each check alone, then both together.
 	for i := range edits {
 		if o, ok := agrees(edits[i]); ok && !sameOutcome(o, arb) {
@@ -268,3 +283,75 @@ func (c *cluster) placementOutcome(cli string, resp *arbiterjson.ScheduleRespons
 }
 
 func podName(job string, t int) string { return fmt.Sprintf("%s-%d", job, t) }
+
+// victimlessFirstParts reports whether, for some preemptor P of arbiter's evictions whose pods
+// were all pending, KAI agrees with arbiter once P's first k pods (k below P's pod count) run
+// on the nodes arbiter pipelined them to, where they fit on free capacity (see
+// ruleVictimlessFirstParts).
+func (c *cluster) victimlessFirstParts(resp *arbiterjson.ScheduleResponse, arb outcome) bool {
+	var preemptors []string
+	for _, e := range resp.Evictions {
+		if !slices.Contains(preemptors, e.PreemptorPodGroup) {
+			preemptors = append(preemptors, e.PreemptorPodGroup)
+		}
+	}
+	slices.Sort(preemptors)
+	for _, name := range preemptors {
+		p := c.job(name)
+		if p == nil || len(p.tasks) < 2 || slices.ContainsFunc(p.tasks, func(t ctask) bool { return t.state != "Pending" }) {
+			continue
+		}
+		nodes := make([]string, len(p.tasks))
+		for t := range p.tasks {
+			v, ok := strings.CutPrefix(string(arb[p.name+"/"+podName(p.name, t)]), "pipelined@")
+			if !ok {
+				break
+			}
+			nodes[t] = v
+		}
+		for k := 1; k < len(p.tasks) && nodes[k-1] != ""; k++ {
+			v := c.clone()
+			vp := v.job(name)
+			for t := range k {
+				vp.tasks[t] = ctask{state: "Running", node: nodes[t]}
+			}
+			if !v.fitsOnFreeCapacity() {
+				break
+			}
+			out, _, err := v.runKAI(false)
+			if err != nil {
+				continue
+			}
+			for t := range k {
+				key := p.name + "/" + podName(p.name, t)
+				if out[key] == "running" {
+					out[key] = podOutcome("pipelined@" + nodes[t])
+				}
+			}
+			if sameOutcome(out, arb) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// fitsOnFreeCapacity: the running and releasing pods fit on their nodes.
+func (c *cluster) fitsOnFreeCapacity() bool {
+	gpus := map[string]float64{}
+	cpu := map[string]float64{}
+	for _, j := range c.jobs {
+		for _, t := range j.tasks {
+			if t.node != "" {
+				gpus[t.node] += j.gpus
+				cpu[t.node] += j.milliCPU()
+			}
+		}
+	}
+	for _, n := range c.nodes {
+		if gpus[n.name] > float64(n.gpus) || cpu[n.name] > n.cpu {
+			return false
+		}
+	}
+	return true
+}

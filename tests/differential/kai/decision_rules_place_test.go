@@ -101,3 +101,56 @@ func TestDecisionTaintsReachKAI(t *testing.T) {
 		t.Errorf("KAI: %v; want %v", out, want)
 	}
 }
+
+// victimlessFirstPartCluster is the kept case of spec question (b) in its victim form
+// (cases/kai-victimless-first-part.json, seed 1142): j02 (4 pods of 2 GPUs) fits only if one pod
+// moves; arbiter places three pods on free capacity and moves j01 off n3 for the fourth; KAI
+// draws a victim for the first pod already and moves j00 off n0.
+func victimlessFirstPartCluster() *cluster {
+	return &cluster{
+		seed: 1142,
+		nodes: []cnode{
+			{name: "n0", gpus: 2, cpu: nodeMilliCPU}, {name: "n1", gpus: 1, cpu: nodeMilliCPU},
+			{name: "n2", gpus: 4, cpu: nodeMilliCPU}, {name: "n3", gpus: 4, cpu: nodeMilliCPU},
+		},
+		departments: []cqueue{{name: "d0", priority: departmentPrio}},
+		queues: []cqueue{
+			{name: "q0", parent: "d0", weight: 1, priority: 100, index: 0},
+			{name: "q1", parent: "d0", weight: 1, priority: 100, index: 1},
+		},
+		jobs: []cjob{
+			{name: "j00", queue: "q0", gpus: 2, priority: 50, age: 9, tasks: []ctask{{"Running", "n0"}}},
+			{name: "j01", queue: "q1", gpus: 1, priority: 50, age: 4, tasks: []ctask{{"Running", "n3"}}},
+			{name: "j02", queue: "q1", gpus: 2, priority: 50, age: 5,
+				tasks: []ctask{{state: "Pending"}, {state: "Pending"}, {state: "Pending"}, {state: "Pending"}}},
+		},
+	}
+}
+
+func TestDecisionCaseVictimlessFirstPart(t *testing.T) {
+	c := victimlessFirstPartCluster()
+	body, err := arbiterjson.EncodeSchedule(c.request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("..", "cases", "kai-victimless-first-part.json")
+	if os.Getenv("ARBITER_DIFFERENTIAL_WRITE_CASES") == "1" {
+		if err := os.WriteFile(path, body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if kept, err := os.ReadFile(path); err != nil || string(kept) != string(body) {
+		t.Errorf("%s is not the case's request (ARBITER_DIFFERENTIAL_WRITE_CASES=1 rewrites it): %v", path, err)
+	}
+	out, _, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out["j00/j00-0"] == "running" {
+		t.Errorf("KAI: %v; want j00 moved", out)
+	}
+	o := c.checkDecisions(arbiterCLI(t), nil)
+	if o.Failure != "" || !slices.Equal(o.Rules, []string{ruleVictimlessFirstParts}) {
+		t.Errorf("outcome %+v; want rule %s", o, ruleVictimlessFirstParts)
+	}
+}
