@@ -35,9 +35,10 @@ const (
 	// when the gang is still whole (api/podgroup_info/allocation_info.go:132-139,
 	// getNumTasksToAllocate). An elastic victim that loses more pods than that to one preemptor
 	// is re-placed only in part, and consolidation's validator (every victim re-placed) rejects
-	// the scenario. SEMANTICS §4.8 re-places every pod of a victim group as one unit. Checked
-	// by asking arbiter again with those preemptors unplaceable: the rule applies when that
-	// answer agrees with KAI.
+	// the scenario. SEMANTICS §4.8 re-places every pod of a victim group as one unit. Checked,
+	// where arbiter's consolidation moved pods of an elastic victim that KAI may not re-place in
+	// full (partialVictimPreemptors), by asking arbiter again with those preemptors unplaceable:
+	// the rule applies when that answer agrees with KAI.
 	ruleElasticVictimPartial = "kai-elastic-victim-partial"
 	// ruleVictimlessFirstParts, spec question (b) in its victim form: SEMANTICS §4.8 tries every
 	// part with the recorded victims, also when there are none, so the first parts of a unit
@@ -184,7 +185,7 @@ func (c *cluster) explainPlacement(cli string, resp *arbiterjson.ScheduleRespons
 		rules = append(rules, rulePreferNoSchedule)
 		edits = append(edits, dropPreferNoSchedule)
 	}
-	if ps := c.partialVictimPreemptors(resp, arb); len(ps) > 0 {
+	if ps := c.partialVictimPreemptorsClosed(cli, resp, arb); len(ps) > 0 {
 		rules = append(rules, ruleElasticVictimPartial)
 		edits = append(edits, func(req *arbiterjson.ScheduleRequest) { unplaceable(req, ps) })
 	}
@@ -227,10 +228,12 @@ func unplaceable(req *arbiterjson.ScheduleRequest, groups []string) {
 	}
 }
 
-// partialVictimPreemptors returns the groups for which arbiter's consolidation moved more pods
-// of one elastic victim than KAI's re-placement of that victim takes (see
-// ruleElasticVictimPartial): with a the victim's pods still running after the action and g its
-// gang size, KAI re-places g - a pods when a < g, else one.
+// partialVictimPreemptors returns the groups for which arbiter's consolidation moved pods of an
+// elastic victim that KAI's re-placement may not all take back (see ruleElasticVictimPartial):
+// with a the victim's pods still running after the action and g its gang size, KAI re-places
+// g - a pods when a < g, else one; so either arbiter moved more than that, or the victim runs
+// more than g pods (arbiter's S may also have held pods it re-placed on their own nodes, which
+// the response drops, SEMANTICS §4.8, while KAI, evicting them too, re-places g at most).
 func (c *cluster) partialVictimPreemptors(resp *arbiterjson.ScheduleResponse, arb outcome) []string {
 	moved := map[[2]string]int{}
 	for _, e := range resp.Evictions {
@@ -254,12 +257,49 @@ func (c *cluster) partialVictimPreemptors(resp *arbiterjson.ScheduleResponse, ar
 		if active < victim.gang() {
 			take = victim.gang() - active
 		}
-		if n > take && !slices.Contains(out, key[1]) {
+		running := 0
+		for _, t := range victim.tasks {
+			if t.state == "Running" {
+				running++
+			}
+		}
+		if (n > take || running > victim.gang()) && !slices.Contains(out, key[1]) {
 			out = append(out, key[1])
 		}
 	}
 	slices.Sort(out)
 	return out
+}
+
+// partialVictimPreemptorsClosed is partialVictimPreemptors closed under the variant: once
+// those preemptors are unplaceable, arbiter may give the capacity to another preemptor whose
+// consolidation again moves too many pods of an elastic victim (KAI leaves that one pending
+// too); such preemptors are added until none is.
+func (c *cluster) partialVictimPreemptorsClosed(cli string, resp *arbiterjson.ScheduleResponse, arb outcome) []string {
+	ps := c.partialVictimPreemptors(resp, arb)
+	for range len(c.jobs) {
+		if len(ps) == 0 {
+			return nil
+		}
+		req := c.request()
+		unplaceable(req, ps)
+		r, err := arbiterjson.Schedule(cli, req)
+		if err != nil {
+			return ps
+		}
+		o, err := c.arbiterOutcome(r)
+		if err != nil {
+			return ps
+		}
+		more := c.partialVictimPreemptors(r, o)
+		if len(more) == 0 {
+			return ps
+		}
+		ps = append(ps, more...)
+		slices.Sort(ps)
+		ps = slices.Compact(ps)
+	}
+	return ps
 }
 
 func (c *cluster) job(name string) *cjob {
