@@ -5,10 +5,12 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/common_info"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/podgroup_info"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/framework"
 
 	"arbiter.dev/tests/differential/internal/arbiterjson"
@@ -51,6 +53,18 @@ const (
 	// fitting there on free capacity): the rule applies when that run, the k pods read as
 	// pipelined, is arbiter's answer.
 	ruleVictimlessFirstParts = "kai-victimless-first-parts"
+	// rulePreemptorRepresentative, spec question (e): SEMANTICS §4.8 re-places the preemptor and
+	// the victims of a scenario in §4.3 order on the simulated state, the preemptor ranked by
+	// its own active pods against its gang. KAI's solvers simulate with a representative of the
+	// preemptor (getPartialJobRepresentative, actions/common/solvers/job_solver.go:122-145: a
+	// clone holding only the pending pods of the part, its minAvailable set to their number),
+	// which elastic.JobOrderFn (plugins/elastic/elastic.go:25-50) always ranks below its gang,
+	// so an elastic preemptor that already runs its gang is placed before a victim whose pods
+	// are all evicted, and takes the node that victim would have kept. Checked by scheduling
+	// once more with KAI, with its job order functions comparing a representative as the job it
+	// stands for (the session's PodGroupInfo of the same id): the rule applies when arbiter's
+	// answer is that run's.
+	rulePreemptorRepresentative = "kai-preemptor-representative-order"
 )
 
 // Taints: one key, two values, KAI's and Kubernetes' three effects.
@@ -136,6 +150,9 @@ func (j *cjob) arbiterTolerations() []arbiterjson.Toleration {
 // which test_utils cannot express. KAI's taint predicate reads them at every check (the
 // predicates plugin hands node_info.Node and the task's Pod to k8s' TaintToleration filter).
 func (c *cluster) applyTaints(ssn *framework.Session) {
+	if hook, ok := sessionHooks.Load(c); ok {
+		hook.(func(*framework.Session))(ssn)
+	}
 	for _, n := range c.nodes {
 		node := ssn.Nodes[n.name]
 		if node == nil || len(n.taints) == 0 {
@@ -162,20 +179,45 @@ func (c *cluster) applyTaints(ssn *framework.Session) {
 	}
 }
 
+// sessionHooks holds, per cluster of a variant run, a change to KAI's session made after
+// BuildSession (applyTaints runs it).
+var sessionHooks sync.Map
+
+// orderRepresentativesAsJobs makes KAI's job order functions compare a job representative (a
+// PodGroupInfo that is not the session's own of that id, as the solvers' partial preemptor) as
+// the session's job of the same id (see rulePreemptorRepresentative).
+func orderRepresentativesAsJobs(ssn *framework.Session) {
+	real := func(x any) any {
+		if j, ok := x.(*podgroup_info.PodGroupInfo); ok {
+			if s := ssn.PodGroupInfos[j.UID]; s != nil {
+				return s
+			}
+		}
+		return x
+	}
+	for i, fn := range ssn.JobOrderFns {
+		ssn.JobOrderFns[i] = func(l, r any) int { return fn(real(l), real(r)) }
+	}
+}
+
 // explainPlacement returns the rules of this file that explain a divergence, or none.
 func (c *cluster) explainPlacement(cli string, resp *arbiterjson.ScheduleResponse, arb outcome, runs []outcome) []string {
-	agrees := func(edit func(*arbiterjson.ScheduleRequest)) (outcome, bool) {
-		req := c.request()
-		edit(req)
-		r, err := arbiterjson.Schedule(cli, req)
-		if err != nil {
-			return nil, false
+	if c.victimlessFirstParts(resp, arb) {
+		return []string{ruleVictimlessFirstParts}
+	}
+	// KAI with representatives ordered as their jobs (rulePreemptorRepresentative).
+	var rep outcome
+	if len(resp.Evictions) > 0 {
+		v := c.clone()
+		sessionHooks.Store(v, orderRepresentativesAsJobs)
+		out, _, err := v.runKAI(false)
+		sessionHooks.Delete(v)
+		if err == nil {
+			rep = out
 		}
-		o, err := c.arbiterOutcome(r)
-		if err != nil {
-			return nil, false
+		if rep != nil && sameOutcome(rep, arb) {
+			return []string{rulePreemptorRepresentative}
 		}
-		return o, !isFailure(judge(c, o, runs))
 	}
 	var rules []string
 	var edits []func(*arbiterjson.ScheduleRequest)
@@ -189,19 +231,35 @@ func (c *cluster) explainPlacement(cli string, resp *arbiterjson.ScheduleRespons
 		rules = append(rules, ruleElasticVictimPartial)
 		edits = append(edits, func(req *arbiterjson.ScheduleRequest) { unplaceable(req, ps) })
 	}
-	if c.victimlessFirstParts(resp, arb) {
-		return []string{ruleVictimlessFirstParts}
+	// An arbiter variant: its rules apply when it differs from arbiter's first answer and agrees
+	// with KAI, or with KAI's representative-order run (then that rule applies as well).
+	try := func(names []string, edit func(*arbiterjson.ScheduleRequest)) []string {
+		req := c.request()
+		edit(req)
+		r, err := arbiterjson.Schedule(cli, req)
+		if err != nil {
+			return nil
+		}
+		o, err := c.arbiterOutcome(r)
+		if err != nil || sameOutcome(o, arb) {
+			return nil
+		}
+		if !isFailure(judge(c, o, runs)) {
+			return names
+		}
+		if rep != nil && sameOutcome(o, rep) {
+			return append(slices.Clone(names), rulePreemptorRepresentative)
+		}
+		return nil
 	}
-	// Each check alone, then both together.
+	// Each variant alone, then both together.
 	for i := range edits {
-		if o, ok := agrees(edits[i]); ok && !sameOutcome(o, arb) {
-			return rules[i : i+1]
+		if names := try(rules[i:i+1], edits[i]); names != nil {
+			return names
 		}
 	}
 	if len(edits) == 2 {
-		if o, ok := agrees(func(r *arbiterjson.ScheduleRequest) { edits[0](r); edits[1](r) }); ok && !sameOutcome(o, arb) {
-			return rules
-		}
+		return try(rules, func(r *arbiterjson.ScheduleRequest) { edits[0](r); edits[1](r) })
 	}
 	return nil
 }
