@@ -39,8 +39,8 @@ const (
 	// is re-placed only in part, and consolidation's validator (every victim re-placed) rejects
 	// the scenario. SEMANTICS §4.8 re-places every pod of a victim group as one unit. Checked,
 	// where arbiter's consolidation moved pods of an elastic victim that KAI may not re-place in
-	// full (partialVictimPreemptors), by asking arbiter again with those preemptors unplaceable:
-	// the rule applies when that answer agrees with KAI.
+	// full (partialVictimPreemptors), by asking arbiter again with the pods it pipelined for
+	// those preemptors unplaceable: the rule applies when that answer agrees with KAI.
 	ruleElasticVictimPartial = "kai-elastic-victim-partial"
 	// ruleVictimlessFirstParts, spec question (b) in its victim form: SEMANTICS §4.8 tries every
 	// part with the recorded victims, also when there are none, so the first parts of a unit
@@ -227,9 +227,9 @@ func (c *cluster) explainPlacement(cli string, resp *arbiterjson.ScheduleRespons
 		rules = append(rules, rulePreferNoSchedule)
 		edits = append(edits, dropPreferNoSchedule)
 	}
-	if ps := c.partialVictimPreemptorsClosed(cli, resp, arb); len(ps) > 0 {
+	if pods := c.partialVictimPods(cli, resp, arb); len(pods) > 0 {
 		rules = append(rules, ruleElasticVictimPartial)
-		edits = append(edits, func(req *arbiterjson.ScheduleRequest) { unplaceable(req, ps) })
+		edits = append(edits, func(req *arbiterjson.ScheduleRequest) { unplaceable(req, pods) })
 	}
 	// An arbiter variant: its rules apply when it differs from arbiter's first answer and agrees
 	// with KAI, or with KAI's representative-order run (then that rule applies as well).
@@ -271,15 +271,12 @@ func dropPreferNoSchedule(req *arbiterjson.ScheduleRequest) {
 	}
 }
 
-// unplaceable makes the groups' pods select a node label no node has.
-func unplaceable(req *arbiterjson.ScheduleRequest, groups []string) {
+// unplaceable makes the given pods ("group/pod") select a node label no node has.
+func unplaceable(req *arbiterjson.ScheduleRequest, pods map[string]bool) {
 	for i := range req.Snapshot.PodGroups {
 		g := &req.Snapshot.PodGroups[i]
-		if !slices.Contains(groups, g.Name) {
-			continue
-		}
 		for p := range g.Pods {
-			if g.Pods[p].Phase == "" {
+			if pods[g.Name+"/"+g.Pods[p].Name] {
 				g.Pods[p].NodeSelector = map[string]string{poolLabel: "none"}
 			}
 		}
@@ -329,35 +326,43 @@ func (c *cluster) partialVictimPreemptors(resp *arbiterjson.ScheduleResponse, ar
 	return out
 }
 
-// partialVictimPreemptorsClosed is partialVictimPreemptors closed under the variant: once
-// those preemptors are unplaceable, arbiter may give the capacity to another preemptor whose
-// consolidation again moves too many pods of an elastic victim (KAI leaves that one pending
-// too); such preemptors are added until none is.
-func (c *cluster) partialVictimPreemptorsClosed(cli string, resp *arbiterjson.ScheduleResponse, arb outcome) []string {
-	ps := c.partialVictimPreemptors(resp, arb)
-	for range len(c.jobs) {
-		if len(ps) == 0 {
-			return nil
+// partialVictimPods returns the pods that arbiter pipelined for the groups
+// partialVictimPreemptors names, closed under the variant: once those pods are unplaceable,
+// arbiter may give the capacity to another preemptor whose consolidation again moves pods of an
+// elastic victim that KAI may not re-place (KAI leaves that one pending too); its pipelined pods
+// are added until there is none. Pods of those groups bound or pipelined by ALLOCATE are left:
+// only the pods arbiter placed in the eviction actions are, a preemptor's pods being pipelined
+// there.
+func (c *cluster) partialVictimPods(cli string, resp *arbiterjson.ScheduleResponse, arb outcome) map[string]bool {
+	pods := map[string]bool{}
+	add := func(groups []string, o outcome) bool {
+		grew := false
+		for _, g := range groups {
+			for t := range c.job(g).tasks {
+				key := g + "/" + podName(g, t)
+				if strings.HasPrefix(string(o[key]), "pipelined@") && !pods[key] {
+					pods[key], grew = true, true
+				}
+			}
 		}
+		return grew
+	}
+	if !add(c.partialVictimPreemptors(resp, arb), arb) {
+		return nil
+	}
+	for range len(c.jobs) {
 		req := c.request()
-		unplaceable(req, ps)
+		unplaceable(req, pods)
 		r, err := arbiterjson.Schedule(cli, req)
 		if err != nil {
-			return ps
+			break
 		}
 		o, err := c.arbiterOutcome(r)
-		if err != nil {
-			return ps
+		if err != nil || !add(c.partialVictimPreemptors(r, o), o) {
+			break
 		}
-		more := c.partialVictimPreemptors(r, o)
-		if len(more) == 0 {
-			return ps
-		}
-		ps = append(ps, more...)
-		slices.Sort(ps)
-		ps = slices.Compact(ps)
 	}
-	return ps
+	return pods
 }
 
 func (c *cluster) job(name string) *cjob {
