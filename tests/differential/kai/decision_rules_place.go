@@ -37,7 +37,8 @@ const (
 	// when the gang is still whole (api/podgroup_info/allocation_info.go:132-139,
 	// getNumTasksToAllocate). An elastic victim that loses more pods than that to one preemptor
 	// is re-placed only in part, and consolidation's validator (every victim re-placed) rejects
-	// the scenario. SEMANTICS §4.8 re-places every pod of a victim group as one unit. Checked,
+	// the scenario; one below its gang that loses fewer must place its releasing pods too.
+	// SEMANTICS §4.8 re-places every pod of a victim group as one unit. Checked,
 	// where arbiter's consolidation moved pods of an elastic victim that KAI may not re-place in
 	// full (partialVictimPreemptors), by asking arbiter again with the pods it pipelined for
 	// those preemptors unplaceable: the rule applies when that answer agrees with KAI.
@@ -227,7 +228,7 @@ func (c *cluster) explainPlacement(cli string, resp *arbiterjson.ScheduleRespons
 		rules = append(rules, rulePreferNoSchedule)
 		edits = append(edits, dropPreferNoSchedule)
 	}
-	if pods := c.partialVictimPods(cli, resp, arb); len(pods) > 0 {
+	if pods := c.partialVictimPods(cli, resp, arb, runs[0]); len(pods) > 0 {
 		rules = append(rules, ruleElasticVictimPartial)
 		edits = append(edits, func(req *arbiterjson.ScheduleRequest) { unplaceable(req, pods) })
 	}
@@ -284,9 +285,10 @@ func unplaceable(req *arbiterjson.ScheduleRequest, pods map[string]bool) {
 }
 
 // partialVictimPreemptors returns the groups for which arbiter's consolidation moved pods of an
-// elastic victim that KAI's re-placement may not all take back (see ruleElasticVictimPartial):
-// with a the victim's pods still running after the action and g its gang size, KAI re-places
-// g - a pods when a < g, else one; so either arbiter moved more than that, or the victim runs
+// elastic victim that KAI's re-placement may not take back as they are (see
+// ruleElasticVictimPartial): with a the victim's pods still running after the action and g its
+// gang size, KAI re-places g - a pods when a < g (its releasing pods among them), else one; so
+// either arbiter moved another number of pods, or the victim runs
 // more than g pods (arbiter's S may also have held pods it re-placed on their own nodes, which
 // the response drops, SEMANTICS §4.8, while KAI, evicting them too, re-places g at most).
 func (c *cluster) partialVictimPreemptors(resp *arbiterjson.ScheduleResponse, arb outcome) []string {
@@ -318,7 +320,7 @@ func (c *cluster) partialVictimPreemptors(resp *arbiterjson.ScheduleResponse, ar
 				running++
 			}
 		}
-		if (n > take || running > victim.gang()) && !slices.Contains(out, key[1]) {
+		if (n != take || running > victim.gang()) && !slices.Contains(out, key[1]) {
 			out = append(out, key[1])
 		}
 	}
@@ -330,17 +332,16 @@ func (c *cluster) partialVictimPreemptors(resp *arbiterjson.ScheduleResponse, ar
 // partialVictimPreemptors names, closed under the variant: once those pods are unplaceable,
 // arbiter may give the capacity to another preemptor whose consolidation again moves pods of an
 // elastic victim that KAI may not re-place (KAI leaves that one pending too); its pipelined pods
-// are added until there is none. Pods of those groups bound or pipelined by ALLOCATE are left:
-// only the pods arbiter placed in the eviction actions are, a preemptor's pods being pipelined
-// there.
-func (c *cluster) partialVictimPods(cli string, resp *arbiterjson.ScheduleResponse, arb outcome) map[string]bool {
+// are added until there is none. Only pods that KAI leaves pending are taken (kai: KAI's first
+// run), so pods of those groups bound by ALLOCATE are left.
+func (c *cluster) partialVictimPods(cli string, resp *arbiterjson.ScheduleResponse, arb, kai outcome) map[string]bool {
 	pods := map[string]bool{}
 	add := func(groups []string, o outcome) bool {
 		grew := false
 		for _, g := range groups {
 			for t := range c.job(g).tasks {
 				key := g + "/" + podName(g, t)
-				if strings.HasPrefix(string(o[key]), "pipelined@") && !pods[key] {
+				if strings.HasPrefix(string(o[key]), "pipelined@") && kai[key] == "pending" && !pods[key] {
 					pods[key], grew = true, true
 				}
 			}
