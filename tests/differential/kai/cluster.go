@@ -23,9 +23,10 @@ type features struct {
 	selectors      bool // node pools: a node label and pods that select it
 	quotas         bool // deserved quotas, limits and over-quota weights (reclaim)
 	cpuRequests    bool // pods of more than KAI's default 1 cpu (cpu-bound nodes)
+	taints         bool // node taints and pod tolerations (decision_rules_place.go)
 }
 
-var allFeatures = features{true, true, true, true, true, true, true, true, true}
+var allFeatures = features{true, true, true, true, true, true, true, true, true, true}
 
 // defaultFeatures are the features the comparison runs with unless -features says otherwise:
 // those on which no seed of 1..2000 fails. The others still show open classes of divergence
@@ -33,10 +34,10 @@ var allFeatures = features{true, true, true, true, true, true, true, true, true}
 const defaultFeatures = "gangs,elastic,running,releasing"
 
 // featureNames are the names -features takes, in the struct's order.
-var featureNames = []string{"gangs", "elastic", "running", "releasing", "nonpreemptible", "priorities", "selectors", "quotas", "cpu"}
+var featureNames = []string{"gangs", "elastic", "running", "releasing", "nonpreemptible", "priorities", "selectors", "quotas", "cpu", "taints"}
 
 func (f *features) flags() []*bool {
-	return []*bool{&f.gangs, &f.elastic, &f.running, &f.releasing, &f.nonPreemptible, &f.priorities, &f.selectors, &f.quotas, &f.cpuRequests}
+	return []*bool{&f.gangs, &f.elastic, &f.running, &f.releasing, &f.nonPreemptible, &f.priorities, &f.selectors, &f.quotas, &f.cpuRequests, &f.taints}
 }
 
 // parseFeatures reads a comma-separated list: "all", or feature names, each optionally
@@ -96,8 +97,9 @@ type cnode struct {
 	gpus int
 	// cpu is the node's allocatable cpu in millicores (KAI's test default unless cpu requests
 	// are on: then small, so that cpu decides as well).
-	cpu  float64
-	pool string // "" = the node's own name (KAI's label default)
+	cpu    float64
+	pool   string // "" = the node's own name (KAI's label default)
+	taints []ctaint
 }
 
 // label is the node's value of poolLabel.
@@ -135,6 +137,7 @@ type cjob struct {
 	age          int // minutes before now; distinct per job
 	pool         string
 	tasks        []ctask
+	tolerations  []ctoleration
 }
 
 // gang is the job's gang size g.
@@ -279,6 +282,9 @@ func generateCluster(seed int64, feat features) *cluster {
 			}
 		}
 		c.jobs = append(c.jobs, job)
+	}
+	if feat.taints {
+		c.addTaints()
 	}
 	return c
 }

@@ -44,6 +44,7 @@ func (c *cluster) request() *arbiterjson.ScheduleRequest {
 			Name:        n.name,
 			Allocatable: map[string]float64{"cpu": n.cpu, "memory": nodeMemory, "nvidia.com/gpu": float64(n.gpus)},
 			Labels:      map[string]string{poolLabel: n.label()},
+			Taints:      n.arbiterTaints(),
 		})
 	}
 	// KAI's test queues: GPU quotas as given, cpu and memory -1 (deserved, limit) with weight 1;
@@ -93,6 +94,7 @@ func (c *cluster) request() *arbiterjson.ScheduleRequest {
 			if j.pool != "" {
 				p.NodeSelector = map[string]string{poolLabel: j.pool}
 			}
+			p.Tolerations = j.arbiterTolerations()
 			g.Pods = append(g.Pods, p)
 		}
 		s.PodGroups = append(s.PodGroups, g)
@@ -231,6 +233,7 @@ func (c *cluster) checkDecisions(cli string, counts *decisionCounts) verdict.Out
 		}
 	}
 	o := judge(c, arb, runs)
+	o = c.placementOutcome(cli, resp, arb, runs, o)
 	if o.Failure != "" && slices.ContainsFunc(taken, func(t []string) bool { return len(t) > 0 }) {
 		return boundThenTakenOutcome
 	}

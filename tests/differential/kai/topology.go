@@ -186,6 +186,7 @@ func (c *cluster) runKAI(eager bool) (out outcome, boundThenTaken []string, err 
 	}()
 	controller := gomock.NewController(failReporter{})
 	ssn := test_utils.BuildSession(c.topology(), controller)
+	c.applyTaints(ssn)
 	type state struct {
 		status pod_status.PodStatus
 		node   string

@@ -1,0 +1,237 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"arbiter.dev/tests/differential/internal/arbiterjson"
+)
+
+// openConsolidationCluster is the kept case of spec question (d)
+// (cases/kai-open-consolidation-move.json): j08 (2 pods of 1 GPU and 4 cpus) fits nowhere after
+// allocate; arbiter's consolidation moves both pods of the elastic j03 (minAvailable 1) from n4
+// to n2 and pipelines j08 on n4; KAI re-places only j03-0 and leaves j08 pending.
+func openConsolidationCluster() *cluster {
+	return &cluster{
+		seed: 7,
+		nodes: []cnode{
+			{name: "n2", gpus: 8, cpu: nodeMilliCPU}, {name: "n5", gpus: 2, cpu: 15000, pool: "pool-b"},
+			{name: "n4", gpus: 4, cpu: nodeMilliCPU, pool: "pool-b"}, {name: "n0", gpus: 4, cpu: 4000, pool: "pool-b"},
+		},
+		departments: []cqueue{{name: "d0", priority: departmentPrio}},
+		queues: []cqueue{
+			{name: "q1", parent: "d0", weight: 1, priority: 100, index: 1},
+			{name: "q2", parent: "d0", weight: 1, priority: 100, index: 2},
+		},
+		jobs: []cjob{
+			{name: "j08", queue: "q2", gpus: 1, cpu: 4000, priority: 50, age: 9, pool: "pool-b", tasks: []ctask{{state: "Pending"}, {state: "Pending"}}},
+			{name: "j04", queue: "q2", gpus: 1, priority: 50, age: 15, minAvailable: 1, pool: "pool-b",
+				tasks: []ctask{{"Running", "n0"}, {"Running", "n0"}, {"Running", "n0"}, {"Running", "n0"}}},
+			{name: "j05", queue: "q1", gpus: 2, priority: 50, age: 8, pool: "pool-b", tasks: []ctask{{state: "Pending"}, {state: "Pending"}}},
+			{name: "j03", queue: "q2", gpus: 1, cpu: 3000, priority: 50, age: 25, minAvailable: 1,
+				tasks: []ctask{{"Running", "n4"}, {"Running", "n4"}}},
+		},
+	}
+}
+
+func arbiterCLI(t *testing.T) string {
+	cli := filepath.Join("..", "..", "..", "build", "bin", "arbiter")
+	if env := os.Getenv("ARBITER_CLI"); env != "" {
+		cli = env
+	}
+	if _, err := exec.LookPath(cli); err != nil {
+		t.Skipf("no arbiter CLI at %s (ARBITER_CLI)", cli)
+	}
+	return cli
+}
+
+// Spec question (d) is the kept case, KAI leaves j08 pending, and the harness recognises it by
+// rule kai-elastic-victim-partial.
+func TestDecisionCaseElasticVictimPartial(t *testing.T) {
+	c := openConsolidationCluster()
+	out, _, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out["j08/j08-0"] != "pending" || out["j03/j03-0"] != "running" || out["j03/j03-1"] != "running" {
+		t.Errorf("KAI: %v; want j08 pending, j03 running", out)
+	}
+	body, err := arbiterjson.EncodeSchedule(c.request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("..", "cases", "kai-open-consolidation-move.json")
+	if os.Getenv("ARBITER_DIFFERENTIAL_WRITE_CASES") == "1" {
+		if err := os.WriteFile(path, body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if kept, err := os.ReadFile(path); err != nil || string(kept) != string(body) {
+		t.Errorf("%s is not the case's request (ARBITER_DIFFERENTIAL_WRITE_CASES=1 rewrites it): %v", path, err)
+	}
+	o := c.checkDecisions(arbiterCLI(t), nil)
+	if o.Failure != "" || !slices.Equal(o.Rules, []string{ruleElasticVictimPartial}) {
+		t.Errorf("outcome %+v; want rule %s", o, ruleElasticVictimPartial)
+	}
+}
+
+// A taint on KAI's node objects keeps a pod without a toleration off the node; a toleration
+// lets it on.
+func TestDecisionTaintsReachKAI(t *testing.T) {
+	c := &cluster{
+		seed:        1,
+		nodes:       []cnode{{name: "n0", gpus: 2, cpu: nodeMilliCPU, taints: []ctaint{{"a", "NoSchedule"}}}},
+		departments: []cqueue{{name: "d0", priority: departmentPrio}},
+		queues:      []cqueue{{name: "q0", parent: "d0", weight: 1, priority: 100}},
+		jobs: []cjob{
+			{name: "j00", queue: "q0", gpus: 1, priority: 50, age: 2, tasks: []ctask{{state: "Pending"}}},
+			{name: "j01", queue: "q0", gpus: 1, priority: 50, age: 1, tasks: []ctask{{state: "Pending"}},
+				tolerations: []ctoleration{{key: taintKey, operator: "Equal", value: "a"}}},
+		},
+	}
+	out, _, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := outcome{"j00/j00-0": "pending", "j01/j01-0": "bound@n0"}
+	if !sameOutcome(out, want) {
+		t.Errorf("KAI: %v; want %v", out, want)
+	}
+}
+
+// victimlessFirstPartCluster is the kept case of spec question (b) in its victim form
+// (cases/kai-victimless-first-part.json, seed 1142): j02 (4 pods of 2 GPUs) fits only if one pod
+// moves; arbiter places three pods on free capacity and moves j01 off n3 for the fourth; KAI
+// draws a victim for the first pod already and moves j00 off n0.
+func victimlessFirstPartCluster() *cluster {
+	return &cluster{
+		seed: 1142,
+		nodes: []cnode{
+			{name: "n0", gpus: 2, cpu: nodeMilliCPU}, {name: "n1", gpus: 1, cpu: nodeMilliCPU},
+			{name: "n2", gpus: 4, cpu: nodeMilliCPU}, {name: "n3", gpus: 4, cpu: nodeMilliCPU},
+		},
+		departments: []cqueue{{name: "d0", priority: departmentPrio}},
+		queues: []cqueue{
+			{name: "q0", parent: "d0", weight: 1, priority: 100, index: 0},
+			{name: "q1", parent: "d0", weight: 1, priority: 100, index: 1},
+		},
+		jobs: []cjob{
+			{name: "j00", queue: "q0", gpus: 2, priority: 50, age: 9, tasks: []ctask{{"Running", "n0"}}},
+			{name: "j01", queue: "q1", gpus: 1, priority: 50, age: 4, tasks: []ctask{{"Running", "n3"}}},
+			{name: "j02", queue: "q1", gpus: 2, priority: 50, age: 5,
+				tasks: []ctask{{state: "Pending"}, {state: "Pending"}, {state: "Pending"}, {state: "Pending"}}},
+		},
+	}
+}
+
+func TestDecisionCaseVictimlessFirstPart(t *testing.T) {
+	c := victimlessFirstPartCluster()
+	body, err := arbiterjson.EncodeSchedule(c.request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("..", "cases", "kai-victimless-first-part.json")
+	if os.Getenv("ARBITER_DIFFERENTIAL_WRITE_CASES") == "1" {
+		if err := os.WriteFile(path, body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if kept, err := os.ReadFile(path); err != nil || string(kept) != string(body) {
+		t.Errorf("%s is not the case's request (ARBITER_DIFFERENTIAL_WRITE_CASES=1 rewrites it): %v", path, err)
+	}
+	out, _, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out["j00/j00-0"] == "running" {
+		t.Errorf("KAI: %v; want j00 moved", out)
+	}
+	o := c.checkDecisions(arbiterCLI(t), nil)
+	if o.Failure != "" || !slices.Equal(o.Rules, []string{ruleVictimlessFirstParts}) {
+		t.Errorf("outcome %+v; want rule %s", o, ruleVictimlessFirstParts)
+	}
+}
+
+// clusterFromRequest reads a kept request back as a cluster (the inverse of request, for the
+// features the generator writes).
+func clusterFromRequest(t *testing.T, path string) *cluster {
+	body, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req arbiterjson.ScheduleRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{seed: 1}
+	for _, n := range req.Snapshot.Nodes {
+		cn := cnode{name: n.Name, gpus: int(n.Allocatable["nvidia.com/gpu"]), cpu: n.Allocatable["cpu"]}
+		if l := n.Labels[poolLabel]; l != n.Name {
+			cn.pool = l
+		}
+		for _, tt := range n.Taints {
+			cn.taints = append(cn.taints, ctaint{tt.Value, tt.Effect})
+		}
+		c.nodes = append(c.nodes, cn)
+	}
+	for _, q := range req.Snapshot.Queues {
+		cq := cqueue{name: q.Name, parent: q.Parent, deserved: q.Deserved["nvidia.com/gpu"], limit: q.Limit["nvidia.com/gpu"],
+			weight: q.OverQuotaWeight["nvidia.com/gpu"], priority: int(q.Priority),
+			index: int(parseTime(q.CreationTime).Sub(decisionNow) / time.Minute)}
+		if cq.limit == -1 {
+			cq.limit = 0
+		}
+		if q.Parent == "" {
+			c.departments = append(c.departments, cq)
+		} else {
+			c.queues = append(c.queues, cq)
+		}
+	}
+	for _, g := range req.Snapshot.PodGroups {
+		j := cjob{name: g.Name, queue: g.Queue, priority: g.Priority, age: int(decisionNow.Sub(parseTime(g.CreationTime)) / time.Minute)}
+		p0 := g.Pods[0]
+		j.gpus = p0.Requests["nvidia.com/gpu"]
+		if p0.Requests["cpu"] != podMilliCPU {
+			j.cpu = p0.Requests["cpu"]
+		}
+		j.pool = p0.NodeSelector[poolLabel]
+		for _, tl := range p0.Tolerations {
+			j.tolerations = append(j.tolerations, ctoleration{tl.Key, tl.Operator, tl.Value, tl.Effect})
+		}
+		if int(g.MinMember) < len(g.Pods) {
+			j.minAvailable = int(g.MinMember)
+		}
+		for _, p := range g.Pods {
+			st := "Pending"
+			switch p.Phase {
+			case "POD_PHASE_RUNNING":
+				st = "Running"
+			case "POD_PHASE_RELEASING":
+				st = "Releasing"
+			}
+			j.tasks = append(j.tasks, ctask{st, p.NodeName})
+		}
+		c.jobs = append(c.jobs, j)
+	}
+	return c
+}
+
+// Spec question (e) is the kept case, and the harness recognises it by rule
+// kai-preemptor-representative-order.
+func TestDecisionCasePreemptorRepresentative(t *testing.T) {
+	c := clusterFromRequest(t, filepath.Join("..", "cases", "kai-preemptor-representative-order.json"))
+	o := c.checkDecisions(arbiterCLI(t), nil)
+	if o.Failure != "" || !slices.Equal(o.Rules, []string{rulePreemptorRepresentative}) {
+		t.Errorf("outcome %+v; want rule %s", o, rulePreemptorRepresentative)
+	}
+}
+
+func parseTime(s string) time.Time {
+	t, _ := time.Parse(time.RFC3339, s)
+	return t
+}
