@@ -272,9 +272,11 @@ func (c *cluster) minRuntimesToSession(ssn *framework.Session) {
 // allocation_info.go:132-139: minAvailable − active pods below the gang, else one pod), and then
 // moves on to the next job (line 107): an elastic victim that lost several pods gets one of them
 // back (or its gang's worth), the others stay evicted. Decided in code (partialVictims): a seed
-// is left out when, in a KAI run with arbiter's other answers, an eviction action both re-placed
-// (restored or moved) and evicted pods of one group, and every pod on which arbiter and KAI
-// differ belongs to such a group or to a group that an eviction action placed on either side.
+// is left out when, in one more KAI run read after every action, an eviction action evicted pods
+// of a group and moved others, or evicted pods of an elastic group that keeps running pods, and
+// every pod on which arbiter and some KAI run differ belongs to such a group or is pipelined on
+// one side. (A restored pod reads as untouched, so for elastic groups this is a signature of the
+// class, not a proof: a plain elastic shrink that arbiter does differently passes it too.)
 
 // partialVictims runs KAI once more, reading the pods after every action, and returns the groups of which one eviction action both re-placed and evicted pods.
 func (c *cluster) partialVictims() (groups map[string]bool, err error) {
@@ -299,6 +301,10 @@ func (c *cluster) partialVictims() (groups map[string]bool, err error) {
 		return m
 	}
 	groups = map[string]bool{}
+	elastic := map[string]bool{}
+	for _, j := range c.jobs {
+		elastic[j.name] = j.minAvailable > 0 && j.minAvailable < len(j.tasks)
+	}
 	prev := read()
 	for _, a := range kaiActions {
 		a.make().Execute(ssn)
@@ -308,6 +314,11 @@ func (c *cluster) partialVictims() (groups map[string]bool, err error) {
 			job := key[:strings.IndexByte(key, '/')]
 			switch {
 			case prev[key] == pod_status.Running && s == pod_status.Pipelined:
+				replaced[job] = true // moved (or pipelined back in place)
+			case prev[key] == pod_status.Running && s == pod_status.Running && elastic[job]:
+				// A pod KAI drew and re-placed on its own node is un-evicted (Statement.Pipeline)
+				// and reads as untouched; for an elastic group that also lost pods, KAI's
+				// re-placement of one unit cannot be told from a shrink by the pods alone.
 				replaced[job] = true
 			case prev[key] == pod_status.Running && s == pod_status.Releasing:
 				evicted[job] = true
