@@ -32,7 +32,7 @@ var allFeatures = features{true, true, true, true, true, true, true, true, true,
 // defaultFeatures are the features the comparison runs with unless -features says otherwise:
 // those on which no seed of 1..2000 fails. The others still show open classes of divergence
 // (docs/conformance.md, "Decisions: KAI"); -features all generates everything.
-const defaultFeatures = "gangs,elastic,running,releasing"
+const defaultFeatures = "gangs,elastic,running,releasing,minruntime"
 
 // featureNames are the names -features takes, in the struct's order.
 var featureNames = []string{"gangs", "elastic", "running", "releasing", "nonpreemptible", "priorities", "selectors", "quotas", "cpu", "taints", "minruntime"}
