@@ -167,6 +167,9 @@ type cluster struct {
 	queues      []cqueue
 	jobs        []cjob
 	reenter     bool // KAI's reclaim and preempt re-enter jobs (rule kai-eviction-once)
+	// involvedOrder: KAI's reclaim and preempt order a scenario's jobs among themselves only
+	// (rule kai-replacement-order).
+	involvedOrder bool
 }
 
 // generateCluster builds the cluster of a seed: one to eight nodes, one or two departments with

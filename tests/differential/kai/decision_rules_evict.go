@@ -39,21 +39,41 @@ import (
 // run's.
 const ruleEvictionOnce = "kai-eviction-once"
 
+// ruleReplacementOrder: SEMANTICS §4.8 orders the preemptor and the victim groups of a scenario
+// among themselves by §4.3; KAI's GetJobsToAllocate (actions/common/action.go:61) orders them
+// among every pending job of the session and skips the others as they come up (line 92), so a
+// queue can stand on a job the scenario does not involve (spec question (f)). The cluster is
+// scheduled once more by KAI with its reclaim and preempt loops rebuilt (as for
+// kai-eviction-once) and, during each attempt, the jobs with tasks to allocate and no RUNNING
+// pod other than the preemptor taken out of the session's job map, so that KAI's order sees
+// the preemptor and the possible victims only; arbiter's answer is accepted when it is that
+// run's.
+const ruleReplacementOrder = "kai-replacement-order"
+
 // explainEviction returns ruleEvictionOnce when KAI with re-entering eviction actions (with
 // KAI's allocate, or with the eager one of kai-lazy-order) gives arbiter's answer.
 func (c *cluster) explainEviction(arb outcome, runs []outcome) []string {
-	for _, eager := range []bool{false, true} {
-		v := c.clone()
-		v.reenter = true
-		out, _, err := v.runKAI(eager)
-		if err != nil {
-			continue
-		}
-		if sameOutcome(out, arb) || sameOutcome(out.withoutNodes(), arb.withoutNodes()) && !allSame(runs) {
-			if eager {
-				return []string{ruleEvictionOnce, ruleLazyOrder}
+	for _, variant := range []struct{ reenter, involved bool }{{true, false}, {false, true}, {true, true}} {
+		for _, eager := range []bool{false, true} {
+			v := c.clone()
+			v.reenter, v.involvedOrder = variant.reenter, variant.involved
+			out, _, err := v.runKAI(eager)
+			if err != nil {
+				continue
 			}
-			return []string{ruleEvictionOnce}
+			if sameOutcome(out, arb) || sameOutcome(out.withoutNodes(), arb.withoutNodes()) && !allSame(runs) {
+				var names []string
+				if variant.reenter {
+					names = append(names, ruleEvictionOnce)
+				}
+				if variant.involved {
+					names = append(names, ruleReplacementOrder)
+				}
+				if eager {
+					names = append(names, ruleLazyOrder)
+				}
+				return names
+			}
 		}
 	}
 	return nil
@@ -63,7 +83,7 @@ func (c *cluster) explainEviction(arb outcome, runs []outcome) []string {
 // the order after a committed attempt while it still has tasks to allocate (SEMANTICS §4.3).
 // Everything else is KAI's: the order (utils.JobsOrderByQueues), the checks before an attempt,
 // the victim filters and queues, the solver (solvers.JobSolver) and the commit.
-func reenteringEvictions(ssn *framework.Session, action framework.ActionType) {
+func reenteringEvictions(ssn *framework.Session, action framework.ActionType, reenter, involvedOnly bool) {
 	order := utils.NewJobsOrderByQueues(ssn, utils.JobsOrderInitOptions{
 		FilterNonPending: true, FilterUnready: true, MaxJobsQueueDepth: ssn.GetJobsDepth(action),
 	})
@@ -84,15 +104,43 @@ func reenteringEvictions(ssn *framework.Session, action framework.ActionType) {
 				continue
 			}
 		}
+		var aside map[common_info.PodGroupID]*podgroup_info.PodGroupInfo
+		if involvedOnly {
+			aside = setAsideUninvolved(ssn, job)
+		}
 		ok, stmt := evictFor(ssn, job, action)
+		maps.Copy(ssn.PodGroupInfos, aside)
 		if !ok {
 			failed.UpdateRepresentative(job)
 			continue
 		}
-		if stmt.Commit() == nil && podgroup_info.HasTasksToAllocate(job, true) {
+		if stmt.Commit() == nil && reenter && podgroup_info.HasTasksToAllocate(job, true) {
 			order.PushJob(job)
 		}
 	}
+}
+
+// setAsideUninvolved takes out of the session's job map, and returns, the jobs other than p with
+// tasks to allocate and no RUNNING pod: no scenario of p's can involve them (they have nothing
+// to evict), and KAI's GetJobsToAllocate would order p's scenario among them.
+func setAsideUninvolved(ssn *framework.Session, p *podgroup_info.PodGroupInfo) map[common_info.PodGroupID]*podgroup_info.PodGroupInfo {
+	aside := map[common_info.PodGroupID]*podgroup_info.PodGroupInfo{}
+	for id, job := range ssn.PodGroupInfos {
+		if id == p.UID || !podgroup_info.HasTasksToAllocate(job, true) {
+			continue
+		}
+		running := false
+		for _, t := range job.GetAllPodsMap() {
+			running = running || t.Status == pod_status.Running
+		}
+		if !running {
+			aside[id] = job
+		}
+	}
+	for id := range aside {
+		delete(ssn.PodGroupInfos, id)
+	}
+	return aside
 }
 
 // evictFor is one attempt of KAI's reclaim or preempt for job (reclaim.go
@@ -136,14 +184,14 @@ func evictFor(ssn *framework.Session, job *podgroup_info.PodGroupInfo, action fr
 // re-entry (reenteringEvictions) on the cluster variant of rule kai-eviction-once. It reports
 // false for the other actions.
 func (c *cluster) runEvictionAction(ssn *framework.Session, name string) bool {
-	if !c.reenter {
+	if !c.reenter && !c.involvedOrder {
 		return false
 	}
 	switch name {
 	case "reclaim":
-		reenteringEvictions(ssn, framework.Reclaim)
+		reenteringEvictions(ssn, framework.Reclaim, c.reenter, c.involvedOrder)
 	case "preempt":
-		reenteringEvictions(ssn, framework.Preempt)
+		reenteringEvictions(ssn, framework.Preempt, c.reenter, c.involvedOrder)
 	default:
 		return false
 	}
