@@ -104,3 +104,57 @@ func TestDecisionMinRuntimeReachesBothSides(t *testing.T) {
 		}
 	}
 }
+
+// replacementOrderCluster is cases/kai-replacement-order-all-pending.json (spec question (f)).
+func replacementOrderCluster() *cluster {
+	run := func(nodes ...string) []ctask {
+		var t []ctask
+		for _, n := range nodes {
+			if n == "" {
+				t = append(t, ctask{state: "Pending"})
+			} else {
+				t = append(t, ctask{state: "Running", node: n})
+			}
+		}
+		return t
+	}
+	return &cluster{
+		seed: 31,
+		nodes: []cnode{{name: "n0", gpus: 2, cpu: nodeMilliCPU}, {name: "n2", gpus: 2, cpu: nodeMilliCPU},
+			{name: "n3", gpus: 2, cpu: nodeMilliCPU}, {name: "n4", gpus: 8, cpu: nodeMilliCPU}},
+		departments: []cqueue{{name: "d0", deserved: 8, priority: departmentPrio}, {name: "d1", deserved: 10, priority: departmentPrio, index: 1}},
+		queues: []cqueue{{name: "q0", parent: "d0", deserved: 3, weight: 3, priority: 100},
+			{name: "q1", parent: "d1", deserved: 6, weight: 1, priority: 100, index: 1},
+			{name: "q2", parent: "d0", deserved: 6, weight: 1, priority: 100, index: 2}},
+		jobs: []cjob{
+			{name: "j04", queue: "q1", gpus: 2, priority: 100, age: 60, tasks: run("")},
+			{name: "j11", queue: "q2", gpus: 1, priority: 50, age: 5, tasks: run("n2", "n0", "n0", "n4")},
+			{name: "j13", queue: "q0", gpus: 2, priority: 100, minAvailable: 1, age: 35, tasks: run("", "")},
+			{name: "j14", queue: "q1", gpus: 1, priority: 100, minAvailable: 1, age: 40, tasks: run("n4", "n4", "n4")},
+			{name: "j18", queue: "q0", gpus: 1, priority: 50, age: 45, tasks: run("")},
+			{name: "j19", queue: "q2", gpus: 1, priority: 125, minAvailable: 2, age: 2, tasks: run("n4", "n4", "")},
+		},
+	}
+}
+
+// KAI leaves j18 pending (it re-places j11 first); with the uninvolved j13 set aside it reclaims
+// j11 for j18, as arbiter does (SEMANTICS §4.8).
+func TestDecisionCaseReplacementOrder(t *testing.T) {
+	c := replacementOrderCluster()
+	out, _, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out["j18/j18-0"] != "pending" || out["j11/j11-0"] != "running" {
+		t.Errorf("KAI: %v; want j18 pending, j11 running", out)
+	}
+	v := c.clone()
+	v.involvedOrder = true
+	vout, _, err := v.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vout["j18/j18-0"] != "pipelined@n2" || vout["j11/j11-0"] != "evicted:reclaim" {
+		t.Errorf("KAI with the order of the involved jobs: %v; want j18 pipelined on n2, j11 reclaimed", vout)
+	}
+}
