@@ -42,7 +42,7 @@ const ruleEvictionOnce = "kai-eviction-once"
 // ruleReplacementOrder: SEMANTICS §4.8 orders the preemptor and the victim groups of a scenario
 // among themselves by §4.3; KAI's GetJobsToAllocate (actions/common/action.go:61) orders them
 // among every pending job of the session and skips the others as they come up (line 92), so a
-// queue can stand on a job the scenario does not involve (spec question (f)). The cluster is
+// queue can stand on a job the scenario does not involve (spec question (g)). The cluster is
 // scheduled once more by KAI with its reclaim and preempt loops rebuilt (as for
 // kai-eviction-once) and, during each attempt, the jobs with tasks to allocate and no RUNNING
 // pod other than the preemptor taken out of the session's job map, so that KAI's order sees
@@ -313,7 +313,7 @@ func (c *cluster) minRuntimesToSession(ssn *framework.Session) {
 	}
 }
 
-// Spec question (e): KAI re-places only a victim's next unit. SEMANTICS §4.8 re-places every
+// Spec question (f): KAI re-places only a victim's next unit. SEMANTICS §4.8 re-places every
 // pod of a victim group in S as one all-or-nothing unit. KAI re-places a victim job with
 // common.AllocateJob (actions/common/action.go:102, in TryToVirtuallyAllocatePreemptorAndGetVictims),
 // which allocates the job's tasks to allocate (podgroup_info.GetTasksToAllocate,
@@ -384,11 +384,11 @@ func (c *cluster) partialVictims() (groups map[string]bool, err error) {
 	return groups, nil
 }
 
-// partialVictimOutcome is the outcome of a seed left out by spec question (e).
+// partialVictimOutcome is the outcome of a seed left out by spec question (f).
 var partialVictimOutcome = verdict.Outcome{Failure: "KAI re-placed only part of a victim's evicted pods"}
 
 // explainPartialVictim reports whether the divergence between KAI's runs and arbiter is of
-// spec question (e) (see partialVictims).
+// spec question (f) (see partialVictims).
 func (c *cluster) explainPartialVictim(arb outcome, runs []outcome) bool {
 	groups, err := c.partialVictims()
 	if err != nil || len(groups) == 0 {

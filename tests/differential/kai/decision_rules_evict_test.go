@@ -8,7 +8,7 @@ import (
 	"arbiter.dev/tests/differential/internal/arbiterjson"
 )
 
-// victimReplacedByUnitCluster is cases/kai-victim-replaced-by-unit.json (spec question (e)):
+// victimReplacedByUnitCluster is cases/kai-victim-replaced-by-unit.json (spec question (f)):
 // preempt for j12 draws the elastic j17 pod by pod, then j13.
 func victimReplacedByUnitCluster() *cluster {
 	running := func(n int) []ctask {
@@ -56,7 +56,7 @@ func TestDecisionCaseVictimReplacedByUnit(t *testing.T) {
 	}
 	arb["j17/j17-2"], arb["j17/j17-3"] = "running", "running"
 	if !c.explainPartialVictim(arb, []outcome{out}) {
-		t.Errorf("arbiter's answer is not tied to spec question (e)")
+		t.Errorf("arbiter's answer is not tied to spec question (f)")
 	}
 	arb["j13/j13-0"] = "running"
 	if c.explainPartialVictim(arb, []outcome{out}) {
@@ -105,7 +105,7 @@ func TestDecisionMinRuntimeReachesBothSides(t *testing.T) {
 	}
 }
 
-// replacementOrderCluster is cases/kai-replacement-order-all-pending.json (spec question (f)).
+// replacementOrderCluster is cases/kai-replacement-order-all-pending.json (spec question (g)).
 func replacementOrderCluster() *cluster {
 	run := func(nodes ...string) []ctask {
 		var t []ctask
