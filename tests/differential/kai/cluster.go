@@ -24,20 +24,21 @@ type features struct {
 	quotas         bool // deserved quotas, limits and over-quota weights (reclaim)
 	cpuRequests    bool // pods of more than KAI's default 1 cpu (cpu-bound nodes)
 	taints         bool // node taints and pod tolerations (decision_rules_place.go)
+	minRuntime     bool // queues' reclaim and preempt min-runtimes, running jobs' start times
 }
 
-var allFeatures = features{true, true, true, true, true, true, true, true, true, true}
+var allFeatures = features{true, true, true, true, true, true, true, true, true, true, true}
 
 // defaultFeatures are the features the comparison runs with unless -features says otherwise:
 // those on which no seed of 1..2000 fails. The others still show open classes of divergence
 // (docs/conformance.md, "Decisions: KAI"); -features all generates everything.
-const defaultFeatures = "gangs,elastic,running,releasing"
+const defaultFeatures = "gangs,elastic,running,releasing,minruntime"
 
 // featureNames are the names -features takes, in the struct's order.
-var featureNames = []string{"gangs", "elastic", "running", "releasing", "nonpreemptible", "priorities", "selectors", "quotas", "cpu", "taints"}
+var featureNames = []string{"gangs", "elastic", "running", "releasing", "nonpreemptible", "priorities", "selectors", "quotas", "cpu", "taints", "minruntime"}
 
 func (f *features) flags() []*bool {
-	return []*bool{&f.gangs, &f.elastic, &f.running, &f.releasing, &f.nonPreemptible, &f.priorities, &f.selectors, &f.quotas, &f.cpuRequests, &f.taints}
+	return []*bool{&f.gangs, &f.elastic, &f.running, &f.releasing, &f.nonPreemptible, &f.priorities, &f.selectors, &f.quotas, &f.cpuRequests, &f.taints, &f.minRuntime}
 }
 
 // parseFeatures reads a comma-separated list: "all", or feature names, each optionally
@@ -120,6 +121,8 @@ type cqueue struct {
 	weight   float64 // leaf queues only; a department's GPU over-quota weight is its deserved
 	priority int
 	index    int // creation order among its kind (test_utils: now + index minutes)
+	// reclaimMin and preemptMin are min-runtimes in minutes; 0 = unset (inherited).
+	reclaimMin, preemptMin int
 }
 
 type ctask struct {
@@ -138,6 +141,7 @@ type cjob struct {
 	pool         string
 	tasks        []ctask
 	tolerations  []ctoleration
+	started      int // minutes since its RUNNING pods started; 0 = test_utils' default
 }
 
 // gang is the job's gang size g.
@@ -162,6 +166,10 @@ type cluster struct {
 	departments []cqueue
 	queues      []cqueue
 	jobs        []cjob
+	reenter     bool // KAI's reclaim and preempt re-enter jobs (rule kai-eviction-once)
+	// involvedOrder: KAI's reclaim and preempt order a scenario's jobs among themselves only
+	// (rule kai-replacement-order).
+	involvedOrder bool
 }
 
 // generateCluster builds the cluster of a seed: one to eight nodes, one or two departments with
@@ -285,6 +293,9 @@ func generateCluster(seed int64, feat features) *cluster {
 	}
 	if feat.taints {
 		c.addTaints()
+	}
+	if feat.minRuntime {
+		c.addMinRuntimes(rng)
 	}
 	return c
 }

@@ -99,6 +99,7 @@ func (c *cluster) request() *arbiterjson.ScheduleRequest {
 		}
 		s.PodGroups = append(s.PodGroups, g)
 	}
+	c.minRuntimesToRequest(req)
 	return req
 }
 
@@ -217,7 +218,7 @@ func (c *cluster) checkDecisions(cli string, counts *decisionCounts) verdict.Out
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			if strings.Contains(err.Error(), "panicked") {
+			if kaiSolverPanic(err) {
 				return kaiPanicked
 			}
 			return verdict.Outcome{Failure: err.Error()}
@@ -244,6 +245,9 @@ func (c *cluster) checkDecisions(cli string, counts *decisionCounts) verdict.Out
 			}
 		}
 	}
+	if o.Failure != "" && c.explainPartialVictim(arb, runs) {
+		return partialVictimOutcome
+	}
 	if o.Failure != "" && counts != nil {
 		counts.classes[classify(runs[0], arb)]++
 	}
@@ -256,7 +260,7 @@ var kaiPanicked = verdict.Outcome{Failure: "KAI panicked"}
 // isFailure: the outcome is a divergence, not a seed left out.
 func isFailure(o verdict.Outcome) bool {
 	return o.Failure != "" && o.Failure != kaiPanicked.Failure && o.Failure != boundThenTakenOutcome.Failure &&
-		o.Failure != victimlessOutcome.Failure
+		o.Failure != victimlessOutcome.Failure && o.Failure != partialVictimOutcome.Failure
 }
 
 // victimlessOutcome is the outcome of a cluster on which arbiter and KAI differ only because an
@@ -348,6 +352,9 @@ func judge(c *cluster, arb outcome, runs []outcome) verdict.Outcome {
 	if names := c.explainDecision(arb, runs); len(names) > 0 {
 		return verdict.Outcome{Rules: names}
 	}
+	if names := c.explainEviction(arb, runs); len(names) > 0 {
+		return verdict.Outcome{Rules: names}
+	}
 	diff := diffOutcome(runs[0], arb)
 	class := classify(runs[0], arb)
 	return verdict.Outcome{Failure: fmt.Sprintf("[%s] %d of %d KAI runs differ from each other; KAI's first run vs arbiter:\n  %s",
@@ -401,7 +408,7 @@ func runDecisions(flags verdict.Flags, feat features) *verdict.Tally {
 	tally := verdict.NewTally("KAI decisions vs github.com/NVIDIA/KAI-scheduler v0.12.0 actions")
 	counts := newDecisionCounts()
 	start := time.Now()
-	jobs, pods, leftOut, leftOutTaken, leftOutVictimless := 0, 0, 0, 0, 0
+	jobs, pods, leftOut, leftOutTaken, leftOutVictimless, leftOutPartial := 0, 0, 0, 0, 0, 0
 	for seed := flags.First; seed < flags.First+flags.Seeds; seed++ {
 		c := generateCluster(seed, feat)
 		jobs += len(c.jobs)
@@ -421,6 +428,10 @@ func runDecisions(flags verdict.Flags, feat features) *verdict.Tally {
 			if flags.Verbose {
 				fmt.Printf("seed %d: left out (arbiter placed pods without victims in an eviction action)\n", seed)
 			}
+			continue
+		}
+		if outcome.Failure == partialVictimOutcome.Failure {
+			leftOutPartial++
 			continue
 		}
 		if outcome.Failure == boundThenTakenOutcome.Failure {
@@ -454,6 +465,7 @@ func runDecisions(flags verdict.Flags, feat features) *verdict.Tally {
 	tally.Units["left out: KAI panics (nil scenario in its solver)"] = leftOut
 	tally.Units["left out: KAI moves or evicts a pod it bound in the same cycle"] = leftOutTaken
 	tally.Units["left out: arbiter places pods without victims in an eviction action"] = leftOutVictimless
+	tally.Units["left out: KAI re-places only part of a victim's evicted pods"] = leftOutPartial
 	tally.Units["jobs compared"] = jobs
 	tally.Units["pods compared"] = pods
 	for kind, n := range counts.podsBound {

@@ -187,6 +187,7 @@ func (c *cluster) runKAI(eager bool) (out outcome, boundThenTaken []string, err 
 	controller := gomock.NewController(failReporter{})
 	ssn := test_utils.BuildSession(c.topology(), controller)
 	c.applyTaints(ssn)
+	c.minRuntimesToSession(ssn)
 	type state struct {
 		status pod_status.PodStatus
 		node   string
@@ -210,7 +211,7 @@ func (c *cluster) runKAI(eager bool) (out outcome, boundThenTaken []string, err 
 	for _, a := range kaiActions {
 		if eager && a.name == "allocate" {
 			eagerAllocate(ssn)
-		} else {
+		} else if !c.runEvictionAction(ssn, a.name) {
 			a.make().Execute(ssn)
 		}
 		for key, s := range read() {

@@ -54,6 +54,10 @@ type Queue struct {
 	// quotas either here or in Deserved, BorrowingLimit and LendingLimit.
 	ResourceGroups    []ResourceGroup    `json:"resource_groups,omitempty"`
 	FlavorFungibility *FlavorFungibility `json:"flavor_fungibility,omitempty"`
+	// ReclaimMinRuntime and PreemptMinRuntime are KAI's min-runtimes as protobuf JSON
+	// durations ("600s"); unset = inherited (SEMANTICS §4.7).
+	ReclaimMinRuntime string `json:"reclaim_min_runtime,omitempty"`
+	PreemptMinRuntime string `json:"preempt_min_runtime,omitempty"`
 }
 
 // KueuePreemption is arbiter.v1.KueuePreemption; the values are the enums' names, e.g.

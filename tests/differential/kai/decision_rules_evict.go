@@ -1,0 +1,425 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"go.uber.org/mock/gomock"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/actions/common"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/actions/common/solvers"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/actions/utils"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/common_info"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/pod_status"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/podgroup_info"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/framework"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/scheduler_util"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/test_utils"
+
+	"arbiter.dev/tests/differential/internal/arbiterjson"
+	"arbiter.dev/tests/differential/internal/verdict"
+)
+
+// Rules and features of the decision comparison for KAI's eviction actions (reclaim and
+// preempt): the re-entry of a job in one action (spec question (c), with victims), KAI's panic
+// in its solver, and min-runtimes.
+
+// ruleEvictionOnce: SEMANTICS §4.3 puts a job that still has PENDING pods back among the
+// candidates, in every action; KAI's reclaim and preempt (reclaim.go and preempt.go, Execute)
+// pop each job once and never push it back, so an elastic job whose gang an eviction action
+// placed does not grow further in it, also where growing would evict more (spec question (c)).
+// The cluster is scheduled once more by KAI with its reclaim and preempt loops rebuilt around
+// KAI's own calls (reenteringEvictions: the job pushed back after a committed attempt while it
+// has tasks to allocate, as KAI's allocate does); arbiter's answer is accepted when it is that
+// run's.
+const ruleEvictionOnce = "kai-eviction-once"
+
+// ruleReplacementOrder: SEMANTICS §4.8 orders the preemptor and the victim groups of a scenario
+// among themselves by §4.3; KAI's GetJobsToAllocate (actions/common/action.go:61) orders them
+// among every pending job of the session and skips the others as they come up (line 92), so a
+// queue can stand on a job the scenario does not involve (spec question (g)). The cluster is
+// scheduled once more by KAI with its reclaim and preempt loops rebuilt (as for
+// kai-eviction-once) and, during each attempt, the jobs with tasks to allocate and no RUNNING
+// pod other than the preemptor taken out of the session's job map, so that KAI's order sees
+// the preemptor and the possible victims only; arbiter's answer is accepted when it is that
+// run's.
+const ruleReplacementOrder = "kai-replacement-order"
+
+// explainEviction returns ruleEvictionOnce when KAI with re-entering eviction actions (with
+// KAI's allocate, or with the eager one of kai-lazy-order) gives arbiter's answer.
+func (c *cluster) explainEviction(arb outcome, runs []outcome) []string {
+	for _, variant := range []struct{ reenter, involved bool }{{true, false}, {false, true}, {true, true}} {
+		for _, eager := range []bool{false, true} {
+			v := c.clone()
+			v.reenter, v.involvedOrder = variant.reenter, variant.involved
+			out, _, err := v.runKAI(eager)
+			if err != nil {
+				continue
+			}
+			if sameOutcome(out, arb) || sameOutcome(out.withoutNodes(), arb.withoutNodes()) && !allSame(runs) {
+				var names []string
+				if variant.reenter {
+					names = append(names, ruleEvictionOnce)
+				}
+				if variant.involved {
+					names = append(names, ruleReplacementOrder)
+				}
+				if eager {
+					names = append(names, ruleLazyOrder)
+				}
+				return names
+			}
+		}
+	}
+	return nil
+}
+
+// reenteringEvictions is KAI's reclaim or preempt action (action) with a job pushed back into
+// the order after a committed attempt while it still has tasks to allocate (SEMANTICS §4.3).
+// Everything else is KAI's: the order (utils.JobsOrderByQueues), the checks before an attempt,
+// the victim filters and queues, the solver (solvers.JobSolver) and the commit.
+func reenteringEvictions(ssn *framework.Session, action framework.ActionType, reenter, involvedOnly bool) {
+	order := utils.NewJobsOrderByQueues(ssn, utils.JobsOrderInitOptions{
+		FilterNonPending: true, FilterUnready: true, MaxJobsQueueDepth: ssn.GetJobsDepth(action),
+	})
+	order.InitializeWithJobs(ssn.PodGroupInfos)
+	failedByQueue := map[common_info.QueueID]*common.MinimalJobRepresentatives{}
+	for !order.IsEmpty() {
+		job := order.PopNextJob()
+		if action == framework.Reclaim && !ssn.CanReclaimResources(job) {
+			continue
+		}
+		failed := failedByQueue[job.Queue]
+		if failed == nil {
+			failed = common.NewMinimalJobRepresentatives()
+			failedByQueue[job.Queue] = failed
+		}
+		if ssn.UseSchedulingSignatures() {
+			if easier, _ := failed.IsEasierToSchedule(job); !easier {
+				continue
+			}
+		}
+		var aside map[common_info.PodGroupID]*podgroup_info.PodGroupInfo
+		if involvedOnly {
+			aside = setAsideUninvolved(ssn, job)
+		}
+		ok, stmt := evictFor(ssn, job, action)
+		maps.Copy(ssn.PodGroupInfos, aside)
+		if !ok {
+			failed.UpdateRepresentative(job)
+			continue
+		}
+		if stmt.Commit() == nil && reenter && podgroup_info.HasTasksToAllocate(job, true) {
+			order.PushJob(job)
+		}
+	}
+}
+
+// setAsideUninvolved takes out of the session's job map, and returns, the jobs other than p with
+// tasks to allocate and no RUNNING pod: no scenario of p's can involve them (they have nothing
+// to evict), and KAI's GetJobsToAllocate would order p's scenario among them.
+func setAsideUninvolved(ssn *framework.Session, p *podgroup_info.PodGroupInfo) map[common_info.PodGroupID]*podgroup_info.PodGroupInfo {
+	aside := map[common_info.PodGroupID]*podgroup_info.PodGroupInfo{}
+	for id, job := range ssn.PodGroupInfos {
+		if id == p.UID || !podgroup_info.HasTasksToAllocate(job, true) {
+			continue
+		}
+		running := false
+		for _, t := range job.GetAllPodsMap() {
+			running = running || t.Status == pod_status.Running
+		}
+		if !running {
+			aside[id] = job
+		}
+	}
+	for id := range aside {
+		delete(ssn.PodGroupInfos, id)
+	}
+	return aside
+}
+
+// evictFor is one attempt of KAI's reclaim or preempt for job (reclaim.go
+// attemptToReclaimForSpecificJob, preempt.go attemptToPreemptForPreemptor).
+func evictFor(ssn *framework.Session, job *podgroup_info.PodGroupInfo, action framework.ActionType) (bool, *framework.Statement) {
+	nodes := common.FeasibleNodesForJob(slices.Collect(maps.Values(ssn.Nodes)), job)
+	var solver *solvers.JobSolver
+	if action == framework.Reclaim {
+		ssn.OnJobSolutionStart()
+		solver = solvers.NewJobsSolver(nodes, ssn.ReclaimScenarioValidatorFn, func() *utils.JobsOrderByQueues {
+			order := utils.NewJobsOrderByQueues(ssn, utils.JobsOrderInitOptions{
+				FilterNonPreemptible: true, FilterNonActiveAllocated: true, VictimQueue: true,
+				MaxJobsQueueDepth: scheduler_util.QueueCapacityInfinite,
+			})
+			victims := map[common_info.PodGroupID]*podgroup_info.PodGroupInfo{}
+			for id, v := range ssn.PodGroupInfos {
+				if v.Queue != job.Queue && ssn.ReclaimVictimFilter(job, v) {
+					victims[id] = v
+				}
+			}
+			order.InitializeWithJobs(victims)
+			return &order
+		}, action)
+	} else {
+		tasks := podgroup_info.GetTasksToAllocate(job, ssn.PodSetOrderFn, ssn.TaskOrderFn, false)
+		if !ssn.IsNonPreemptibleJobOverQueueQuotaFn(job, tasks).IsSchedulable {
+			return false, nil
+		}
+		solver = solvers.NewJobsSolver(nodes, ssn.PreemptScenarioValidator, func() *utils.JobsOrderByQueues {
+			return utils.GetVictimsQueue(ssn, func(v *podgroup_info.PodGroupInfo) bool {
+				return v.IsPreemptibleJob() && v.Priority < job.Priority && v.Queue == job.Queue &&
+					v.UID != job.UID && v.GetActiveAllocatedTasksCount() > 0 && ssn.PreemptVictimFilter(job, v)
+			})
+		}, action)
+	}
+	ok, stmt, _ := solver.Solve(ssn, job)
+	return ok, stmt
+}
+
+// runEvictionAction runs a reclaim or preempt action of the cycle: KAI's own, or with
+// re-entry (reenteringEvictions) on the cluster variant of rule kai-eviction-once. It reports
+// false for the other actions.
+func (c *cluster) runEvictionAction(ssn *framework.Session, name string) bool {
+	if !c.reenter && !c.involvedOrder {
+		return false
+	}
+	switch name {
+	case "reclaim":
+		reenteringEvictions(ssn, framework.Reclaim, c.reenter, c.involvedOrder)
+	case "preempt":
+		reenteringEvictions(ssn, framework.Preempt, c.reenter, c.involvedOrder)
+	default:
+		return false
+	}
+	return true
+}
+
+// kaiSolverPanic: KAI's solver dereferences a nil scenario in NewIdleGpusFilter when the
+// partial job it builds has no task to allocate (actions/common/solvers/pod_scenario_builder.go:48,
+// reached from reclaim and preempt of elastic jobs). Only that panic leaves a seed out; any
+// other panic fails it.
+func kaiSolverPanic(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "panicked") && strings.Contains(err.Error(), "NewIdleGpusFilter")
+}
+
+// Min-runtimes (feature minruntime). KAI resolves a preempt min-runtime from the victim's
+// queue upward and a reclaim one from the child of the two queues' lowest common ancestor on
+// the victim's side upward (plugins/minruntime/resolver.go), and protects a victim job while
+// now < its LastStartTimestamp + the min-runtime (minruntime.go). SEMANTICS §4.7 states the
+// same with start(G) = the earliest start_time of G's RUNNING pods; every RUNNING pod of a job
+// gets the job's start time, so both sides read one start. Times are whole minutes, at least
+// five minutes from every boundary, so KAI's clock (time.Now()) and the snapshot's agree.
+
+var (
+	minRuntimes = []int{10, 60}     // minutes
+	startAges   = []int{5, 30, 120} // minutes before now
+)
+
+// addMinRuntimes draws min-runtimes on some queues and departments and a start time for every
+// job with RUNNING or RELEASING pods (test_utils would start them a minute before now).
+func (c *cluster) addMinRuntimes(rng *rand.Rand) {
+	draw := func(q *cqueue) {
+		if rng.Float64() < 0.4 {
+			q.reclaimMin = minRuntimes[rng.IntN(len(minRuntimes))]
+		}
+		if rng.Float64() < 0.4 {
+			q.preemptMin = minRuntimes[rng.IntN(len(minRuntimes))]
+		}
+	}
+	for i := range c.departments {
+		draw(&c.departments[i])
+	}
+	for i := range c.queues {
+		draw(&c.queues[i])
+	}
+	for i := range c.jobs {
+		j := &c.jobs[i]
+		if slices.ContainsFunc(j.tasks, func(t ctask) bool { return t.node != "" }) {
+			j.started = startAges[rng.IntN(len(startAges))]
+		}
+	}
+}
+
+// minRuntimesToRequest writes the min-runtimes and start times into arbiter's request.
+func (c *cluster) minRuntimesToRequest(req *arbiterjson.ScheduleRequest) {
+	mins := map[string]*cqueue{}
+	for i := range c.departments {
+		mins[c.departments[i].name] = &c.departments[i]
+	}
+	for i := range c.queues {
+		mins[c.queues[i].name] = &c.queues[i]
+	}
+	dur := func(m int) string {
+		if m == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%ds", m*60)
+	}
+	for i := range req.Snapshot.Queues {
+		q := &req.Snapshot.Queues[i]
+		if m := mins[q.Name]; m != nil {
+			q.ReclaimMinRuntime, q.PreemptMinRuntime = dur(m.reclaimMin), dur(m.preemptMin)
+		}
+	}
+	started := map[string]int{}
+	for _, j := range c.jobs {
+		started[j.name] = j.started
+	}
+	for i := range req.Snapshot.PodGroups {
+		g := &req.Snapshot.PodGroups[i]
+		if started[g.Name] == 0 {
+			continue
+		}
+		at := arbiterjson.Timestamp(decisionNow.Add(-time.Duration(started[g.Name]) * time.Minute))
+		for p := range g.Pods {
+			if g.Pods[p].Phase == "POD_PHASE_RUNNING" {
+				g.Pods[p].StartTime = at
+			}
+		}
+	}
+}
+
+// minRuntimesToSession sets the min-runtimes on the session's queues and the start times on
+// its jobs (test_utils' topology has no field for either; the minruntime plugin reads both
+// only when an action asks).
+func (c *cluster) minRuntimesToSession(ssn *framework.Session) {
+	set := func(q *cqueue) {
+		info := ssn.Queues[common_info.QueueID(q.name)]
+		if info == nil {
+			return
+		}
+		if q.reclaimMin > 0 {
+			info.ReclaimMinRuntime = &metav1.Duration{Duration: time.Duration(q.reclaimMin) * time.Minute}
+		}
+		if q.preemptMin > 0 {
+			info.PreemptMinRuntime = &metav1.Duration{Duration: time.Duration(q.preemptMin) * time.Minute}
+		}
+	}
+	for i := range c.departments {
+		set(&c.departments[i])
+	}
+	for i := range c.queues {
+		set(&c.queues[i])
+	}
+	for _, j := range c.jobs {
+		if job := ssn.PodGroupInfos[common_info.PodGroupID(j.name)]; job != nil && j.started > 0 {
+			at := time.Now().Add(-time.Duration(j.started) * time.Minute)
+			job.LastStartTimestamp = &at
+		}
+	}
+}
+
+// Spec question (f): KAI re-places only a victim's next unit. SEMANTICS §4.8 re-places every
+// pod of a victim group in S as one all-or-nothing unit. KAI re-places a victim job with
+// common.AllocateJob (actions/common/action.go:102, in TryToVirtuallyAllocatePreemptorAndGetVictims),
+// which allocates the job's tasks to allocate (podgroup_info.GetTasksToAllocate,
+// allocation_info.go:132-139: minAvailable − active pods below the gang, else one pod), and then
+// moves on to the next job (line 107): an elastic victim that lost several pods gets one of them
+// back (or its gang's worth), the others stay evicted. Decided in code (partialVictims): a seed
+// is left out when, in one more KAI run read after every action, an eviction action evicted pods
+// of a group and moved others, or evicted pods of an elastic group that keeps running pods, and
+// every pod on which arbiter and some KAI run differ belongs to such a group or is pipelined on
+// one side. (A restored pod reads as untouched, so for elastic groups this is a signature of the
+// class, not a proof: a plain elastic shrink that arbiter does differently passes it too.)
+
+// partialVictims runs KAI once more, reading the pods after every action, and returns the groups of which one eviction action both re-placed and evicted pods.
+func (c *cluster) partialVictims() (groups map[string]bool, err error) {
+	initKAI.Do(test_utils.InitTestingInfrastructure)
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("KAI panicked: %v", r)
+		}
+	}()
+	ssn := test_utils.BuildSession(c.topology(), gomock.NewController(failReporter{}))
+	c.applyTaints(ssn)
+	c.minRuntimesToSession(ssn)
+	read := func() map[string]pod_status.PodStatus {
+		m := map[string]pod_status.PodStatus{}
+		for _, j := range c.jobs {
+			if job := ssn.PodGroupInfos[common_info.PodGroupID(j.name)]; job != nil {
+				for id, t := range job.GetAllPodsMap() {
+					m[j.name+"/"+string(id)] = t.Status
+				}
+			}
+		}
+		return m
+	}
+	groups = map[string]bool{}
+	elastic := map[string]bool{}
+	for _, j := range c.jobs {
+		elastic[j.name] = j.minAvailable > 0 && j.minAvailable < len(j.tasks)
+	}
+	prev := read()
+	for _, a := range kaiActions {
+		a.make().Execute(ssn)
+		now := read()
+		replaced, evicted := map[string]bool{}, map[string]bool{}
+		for key, s := range now {
+			job := key[:strings.IndexByte(key, '/')]
+			switch {
+			case prev[key] == pod_status.Running && s == pod_status.Pipelined:
+				replaced[job] = true // moved (or pipelined back in place)
+			case prev[key] == pod_status.Running && s == pod_status.Running && elastic[job]:
+				// A pod KAI drew and re-placed on its own node is un-evicted (Statement.Pipeline)
+				// and reads as untouched; for an elastic group that also lost pods, KAI's
+				// re-placement of one unit cannot be told from a shrink by the pods alone.
+				replaced[job] = true
+			case prev[key] == pod_status.Running && s == pod_status.Releasing:
+				evicted[job] = true
+			}
+		}
+		if a.name != "allocate" {
+			for job := range replaced {
+				if evicted[job] {
+					groups[job] = true
+				}
+			}
+		}
+		prev = now
+	}
+	return groups, nil
+}
+
+// partialVictimOutcome is the outcome of a seed left out by spec question (f).
+var partialVictimOutcome = verdict.Outcome{Failure: "KAI re-placed only part of a victim's evicted pods"}
+
+// explainPartialVictim reports whether the divergence between KAI's runs and arbiter is of
+// spec question (f) (see partialVictims).
+func (c *cluster) explainPartialVictim(arb outcome, runs []outcome) bool {
+	groups, err := c.partialVictims()
+	if err != nil || len(groups) == 0 {
+		return false
+	}
+	for _, r := range runs {
+		ok := true
+		for _, d := range diffKeys(r, arb) {
+			job := d[:strings.IndexByte(d, '/')]
+			// A preemptor's placement follows from the capacity the victim keeps or frees.
+			placed := strings.HasPrefix(string(r[d]), "pipelined@") || strings.HasPrefix(string(arb[d]), "pipelined@")
+			if !groups[job] && !placed {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// diffKeys lists the pods on which a and b differ.
+func diffKeys(a, b outcome) []string {
+	var keys []string
+	for k, v := range a {
+		if b[k] != v {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"arbiter.dev/tests/differential/internal/arbiterjson"
+)
+
+// victimReplacedByUnitCluster is cases/kai-victim-replaced-by-unit.json (spec question (f)):
+// preempt for j12 draws the elastic j17 pod by pod, then j13.
+func victimReplacedByUnitCluster() *cluster {
+	running := func(n int) []ctask {
+		t := make([]ctask, n)
+		for i := range t {
+			t[i] = ctask{state: "Running", node: "n1"}
+		}
+		return t
+	}
+	return &cluster{
+		seed:        48,
+		nodes:       []cnode{{name: "n1", gpus: 4, cpu: nodeMilliCPU}},
+		departments: []cqueue{{name: "d0", deserved: 6, limit: 13, priority: departmentPrio}},
+		queues:      []cqueue{{name: "q0", parent: "d0", deserved: 7, limit: 8, weight: 1, priority: 100}},
+		jobs: []cjob{
+			{name: "j12", queue: "q0", gpus: 1, priority: 100, minAvailable: 2, age: 5, tasks: append(running(3), ctask{state: "Pending"})},
+			{name: "j13", queue: "q0", gpus: 1, priority: 50, age: 55, tasks: running(1)},
+			{name: "j17", queue: "q0", gpus: 0, priority: 50, minAvailable: 1, age: 57, tasks: running(4)},
+		},
+	}
+}
+
+func TestDecisionCaseVictimReplacedByUnit(t *testing.T) {
+	c := victimReplacedByUnitCluster()
+	out, _, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := outcome{
+		"j12/j12-0": "running", "j12/j12-1": "running", "j12/j12-2": "running", "j12/j12-3": "pipelined@n1",
+		"j13/j13-0": "evicted:preempt",
+		"j17/j17-0": "running", "j17/j17-1": "running", "j17/j17-2": "evicted:preempt", "j17/j17-3": "evicted:preempt",
+	}
+	if !sameOutcome(out, want) {
+		t.Errorf("KAI: %v\nwant %v", out, want)
+	}
+	groups, err := c.partialVictims()
+	if err != nil || len(groups) != 1 || !groups["j17"] {
+		t.Errorf("partial victims %v, %v; want j17", groups, err)
+	}
+	// arbiter's answer (SEMANTICS §4.8): j13-0 evicted alone.
+	arb := outcome{}
+	for k, v := range want {
+		arb[k] = v
+	}
+	arb["j17/j17-2"], arb["j17/j17-3"] = "running", "running"
+	if !c.explainPartialVictim(arb, []outcome{out}) {
+		t.Errorf("arbiter's answer is not tied to spec question (f)")
+	}
+	arb["j13/j13-0"] = "running"
+	if c.explainPartialVictim(arb, []outcome{out}) {
+		t.Errorf("a difference on j13, not a partial victim nor pipelined, is tied to (e)")
+	}
+	body, err := arbiterjson.EncodeSchedule(c.request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("..", "cases", "kai-victim-replaced-by-unit.json")
+	if os.Getenv("ARBITER_DIFFERENTIAL_WRITE_CASES") == "1" {
+		if err := os.WriteFile(path, body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if kept, err := os.ReadFile(path); err != nil || string(kept) != string(body) {
+		t.Errorf("%s is not the case's request (ARBITER_DIFFERENTIAL_WRITE_CASES=1 rewrites it): %v", path, err)
+	}
+}
+
+// A preempt min-runtime protects j13 and, down to its gang, j17 on KAI's side; arbiter's request
+// carries the same min-runtime and start times.
+func TestDecisionMinRuntimeReachesBothSides(t *testing.T) {
+	c := victimReplacedByUnitCluster()
+	c.queues[0].preemptMin = 60
+	for i := range c.jobs {
+		c.jobs[i].started = 5
+	}
+	out, _, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out["j13/j13-0"] != "running" || out["j12/j12-3"] != "pending" {
+		t.Errorf("KAI with a preempt min-runtime of 60 minutes on jobs started 5 minutes ago: %v", out)
+	}
+	req := c.request()
+	if q := req.Snapshot.Queues; len(q) != 2 || q[0].PreemptMinRuntime+q[1].PreemptMinRuntime != "3600s" {
+		t.Errorf("queues %+v: want one preempt_min_runtime of 3600s", q)
+	}
+	for _, g := range req.Snapshot.PodGroups {
+		for _, p := range g.Pods {
+			if (p.Phase == "POD_PHASE_RUNNING") != (p.StartTime == arbiterjson.Timestamp(decisionNow.Add(-5*60e9))) {
+				t.Errorf("pod %s (%s): start time %q", p.Name, p.Phase, p.StartTime)
+			}
+		}
+	}
+}
+
+// replacementOrderCluster is cases/kai-replacement-order-all-pending.json (spec question (g)).
+func replacementOrderCluster() *cluster {
+	run := func(nodes ...string) []ctask {
+		var t []ctask
+		for _, n := range nodes {
+			if n == "" {
+				t = append(t, ctask{state: "Pending"})
+			} else {
+				t = append(t, ctask{state: "Running", node: n})
+			}
+		}
+		return t
+	}
+	return &cluster{
+		seed: 31,
+		nodes: []cnode{{name: "n0", gpus: 2, cpu: nodeMilliCPU}, {name: "n2", gpus: 2, cpu: nodeMilliCPU},
+			{name: "n3", gpus: 2, cpu: nodeMilliCPU}, {name: "n4", gpus: 8, cpu: nodeMilliCPU}},
+		departments: []cqueue{{name: "d0", deserved: 8, priority: departmentPrio}, {name: "d1", deserved: 10, priority: departmentPrio, index: 1}},
+		queues: []cqueue{{name: "q0", parent: "d0", deserved: 3, weight: 3, priority: 100},
+			{name: "q1", parent: "d1", deserved: 6, weight: 1, priority: 100, index: 1},
+			{name: "q2", parent: "d0", deserved: 6, weight: 1, priority: 100, index: 2}},
+		jobs: []cjob{
+			{name: "j04", queue: "q1", gpus: 2, priority: 100, age: 60, tasks: run("")},
+			{name: "j11", queue: "q2", gpus: 1, priority: 50, age: 5, tasks: run("n2", "n0", "n0", "n4")},
+			{name: "j13", queue: "q0", gpus: 2, priority: 100, minAvailable: 1, age: 35, tasks: run("", "")},
+			{name: "j14", queue: "q1", gpus: 1, priority: 100, minAvailable: 1, age: 40, tasks: run("n4", "n4", "n4")},
+			{name: "j18", queue: "q0", gpus: 1, priority: 50, age: 45, tasks: run("")},
+			{name: "j19", queue: "q2", gpus: 1, priority: 125, minAvailable: 2, age: 2, tasks: run("n4", "n4", "")},
+		},
+	}
+}
+
+// KAI leaves j18 pending (it re-places j11 first); with the uninvolved j13 set aside it reclaims
+// j11 for j18, as arbiter does (SEMANTICS §4.8).
+func TestDecisionCaseReplacementOrder(t *testing.T) {
+	c := replacementOrderCluster()
+	out, _, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out["j18/j18-0"] != "pending" || out["j11/j11-0"] != "running" {
+		t.Errorf("KAI: %v; want j18 pending, j11 running", out)
+	}
+	v := c.clone()
+	v.involvedOrder = true
+	vout, _, err := v.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vout["j18/j18-0"] != "pipelined@n2" || vout["j11/j11-0"] != "evicted:reclaim" {
+		t.Errorf("KAI with the order of the involved jobs: %v; want j18 pipelined on n2, j11 reclaimed", vout)
+	}
+}
