@@ -314,7 +314,7 @@ type decisionCounts struct {
 	rerun                                int // scenarios left out (§5.5 step 6)
 	withEvictions, withAdmissions        int
 	scanResets, stickyCleared            int // Kueue's scan progress and sticky heads taken out
-	overlapSkipped, candidateAdmitted     int // scenarios whose first Kueue run was in that state
+	overlapSkipped, candidateAdmitted    int // scenarios whose first Kueue run was in that state
 }
 
 // kueueRuns is how many times Kueue decides a scenario on which its first answer differs from
