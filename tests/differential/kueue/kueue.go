@@ -145,13 +145,7 @@ func (t *tree) kueueSnapshot(ctx context.Context, cache *schedcache.Cache, flavo
 		if n.cq || !n.explicit || n.dropped {
 			continue
 		}
-		cohort := &kueue.Cohort{
-			ObjectMeta: metav1.ObjectMeta{Name: n.name},
-			Spec:       kueue.CohortSpec{ResourceGroups: t.resourceGroups(i), FairSharing: fairSharing(n.weight)},
-		}
-		if n.parent >= 0 {
-			cohort.Spec.ParentName = kueue.CohortReference(t.nodes[n.parent].name)
-		}
+		cohort := t.cohortObject(i)
 		if err := cache.AddOrUpdateCohort(cohort); err != nil {
 			return nil, fmt.Errorf("cohort %s: %w", n.name, err)
 		}
@@ -323,3 +317,17 @@ func podTemplate(p quota, n *node) corev1.PodTemplateSpec {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// cohortObject is explicit Cohort i as Kueue's API object: its resource groups, fair-sharing
+// weight and parent.
+func (t *tree) cohortObject(i int) *kueue.Cohort {
+	n := &t.nodes[i]
+	cohort := &kueue.Cohort{
+		ObjectMeta: metav1.ObjectMeta{Name: n.name},
+		Spec:       kueue.CohortSpec{ResourceGroups: t.resourceGroups(i), FairSharing: fairSharing(n.weight)},
+	}
+	if n.parent >= 0 {
+		cohort.Spec.ParentName = kueue.CohortReference(t.nodes[n.parent].name)
+	}
+	return cohort
+}

@@ -162,13 +162,7 @@ func (d *decision) kueueDecide() (*kueueRun, error) {
 		if n.cq || !n.explicit || n.dropped {
 			continue
 		}
-		cohort := &kueue.Cohort{
-			ObjectMeta: metav1.ObjectMeta{Name: n.name},
-			Spec:       kueue.CohortSpec{ResourceGroups: t.resourceGroups(i), FairSharing: fairSharing(n.weight)},
-		}
-		if n.parent >= 0 {
-			cohort.Spec.ParentName = kueue.CohortReference(t.nodes[n.parent].name)
-		}
+		cohort := t.cohortObject(i)
 		if err := cache.AddOrUpdateCohort(cohort); err != nil {
 			return nil, fmt.Errorf("cohort %s: %w", n.name, err)
 		}
@@ -499,15 +493,7 @@ func (s decisionSink) Info(_ int, msg string, kv ...any) {
 	if msg != "First fair sharing strategy failed, trying second strategy" || s.cq == "" {
 		return
 	}
-	var targets, retry string
-	for k := 0; k+1 < len(kv); k += 2 {
-		switch kv[k] {
-		case "targets":
-			targets = fmt.Sprint(kv[k+1])
-		case "retryCandidates":
-			retry = fmt.Sprint(kv[k+1])
-		}
-	}
+	targets, retry := secondStrategyTargets(kv)
 	if strings.Contains(targets, namespace+"/"+s.cq+"-") && retry != "[]" && retry != "" {
 		s.det.rerun = true
 	}

@@ -33,15 +33,7 @@ func (s rerunSink) Info(_ int, msg string, kv ...any) {
 	if msg != "First fair sharing strategy failed, trying second strategy" {
 		return
 	}
-	var targets, retry string
-	for k := 0; k+1 < len(kv); k += 2 {
-		switch kv[k] {
-		case "targets":
-			targets = fmt.Sprint(kv[k+1])
-		case "retryCandidates":
-			retry = fmt.Sprint(kv[k+1])
-		}
-	}
+	targets, retry := secondStrategyTargets(kv)
 	// The values are lists of namespace/name references, every workload in "default".
 	if strings.Contains(targets, "default/"+s.d.x) && retry != "[]" && retry != "" {
 		s.d.hit = true
@@ -50,3 +42,17 @@ func (s rerunSink) Info(_ int, msg string, kv ...any) {
 
 func (s rerunSink) WithValues(...any) logr.LogSink { return s }
 func (s rerunSink) WithName(string) logr.LogSink   { return s }
+
+// secondStrategyTargets reads the targets and retry candidates Kueue's preemptor logs when its
+// first fair-sharing strategy failed, each as printed (a list of namespace/name references).
+func secondStrategyTargets(kv []any) (targets, retry string) {
+	for k := 0; k+1 < len(kv); k += 2 {
+		switch kv[k] {
+		case "targets":
+			targets = fmt.Sprint(kv[k+1])
+		case "retryCandidates":
+			retry = fmt.Sprint(kv[k+1])
+		}
+	}
+	return targets, retry
+}
