@@ -38,8 +38,8 @@ keep="${ARBITER_DIFFERENTIAL_KEEP:-${work}/requests}"
 start=${SECONDS}
 failed=()
 
-echo "== differential: go vet of the shared packages"
-(cd "${here}" && go vet ./...) || failed+=("shared packages: go vet")
+echo "== differential: go vet and go test of the shared packages"
+(cd "${here}" && go vet ./... && go test -vet=off -count=1 ./...) || failed+=("shared packages: go vet, go test")
 # go test's own vet pass would analyse every dependency again with another set of analysers
 # (half a minute per module on a cold cache); go vet has just run the full set. The programs
 # are throwaway builds: no version-control stamp (which also fails on a checkout owned by

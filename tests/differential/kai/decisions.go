@@ -443,20 +443,14 @@ func runDecisions(flags verdict.Flags, feat features) *verdict.Tally {
 		}
 		tally.Add(seed, outcome)
 		if outcome.Failure != "" || len(outcome.Rules) > 0 {
-			if body, err := arbiterjson.EncodeSchedule(c.request()); err == nil {
-				path := verdict.Keep(flags.KeepDir, fmt.Sprintf("kai-decisions-seed-%d.json", seed), body)
-				if path != "" && outcome.Failure != "" {
-					tally.Failures[len(tally.Failures)-1] += "\n(request: " + path + ")"
-				}
-			}
+			body, err := arbiterjson.EncodeSchedule(c.request())
+			tally.KeepRequest(flags.KeepDir, fmt.Sprintf("kai-decisions-seed-%d.json", seed), body, err, outcome.Failure != "")
 		}
 		if outcome.Failure != "" && flags.KeepDir != "" {
 			small := c.shrink(func(s *cluster) bool { return isFailure(s.checkDecisions(flags.CLI, nil)) })
-			if body, err := arbiterjson.EncodeSchedule(small.request()); err == nil {
-				if path := verdict.Keep(flags.KeepDir, fmt.Sprintf("kai-decisions-seed-%d-shrunk.json", seed), body); path != "" {
-					tally.Failures[len(tally.Failures)-1] += "\n(shrunk: " + path + ")\n" + small.checkDecisions(flags.CLI, nil).Failure
-				}
-			}
+			body, err := arbiterjson.EncodeSchedule(small.request())
+			tally.KeepShrunk(flags.KeepDir, fmt.Sprintf("kai-decisions-seed-%d-shrunk.json", seed), body, err,
+				func() string { return small.checkDecisions(flags.CLI, nil).Failure })
 		}
 		if flags.Verbose {
 			fmt.Printf("seed %d: %d nodes, %d queues, %d jobs: %s\n", seed, len(c.nodes), len(c.queues), len(c.jobs), describeOutcome(outcome))

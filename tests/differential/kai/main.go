@@ -47,11 +47,8 @@ func main() {
 		outcome := t.check(flags.CLI, req, &units)
 		tally.Add(seed, outcome)
 		if outcome.Failure != "" || len(outcome.Rules) > 0 {
-			if body, err := arbiterjson.Encode(req); err == nil {
-				if path := verdict.Keep(flags.KeepDir, fmt.Sprintf("kai-seed-%d.json", seed), body); path != "" && outcome.Failure != "" {
-					tally.Failures[len(tally.Failures)-1] += "\n(request: " + path + ")"
-				}
-			}
+			body, err := arbiterjson.Encode(req)
+			tally.KeepRequest(flags.KeepDir, fmt.Sprintf("kai-seed-%d.json", seed), body, err, outcome.Failure != "")
 		}
 		if flags.Verbose {
 			fmt.Printf("seed %d: %d queues, fractional %v, k %v: %s\n", seed, len(t.queues), t.fractional, t.k, describeOutcome(outcome))

@@ -415,23 +415,17 @@ func runDecisions(flags verdict.Flags) *verdict.Tally {
 		}
 		tally.Add(seed, outcome)
 		if outcome.Failure != "" || len(outcome.Rules) > 0 {
-			if body, err := arbiterjson.EncodeSchedule(d.request()); err == nil {
-				path := verdict.Keep(flags.KeepDir, fmt.Sprintf("kueue-decision-seed-%d.json", seed), body)
-				if path != "" && outcome.Failure != "" {
-					tally.Failures[len(tally.Failures)-1] += "\n(request: " + path + ")"
-				}
-			}
+			body, err := arbiterjson.EncodeSchedule(d.request())
+			tally.KeepRequest(flags.KeepDir, fmt.Sprintf("kueue-decision-seed-%d.json", seed), body, err, outcome.Failure != "")
 		}
 		if outcome.Failure != "" && flags.KeepDir != "" {
 			d.shrink(func(d *decision) bool {
 				f := d.check(flags.CLI, nil).Failure
 				return f != "" && f != leftOut.Failure
 			})
-			if body, err := arbiterjson.EncodeSchedule(d.request()); err == nil {
-				if path := verdict.Keep(flags.KeepDir, fmt.Sprintf("kueue-decision-seed-%d-shrunk.json", seed), body); path != "" {
-					tally.Failures[len(tally.Failures)-1] += "\n(shrunk: " + path + ")\n" + d.check(flags.CLI, nil).Failure
-				}
-			}
+			body, err := arbiterjson.EncodeSchedule(d.request())
+			tally.KeepShrunk(flags.KeepDir, fmt.Sprintf("kueue-decision-seed-%d-shrunk.json", seed), body, err,
+				func() string { return d.check(flags.CLI, nil).Failure })
 		}
 		if flags.Verbose {
 			result := "agree"

@@ -34,11 +34,8 @@ func main() {
 		outcome := t.check(flags.CLI, req, &counts)
 		tally.Add(seed, outcome)
 		if outcome.Failure != "" {
-			if body, err := arbiterjson.Encode(req); err == nil {
-				if path := verdict.Keep(flags.KeepDir, fmt.Sprintf("kueue-seed-%d.json", seed), body); path != "" {
-					tally.Failures[len(tally.Failures)-1] += "\n(request: " + path + ")"
-				}
-			}
+			body, err := arbiterjson.Encode(req)
+			tally.KeepRequest(flags.KeepDir, fmt.Sprintf("kueue-seed-%d.json", seed), body, err, true)
 		}
 		if flags.Verbose {
 			result := "agree"
@@ -83,24 +80,18 @@ func runAssignments(flags verdict.Flags) *verdict.Tally {
 		}
 		tally.Add(seed, outcome)
 		if outcome.Failure != "" || len(outcome.Rules) > 0 {
-			if body, err := arbiterjson.EncodeSchedule(req); err == nil {
-				path := verdict.Keep(flags.KeepDir, fmt.Sprintf("kueue-assign-seed-%d.json", seed), body)
-				if path != "" && outcome.Failure != "" {
-					tally.Failures[len(tally.Failures)-1] += "\n(request: " + path + ")"
-				}
-			}
+			body, err := arbiterjson.EncodeSchedule(req)
+			tally.KeepRequest(flags.KeepDir, fmt.Sprintf("kueue-assign-seed-%d.json", seed), body, err, outcome.Failure != "")
 		}
 		if outcome.Failure != "" && flags.KeepDir != "" {
 			// The smallest scenario that still fails, for whoever looks into it.
 			s.shrink(func(s *scenario) bool {
 				return s.check(flags.CLI, s.request(), &assignCounts{byMode: map[string]int{}, reasons: map[string]int{}}, false).Failure != ""
 			})
-			if body, err := arbiterjson.EncodeSchedule(s.request()); err == nil {
-				if path := verdict.Keep(flags.KeepDir, fmt.Sprintf("kueue-assign-seed-%d-shrunk.json", seed), body); path != "" {
-					tally.Failures[len(tally.Failures)-1] += "\n(shrunk: " + path + ")\n" +
-						s.check(flags.CLI, s.request(), &assignCounts{byMode: map[string]int{}, reasons: map[string]int{}}, false).Failure
-				}
-			}
+			body, err := arbiterjson.EncodeSchedule(s.request())
+			tally.KeepShrunk(flags.KeepDir, fmt.Sprintf("kueue-assign-seed-%d-shrunk.json", seed), body, err, func() string {
+				return s.check(flags.CLI, s.request(), &assignCounts{byMode: map[string]int{}, reasons: map[string]int{}}, false).Failure
+			})
 		}
 		if flags.Verbose {
 			result := "agree"

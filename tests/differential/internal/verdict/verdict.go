@@ -137,3 +137,25 @@ func sortedKeys(m map[string]int) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// KeepRequest keeps the request of a seed (Keep; body and err are its encoding) and, when the
+// seed failed, names the kept file in the failure the tally recorded last.
+func (t *Tally) KeepRequest(dir, name string, body []byte, err error, failed bool) {
+	if err != nil {
+		return
+	}
+	if path := Keep(dir, name, body); path != "" && failed && len(t.Failures) > 0 {
+		t.Failures[len(t.Failures)-1] += "\n(request: " + path + ")"
+	}
+}
+
+// KeepShrunk keeps the shrunk request of a failing seed and appends its path and its own
+// failure, which failure computes, to the failure the tally recorded last.
+func (t *Tally) KeepShrunk(dir, name string, body []byte, err error, failure func() string) {
+	if err != nil {
+		return
+	}
+	if path := Keep(dir, name, body); path != "" && len(t.Failures) > 0 {
+		t.Failures[len(t.Failures)-1] += "\n(shrunk: " + path + ")\n" + failure()
+	}
+}
