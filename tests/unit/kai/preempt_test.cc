@@ -144,6 +144,37 @@ TEST(Preempt, MinRuntimeReasonSaysUntilWhen) {
                         "preempt_min_runtime until 1970-01-01T00:05:00Z"));
 }
 
+// §4.7: start(G) is the earliest start among G's RUNNING pods. low's RELEASING pod started at 0,
+// its RUNNING pod at 90: with a preempt min-runtime of 50 at time 100, low is protected until 140
+// and stays; counting the RELEASING pod's start would leave it unprotected and evicted.
+TEST(Preempt, MinRuntimeStartsAtTheEarliestRunningPodNotAReleasingOne) {
+  SnapshotBuilder builder;
+  builder.Now(100)
+      .Node("n1", Gpu(4))
+      .Queue("team")
+      .PreemptMinRuntime(50)
+      .Group("low", "team")
+      .Priority(10)
+      .MinMember(1)
+      .Pod(Gpu(2), "n1", PodPhase::kReleasing)
+      .Started(0)
+      .Pod(Gpu(2), "n1", PodPhase::kRunning)
+      .Started(90)
+      .Group("high", "team")
+      .Priority(50)
+      .Pods(1, Gpu(4));
+  ScheduleResult protected_result = ::arbiter::testing::RunCycle(
+      builder.Build(), PolicyWith({Action::kAllocate, Action::kPreempt}));
+  EXPECT_THAT(protected_result.evictions, IsEmpty());
+
+  // Once the running pod is older than the min-runtime, the same preemption goes ahead.
+  builder.snapshot().pod_groups[0].pods[1].start_time = Timestamp{40, 0};
+  ScheduleResult result = ::arbiter::testing::RunCycle(
+      builder.Build(), PolicyWith({Action::kAllocate, Action::kPreempt}));
+  ASSERT_EQ(result.evictions.size(), 1u);
+  EXPECT_EQ(result.evictions[0].pod, "low-1");
+}
+
 class PreemptDecisions : public ::testing::TestWithParam<EvictionCase> {};
 
 TEST_P(PreemptDecisions, AreTheExpectedOnes) { ExpectDecisions(GetParam()); }
