@@ -170,6 +170,9 @@ type cluster struct {
 	// involvedOrder: KAI's reclaim and preempt order a scenario's jobs among themselves only
 	// (rule kai-replacement-order).
 	involvedOrder bool
+	// allNodes: KAI's consolidation, reclaim and preempt search every node, not only the nodes
+	// with idle or releasing GPUs (rule kai-feasible-nodes).
+	allNodes bool
 }
 
 // generateCluster builds the cluster of a seed: one to eight nodes, one or two departments with

@@ -50,13 +50,27 @@ const ruleEvictionOnce = "kai-eviction-once"
 // run's.
 const ruleReplacementOrder = "kai-replacement-order"
 
-// explainEviction returns ruleEvictionOnce when KAI with re-entering eviction actions (with
-// KAI's allocate, or with the eager one of kai-lazy-order) gives arbiter's answer.
+// evictionVariants are the rebuilt eviction actions the rules try, each alone and then together.
+var evictionVariants = func() []struct{ reenter, involved, allNodes bool } {
+	var out []struct{ reenter, involved, allNodes bool }
+	for _, all := range []bool{false, true} {
+		for _, v := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+			if v[0] || v[1] || all {
+				out = append(out, struct{ reenter, involved, allNodes bool }{v[0], v[1], all})
+			}
+		}
+	}
+	return out
+}()
+
+// explainEviction returns the rules of the rebuilt eviction actions (re-entering jobs, ordering
+// a scenario's jobs among themselves, searching every node) whose KAI run, with KAI's allocate
+// or with the eager one of kai-lazy-order, gives arbiter's answer.
 func (c *cluster) explainEviction(arb outcome, runs []outcome) []string {
-	for _, variant := range []struct{ reenter, involved bool }{{true, false}, {false, true}, {true, true}} {
+	for _, variant := range evictionVariants {
 		for _, eager := range []bool{false, true} {
 			v := c.clone()
-			v.reenter, v.involvedOrder = variant.reenter, variant.involved
+			v.reenter, v.involvedOrder, v.allNodes = variant.reenter, variant.involved, variant.allNodes
 			out, _, err := v.runKAI(eager)
 			if err != nil {
 				continue
@@ -68,6 +82,9 @@ func (c *cluster) explainEviction(arb outcome, runs []outcome) []string {
 				}
 				if variant.involved {
 					names = append(names, ruleReplacementOrder)
+				}
+				if variant.allNodes {
+					names = append(names, ruleFeasibleNodes)
 				}
 				if eager {
 					names = append(names, ruleLazyOrder)
@@ -83,7 +100,7 @@ func (c *cluster) explainEviction(arb outcome, runs []outcome) []string {
 // the order after a committed attempt while it still has tasks to allocate (SEMANTICS §4.3).
 // Everything else is KAI's: the order (utils.JobsOrderByQueues), the checks before an attempt,
 // the victim filters and queues, the solver (solvers.JobSolver) and the commit.
-func reenteringEvictions(ssn *framework.Session, action framework.ActionType, reenter, involvedOnly bool) {
+func reenteringEvictions(ssn *framework.Session, action framework.ActionType, reenter, involvedOnly, allNodes bool) {
 	order := utils.NewJobsOrderByQueues(ssn, utils.JobsOrderInitOptions{
 		FilterNonPending: true, FilterUnready: true, MaxJobsQueueDepth: ssn.GetJobsDepth(action),
 	})
@@ -108,7 +125,7 @@ func reenteringEvictions(ssn *framework.Session, action framework.ActionType, re
 		if involvedOnly {
 			aside = setAsideUninvolved(ssn, job)
 		}
-		ok, stmt := evictFor(ssn, job, action)
+		ok, stmt := evictFor(ssn, job, action, allNodes)
 		maps.Copy(ssn.PodGroupInfos, aside)
 		if !ok {
 			failed.UpdateRepresentative(job)
@@ -145,8 +162,8 @@ func setAsideUninvolved(ssn *framework.Session, p *podgroup_info.PodGroupInfo) m
 
 // evictFor is one attempt of KAI's reclaim or preempt for job (reclaim.go
 // attemptToReclaimForSpecificJob, preempt.go attemptToPreemptForPreemptor).
-func evictFor(ssn *framework.Session, job *podgroup_info.PodGroupInfo, action framework.ActionType) (bool, *framework.Statement) {
-	nodes := common.FeasibleNodesForJob(slices.Collect(maps.Values(ssn.Nodes)), job)
+func evictFor(ssn *framework.Session, job *podgroup_info.PodGroupInfo, action framework.ActionType, allNodes bool) (bool, *framework.Statement) {
+	nodes := solverNodes(ssn, job, allNodes)
 	var solver *solvers.JobSolver
 	if action == framework.Reclaim {
 		ssn.OnJobSolutionStart()
@@ -180,18 +197,23 @@ func evictFor(ssn *framework.Session, job *podgroup_info.PodGroupInfo, action fr
 	return ok, stmt
 }
 
-// runEvictionAction runs a reclaim or preempt action of the cycle: KAI's own, or with
-// re-entry (reenteringEvictions) on the cluster variant of rule kai-eviction-once. It reports
-// false for the other actions.
+// runEvictionAction runs a consolidation, reclaim or preempt action of the cycle as rebuilt for
+// the cluster variants of rules kai-eviction-once, kai-replacement-order and kai-feasible-nodes.
+// It reports false where KAI's own action is to run.
 func (c *cluster) runEvictionAction(ssn *framework.Session, name string) bool {
-	if !c.reenter && !c.involvedOrder {
+	if !c.reenter && !c.involvedOrder && !c.allNodes {
 		return false
 	}
 	switch name {
+	case "consolidation":
+		if !c.allNodes {
+			return false
+		}
+		consolidateOnAllNodes(ssn)
 	case "reclaim":
-		reenteringEvictions(ssn, framework.Reclaim, c.reenter, c.involvedOrder)
+		reenteringEvictions(ssn, framework.Reclaim, c.reenter, c.involvedOrder, c.allNodes)
 	case "preempt":
-		reenteringEvictions(ssn, framework.Preempt, c.reenter, c.involvedOrder)
+		reenteringEvictions(ssn, framework.Preempt, c.reenter, c.involvedOrder, c.allNodes)
 	default:
 		return false
 	}

@@ -248,6 +248,9 @@ func (c *cluster) checkDecisions(cli string, counts *decisionCounts) verdict.Out
 	if o.Failure != "" && c.explainPartialVictim(arb, runs) {
 		return partialVictimOutcome
 	}
+	if o.Failure != "" && c.victimsNotLastPods(resp) {
+		return byNodeJobOutcome
+	}
 	if o.Failure != "" && counts != nil {
 		counts.classes[classify(runs[0], arb)]++
 	}
@@ -260,7 +263,8 @@ var kaiPanicked = verdict.Outcome{Failure: "KAI panicked"}
 // isFailure: the outcome is a divergence, not a seed left out.
 func isFailure(o verdict.Outcome) bool {
 	return o.Failure != "" && o.Failure != kaiPanicked.Failure && o.Failure != boundThenTakenOutcome.Failure &&
-		o.Failure != victimlessOutcome.Failure && o.Failure != partialVictimOutcome.Failure
+		o.Failure != victimlessOutcome.Failure && o.Failure != partialVictimOutcome.Failure &&
+		o.Failure != byNodeJobOutcome.Failure
 }
 
 // victimlessOutcome is the outcome of a cluster on which arbiter and KAI differ only because an
@@ -275,7 +279,7 @@ var victimlessOutcome = verdict.Outcome{Failure: "arbiter placed pods without vi
 // group that no eviction names as its preemptor (the unit needed none), and, per group, the last
 // k candidates in pod order for each k (an elastic group that arbiter re-entered after its unit
 // was placed, SEMANTICS §4.3, and that grew without victims; KAI's eviction actions try each job
-// once). None when there are no candidates.
+// once), alone and together with the first variant. None when there are no candidates.
 func (c *cluster) victimlessVariants(cli string, req *arbiterjson.ScheduleRequest, resp *arbiterjson.ScheduleResponse, arb outcome) []outcome {
 	preemptors := map[string]bool{}
 	for _, e := range resp.Evictions {
@@ -307,20 +311,28 @@ func (c *cluster) victimlessVariants(cli string, req *arbiterjson.ScheduleReques
 		}
 	}
 	all := maps.Clone(arb)
-	var variants []outcome
-	for _, g := range slices.Sorted(maps.Keys(byGroup)) {
-		keys := byGroup[g]
-		slices.Sort(keys)
+	groups := slices.Sorted(maps.Keys(byGroup))
+	for _, g := range groups {
+		slices.Sort(byGroup[g])
 		if !preemptors[g] {
-			pending(keys, all)
-		}
-		for k := 1; k <= len(keys); k++ {
-			v := maps.Clone(arb)
-			pending(keys[len(keys)-k:], v)
-			variants = append(variants, v)
+			pending(byGroup[g], all)
 		}
 	}
-	return append([]outcome{all}, variants...)
+	// Each group's growth alone, and with the other groups' victimless units: both can happen
+	// in one cycle (seed 91: a unit of another queue placed on room a preemptor freed, and the
+	// preemptor grown on the rest).
+	variants := []outcome{all}
+	for _, g := range groups {
+		keys := byGroup[g]
+		for k := 1; k <= len(keys); k++ {
+			for _, base := range []outcome{arb, all} {
+				v := maps.Clone(base)
+				pending(keys[len(keys)-k:], v)
+				variants = append(variants, v)
+			}
+		}
+	}
+	return variants
 }
 
 // boundThenTakenOutcome is the outcome of a cluster on which arbiter and KAI differ and some
@@ -408,7 +420,7 @@ func runDecisions(flags verdict.Flags, feat features) *verdict.Tally {
 	tally := verdict.NewTally("KAI decisions vs github.com/NVIDIA/KAI-scheduler v0.12.0 actions")
 	counts := newDecisionCounts()
 	start := time.Now()
-	jobs, pods, leftOut, leftOutTaken, leftOutVictimless, leftOutPartial := 0, 0, 0, 0, 0, 0
+	jobs, pods, leftOut, leftOutTaken, leftOutVictimless, leftOutPartial, leftOutByNode := 0, 0, 0, 0, 0, 0, 0
 	for seed := flags.First; seed < flags.First+flags.Seeds; seed++ {
 		c := generateCluster(seed, feat)
 		jobs += len(c.jobs)
@@ -432,6 +444,13 @@ func runDecisions(flags verdict.Flags, feat features) *verdict.Tally {
 		}
 		if outcome.Failure == partialVictimOutcome.Failure {
 			leftOutPartial++
+			continue
+		}
+		if outcome.Failure == byNodeJobOutcome.Failure {
+			leftOutByNode++
+			if flags.Verbose {
+				fmt.Printf("seed %d: left out (KAI's by-node scenario takes every drawn pod of a victim job)\n", seed)
+			}
 			continue
 		}
 		if outcome.Failure == boundThenTakenOutcome.Failure {
@@ -460,6 +479,7 @@ func runDecisions(flags verdict.Flags, feat features) *verdict.Tally {
 	tally.Units["left out: KAI moves or evicts a pod it bound in the same cycle"] = leftOutTaken
 	tally.Units["left out: arbiter places pods without victims in an eviction action"] = leftOutVictimless
 	tally.Units["left out: KAI re-places only part of a victim's evicted pods"] = leftOutPartial
+	tally.Units["left out: arbiter's victims of a group are not its last pods (KAI's by-node scenario)"] = leftOutByNode
 	tally.Units["jobs compared"] = jobs
 	tally.Units["pods compared"] = pods
 	for kind, n := range counts.podsBound {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/log"
+
 	"arbiter.dev/tests/differential/internal/arbiterjson"
 	"arbiter.dev/tests/differential/internal/verdict"
 )
@@ -23,14 +25,22 @@ var stdout = os.Stdout
 func main() {
 	var decisionsOnly bool
 	var featureList string
+	var kaiLog int
 	flags := verdict.ParseFlagsWith("kai", func(fs *flag.FlagSet) {
 		fs.BoolVar(&decisionsOnly, "decisions-only", false, "run the decision comparison only, not the fair shares")
+		fs.IntVar(&kaiLog, "kai-log", 0, "KAI's log level for its sessions (0 = silent; 5 shows every scenario its solvers try): for reading one seed's divergence")
 		fs.StringVar(&featureList, "features", defaultFeatures, "the decision clusters' features: all, or a comma-separated list of "+strings.Join(featureNames, ", ")+", each optionally prefixed with - (e.g. all,-selectors)")
 	})
 	feat, err := parseFeatures(featureList)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kai:", err)
 		os.Exit(2)
+	}
+	if kaiLog > 0 {
+		if err := log.InitLoggers(kaiLog); err != nil {
+			fmt.Fprintln(os.Stderr, "kai:", err)
+			os.Exit(2)
+		}
 	}
 	if decisionsOnly {
 		if len(runDecisions(flags, feat).Failures) > 0 {

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/actions/common"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/actions/common/solvers"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/actions/utils"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/node_info"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/pod_status"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/podgroup_info"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/framework"
+)
+
+// ruleFeasibleNodes, spec question (i): SEMANTICS §4.8 places the preemptor and re-places the
+// victims of a scenario on every feasible node (§4.5). KAI's consolidation, reclaim and preempt
+// hand their solver the nodes of common.FeasibleNodesForJob (actions/common/feasible_nodes.go):
+// when every pod of the preemptor asks for GPUs, only the nodes that had idle or releasing GPUs
+// when the attempt began; the solver adds the nodes of the victims it tests
+// (by_pod_solver.go, updateFeasibleNodes). A victim that would move to a node without free GPUs
+// (a cpu-only pod to a GPU-less node, seed 136) is re-placed on its own node or evicted instead.
+// The cluster is scheduled once more by KAI with the three actions rebuilt around KAI's own
+// calls, handing the solver every node of the session (solverNodes,
+// consolidateOnAllNodes, and the rebuilt reclaim and preempt of kai-eviction-once); arbiter's
+// answer is accepted when it is that run's.
+const ruleFeasibleNodes = "kai-feasible-nodes"
+
+// solverNodes are the nodes an eviction action hands its solver: KAI's feasible nodes for the
+// job, or, for rule kai-feasible-nodes, every node of the session.
+func solverNodes(ssn *framework.Session, job *podgroup_info.PodGroupInfo, allNodes bool) []*node_info.NodeInfo {
+	nodes := slices.Collect(maps.Values(ssn.Nodes))
+	if allNodes {
+		return nodes
+	}
+	return common.FeasibleNodesForJob(nodes, job)
+}
+
+// consolidateOnAllNodes is KAI's consolidation action (consolidation.go, Execute and
+// attemptToConsolidatePreemptor) with every node handed to the solver. Everything else is
+// KAI's: the order of the candidates, the GPU check before an attempt, the victim queue, the
+// solver and the commit. The validator and the victim filter are those of consolidation.go
+// (allPodsReallocated, buildPreemptibleFilterFunc; unexported there), with no limit on the
+// number of victims (KAI's test sessions set none).
+func consolidateOnAllNodes(ssn *framework.Session) {
+	if ssn.GetMaxNumberConsolidationPreemptees() == 0 {
+		return
+	}
+	order := utils.NewJobsOrderByQueues(ssn, utils.JobsOrderInitOptions{
+		FilterNonPending: true, FilterUnready: true, FilterNonPreemptible: true,
+		MaxJobsQueueDepth: ssn.GetJobsDepth(framework.Consolidation),
+	})
+	order.InitializeWithJobs(ssn.PodGroupInfos)
+	failed := common.NewMinimalJobRepresentatives()
+	for !order.IsEmpty() {
+		job := order.PopNextJob()
+		if ssn.UseSchedulingSignatures() {
+			if easier, _ := failed.IsEasierToSchedule(job); !easier {
+				continue
+			}
+		}
+		if !utils.IsEnoughGPUsAllocatableForJob(job, ssn, false) {
+			failed.UpdateRepresentative(job)
+			continue
+		}
+		solver := solvers.NewJobsSolver(solverNodes(ssn, job, true), everyVictimReplaced, func() *utils.JobsOrderByQueues {
+			return utils.GetVictimsQueue(ssn, func(v *podgroup_info.PodGroupInfo) bool {
+				return v.IsPreemptibleJob() && v.UID != job.UID && v.GetActiveAllocatedTasksCount() > 0
+			})
+		}, framework.Consolidation)
+		ok, stmt, _ := solver.Solve(ssn, job)
+		if !ok {
+			failed.UpdateRepresentative(job)
+			continue
+		}
+		_ = stmt.Commit()
+	}
+}
+
+// everyVictimReplaced is consolidation's validator: no victim pod is left releasing.
+func everyVictimReplaced(scenario api.ScenarioInfo) bool {
+	for _, victim := range scenario.GetVictims() {
+		for _, task := range victim.Tasks {
+			if task.Status == pod_status.Releasing {
+				return false
+			}
+		}
+	}
+	return true
+}
