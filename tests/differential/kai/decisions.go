@@ -239,8 +239,14 @@ func (c *cluster) checkDecisions(cli string, counts *decisionCounts) verdict.Out
 		return boundThenTakenOutcome
 	}
 	if o.Failure != "" {
-		for _, v := range c.victimlessVariants(cli, req, resp, arb) {
+		variants, subsets := c.victimlessVariants(cli, req, resp, arb)
+		for _, v := range variants {
 			if !isFailure(judge(c, v, runs)) {
+				return victimlessOutcome
+			}
+		}
+		for _, v := range subsets {
+			if matchesARun(v, runs) {
 				return victimlessOutcome
 			}
 		}
@@ -280,7 +286,7 @@ var victimlessOutcome = verdict.Outcome{Failure: "arbiter placed pods without vi
 // k candidates in pod order for each k (an elastic group that arbiter re-entered after its unit
 // was placed, SEMANTICS §4.3, and that grew without victims; KAI's eviction actions try each job
 // once), alone and together with the first variant. None when there are no candidates.
-func (c *cluster) victimlessVariants(cli string, req *arbiterjson.ScheduleRequest, resp *arbiterjson.ScheduleResponse, arb outcome) []outcome {
+func (c *cluster) victimlessVariants(cli string, req *arbiterjson.ScheduleRequest, resp *arbiterjson.ScheduleResponse, arb outcome) (variants, subsets []outcome) {
 	preemptors := map[string]bool{}
 	for _, e := range resp.Evictions {
 		preemptors[e.PreemptorPodGroup] = true
@@ -289,7 +295,7 @@ func (c *cluster) victimlessVariants(cli string, req *arbiterjson.ScheduleReques
 	only.Policy.Actions = []string{"ACTION_ALLOCATE"}
 	first, err := arbiterjson.Schedule(cli, &only)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	allocated := map[string]bool{}
 	for _, b := range first.Bindings {
@@ -303,7 +309,7 @@ func (c *cluster) victimlessVariants(cli string, req *arbiterjson.ScheduleReques
 		}
 	}
 	if len(byGroup) == 0 {
-		return nil
+		return nil, nil
 	}
 	pending := func(keys []string, into outcome) {
 		for _, k := range keys {
@@ -321,7 +327,7 @@ func (c *cluster) victimlessVariants(cli string, req *arbiterjson.ScheduleReques
 	// Each group's growth alone, and with the other groups' victimless units: both can happen
 	// in one cycle (seed 91: a unit of another queue placed on room a preemptor freed, and the
 	// preemptor grown on the rest).
-	variants := []outcome{all}
+	variants = []outcome{all}
 	for _, g := range groups {
 		keys := byGroup[g]
 		for k := 1; k <= len(keys); k++ {
@@ -332,7 +338,47 @@ func (c *cluster) victimlessVariants(cli string, req *arbiterjson.ScheduleReques
 			}
 		}
 	}
-	return variants
+	return variants, victimlessSubsets(arb, groups, byGroup, preemptors)
+}
+
+// victimlessSubsets are arbiter's outcome with the candidates of some, not all, of the groups
+// no eviction names as preemptor set back to pending (seed 103: KAI places one such unit, on
+// room its own queue's reclaim freed, and not the others). At most 2^8 of them; they are
+// matched against KAI's runs directly.
+func victimlessSubsets(arb outcome, groups []string, byGroup map[string][]string, preemptors map[string]bool) []outcome {
+	var free []string
+	for _, g := range groups {
+		if !preemptors[g] {
+			free = append(free, g)
+		}
+	}
+	if len(free) < 2 || len(free) > 8 {
+		return nil
+	}
+	var out []outcome
+	for mask := 1; mask < 1<<len(free)-1; mask++ {
+		v := maps.Clone(arb)
+		for i, g := range free {
+			if mask&(1<<i) != 0 {
+				for _, k := range byGroup[g] {
+					v[k] = "pending"
+				}
+			}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// matchesARun: the outcome is one of KAI's runs, or differs from one only in nodes where KAI's
+// runs differ among themselves (rule map-order's test).
+func matchesARun(o outcome, runs []outcome) bool {
+	for _, r := range runs {
+		if sameOutcome(r, o) || sameOutcome(r.withoutNodes(), o.withoutNodes()) && !allSame(runs) {
+			return true
+		}
+	}
+	return false
 }
 
 // boundThenTakenOutcome is the outcome of a cluster on which arbiter and KAI differ and some
