@@ -1,0 +1,137 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"arbiter.dev/tests/differential/internal/arbiterjson"
+)
+
+// byNodeVictimJobCluster is cases/kai-by-node-victim-job.json (spec question (h)): reclaim for
+// j03 (2 GPUs on one node) draws the elastic j00 pod by pod, on n0 and n1.
+func byNodeVictimJobCluster() *cluster {
+	return &cluster{
+		seed:        33,
+		feat:        features{minRuntime: true},
+		nodes:       []cnode{{name: "n0", gpus: 2, cpu: nodeMilliCPU}, {name: "n1", gpus: 2, cpu: nodeMilliCPU}},
+		departments: []cqueue{{name: "d0", deserved: 3, priority: departmentPrio, reclaimMin: 60, preemptMin: 60}},
+		queues: []cqueue{
+			{name: "q0", parent: "d0", deserved: 2, weight: 3, priority: 100, preemptMin: 60},
+			{name: "q1", parent: "d0", weight: 1, priority: 100, index: 1},
+		},
+		jobs: []cjob{
+			{name: "j05", queue: "q0", gpus: 1, priority: 75, minAvailable: 1, age: 16, tasks: []ctask{{state: "Pending"}}},
+			{name: "j03", queue: "q0", gpus: 2, priority: 75, minAvailable: 1, age: 10, tasks: []ctask{{state: "Pending"}}},
+			{name: "j00", queue: "q1", gpus: 1, priority: 50, minAvailable: 1, age: 14, started: 30,
+				tasks: []ctask{{"Running", "n1"}, {"Running", "n1"}, {"Running", "n0"}}},
+		},
+	}
+}
+
+// KAI leaves j03 pending where arbiter evicts j00's pods on n1, and the harness ties arbiter's
+// victims to spec question (h).
+func TestDecisionCaseByNodeVictimJob(t *testing.T) {
+	c := byNodeVictimJobCluster()
+	out, _, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := outcome{"j05/j05-0": "bound@n0", "j03/j03-0": "pending", "j00/j00-0": "running", "j00/j00-1": "running", "j00/j00-2": "running"}
+	if !sameOutcome(out, want) {
+		t.Errorf("KAI: %v\nwant %v", out, want)
+	}
+	reclaimed := func(pods ...string) *arbiterjson.ScheduleResponse {
+		r := &arbiterjson.ScheduleResponse{}
+		for _, p := range pods {
+			r.Evictions = append(r.Evictions, arbiterjson.Eviction{PodGroup: "j00", Pod: p, Reason: "FAIR_SHARE_RECLAIM", PreemptorPodGroup: "j03"})
+		}
+		return r
+	}
+	if !c.victimsNotLastPods(reclaimed("j00-0", "j00-1")) {
+		t.Errorf("arbiter's victims j00-0 and j00-1 (j00-2 kept) are not tied to spec question (h)")
+	}
+	if c.victimsNotLastPods(reclaimed("j00-1", "j00-2")) {
+		t.Errorf("j00's last two pods, a victim set KAI can form, are tied to spec question (h)")
+	}
+	checkCaseFile(t, c, "kai-by-node-victim-job.json")
+}
+
+// feasibleNodesCluster is cases/kai-feasible-nodes.json (spec question (i)): preempt for j09
+// (1 GPU) draws the elastic cpu-only j12 and the gang j00; n0 has no GPUs, n1 and n2 are full
+// (j19 runs in another queue).
+func feasibleNodesCluster() *cluster {
+	running := func(nodes ...string) []ctask {
+		var t []ctask
+		for _, n := range nodes {
+			t = append(t, ctask{"Running", n})
+		}
+		return t
+	}
+	return &cluster{
+		seed: 136,
+		feat: features{minRuntime: true},
+		nodes: []cnode{
+			{name: "n0", gpus: 0, cpu: nodeMilliCPU}, {name: "n1", gpus: 4, cpu: nodeMilliCPU}, {name: "n2", gpus: 1, cpu: nodeMilliCPU},
+		},
+		departments: []cqueue{
+			{name: "d0", deserved: 4, priority: departmentPrio, reclaimMin: 10, preemptMin: 60},
+			{name: "d1", deserved: 4, priority: departmentPrio, index: 1},
+		},
+		queues: []cqueue{
+			{name: "q0", parent: "d0", deserved: 1, weight: 1, priority: 150, preemptMin: 60},
+			{name: "q1", parent: "d1", deserved: 2, weight: 1, priority: 100, index: 1},
+		},
+		jobs: []cjob{
+			{name: "j00", queue: "q0", gpus: 1, priority: 25, age: 35, started: 120, tasks: running("n2", "n1", "n1", "n1")},
+			{name: "j19", queue: "q1", gpus: 1, priority: 25, minAvailable: 1, age: 37, started: 120, tasks: running("n1")},
+			{name: "j12", queue: "q0", gpus: 0, priority: 25, minAvailable: 2, age: 44, started: 120, tasks: running("n1", "n1", "n1")},
+			{name: "j09", queue: "q0", gpus: 1, priority: 100, minAvailable: 1, age: 30, tasks: []ctask{{state: "Pending"}}},
+		},
+	}
+}
+
+// KAI keeps j12-2 on n1 where arbiter moves it to n0, and KAI handing its solver every node
+// gives arbiter's answer (rule kai-feasible-nodes).
+func TestDecisionCaseFeasibleNodes(t *testing.T) {
+	c := feasibleNodesCluster()
+	out, _, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out["j12/j12-2"] != "running" || out["j00/j00-0"] != "evicted:preempt" || out["j09/j09-0"] != "pipelined@n2" {
+		t.Errorf("KAI: %v; want j12-2 running, j00 evicted, j09-0 pipelined on n2", out)
+	}
+	arb := outcome{}
+	for k, v := range out {
+		arb[k] = v
+	}
+	arb["j12/j12-2"] = "moved@n0"
+	if names := c.explainEviction(arb, []outcome{out}); len(names) != 1 || names[0] != ruleFeasibleNodes {
+		t.Errorf("rules %v; want [%s]", names, ruleFeasibleNodes)
+	}
+	arb["j12/j12-2"] = "moved@n2"
+	if names := c.explainEviction(arb, []outcome{out}); len(names) != 0 {
+		t.Errorf("a move no variant makes is explained by %v", names)
+	}
+	checkCaseFile(t, c, "kai-feasible-nodes.json")
+}
+
+// checkCaseFile checks that the kept case is the cluster's request
+// (ARBITER_DIFFERENTIAL_WRITE_CASES=1 writes it).
+func checkCaseFile(t *testing.T, c *cluster, name string) {
+	t.Helper()
+	body, err := arbiterjson.EncodeSchedule(c.request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("..", "cases", name)
+	if os.Getenv("ARBITER_DIFFERENTIAL_WRITE_CASES") == "1" {
+		if err := os.WriteFile(path, body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if kept, err := os.ReadFile(path); err != nil || string(kept) != string(body) {
+		t.Errorf("%s is not the case's request (ARBITER_DIFFERENTIAL_WRITE_CASES=1 rewrites it): %v", path, err)
+	}
+}
