@@ -166,13 +166,9 @@ type cluster struct {
 	departments []cqueue
 	queues      []cqueue
 	jobs        []cjob
-	reenter     bool // KAI's reclaim and preempt re-enter jobs (rule kai-eviction-once)
-	// involvedOrder: KAI's reclaim and preempt order a scenario's jobs among themselves only
-	// (rule kai-replacement-order).
-	involvedOrder bool
-	// allNodes: KAI's consolidation, reclaim and preempt search every node, not only the nodes
-	// with idle or releasing GPUs (rule kai-feasible-nodes).
-	allNodes bool
+	// rebuilt: KAI's eviction actions as the rules of decision_rules_evict.go rebuild them (the
+	// zero value: KAI's own).
+	rebuilt rebuiltActions
 }
 
 // generateCluster builds the cluster of a seed: one to eight nodes, one or two departments with

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"maps"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -50,42 +51,53 @@ const ruleEvictionOnce = "kai-eviction-once"
 // run's.
 const ruleReplacementOrder = "kai-replacement-order"
 
-// evictionVariants are the rebuilt eviction actions the rules try, each alone and then together.
-var evictionVariants = func() []struct{ reenter, involved, allNodes bool } {
-	var out []struct{ reenter, involved, allNodes bool }
-	for _, all := range []bool{false, true} {
-		for _, v := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
-			if v[0] || v[1] || all {
-				out = append(out, struct{ reenter, involved, allNodes bool }{v[0], v[1], all})
+// rebuiltActions are the changes the rules make to KAI's eviction actions: re-entering jobs
+// (kai-eviction-once), a scenario's jobs ordered among themselves (kai-replacement-order), every
+// node handed to the solver (kai-feasible-nodes), the validators given the victims of the node
+// tested (kai-validator-drawn-victims).
+type rebuiltActions struct{ reenter, involved, allNodes, testedVictims bool }
+
+// rules names the rules of the changes.
+func (r rebuiltActions) rules() []string {
+	var names []string
+	for _, n := range []struct {
+		on   bool
+		name string
+	}{{r.reenter, ruleEvictionOnce}, {r.involved, ruleReplacementOrder}, {r.allNodes, ruleFeasibleNodes}, {r.testedVictims, ruleValidatorDrawnVictims}} {
+		if n.on {
+			names = append(names, n.name)
+		}
+	}
+	return names
+}
+
+// evictionVariants are the rebuilt eviction actions the rules try: every combination of the
+// changes, one change first, then two, and so on.
+var evictionVariants = func() []rebuiltActions {
+	var out []rebuiltActions
+	for size := 1; size <= 4; size++ {
+		for mask := 1; mask < 16; mask++ {
+			if bits.OnesCount(uint(mask)) == size {
+				out = append(out, rebuiltActions{mask&1 != 0, mask&2 != 0, mask&4 != 0, mask&8 != 0})
 			}
 		}
 	}
 	return out
 }()
 
-// explainEviction returns the rules of the rebuilt eviction actions (re-entering jobs, ordering
-// a scenario's jobs among themselves, searching every node) whose KAI run, with KAI's allocate
-// or with the eager one of kai-lazy-order, gives arbiter's answer.
+// explainEviction returns the rules of the rebuilt eviction actions whose KAI run, with KAI's
+// allocate or with the eager one of kai-lazy-order, gives arbiter's answer.
 func (c *cluster) explainEviction(arb outcome, runs []outcome) []string {
 	for _, variant := range evictionVariants {
 		for _, eager := range []bool{false, true} {
 			v := c.clone()
-			v.reenter, v.involvedOrder, v.allNodes = variant.reenter, variant.involved, variant.allNodes
+			v.rebuilt = variant
 			out, _, err := v.runKAI(eager)
 			if err != nil {
 				continue
 			}
 			if sameOutcome(out, arb) || sameOutcome(out.withoutNodes(), arb.withoutNodes()) && !allSame(runs) {
-				var names []string
-				if variant.reenter {
-					names = append(names, ruleEvictionOnce)
-				}
-				if variant.involved {
-					names = append(names, ruleReplacementOrder)
-				}
-				if variant.allNodes {
-					names = append(names, ruleFeasibleNodes)
-				}
+				names := variant.rules()
 				if eager {
 					names = append(names, ruleLazyOrder)
 				}
@@ -100,7 +112,7 @@ func (c *cluster) explainEviction(arb outcome, runs []outcome) []string {
 // the order after a committed attempt while it still has tasks to allocate (SEMANTICS §4.3).
 // Everything else is KAI's: the order (utils.JobsOrderByQueues), the checks before an attempt,
 // the victim filters and queues, the solver (solvers.JobSolver) and the commit.
-func reenteringEvictions(ssn *framework.Session, action framework.ActionType, reenter, involvedOnly, allNodes bool) {
+func reenteringEvictions(ssn *framework.Session, action framework.ActionType, r rebuiltActions) {
 	order := utils.NewJobsOrderByQueues(ssn, utils.JobsOrderInitOptions{
 		FilterNonPending: true, FilterUnready: true, MaxJobsQueueDepth: ssn.GetJobsDepth(action),
 	})
@@ -122,16 +134,16 @@ func reenteringEvictions(ssn *framework.Session, action framework.ActionType, re
 			}
 		}
 		var aside map[common_info.PodGroupID]*podgroup_info.PodGroupInfo
-		if involvedOnly {
+		if r.involved {
 			aside = setAsideUninvolved(ssn, job)
 		}
-		ok, stmt := evictFor(ssn, job, action, allNodes)
+		ok, stmt := evictFor(ssn, job, action, r)
 		maps.Copy(ssn.PodGroupInfos, aside)
 		if !ok {
 			failed.UpdateRepresentative(job)
 			continue
 		}
-		if stmt.Commit() == nil && reenter && podgroup_info.HasTasksToAllocate(job, true) {
+		if stmt.Commit() == nil && r.reenter && podgroup_info.HasTasksToAllocate(job, true) {
 			order.PushJob(job)
 		}
 	}
@@ -162,12 +174,12 @@ func setAsideUninvolved(ssn *framework.Session, p *podgroup_info.PodGroupInfo) m
 
 // evictFor is one attempt of KAI's reclaim or preempt for job (reclaim.go
 // attemptToReclaimForSpecificJob, preempt.go attemptToPreemptForPreemptor).
-func evictFor(ssn *framework.Session, job *podgroup_info.PodGroupInfo, action framework.ActionType, allNodes bool) (bool, *framework.Statement) {
-	nodes := solverNodes(ssn, job, allNodes)
+func evictFor(ssn *framework.Session, job *podgroup_info.PodGroupInfo, action framework.ActionType, r rebuiltActions) (bool, *framework.Statement) {
+	nodes := solverNodes(ssn, job, r.allNodes)
 	var solver *solvers.JobSolver
 	if action == framework.Reclaim {
 		ssn.OnJobSolutionStart()
-		solver = solvers.NewJobsSolver(nodes, ssn.ReclaimScenarioValidatorFn, func() *utils.JobsOrderByQueues {
+		solver = solvers.NewJobsSolver(nodes, validator(ssn.ReclaimScenarioValidatorFn, r.testedVictims), func() *utils.JobsOrderByQueues {
 			order := utils.NewJobsOrderByQueues(ssn, utils.JobsOrderInitOptions{
 				FilterNonPreemptible: true, FilterNonActiveAllocated: true, VictimQueue: true,
 				MaxJobsQueueDepth: scheduler_util.QueueCapacityInfinite,
@@ -186,7 +198,7 @@ func evictFor(ssn *framework.Session, job *podgroup_info.PodGroupInfo, action fr
 		if !ssn.IsNonPreemptibleJobOverQueueQuotaFn(job, tasks).IsSchedulable {
 			return false, nil
 		}
-		solver = solvers.NewJobsSolver(nodes, ssn.PreemptScenarioValidator, func() *utils.JobsOrderByQueues {
+		solver = solvers.NewJobsSolver(nodes, validator(ssn.PreemptScenarioValidator, r.testedVictims), func() *utils.JobsOrderByQueues {
 			return utils.GetVictimsQueue(ssn, func(v *podgroup_info.PodGroupInfo) bool {
 				return v.IsPreemptibleJob() && v.Priority < job.Priority && v.Queue == job.Queue &&
 					v.UID != job.UID && v.GetActiveAllocatedTasksCount() > 0 && ssn.PreemptVictimFilter(job, v)
@@ -201,19 +213,19 @@ func evictFor(ssn *framework.Session, job *podgroup_info.PodGroupInfo, action fr
 // the cluster variants of rules kai-eviction-once, kai-replacement-order and kai-feasible-nodes.
 // It reports false where KAI's own action is to run.
 func (c *cluster) runEvictionAction(ssn *framework.Session, name string) bool {
-	if !c.reenter && !c.involvedOrder && !c.allNodes {
+	if c.rebuilt == (rebuiltActions{}) {
 		return false
 	}
 	switch name {
 	case "consolidation":
-		if !c.allNodes {
+		if !c.rebuilt.allNodes {
 			return false
 		}
 		consolidateOnAllNodes(ssn)
 	case "reclaim":
-		reenteringEvictions(ssn, framework.Reclaim, c.reenter, c.involvedOrder, c.allNodes)
+		reenteringEvictions(ssn, framework.Reclaim, c.rebuilt)
 	case "preempt":
-		reenteringEvictions(ssn, framework.Preempt, c.reenter, c.involvedOrder, c.allNodes)
+		reenteringEvictions(ssn, framework.Preempt, c.rebuilt)
 	default:
 		return false
 	}

@@ -149,7 +149,7 @@ func TestDecisionCaseReplacementOrder(t *testing.T) {
 		t.Errorf("KAI: %v; want j18 pending, j11 running", out)
 	}
 	v := c.clone()
-	v.involvedOrder = true
+	v.rebuilt.involved = true
 	vout, _, err := v.runKAI(false)
 	if err != nil {
 		t.Fatal(err)

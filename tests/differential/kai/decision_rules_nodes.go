@@ -8,7 +8,9 @@ import (
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/actions/common/solvers"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/actions/utils"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/common_info"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/node_info"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/pod_info"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/pod_status"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/podgroup_info"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/framework"
@@ -88,4 +90,44 @@ func everyVictimReplaced(scenario api.ScenarioInfo) bool {
 		}
 	}
 	return true
+}
+
+// ruleValidatorDrawnVictims, spec question (j): SEMANTICS §4.8 validates a try with its own
+// victims (validate(evicted, moved)). KAI's solver hands its validators the whole scenario
+// (by_pod_solver.go, handleScenarioSolution), whose GetVictims (scenario/base_scenario.go) holds
+// every victim drawn so far, not only those of the node tested: once a min-runtime-protected
+// elastic group's gang is drawn (minruntime.go, validVictimForMinAvailable), or once the drawn
+// victims of a queue exceed what the proportion check allows, every later scenario of the
+// attempt fails, also where the node tested evicts none of them (seed 83). The cluster is
+// scheduled once more by KAI with the reclaim and preempt of kai-eviction-once, their validators
+// given only the victims the node test evicted or moved (releasing or pipelined in the
+// simulation); arbiter's answer is accepted when it is that run's.
+const ruleValidatorDrawnVictims = "kai-validator-drawn-victims"
+
+// validator returns KAI's scenario validator, or, for rule kai-validator-drawn-victims, the
+// same validator given the victims of the node tested only.
+func validator(fn func(api.ScenarioInfo) bool, testedOnly bool) func(api.ScenarioInfo) bool {
+	if !testedOnly {
+		return fn
+	}
+	return func(s api.ScenarioInfo) bool { return fn(testedVictims{s}) }
+}
+
+// testedVictims is a scenario whose victims are the pods its simulation evicted or moved.
+type testedVictims struct{ api.ScenarioInfo }
+
+func (t testedVictims) GetVictims() map[common_info.PodGroupID]*api.VictimInfo {
+	out := map[common_info.PodGroupID]*api.VictimInfo{}
+	for id, v := range t.ScenarioInfo.GetVictims() {
+		var tasks []*pod_info.PodInfo
+		for _, task := range v.Tasks {
+			if task.Status == pod_status.Releasing || task.Status == pod_status.Pipelined {
+				tasks = append(tasks, task)
+			}
+		}
+		if len(tasks) > 0 {
+			out[id] = &api.VictimInfo{Job: v.Job, Tasks: tasks}
+		}
+	}
+	return out
 }
