@@ -135,3 +135,74 @@ func checkCaseFile(t *testing.T, c *cluster, name string) {
 		t.Errorf("%s is not the case's request (ARBITER_DIFFERENTIAL_WRITE_CASES=1 rewrites it): %v", path, err)
 	}
 }
+
+// drawnVictimsCluster is cases/kai-validator-drawn-victims.json (spec question (j)): reclaim for
+// j01 (q1, 2 GPUs) draws j06-2, then the gang of the elastic j06 (min-runtime protected), then
+// the gang j03.
+func drawnVictimsCluster() *cluster {
+	on := func(nodes ...string) []ctask {
+		var t []ctask
+		for _, n := range nodes {
+			if n == "" {
+				t = append(t, ctask{state: "Pending"})
+			} else {
+				t = append(t, ctask{"Running", n})
+			}
+		}
+		return t
+	}
+	return &cluster{
+		seed: 83,
+		feat: features{minRuntime: true},
+		nodes: []cnode{
+			{name: "n0", gpus: 2, cpu: nodeMilliCPU}, {name: "n1", gpus: 4, cpu: nodeMilliCPU},
+			{name: "n3", gpus: 8, cpu: nodeMilliCPU}, {name: "n4", gpus: 8, cpu: nodeMilliCPU},
+		},
+		departments: []cqueue{
+			{name: "d0", deserved: 9, limit: 4, priority: departmentPrio, reclaimMin: 10, preemptMin: 60},
+			{name: "d1", deserved: 6, priority: departmentPrio, index: 1, reclaimMin: 10, preemptMin: 10},
+		},
+		queues: []cqueue{
+			{name: "q0", parent: "d0", deserved: 1, weight: 1, priority: 100, reclaimMin: 10, preemptMin: 60},
+			{name: "q1", parent: "d1", deserved: 11, weight: 1, priority: 100, index: 1, preemptMin: 60},
+		},
+		jobs: []cjob{
+			{name: "j16", queue: "q1", gpus: 1, priority: 125, minAvailable: 1, age: 54, tasks: on("")},
+			{name: "j03", queue: "q0", gpus: 2, priority: 75, age: 52, started: 120, tasks: on("n4", "n4")},
+			{name: "j05", queue: "q1", gpus: 1, priority: 50, minAvailable: 2, age: 51, started: 5, tasks: on("n1", "n1", "n1")},
+			{name: "j14", queue: "q0", gpus: 1, priority: 100, age: 12, started: 120, tasks: on("n0", "n0")},
+			{name: "j01", queue: "q1", gpus: 1, priority: 25, age: 15, tasks: on("", "")},
+			{name: "j09", queue: "q1", gpus: 1, priority: 50, age: 36, tasks: on("", "", "")},
+			{name: "j06", queue: "q0", gpus: 1, priority: 50, minAvailable: 2, age: 17, started: 5, tasks: on("n3", "n3", "n3")},
+			{name: "j12", queue: "q1", gpus: 1, priority: 25, age: 38, tasks: on("", "")},
+			{name: "j00", queue: "q1", gpus: 1, priority: 25, minAvailable: 1, age: 6, started: 30, tasks: on("n4", "n4")},
+			{name: "j10", queue: "q1", gpus: 1, priority: 50, minAvailable: 1, age: 37, started: 120, tasks: on("n1", "")},
+		},
+	}
+}
+
+// KAI leaves j01 pending where arbiter reclaims j03 and j06-2 for it, and KAI with validators
+// that see the victims of the node tested gives arbiter's answer.
+func TestDecisionCaseValidatorDrawnVictims(t *testing.T) {
+	c := drawnVictimsCluster()
+	cli := arbiterCLI(t)
+	resp, err := arbiterjson.Schedule(cli, c.request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	arb, err := c.arbiterOutcome(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out["j01/j01-0"] != "pending" || out["j03/j03-0"] != "running" || arb["j03/j03-0"] != "evicted:reclaim" {
+		t.Errorf("KAI %v\narbiter %v\nwant j01 pending and j03 running in KAI, j03 reclaimed by arbiter", out, arb)
+	}
+	if names := c.explainEviction(arb, []outcome{out}); len(names) != 1 || names[0] != ruleValidatorDrawnVictims {
+		t.Errorf("rules %v; want [%s]", names, ruleValidatorDrawnVictims)
+	}
+	checkCaseFile(t, c, "kai-validator-drawn-victims.json")
+}
