@@ -61,26 +61,33 @@ RoomBound::RoomBound(Session& session, const Unit& unit, int part,
   for (const auto& c : feasibility.FeasibleClasses(feasibility.pod_signature(pod))) {
     feasible_class_[c.node_class] = true;
   }
-  // Free per node once R is evicted.
-  const int nodes = cluster.num_nodes();
-  base_free_.assign(static_cast<size_t>(nodes) * rn_count, 0.0);
-  for (int n = 0; n < nodes; ++n) {
-    for (int k = 0; k < rn_count; ++k) base_free_[n * rn_count + k] = state.free(n, k);
-  }
+  // Free per node once R is evicted: the kept rows of the state (KeptRoom), plus R's pods.
+  KeptRoom& kept = session_.kept_room();
+  base_free_ = kept.Free(state);
   std::vector<bool> in_chosen(cluster.num_pods(), false);
+  std::vector<int> chosen_nodes;
   for (const EvictionUnit& victim : chosen) {
     for (int p : victim.pods) {
       in_chosen[p] = true;
+      const int node = state.pod_node(p);
+      chosen_nodes.push_back(node);
       const double* victim_requests = cluster.node_requests(p);
-      for (int k = 0; k < rn_count; ++k) {
-        base_free_[state.pod_node(p) * rn_count + k] += victim_requests[k];
-      }
+      for (int k = 0; k < rn_count; ++k) base_free_[node * rn_count + k] += victim_requests[k];
     }
   }
-  base_count_.assign(nodes, 0);
-  for (int n = 0; n < nodes; ++n) {
-    base_count_[n] = PodsOn(n, &base_free_[n * rn_count]);
-    base_total_ += base_count_[n];
+  // The kept counts hold PodsOn over the state's rows on every node; only R's nodes differ.
+  const KeptRoom::Profile profile{feasibility.pod_signature(pod), part,
+                                  std::vector<double>(requests, requests + r_count)};
+  const KeptRoom::Counts& counts = kept.CountsFor(
+      state, profile, [this](int node, const double* free) { return PodsOn(node, free); });
+  base_count_ = counts.count;
+  base_total_ = counts.total;
+  std::sort(chosen_nodes.begin(), chosen_nodes.end());
+  chosen_nodes.erase(std::unique(chosen_nodes.begin(), chosen_nodes.end()), chosen_nodes.end());
+  for (int n : chosen_nodes) {
+    const int count = PodsOn(n, &base_free_[n * rn_count]);
+    base_total_ += count - base_count_[n];
+    base_count_[n] = count;
   }
   CountWithAllVictims(eligible, in_chosen);
   drawn_free_ = base_free_;

@@ -111,6 +111,13 @@ class WorkingState {
   // shrink from, never grow beyond (while the epoch holds).
   bool clean() const { return node_journal_.empty(); }
 
+  // ---- Node stamps ----
+  // A clock that advances whenever some node's amounts change (a rollback's restore included),
+  // and per node the clock of its last change: a reader that copied the amounts of every node at
+  // clock c has to read again only the nodes stamped after c (KeptRoom).
+  uint64_t node_clock() const { return node_clock_; }
+  uint64_t node_stamp(int node) const { return node_stamp_[node]; }
+
   // ---- Statements ----
   struct Mark {
     size_t doubles = 0;
@@ -160,6 +167,8 @@ class WorkingState {
   std::vector<int32_t> pending_pods_;
 
   uint64_t capacity_epoch_ = 0;
+  uint64_t node_clock_ = 0;
+  std::vector<uint64_t> node_stamp_;  // per node
   // The journal: old values, restored in reverse order on rollback.
   int open_statements_ = 0;
   std::vector<std::pair<double*, double>> double_journal_;
