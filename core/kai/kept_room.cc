@@ -1,5 +1,7 @@
 #include "core/kai/kept_room.h"
 
+#include <algorithm>
+
 namespace arbiter::kai {
 
 const std::vector<double>& KeptRoom::Free(const WorkingState& state) {
@@ -53,6 +55,25 @@ const KeptRoom::Counts& KeptRoom::CountsFor(const WorkingState& state, const Pro
   }
   entry->clock = state.node_clock();
   return counts;
+}
+
+const std::vector<int>& KeptRoom::VictimCandidates(const WorkingState& state) {
+  const Cluster& cluster = state.cluster();
+  auto may_be_victim = [&](int g) {
+    return state.running(g) > 0 && state.bound(g) == 0 && state.moved(g) == 0;
+  };
+  if (!candidates_valid_) {
+    candidates_.clear();
+    for (int g = 0; g < cluster.num_groups(); ++g) {
+      if (cluster.group(g).preemptible) candidates_.push_back(g);
+    }
+    candidates_valid_ = true;
+  }
+  if (state.in_statement()) return candidates_;
+  candidates_.erase(std::remove_if(candidates_.begin(), candidates_.end(),
+                                   [&](int g) { return !may_be_victim(g); }),
+                    candidates_.end());
+  return candidates_;
 }
 
 }  // namespace arbiter::kai

@@ -42,6 +42,15 @@ class KeptRoom {
   // asked dropped first), else only the nodes changed since it was last asked for.
   const Counts& CountsFor(const WorkingState& state, const Profile& profile, const CountFn& count);
 
+  // A superset, in group order, of the groups that may be victims now: preemptible, with RUNNING
+  // pods, none bound or moved (the caller checks each again). A group leaves it once it is read
+  // failing that with no statement open. Between two such points running only falls, since a
+  // pod is restored (WorkingState::Restore) only in the statement that evicted it (the victims of
+  // a try, Solver::ReplaceVictimGroup), and bound and moved only grow, rollbacks undoing only what
+  // their statement did: a group that fails then fails at every later point, in a statement or
+  // not. O(groups) the first time, then O(the list).
+  const std::vector<int>& VictimCandidates(const WorkingState& state);
+
  private:
   struct Entry {
     Profile profile;
@@ -55,6 +64,8 @@ class KeptRoom {
   uint64_t free_clock_ = 0;  // the node clock free_ was read at
   std::vector<double> free_;
   std::vector<Entry> entries_;
+  bool candidates_valid_ = false;
+  std::vector<int> candidates_;
   uint64_t asked_ = 0;
 };
 

@@ -123,7 +123,8 @@ void RoomBound::CountWithAllVictims(const std::function<bool(int group)>& eligib
     return with_all_victims_ >= part_;
   };
   int added = 0;  // groups added
-  for (int g = 0; g < cluster.num_groups(); ++g) {
+  // Every group that may be a victim, in group order (the others add nothing).
+  for (int g : session_.kept_room().VictimCandidates(state)) {
     const ClusterGroup& info = cluster.group(g);
     if (!info.preemptible || state.running(g) == 0 || state.bound(g) > 0 || state.moved(g) > 0 ||
         !eligible(g)) {

@@ -110,6 +110,8 @@ class WorkingState {
   // True when no open statement has changed a node: the state is one that a rollback can only
   // shrink from, never grow beyond (while the epoch holds).
   bool clean() const { return node_journal_.empty(); }
+  // Whether a statement is open.
+  bool in_statement() const { return open_statements_ > 0; }
 
   // ---- Node stamps ----
   // A clock that advances whenever some node's amounts change (a rollback's restore included),
