@@ -1,7 +1,5 @@
 #include "core/kai/kept_room.h"
 
-#include <algorithm>
-
 namespace arbiter::kai {
 
 const std::vector<double>& KeptRoom::Free(const WorkingState& state) {
@@ -57,23 +55,16 @@ const KeptRoom::Counts& KeptRoom::CountsFor(const WorkingState& state, const Pro
   return counts;
 }
 
-const std::vector<int>& KeptRoom::VictimCandidates(const WorkingState& state) {
-  const Cluster& cluster = state.cluster();
-  auto may_be_victim = [&](int g) {
-    return state.running(g) > 0 && state.bound(g) == 0 && state.moved(g) == 0;
-  };
-  if (!candidates_valid_) {
-    candidates_.clear();
-    for (int g = 0; g < cluster.num_groups(); ++g) {
-      if (cluster.group(g).preemptible) candidates_.push_back(g);
-    }
-    candidates_valid_ = true;
+void KeptRoom::BuildCandidates(const Cluster& cluster) {
+  next_.assign(cluster.num_groups(), -1);
+  head_ = -1;
+  int last = -1;
+  for (int g = 0; g < cluster.num_groups(); ++g) {
+    if (!cluster.group(g).preemptible) continue;
+    (last < 0 ? head_ : next_[last]) = g;
+    last = g;
   }
-  if (state.in_statement()) return candidates_;
-  candidates_.erase(std::remove_if(candidates_.begin(), candidates_.end(),
-                                   [&](int g) { return !may_be_victim(g); }),
-                    candidates_.end());
-  return candidates_;
+  candidates_valid_ = true;
 }
 
 }  // namespace arbiter::kai

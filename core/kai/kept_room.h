@@ -42,14 +42,30 @@ class KeptRoom {
   // asked dropped first), else only the nodes changed since it was last asked for.
   const Counts& CountsFor(const WorkingState& state, const Profile& profile, const CountFn& count);
 
-  // A superset, in group order, of the groups that may be victims now: preemptible, with RUNNING
-  // pods, none bound or moved (the caller checks each again). A group leaves it once it is read
-  // failing that with no statement open. Between two such points running only falls, since a
-  // pod is restored (WorkingState::Restore) only in the statement that evicted it (the victims of
-  // a try, Solver::ReplaceVictimGroup), and bound and moved only grow, rollbacks undoing only what
-  // their statement did: a group that fails then fails at every later point, in a statement or
-  // not. O(groups) the first time, then O(the list).
-  const std::vector<int>& VictimCandidates(const WorkingState& state);
+  // Visits, in group order, a superset of the groups that may be victims now: preemptible, with
+  // RUNNING pods, none bound or moved (`visit` checks each again), until `visit` returns false.
+  // A group visited failing that with no statement open leaves the list for good. Between two
+  // such points RUNNING only falls, since a pod is restored (WorkingState::Restore) only in the
+  // statement that evicted it (the victims of a try, Solver::ReplaceVictimGroup), and bound and
+  // moved only grow, rollbacks undoing only what their statement did: a group that fails then
+  // fails at every later point, in a statement or not. O(groups) the first time, then O(the
+  // groups passed over).
+  template <typename Visit>
+  void WalkVictimCandidates(const WorkingState& state, Visit&& visit) {
+    if (!candidates_valid_) BuildCandidates(state.cluster());
+    const bool may_drop = !state.in_statement();
+    int previous = -1;
+    for (int g = head_; g >= 0;) {
+      const int next = next_[g];
+      if (may_drop && !(state.running(g) > 0 && state.bound(g) == 0 && state.moved(g) == 0)) {
+        (previous < 0 ? head_ : next_[previous]) = next;  // unlinked
+      } else {
+        previous = g;
+        if (!visit(g)) return;
+      }
+      g = next;
+    }
+  }
 
  private:
   struct Entry {
@@ -64,8 +80,12 @@ class KeptRoom {
   uint64_t free_clock_ = 0;  // the node clock free_ was read at
   std::vector<double> free_;
   std::vector<Entry> entries_;
+  // Links the preemptible groups, in group order, into the list of candidates.
+  void BuildCandidates(const Cluster& cluster);
+
   bool candidates_valid_ = false;
-  std::vector<int> candidates_;
+  int head_ = -1;          // the first candidate, -1: none
+  std::vector<int> next_;  // per group: the next candidate after it, -1: none
   uint64_t asked_ = 0;
 };
 

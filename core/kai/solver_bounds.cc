@@ -64,11 +64,11 @@ RoomBound::RoomBound(Session& session, const Unit& unit, int part,
   // Free per node once R is evicted: the kept rows of the state (KeptRoom), plus R's pods.
   KeptRoom& kept = session_.kept_room();
   base_free_ = kept.Free(state);
-  std::vector<bool> in_chosen(cluster.num_pods(), false);
+  std::vector<int> chosen_pods;
   std::vector<int> chosen_nodes;
   for (const EvictionUnit& victim : chosen) {
     for (int p : victim.pods) {
-      in_chosen[p] = true;
+      chosen_pods.push_back(p);
       const int node = state.pod_node(p);
       chosen_nodes.push_back(node);
       const double* victim_requests = cluster.node_requests(p);
@@ -89,61 +89,83 @@ RoomBound::RoomBound(Session& session, const Unit& unit, int part,
     base_total_ += count - base_count_[n];
     base_count_[n] = count;
   }
-  CountWithAllVictims(eligible, in_chosen);
+  std::sort(chosen_pods.begin(), chosen_pods.end());
+  CountWithAllVictims(eligible, chosen_pods);
   drawn_free_ = base_free_;
   drawn_count_ = base_count_;
   drawn_total_ = base_total_;
 }
 
 void RoomBound::CountWithAllVictims(const std::function<bool(int group)>& eligible,
-                                    const std::vector<bool>& in_chosen) {
+                                    const std::vector<int>& chosen_pods) {
   // The count is only compared with the part (AnyVictimSetMayHold), and it only grows as victims
   // are added: PodsOn never decreases when free room grows, since requests are not negative. So
   // the victims are added group by group, the nodes they touch re-counted after the 1st, 2nd,
   // 4th, ... 64th group and at the end, and the count stops once it reaches the part: the full
   // count would too. When it does not, every victim is added, in the same order (group, then pod
-  // order) onto the same base, and the count is the full one.
+  // order) onto the same base, and the count is the full one. A touched node's row starts from
+  // its base row in the scratch.
   const Cluster& cluster = session_.cluster();
   const WorkingState& state = session_.state();
   const int rn_count = cluster.num_node_resources();
   with_all_victims_ = base_total_;
   if (with_all_victims_ >= part_) return;
-  std::vector<double> all_free = base_free_;
-  std::vector<int> all_count = base_count_;
-  std::vector<bool> dirty(cluster.num_nodes(), false);
-  std::vector<int> dirty_nodes;
+  PrepareScratch();
+  ++scratch_.current;
+  std::vector<int>& dirty_nodes = scratch_.nodes;
+  dirty_nodes.clear();
   auto recount = [&]() {
     for (int node : dirty_nodes) {
-      const int count = PodsOn(node, &all_free[node * rn_count]);
-      with_all_victims_ += count - all_count[node];
-      all_count[node] = count;
-      dirty[node] = false;
+      const int count = PodsOn(node, &scratch_.free[static_cast<size_t>(node) * rn_count]);
+      with_all_victims_ += count - scratch_.count[node];
+      scratch_.count[node] = count;
+      scratch_.dirty[node] = 0;
     }
     dirty_nodes.clear();
     return with_all_victims_ >= part_;
   };
   int added = 0;  // groups added
   // Every group that may be a victim, in group order (the others add nothing).
-  for (int g : session_.kept_room().VictimCandidates(state)) {
+  session_.kept_room().WalkVictimCandidates(state, [&](int g) {
     const ClusterGroup& info = cluster.group(g);
     if (!info.preemptible || state.running(g) == 0 || state.bound(g) > 0 || state.moved(g) > 0 ||
         !eligible(g)) {
-      continue;
+      return true;
     }
     for (int p = info.first_pod; p < info.first_pod + info.pod_count; ++p) {
-      if (state.pod_state(p) != PodState::kRunning || in_chosen[p]) continue;
-      const double* victim_requests = cluster.node_requests(p);
+      if (state.pod_state(p) != PodState::kRunning ||
+          (!chosen_pods.empty() && std::binary_search(chosen_pods.begin(), chosen_pods.end(), p))) {
+        continue;
+      }
       const int node = state.pod_node(p);
-      for (int k = 0; k < rn_count; ++k) all_free[node * rn_count + k] += victim_requests[k];
-      if (!dirty[node]) {
-        dirty[node] = true;
+      double* row = &scratch_.free[static_cast<size_t>(node) * rn_count];
+      if (scratch_.stamp[node] != scratch_.current) {
+        scratch_.stamp[node] = scratch_.current;
+        std::copy(&base_free_[node * rn_count], &base_free_[node * rn_count] + rn_count, row);
+        scratch_.count[node] = base_count_[node];
+      }
+      const double* victim_requests = cluster.node_requests(p);
+      for (int k = 0; k < rn_count; ++k) row[k] += victim_requests[k];
+      if (scratch_.dirty[node] == 0) {
+        scratch_.dirty[node] = 1;
         dirty_nodes.push_back(node);
       }
     }
     ++added;
-    if (added <= 64 && (added & (added - 1)) == 0 && recount()) return;
-  }
+    return !(added <= 64 && (added & (added - 1)) == 0 && recount());
+  });
   recount();
+}
+
+void RoomBound::PrepareScratch() {
+  const int nodes = session_.cluster().num_nodes();
+  if (scratch_.stamp.size() == static_cast<size_t>(nodes)) return;
+  scratch_.stamp.assign(nodes, 0);
+  scratch_.free.reset(
+      new double[static_cast<size_t>(nodes) * session_.cluster().num_node_resources()]);
+  scratch_.count.assign(nodes, 0);
+  scratch_.dirty.assign(nodes, 0);
+  scratch_.current = 0;
 }
 
 int RoomBound::PodsOn(int node, const double* free) const {
@@ -188,12 +210,7 @@ bool RoomBound::MayHold(int node, const std::vector<const EvictionUnit*>& fresh)
   // The other nodes of `fresh` (victims with pods on several nodes) gain only those victims'
   // pods there: each such node's room is the base plus those pods, summed in a scratch row per
   // node (in draw order, then pod order).
-  const int nodes = cluster.num_nodes();
-  if (scratch_.stamp.size() != static_cast<size_t>(nodes)) {
-    scratch_.stamp.assign(nodes, 0);
-    scratch_.free.reset(new double[static_cast<size_t>(nodes) * rn_count]);
-    scratch_.current = 0;
-  }
+  PrepareScratch();
   ++scratch_.current;
   std::vector<int>& others = scratch_.nodes;
   others.clear();

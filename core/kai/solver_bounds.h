@@ -21,13 +21,16 @@ namespace arbiter::kai {
 // Σ of the requests (over R) of the `count` pods at `pods`, summed in that order.
 std::vector<double> SumRequests(const Cluster& cluster, const int* pods, int count);
 
-// Scratch rows of free room per node that RoomBound::MayHold reuses from one call to the next,
-// valid where their stamp is current. Owned by the search so the bounds of its parts share it.
+// Scratch rows of free room per node that RoomBound::MayHold and CountWithAllVictims reuse from one
+// call to the next, valid where their stamp is current. Owned by the search so the bounds of its
+// parts share it.
 struct RoomScratch {
   std::vector<uint32_t> stamp;  // per node
   std::unique_ptr<double[]> free;
   uint32_t current = 0;
   std::vector<int> nodes;  // the nodes with a current row
+  std::vector<int> count;  // per node: the pods counted in its row (RoomBound::CountWithAllVictims)
+  std::vector<char> dirty;  // per node: to be counted again; all 0 between calls
 };
 
 // For a part of identical pods, k pods fit only if the nodes can hold k of them counted node by
@@ -60,9 +63,11 @@ class RoomBound {
 
  private:
   // Sets with_all_victims_ from the base: the pods that fit once every eligible victim (not in
-  // R, `in_chosen` by pod) is evicted too, or any count of at least the part once it is reached.
+  // R: `chosen_pods`, sorted) is evicted too, or any count of at least the part once it is reached.
   void CountWithAllVictims(const std::function<bool(int group)>& eligible,
-                           const std::vector<bool>& in_chosen);
+                           const std::vector<int>& chosen_pods);
+  // Sizes the scratch rows to the cluster's nodes the first time.
+  void PrepareScratch();
   // How many of the part's pods fit in `free` (R_n values) on `node`: 0 where the pod may not go
   // (unschedulable, selector, taints), else by PodsThatFit, capped at the part.
   int PodsOn(int node, const double* free) const;
