@@ -8,11 +8,25 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "core/kai/working_state.h"
 
 namespace arbiter::kai {
+
+// Scratch rows of free room per node that RoomBound::MayHold and CountWithAllVictims reuse from one
+// call to the next, valid where their stamp is current. Owned by the session, so that every bound
+// of the cycle shares it (each call leaves it ready for the next).
+struct RoomScratch {
+  std::vector<uint64_t> stamp;  // per node
+  std::unique_ptr<double[]> free;
+  uint64_t current = 0;
+  std::vector<int> nodes;  // the nodes with a current row
+  std::vector<int> count;  // per node: the pods counted in its row (RoomBound::CountWithAllVictims)
+  std::vector<char> dirty;      // per node: to be counted again; all 0 between calls
+  std::vector<char> in_chosen;  // per pod: in R (CountWithAllVictims); all 0 between calls
+};
 
 class KeptRoom {
  public:

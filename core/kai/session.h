@@ -88,6 +88,7 @@ class Session {
   void set_reference_search(bool reference) { reference_search_ = reference; }
   // The room bounds' base, kept across the searches of the cycle (solver_bounds.h).
   KeptRoom& kept_room() { return kept_room_; }
+  RoomScratch& room_scratch() { return room_scratch_; }
 
  private:
   const Policy& policy_;
@@ -105,6 +106,7 @@ class Session {
   SearchCounters counters_;
   bool reference_search_ = false;
   KeptRoom kept_room_;
+  RoomScratch room_scratch_;
 };
 
 }  // namespace arbiter::kai

@@ -611,7 +611,7 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
   const std::function<bool(int)> eligible = [this, group](int g) { return MayEvict(group, g); };
   // Give up at once when no victim set can make the room or lift the quota breach; below, skip
   // the tries either bound rules out (solver_bounds.h).
-  RoomBound room(session_, unit, part, *chosen, eligible, &room_scratch_);
+  RoomBound room(session_, unit, part, *chosen, eligible, &session_.room_scratch());
   if (poll.Tick(cluster.num_nodes() + cluster.num_pods())) return false;
   if (!room.AnyVictimSetMayHold()) return false;
   const QuotaBound quota(session_, group, unit, part, *chosen);
@@ -645,7 +645,7 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
     // try(R plus the drawn units with a pod on n), for each node n of the drawn unit's pods.
     for (int node : nodes) {
       draws.On(node, &fresh);
-      if (!room.MayHold(node, fresh)) {
+      if (!room.MayHold(node, draws.IndicesOn(node), fresh)) {
         ++counters.tries_skipped_count;
         continue;
       }

@@ -89,7 +89,6 @@ RoomBound::RoomBound(Session& session, const Unit& unit, int part,
     base_total_ += count - base_count_[n];
     base_count_[n] = count;
   }
-  std::sort(chosen_pods.begin(), chosen_pods.end());
   CountWithAllVictims(eligible, chosen_pods);
   drawn_free_ = base_free_;
   drawn_count_ = base_count_;
@@ -111,6 +110,7 @@ void RoomBound::CountWithAllVictims(const std::function<bool(int group)>& eligib
   with_all_victims_ = base_total_;
   if (with_all_victims_ >= part_) return;
   PrepareScratch();
+  for (int p : chosen_pods) scratch_.in_chosen[p] = 1;  // cleared below
   ++scratch_.current;
   std::vector<int>& dirty_nodes = scratch_.nodes;
   dirty_nodes.clear();
@@ -133,10 +133,7 @@ void RoomBound::CountWithAllVictims(const std::function<bool(int group)>& eligib
       return true;
     }
     for (int p = info.first_pod; p < info.first_pod + info.pod_count; ++p) {
-      if (state.pod_state(p) != PodState::kRunning ||
-          (!chosen_pods.empty() && std::binary_search(chosen_pods.begin(), chosen_pods.end(), p))) {
-        continue;
-      }
+      if (state.pod_state(p) != PodState::kRunning || scratch_.in_chosen[p] != 0) continue;
       const int node = state.pod_node(p);
       double* row = &scratch_.free[static_cast<size_t>(node) * rn_count];
       if (scratch_.stamp[node] != scratch_.current) {
@@ -155,6 +152,7 @@ void RoomBound::CountWithAllVictims(const std::function<bool(int group)>& eligib
     return !(added <= 64 && (added & (added - 1)) == 0 && recount());
   });
   recount();
+  for (int p : chosen_pods) scratch_.in_chosen[p] = 0;
 }
 
 void RoomBound::PrepareScratch() {
@@ -165,6 +163,7 @@ void RoomBound::PrepareScratch() {
       new double[static_cast<size_t>(nodes) * session_.cluster().num_node_resources()]);
   scratch_.count.assign(nodes, 0);
   scratch_.dirty.assign(nodes, 0);
+  scratch_.in_chosen.assign(session_.cluster().num_pods(), 0);
   scratch_.current = 0;
 }
 
@@ -180,6 +179,7 @@ int RoomBound::PodsOn(int node, const double* free) const {
 
 void RoomBound::AddDrawn(const EvictionUnit& victim, const std::vector<int>& nodes) {
   if (!counted_) return;
+  drawn_on_one_node_.push_back(nodes.size() == 1 ? 1 : 0);
   const Cluster& cluster = session_.cluster();
   const WorkingState& state = session_.state();
   const int rn_count = cluster.num_node_resources();
@@ -195,7 +195,8 @@ void RoomBound::AddDrawn(const EvictionUnit& victim, const std::vector<int>& nod
   }
 }
 
-bool RoomBound::MayHold(int node, const std::vector<const EvictionUnit*>& fresh) {
+bool RoomBound::MayHold(int node, const std::vector<int>& indices,
+                        const std::vector<const EvictionUnit*>& fresh) {
   if (!counted_) return true;
   if (base_total_ >= part_) return true;  // the count does not rule it out
   const Cluster& cluster = session_.cluster();
@@ -214,8 +215,10 @@ bool RoomBound::MayHold(int node, const std::vector<const EvictionUnit*>& fresh)
   ++scratch_.current;
   std::vector<int>& others = scratch_.nodes;
   others.clear();
-  for (const EvictionUnit* victim : fresh) {
-    for (int p : victim->pods) {
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    // A victim with every pod on `node` (the node of its pod there) adds nothing elsewhere.
+    if (drawn_on_one_node_[indices[i]] != 0) continue;
+    for (int p : fresh[i]->pods) {
       const int other = state.pod_node(p);
       if (other == node) continue;
       double* row = &scratch_.free[static_cast<size_t>(other) * rn_count];

@@ -21,18 +21,6 @@ namespace arbiter::kai {
 // Σ of the requests (over R) of the `count` pods at `pods`, summed in that order.
 std::vector<double> SumRequests(const Cluster& cluster, const int* pods, int count);
 
-// Scratch rows of free room per node that RoomBound::MayHold and CountWithAllVictims reuse from one
-// call to the next, valid where their stamp is current. Owned by the search so the bounds of its
-// parts share it.
-struct RoomScratch {
-  std::vector<uint32_t> stamp;  // per node
-  std::unique_ptr<double[]> free;
-  uint32_t current = 0;
-  std::vector<int> nodes;  // the nodes with a current row
-  std::vector<int> count;  // per node: the pods counted in its row (RoomBound::CountWithAllVictims)
-  std::vector<char> dirty;  // per node: to be counted again; all 0 between calls
-};
-
 // For a part of identical pods, k pods fit only if the nodes can hold k of them counted node by
 // node: an upper bound, since re-placed victims only take room. The bound counts that room once R
 // is evicted (the base), once R and every victim drawn so far are evicted, and once every
@@ -57,13 +45,15 @@ class RoomBound {
   // (PodsThatFit grows with free room). O(1).
   bool DrawnMayHold() const { return !counted_ || drawn_total_ >= part_; }
   // False when the part provably cannot fit once R and `fresh` (the drawn victims with a pod on
-  // `node`) are evicted: only nodes holding a pod of `fresh` gain room over the base.
-  // O(pods of fresh · R_n).
-  bool MayHold(int node, const std::vector<const EvictionUnit*>& fresh);
+  // `node`) are evicted: only nodes holding a pod of `fresh` gain room over the base. `indices`:
+  // the draw index of each of `fresh` (0 = the first AddDrawn). O(pods of fresh with a pod on
+  // another node · R_n).
+  bool MayHold(int node, const std::vector<int>& indices,
+               const std::vector<const EvictionUnit*>& fresh);
 
  private:
   // Sets with_all_victims_ from the base: the pods that fit once every eligible victim (not in
-  // R: `chosen_pods`, sorted) is evicted too, or any count of at least the part once it is reached.
+  // R: `chosen_pods`) is evicted too, or any count of at least the part once it is reached.
   void CountWithAllVictims(const std::function<bool(int group)>& eligible,
                            const std::vector<int>& chosen_pods);
   // Sizes the scratch rows to the cluster's nodes the first time.
@@ -87,6 +77,7 @@ class RoomBound {
   std::vector<double> drawn_free_;  // nodes × R_n: free once R and every drawn victim are evicted
   std::vector<int> drawn_count_;    // per node: pods that fit in drawn_free_
   int drawn_total_ = 0;
+  std::vector<char> drawn_on_one_node_;  // per draw index: all of its pods are on one node
 };
 
 // Evictions lower a queue's allocation only inside its subtree, and never its non-preemptible
