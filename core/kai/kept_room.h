@@ -15,9 +15,10 @@
 
 namespace arbiter::kai {
 
-// Scratch rows of free room per node that RoomBound::MayHold and CountWithAllVictims reuse from one
-// call to the next, valid where their stamp is current. Owned by the session, so that every bound
-// of the cycle shares it (each call leaves it ready for the next).
+// Scratch rows of free room per node that RoomBound::CountWithAllVictims reuses from one call to
+// the next, valid where their stamp is current (RoomBound::Fold stamps its row slots the same way).
+// Owned by the session, so that every bound of the cycle shares it (each call leaves it ready for
+// the next).
 struct RoomScratch {
   std::vector<uint64_t> stamp;  // per node
   std::unique_ptr<double[]> free;
@@ -26,6 +27,7 @@ struct RoomScratch {
   std::vector<int> count;  // per node: the pods counted in its row (RoomBound::CountWithAllVictims)
   std::vector<char> dirty;      // per node: to be counted again; all 0 between calls
   std::vector<char> in_chosen;  // per pod: in R (CountWithAllVictims); all 0 between calls
+  std::vector<int> slot;        // per node: a row index (RoomBound::Fold), where stamped
 };
 
 class KeptRoom {

@@ -163,6 +163,7 @@ void RoomBound::PrepareScratch() {
       new double[static_cast<size_t>(nodes) * session_.cluster().num_node_resources()]);
   scratch_.count.assign(nodes, 0);
   scratch_.dirty.assign(nodes, 0);
+  scratch_.slot.assign(nodes, 0);
   scratch_.in_chosen.assign(session_.cluster().num_pods(), 0);
   scratch_.current = 0;
 }
@@ -199,9 +200,7 @@ bool RoomBound::MayHold(int node, const std::vector<int>& indices,
                         const std::vector<const EvictionUnit*>& fresh) {
   if (!counted_) return true;
   if (base_total_ >= part_) return true;  // the count does not rule it out
-  const Cluster& cluster = session_.cluster();
-  const WorkingState& state = session_.state();
-  const int rn_count = cluster.num_node_resources();
+  const int rn_count = session_.cluster().num_node_resources();
   // On `node` itself, every drawn victim with a pod there is in `fresh`: its room is the base
   // plus everything drawn there, kept up to date by AddDrawn. (An infeasible node counts 0 pods,
   // in the base too.)
@@ -209,33 +208,58 @@ bool RoomBound::MayHold(int node, const std::vector<int>& indices,
   // Gains are never negative: once the count reaches the part, the other nodes cannot undo it.
   if (total >= part_) return true;
   // The other nodes of `fresh` (victims with pods on several nodes) gain only those victims'
-  // pods there: each such node's room is the base plus those pods, summed in a scratch row per
-  // node (in draw order, then pod order).
+  // pods there: each such node's room is the base plus those pods, summed in a row per node (in
+  // draw order, then pod order), kept for `node` and extended as its fresh victims grow.
+  OtherRows& rows = other_rows_[node];
+  Fold(node, indices, fresh, &rows);
+  return total + rows.gain >= part_;
+}
+
+void RoomBound::Fold(int node, const std::vector<int>& indices,
+                     const std::vector<const EvictionUnit*>& fresh, OtherRows* rows) {
+  const Cluster& cluster = session_.cluster();
+  const WorkingState& state = session_.state();
+  const int rn_count = cluster.num_node_resources();
+  size_t first = rows->folded;
+  // A victim with every pod on `node` (the node of its pod there) adds nothing elsewhere.
+  while (first < fresh.size() && drawn_on_one_node_[indices[first]] != 0) ++first;
+  rows->folded = fresh.size();
+  if (first == fresh.size()) return;
+  // The row of each other node already kept for `node`, by node, in the scratch.
   PrepareScratch();
-  ++scratch_.current;
-  std::vector<int>& others = scratch_.nodes;
-  others.clear();
-  for (size_t i = 0; i < fresh.size(); ++i) {
-    // A victim with every pod on `node` (the node of its pod there) adds nothing elsewhere.
+  const uint64_t stamp = ++scratch_.current;
+  for (int row : rows->rows) {
+    scratch_.stamp[row_node_[row]] = stamp;
+    scratch_.slot[row_node_[row]] = row;
+  }
+  std::vector<int>& touched = scratch_.nodes;
+  touched.clear();
+  for (size_t i = first; i < fresh.size(); ++i) {
     if (drawn_on_one_node_[indices[i]] != 0) continue;
     for (int p : fresh[i]->pods) {
       const int other = state.pod_node(p);
       if (other == node) continue;
-      double* row = &scratch_.free[static_cast<size_t>(other) * rn_count];
-      if (scratch_.stamp[other] != scratch_.current) {
-        scratch_.stamp[other] = scratch_.current;
-        others.push_back(other);
-        std::copy(&base_free_[other * rn_count], &base_free_[other * rn_count] + rn_count, row);
+      if (scratch_.stamp[other] != stamp) {
+        scratch_.stamp[other] = stamp;
+        scratch_.slot[other] = static_cast<int>(row_node_.size());
+        rows->rows.push_back(static_cast<int>(row_node_.size()));
+        row_node_.push_back(other);
+        row_count_.push_back(base_count_[other]);
+        row_free_.insert(row_free_.end(), &base_free_[other * rn_count],
+                         &base_free_[other * rn_count] + rn_count);
       }
+      const int row = scratch_.slot[other];
       const double* victim_requests = cluster.node_requests(p);
-      for (int k = 0; k < rn_count; ++k) row[k] += victim_requests[k];
+      double* free = &row_free_[static_cast<size_t>(row) * rn_count];
+      for (int k = 0; k < rn_count; ++k) free[k] += victim_requests[k];
+      touched.push_back(row);
     }
   }
-  for (int other : others) {
-    total +=
-        PodsOn(other, &scratch_.free[static_cast<size_t>(other) * rn_count]) - base_count_[other];
+  for (int row : touched) {  // a row twice: the second count changes nothing
+    const int count = PodsOn(row_node_[row], &row_free_[static_cast<size_t>(row) * rn_count]);
+    rows->gain += count - row_count_[row];
+    row_count_[row] = count;
   }
-  return total >= part_;
 }
 
 QuotaBound::QuotaBound(Session& session, int group, const Unit& unit, int part,

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "core/kai/quota_check.h"
@@ -46,8 +47,10 @@ class RoomBound {
   bool DrawnMayHold() const { return !counted_ || drawn_total_ >= part_; }
   // False when the part provably cannot fit once R and `fresh` (the drawn victims with a pod on
   // `node`) are evicted: only nodes holding a pod of `fresh` gain room over the base. `indices`:
-  // the draw index of each of `fresh` (0 = the first AddDrawn). O(pods of fresh with a pod on
-  // another node · R_n).
+  // the draw index of each of `fresh` (0 = the first AddDrawn). Within a part, the `fresh` of a
+  // node only grows at its end (draw order): the rows of the other nodes are kept per node and
+  // extended by the victims added since the last call. O(pods of the new fresh victims on other
+  // nodes · R_n).
   bool MayHold(int node, const std::vector<int>& indices,
                const std::vector<const EvictionUnit*>& fresh);
 
@@ -78,6 +81,21 @@ class RoomBound {
   std::vector<int> drawn_count_;    // per node: pods that fit in drawn_free_
   int drawn_total_ = 0;
   std::vector<char> drawn_on_one_node_;  // per draw index: all of its pods are on one node
+
+  // MayHold's rows for one node n: each other node's base row plus the pods there of n's fresh
+  // victims folded so far, and Σ over those nodes of (pods that fit in the row - base count).
+  struct OtherRows {
+    size_t folded = 0;  // the first `folded` of n's fresh victims are in the rows
+    int gain = 0;
+    std::vector<int> rows;  // its rows (indices), one per other node
+  };
+  // Folds n's fresh victims from rows.folded on into its rows and brings rows.gain up to date.
+  void Fold(int node, const std::vector<int>& indices,
+            const std::vector<const EvictionUnit*>& fresh, OtherRows* rows);
+  std::unordered_map<int, OtherRows> other_rows_;  // by node n
+  std::vector<double> row_free_;                   // rows × R_n
+  std::vector<int> row_node_;                      // per row: its node
+  std::vector<int> row_count_;                     // per row: PodsOn of it, as counted last
 };
 
 // Evictions lower a queue's allocation only inside its subtree, and never its non-preemptible
