@@ -1,5 +1,6 @@
 #include "core/kai/consolidate.h"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -58,13 +59,24 @@ class ConsolidateAction final : public EvictionAction {
  private:
   Session& session_;
   int max_preemptees_;
+  // TotalFree at node clock total_clock_ (WorkingState::node_clock), once known.
+  mutable bool total_known_ = false;
+  mutable uint64_t total_clock_ = 0;
+  mutable std::vector<double> total_;
 };
 
 std::optional<std::string> ConsolidateAction::Precheck(int /*group*/, const Unit& unit) const {
   const Cluster& cluster = session_.cluster();
   // A sum over every node per candidate. Cancelled: the solver stops at once.
   if (session_.poll().Tick(cluster.num_nodes())) return std::nullopt;
-  const std::vector<double> total = TotalFree(session_);
+  // The sum changes only when some node's amounts do: it is kept while the node clock stands.
+  const uint64_t clock = session_.state().node_clock();
+  if (!total_known_ || total_clock_ != clock) {
+    total_ = TotalFree(session_);
+    total_known_ = true;
+    total_clock_ = clock;
+  }
+  const std::vector<double>& total = total_;
   for (int r = 0; r < cluster.num_resources(); ++r) {
     if (total[r] < unit.requests[r]) {
       return absl::StrCat("the cluster has ", FormatQuantity(total[r]), " ",

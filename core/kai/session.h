@@ -13,6 +13,7 @@
 #include "core/kai/cluster.h"
 #include "core/kai/fair_share_rows.h"
 #include "core/kai/feasibility.h"
+#include "core/kai/kept_room.h"
 #include "core/kai/node_index.h"
 #include "core/kai/pending_reasons.h"
 #include "core/kai/placement.h"
@@ -85,6 +86,9 @@ class Session {
   // CycleHooks::reference_search: tries re-key the node index instead of reading it frozen.
   bool reference_search() const { return reference_search_; }
   void set_reference_search(bool reference) { reference_search_ = reference; }
+  // The room bounds' base, kept across the searches of the cycle (solver_bounds.h).
+  KeptRoom& kept_room() { return kept_room_; }
+  RoomScratch& room_scratch() { return room_scratch_; }
 
  private:
   const Policy& policy_;
@@ -101,6 +105,8 @@ class Session {
   bool allocate_ran_ = false;
   SearchCounters counters_;
   bool reference_search_ = false;
+  KeptRoom kept_room_;
+  RoomScratch room_scratch_;
 };
 
 }  // namespace arbiter::kai

@@ -109,7 +109,7 @@ class JobPicker {
   JobPicker(const QueueTree& tree, const QueueChain& chain,
             const std::vector<std::vector<int>>& paths,
             const std::vector<std::vector<ChainKey>>& keys, const std::vector<JobKey>& job_keys)
-      : tree_(tree), chain_(chain), paths_(paths), keys_(keys), job_keys_(job_keys) {
+      : tree_(tree), chain_(chain), keys_(keys), job_keys_(job_keys) {
     for (const std::vector<int>& path : paths)
       queues_.insert(queues_.end(), path.begin(), path.end());
     std::sort(queues_.begin(), queues_.end());
@@ -117,19 +117,25 @@ class JobPicker {
     members_.resize(queues_.size());
     pick_.assign(queues_.size(), -1);
     alive_.assign(paths.size(), true);
-    // Members in index order: a leaf's jobs, a queue's children (queues_ is sorted).
-    for (size_t j = 0; j < paths.size(); ++j)
-      members_[Slot(paths[j].back())].push_back(static_cast<int>(j));
-    for (int queue : queues_) {
-      const int parent = tree_.parent(queue);
+    // Members in index order: a leaf's jobs, a queue's children (queues_ is sorted, so slot
+    // order is index order). Queues are named by their slots from here on.
+    path_slots_.resize(paths.size());
+    for (size_t j = 0; j < paths.size(); ++j) {
+      for (int queue : paths[j]) path_slots_[j].push_back(static_cast<int>(Slot(queue)));
+      members_[path_slots_[j].back()].push_back(static_cast<int>(j));
+    }
+    for (size_t slot = 0; slot < queues_.size(); ++slot) {
+      const int parent = tree_.parent(queues_[slot]);
       if (parent < 0) {
-        roots_.push_back(queue);
+        roots_.push_back(static_cast<int>(slot));
       } else {
-        members_[Slot(parent)].push_back(queue);
+        members_[Slot(parent)].push_back(static_cast<int>(slot));
       }
     }
-    std::vector<std::pair<int, int>> by_depth;  // (-depth, queue)
-    for (int queue : queues_) by_depth.emplace_back(-tree_.entry(queue).depth, queue);
+    std::vector<std::pair<int, int>> by_depth;  // (-depth, slot)
+    for (size_t slot = 0; slot < queues_.size(); ++slot) {
+      by_depth.emplace_back(-tree_.entry(queues_[slot]).depth, static_cast<int>(slot));
+    }
     std::sort(by_depth.begin(), by_depth.end());
     for (const auto& entry : by_depth) Repick(entry.second);
     top_ = Fold(roots_);
@@ -140,7 +146,7 @@ class JobPicker {
   // Takes `job` out and re-picks the queues on its path.
   void Remove(int job) {
     alive_[job] = false;
-    const std::vector<int>& path = paths_[job];
+    const std::vector<int>& path = path_slots_[job];
     for (size_t d = path.size(); d-- > 0;) Repick(path[d]);
     top_ = Fold(roots_);
   }
@@ -149,9 +155,9 @@ class JobPicker {
   size_t Slot(int queue) const {
     return std::lower_bound(queues_.begin(), queues_.end(), queue) - queues_.begin();
   }
-  void Repick(int queue) {
-    const size_t slot = Slot(queue);
-    if (!tree_.is_leaf(queue)) {
+  // Re-picks the queue at `slot`.
+  void Repick(int slot) {
+    if (!tree_.is_leaf(queues_[slot])) {
       pick_[slot] = Fold(members_[slot]);
       return;
     }
@@ -161,14 +167,15 @@ class JobPicker {
     }
     pick_[slot] = best;
   }
-  // The pick among `children` (queues, index order), each carrying its own pick's key.
+  // The pick among `children` (slots of queues, index order), each carrying its own pick's key.
   int Fold(const std::vector<int>& children) const {
     int best_child = -1;
     int best_job = -1;
     const ChainKey* best_key = nullptr;
-    for (int child : children) {
-      const int job = pick_[Slot(child)];
+    for (int slot : children) {
+      const int job = pick_[slot];
       if (job < 0) continue;
+      const int child = queues_[slot];
       const ChainKey& key = keys_[job][tree_.entry(child).depth];
       if (best_child < 0 || key < *best_key ||
           (key == *best_key && chain_.TieBreakBefore(child, best_child))) {
@@ -182,14 +189,14 @@ class JobPicker {
 
   const QueueTree& tree_;
   const QueueChain& chain_;
-  const std::vector<std::vector<int>>& paths_;
   const std::vector<std::vector<ChainKey>>& keys_;
   const std::vector<JobKey>& job_keys_;
-  std::vector<int> queues_;                // the queues on the jobs' paths, ascending
-  std::vector<std::vector<int>> members_;  // per queue: its jobs (leaf) or its children
-  std::vector<int> pick_;                  // per queue: its current pick, -1 when none is left
-  std::vector<int> roots_;                 // the top-level queues among queues_, ascending
-  std::vector<bool> alive_;                // per job: not yet taken out
+  std::vector<int> queues_;                   // the queues on the jobs' paths, ascending
+  std::vector<std::vector<int>> path_slots_;  // per job: the slots of its path's queues
+  std::vector<std::vector<int>> members_;     // per slot: its jobs (leaf) or its children's slots
+  std::vector<int> pick_;                     // per slot: its current pick, -1 when none is left
+  std::vector<int> roots_;                    // the slots of the top-level queues, ascending
+  std::vector<bool> alive_;                   // per job: not yet taken out
   int top_ = -1;
 };
 
@@ -611,7 +618,7 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
   const std::function<bool(int)> eligible = [this, group](int g) { return MayEvict(group, g); };
   // Give up at once when no victim set can make the room or lift the quota breach; below, skip
   // the tries either bound rules out (solver_bounds.h).
-  RoomBound room(session_, unit, part, *chosen, eligible, &room_scratch_);
+  RoomBound room(session_, unit, part, *chosen, eligible, &session_.room_scratch());
   if (poll.Tick(cluster.num_nodes() + cluster.num_pods())) return false;
   if (!room.AnyVictimSetMayHold()) return false;
   const QuotaBound quota(session_, group, unit, part, *chosen);
@@ -645,7 +652,7 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
     // try(R plus the drawn units with a pod on n), for each node n of the drawn unit's pods.
     for (int node : nodes) {
       draws.On(node, &fresh);
-      if (!room.MayHold(node, fresh)) {
+      if (!room.MayHold(node, draws.IndicesOn(node), fresh)) {
         ++counters.tries_skipped_count;
         continue;
       }

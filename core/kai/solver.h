@@ -131,7 +131,6 @@ class Solver {
   std::vector<double> start_allocated_;
   std::vector<double> start_allocated_np_;
   std::vector<int> touched_;
-  RoomScratch room_scratch_;  // shared by the room bounds of every part
 };
 
 }  // namespace arbiter::kai

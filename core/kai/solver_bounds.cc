@@ -61,81 +61,111 @@ RoomBound::RoomBound(Session& session, const Unit& unit, int part,
   for (const auto& c : feasibility.FeasibleClasses(feasibility.pod_signature(pod))) {
     feasible_class_[c.node_class] = true;
   }
-  // Free per node once R is evicted.
-  const int nodes = cluster.num_nodes();
-  base_free_.assign(static_cast<size_t>(nodes) * rn_count, 0.0);
-  for (int n = 0; n < nodes; ++n) {
-    for (int k = 0; k < rn_count; ++k) base_free_[n * rn_count + k] = state.free(n, k);
-  }
-  std::vector<bool> in_chosen(cluster.num_pods(), false);
+  // Free per node once R is evicted: the kept rows of the state (KeptRoom), plus R's pods.
+  KeptRoom& kept = session_.kept_room();
+  base_free_ = kept.Free(state);
+  std::vector<int> chosen_pods;
+  std::vector<int> chosen_nodes;
   for (const EvictionUnit& victim : chosen) {
     for (int p : victim.pods) {
-      in_chosen[p] = true;
+      chosen_pods.push_back(p);
+      const int node = state.pod_node(p);
+      chosen_nodes.push_back(node);
       const double* victim_requests = cluster.node_requests(p);
-      for (int k = 0; k < rn_count; ++k) {
-        base_free_[state.pod_node(p) * rn_count + k] += victim_requests[k];
-      }
+      for (int k = 0; k < rn_count; ++k) base_free_[node * rn_count + k] += victim_requests[k];
     }
   }
-  base_count_.assign(nodes, 0);
-  for (int n = 0; n < nodes; ++n) {
-    base_count_[n] = PodsOn(n, &base_free_[n * rn_count]);
-    base_total_ += base_count_[n];
+  // The kept counts hold PodsOn over the state's rows on every node; only R's nodes differ.
+  const KeptRoom::Profile profile{feasibility.pod_signature(pod), part,
+                                  std::vector<double>(requests, requests + r_count)};
+  const KeptRoom::Counts& counts = kept.CountsFor(
+      state, profile, [this](int node, const double* free) { return PodsOn(node, free); });
+  base_count_ = counts.count;
+  base_total_ = counts.total;
+  std::sort(chosen_nodes.begin(), chosen_nodes.end());
+  chosen_nodes.erase(std::unique(chosen_nodes.begin(), chosen_nodes.end()), chosen_nodes.end());
+  for (int n : chosen_nodes) {
+    const int count = PodsOn(n, &base_free_[n * rn_count]);
+    base_total_ += count - base_count_[n];
+    base_count_[n] = count;
   }
-  CountWithAllVictims(eligible, in_chosen);
+  CountWithAllVictims(eligible, chosen_pods);
   drawn_free_ = base_free_;
   drawn_count_ = base_count_;
   drawn_total_ = base_total_;
 }
 
 void RoomBound::CountWithAllVictims(const std::function<bool(int group)>& eligible,
-                                    const std::vector<bool>& in_chosen) {
+                                    const std::vector<int>& chosen_pods) {
   // The count is only compared with the part (AnyVictimSetMayHold), and it only grows as victims
   // are added: PodsOn never decreases when free room grows, since requests are not negative. So
   // the victims are added group by group, the nodes they touch re-counted after the 1st, 2nd,
   // 4th, ... 64th group and at the end, and the count stops once it reaches the part: the full
   // count would too. When it does not, every victim is added, in the same order (group, then pod
-  // order) onto the same base, and the count is the full one.
+  // order) onto the same base, and the count is the full one. A touched node's row starts from
+  // its base row in the scratch.
   const Cluster& cluster = session_.cluster();
   const WorkingState& state = session_.state();
   const int rn_count = cluster.num_node_resources();
   with_all_victims_ = base_total_;
   if (with_all_victims_ >= part_) return;
-  std::vector<double> all_free = base_free_;
-  std::vector<int> all_count = base_count_;
-  std::vector<bool> dirty(cluster.num_nodes(), false);
-  std::vector<int> dirty_nodes;
+  PrepareScratch();
+  for (int p : chosen_pods) scratch_.in_chosen[p] = 1;  // cleared below
+  ++scratch_.current;
+  std::vector<int>& dirty_nodes = scratch_.nodes;
+  dirty_nodes.clear();
   auto recount = [&]() {
     for (int node : dirty_nodes) {
-      const int count = PodsOn(node, &all_free[node * rn_count]);
-      with_all_victims_ += count - all_count[node];
-      all_count[node] = count;
-      dirty[node] = false;
+      const int count = PodsOn(node, &scratch_.free[static_cast<size_t>(node) * rn_count]);
+      with_all_victims_ += count - scratch_.count[node];
+      scratch_.count[node] = count;
+      scratch_.dirty[node] = 0;
     }
     dirty_nodes.clear();
     return with_all_victims_ >= part_;
   };
   int added = 0;  // groups added
-  for (int g = 0; g < cluster.num_groups(); ++g) {
+  // Every group that may be a victim, in group order (the others add nothing).
+  session_.kept_room().WalkVictimCandidates(state, [&](int g) {
     const ClusterGroup& info = cluster.group(g);
     if (!info.preemptible || state.running(g) == 0 || state.bound(g) > 0 || state.moved(g) > 0 ||
         !eligible(g)) {
-      continue;
+      return true;
     }
     for (int p = info.first_pod; p < info.first_pod + info.pod_count; ++p) {
-      if (state.pod_state(p) != PodState::kRunning || in_chosen[p]) continue;
-      const double* victim_requests = cluster.node_requests(p);
+      if (state.pod_state(p) != PodState::kRunning || scratch_.in_chosen[p] != 0) continue;
       const int node = state.pod_node(p);
-      for (int k = 0; k < rn_count; ++k) all_free[node * rn_count + k] += victim_requests[k];
-      if (!dirty[node]) {
-        dirty[node] = true;
+      double* row = &scratch_.free[static_cast<size_t>(node) * rn_count];
+      if (scratch_.stamp[node] != scratch_.current) {
+        scratch_.stamp[node] = scratch_.current;
+        std::copy(&base_free_[node * rn_count], &base_free_[node * rn_count] + rn_count, row);
+        scratch_.count[node] = base_count_[node];
+      }
+      const double* victim_requests = cluster.node_requests(p);
+      for (int k = 0; k < rn_count; ++k) row[k] += victim_requests[k];
+      if (scratch_.dirty[node] == 0) {
+        scratch_.dirty[node] = 1;
         dirty_nodes.push_back(node);
       }
     }
     ++added;
-    if (added <= 64 && (added & (added - 1)) == 0 && recount()) return;
-  }
+    return !(added <= 64 && (added & (added - 1)) == 0 && recount());
+  });
   recount();
+  for (int p : chosen_pods) scratch_.in_chosen[p] = 0;
+}
+
+void RoomBound::PrepareScratch() {
+  const int nodes = session_.cluster().num_nodes();
+  if (scratch_.stamp.size() == static_cast<size_t>(nodes)) return;
+  scratch_.stamp.assign(nodes, 0);
+  scratch_.free.reset(
+      new double[static_cast<size_t>(nodes) * session_.cluster().num_node_resources()]);
+  scratch_.count.assign(nodes, 0);
+  scratch_.dirty.assign(nodes, 0);
+  scratch_.slot.assign(nodes, 0);
+  scratch_.in_chosen.assign(session_.cluster().num_pods(), 0);
+  scratch_.current = 0;
 }
 
 int RoomBound::PodsOn(int node, const double* free) const {
@@ -150,6 +180,7 @@ int RoomBound::PodsOn(int node, const double* free) const {
 
 void RoomBound::AddDrawn(const EvictionUnit& victim, const std::vector<int>& nodes) {
   if (!counted_) return;
+  drawn_on_one_node_.push_back(nodes.size() == 1 ? 1 : 0);
   const Cluster& cluster = session_.cluster();
   const WorkingState& state = session_.state();
   const int rn_count = cluster.num_node_resources();
@@ -165,12 +196,11 @@ void RoomBound::AddDrawn(const EvictionUnit& victim, const std::vector<int>& nod
   }
 }
 
-bool RoomBound::MayHold(int node, const std::vector<const EvictionUnit*>& fresh) {
+bool RoomBound::MayHold(int node, const std::vector<int>& indices,
+                        const std::vector<const EvictionUnit*>& fresh) {
   if (!counted_) return true;
   if (base_total_ >= part_) return true;  // the count does not rule it out
-  const Cluster& cluster = session_.cluster();
-  const WorkingState& state = session_.state();
-  const int rn_count = cluster.num_node_resources();
+  const int rn_count = session_.cluster().num_node_resources();
   // On `node` itself, every drawn victim with a pod there is in `fresh`: its room is the base
   // plus everything drawn there, kept up to date by AddDrawn. (An infeasible node counts 0 pods,
   // in the base too.)
@@ -178,36 +208,58 @@ bool RoomBound::MayHold(int node, const std::vector<const EvictionUnit*>& fresh)
   // Gains are never negative: once the count reaches the part, the other nodes cannot undo it.
   if (total >= part_) return true;
   // The other nodes of `fresh` (victims with pods on several nodes) gain only those victims'
-  // pods there: each such node's room is the base plus those pods, summed in a scratch row per
-  // node (in draw order, then pod order).
-  const int nodes = cluster.num_nodes();
-  if (scratch_.stamp.size() != static_cast<size_t>(nodes)) {
-    scratch_.stamp.assign(nodes, 0);
-    scratch_.free.reset(new double[static_cast<size_t>(nodes) * rn_count]);
-    scratch_.current = 0;
+  // pods there: each such node's room is the base plus those pods, summed in a row per node (in
+  // draw order, then pod order), kept for `node` and extended as its fresh victims grow.
+  OtherRows& rows = other_rows_[node];
+  Fold(node, indices, fresh, &rows);
+  return total + rows.gain >= part_;
+}
+
+void RoomBound::Fold(int node, const std::vector<int>& indices,
+                     const std::vector<const EvictionUnit*>& fresh, OtherRows* rows) {
+  const Cluster& cluster = session_.cluster();
+  const WorkingState& state = session_.state();
+  const int rn_count = cluster.num_node_resources();
+  size_t first = rows->folded;
+  // A victim with every pod on `node` (the node of its pod there) adds nothing elsewhere.
+  while (first < fresh.size() && drawn_on_one_node_[indices[first]] != 0) ++first;
+  rows->folded = fresh.size();
+  if (first == fresh.size()) return;
+  // The row of each other node already kept for `node`, by node, in the scratch.
+  PrepareScratch();
+  const uint64_t stamp = ++scratch_.current;
+  for (int row : rows->rows) {
+    scratch_.stamp[row_node_[row]] = stamp;
+    scratch_.slot[row_node_[row]] = row;
   }
-  ++scratch_.current;
-  std::vector<int>& others = scratch_.nodes;
-  others.clear();
-  for (const EvictionUnit* victim : fresh) {
-    for (int p : victim->pods) {
+  std::vector<int>& touched = scratch_.nodes;
+  touched.clear();
+  for (size_t i = first; i < fresh.size(); ++i) {
+    if (drawn_on_one_node_[indices[i]] != 0) continue;
+    for (int p : fresh[i]->pods) {
       const int other = state.pod_node(p);
       if (other == node) continue;
-      double* row = &scratch_.free[static_cast<size_t>(other) * rn_count];
-      if (scratch_.stamp[other] != scratch_.current) {
-        scratch_.stamp[other] = scratch_.current;
-        others.push_back(other);
-        std::copy(&base_free_[other * rn_count], &base_free_[other * rn_count] + rn_count, row);
+      if (scratch_.stamp[other] != stamp) {
+        scratch_.stamp[other] = stamp;
+        scratch_.slot[other] = static_cast<int>(row_node_.size());
+        rows->rows.push_back(static_cast<int>(row_node_.size()));
+        row_node_.push_back(other);
+        row_count_.push_back(base_count_[other]);
+        row_free_.insert(row_free_.end(), &base_free_[other * rn_count],
+                         &base_free_[other * rn_count] + rn_count);
       }
+      const int row = scratch_.slot[other];
       const double* victim_requests = cluster.node_requests(p);
-      for (int k = 0; k < rn_count; ++k) row[k] += victim_requests[k];
+      double* free = &row_free_[static_cast<size_t>(row) * rn_count];
+      for (int k = 0; k < rn_count; ++k) free[k] += victim_requests[k];
+      touched.push_back(row);
     }
   }
-  for (int other : others) {
-    total +=
-        PodsOn(other, &scratch_.free[static_cast<size_t>(other) * rn_count]) - base_count_[other];
+  for (int row : touched) {  // a row twice: the second count changes nothing
+    const int count = PodsOn(row_node_[row], &row_free_[static_cast<size_t>(row) * rn_count]);
+    rows->gain += count - row_count_[row];
+    row_count_[row] = count;
   }
-  return total >= part_;
 }
 
 QuotaBound::QuotaBound(Session& session, int group, const Unit& unit, int part,

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "core/kai/quota_check.h"
@@ -20,15 +21,6 @@ namespace arbiter::kai {
 
 // Σ of the requests (over R) of the `count` pods at `pods`, summed in that order.
 std::vector<double> SumRequests(const Cluster& cluster, const int* pods, int count);
-
-// Scratch rows of free room per node that RoomBound::MayHold reuses from one call to the next,
-// valid where their stamp is current. Owned by the search so the bounds of its parts share it.
-struct RoomScratch {
-  std::vector<uint32_t> stamp;  // per node
-  std::unique_ptr<double[]> free;
-  uint32_t current = 0;
-  std::vector<int> nodes;  // the nodes with a current row
-};
 
 // For a part of identical pods, k pods fit only if the nodes can hold k of them counted node by
 // node: an upper bound, since re-placed victims only take room. The bound counts that room once R
@@ -54,15 +46,21 @@ class RoomBound {
   // (PodsThatFit grows with free room). O(1).
   bool DrawnMayHold() const { return !counted_ || drawn_total_ >= part_; }
   // False when the part provably cannot fit once R and `fresh` (the drawn victims with a pod on
-  // `node`) are evicted: only nodes holding a pod of `fresh` gain room over the base.
-  // O(pods of fresh · R_n).
-  bool MayHold(int node, const std::vector<const EvictionUnit*>& fresh);
+  // `node`) are evicted: only nodes holding a pod of `fresh` gain room over the base. `indices`:
+  // the draw index of each of `fresh` (0 = the first AddDrawn). Within a part, the `fresh` of a
+  // node only grows at its end (draw order): the rows of the other nodes are kept per node and
+  // extended by the victims added since the last call. O(pods of the new fresh victims on other
+  // nodes · R_n).
+  bool MayHold(int node, const std::vector<int>& indices,
+               const std::vector<const EvictionUnit*>& fresh);
 
  private:
   // Sets with_all_victims_ from the base: the pods that fit once every eligible victim (not in
-  // R, `in_chosen` by pod) is evicted too, or any count of at least the part once it is reached.
+  // R: `chosen_pods`) is evicted too, or any count of at least the part once it is reached.
   void CountWithAllVictims(const std::function<bool(int group)>& eligible,
-                           const std::vector<bool>& in_chosen);
+                           const std::vector<int>& chosen_pods);
+  // Sizes the scratch rows to the cluster's nodes the first time.
+  void PrepareScratch();
   // How many of the part's pods fit in `free` (R_n values) on `node`: 0 where the pod may not go
   // (unschedulable, selector, taints), else by PodsThatFit, capped at the part.
   int PodsOn(int node, const double* free) const;
@@ -82,6 +80,22 @@ class RoomBound {
   std::vector<double> drawn_free_;  // nodes × R_n: free once R and every drawn victim are evicted
   std::vector<int> drawn_count_;    // per node: pods that fit in drawn_free_
   int drawn_total_ = 0;
+  std::vector<char> drawn_on_one_node_;  // per draw index: all of its pods are on one node
+
+  // MayHold's rows for one node n: each other node's base row plus the pods there of n's fresh
+  // victims folded so far, and Σ over those nodes of (pods that fit in the row - base count).
+  struct OtherRows {
+    size_t folded = 0;  // the first `folded` of n's fresh victims are in the rows
+    int gain = 0;
+    std::vector<int> rows;  // its rows (indices), one per other node
+  };
+  // Folds n's fresh victims from rows.folded on into its rows and brings rows.gain up to date.
+  void Fold(int node, const std::vector<int>& indices,
+            const std::vector<const EvictionUnit*>& fresh, OtherRows* rows);
+  std::unordered_map<int, OtherRows> other_rows_;  // by node n
+  std::vector<double> row_free_;                   // rows × R_n
+  std::vector<int> row_node_;                      // per row: its node
+  std::vector<int> row_count_;                     // per row: PodsOn of it, as counted last
 };
 
 // Evictions lower a queue's allocation only inside its subtree, and never its non-preemptible

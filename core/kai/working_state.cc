@@ -17,6 +17,7 @@ WorkingState::WorkingState(const Cluster& cluster, const KaiFairShare& shares, N
   releasing_.assign(static_cast<size_t>(nodes) * rn_, 0.0);
   claimed_.assign(static_cast<size_t>(nodes) * rn_, 0.0);
   free_scratch_.assign(2 * static_cast<size_t>(rn_), 0.0);
+  node_stamp_.assign(nodes, 0);
   const int queues = cluster.tree().size();
   allocated_.assign(static_cast<size_t>(queues) * r_, 0.0);
   allocated_np_.assign(static_cast<size_t>(queues) * r_, 0.0);
@@ -93,8 +94,10 @@ void WorkingState::SetInt(int32_t& slot, int32_t value) {
 }
 
 void WorkingState::TouchNode(int node) {
-  if (index_ == nullptr) return;
+  node_stamp_[node] = ++node_clock_;
+  // Journaled with or without an index: a rollback re-touches the node, which stamps it again.
   if (open_statements_ > 0) node_journal_.push_back(node);
+  if (index_ == nullptr) return;
   for (int k = 0; k < rn_; ++k) {
     free_scratch_[k] = idle(node, k);
     free_scratch_[rn_ + k] = free(node, k);

@@ -110,6 +110,15 @@ class WorkingState {
   // True when no open statement has changed a node: the state is one that a rollback can only
   // shrink from, never grow beyond (while the epoch holds).
   bool clean() const { return node_journal_.empty(); }
+  // Whether a statement is open.
+  bool in_statement() const { return open_statements_ > 0; }
+
+  // ---- Node stamps ----
+  // A clock that advances whenever some node's amounts change (a rollback's restore included),
+  // and per node the clock of its last change: a reader that copied the amounts of every node at
+  // clock c has to read again only the nodes stamped after c (KeptRoom).
+  uint64_t node_clock() const { return node_clock_; }
+  uint64_t node_stamp(int node) const { return node_stamp_[node]; }
 
   // ---- Statements ----
   struct Mark {
@@ -160,6 +169,8 @@ class WorkingState {
   std::vector<int32_t> pending_pods_;
 
   uint64_t capacity_epoch_ = 0;
+  uint64_t node_clock_ = 0;
+  std::vector<uint64_t> node_stamp_;  // per node
   // The journal: old values, restored in reverse order on rollback.
   int open_statements_ = 0;
   std::vector<std::pair<double*, double>> double_journal_;

@@ -1,0 +1,70 @@
+#include "core/kai/kept_room.h"
+
+namespace arbiter::kai {
+
+const std::vector<double>& KeptRoom::Free(const WorkingState& state) {
+  const Cluster& cluster = state.cluster();
+  const int nodes = cluster.num_nodes();
+  const int rn = cluster.num_node_resources();
+  if (free_valid_ && free_clock_ == state.node_clock()) return free_;
+  if (!free_valid_) free_.assign(static_cast<size_t>(nodes) * rn, 0.0);
+  for (int n = 0; n < nodes; ++n) {
+    if (free_valid_ && state.node_stamp(n) <= free_clock_) continue;
+    for (int k = 0; k < rn; ++k) free_[static_cast<size_t>(n) * rn + k] = state.free(n, k);
+  }
+  free_valid_ = true;
+  free_clock_ = state.node_clock();
+  return free_;
+}
+
+const KeptRoom::Counts& KeptRoom::CountsFor(const WorkingState& state, const Profile& profile,
+                                            const CountFn& count) {
+  const std::vector<double>& free = Free(state);
+  const int nodes = state.cluster().num_nodes();
+  const int rn = state.cluster().num_node_resources();
+  ++asked_;
+  Entry* entry = nullptr;
+  for (Entry& e : entries_) {
+    if (e.profile == profile) entry = &e;
+  }
+  bool fresh = entry == nullptr;
+  if (fresh) {
+    if (entries_.size() < kMaxEntries) {
+      entries_.emplace_back();
+      entry = &entries_.back();
+    } else {
+      entry = &entries_[0];
+      for (Entry& e : entries_) {
+        if (e.used < entry->used) entry = &e;
+      }
+    }
+    entry->profile = profile;
+    entry->counts.count.assign(nodes, 0);
+    entry->counts.total = 0;
+  }
+  entry->used = asked_;
+  if (!fresh && entry->clock == state.node_clock()) return entry->counts;
+  Counts& counts = entry->counts;
+  for (int n = 0; n < nodes; ++n) {
+    if (!fresh && state.node_stamp(n) <= entry->clock) continue;
+    const int c = count(n, &free[static_cast<size_t>(n) * rn]);
+    counts.total += c - counts.count[n];
+    counts.count[n] = c;
+  }
+  entry->clock = state.node_clock();
+  return counts;
+}
+
+void KeptRoom::BuildCandidates(const Cluster& cluster) {
+  next_.assign(cluster.num_groups(), -1);
+  head_ = -1;
+  int last = -1;
+  for (int g = 0; g < cluster.num_groups(); ++g) {
+    if (!cluster.group(g).preemptible) continue;
+    (last < 0 ? head_ : next_[last]) = g;
+    last = g;
+  }
+  candidates_valid_ = true;
+}
+
+}  // namespace arbiter::kai
