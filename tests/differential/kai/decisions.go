@@ -239,7 +239,7 @@ func (c *cluster) checkDecisions(cli string, counts *decisionCounts) verdict.Out
 		return boundThenTakenOutcome
 	}
 	if o.Failure != "" {
-		variants, subsets := c.victimlessVariants(cli, req, resp, arb)
+		variants, subsets, free := c.victimlessVariants(cli, req, resp, arb)
 		for _, v := range variants {
 			if !isFailure(judge(c, v, runs)) {
 				return victimlessOutcome
@@ -251,6 +251,9 @@ func (c *cluster) checkDecisions(cli string, counts *decisionCounts) verdict.Out
 			}
 		}
 		if c.victimlessRerunAgrees(cli, resp, arb, runs) {
+			return victimlessOutcome
+		}
+		if victimlessVictimForm(free, arb, runs) {
 			return victimlessOutcome
 		}
 	}
@@ -289,7 +292,7 @@ var victimlessOutcome = verdict.Outcome{Failure: "arbiter placed pods without vi
 // k candidates in pod order for each k (an elastic group that arbiter re-entered after its unit
 // was placed, SEMANTICS §4.3, and that grew without victims; KAI's eviction actions try each job
 // once), alone and together with the first variant. None when there are no candidates.
-func (c *cluster) victimlessVariants(cli string, req *arbiterjson.ScheduleRequest, resp *arbiterjson.ScheduleResponse, arb outcome) (variants, subsets []outcome) {
+func (c *cluster) victimlessVariants(cli string, req *arbiterjson.ScheduleRequest, resp *arbiterjson.ScheduleResponse, arb outcome) (variants, subsets []outcome, free map[string]bool) {
 	preemptors := map[string]bool{}
 	for _, e := range resp.Evictions {
 		preemptors[e.PreemptorPodGroup] = true
@@ -298,7 +301,7 @@ func (c *cluster) victimlessVariants(cli string, req *arbiterjson.ScheduleReques
 	only.Policy.Actions = []string{"ACTION_ALLOCATE"}
 	first, err := arbiterjson.Schedule(cli, &only)
 	if err != nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	allocated := map[string]bool{}
 	for _, b := range first.Bindings {
@@ -312,7 +315,11 @@ func (c *cluster) victimlessVariants(cli string, req *arbiterjson.ScheduleReques
 		}
 	}
 	if len(byGroup) == 0 {
-		return nil, nil
+		return nil, nil, nil
+	}
+	free = map[string]bool{}
+	for g := range byGroup {
+		free[g] = !preemptors[g]
 	}
 	pending := func(keys []string, into outcome) {
 		for _, k := range keys {
@@ -341,7 +348,7 @@ func (c *cluster) victimlessVariants(cli string, req *arbiterjson.ScheduleReques
 			}
 		}
 	}
-	return variants, victimlessSubsets(arb, groups, byGroup, preemptors)
+	return variants, victimlessSubsets(arb, groups, byGroup, preemptors), free
 }
 
 // victimlessSubsets are arbiter's outcome with the candidates of some, not all, of the groups
@@ -695,6 +702,36 @@ func (c *cluster) victimlessRerunAgrees(cli string, resp *arbiterjson.ScheduleRe
 		}
 		if !add(r, o) {
 			return false
+		}
+	}
+	return false
+}
+
+// victimlessVictimForm: the divergence is (b)'s victim form for whole units. arbiter placed
+// units of some groups without victims in an eviction action (free: pipelined, pending after
+// ALLOCATE alone, no eviction naming the group); KAI's solver, simulating nothing without a
+// victim, drew one for them and placed them too (seed 243: KAI moves j04-1 to place j08-0 on
+// its node, arbiter pipelines j08-0 on room freed earlier). True when, in some KAI run, every
+// pod on which it and arbiter differ is a pod of such a group placed on both sides, or a pod
+// KAI moved or evicted that arbiter leaves running, and there is at least one of the latter.
+func victimlessVictimForm(free map[string]bool, arb outcome, runs []outcome) bool {
+	placed := func(v podOutcome) bool {
+		return strings.HasPrefix(string(v), "pipelined@") || strings.HasPrefix(string(v), "bound@")
+	}
+	for _, r := range runs {
+		taken, ok := 0, true
+		for _, key := range diffKeys(r, arb) {
+			group := key[:strings.IndexByte(key, '/')]
+			switch {
+			case free[group] && placed(r[key]) && placed(arb[key]):
+			case arb[key] == "running" && (strings.HasPrefix(string(r[key]), "moved@") || strings.HasPrefix(string(r[key]), "evicted:")):
+				taken++
+			default:
+				ok = false
+			}
+		}
+		if ok && taken > 0 {
+			return true
 		}
 	}
 	return false
