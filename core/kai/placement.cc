@@ -165,6 +165,7 @@ void Placer::SetOverlay(const WorkingState::Mark* base) {
   }
   if (++stale_epoch_ == 0) {  // the stamps wrapped: start them again
     std::fill(stale_stamp_.begin(), stale_stamp_.end(), 0);
+    for (StaleKeys& folded : stale_keys_) folded = StaleKeys{};
     stale_epoch_ = 1;
   }
   journal_read_ = base->nodes;
@@ -233,14 +234,68 @@ void Placer::KeyRange(size_t slot, const std::vector<BandGroup>& groups, int res
   }
   // Both ends are current entries, so they are the current entries' ends too; the stale members
   // add their keys as they are.
-  for (int node : stale_list_) {
+  FoldStaleKeys(slot, range, resource, min, max);
+}
+
+void Placer::FoldStaleKeys(size_t slot, const KeyRangeOfEntries& range, int resource, double* min,
+                           double* max) {
+  if (stale_keys_.size() < bands_.size()) stale_keys_.resize(bands_.size());
+  StaleKeys& folded = stale_keys_[slot];
+  if (folded.epoch != stale_epoch_ || folded.resource != resource) {
+    folded = StaleKeys{};
+    folded.epoch = stale_epoch_;
+    folded.resource = resource;
+  }
+  const auto in_range = [&range, this](int node) {
     for (int tree : index_.TreesOf(node)) {
-      if (tree < 0 || !std::binary_search(range.trees.begin(), range.trees.end(), tree)) continue;
-      const double key = CurrentKey(node, resource);
-      *min = std::min(*min, key);
-      *max = std::max(*max, key);
+      if (tree >= 0 && std::binary_search(range.trees.begin(), range.trees.end(), tree)) {
+        return true;
+      }
+    }
+    return false;
+  };
+  bool again = false;
+  for (size_t i = 0; i < stale_list_.size(); ++i) {
+    const int node = stale_list_[i];
+    if (i < folded.listed && state_.node_stamp(node) <= folded.clock) continue;  // as folded
+    if (!in_range(node)) continue;
+    const double key = CurrentKey(node, resource);
+    if ((node == folded.min_node && key > folded.min) ||
+        (node == folded.max_node && key < folded.max)) {
+      again = true;
+      break;
+    }
+    if (folded.min_node < 0 || key < folded.min) {
+      folded.min = key;
+      folded.min_node = node;
+    }
+    if (folded.max_node < 0 || key > folded.max) {
+      folded.max = key;
+      folded.max_node = node;
     }
   }
+  if (again) {
+    folded.min = kInfinity;
+    folded.max = -kInfinity;
+    folded.min_node = -1;
+    folded.max_node = -1;
+    for (int node : stale_list_) {
+      if (!in_range(node)) continue;
+      const double key = CurrentKey(node, resource);
+      if (folded.min_node < 0 || key < folded.min) {
+        folded.min = key;
+        folded.min_node = node;
+      }
+      if (folded.max_node < 0 || key > folded.max) {
+        folded.max = key;
+        folded.max_node = node;
+      }
+    }
+  }
+  folded.clock = state_.node_clock();
+  folded.listed = stale_list_.size();
+  *min = std::min(*min, folded.min);
+  *max = std::max(*max, folded.max);
 }
 
 void Placer::StaleKeyRange(const std::vector<BandGroup>& groups, int resource, double* min,
@@ -441,6 +496,15 @@ Placer::TreeAnswer& Placer::RememberedAnswer(int pod, int group_index, bool now,
   }
   answers.push_back(fresh);
   return answers.back();
+}
+
+void Placer::ScoreRange(int pod, double* min, double* max) {
+  *min = kInfinity;
+  *max = -kInfinity;
+  if (index_.spread() || cluster_.pod(pod).requests_off_nodes) return;
+  if (overlay_ != nullptr) RefreshStale();
+  const int resource = cluster_.pod(pod).requests_gpu ? cluster_.node_gpu() : cluster_.node_cpu();
+  KeyRange(BandsSlot(pod), Bands(pod), resource, min, max);
 }
 
 NodeChoice Placer::Choose(int pod) {

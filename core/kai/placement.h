@@ -54,6 +54,10 @@ class Placer {
   // O(changed · (R + log changed)) more. nullptr ends it. `base` must outlive the overlay.
   void SetOverlay(const WorkingState::Mark* base);
 
+  // Binpack's score range that Choose(pod) would use now (the smallest and largest key over the
+  // pod's band groups' trees, their stale members as they are). For tests; spread: +inf, -inf.
+  void ScoreRange(int pod, double* min, double* max);
+
  private:
   struct BucketRef {
     int node_class;
@@ -165,6 +169,26 @@ class Placer {
     std::vector<int> trees;  // the slot's trees, ascending (as many as its bands' buckets)
   };
   std::vector<KeyRangeOfEntries> ranges_;
+  // Per band slot, in the current overlay: the smallest and largest current keys of the stale
+  // members of its trees (a node holding each), as of node clock `clock` with the first `listed`
+  // stale nodes weighed.
+  struct StaleKeys {
+    uint32_t epoch = 0;  // stale_epoch_ when started; another overlay starts afresh
+    int resource = -1;
+    uint64_t clock = 0;
+    size_t listed = 0;
+    double min = std::numeric_limits<double>::infinity();
+    double max = -std::numeric_limits<double>::infinity();
+    int min_node = -1;
+    int max_node = -1;
+  };
+  std::vector<StaleKeys> stale_keys_;
+  // Folds the keys the stale members of `range`'s trees have now into [min, max], weighing again
+  // only the stale nodes stamped since the slot's last fold (WorkingState::node_stamp): an
+  // unchanged node's key is the one already folded. A node holding an end whose key moved inward
+  // makes it weigh every stale node again. Same result as weighing every stale node each time.
+  void FoldStaleKeys(size_t slot, const KeyRangeOfEntries& range, int resource, double* min,
+                     double* max);
   std::vector<int> stale_trees_;  // the trees with a stale member
 };
 

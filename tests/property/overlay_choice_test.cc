@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "clients/generator/random.h"
 #include "core/kai/kai_fair_share.h"
+#include "core/kai/placement.h"
 #include "core/kai/session.h"
 #include "core/validation.h"
 #include "gtest/gtest.h"
@@ -123,6 +124,52 @@ TEST(OverlayChoice, ChoosesAsAnIndexBroughtUpToDate) {
   // The comparison means something only with stale nodes and pods to place.
   EXPECT_GE(with_stale_nodes, kCases * kRoundsPerCase / 2);
   EXPECT_GE(compared, kCases * 10);
+}
+
+// Within one overlay the placer folds the stale nodes' keys into binpack's score range once and
+// then weighs again only the nodes changed since (Placer::FoldStaleKeys). Changes, rollbacks of
+// inner statements and choices interleave here as in a try; after each change the range the
+// session's placer gives every placeable pod must equal the one a placer made for the moment
+// gives (it weighs every stale node), and so must the choice.
+TEST(OverlayChoice, KeepsTheStaleKeyRangeAcrossChanges) {
+  int compared = 0;
+  for (uint64_t index = 0; index < kCases / 2; ++index) {
+    const generator::GeneratorOptions options = PropertyCaseOptions(index, GeneratorModel::kKai);
+    generator::GeneratedRequest request = generator::Generate(options);
+    const ValidatedSnapshot validated = MustValidate(request.snapshot, request.policy);
+    const kai::KaiFairShare shares = kai::ComputeKaiFairShare(validated);
+    Session session(shares);
+    WorkingState& state = session.state();
+    generator::Rng rng(index * 7919 + 3);
+    session.index().Freeze();
+    const WorkingState::Mark mark = state.Checkpoint();
+    session.placer().SetOverlay(&mark);
+    for (int round = 0; round < kRoundsPerCase; ++round) {
+      if (rng.Below(3) == 0) {
+        const WorkingState::Mark inner = state.Checkpoint();
+        Mutate(session, rng);
+        state.Rollback(inner);
+      } else {
+        Mutate(session, rng);
+      }
+      kai::Placer fresh(session.cluster(), session.feasibility(), session.index(), state);
+      fresh.SetOverlay(&mark);
+      for (int pod : PlaceablePods(session)) {
+        double kept_min, kept_max, fresh_min, fresh_max;
+        session.placer().ScoreRange(pod, &kept_min, &kept_max);
+        fresh.ScoreRange(pod, &fresh_min, &fresh_max);
+        ASSERT_EQ(kept_min, fresh_min) << DescribeCase(index, options) << " round " << round;
+        ASSERT_EQ(kept_max, fresh_max) << DescribeCase(index, options) << " round " << round;
+        ASSERT_EQ(Describe(session.placer().Choose(pod)), Describe(fresh.Choose(pod)))
+            << DescribeCase(index, options) << " round " << round << " pod " << pod;
+        ++compared;
+      }
+    }
+    session.placer().SetOverlay(nullptr);
+    state.Rollback(mark);
+    session.index().Thaw();
+  }
+  EXPECT_GE(compared, kCases * 5);
 }
 
 }  // namespace
