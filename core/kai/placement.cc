@@ -265,14 +265,7 @@ void Placer::FoldStaleKeys(size_t slot, const KeyRangeOfEntries& range, int reso
       again = true;
       break;
     }
-    if (folded.min_node < 0 || key < folded.min) {
-      folded.min = key;
-      folded.min_node = node;
-    }
-    if (folded.max_node < 0 || key > folded.max) {
-      folded.max = key;
-      folded.max_node = node;
-    }
+    folded.Widen(key, node);
   }
   if (again) {
     folded.min = kInfinity;
@@ -281,15 +274,7 @@ void Placer::FoldStaleKeys(size_t slot, const KeyRangeOfEntries& range, int reso
     folded.max_node = -1;
     for (int node : stale_list_) {
       if (!in_range(node)) continue;
-      const double key = CurrentKey(node, resource);
-      if (folded.min_node < 0 || key < folded.min) {
-        folded.min = key;
-        folded.min_node = node;
-      }
-      if (folded.max_node < 0 || key > folded.max) {
-        folded.max = key;
-        folded.max_node = node;
-      }
+      folded.Widen(CurrentKey(node, resource), node);
     }
   }
   folded.clock = state_.node_clock();

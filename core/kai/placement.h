@@ -181,6 +181,17 @@ class Placer {
     double max = -std::numeric_limits<double>::infinity();
     int min_node = -1;
     int max_node = -1;
+    // Widens [min, max] to hold `key`, node's key, and remembers which node holds each end.
+    void Widen(double key, int node) {
+      if (min_node < 0 || key < min) {
+        min = key;
+        min_node = node;
+      }
+      if (max_node < 0 || key > max) {
+        max = key;
+        max_node = node;
+      }
+    }
   };
   std::vector<StaleKeys> stale_keys_;
   // Folds the keys the stale members of `range`'s trees have now into [min, max], weighing again

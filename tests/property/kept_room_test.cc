@@ -15,6 +15,7 @@
 #include "core/validation.h"
 #include "gtest/gtest.h"
 #include "tests/property/property_support.h"
+#include "tests/property/state_mutation.h"
 #include "tests/support/validated.h"
 
 namespace arbiter::testing {
@@ -29,44 +30,8 @@ using kai::WorkingState;
 constexpr int kCases = 300;
 constexpr int kRoundsPerCase = 8;
 
-// Changes the state at random: evicts RUNNING pods, restores or re-places evicted ones, binds
-// PENDING pods where they fit.
-void Mutate(Session& session, generator::Rng& rng) {
-  const kai::Cluster& cluster = session.cluster();
-  WorkingState& state = session.state();
-  const int pods = cluster.num_pods();
-  const int nodes = cluster.num_nodes();
-  if (pods == 0 || nodes == 0) return;
-  const int changes = 1 + static_cast<int>(rng.Below(8));
-  for (int c = 0; c < changes; ++c) {
-    const int pod = static_cast<int>(rng.Below(static_cast<uint64_t>(pods)));
-    const int node = static_cast<int>(rng.Below(static_cast<uint64_t>(nodes)));
-    switch (state.pod_state(pod)) {
-      case PodState::kRunning:
-        state.Evict(pod);
-        break;
-      case PodState::kEvicted:
-        if (rng.Below(2) == 0) {
-          state.Restore(pod);
-        } else if (state.FitsPipelined(node, cluster.node_requests(pod))) {
-          state.Relocate(pod, node);
-        }
-        break;
-      case PodState::kPending: {
-        const int group = cluster.pod(pod).group;
-        if (state.pending_left(group) == 0) break;
-        const int next = state.pending_pod(group, 0);
-        const bool now = state.FitsNow(node, cluster.node_requests(next));
-        if (now || state.FitsPipelined(node, cluster.node_requests(next))) {
-          state.Bind(next, node, /*after_evictions=*/!now);
-        }
-        break;
-      }
-      default:
-        break;
-    }
-  }
-}
+// Changes the state at random (MutateWorkingState).
+void Mutate(Session& session, generator::Rng& rng) { MutateWorkingState(session, rng, 8); }
 
 // A count that reads every amount of the row: how many pods of `requests` fit, capped at `part`.
 int CountOn(const std::vector<double>& requests, int part, int rn, const double* free) {

@@ -14,6 +14,7 @@
 #include "core/validation.h"
 #include "gtest/gtest.h"
 #include "tests/property/property_support.h"
+#include "tests/property/state_mutation.h"
 #include "tests/support/validated.h"
 
 namespace arbiter::testing {
@@ -28,44 +29,8 @@ using kai::WorkingState;
 constexpr int kCases = 600;
 constexpr int kRoundsPerCase = 6;
 
-// Changes the state at random, as a try of the victim search does: evicts RUNNING pods, re-places
-// some evicted ones elsewhere or where they were, and binds PENDING pods where they fit.
-void Mutate(Session& session, generator::Rng& rng) {
-  const kai::Cluster& cluster = session.cluster();
-  WorkingState& state = session.state();
-  const int pods = cluster.num_pods();
-  const int nodes = cluster.num_nodes();
-  if (pods == 0 || nodes == 0) return;
-  const int changes = 1 + static_cast<int>(rng.Below(12));
-  for (int c = 0; c < changes; ++c) {
-    const int pod = static_cast<int>(rng.Below(static_cast<uint64_t>(pods)));
-    const int node = static_cast<int>(rng.Below(static_cast<uint64_t>(nodes)));
-    switch (state.pod_state(pod)) {
-      case PodState::kRunning:
-        state.Evict(pod);
-        break;
-      case PodState::kEvicted:
-        if (rng.Below(2) == 0) {
-          state.Restore(pod);
-        } else if (state.FitsPipelined(node, cluster.node_requests(pod))) {
-          state.Relocate(pod, node);
-        }
-        break;
-      case PodState::kPending: {
-        const int group = cluster.pod(pod).group;
-        if (state.pending_left(group) == 0) break;
-        const int next = state.pending_pod(group, 0);
-        const bool now = state.FitsNow(node, cluster.node_requests(next));
-        if (now || state.FitsPipelined(node, cluster.node_requests(next))) {
-          state.Bind(next, node, /*after_evictions=*/!now);
-        }
-        break;
-      }
-      default:
-        break;
-    }
-  }
-}
+// Changes the state at random (MutateWorkingState).
+void Mutate(Session& session, generator::Rng& rng) { MutateWorkingState(session, rng, 12); }
 
 // The pods a search could place next: each group's next PENDING pod and every evicted pod.
 std::vector<int> PlaceablePods(const Session& session) {
