@@ -250,10 +250,13 @@ func (c *cluster) checkDecisions(cli string, counts *decisionCounts) verdict.Out
 				return victimlessOutcome
 			}
 		}
-		if c.victimlessRerunAgrees(cli, resp, arb, runs) {
+		if c.victimlessRerunAgrees(cli, resp, arb, runs, nil) {
 			return victimlessOutcome
 		}
 		if victimlessVictimForm(free, arb, runs) {
+			return victimlessOutcome
+		}
+		if c.victimlessPinnedAgrees(cli, free, arb, runs) {
 			return victimlessOutcome
 		}
 	}
@@ -658,7 +661,7 @@ func (c *cluster) departmentUsed(name string) bool {
 // room another queue's unit, placed in KAI through a restored victim, needs). The pods are the
 // ones arbiter pipelines and KAI's first run leaves pending, of groups no eviction names as
 // preemptor or of which KAI places some pod; they grow with each answer while new ones appear.
-func (c *cluster) victimlessRerunAgrees(cli string, resp *arbiterjson.ScheduleResponse, arb outcome, runs []outcome) bool {
+func (c *cluster) victimlessRerunAgrees(cli string, resp *arbiterjson.ScheduleResponse, arb outcome, runs []outcome, pins map[string]string) bool {
 	pods := map[string]bool{}
 	add := func(r *arbiterjson.ScheduleResponse, o outcome) bool {
 		preemptors := map[string]bool{}
@@ -688,6 +691,7 @@ func (c *cluster) victimlessRerunAgrees(cli string, resp *arbiterjson.ScheduleRe
 	}
 	for range len(c.jobs) {
 		req := c.request()
+		pin(req, pins)
 		unplaceable(req, pods)
 		r, err := arbiterjson.Schedule(cli, req)
 		if err != nil {
@@ -735,4 +739,64 @@ func victimlessVictimForm(free map[string]bool, arb outcome, runs []outcome) boo
 		}
 	}
 	return false
+}
+
+// victimlessPinnedAgrees: arbiter, asked again with the pods of its victimless units (free) that
+// KAI placed on another node pinned to KAI's node (a node selector on the node's own label),
+// agrees with that KAI run. (b)'s victim form can change the rest of the cycle: where KAI drew
+// a victim to place such a unit, the room the unit took elsewhere in arbiter stays free for
+// another job (seed 172). Only nodes whose label no other node shares can be pinned.
+func (c *cluster) victimlessPinnedAgrees(cli string, free map[string]bool, arb outcome, runs []outcome) bool {
+	labels := map[string]int{}
+	for _, n := range c.nodes {
+		labels[n.label()]++
+	}
+	for _, r := range runs {
+		pins := map[string]string{}
+		for key, v := range arb {
+			group := key[:strings.IndexByte(key, '/')]
+			node, onKAI := strings.CutPrefix(string(r[key]), "pipelined@")
+			if !free[group] || !onKAI || !strings.HasPrefix(string(v), "pipelined@") || string(v) == string(r[key]) {
+				continue
+			}
+			if labels[node] != 1 {
+				pins = nil
+				break
+			}
+			pins[key] = node
+		}
+		if len(pins) == 0 {
+			continue
+		}
+		req := c.request()
+		pin(req, pins)
+		resp, err := arbiterjson.Schedule(cli, req)
+		if err != nil {
+			continue
+		}
+		o, err := c.arbiterOutcome(resp)
+		if err != nil {
+			continue
+		}
+		// Pinned, and with the victimless pods KAI leaves pending unplaceable (seed 172).
+		if matchesARun(o, []outcome{r}) || c.victimlessRerunAgrees(cli, resp, o, []outcome{r}, pins) {
+			return true
+		}
+	}
+	return false
+}
+
+// pin makes the given pods ("group/pod") select their node's own label.
+func pin(req *arbiterjson.ScheduleRequest, pins map[string]string) {
+	if len(pins) == 0 {
+		return
+	}
+	for i := range req.Snapshot.PodGroups {
+		g := &req.Snapshot.PodGroups[i]
+		for p := range g.Pods {
+			if node, ok := pins[g.Name+"/"+g.Pods[p].Name]; ok {
+				g.Pods[p].NodeSelector = map[string]string{poolLabel: node}
+			}
+		}
+	}
 }
