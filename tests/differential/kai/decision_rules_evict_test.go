@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"arbiter.dev/tests/differential/internal/arbiterjson"
@@ -62,19 +60,7 @@ func TestDecisionCaseVictimReplacedByUnit(t *testing.T) {
 	if c.explainPartialVictim(arb, []outcome{out}) {
 		t.Errorf("a difference on j13, not a partial victim nor pipelined, is tied to (e)")
 	}
-	body, err := arbiterjson.EncodeSchedule(c.request())
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join("..", "cases", "kai-victim-replaced-by-unit.json")
-	if os.Getenv("ARBITER_DIFFERENTIAL_WRITE_CASES") == "1" {
-		if err := os.WriteFile(path, body, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if kept, err := os.ReadFile(path); err != nil || string(kept) != string(body) {
-		t.Errorf("%s is not the case's request (ARBITER_DIFFERENTIAL_WRITE_CASES=1 rewrites it): %v", path, err)
-	}
+	checkCaseFile(t, c, "kai-victim-replaced-by-unit.json")
 }
 
 // A preempt min-runtime protects j13 and, down to its gang, j17 on KAI's side; arbiter's request

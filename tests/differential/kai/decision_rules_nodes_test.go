@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"arbiter.dev/tests/differential/internal/arbiterjson"
@@ -107,7 +108,7 @@ func TestDecisionCaseFeasibleNodes(t *testing.T) {
 		arb[k] = v
 	}
 	arb["j12/j12-2"] = "moved@n0"
-	if names := c.explainEviction(arb, []outcome{out}); len(names) != 1 || names[0] != ruleFeasibleNodes {
+	if names := c.explainEviction(arb, []outcome{out}); !onlyRule(names, ruleFeasibleNodes) {
 		t.Errorf("rules %v; want [%s]", names, ruleFeasibleNodes)
 	}
 	arb["j12/j12-2"] = "moved@n2"
@@ -201,8 +202,14 @@ func TestDecisionCaseValidatorDrawnVictims(t *testing.T) {
 	if out["j01/j01-0"] != "pending" || out["j03/j03-0"] != "running" || arb["j03/j03-0"] != "evicted:reclaim" {
 		t.Errorf("KAI %v\narbiter %v\nwant j01 pending and j03 running in KAI, j03 reclaimed by arbiter", out, arb)
 	}
-	if names := c.explainEviction(arb, []outcome{out}); len(names) != 1 || names[0] != ruleValidatorDrawnVictims {
+	if names := c.explainEviction(arb, []outcome{out}); !onlyRule(names, ruleValidatorDrawnVictims) {
 		t.Errorf("rules %v; want [%s]", names, ruleValidatorDrawnVictims)
 	}
 	checkCaseFile(t, c, "kai-validator-drawn-victims.json")
+}
+
+// onlyRule: the rules are want, possibly with kai-lazy-order (KAI's node tests run in Go map
+// order, so the plain rebuilt run may differ from one run to the next where the eager one agrees).
+func onlyRule(names []string, want string) bool {
+	return slices.Contains(names, want) && !slices.ContainsFunc(names, func(n string) bool { return n != want && n != ruleLazyOrder })
 }

@@ -61,19 +61,7 @@ func TestDecisionCaseElasticVictimPartial(t *testing.T) {
 	if out["j08/j08-0"] != "pending" || out["j03/j03-0"] != "running" || out["j03/j03-1"] != "running" {
 		t.Errorf("KAI: %v; want j08 pending, j03 running", out)
 	}
-	body, err := arbiterjson.EncodeSchedule(c.request())
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join("..", "cases", "kai-open-consolidation-move.json")
-	if os.Getenv("ARBITER_DIFFERENTIAL_WRITE_CASES") == "1" {
-		if err := os.WriteFile(path, body, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if kept, err := os.ReadFile(path); err != nil || string(kept) != string(body) {
-		t.Errorf("%s is not the case's request (ARBITER_DIFFERENTIAL_WRITE_CASES=1 rewrites it): %v", path, err)
-	}
+	checkCaseFile(t, c, "kai-open-consolidation-move.json")
 	o := c.checkDecisions(arbiterCLI(t), nil)
 	if o.Failure != "" || !slices.Equal(o.Rules, []string{ruleElasticVictimPartial}) {
 		t.Errorf("outcome %+v; want rule %s", o, ruleElasticVictimPartial)
@@ -131,19 +119,7 @@ func victimlessFirstPartCluster() *cluster {
 
 func TestDecisionCaseVictimlessFirstPart(t *testing.T) {
 	c := victimlessFirstPartCluster()
-	body, err := arbiterjson.EncodeSchedule(c.request())
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join("..", "cases", "kai-victimless-first-part.json")
-	if os.Getenv("ARBITER_DIFFERENTIAL_WRITE_CASES") == "1" {
-		if err := os.WriteFile(path, body, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if kept, err := os.ReadFile(path); err != nil || string(kept) != string(body) {
-		t.Errorf("%s is not the case's request (ARBITER_DIFFERENTIAL_WRITE_CASES=1 rewrites it): %v", path, err)
-	}
+	checkCaseFile(t, c, "kai-victimless-first-part.json")
 	out, _, err := c.runKAI(false)
 	if err != nil {
 		t.Fatal(err)

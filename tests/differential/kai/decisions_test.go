@@ -1,12 +1,8 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"arbiter.dev/tests/differential/internal/arbiterjson"
 )
 
 // knownCluster: two nodes, one department over two queues; q0 has a running gang and a pending
@@ -171,17 +167,5 @@ func TestDecisionCaseBoundThenTaken(t *testing.T) {
 	if !sameOutcome(out, want) || len(taken) != 1 || taken[0] != "j06/j06-0" {
 		t.Errorf("KAI: %v, taken %v; want %v, taken [j06/j06-0]", out, taken, want)
 	}
-	body, err := arbiterjson.EncodeSchedule(c.request())
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join("..", "cases", "kai-bound-then-taken.json")
-	if os.Getenv("ARBITER_DIFFERENTIAL_WRITE_CASES") == "1" {
-		if err := os.WriteFile(path, body, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if kept, err := os.ReadFile(path); err != nil || string(kept) != string(body) {
-		t.Errorf("%s is not the case's request (ARBITER_DIFFERENTIAL_WRITE_CASES=1 rewrites it): %v", path, err)
-	}
+	checkCaseFile(t, c, "kai-bound-then-taken.json")
 }
