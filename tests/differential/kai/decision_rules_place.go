@@ -292,6 +292,24 @@ func unplaceable(req *arbiterjson.ScheduleRequest, pods map[string]bool) {
 // more than g pods (arbiter's S may also have held pods it re-placed on their own nodes, which
 // the response drops, SEMANTICS §4.8, while KAI, evicting them too, re-places g at most).
 func (c *cluster) partialVictimPreemptors(resp *arbiterjson.ScheduleResponse, arb outcome) []string {
+	return c.victimMoves(resp, arb, true)
+}
+
+// movesKAICannotReplace: spec question (d) by its signature, for a divergence no variant ties
+// to it (seed 12 of -features all: arbiter moves both pods of the elastic j01, minAvailable 1,
+// for j04; KAI, re-placing one of them, fails that scenario and moves j01-1 and j07-2 instead).
+// True when arbiter moved, for one preemptor, another number of an elastic victim's pods than
+// KAI's re-placement takes (g - a when the victim keeps a < g active pods, else one), a
+// consolidation KAI's validator rejects. A pod restored on its own node is not in arbiter's
+// answer, so, as for (f) and (h), this is a signature of the class, not a proof.
+func (c *cluster) movesKAICannotReplace(resp *arbiterjson.ScheduleResponse, arb outcome) bool {
+	return len(c.victimMoves(resp, arb, false)) > 0
+}
+
+// victimMoves returns the preemptors for which arbiter moved another number of an elastic
+// victim's pods than KAI re-places, or also, with larger, those whose victim runs more pods
+// than its gang.
+func (c *cluster) victimMoves(resp *arbiterjson.ScheduleResponse, arb outcome, larger bool) []string {
 	moved := map[[2]string]int{}
 	for _, e := range resp.Evictions {
 		if e.Reason == "CONSOLIDATION" {
@@ -320,7 +338,7 @@ func (c *cluster) partialVictimPreemptors(resp *arbiterjson.ScheduleResponse, ar
 				running++
 			}
 		}
-		if (n != take || running > victim.gang()) && !slices.Contains(out, key[1]) {
+		if (n != take || larger && running > victim.gang()) && !slices.Contains(out, key[1]) {
 			out = append(out, key[1])
 		}
 	}

@@ -260,7 +260,7 @@ func (c *cluster) checkDecisions(cli string, counts *decisionCounts) verdict.Out
 			return victimlessOutcome
 		}
 	}
-	if o.Failure != "" && c.explainPartialVictim(arb, runs) {
+	if o.Failure != "" && (c.explainPartialVictim(arb, runs) || c.movesKAICannotReplace(resp, arb)) {
 		return partialVictimOutcome
 	}
 	if o.Failure != "" && c.victimsNotLastPods(resp) {
