@@ -274,14 +274,11 @@ func dropPreferNoSchedule(req *arbiterjson.ScheduleRequest) {
 
 // unplaceable makes the given pods ("group/pod") select a node label no node has.
 func unplaceable(req *arbiterjson.ScheduleRequest, pods map[string]bool) {
-	for i := range req.Snapshot.PodGroups {
-		g := &req.Snapshot.PodGroups[i]
-		for p := range g.Pods {
-			if pods[g.Name+"/"+g.Pods[p].Name] {
-				g.Pods[p].NodeSelector = map[string]string{poolLabel: "none"}
-			}
-		}
+	labels := map[string]string{}
+	for key := range pods {
+		labels[key] = "none"
 	}
+	pin(req, labels)
 }
 
 // partialVictimPreemptors returns the groups for which arbiter's consolidation moved pods of an

@@ -786,7 +786,8 @@ func (c *cluster) victimlessPinnedAgrees(cli string, free map[string]bool, arb o
 	return false
 }
 
-// pin makes the given pods ("group/pod") select their node's own label.
+// pin makes the given pods ("group/pod") select the given value of the pool label (a node's own
+// label pins the pod to that node).
 func pin(req *arbiterjson.ScheduleRequest, pins map[string]string) {
 	if len(pins) == 0 {
 		return
