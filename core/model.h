@@ -182,6 +182,7 @@ struct Node {
   LabelMap labels;
   std::vector<Taint> taints;
   bool unschedulable = false;
+  double gpu_device_memory = 0;  // §4.13: memory of each GPU device; 0 = unknown
 };
 
 struct Pod {
@@ -193,7 +194,18 @@ struct Pod {
   LabelMap node_selector;
   std::vector<Toleration> tolerations;
   std::string pod_set;  // Kueue: pods with equal values form one pod set
+  // KAI GPU sharing (§4.13): the pod shares iff gpu_fraction or gpu_memory is set.
+  std::optional<double> gpu_fraction;   // 0 < f < 1, of each device
+  std::optional<double> gpu_memory;     // integer >= 1, on each device
+  int32_t gpu_fraction_devices = 0;     // distinct devices; 0 = 1
+  std::vector<std::string> gpu_groups;  // RUNNING/RELEASING sharing pods: their device keys
 };
+
+// G of §4.13: the resource whose devices sharing pods divide.
+inline constexpr char kGpuResource[] = "nvidia.com/gpu";
+
+// §4.13: whether a pod uses the GPU-sharing fields.
+inline bool Shares(const Pod& pod) { return pod.gpu_fraction || pod.gpu_memory; }
 
 struct PodGroup {
   std::string name;
@@ -232,8 +244,9 @@ struct Policy {
   Placement placement = Placement::kUnspecified;
   std::vector<Action> actions;  // empty = allocate, consolidate, reclaim, preempt
   std::vector<KueuePreemptionStrategy> kueue_preemption_strategies;
-  std::optional<bool> consolidating_reclaim;            // absent = true
-  std::optional<int32_t> max_consolidation_preemptees;  // absent = 16
+  std::optional<bool> consolidating_reclaim;                 // absent = true
+  std::optional<int32_t> max_consolidation_preemptees;       // absent = 16
+  Placement gpu_device_placement = Placement::kUnspecified;  // §4.13.3: UNSPECIFIED = placement
 };
 
 // §0.2: the phase a pod counts as; UNSPECIFIED is RUNNING when the pod has a node, else PENDING.
@@ -275,6 +288,7 @@ struct Binding {
   std::string pod;
   std::string node;
   bool after_evictions = false;
+  std::vector<std::string> gpu_groups;  // §4.13: a sharing pod's device keys, ascending bytewise
 };
 
 struct Eviction {

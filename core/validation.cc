@@ -77,6 +77,9 @@ absl::Status CheckEnums(const Snapshot& snapshot, const Policy& policy) {
                        policy.kueue_preemption_strategies[i]);
     }
   }
+  if (!InRange(policy.gpu_device_placement, 2)) {
+    return EnumError("policy.gpu_device_placement", policy.gpu_device_placement);
+  }
   for (size_t i = 0; i < snapshot.queues.size(); ++i) {
     const KueuePreemption& kp = snapshot.queues[i].kueue_preemption;
     if (!InRange(kp.within_cluster_queue, 3)) {
@@ -768,6 +771,115 @@ absl::Status CheckQueueDepth(const std::vector<int>& parent, const RequestBounds
 
 // ---- Rule 3: nodes ----
 
+// ---- GPU sharing (§4.13.6) ----
+
+// 2^53: above it a double no longer holds every integer, and device units are exact integers.
+constexpr double kMaxGpuUnits = 9007199254740992.0;
+
+bool IsUnitCount(double value, double min) {
+  return std::isfinite(value) && value >= min && value <= kMaxGpuUnits &&
+         value == std::floor(value);
+}
+
+absl::Status CheckGpuDeviceMemory(const std::string& path, double memory) {
+  if (IsUnitCount(memory, 0)) return absl::OkStatus();
+  return Invalid(path, absl::StrCat("must be a whole number in [0, 2^53] (0 = unknown), got ",
+                                    Number(memory)));
+}
+
+// §0.6: the Kueue model refuses the first sharing field a pod sets.
+template <typename AtField>
+absl::Status RefuseSharingUnderKueue(const AtField& at_field, const Pod& pod) {
+  const char* field = pod.gpu_fraction                ? "gpu_fraction"
+                      : pod.gpu_memory                ? "gpu_memory"
+                      : pod.gpu_fraction_devices != 0 ? "gpu_fraction_devices"
+                      : !pod.gpu_groups.empty()       ? "gpu_groups"
+                                                      : nullptr;
+  if (field == nullptr) return absl::OkStatus();
+  return Invalid(at_field(field), "GPU sharing is read by the KAI model only");
+}
+
+template <typename AtField>
+absl::Status CheckSharingAmounts(const AtField& at_field, const Pod& pod) {
+  if (pod.gpu_fraction && !(*pod.gpu_fraction > 0 && *pod.gpu_fraction < 1)) {
+    return Invalid(
+        at_field("gpu_fraction"),
+        absl::StrCat("must be a positive number smaller than 1, got ", Number(*pod.gpu_fraction)));
+  }
+  if (pod.gpu_memory && !IsUnitCount(*pod.gpu_memory, 1)) {
+    return Invalid(at_field("gpu_memory"), absl::StrCat("must be a whole number in [1, 2^53], got ",
+                                                        Number(*pod.gpu_memory)));
+  }
+  if (pod.gpu_fraction && pod.gpu_memory) {
+    return Invalid(at_field("gpu_memory"), "set together with gpu_fraction; a pod asks for one");
+  }
+  if (pod.gpu_fraction_devices < 0) {
+    return Invalid(at_field("gpu_fraction_devices"),
+                   absl::StrCat("must not be negative, got ", pod.gpu_fraction_devices));
+  }
+  if (pod.gpu_fraction_devices > 0 && !Shares(pod)) {
+    return Invalid(at_field("gpu_fraction_devices"),
+                   "set on a pod that does not share a GPU (set gpu_fraction or gpu_memory)");
+  }
+  const auto gpu = pod.requests.find(kGpuResource);
+  if (Shares(pod) && gpu != pod.requests.end() && gpu->second > 0) {
+    return Invalid(at_field("requests"),
+                   absl::StrCat("[\"", kGpuResource,
+                                "\"]: must be absent or 0 on a pod that "
+                                "shares a GPU (gpu_fraction or gpu_memory sets its share)"));
+  }
+  return absl::OkStatus();
+}
+
+template <typename AtField>
+absl::Status CheckGpuGroups(const AtField& at_field, const Pod& pod, PodPhase phase) {
+  if (pod.gpu_groups.empty() && (!Shares(pod) || phase == PodPhase::kPending)) {
+    return absl::OkStatus();
+  }
+  if (!Shares(pod))
+    return Invalid(at_field("gpu_groups"), "set on a pod that does not share a GPU");
+  if (phase == PodPhase::kPending) return Invalid(at_field("gpu_groups"), "set on a PENDING pod");
+  const size_t devices = pod.gpu_fraction_devices == 0 ? 1 : pod.gpu_fraction_devices;
+  if (pod.gpu_groups.size() != devices) {
+    return Invalid(at_field("gpu_groups"), absl::StrCat("has ", pod.gpu_groups.size(),
+                                                        " keys; a RUNNING or RELEASING pod "
+                                                        "that shares lists one per device, ",
+                                                        devices));
+  }
+  for (size_t k = 0; k < pod.gpu_groups.size(); ++k) {
+    if (pod.gpu_groups[k].empty()) {
+      return Invalid(absl::StrCat(at_field("gpu_groups"), "[", k, "]"), "empty device key");
+    }
+    for (size_t e = 0; e < k; ++e) {
+      if (pod.gpu_groups[e] == pod.gpu_groups[k]) {
+        return Invalid(absl::StrCat(at_field("gpu_groups"), "[", k, "]"),
+                       absl::StrCat("duplicate device key ", QuotedName(pod.gpu_groups[k]),
+                                    " (also gpu_groups[", e, "])"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// §4.13.6 for one pod, after its other checks; `node` is its node's input index (-1: none).
+absl::Status CheckPodSharing(size_t i, size_t j, const Pod& pod, const Snapshot& snapshot,
+                             bool kueue, int node) {
+  const auto at_field = [i, j](const char* field) {
+    return absl::StrCat("snapshot.pod_groups[", i, "].pods[", j, "].", field);
+  };
+  if (kueue) return RefuseSharingUnderKueue(at_field, pod);
+  RETURN_IF_ERROR(CheckSharingAmounts(at_field, pod));
+  const PodPhase phase = EffectivePhase(pod);
+  RETURN_IF_ERROR(CheckGpuGroups(at_field, pod, phase));
+  if (pod.gpu_memory && phase != PodPhase::kPending && node >= 0 &&
+      snapshot.nodes[node].gpu_device_memory == 0) {
+    return Invalid(at_field("gpu_memory"),
+                   absl::StrCat("the pod runs on node ", QuotedName(snapshot.nodes[node].name),
+                                ", whose gpu_device_memory is 0 (unknown)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckNodes(const Snapshot& snapshot,
                         absl::flat_hash_map<absl::string_view, int>& nodes_by_name,
                         RequestIndex& index, CancelPoll& poll) {
@@ -796,6 +908,7 @@ absl::Status CheckNodes(const Snapshot& snapshot,
           },
           node.taints[t]));
     }
+    RETURN_IF_ERROR(CheckGpuDeviceMemory(at("gpu_device_memory"), node.gpu_device_memory));
     if (sum_error.ok()) {
       sum_error = sums.Add([i] { return absl::StrCat("snapshot.nodes[", i, "].allocatable"); },
                            node.allocatable, &index.allocatable_ids);
@@ -977,7 +1090,7 @@ absl::Status CheckPodGroupFlavors(size_t i, const PodGroup& group, const Queue& 
   return CheckAdmittedFlavors(i, group, queue, covered.Of(queue_index), by_pod_set);
 }
 
-absl::Status CheckPodGroups(const Snapshot& snapshot, const QueueIndex& queues,
+absl::Status CheckPodGroups(const Snapshot& snapshot, bool kueue, const QueueIndex& queues,
                             const absl::flat_hash_map<absl::string_view, int>& nodes_by_name,
                             RequestIndex& index, CancelPoll& poll) {
   size_t pod_count = 0;
@@ -1038,6 +1151,7 @@ absl::Status CheckPodGroups(const Snapshot& snapshot, const QueueIndex& queues,
       }
       int node = -1;
       RETURN_IF_ERROR(CheckPod(i, j, pod, nodes_by_name, node));
+      RETURN_IF_ERROR(CheckPodSharing(i, j, pod, snapshot, kueue, node));
       index.pod_node.push_back(node);
       if (sum_error.ok()) {
         sum_error = sums.Add(
@@ -1117,7 +1231,8 @@ absl::Status ValidateRequest(const Snapshot& snapshot, const Policy& policy, Req
   absl::flat_hash_map<absl::string_view, int> nodes_by_name;
   RETURN_IF_ERROR(CheckNodes(snapshot, nodes_by_name, learned, cancel));
   // 4. Pod groups.
-  RETURN_IF_ERROR(CheckPodGroups(snapshot, queues, nodes_by_name, learned, cancel));
+  RETURN_IF_ERROR(CheckPodGroups(snapshot, policy.fairness_model == FairnessModel::kKueue, queues,
+                                 nodes_by_name, learned, cancel));
   // 5. Usage.
   RETURN_IF_ERROR(CheckUsage(snapshot, queues, learned.usage_queue));
   // 6. Schedule under KAI.

@@ -150,6 +150,7 @@ v1::Node ToProto(const Node& node) {
   ToProtoMap(node.labels, proto.mutable_labels());
   for (const Taint& taint : node.taints) ToProto(taint, proto.add_taints());
   proto.set_unschedulable(node.unschedulable);
+  proto.set_gpu_device_memory(Canonical(node.gpu_device_memory));
   return proto;
 }
 
@@ -164,6 +165,10 @@ void ToProto(const Pod& pod, v1::Pod* proto) {
     ToProto(toleration, proto->add_tolerations());
   }
   proto->set_pod_set(pod.pod_set);
+  if (pod.gpu_fraction) proto->set_gpu_fraction(*pod.gpu_fraction);
+  if (pod.gpu_memory) proto->set_gpu_memory(*pod.gpu_memory);
+  proto->set_gpu_fraction_devices(pod.gpu_fraction_devices);
+  for (const std::string& key : pod.gpu_groups) proto->add_gpu_groups(key);
 }
 
 void ToProto(const PodGroup& group, v1::PodGroup* proto) {
@@ -300,6 +305,7 @@ v1::Policy ToProto(const Policy& policy) {
   if (policy.max_consolidation_preemptees) {
     proto.set_max_consolidation_preemptees(*policy.max_consolidation_preemptees);
   }
+  proto.set_gpu_device_placement(ProtoRawEnum<v1::Placement>(policy.gpu_device_placement));
   return proto;
 }
 
@@ -322,6 +328,7 @@ void ToProto(ScheduleResult result, v1::ScheduleResponse* proto) {
     out->set_pod(std::move(binding.pod));
     out->set_node(std::move(binding.node));
     out->set_after_evictions(binding.after_evictions);
+    for (std::string& key : binding.gpu_groups) out->add_gpu_groups(std::move(key));
   }
   proto->mutable_evictions()->Reserve(static_cast<int>(result.evictions.size()));
   for (Eviction& eviction : result.evictions) {
@@ -356,7 +363,8 @@ ScheduleResult FromProto(const v1::ScheduleResponse& proto) {
   result.bindings.reserve(proto.bindings_size());
   for (const v1::Binding& binding : proto.bindings()) {
     result.bindings.push_back(
-        {binding.pod_group(), binding.pod(), binding.node(), binding.after_evictions()});
+        {binding.pod_group(), binding.pod(), binding.node(), binding.after_evictions(),
+         std::vector<std::string>(binding.gpu_groups().begin(), binding.gpu_groups().end())});
   }
   result.evictions.reserve(proto.evictions_size());
   for (const v1::Eviction& eviction : proto.evictions()) {

@@ -595,6 +595,8 @@ class Decoder : private WireReader {
           return Element(&node->taints, "taints", [&](Taint* taint) { return TaintFields(taint); });
         case 5:
           return wire == kVarint ? Bool(&node->unschedulable) : Step::kUnknown;
+        case 6:
+          return wire == kFixed64 ? Double(&node->gpu_device_memory) : Step::kUnknown;
         default:
           return Step::kUnknown;
       }
@@ -676,6 +678,17 @@ class Decoder : private WireReader {
                          [&](Toleration* toleration) { return TolerationFields(toleration); });
         case 8:
           return wire == kLength ? String(&pod->pod_set, "pod_set") : Step::kUnknown;
+        case 9:
+          return wire == kFixed64 ? Double(&pod->gpu_fraction.emplace()) : Step::kUnknown;
+        case 10:
+          return wire == kFixed64 ? Double(&pod->gpu_memory.emplace()) : Step::kUnknown;
+        case 11:
+          return wire == kVarint ? Int32(&pod->gpu_fraction_devices) : Step::kUnknown;
+        case 12: {
+          if (wire != kLength) return Step::kUnknown;
+          std::string* key = Append(&pod->gpu_groups, "gpu_groups");
+          return key == nullptr ? Step::kBad : String(key, "gpu_groups");
+        }
         default:
           return Step::kUnknown;
       }
@@ -724,6 +737,8 @@ class Decoder : private WireReader {
         case 8:
           if (wire != kVarint) return Step::kUnknown;
           return Int32(&policy->max_consolidation_preemptees.emplace());
+        case 9:
+          return wire == kVarint ? EnumValue(&policy->gpu_device_placement) : Step::kUnknown;
         default:
           return Step::kUnknown;
       }

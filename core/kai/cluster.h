@@ -25,7 +25,7 @@
 
 namespace arbiter::kai {
 
-inline constexpr char kGpuResource[] = "nvidia.com/gpu";
+using ::arbiter::kGpuResource;
 inline constexpr char kCpuResource[] = "cpu";
 
 struct ClusterNode {

@@ -1421,8 +1421,11 @@ type Node struct {
 	Labels        map[string]string      `protobuf:"bytes,3,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	Taints        []*Taint               `protobuf:"bytes,4,rep,name=taints,proto3" json:"taints,omitempty"`
 	Unschedulable bool                   `protobuf:"varint,5,opt,name=unschedulable,proto3" json:"unschedulable,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// KAI GPU sharing (SEMANTICS.md §4.13): the memory of each nvidia.com/gpu device, the unit of
+	// Pod.gpu_memory; 0 = unknown (fraction pods then count 100 units per device).
+	GpuDeviceMemory float64 `protobuf:"fixed64,6,opt,name=gpu_device_memory,json=gpuDeviceMemory,proto3" json:"gpu_device_memory,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Node) Reset() {
@@ -1490,18 +1493,30 @@ func (x *Node) GetUnschedulable() bool {
 	return false
 }
 
+func (x *Node) GetGpuDeviceMemory() float64 {
+	if x != nil {
+		return x.GpuDeviceMemory
+	}
+	return 0
+}
+
 type Pod struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Requests      map[string]float64     `protobuf:"bytes,2,rep,name=requests,proto3" json:"requests,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`
-	NodeName      string                 `protobuf:"bytes,3,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
-	Phase         PodPhase               `protobuf:"varint,4,opt,name=phase,proto3,enum=arbiter.v1.PodPhase" json:"phase,omitempty"`
-	StartTime     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
-	NodeSelector  map[string]string      `protobuf:"bytes,6,rep,name=node_selector,json=nodeSelector,proto3" json:"node_selector,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	Tolerations   []*Toleration          `protobuf:"bytes,7,rep,name=tolerations,proto3" json:"tolerations,omitempty"`
-	PodSet        string                 `protobuf:"bytes,8,opt,name=pod_set,json=podSet,proto3" json:"pod_set,omitempty"` // Kueue: pods with equal values form one pod set
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Name         string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Requests     map[string]float64     `protobuf:"bytes,2,rep,name=requests,proto3" json:"requests,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`
+	NodeName     string                 `protobuf:"bytes,3,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
+	Phase        PodPhase               `protobuf:"varint,4,opt,name=phase,proto3,enum=arbiter.v1.PodPhase" json:"phase,omitempty"`
+	StartTime    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	NodeSelector map[string]string      `protobuf:"bytes,6,rep,name=node_selector,json=nodeSelector,proto3" json:"node_selector,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Tolerations  []*Toleration          `protobuf:"bytes,7,rep,name=tolerations,proto3" json:"tolerations,omitempty"`
+	PodSet       string                 `protobuf:"bytes,8,opt,name=pod_set,json=podSet,proto3" json:"pod_set,omitempty"` // Kueue: pods with equal values form one pod set
+	// KAI GPU sharing (SEMANTICS.md §4.13). A pod shares iff gpu_fraction or gpu_memory is set.
+	GpuFraction        *float64 `protobuf:"fixed64,9,opt,name=gpu_fraction,json=gpuFraction,proto3,oneof" json:"gpu_fraction,omitempty"`                  // 0 < f < 1, of each device
+	GpuMemory          *float64 `protobuf:"fixed64,10,opt,name=gpu_memory,json=gpuMemory,proto3,oneof" json:"gpu_memory,omitempty"`                       // an integer >= 1, on each device, in Node.gpu_device_memory's unit
+	GpuFractionDevices int32    `protobuf:"varint,11,opt,name=gpu_fraction_devices,json=gpuFractionDevices,proto3" json:"gpu_fraction_devices,omitempty"` // distinct devices needed; 0 = 1
+	GpuGroups          []string `protobuf:"bytes,12,rep,name=gpu_groups,json=gpuGroups,proto3" json:"gpu_groups,omitempty"`                               // RUNNING/RELEASING sharing pods: the keys of their devices
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Pod) Reset() {
@@ -1588,6 +1603,34 @@ func (x *Pod) GetPodSet() string {
 		return x.PodSet
 	}
 	return ""
+}
+
+func (x *Pod) GetGpuFraction() float64 {
+	if x != nil && x.GpuFraction != nil {
+		return *x.GpuFraction
+	}
+	return 0
+}
+
+func (x *Pod) GetGpuMemory() float64 {
+	if x != nil && x.GpuMemory != nil {
+		return *x.GpuMemory
+	}
+	return 0
+}
+
+func (x *Pod) GetGpuFractionDevices() int32 {
+	if x != nil {
+		return x.GpuFractionDevices
+	}
+	return 0
+}
+
+func (x *Pod) GetGpuGroups() []string {
+	if x != nil {
+		return x.GpuGroups
+	}
+	return nil
 }
 
 // A job, gang or Kueue workload: the unit of admission and eviction.
@@ -1879,6 +1922,7 @@ type Policy struct {
 	KueuePreemptionStrategies      []KueuePreemptionStrategy `protobuf:"varint,6,rep,packed,name=kueue_preemption_strategies,json=kueuePreemptionStrategies,proto3,enum=arbiter.v1.KueuePreemptionStrategy" json:"kueue_preemption_strategies,omitempty"` // empty = both, in order
 	ConsolidatingReclaim           *bool                     `protobuf:"varint,7,opt,name=consolidating_reclaim,json=consolidatingReclaim,proto3,oneof" json:"consolidating_reclaim,omitempty"`                                                           // absent = true: reclaim may re-place its victims
 	MaxConsolidationPreemptees     *int32                    `protobuf:"varint,8,opt,name=max_consolidation_preemptees,json=maxConsolidationPreemptees,proto3,oneof" json:"max_consolidation_preemptees,omitempty"`                                       // absent = 16; 0 disables consolidation; -1 = unlimited
+	GpuDevicePlacement             Placement                 `protobuf:"varint,9,opt,name=gpu_device_placement,json=gpuDevicePlacement,proto3,enum=arbiter.v1.Placement" json:"gpu_device_placement,omitempty"`                                           // KAI GPU sharing: device choice; UNSPECIFIED = placement
 	unknownFields                  protoimpl.UnknownFields
 	sizeCache                      protoimpl.SizeCache
 }
@@ -1967,6 +2011,13 @@ func (x *Policy) GetMaxConsolidationPreemptees() int32 {
 		return *x.MaxConsolidationPreemptees
 	}
 	return 0
+}
+
+func (x *Policy) GetGpuDevicePlacement() Placement {
+	if x != nil {
+		return x.GpuDevicePlacement
+	}
+	return Placement_PLACEMENT_UNSPECIFIED
 }
 
 type FairShareRequest struct {
@@ -2242,8 +2293,11 @@ type Binding struct {
 	// moved (consolidation, or a reclaim victim re-placed) has an Eviction from its old node and a
 	// Binding with after_evictions to its new one; adapters apply it to the pod's replacement.
 	AfterEvictions bool `protobuf:"varint,4,opt,name=after_evictions,json=afterEvictions,proto3" json:"after_evictions,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// KAI GPU sharing: for a pod that shares, the keys of its devices on `node`, ascending bytewise
+	// (a new device is named new-<j>, unique on the node); empty for other pods.
+	GpuGroups     []string `protobuf:"bytes,5,rep,name=gpu_groups,json=gpuGroups,proto3" json:"gpu_groups,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Binding) Reset() {
@@ -2302,6 +2356,13 @@ func (x *Binding) GetAfterEvictions() bool {
 		return x.AfterEvictions
 	}
 	return false
+}
+
+func (x *Binding) GetGpuGroups() []string {
+	if x != nil {
+		return x.GpuGroups
+	}
+	return nil
 }
 
 type Eviction struct {
@@ -2711,19 +2772,20 @@ const file_arbiter_v1_arbiter_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x1a\n" +
 	"\boperator\x18\x02 \x01(\tR\boperator\x12\x14\n" +
 	"\x05value\x18\x03 \x01(\tR\x05value\x12\x16\n" +
-	"\x06effect\x18\x04 \x01(\tR\x06effect\"\xe1\x02\n" +
+	"\x06effect\x18\x04 \x01(\tR\x06effect\"\x8d\x03\n" +
 	"\x04Node\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12C\n" +
 	"\vallocatable\x18\x02 \x03(\v2!.arbiter.v1.Node.AllocatableEntryR\vallocatable\x124\n" +
 	"\x06labels\x18\x03 \x03(\v2\x1c.arbiter.v1.Node.LabelsEntryR\x06labels\x12)\n" +
 	"\x06taints\x18\x04 \x03(\v2\x11.arbiter.v1.TaintR\x06taints\x12$\n" +
-	"\runschedulable\x18\x05 \x01(\bR\runschedulable\x1a>\n" +
+	"\runschedulable\x18\x05 \x01(\bR\runschedulable\x12*\n" +
+	"\x11gpu_device_memory\x18\x06 \x01(\x01R\x0fgpuDeviceMemory\x1a>\n" +
 	"\x10AllocatableEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf1\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xae\x05\n" +
 	"\x03Pod\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x129\n" +
 	"\brequests\x18\x02 \x03(\v2\x1d.arbiter.v1.Pod.RequestsEntryR\brequests\x12\x1b\n" +
@@ -2733,13 +2795,22 @@ const file_arbiter_v1_arbiter_proto_rawDesc = "" +
 	"start_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x12F\n" +
 	"\rnode_selector\x18\x06 \x03(\v2!.arbiter.v1.Pod.NodeSelectorEntryR\fnodeSelector\x128\n" +
 	"\vtolerations\x18\a \x03(\v2\x16.arbiter.v1.TolerationR\vtolerations\x12\x17\n" +
-	"\apod_set\x18\b \x01(\tR\x06podSet\x1a;\n" +
+	"\apod_set\x18\b \x01(\tR\x06podSet\x12&\n" +
+	"\fgpu_fraction\x18\t \x01(\x01H\x00R\vgpuFraction\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"gpu_memory\x18\n" +
+	" \x01(\x01H\x01R\tgpuMemory\x88\x01\x01\x120\n" +
+	"\x14gpu_fraction_devices\x18\v \x01(\x05R\x12gpuFractionDevices\x12\x1d\n" +
+	"\n" +
+	"gpu_groups\x18\f \x03(\tR\tgpuGroups\x1a;\n" +
 	"\rRequestsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd6\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x0f\n" +
+	"\r_gpu_fractionB\r\n" +
+	"\v_gpu_memory\"\xd6\x03\n" +
 	"\bPodGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05queue\x18\x02 \x01(\tR\x05queue\x12\x1a\n" +
@@ -2777,7 +2848,7 @@ const file_arbiter_v1_arbiter_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\x1a;\n" +
 	"\rCapacityEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\xb1\x04\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\xfa\x04\n" +
 	"\x06Policy\x12@\n" +
 	"\x0efairness_model\x18\x01 \x01(\x0e2\x19.arbiter.v1.FairnessModelR\rfairnessModel\x12\x17\n" +
 	"\ak_value\x18\x02 \x01(\x01R\x06kValue\x12H\n" +
@@ -2786,7 +2857,8 @@ const file_arbiter_v1_arbiter_proto_rawDesc = "" +
 	"\aactions\x18\x05 \x03(\x0e2\x12.arbiter.v1.ActionR\aactions\x12c\n" +
 	"\x1bkueue_preemption_strategies\x18\x06 \x03(\x0e2#.arbiter.v1.KueuePreemptionStrategyR\x19kueuePreemptionStrategies\x128\n" +
 	"\x15consolidating_reclaim\x18\a \x01(\bH\x00R\x14consolidatingReclaim\x88\x01\x01\x12E\n" +
-	"\x1cmax_consolidation_preemptees\x18\b \x01(\x05H\x01R\x1amaxConsolidationPreemptees\x88\x01\x01B\x18\n" +
+	"\x1cmax_consolidation_preemptees\x18\b \x01(\x05H\x01R\x1amaxConsolidationPreemptees\x88\x01\x01\x12G\n" +
+	"\x14gpu_device_placement\x18\t \x01(\x0e2\x15.arbiter.v1.PlacementR\x12gpuDevicePlacementB\x18\n" +
 	"\x16_consolidating_reclaimB\x1f\n" +
 	"\x1d_max_consolidation_preemptees\"p\n" +
 	"\x10FairShareRequest\x120\n" +
@@ -2824,12 +2896,14 @@ const file_arbiter_v1_arbiter_proto_rawDesc = "" +
 	"\x06queues\x18\x01 \x03(\v2\x16.arbiter.v1.QueueShareR\x06queues\"o\n" +
 	"\x0fScheduleRequest\x120\n" +
 	"\bsnapshot\x18\x01 \x01(\v2\x14.arbiter.v1.SnapshotR\bsnapshot\x12*\n" +
-	"\x06policy\x18\x02 \x01(\v2\x12.arbiter.v1.PolicyR\x06policy\"u\n" +
+	"\x06policy\x18\x02 \x01(\v2\x12.arbiter.v1.PolicyR\x06policy\"\x94\x01\n" +
 	"\aBinding\x12\x1b\n" +
 	"\tpod_group\x18\x01 \x01(\tR\bpodGroup\x12\x10\n" +
 	"\x03pod\x18\x02 \x01(\tR\x03pod\x12\x12\n" +
 	"\x04node\x18\x03 \x01(\tR\x04node\x12'\n" +
-	"\x0fafter_evictions\x18\x04 \x01(\bR\x0eafterEvictions\"\xcb\x01\n" +
+	"\x0fafter_evictions\x18\x04 \x01(\bR\x0eafterEvictions\x12\x1d\n" +
+	"\n" +
+	"gpu_groups\x18\x05 \x03(\tR\tgpuGroups\"\xcb\x01\n" +
 	"\bEviction\x12\x1b\n" +
 	"\tpod_group\x18\x01 \x01(\tR\bpodGroup\x12\x10\n" +
 	"\x03pod\x18\x02 \x01(\tR\x03pod\x12\x12\n" +
@@ -3018,33 +3092,34 @@ var file_arbiter_v1_arbiter_proto_depIdxs = []int32{
 	4,  // 45: arbiter.v1.Policy.placement:type_name -> arbiter.v1.Placement
 	3,  // 46: arbiter.v1.Policy.actions:type_name -> arbiter.v1.Action
 	5,  // 47: arbiter.v1.Policy.kueue_preemption_strategies:type_name -> arbiter.v1.KueuePreemptionStrategy
-	27, // 48: arbiter.v1.FairShareRequest.snapshot:type_name -> arbiter.v1.Snapshot
-	28, // 49: arbiter.v1.FairShareRequest.policy:type_name -> arbiter.v1.Policy
-	53, // 50: arbiter.v1.QueueShare.deserved:type_name -> arbiter.v1.QueueShare.DeservedEntry
-	54, // 51: arbiter.v1.QueueShare.fair_share:type_name -> arbiter.v1.QueueShare.FairShareEntry
-	55, // 52: arbiter.v1.QueueShare.allocated:type_name -> arbiter.v1.QueueShare.AllocatedEntry
-	56, // 53: arbiter.v1.QueueShare.requested:type_name -> arbiter.v1.QueueShare.RequestedEntry
-	19, // 54: arbiter.v1.QueueShare.flavor_resources:type_name -> arbiter.v1.FlavorResourceShare
-	30, // 55: arbiter.v1.FairShareResponse.queues:type_name -> arbiter.v1.QueueShare
-	27, // 56: arbiter.v1.ScheduleRequest.snapshot:type_name -> arbiter.v1.Snapshot
-	28, // 57: arbiter.v1.ScheduleRequest.policy:type_name -> arbiter.v1.Policy
-	6,  // 58: arbiter.v1.Eviction.reason:type_name -> arbiter.v1.EvictionReason
-	18, // 59: arbiter.v1.Admission.pod_sets:type_name -> arbiter.v1.PodSetFlavors
-	30, // 60: arbiter.v1.ScheduleResponse.queues:type_name -> arbiter.v1.QueueShare
-	33, // 61: arbiter.v1.ScheduleResponse.bindings:type_name -> arbiter.v1.Binding
-	34, // 62: arbiter.v1.ScheduleResponse.evictions:type_name -> arbiter.v1.Eviction
-	35, // 63: arbiter.v1.ScheduleResponse.admissions:type_name -> arbiter.v1.Admission
-	36, // 64: arbiter.v1.ScheduleResponse.pending:type_name -> arbiter.v1.PendingPodGroup
-	14, // 65: arbiter.v1.FlavorQuotas.ResourcesEntry.value:type_name -> arbiter.v1.FlavorResourceQuota
-	29, // 66: arbiter.v1.Arbiter.ComputeFairShares:input_type -> arbiter.v1.FairShareRequest
-	32, // 67: arbiter.v1.Arbiter.Schedule:input_type -> arbiter.v1.ScheduleRequest
-	31, // 68: arbiter.v1.Arbiter.ComputeFairShares:output_type -> arbiter.v1.FairShareResponse
-	37, // 69: arbiter.v1.Arbiter.Schedule:output_type -> arbiter.v1.ScheduleResponse
-	68, // [68:70] is the sub-list for method output_type
-	66, // [66:68] is the sub-list for method input_type
-	66, // [66:66] is the sub-list for extension type_name
-	66, // [66:66] is the sub-list for extension extendee
-	0,  // [0:66] is the sub-list for field type_name
+	4,  // 48: arbiter.v1.Policy.gpu_device_placement:type_name -> arbiter.v1.Placement
+	27, // 49: arbiter.v1.FairShareRequest.snapshot:type_name -> arbiter.v1.Snapshot
+	28, // 50: arbiter.v1.FairShareRequest.policy:type_name -> arbiter.v1.Policy
+	53, // 51: arbiter.v1.QueueShare.deserved:type_name -> arbiter.v1.QueueShare.DeservedEntry
+	54, // 52: arbiter.v1.QueueShare.fair_share:type_name -> arbiter.v1.QueueShare.FairShareEntry
+	55, // 53: arbiter.v1.QueueShare.allocated:type_name -> arbiter.v1.QueueShare.AllocatedEntry
+	56, // 54: arbiter.v1.QueueShare.requested:type_name -> arbiter.v1.QueueShare.RequestedEntry
+	19, // 55: arbiter.v1.QueueShare.flavor_resources:type_name -> arbiter.v1.FlavorResourceShare
+	30, // 56: arbiter.v1.FairShareResponse.queues:type_name -> arbiter.v1.QueueShare
+	27, // 57: arbiter.v1.ScheduleRequest.snapshot:type_name -> arbiter.v1.Snapshot
+	28, // 58: arbiter.v1.ScheduleRequest.policy:type_name -> arbiter.v1.Policy
+	6,  // 59: arbiter.v1.Eviction.reason:type_name -> arbiter.v1.EvictionReason
+	18, // 60: arbiter.v1.Admission.pod_sets:type_name -> arbiter.v1.PodSetFlavors
+	30, // 61: arbiter.v1.ScheduleResponse.queues:type_name -> arbiter.v1.QueueShare
+	33, // 62: arbiter.v1.ScheduleResponse.bindings:type_name -> arbiter.v1.Binding
+	34, // 63: arbiter.v1.ScheduleResponse.evictions:type_name -> arbiter.v1.Eviction
+	35, // 64: arbiter.v1.ScheduleResponse.admissions:type_name -> arbiter.v1.Admission
+	36, // 65: arbiter.v1.ScheduleResponse.pending:type_name -> arbiter.v1.PendingPodGroup
+	14, // 66: arbiter.v1.FlavorQuotas.ResourcesEntry.value:type_name -> arbiter.v1.FlavorResourceQuota
+	29, // 67: arbiter.v1.Arbiter.ComputeFairShares:input_type -> arbiter.v1.FairShareRequest
+	32, // 68: arbiter.v1.Arbiter.Schedule:input_type -> arbiter.v1.ScheduleRequest
+	31, // 69: arbiter.v1.Arbiter.ComputeFairShares:output_type -> arbiter.v1.FairShareResponse
+	37, // 70: arbiter.v1.Arbiter.Schedule:output_type -> arbiter.v1.ScheduleResponse
+	69, // [69:71] is the sub-list for method output_type
+	67, // [67:69] is the sub-list for method input_type
+	67, // [67:67] is the sub-list for extension type_name
+	67, // [67:67] is the sub-list for extension extendee
+	0,  // [0:67] is the sub-list for field type_name
 }
 
 func init() { file_arbiter_v1_arbiter_proto_init() }
@@ -3054,6 +3129,7 @@ func file_arbiter_v1_arbiter_proto_init() {
 	}
 	file_arbiter_v1_arbiter_proto_msgTypes[0].OneofWrappers = []any{}
 	file_arbiter_v1_arbiter_proto_msgTypes[2].OneofWrappers = []any{}
+	file_arbiter_v1_arbiter_proto_msgTypes[12].OneofWrappers = []any{}
 	file_arbiter_v1_arbiter_proto_msgTypes[16].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -849,8 +849,13 @@ class Node(_message.Message):
     LABELS_FIELD_NUMBER: _builtins.int
     TAINTS_FIELD_NUMBER: _builtins.int
     UNSCHEDULABLE_FIELD_NUMBER: _builtins.int
+    GPU_DEVICE_MEMORY_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     unschedulable: _builtins.bool
+    gpu_device_memory: _builtins.float
+    """KAI GPU sharing (SEMANTICS.md §4.13): the memory of each nvidia.com/gpu device, the unit of
+    Pod.gpu_memory; 0 = unknown (fraction pods then count 100 units per device).
+    """
     @_builtins.property
     def allocatable(self) -> _containers.ScalarMap[_builtins.str, _builtins.float]: ...
     @_builtins.property
@@ -865,10 +870,11 @@ class Node(_message.Message):
         labels: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         taints: _abc.Iterable[Global___Taint] | None = ...,
         unschedulable: _builtins.bool = ...,
+        gpu_device_memory: _builtins.float = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocatable", b"allocatable", "labels", b"labels", "name", b"name", "taints", b"taints", "unschedulable", b"unschedulable"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocatable", b"allocatable", "gpu_device_memory", b"gpu_device_memory", "labels", b"labels", "name", b"name", "taints", b"taints", "unschedulable", b"unschedulable"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -926,11 +932,23 @@ class Pod(_message.Message):
     NODE_SELECTOR_FIELD_NUMBER: _builtins.int
     TOLERATIONS_FIELD_NUMBER: _builtins.int
     POD_SET_FIELD_NUMBER: _builtins.int
+    GPU_FRACTION_FIELD_NUMBER: _builtins.int
+    GPU_MEMORY_FIELD_NUMBER: _builtins.int
+    GPU_FRACTION_DEVICES_FIELD_NUMBER: _builtins.int
+    GPU_GROUPS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     node_name: _builtins.str
     phase: Global___PodPhase.ValueType
     pod_set: _builtins.str
     """Kueue: pods with equal values form one pod set"""
+    gpu_fraction: _builtins.float
+    """KAI GPU sharing (SEMANTICS.md §4.13). A pod shares iff gpu_fraction or gpu_memory is set.
+    0 < f < 1, of each device
+    """
+    gpu_memory: _builtins.float
+    """an integer >= 1, on each device, in Node.gpu_device_memory's unit"""
+    gpu_fraction_devices: _builtins.int
+    """distinct devices needed; 0 = 1"""
     @_builtins.property
     def requests(self) -> _containers.ScalarMap[_builtins.str, _builtins.float]: ...
     @_builtins.property
@@ -939,6 +957,10 @@ class Pod(_message.Message):
     def node_selector(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
     @_builtins.property
     def tolerations(self) -> _containers.RepeatedCompositeFieldContainer[Global___Toleration]: ...
+    @_builtins.property
+    def gpu_groups(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """RUNNING/RELEASING sharing pods: the keys of their devices"""
+
     def __init__(
         self,
         *,
@@ -950,12 +972,23 @@ class Pod(_message.Message):
         node_selector: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         tolerations: _abc.Iterable[Global___Toleration] | None = ...,
         pod_set: _builtins.str = ...,
+        gpu_fraction: _builtins.float | None = ...,
+        gpu_memory: _builtins.float | None = ...,
+        gpu_fraction_devices: _builtins.int = ...,
+        gpu_groups: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["start_time", b"start_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_gpu_fraction", b"_gpu_fraction", "_gpu_memory", b"_gpu_memory", "gpu_fraction", b"gpu_fraction", "gpu_memory", b"gpu_memory", "start_time", b"start_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "node_name", b"node_name", "node_selector", b"node_selector", "phase", b"phase", "pod_set", b"pod_set", "requests", b"requests", "start_time", b"start_time", "tolerations", b"tolerations"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_gpu_fraction", b"_gpu_fraction", "_gpu_memory", b"_gpu_memory", "gpu_fraction", b"gpu_fraction", "gpu_fraction_devices", b"gpu_fraction_devices", "gpu_groups", b"gpu_groups", "gpu_memory", b"gpu_memory", "name", b"name", "node_name", b"node_name", "node_selector", b"node_selector", "phase", b"phase", "pod_set", b"pod_set", "requests", b"requests", "start_time", b"start_time", "tolerations", b"tolerations"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__gpu_fraction: _TypeAlias = _typing.Literal["gpu_fraction"]  # noqa: Y015
+    _WhichOneofArgType__gpu_fraction: _TypeAlias = _typing.Literal["_gpu_fraction", b"_gpu_fraction"]  # noqa: Y015
+    _WhichOneofReturnType__gpu_memory: _TypeAlias = _typing.Literal["gpu_memory"]  # noqa: Y015
+    _WhichOneofArgType__gpu_memory: _TypeAlias = _typing.Literal["_gpu_memory", b"_gpu_memory"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__gpu_fraction) -> _WhichOneofReturnType__gpu_fraction | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__gpu_memory) -> _WhichOneofReturnType__gpu_memory | None: ...
 
 Global___Pod: _TypeAlias = Pod  # noqa: Y015
 
@@ -1175,6 +1208,7 @@ class Policy(_message.Message):
     KUEUE_PREEMPTION_STRATEGIES_FIELD_NUMBER: _builtins.int
     CONSOLIDATING_RECLAIM_FIELD_NUMBER: _builtins.int
     MAX_CONSOLIDATION_PREEMPTEES_FIELD_NUMBER: _builtins.int
+    GPU_DEVICE_PLACEMENT_FIELD_NUMBER: _builtins.int
     fairness_model: Global___FairnessModel.ValueType
     k_value: _builtins.float
     """time-aware fairness; 0 = off"""
@@ -1185,6 +1219,8 @@ class Policy(_message.Message):
     """absent = true: reclaim may re-place its victims"""
     max_consolidation_preemptees: _builtins.int
     """absent = 16; 0 disables consolidation; -1 = unlimited"""
+    gpu_device_placement: Global___Placement.ValueType
+    """KAI GPU sharing: device choice; UNSPECIFIED = placement"""
     @_builtins.property
     def actions(self) -> _containers.RepeatedScalarFieldContainer[Global___Action.ValueType]:
         """empty = allocate, consolidate, reclaim, preempt"""
@@ -1204,10 +1240,11 @@ class Policy(_message.Message):
         kueue_preemption_strategies: _abc.Iterable[Global___KueuePreemptionStrategy.ValueType] | None = ...,
         consolidating_reclaim: _builtins.bool | None = ...,
         max_consolidation_preemptees: _builtins.int | None = ...,
+        gpu_device_placement: Global___Placement.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_consolidating_reclaim", b"_consolidating_reclaim", "_max_consolidation_preemptees", b"_max_consolidation_preemptees", "consolidating_reclaim", b"consolidating_reclaim", "max_consolidation_preemptees", b"max_consolidation_preemptees"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_consolidating_reclaim", b"_consolidating_reclaim", "_max_consolidation_preemptees", b"_max_consolidation_preemptees", "actions", b"actions", "consolidating_reclaim", b"consolidating_reclaim", "fairness_model", b"fairness_model", "k_value", b"k_value", "kueue_preemption_strategies", b"kueue_preemption_strategies", "max_consolidation_preemptees", b"max_consolidation_preemptees", "placement", b"placement", "reclaimer_utilization_multiplier", b"reclaimer_utilization_multiplier"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_consolidating_reclaim", b"_consolidating_reclaim", "_max_consolidation_preemptees", b"_max_consolidation_preemptees", "actions", b"actions", "consolidating_reclaim", b"consolidating_reclaim", "fairness_model", b"fairness_model", "gpu_device_placement", b"gpu_device_placement", "k_value", b"k_value", "kueue_preemption_strategies", b"kueue_preemption_strategies", "max_consolidation_preemptees", b"max_consolidation_preemptees", "placement", b"placement", "reclaimer_utilization_multiplier", b"reclaimer_utilization_multiplier"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__consolidating_reclaim: _TypeAlias = _typing.Literal["consolidating_reclaim"]  # noqa: Y015
     _WhichOneofArgType__consolidating_reclaim: _TypeAlias = _typing.Literal["_consolidating_reclaim", b"_consolidating_reclaim"]  # noqa: Y015
@@ -1433,6 +1470,7 @@ class Binding(_message.Message):
     POD_FIELD_NUMBER: _builtins.int
     NODE_FIELD_NUMBER: _builtins.int
     AFTER_EVICTIONS_FIELD_NUMBER: _builtins.int
+    GPU_GROUPS_FIELD_NUMBER: _builtins.int
     pod_group: _builtins.str
     pod: _builtins.str
     node: _builtins.str
@@ -1441,6 +1479,12 @@ class Binding(_message.Message):
     moved (consolidation, or a reclaim victim re-placed) has an Eviction from its old node and a
     Binding with after_evictions to its new one; adapters apply it to the pod's replacement.
     """
+    @_builtins.property
+    def gpu_groups(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """KAI GPU sharing: for a pod that shares, the keys of its devices on `node`, ascending bytewise
+        (a new device is named new-<j>, unique on the node); empty for other pods.
+        """
+
     def __init__(
         self,
         *,
@@ -1448,10 +1492,11 @@ class Binding(_message.Message):
         pod: _builtins.str = ...,
         node: _builtins.str = ...,
         after_evictions: _builtins.bool = ...,
+        gpu_groups: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["after_evictions", b"after_evictions", "node", b"node", "pod", b"pod", "pod_group", b"pod_group"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["after_evictions", b"after_evictions", "gpu_groups", b"gpu_groups", "node", b"node", "pod", b"pod", "pod_group", b"pod_group"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
