@@ -82,7 +82,7 @@ class ValidatedSnapshot::Builder {
     size_t count = snapshot_.capacity.size() + snapshot_.usage_capacity.size();
     for (const Node& node : snapshot_.nodes) count += node.allocatable.size();
     for (const PodGroup& group : snapshot_.pod_groups) {
-      for (const Pod& pod : group.pods) count += pod.requests.size();
+      for (const Pod& pod : group.pods) count += pod.requests.size() + (Shares(pod) ? 1 : 0);
     }
     for (const Queue& queue : snapshot_.queues) {
       count += queue.deserved.size() + queue.limit.size() + queue.over_quota_weight.size() +
@@ -137,12 +137,63 @@ class ValidatedSnapshot::Builder {
           pods.size(), [&](int i) -> const std::string& { return pods[i].name; },
           out_.pods_by_name_);
       for (const Pod& pod : pods) {
-        out_.requests_.push_back(Read(pod.requests, index_.request_ids, cursor));
+        const size_t number = out_.pod_phase_.size();
         out_.pod_phase_.push_back(EffectivePhase(pod));
+        if (Shares(pod)) {
+          out_.requests_.push_back(ReadSharing(pod, number, index_.request_ids, cursor));
+        } else {
+          out_.requests_.push_back(Read(pod.requests, index_.request_ids, cursor));
+        }
       }
     }
     out_.first_pod_.push_back(static_cast<int>(out_.pod_phase_.size()));
     return true;
+  }
+
+  // The effective request req*(p) of a pod that shares (§4.13.1): its requests with G = amt(p),
+  // in key order, as Read(map, ids, cursor) reads the others.
+  Range ReadSharing(const Pod& pod, size_t number, const std::vector<int32_t>& ids,
+                    size_t& cursor) {
+    int hint = 0;
+    const int gpu = interner_.Intern(kGpuResource, hint);
+    const double amount = SharedGpuAmount(pod, number);
+    Range range;
+    range.begin = static_cast<uint32_t>(out_.amounts_.size());
+    bool placed = false;
+    for (const auto& entry : pod.requests) {
+      const int id = ids[cursor++];
+      if (!placed && entry.first >= std::string_view(kGpuResource)) {
+        out_.amounts_.push_back({gpu, amount});
+        placed = true;
+        if (entry.first == kGpuResource) continue;  // absent or 0 by validation: replaced
+      }
+      out_.amounts_.push_back({id, entry.second});
+    }
+    if (!placed) out_.amounts_.push_back({gpu, amount});
+    range.end = static_cast<uint32_t>(out_.amounts_.size());
+    return range;
+  }
+
+  // amt(p) of §4.13.1 for the pod numbered `number`.
+  double SharedGpuAmount(const Pod& pod, size_t number) {
+    const double devices = std::max(pod.gpu_fraction_devices, 1);
+    if (pod.gpu_fraction) return devices * *pod.gpu_fraction;
+    const double memory = *pod.gpu_memory;
+    const int node = out_.pod_node_[number];
+    if (node >= 0 && out_.pod_phase_[number] != PodPhase::kPending) {
+      return devices * memory / snapshot_.nodes[node].gpu_device_memory;
+    }
+    // Pending: Mref, the smallest device memory of the snapshot that holds the pod.
+    if (device_memories_.empty()) {
+      for (const Node& n : snapshot_.nodes) {
+        if (n.gpu_device_memory > 0) device_memories_.push_back(n.gpu_device_memory);
+      }
+      std::sort(device_memories_.begin(), device_memories_.end());
+      device_memories_.push_back(-1);  // marks the list as built
+    }
+    const auto end = device_memories_.end() - 1;
+    const auto fits = std::lower_bound(device_memories_.begin(), end, memory);
+    return fits == end ? devices : devices * memory / *fits;
   }
 
   // The resource names of Kueue's flavor quotas (§5.8, amendment to §0.1): covered resources
@@ -189,7 +240,8 @@ class ValidatedSnapshot::Builder {
   RequestIndex& index_;
   ValidatedSnapshot& out_;
   ResourceInterner interner_;
-  std::vector<int> position_;  // by id of interner_: the index in R, once R is known
+  std::vector<int> position_;            // by id of interner_: the index in R, once R is known
+  std::vector<double> device_memories_;  // the nodes' positive gpu_device_memory, ascending
 };
 
 absl::StatusOr<ValidatedSnapshot> ValidatedSnapshot::Validate(const Snapshot& snapshot,

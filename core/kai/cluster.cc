@@ -1,7 +1,9 @@
 #include "core/kai/cluster.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace arbiter::kai {
@@ -56,6 +58,8 @@ std::vector<int> Cluster::LayOutNodes(const ValidatedSnapshot& request) {
       allocatable[node_space_[a.resource]] = a.value;
     }
     nodes_[i].has_gpu = node_gpu_ >= 0 && allocatable[node_gpu_] > 0;
+    const double memory = nodes_[i].node->gpu_device_memory;
+    nodes_[i].device_units = memory > 0 ? static_cast<int64_t>(memory) : 100;
     node_index[nodes[i]] = static_cast<int>(i);
   }
   return node_index;
@@ -66,6 +70,8 @@ void Cluster::LayOutGroups(const ValidatedSnapshot& request, const std::vector<i
   const Snapshot& snapshot = request.snapshot();
   const std::vector<int>& groups = request.groups_by_name();
   const size_t pod_total = static_cast<size_t>(request.num_pods());
+  // Per node: (key, device slot in pod_device_) of every RUNNING or RELEASING sharing pod.
+  std::vector<std::vector<std::pair<const std::string*, int>>> keys_by_node(nodes_.size());
   groups_.resize(groups.size());
   pods_.reserve(pod_total);
   requests_.assign(pod_total * num_resources_, 0.0);
@@ -90,6 +96,8 @@ void Cluster::LayOutGroups(const ValidatedSnapshot& request, const std::vector<i
     for (int k = 0; k < group.pod_count; ++k) {
       const int position = request.pods_by_name()[first_pod + k];
       AddPod(request, first_pod + position, source.pods[position], static_cast<int>(g), node_index);
+      if (Shares(source.pods[position]))
+        AddSharing(source.pods[position], pods_.back(), keys_by_node);
       if (pods_.back().phase != PodPhase::kReleasing) ++group.non_releasing;
       const std::optional<Timestamp>& start = source.pods[position].start_time;
       if (start.has_value() && (group.earliest_start_pod < 0 ||
@@ -98,6 +106,62 @@ void Cluster::LayOutGroups(const ValidatedSnapshot& request, const std::vector<i
       }
     }
   }
+  if (any_sharing_) LayOutDevices(keys_by_node);
+}
+
+void Cluster::AddSharing(
+    const Pod& source_pod, ClusterPod& pod,
+    std::vector<std::vector<std::pair<const std::string*, int>>>& keys_by_node) {
+  any_sharing_ = true;
+  pod.gpu_devices = std::max(source_pod.gpu_fraction_devices, 1);
+  pod.gpu_fraction = source_pod.gpu_fraction.value_or(0);
+  pod.gpu_memory = static_cast<int64_t>(source_pod.gpu_memory.value_or(0));
+  pod.requests_gpu = true;
+  sharing_devices_requested_ += pod.gpu_devices;
+  // Node accounting never sees the pod's G amount: its devices hold its share (§4.13.1).
+  const size_t rn_count = node_resources_.size();
+  if (node_gpu_ >= 0) node_requests_[(pods_.size() - 1) * rn_count + node_gpu_] = 0;
+  pod.first_device = static_cast<int>(pod_device_.size());
+  if (pod.node < 0 || source_pod.gpu_groups.empty()) return;
+  for (const std::string& key : source_pod.gpu_groups) {
+    keys_by_node[pod.node].emplace_back(&key, static_cast<int>(pod_device_.size()));
+    pod_device_.push_back(-1);
+  }
+}
+
+void Cluster::LayOutDevices(
+    std::vector<std::vector<std::pair<const std::string*, int>>>& keys_by_node) {
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    ClusterNode& node = nodes_[n];
+    node.first_device = static_cast<int>(device_key_.size());
+    std::vector<std::pair<const std::string*, int>>& keys = keys_by_node[n];
+    std::sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) {
+      return *a.first != *b.first ? *a.first < *b.first : a.second < b.second;
+    });
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (i == 0 || *keys[i].first != *keys[i - 1].first) device_key_.push_back(keys[i].first);
+      pod_device_[keys[i].second] = static_cast<int>(device_key_.size()) - 1;
+    }
+    node.input_devices = static_cast<int>(device_key_.size()) - node.first_device;
+  }
+}
+
+int64_t Cluster::DeviceUnits(int pod, int node) const {
+  const ClusterPod& info = pods_[pod];
+  if (info.gpu_memory > 0) return info.gpu_memory;
+  // One IEEE product, rounded half away from zero, at least one unit (§4.13.1).
+  const double units =
+      std::round(info.gpu_fraction * static_cast<double>(nodes_[node].device_units));
+  return std::max<int64_t>(1, static_cast<int64_t>(units));
+}
+
+double Cluster::GpuAmountOn(int pod, int node) const {
+  const ClusterPod& info = pods_[pod];
+  if (info.gpu_memory > 0) {
+    return info.gpu_devices * static_cast<double>(info.gpu_memory) /
+           static_cast<double>(nodes_[node].device_units);
+  }
+  return info.gpu_devices * info.gpu_fraction;
 }
 
 void Cluster::AddPod(const ValidatedSnapshot& request, int number, const Pod& source_pod, int group,

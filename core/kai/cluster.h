@@ -31,6 +31,12 @@ inline constexpr char kCpuResource[] = "cpu";
 struct ClusterNode {
   const Node* node = nullptr;
   bool has_gpu = false;  // allocatable nvidia.com/gpu > 0
+  // §4.13.1: the units of each GPU device, M_n = gpu_device_memory, or 100 when that is 0.
+  int64_t device_units = 100;
+  // The node's devices in the input (§4.13.2): [first_device, first_device + input_devices) of
+  // Cluster::device_key, in key order.
+  int first_device = 0;
+  int input_devices = 0;
 };
 
 struct ClusterGroup {
@@ -55,6 +61,15 @@ struct ClusterPod {
   int node = -1;                        // node_name's index, -1 when unset
   bool requests_gpu = false;            // requests nvidia.com/gpu > 0
   bool requests_off_nodes = false;      // requests a positive amount of a resource outside R_n
+  // §4.13: a pod that shares needs `gpu_devices` = d > 0 distinct devices on one node (0: the pod
+  // does not share); `gpu_memory` > 0 for a memory pod, else `gpu_fraction` of each device.
+  int32_t gpu_devices = 0;
+  double gpu_fraction = 0;
+  int64_t gpu_memory = 0;
+  // RUNNING and RELEASING sharing pods: their devices, [first_device, first_device + d) of
+  // Cluster::pod_device (input device numbers).
+  int first_device = 0;
+  bool shares() const { return gpu_devices > 0; }
 };
 
 class Cluster {
@@ -100,10 +115,27 @@ class Cluster {
   const double* requests(int pod) const {
     return requests_.data() + static_cast<size_t>(pod) * static_cast<size_t>(num_resources_);
   }
-  // Over R_n (only meaningful with the pod's requests_off_nodes in mind).
+  // Over R_n (only meaningful with the pod's requests_off_nodes in mind). A pod that shares
+  // requests 0 of nvidia.com/gpu here: it uses devices (§4.13.2), never the node's pool directly.
   const double* node_requests(int pod) const {
     return node_requests_.data() + static_cast<size_t>(pod) * node_resources_.size();
   }
+
+  // ---- GPU sharing (§4.13) ----
+  bool any_sharing() const { return any_sharing_; }
+  // u(p, n) of §4.13.1: the units `pod` (which shares) takes on each device of `node`.
+  int64_t DeviceUnits(int pod, int node) const;
+  // The queue amount of G of a sharing pod once it is on `node` (§4.13.1): d·f for a fraction
+  // pod, d·mem/M_n for a memory pod.
+  double GpuAmountOn(int pod, int node) const;
+  // Input devices, numbered node by node: the key of each, and the devices of each RUNNING or
+  // RELEASING sharing pod (ClusterPod::first_device).
+  int num_input_devices() const { return static_cast<int>(device_key_.size()); }
+  const std::string& device_key(int device) const { return *device_key_[device]; }
+  int pod_device(int index) const { return pod_device_[index]; }
+  // Total devices the sharing pods ask for (Σ d), an upper bound on the devices a cycle opens
+  // per node.
+  int64_t sharing_devices_requested() const { return sharing_devices_requested_; }
 
  private:
   // The steps of the constructor, in order. LayOutNodeResources: R_n (node_resources_,
@@ -119,6 +151,11 @@ class Cluster {
   // with its rows over R and R_n.
   void AddPod(const ValidatedSnapshot& request, int number, const Pod& source_pod, int group,
               const std::vector<int>& node_index);
+  // The sharing fields of the pod just added; its devices' keys are gathered per node.
+  void AddSharing(const Pod& source_pod, ClusterPod& pod,
+                  std::vector<std::vector<std::pair<const std::string*, int>>>& keys_by_node);
+  // Numbers the input devices node by node in key order, and each sharing pod's devices.
+  void LayOutDevices(std::vector<std::vector<std::pair<const std::string*, int>>>& keys_by_node);
 
   const Snapshot* snapshot_;
   const ResourceSet* resources_;
@@ -136,6 +173,10 @@ class Cluster {
   std::vector<ClusterPod> pods_;
   std::vector<double> requests_;       // num_pods × R
   std::vector<double> node_requests_;  // num_pods × R_n
+  bool any_sharing_ = false;
+  int64_t sharing_devices_requested_ = 0;
+  std::vector<const std::string*> device_key_;  // per input device
+  std::vector<int> pod_device_;                 // per (sharing pod on a node, device)
 };
 
 }  // namespace arbiter::kai

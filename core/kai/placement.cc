@@ -492,11 +492,51 @@ void Placer::ScoreRange(int pod, double* min, double* max) {
   KeyRange(BandsSlot(pod), Bands(pod), resource, min, max);
 }
 
+NodeChoice Placer::ChooseSharing(int pod) {
+  const int gpu = cluster_.node_gpu();
+  const bool spread = index_.spread();
+  // Binpack's range: free G over the feasible nodes with allocatable G > 0.
+  double min = kInfinity;
+  double max = -kInfinity;
+  const std::vector<Feasibility::FeasibleClass>& classes =
+      feasibility_.FeasibleClasses(feasibility_.pod_signature(pod));
+  if (!spread && gpu >= 0) {
+    for (const Feasibility::FeasibleClass& feasible : classes) {
+      for (int node : feasibility_.class_nodes(feasible.node_class)) {
+        if (!(cluster_.allocatable(node)[gpu] > 0)) continue;
+        min = std::min(min, state_.free(node, gpu));
+        max = std::max(max, state_.free(node, gpu));
+      }
+    }
+  }
+  NodeChoice best;
+  double best_score = 0;
+  for (const Feasibility::FeasibleClass& feasible : classes) {
+    for (int node : feasibility_.class_nodes(feasible.node_class)) {
+      if (Excluded(node)) continue;
+      DeviceFit fit = ChooseDevices(state_, pod, node, device_binpack_);
+      if (!fit.fits) continue;
+      const double allocatable = gpu < 0 ? 0 : cluster_.allocatable(node)[gpu];
+      const double free = gpu < 0 ? 0 : state_.free(node, gpu);
+      double score = (device_binpack_ && fit.joinable ? 200 : 0) + (fit.choice.now ? 100 : 0) +
+                     (feasible.preferred ? 50 : 0);
+      score += spread ? SpreadScore(free, allocatable) : BinpackScore(free, allocatable, min, max);
+      if (!Better(score, node, best_score, best.node)) continue;
+      best_score = score;
+      best.node = node;
+      best.fits_now = fit.choice.now;
+      best.devices = std::move(fit.choice);
+    }
+  }
+  return best;
+}
+
 NodeChoice Placer::Choose(int pod) {
   // A resource outside R_n is 0 on every node for the whole cycle: such a pod fits nowhere.
   if (cluster_.pod(pod).requests_off_nodes) return NodeChoice{};
   if (overlay_ != nullptr) RefreshStale();
   ExcludeGroupNodes(pod);
+  if (cluster_.pod(pod).shares()) return ChooseSharing(pod);
   const std::vector<BandGroup>& groups = Bands(pod);
   const double* requests = cluster_.node_requests(pod);
   const int resource = cluster_.pod(pod).requests_gpu ? cluster_.node_gpu() : cluster_.node_cpu();
@@ -527,7 +567,7 @@ int PlaceUnit(Placer& placer, WorkingState& state, const Unit& unit, bool all_pi
     if (poll != nullptr && poll->Tick(work)) break;
     const NodeChoice choice = placer.Choose(pod);
     if (choice.node < 0) break;
-    state.Bind(pod, choice.node, all_pipelined || !choice.fits_now);
+    state.Bind(pod, choice.node, all_pipelined || !choice.fits_now, &choice.devices);
     ++placed;
   }
   return placed;

@@ -18,6 +18,7 @@
 #include "core/cancel_poll.h"
 #include "core/kai/cluster.h"
 #include "core/kai/feasibility.h"
+#include "core/kai/gpu_devices.h"
 #include "core/kai/node_index.h"
 #include "core/kai/unit.h"
 #include "core/kai/working_state.h"
@@ -34,6 +35,7 @@ double SpreadScore(double free, double allocatable);
 struct NodeChoice {
   int node = -1;          // -1: the pod fits no feasible node, not even pipelined
   bool fits_now = false;  // false: fits only once releasing pods are gone
+  DeviceChoice devices;   // a pod that shares (§4.13.3): the devices it takes on `node`
 };
 
 class Placer {
@@ -43,8 +45,12 @@ class Placer {
          const WorkingState& state);
 
   // The node `pod` takes in the current state. O(bands · buckets · log n) plus the nodes skipped
-  // because they lack some resource; no allocation after the first pod of each signature.
+  // because they lack some resource; no allocation after the first pod of each signature. A pod
+  // that shares is placed by §4.13.4 (ChooseSharing).
   NodeChoice Choose(int pod);
+
+  // §4.13.3's DP: true for BINPACK (the default), false for SPREAD.
+  void SetDeviceBinpack(bool binpack) { device_binpack_ = binpack; }
 
   // Overlay reading (NodeIndex::Freeze): the index's trees hold the amounts of the state at
   // `base`, the checkpoint of a statement still open, and the nodes the working state changed
@@ -72,6 +78,9 @@ class Placer {
     double score = 0;
   };
   const std::vector<BandGroup>& Bands(int pod);
+  // §4.13.4: every feasible node weighed on its own, with the device choice and the +200 band.
+  // O(feasible nodes · devices per node).
+  NodeChoice ChooseSharing(int pod);
   bool Fits(int node, const double* requests, bool now) const;
   // Overlay: takes in the nodes the working state changed since the last call. A node stays
   // stale for the rest of the overlay even when an inner statement restores it: weighing a node
@@ -201,6 +210,7 @@ class Placer {
   void FoldStaleKeys(size_t slot, const KeyRangeOfEntries& range, int resource, double* min,
                      double* max);
   std::vector<int> stale_trees_;  // the trees with a stale member
+  bool device_binpack_ = true;
 };
 
 // Places the unit's pods one at a time, in pod order, each seeing the previous placements: each

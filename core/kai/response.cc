@@ -1,9 +1,24 @@
 #include "core/kai/response.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
+#include <vector>
 
 namespace arbiter::kai {
+namespace {
+
+// §6: a sharing pod's device keys on its node, ascending bytewise; empty for other pods.
+std::vector<std::string> DeviceKeys(const WorkingState& state, int pod) {
+  std::vector<std::string> keys;
+  const ClusterPod& info = state.cluster().pod(pod);
+  for (int j = 0; j < info.gpu_devices; ++j)
+    keys.push_back(state.device_key(state.pod_device(pod, j)));
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+}  // namespace
 
 ScheduleResult BuildResponse(Session& session) {
   const Cluster& cluster = session.cluster();
@@ -15,7 +30,7 @@ ScheduleResult BuildResponse(Session& session) {
     if (pod_state == PodState::kBound) {
       result.bindings.push_back(Binding{cluster.group_name(group), cluster.pod_name(pod),
                                         cluster.node_name(state.pod_node(pod)),
-                                        state.after_evictions(pod)});
+                                        state.after_evictions(pod), DeviceKeys(state, pod)});
     }
   }
   for (const EvictionNote& note : session.evictions()) {
@@ -24,7 +39,8 @@ ScheduleResult BuildResponse(Session& session) {
     const int original = cluster.pod(pod).node;
     if (state.pod_state(pod) == PodState::kMoved) {
       result.bindings.push_back(Binding{cluster.group_name(group), cluster.pod_name(pod),
-                                        cluster.node_name(state.pod_node(pod)), true});
+                                        cluster.node_name(state.pod_node(pod)), true,
+                                        DeviceKeys(state, pod)});
     }
     result.evictions.push_back(Eviction{
         cluster.group_name(group), cluster.pod_name(pod), cluster.node_name(original), note.reason,

@@ -11,6 +11,8 @@ Session::Session(const KaiFairShare& shares, CancelPoll* poll)
       index_(cluster_, feasibility_, policy_.placement),
       state_(std::make_unique<WorkingState>(cluster_, shares, &index_)),
       placer_(std::make_unique<Placer>(cluster_, feasibility_, index_, *state_)),
-      reasons_(cluster_.num_groups()) {}
+      reasons_(cluster_.num_groups()) {
+  placer_->SetDeviceBinpack(DevicesBinpack(policy_));
+}
 
 }  // namespace arbiter::kai

@@ -98,6 +98,18 @@ int Solver::BestJob(const std::vector<int>& jobs, const std::vector<std::vector<
 
 namespace {
 
+// §4.13.5: a victim that shares is restored only onto exactly its own devices, as a set.
+bool SameDevices(const WorkingState& state, int pod, const DeviceChoice& choice) {
+  const ClusterPod& info = state.cluster().pod(pod);
+  if (!info.shares()) return true;
+  std::vector<int32_t> own;
+  for (int j = 0; j < info.gpu_devices; ++j) own.push_back(state.pod_device(pod, j));
+  std::vector<int32_t> chosen = choice.devices;
+  std::sort(own.begin(), own.end());
+  std::sort(chosen.begin(), chosen.end());
+  return own == chosen;
+}
+
 // §4.3's top-down pick over a fixed set of jobs whose keys do not change (those of one ordering,
 // computed up front), one job at a time: every queue on the jobs' paths keeps its current pick,
 // and taking a job out re-picks only the queues on that job's path. Each pick is the one
@@ -339,7 +351,7 @@ bool Solver::PlacePreemptor(int group, const std::vector<int>& pods,
     if (poll.Tick(work)) return false;  // cancelled: the try's statement is rolled back
     const NodeChoice choice = session_.placer().Choose(pod);
     if (choice.node < 0) return false;
-    state.Bind(pod, choice.node, /*after_evictions=*/true);
+    state.Bind(pod, choice.node, /*after_evictions=*/true, &choice.devices);
     if (placed_out != nullptr) ++*placed_out;
   }
   return true;
@@ -363,11 +375,12 @@ bool Solver::ReplaceVictimGroup(int group, const std::vector<int>& pods,
       placed = false;
       break;
     }
-    // A victim re-placed on its own node is restored there (§4.1), as KAI un-evicts it.
-    if (choice.node == state.pod_node(pods[k])) {
+    // A victim re-placed on its own node is restored there (§4.1), as KAI un-evicts it; one
+    // that shares only with the same devices (§4.13.5).
+    if (choice.node == state.pod_node(pods[k]) && SameDevices(state, pods[k], choice.devices)) {
       state.Restore(pods[k]);
     } else {
-      state.Relocate(pods[k], choice.node);
+      state.Relocate(pods[k], choice.node, &choice.devices);
     }
   }
   if (placed) {

@@ -64,6 +64,7 @@ WorkingState::WorkingState(const Cluster& cluster, const KaiFairShare& shares, N
     }
     pending_end_[g] = static_cast<int32_t>(pending_pods_.size());
   }
+  if (cluster.any_sharing()) LayOutDevices();
   if (index_ != nullptr) {
     for (int n = 0; n < nodes; ++n) TouchNode(n);
   }
@@ -90,6 +91,11 @@ void WorkingState::SetDouble(double& slot, double value) {
 
 void WorkingState::SetInt(int32_t& slot, int32_t value) {
   if (open_statements_ > 0) int_journal_.emplace_back(&slot, slot);
+  slot = value;
+}
+
+void WorkingState::SetInt64(int64_t& slot, int64_t value) {
+  if (open_statements_ > 0) int64_journal_.emplace_back(&slot, slot);
   slot = value;
 }
 
@@ -137,13 +143,17 @@ void WorkingState::OccupyNode(int node, const double* node_requests, bool pipeli
   TouchNode(node);
 }
 
-void WorkingState::Bind(int pod, int node, bool after_evictions) {
+void WorkingState::Bind(int pod, int node, bool after_evictions, const DeviceChoice* devices) {
   const int group = cluster_.pod(pod).group;
   // Units are taken in pod order, so the pod bound is always the group's next PENDING pod.
   assert(pending_left(group) > 0 && pending_pod(group, 0) == pod);
   // Only a pod that fits a node is bound, so it requests nothing outside R_n.
   OccupyNode(node, cluster_.node_requests(pod), after_evictions);
-  AddToQueues(group, cluster_.requests(pod), +1);
+  if (cluster_.pod(pod).shares()) {
+    assert(devices != nullptr);
+    TakeDevices(pod, node, *devices, after_evictions);
+  }
+  AddToQueues(group, QueueRequests(pod, node), +1);
   SetInt(pod_state_[pod], static_cast<int32_t>(PodState::kBound));
   SetInt(pod_node_[pod], node);
   SetInt(after_evictions_[pod], after_evictions ? 1 : 0);
@@ -181,17 +191,22 @@ void WorkingState::Evict(int pod) {
     SetDouble(releasing, releasing + node_requests[k]);
   }
   TouchNode(node);
+  if (cluster_.pod(pod).shares()) EvictDevices(pod);
   AddToQueues(group, cluster_.requests(pod), -1);
   SetInt(pod_state_[pod], static_cast<int32_t>(PodState::kEvicted));
   SetInt(running_[group], running_[group] - 1);
   SetInt(evicted_[group], evicted_[group] + 1);
 }
 
-void WorkingState::Relocate(int pod, int node) {
+void WorkingState::Relocate(int pod, int node, const DeviceChoice* devices) {
   assert(pod_state(pod) == PodState::kEvicted);
   const int group = cluster_.pod(pod).group;
   OccupyNode(node, cluster_.node_requests(pod), /*pipelined=*/true);
-  AddToQueues(group, cluster_.requests(pod), +1);
+  if (cluster_.pod(pod).shares()) {
+    assert(devices != nullptr);
+    TakeDevices(pod, node, *devices, /*pipelined=*/true);
+  }
+  AddToQueues(group, QueueRequests(pod, node), +1);
   SetInt(pod_state_[pod], static_cast<int32_t>(PodState::kMoved));
   SetInt(pod_node_[pod], node);
   SetInt(after_evictions_[pod], 1);
@@ -220,6 +235,7 @@ void WorkingState::Restore(int pod) {
     }
   }
   TouchNode(node);
+  if (cluster_.pod(pod).shares()) RestoreDevices(pod);
   AddToQueues(group, cluster_.requests(pod), +1);
   SetInt(pod_state_[pod], static_cast<int32_t>(PodState::kRunning));
   SetInt(running_[group], running_[group] + 1);
@@ -228,7 +244,8 @@ void WorkingState::Restore(int pod) {
 
 WorkingState::Mark WorkingState::Checkpoint() {
   ++open_statements_;
-  return Mark{double_journal_.size(), int_journal_.size(), node_journal_.size()};
+  return Mark{double_journal_.size(), int_journal_.size(), node_journal_.size(),
+              int64_journal_.size()};
 }
 
 void WorkingState::Rollback(const Mark& mark) {
@@ -238,8 +255,12 @@ void WorkingState::Rollback(const Mark& mark) {
   for (size_t i = int_journal_.size(); i > mark.ints; --i) {
     *int_journal_[i - 1].first = int_journal_[i - 1].second;
   }
+  for (size_t i = int64_journal_.size(); i > mark.int64s; --i) {
+    *int64_journal_[i - 1].first = int64_journal_[i - 1].second;
+  }
   double_journal_.resize(mark.doubles);
   int_journal_.resize(mark.ints);
+  int64_journal_.resize(mark.int64s);
   // Re-key the touched nodes from their restored values, without journaling the re-keying.
   --open_statements_;
   const int saved = open_statements_;
@@ -255,6 +276,7 @@ void WorkingState::Commit(const Mark& mark) {
   if (open_statements_ == 0) {
     double_journal_.clear();
     int_journal_.clear();
+    int64_journal_.clear();
     node_journal_.clear();
   }
 }

@@ -19,6 +19,8 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <string>
 #include <vector>
 
 #include "core/kai/cluster.h"
@@ -34,6 +36,13 @@ enum class PodState : int32_t {
   kBound = 3,      // bound in this response (see after_evictions)
   kEvicted = 4,    // RUNNING in the input, evicted in this response
   kMoved = 5,      // RUNNING in the input, evicted and re-placed in this response
+};
+
+// A device choice of §4.13.3 (C, in its order): a device slot to join, or kNewDevice to open.
+inline constexpr int32_t kNewDevice = -1;
+struct DeviceChoice {
+  std::vector<int32_t> devices;
+  bool now = false;
 };
 
 class WorkingState {
@@ -84,10 +93,31 @@ class WorkingState {
   // The i-th PENDING pod not yet bound (0 = next).
   int pending_pod(int group, int i) const { return pending_pods_[pending_next_[group] + i]; }
 
+  // ---- GPU devices (§4.13.2; state beside the nodes, journaled with them) ----
+  // A device is a slot: the input devices are slots [0, cluster().num_input_devices()), numbered
+  // as the Cluster numbers them; opened devices take further slots. A slot whose used and
+  // releasing units are both 0 does not exist (it may be opened again).
+  const std::vector<int>& node_devices(int node) const { return node_devices_[node]; }
+  int64_t device_used(int slot) const { return devices_[slot].used; }
+  int64_t device_releasing(int slot) const { return devices_[slot].releasing; }
+  int64_t device_idle(int slot) const {
+    return cluster_.node(devices_[slot].node).device_units - devices_[slot].used -
+           devices_[slot].releasing;
+  }
+  bool device_active(int slot) const { return devices_[slot].used > 0; }
+  bool device_draining(int slot) const {
+    return devices_[slot].used == 0 && devices_[slot].releasing > 0;
+  }
+  const std::string& device_key(int slot) const { return devices_[slot].key; }
+  // The j-th device of a sharing pod that holds or will hold devices (RUNNING, RELEASING, bound,
+  // moved, evicted: its last ones).
+  int pod_device(int pod, int j) const { return pod_devices_[pod_device_begin_[pod] + j]; }
+
   // ---- Mutations (journaled while a statement is open) ----
   // Binds a PENDING pod (the group's next one) to `node`. Without `after_evictions` the pod must
-  // fit now and is added to used; with it, the pod claims releasing capacity first (§4.1).
-  void Bind(int pod, int node, bool after_evictions);
+  // fit now and is added to used; with it, the pod claims releasing capacity first (§4.1). A pod
+  // that shares takes the devices of `devices` (§4.13.3's commit; required for it, else unused).
+  void Bind(int pod, int node, bool after_evictions, const DeviceChoice* devices = nullptr);
   // Turns a binding made now into a pipelined one (the gang rule of §4.5): the pod leaves used
   // and claims releasing capacity first, as KAI re-pipelines an allocated task on its node.
   void MarkPipelined(int pod);
@@ -96,7 +126,7 @@ class WorkingState {
   void Evict(int pod);
   // Re-places a pod evicted in this response on `node` (pipelined, claiming releasing capacity
   // first): the pod is "moved" (§4.8) and counts for its queue again.
-  void Relocate(int pod, int node);
+  void Relocate(int pod, int node, const DeviceChoice* devices = nullptr);
   // Undoes the eviction of a pod evicted in this response, for a victim re-placed on its own node
   // (§4.1): it is RUNNING there as before and counts for its queue again. A pipelined claim on
   // the node that its release had made room for takes the shortfall from idle instead.
@@ -125,6 +155,7 @@ class WorkingState {
     size_t doubles = 0;
     size_t ints = 0;
     size_t nodes = 0;
+    size_t int64s = 0;
   };
   // Opens a statement. Statements nest; each must end with Rollback or Commit, innermost first.
   Mark Checkpoint();
@@ -140,7 +171,20 @@ class WorkingState {
  private:
   void SetDouble(double& slot, double value);
   void SetInt(int32_t& slot, int32_t value);
+  void SetInt64(int64_t& slot, int64_t value);
   void TouchNode(int node);
+  // Queue amounts of `pod` on `node`: its requests, with a memory pod's G at that node (§4.13.1).
+  const double* QueueRequests(int pod, int node);
+  // §4.13.2's operations, each with its effect on the node's G pool.
+  void LayOutDevices();
+  void TakeDevices(int pod, int node, const DeviceChoice& choice, bool pipelined);
+  int OpenDevice(int node, int64_t units, bool pipelined);
+  void EvictDevices(int pod);
+  void RestoreDevices(int pod);
+  // The G pool's side of a device changing state: one unit of G moves as a pod's request of 1
+  // would on eviction (active -> draining) or restore (draining -> active).
+  void PoolEvictOne(int node);
+  void PoolRestoreOne(int node);
   void AddToQueues(int group, const double* requests, double sign);
   void OccupyNode(int node, const double* node_requests, bool pipelined);
   size_t At(int node, int k) const {
@@ -168,6 +212,19 @@ class WorkingState {
   std::vector<int32_t> pending_end_;
   std::vector<int32_t> pending_pods_;
 
+  struct DeviceSlot {
+    int64_t used = 0;
+    int64_t releasing = 0;
+    int node = -1;
+    std::string key;  // set when opened; a slot that exists never changes its key
+  };
+  std::deque<DeviceSlot> devices_;              // a deque: the journal holds pointers into it
+  std::vector<std::vector<int>> node_devices_;  // per node: its slots (grows, never shrinks)
+  std::vector<int32_t> pod_device_begin_;       // per pod: its first entry of pod_devices_
+  std::vector<int32_t> pod_devices_;
+  std::vector<double> queue_scratch_;  // QueueRequests' row
+  std::vector<double> gpu_unit_;       // over R_n: 1 of G, 0 elsewhere
+
   uint64_t capacity_epoch_ = 0;
   uint64_t node_clock_ = 0;
   std::vector<uint64_t> node_stamp_;  // per node
@@ -175,6 +232,7 @@ class WorkingState {
   int open_statements_ = 0;
   std::vector<std::pair<double*, double>> double_journal_;
   std::vector<std::pair<int32_t*, int32_t>> int_journal_;
+  std::vector<std::pair<int64_t*, int64_t>> int64_journal_;
   std::vector<int> node_journal_;     // nodes whose free capacity changed (for the index)
   std::vector<double> free_scratch_;  // one node's idle, then free amounts, for the index
 };

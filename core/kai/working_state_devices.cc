@@ -1,0 +1,173 @@
+// The GPU device state of WorkingState (SEMANTICS.md §4.13.2): per device its used and releasing
+// units, and how each device changing state moves one unit of the node's nvidia.com/gpu pool.
+#include <algorithm>
+#include <cassert>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "core/kai/working_state.h"
+
+namespace arbiter::kai {
+
+void WorkingState::LayOutDevices() {
+  const int nodes = cluster_.num_nodes();
+  const int pods = cluster_.num_pods();
+  gpu_unit_.assign(rn_, 0.0);
+  if (cluster_.node_gpu() >= 0) gpu_unit_[cluster_.node_gpu()] = 1;
+  queue_scratch_.assign(r_, 0.0);
+  node_devices_.assign(nodes, {});
+  for (int device = 0; device < cluster_.num_input_devices(); ++device) {
+    devices_.push_back(DeviceSlot{0, 0, -1, cluster_.device_key(device)});
+  }
+  for (int n = 0; n < nodes; ++n) {
+    const ClusterNode& node = cluster_.node(n);
+    for (int k = 0; k < node.input_devices; ++k) {
+      node_devices_[n].push_back(node.first_device + k);
+      devices_[node.first_device + k].node = n;
+    }
+  }
+  pod_device_begin_.assign(pods, 0);
+  for (int p = 0; p < pods; ++p) {
+    const ClusterPod& pod = cluster_.pod(p);
+    if (!pod.shares()) continue;
+    pod_device_begin_[p] = static_cast<int32_t>(pod_devices_.size());
+    const bool on_node = pod.phase == PodPhase::kRunning || pod.phase == PodPhase::kReleasing;
+    for (int j = 0; j < pod.gpu_devices; ++j) {
+      const int device = on_node ? cluster_.pod_device(pod.first_device + j) : -1;
+      pod_devices_.push_back(device);
+      if (device < 0) continue;
+      const int64_t units = cluster_.DeviceUnits(p, pod.node);
+      int64_t& amount =
+          pod.phase == PodPhase::kRunning ? devices_[device].used : devices_[device].releasing;
+      amount += units;
+    }
+  }
+  // The pool counts 1 used per active device and 1 releasing per draining one.
+  const int gpu = cluster_.node_gpu();
+  for (int device = 0; device < cluster_.num_input_devices(); ++device) {
+    const DeviceSlot& slot = devices_[device];
+    if (gpu < 0) break;
+    if (slot.used > 0) {
+      used_[At(slot.node, gpu)] += 1;
+    } else if (slot.releasing > 0) {
+      releasing_[At(slot.node, gpu)] += 1;
+    }
+  }
+}
+
+const double* WorkingState::QueueRequests(int pod, int node) {
+  const ClusterPod& info = cluster_.pod(pod);
+  const double* requests = cluster_.requests(pod);
+  if (info.gpu_memory == 0 || cluster_.gpu() < 0) return requests;
+  std::copy(requests, requests + r_, queue_scratch_.begin());
+  queue_scratch_[cluster_.gpu()] = cluster_.GpuAmountOn(pod, node);
+  return queue_scratch_.data();
+}
+
+void WorkingState::TakeDevices(int pod, int node, const DeviceChoice& choice, bool pipelined) {
+  const int64_t units = cluster_.DeviceUnits(pod, node);
+  const int begin = pod_device_begin_[pod];
+  for (size_t j = 0; j < choice.devices.size(); ++j) {
+    int slot = choice.devices[j];
+    if (slot == kNewDevice) {
+      slot = OpenDevice(node, units, pipelined);
+    } else {
+      DeviceSlot& device = devices_[slot];
+      assert(device.node == node && device.used > 0);
+      if (pipelined) {
+        const int64_t claim = std::min(units, device.releasing);
+        if (claim > 0) SetInt64(device.releasing, device.releasing - claim);
+      }
+      SetInt64(device.used, device.used + units);
+    }
+    SetInt(pod_devices_[begin + static_cast<int>(j)], slot);
+  }
+  TouchNode(node);
+}
+
+int WorkingState::OpenDevice(int node, int64_t units, bool pipelined) {
+  // The pool gives one whole GPU, as it gives a pod's request of 1 (§4.1).
+  OccupyNode(node, gpu_unit_.data(), pipelined);
+  // The key: new-<j>, the smallest j no device on the node has.
+  std::vector<int>& slots = node_devices_[node];
+  const auto taken = [&](const std::string& key) {
+    return std::any_of(slots.begin(), slots.end(), [&](int slot) {
+      const DeviceSlot& device = devices_[slot];
+      return (device.used > 0 || device.releasing > 0) && device.key == key;
+    });
+  };
+  int j = 0;
+  while (taken(absl::StrCat("new-", j))) ++j;
+  int free_slot = -1;
+  for (int slot : slots) {
+    const DeviceSlot& device = devices_[slot];
+    if (device.used == 0 && device.releasing == 0) {
+      free_slot = slot;
+      break;
+    }
+  }
+  if (free_slot < 0) {
+    free_slot = static_cast<int>(devices_.size());
+    devices_.push_back(DeviceSlot{0, 0, node, ""});
+    slots.push_back(free_slot);
+  }
+  DeviceSlot& device = devices_[free_slot];
+  device.key = absl::StrCat("new-", j);
+  SetInt64(device.used, units);
+  return free_slot;
+}
+
+void WorkingState::EvictDevices(int pod) {
+  const ClusterPod& info = cluster_.pod(pod);
+  const int node = pod_node_[pod];
+  const int64_t units = cluster_.DeviceUnits(pod, node);
+  for (int j = 0; j < info.gpu_devices; ++j) {
+    DeviceSlot& device = devices_[pod_device(pod, j)];
+    SetInt64(device.used, device.used - units);
+    SetInt64(device.releasing, device.releasing + units);
+    if (device.used == 0) PoolEvictOne(node);
+  }
+  TouchNode(node);
+}
+
+void WorkingState::RestoreDevices(int pod) {
+  const ClusterPod& info = cluster_.pod(pod);
+  const int node = pod_node_[pod];
+  const int64_t units = cluster_.DeviceUnits(pod, node);
+  for (int j = 0; j < info.gpu_devices; ++j) {
+    DeviceSlot& device = devices_[pod_device(pod, j)];
+    const bool draining = device.used == 0;
+    SetInt64(device.used, device.used + units);
+    // What pipelined pods claimed beyond what is left releasing comes from idle (§4.13.2).
+    SetInt64(device.releasing, std::max<int64_t>(0, device.releasing - units));
+    if (draining) PoolRestoreOne(node);
+  }
+  TouchNode(node);
+}
+
+void WorkingState::PoolEvictOne(int node) {
+  const int gpu = cluster_.node_gpu();
+  if (gpu < 0) return;
+  double& used = used_[At(node, gpu)];
+  double& releasing = releasing_[At(node, gpu)];
+  SetDouble(used, used - 1);
+  SetDouble(releasing, releasing + 1);
+}
+
+void WorkingState::PoolRestoreOne(int node) {
+  const int gpu = cluster_.node_gpu();
+  if (gpu < 0) return;
+  double& used = used_[At(node, gpu)];
+  double& releasing = releasing_[At(node, gpu)];
+  double& claimed = claimed_[At(node, gpu)];
+  const double back = releasing - 1;
+  SetDouble(used, used + 1);
+  SetDouble(releasing, back);
+  const double still = std::max(back, 0.0);
+  if (claimed > still) {
+    SetDouble(used, used + (claimed - still));
+    SetDouble(claimed, still);
+  }
+}
+
+}  // namespace arbiter::kai
