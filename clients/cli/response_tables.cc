@@ -1,5 +1,6 @@
 #include "clients/cli/response_tables.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -262,10 +263,19 @@ std::string RenderSchedule(const v1::Snapshot& snapshot, const v1::Policy& polic
   if (!kueue || response.bindings_size() > 0) {
     absl::StrAppend(&out, "\n", Heading("Bindings", response.bindings_size()));
     if (response.bindings_size() > 0) {
-      TextTable table({{"POD GROUP"}, {"POD"}, {"NODE"}, {"AFTER EVICTIONS"}});
+      // GPU sharing (§4.13): a column of device keys when some binding shares a device.
+      const bool devices =
+          std::any_of(response.bindings().begin(), response.bindings().end(),
+                      [](const v1::Binding& binding) { return binding.gpu_groups_size() > 0; });
+      std::vector<TextTable::Column> columns = {
+          {"POD GROUP"}, {"POD"}, {"NODE"}, {"AFTER EVICTIONS"}};
+      if (devices) columns.push_back({"GPU DEVICES"});
+      TextTable table(columns);
       for (const v1::Binding& binding : response.bindings()) {
-        table.AddRow({binding.pod_group(), binding.pod(), binding.node(),
-                      binding.after_evictions() ? "yes" : ""});
+        std::vector<std::string> row = {binding.pod_group(), binding.pod(), binding.node(),
+                                        binding.after_evictions() ? "yes" : ""};
+        if (devices) row.push_back(absl::StrJoin(binding.gpu_groups(), ","));
+        table.AddRow(row);
       }
       out += table.Render();
     }

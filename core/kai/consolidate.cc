@@ -1,5 +1,6 @@
 #include "core/kai/consolidate.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -10,6 +11,7 @@
 #include "core/echoed_name.h"
 #include "core/kai/eviction_action.h"
 #include "core/kai/eviction_loop.h"
+#include "core/kai/gpu_devices.h"
 #include "core/quantity_format.h"
 
 namespace arbiter::kai {
@@ -18,17 +20,49 @@ namespace {
 constexpr int kDefaultMaxPreemptees = 16;
 
 // Σ over schedulable nodes of idle + releasing, per resource of R, in node name order. A resource
-// outside R_n has 0 free on every node, so its total is 0.
+// outside R_n has 0 free on every node, so its total is 0. For nvidia.com/gpu, each node adds its
+// bracket of §4.13.5: the pool, then the free shares of its active devices.
 std::vector<double> TotalFree(const Session& session) {
   const Cluster& cluster = session.cluster();
   std::vector<double> total(cluster.num_resources(), 0.0);
+  const bool devices = cluster.any_sharing();
   for (int n = 0; n < cluster.num_nodes(); ++n) {
     if (cluster.node(n).node->unschedulable) continue;
     for (int k = 0; k < cluster.num_node_resources(); ++k) {
-      total[cluster.node_resource(k)] += session.state().free(n, k);
+      double bracket = session.state().free(n, k);
+      if (devices && k == cluster.node_gpu()) bracket += DeviceRoom(session.state(), n);
+      total[cluster.node_resource(k)] += bracket;
     }
   }
   return total;
+}
+
+// unitReq of the §4.9 test: the unit's requests, with a pod that shares counted by its units on
+// the feasible node where they are the smallest share (§4.13.5).
+std::vector<double> SkipTestRequests(Session& session, const Unit& unit) {
+  const Cluster& cluster = session.cluster();
+  std::vector<double> requests = unit.requests;
+  const int gpu = cluster.gpu();
+  if (gpu < 0 || std::none_of(unit.pods.begin(), unit.pods.end(),
+                              [&](int pod) { return cluster.pod(pod).shares(); })) {
+    return requests;
+  }
+  Feasibility& feasibility = session.feasibility();
+  double sum = 0;
+  for (int pod : unit.pods) {
+    if (!cluster.pod(pod).shares()) {
+      sum += cluster.requests(pod)[gpu];
+      continue;
+    }
+    std::vector<int> nodes;
+    for (const auto& feasible : feasibility.FeasibleClasses(feasibility.pod_signature(pod))) {
+      const std::vector<int>& members = feasibility.class_nodes(feasible.node_class);
+      nodes.insert(nodes.end(), members.begin(), members.end());
+    }
+    sum += SkipTestGpu(cluster, pod, nodes);
+  }
+  requests[gpu] = sum;
+  return requests;
 }
 
 // §4.9: a pending preemptible group may move preemptible running pods of any queue, at most
@@ -77,11 +111,12 @@ std::optional<std::string> ConsolidateAction::Precheck(int /*group*/, const Unit
     total_clock_ = clock;
   }
   const std::vector<double>& total = total_;
+  const std::vector<double> requests = SkipTestRequests(session_, unit);
   for (int r = 0; r < cluster.num_resources(); ++r) {
-    if (total[r] < unit.requests[r]) {
+    if (total[r] < requests[r]) {
       return absl::StrCat("the cluster has ", FormatQuantity(total[r]), " ",
                           CappedName(cluster.resources().name(r)), " free in all, below the ",
-                          FormatQuantity(unit.requests[r]), " requested");
+                          FormatQuantity(requests[r]), " requested");
     }
   }
   return std::nullopt;

@@ -39,6 +39,7 @@ bool DevicesBinpack(const Policy& policy) {
 
 DeviceFit ChooseDevices(const WorkingState& state, int pod, int node, bool binpack) {
   DeviceFit fit;
+  ++state.device_counters().choices;
   const Cluster& cluster = state.cluster();
   const ClusterPod& info = cluster.pod(pod);
   const ClusterNode& on = cluster.node(node);

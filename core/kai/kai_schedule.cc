@@ -2,6 +2,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -55,6 +56,7 @@ absl::StatusOr<ScheduleResult> ScheduleKai(const ValidatedSnapshot& request,
   session.set_reference_search(hooks.reference_search);
   hooks.PhaseDone("fair_share");
 
+  WorkingState::DeviceCounters devices_before;
   for (Action action : ActionsOf(policy)) {
     const char* name = ActionName(action);
     RETURN_IF_ERROR(hooks.CheckCancelled(name));
@@ -77,7 +79,17 @@ absl::StatusOr<ScheduleResult> ScheduleKai(const ValidatedSnapshot& request,
     }
     // The action stopped early and left its answer incomplete.
     if (poll.cancelled()) return poll.status();
-    if (action != Action::kAllocate) hooks.PhaseCounters(name, session.counters().List());
+    std::vector<std::pair<std::string_view, int64_t>> counters;
+    if (action != Action::kAllocate) counters = session.counters().List();
+    if (session.cluster().any_sharing()) {
+      // GPU sharing's device work in this phase (§4.13).
+      const WorkingState::DeviceCounters now = session.state().device_counters();
+      counters.push_back({"device_choices", now.choices - devices_before.choices});
+      counters.push_back({"devices_joined", now.joined - devices_before.joined});
+      counters.push_back({"devices_opened", now.opened - devices_before.opened});
+      devices_before = now;
+    }
+    if (!counters.empty()) hooks.PhaseCounters(name, counters);
     hooks.PhaseDone(name);
   }
 

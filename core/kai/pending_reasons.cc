@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/echoed_name.h"
+#include "core/kai/gpu_devices.h"
 #include "core/quantity_format.h"
 
 namespace arbiter::kai {
@@ -76,8 +77,53 @@ PendingReason Insufficient(const Cluster& cluster, Feasibility& feasibility, con
                        " on one node; no feasible node has all of them free")};
 }
 
+// §4.13.4: a memory pod with no node whose device memory is known.
+bool NoDeviceMemoryKnown(const Cluster& cluster, int pod) {
+  if (cluster.pod(pod).gpu_memory == 0) return false;
+  for (int n = 0; n < cluster.num_nodes(); ++n) {
+    if (cluster.node(n).node->gpu_device_memory > 0) return false;
+  }
+  return true;
+}
+
+// §4.13.4: a pod that shares fits no feasible node; the message names the largest free device
+// share (of an active device, or 1 where a whole GPU is free), the first such node in name order.
+PendingReason SharingInsufficient(const Cluster& cluster, Feasibility& feasibility,
+                                  const WorkingState& state, int pod) {
+  const ClusterPod& info = cluster.pod(pod);
+  const std::string name = CappedName(cluster.pod_name(pod));
+  int best_node = -1;
+  double best = 0;
+  for (const auto& feasible : feasibility.FeasibleClasses(feasibility.pod_signature(pod))) {
+    for (int node : feasibility.class_nodes(feasible.node_class)) {
+      const double share = LargestFreeDeviceShare(state, node);
+      if (best_node < 0 || share > best || (share == best && node < best_node)) {
+        best_node = node;
+        best = share;
+      }
+    }
+  }
+  const std::string asks = info.gpu_memory > 0
+                               ? absl::StrCat(info.gpu_memory, " of GPU memory")
+                               : absl::StrCat(FormatQuantity(info.gpu_fraction), " of a GPU");
+  const std::string devices =
+      info.gpu_devices > 1 ? absl::StrCat(" on each of ", info.gpu_devices, " devices") : "";
+  std::string largest =
+      best_node < 0 ? std::string("no feasible node")
+                    : absl::StrCat("the largest free GPU device share is ", FormatQuantity(best),
+                                   " on ", CappedName(cluster.node_name(best_node)));
+  return {kInsufficientResources,
+          absl::StrCat("pod ", name, " needs ", asks, devices, " on one node; ", largest)};
+}
+
 bool SameShape(const Cluster& cluster, const Feasibility& feasibility, int a, int b) {
   if (feasibility.pod_signature(a) != feasibility.pod_signature(b)) return false;
+  const ClusterPod& pa = cluster.pod(a);
+  const ClusterPod& pb = cluster.pod(b);
+  if (pa.gpu_devices != pb.gpu_devices || pa.gpu_fraction != pb.gpu_fraction ||
+      pa.gpu_memory != pb.gpu_memory) {
+    return false;
+  }
   return std::equal(cluster.requests(a), cluster.requests(a) + cluster.num_resources(),
                     cluster.requests(b));
 }
@@ -119,14 +165,24 @@ PendingReason ExplainPlacementFailure(const Cluster& cluster, Feasibility& feasi
     if (feasibility.FeasibleNodeCount(feasibility.pod_signature(pod)) == 0) {
       return NoNodeMatches(cluster, feasibility, pod);
     }
+    if (NoDeviceMemoryKnown(cluster, pod)) {
+      return {kNoNodeMatchesSelector,
+              absl::StrCat("pod ", CappedName(cluster.pod_name(pod)),
+                           " asks for GPU memory, and no node has a gpu_device_memory")};
+    }
   }
+  const auto insufficient = [&](int pod) {
+    return cluster.pod(pod).shares()
+               ? SharingInsufficient(cluster, feasibility, placer.state(), pod)
+               : Insufficient(cluster, feasibility, index, pod);
+  };
   // The first pod failed on this very state, so it fits nowhere alone.
-  if (placed == 0) return Insufficient(cluster, feasibility, index, unit.pods[0]);
+  if (placed == 0) return insufficient(unit.pods[0]);
   int previous = -1;
   for (int pod : unit.pods) {
     if (previous >= 0 && SameShape(cluster, feasibility, pod, previous)) continue;
     previous = pod;
-    if (placer.Choose(pod).node < 0) return Insufficient(cluster, feasibility, index, pod);
+    if (placer.Choose(pod).node < 0) return insufficient(pod);
   }
   const int size = static_cast<int>(unit.pods.size());
   return {kGangDoesNotFit,

@@ -49,6 +49,8 @@ class Placer {
   // that shares is placed by §4.13.4 (ChooseSharing).
   NodeChoice Choose(int pod);
 
+  const WorkingState& state() const { return state_; }
+
   // §4.13.3's DP: true for BINPACK (the default), false for SPREAD.
   void SetDeviceBinpack(bool binpack) { device_binpack_ = binpack; }
 

@@ -16,6 +16,16 @@ std::vector<double> SumRequests(const Cluster& cluster, const int* pods, int cou
 
 namespace {
 
+// Adds the room a victim pod frees on its node to `row` (over R_n): its requests, and for a pod
+// that shares up to one GPU per device, should its devices drain (§4.13.5; an upper bound).
+void AddVictimRoom(const Cluster& cluster, int pod, double* row) {
+  const double* requests = cluster.node_requests(pod);
+  for (int k = 0; k < cluster.num_node_resources(); ++k) row[k] += requests[k];
+  if (cluster.pod(pod).shares() && cluster.node_gpu() >= 0) {
+    row[cluster.node_gpu()] += cluster.pod(pod).gpu_devices;
+  }
+}
+
 // How many pods of `node_requests` fit in `free` (both over the rn node resources), capped at
 // `cap`; none when the pod requests a resource outside R_n (`off_nodes`), which no node has.
 int PodsThatFit(const double* node_requests, bool off_nodes, const double* free, int rn, int cap) {
@@ -54,6 +64,11 @@ RoomBound::RoomBound(Session& session, const Unit& unit, int part,
   bool requests_something = false;
   for (int r = 0; r < r_count; ++r) requests_something |= requests[r] > 0;
   if (!requests_something) return;
+  // A pod that shares counts in device units, which the pool's rows do not hold (§4.13.5): no
+  // count bound for its part.
+  for (int k = 0; k < part; ++k) {
+    if (cluster.pod(unit.pods[k]).shares()) return;
+  }
   counted_ = true;
   pod_ = pod;
   off_nodes_ = cluster.pod(pod).requests_off_nodes;
@@ -71,8 +86,7 @@ RoomBound::RoomBound(Session& session, const Unit& unit, int part,
       chosen_pods.push_back(p);
       const int node = state.pod_node(p);
       chosen_nodes.push_back(node);
-      const double* victim_requests = cluster.node_requests(p);
-      for (int k = 0; k < rn_count; ++k) base_free_[node * rn_count + k] += victim_requests[k];
+      AddVictimRoom(cluster, p, &base_free_[node * rn_count]);
     }
   }
   // The kept counts hold PodsOn over the state's rows on every node; only R's nodes differ.
@@ -141,8 +155,7 @@ void RoomBound::CountWithAllVictims(const std::function<bool(int group)>& eligib
         std::copy(&base_free_[node * rn_count], &base_free_[node * rn_count] + rn_count, row);
         scratch_.count[node] = base_count_[node];
       }
-      const double* victim_requests = cluster.node_requests(p);
-      for (int k = 0; k < rn_count; ++k) row[k] += victim_requests[k];
+      AddVictimRoom(cluster, p, row);
       if (scratch_.dirty[node] == 0) {
         scratch_.dirty[node] = 1;
         dirty_nodes.push_back(node);
@@ -185,9 +198,7 @@ void RoomBound::AddDrawn(const EvictionUnit& victim, const std::vector<int>& nod
   const WorkingState& state = session_.state();
   const int rn_count = cluster.num_node_resources();
   for (int pod : victim.pods) {
-    const double* victim_requests = cluster.node_requests(pod);
-    double* into = &drawn_free_[state.pod_node(pod) * rn_count];
-    for (int k = 0; k < rn_count; ++k) into[k] += victim_requests[k];
+    AddVictimRoom(cluster, pod, &drawn_free_[state.pod_node(pod) * rn_count]);
   }
   for (int node : nodes) {
     const int count = PodsOn(node, &drawn_free_[node * rn_count]);
@@ -249,9 +260,7 @@ void RoomBound::Fold(int node, const std::vector<int>& indices,
                          &base_free_[other * rn_count] + rn_count);
       }
       const int row = scratch_.slot[other];
-      const double* victim_requests = cluster.node_requests(p);
-      double* free = &row_free_[static_cast<size_t>(row) * rn_count];
-      for (int k = 0; k < rn_count; ++k) free[k] += victim_requests[k];
+      AddVictimRoom(cluster, p, &row_free_[static_cast<size_t>(row) * rn_count]);
       touched.push_back(row);
     }
   }

@@ -113,6 +113,15 @@ class WorkingState {
   // moved, evicted: its last ones).
   int pod_device(int pod, int j) const { return pod_devices_[pod_device_begin_[pod] + j]; }
 
+  // Work counters of GPU sharing (--timing): device choices weighed (choose(p, n) calls), and
+  // devices joined and opened, rolled back or not. Counting never changes a decision.
+  struct DeviceCounters {
+    int64_t choices = 0;
+    int64_t joined = 0;
+    int64_t opened = 0;
+  };
+  DeviceCounters& device_counters() const { return device_counters_; }
+
   // ---- Mutations (journaled while a statement is open) ----
   // Binds a PENDING pod (the group's next one) to `node`. Without `after_evictions` the pod must
   // fit now and is added to used; with it, the pod claims releasing capacity first (§4.1). A pod
@@ -222,6 +231,7 @@ class WorkingState {
   std::vector<std::vector<int>> node_devices_;  // per node: its slots (grows, never shrinks)
   std::vector<int32_t> pod_device_begin_;       // per pod: its first entry of pod_devices_
   std::vector<int32_t> pod_devices_;
+  mutable DeviceCounters device_counters_;
   std::vector<double> queue_scratch_;  // QueueRequests' row
   std::vector<double> gpu_unit_;       // over R_n: 1 of G, 0 elsewhere
 

@@ -71,7 +71,9 @@ void WorkingState::TakeDevices(int pod, int node, const DeviceChoice& choice, bo
     int slot = choice.devices[j];
     if (slot == kNewDevice) {
       slot = OpenDevice(node, units, pipelined);
+      ++device_counters_.opened;
     } else {
+      ++device_counters_.joined;
       DeviceSlot& device = devices_[slot];
       assert(device.node == node && device.used > 0);
       if (pipelined) {
