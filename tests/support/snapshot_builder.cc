@@ -40,6 +40,11 @@ SnapshotBuilder& SnapshotBuilder::Unschedulable() {
   return *this;
 }
 
+SnapshotBuilder& SnapshotBuilder::DeviceMemory(double memory) {
+  last_node().gpu_device_memory = memory;
+  return *this;
+}
+
 SnapshotBuilder& SnapshotBuilder::Queue(const std::string& name, const std::string& parent) {
   arbiter::Queue queue;
   queue.name = name;
@@ -201,6 +206,26 @@ SnapshotBuilder& SnapshotBuilder::Fungibility(WhenCanBorrow borrow, WhenCanPreem
 }
 SnapshotBuilder& SnapshotBuilder::PodSet(const std::string& pod_set) {
   last_pod().pod_set = pod_set;
+  return *this;
+}
+
+SnapshotBuilder& SnapshotBuilder::GpuFraction(double fraction) {
+  last_pod().gpu_fraction = fraction;
+  return *this;
+}
+
+SnapshotBuilder& SnapshotBuilder::GpuMemory(double memory) {
+  last_pod().gpu_memory = memory;
+  return *this;
+}
+
+SnapshotBuilder& SnapshotBuilder::GpuDevices(int32_t devices) {
+  last_pod().gpu_fraction_devices = devices;
+  return *this;
+}
+
+SnapshotBuilder& SnapshotBuilder::GpuGroups(std::vector<std::string> keys) {
+  last_pod().gpu_groups = std::move(keys);
   return *this;
 }
 SnapshotBuilder& SnapshotBuilder::AssignedFlavor(const std::string& pod_set,

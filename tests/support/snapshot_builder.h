@@ -32,6 +32,7 @@ class SnapshotBuilder {
   SnapshotBuilder& Taint(const std::string& key, const std::string& value,
                          const std::string& effect);
   SnapshotBuilder& Unschedulable();
+  SnapshotBuilder& DeviceMemory(double memory);  // gpu_device_memory of the last node (§4.13)
 
   // Queues.
   SnapshotBuilder& Queue(const std::string& name, const std::string& parent = "");
@@ -84,6 +85,11 @@ class SnapshotBuilder {
   SnapshotBuilder& Tolerate(const std::string& key, const std::string& op, const std::string& value,
                             const std::string& effect);
   SnapshotBuilder& PodSet(const std::string& pod_set);  // of the last pod
+  // GPU sharing (§4.13), of the last pod.
+  SnapshotBuilder& GpuFraction(double fraction);
+  SnapshotBuilder& GpuMemory(double memory);
+  SnapshotBuilder& GpuDevices(int32_t devices);
+  SnapshotBuilder& GpuGroups(std::vector<std::string> keys);
   // An admitted group's flavor of `resource` in `pod_set` (PodGroup.flavors).
   SnapshotBuilder& AssignedFlavor(const std::string& pod_set, const std::string& resource,
                                   const std::string& flavor);
