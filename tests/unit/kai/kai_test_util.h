@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/kai/kai_fair_share.h"
 #include "core/kai/kai_schedule.h"
 #include "core/model.h"
@@ -133,7 +134,8 @@ inline std::string Describe(const ScheduleResult& result) {
                     map(q.allocated), "} r{", map(q.requested), "} s", q.saturation, "\n");
   }
   for (const Binding& b : result.bindings) {
-    absl::StrAppend(&out, "B ", b.pod_group, "/", b.pod, "@", b.node, b.after_evictions, "\n");
+    absl::StrAppend(&out, "B ", b.pod_group, "/", b.pod, "@", b.node, b.after_evictions, " [",
+                    absl::StrJoin(b.gpu_groups, ","), "]\n");
   }
   for (const Eviction& e : result.evictions) {
     absl::StrAppend(&out, "E ", e.pod_group, "/", e.pod, "@", e.node, " ",
