@@ -146,5 +146,87 @@ TEST(WorkingState, NonPreemptibleAllocationFollowsDecisions) {
   EXPECT_EQ(f.state.allocated_np(dept)[cpu], 0);
 }
 
+// ---- GPU devices (§4.13.2) ----
+
+Snapshot SharingCluster() {
+  return SnapshotBuilder()
+      .Node("n1", {{"cpu", 10}, {"nvidia.com/gpu", 2}})
+      .Node("n2", {{"cpu", 10}, {"nvidia.com/gpu", 2}})
+      .Queue("team")
+      .Group("run", "team")
+      .Pod({{"cpu", 1}}, "n1", PodPhase::kRunning)
+      .GpuFraction(0.5)
+      .GpuGroups({"k"})
+      .Pod({{"cpu", 1}}, "n1", PodPhase::kReleasing)
+      .GpuFraction(0.25)
+      .GpuGroups({"k"})
+      .Group("job", "team")
+      .Pod({{"cpu", 1}})
+      .GpuFraction(0.5)
+      .GpuDevices(2)
+      .Build();
+}
+
+// Devices, the pool and the pods' devices, as a string of exact values.
+std::string DumpDevices(const Cluster& cluster, const WorkingState& state) {
+  std::string out = Dump(cluster, state);
+  for (int n = 0; n < cluster.num_nodes(); ++n) {
+    for (int slot : state.node_devices(n)) {
+      // A slot whose units are all 0 does not exist (it may be opened again).
+      if (state.device_used(slot) == 0 && state.device_releasing(slot) == 0) continue;
+      out += " " + state.device_key(slot) + ":" + std::to_string(state.device_used(slot)) + "/" +
+             std::to_string(state.device_releasing(slot));
+    }
+  }
+  return out;
+}
+
+TEST(WorkingStateDevices, RollbackRestoresDevicesAndThePoolExactly) {
+  Snapshot snapshot = SharingCluster();
+  KaiFairShare shares = ::arbiter::testing::KaiFairShareOf(snapshot, Policy{});
+  Session session{shares};
+  const Cluster& cluster = session.cluster();
+  WorkingState& state = session.state();
+  const int gpu = cluster.node_gpu();
+  // One active device: the pool has 1 used; the releasing quarter stays on the device.
+  EXPECT_EQ(state.idle(0, gpu), 1);
+  const std::string before = DumpDevices(cluster, state);
+  // Groups in name order: job (0), run (1).
+  const int run_pod = cluster.group(1).first_pod;
+  WorkingState::Mark mark = state.Checkpoint();
+  const int pending = state.pending_pod(0, 0);
+  DeviceChoice choice{{state.node_devices(0)[0], kNewDevice}, false};
+  state.Bind(pending, 0, /*after_evictions=*/true, &choice);
+  EXPECT_EQ(state.device_key(state.pod_device(pending, 1)), "new-0");
+  state.Evict(run_pod);
+  state.Restore(run_pod);
+  EXPECT_NE(DumpDevices(cluster, state), before);
+  state.Rollback(mark);
+  EXPECT_EQ(DumpDevices(cluster, state), before);
+}
+
+// Evicting the last running pod of a device drains it: one GPU moves from used to releasing in
+// the pool; restoring it makes it active again.
+TEST(WorkingStateDevices, AnEvictionThatEmptiesADeviceDrainsIt) {
+  Snapshot snapshot = SharingCluster();
+  KaiFairShare shares = ::arbiter::testing::KaiFairShareOf(snapshot, Policy{});
+  Session session{shares};
+  const Cluster& cluster = session.cluster();
+  WorkingState& state = session.state();
+  const int gpu = cluster.node_gpu();
+  const int run_pod = cluster.group(1).first_pod;
+  ASSERT_EQ(state.pod_state(run_pod), PodState::kRunning);
+  WorkingState::Mark mark = state.Checkpoint();
+  state.Evict(run_pod);
+  const int device = state.pod_device(run_pod, 0);
+  EXPECT_TRUE(state.device_draining(device));
+  EXPECT_EQ(state.idle(0, gpu), 1);
+  EXPECT_EQ(state.releasing(0, gpu), 1);
+  state.Restore(run_pod);
+  EXPECT_TRUE(state.device_active(device));
+  EXPECT_EQ(state.releasing(0, gpu), 0);
+  state.Rollback(mark);
+}
+
 }  // namespace
 }  // namespace arbiter::kai
