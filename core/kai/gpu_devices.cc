@@ -37,52 +37,58 @@ bool DevicesBinpack(const Policy& policy) {
   return placement != Placement::kSpread;
 }
 
-DeviceFit ChooseDevices(const WorkingState& state, int pod, int node, bool binpack) {
-  DeviceFit fit;
+void ChooseDevices(const WorkingState& state, int pod, int node, bool binpack, bool with_devices,
+                   std::vector<int>* scratch, DeviceFit* fit) {
+  fit->fits = false;
+  fit->joinable = false;
+  fit->choice.devices.clear();
+  fit->choice.now = false;
   ++state.device_counters().choices;
   const Cluster& cluster = state.cluster();
   const ClusterPod& info = cluster.pod(pod);
   const ClusterNode& on = cluster.node(node);
-  if (info.gpu_memory > 0 && on.node->gpu_device_memory == 0) return fit;
+  if (info.gpu_memory > 0 && on.node->gpu_device_memory == 0) return;
   const int64_t units = cluster.DeviceUnits(pod, node);
-  if (units > on.device_units) return fit;
+  if (units > on.device_units) return;
   // J: the active devices with room for the pod once their releasing pods are gone.
-  std::vector<int> joinable;
+  std::vector<int>& joinable = *scratch;
+  joinable.clear();
   for (int slot : state.node_devices(node)) {
     if (state.device_active(slot) && units <= on.device_units - state.device_used(slot)) {
       joinable.push_back(slot);
     }
   }
-  fit.joinable = !joinable.empty();
+  fit->joinable = !joinable.empty();
   const int64_t d = info.gpu_devices;
   const double pool_idle = PoolIdle(state, node);
   const double whole = std::floor(pool_idle + PoolReleasing(state, node));
   // w, the new devices the node could open; only the first d entries of L matter.
   const int64_t w =
       whole > 0 ? (whole >= static_cast<double>(d) ? d : static_cast<int64_t>(whole)) : 0;
-  if (static_cast<int64_t>(joinable.size()) + w < d) return fit;
-  std::sort(joinable.begin(), joinable.end(), [&](int a, int b) {
+  if (static_cast<int64_t>(joinable.size()) + w < d) return;
+  const double* requests = cluster.node_requests(pod);
+  if (!state.FitsPipelined(node, requests)) return;
+  // L: BINPACK the fullest device first and a new device last; SPREAD a new device first, then
+  // the emptiest; ties by key. Only the first d entries are taken.
+  const int64_t from_joinable =
+      binpack ? std::min<int64_t>(d, static_cast<int64_t>(joinable.size())) : d - std::min(d, w);
+  const int64_t opened = d - from_joinable;
+  const auto before = [&](int a, int b) {
     const int64_t idle_a = state.device_idle(a);
     const int64_t idle_b = state.device_idle(b);
     if (idle_a != idle_b) return binpack ? idle_a < idle_b : idle_a > idle_b;
     return state.device_key(a) < state.device_key(b);
-  });
-  const double* requests = cluster.node_requests(pod);
-  if (!state.FitsPipelined(node, requests)) return fit;
-  std::vector<int32_t>& choice = fit.choice.devices;
-  const int64_t from_joinable =
-      binpack ? std::min<int64_t>(d, static_cast<int64_t>(joinable.size())) : d - std::min(d, w);
-  const int64_t opened = d - from_joinable;
+  };
+  std::partial_sort(joinable.begin(), joinable.begin() + from_joinable, joinable.end(), before);
+  bool now = static_cast<double>(opened) <= pool_idle && state.FitsNow(node, requests);
+  for (int64_t j = 0; j < from_joinable && now; ++j) now = units <= state.device_idle(joinable[j]);
+  fit->choice.now = now;
+  fit->fits = true;
+  if (!with_devices) return;
+  std::vector<int32_t>& choice = fit->choice.devices;
   if (!binpack) choice.assign(static_cast<size_t>(opened), kNewDevice);
   choice.insert(choice.end(), joinable.begin(), joinable.begin() + from_joinable);
   if (binpack) choice.insert(choice.end(), static_cast<size_t>(opened), kNewDevice);
-  bool now = static_cast<double>(opened) <= pool_idle && state.FitsNow(node, requests);
-  for (int32_t slot : choice) {
-    if (slot != kNewDevice && units > state.device_idle(slot)) now = false;
-  }
-  fit.choice.now = now;
-  fit.fits = true;
-  return fit;
 }
 
 double DeviceRoom(const WorkingState& state, int node) {

@@ -24,8 +24,10 @@ struct DeviceFit {
 
 // choose(p, n): the devices `pod` takes on `node` in `state`, or none. Other resources than G
 // must fit pipelined (`now` also needs them to fit now). A memory pod fits no node whose
-// gpu_device_memory is unknown (0).
-DeviceFit ChooseDevices(const WorkingState& state, int pod, int node, bool binpack);
+// gpu_device_memory is unknown (0). `scratch` (reused between calls) holds J; C is written to
+// fit->choice.devices only with `with_devices` (fits, joinable and now are set either way).
+void ChooseDevices(const WorkingState& state, int pod, int node, bool binpack, bool with_devices,
+                   std::vector<int>* scratch, DeviceFit* fit);
 
 // The device term of room_G on `node` (§4.13.5): Σ over its active devices of
 // (idle_k + releasing_k) / M_n, in key order.

@@ -511,10 +511,12 @@ NodeChoice Placer::ChooseSharing(int pod) {
   }
   NodeChoice best;
   double best_score = 0;
+  DeviceFit& fit = device_fit_;
   for (const Feasibility::FeasibleClass& feasible : classes) {
     for (int node : feasibility_.class_nodes(feasible.node_class)) {
       if (Excluded(node)) continue;
-      DeviceFit fit = ChooseDevices(state_, pod, node, device_binpack_);
+      ChooseDevices(state_, pod, node, device_binpack_, /*with_devices=*/false, &device_scratch_,
+                    &fit);
       if (!fit.fits) continue;
       const double allocatable = gpu < 0 ? 0 : cluster_.allocatable(node)[gpu];
       const double free = gpu < 0 ? 0 : state_.free(node, gpu);
@@ -525,8 +527,12 @@ NodeChoice Placer::ChooseSharing(int pod) {
       best_score = score;
       best.node = node;
       best.fits_now = fit.choice.now;
-      best.devices = std::move(fit.choice);
     }
+  }
+  if (best.node >= 0) {
+    ChooseDevices(state_, pod, best.node, device_binpack_, /*with_devices=*/true, &device_scratch_,
+                  &fit);
+    best.devices = fit.choice;
   }
   return best;
 }

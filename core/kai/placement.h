@@ -213,6 +213,8 @@ class Placer {
                      double* max);
   std::vector<int> stale_trees_;  // the trees with a stale member
   bool device_binpack_ = true;
+  DeviceFit device_fit_;             // ChooseSharing's scratch
+  std::vector<int> device_scratch_;  // ChooseDevices' J
 };
 
 // Places the unit's pods one at a time, in pod order, each seeing the previous placements: each
