@@ -800,7 +800,8 @@ absl::Status RefuseSharingUnderKueue(const AtField& at_field, const Pod& pod) {
 }
 
 template <typename AtField>
-absl::Status CheckSharingAmounts(const AtField& at_field, const Pod& pod) {
+absl::Status CheckSharingAmounts(const AtField& at_field, const Pod& pod,
+                                 const RequestBounds& bounds) {
   if (pod.gpu_fraction && !(*pod.gpu_fraction > 0 && *pod.gpu_fraction < 1)) {
     return Invalid(
         at_field("gpu_fraction"),
@@ -816,6 +817,15 @@ absl::Status CheckSharingAmounts(const AtField& at_field, const Pod& pod) {
   if (pod.gpu_fraction_devices < 0) {
     return Invalid(at_field("gpu_fraction_devices"),
                    absl::StrCat("must not be negative, got ", pod.gpu_fraction_devices));
+  }
+  if (pod.gpu_fraction_devices > bounds.max_gpu_devices_per_pod) {
+    return Invalid(
+        at_field("gpu_fraction_devices"),
+        absl::StrCat(pod.gpu_fraction_devices, " devices; at most ", bounds.max_gpu_devices_per_pod,
+                     " are accepted",
+                     bounds.max_gpu_devices_per_pod_name.empty()
+                         ? ""
+                         : absl::StrCat(" (", bounds.max_gpu_devices_per_pod_name, ")")));
   }
   if (pod.gpu_fraction_devices > 0 && !Shares(pod)) {
     return Invalid(at_field("gpu_fraction_devices"),
@@ -863,12 +873,12 @@ absl::Status CheckGpuGroups(const AtField& at_field, const Pod& pod, PodPhase ph
 
 // §4.13.6 for one pod, after its other checks; `node` is its node's input index (-1: none).
 absl::Status CheckPodSharing(size_t i, size_t j, const Pod& pod, const Snapshot& snapshot,
-                             bool kueue, int node) {
+                             bool kueue, int node, const RequestBounds& bounds) {
   const auto at_field = [i, j](const char* field) {
     return absl::StrCat("snapshot.pod_groups[", i, "].pods[", j, "].", field);
   };
   if (kueue) return RefuseSharingUnderKueue(at_field, pod);
-  RETURN_IF_ERROR(CheckSharingAmounts(at_field, pod));
+  RETURN_IF_ERROR(CheckSharingAmounts(at_field, pod, bounds));
   const PodPhase phase = EffectivePhase(pod);
   RETURN_IF_ERROR(CheckGpuGroups(at_field, pod, phase));
   if (pod.gpu_memory && phase != PodPhase::kPending && node >= 0 &&
@@ -1092,7 +1102,7 @@ absl::Status CheckPodGroupFlavors(size_t i, const PodGroup& group, const Queue& 
 
 absl::Status CheckPodGroups(const Snapshot& snapshot, bool kueue, const QueueIndex& queues,
                             const absl::flat_hash_map<absl::string_view, int>& nodes_by_name,
-                            RequestIndex& index, CancelPoll& poll) {
+                            const RequestBounds& bounds, RequestIndex& index, CancelPoll& poll) {
   size_t pod_count = 0;
   for (const PodGroup& group : snapshot.pod_groups) pod_count += group.pods.size();
   index.group_queue.reserve(snapshot.pod_groups.size());
@@ -1151,7 +1161,7 @@ absl::Status CheckPodGroups(const Snapshot& snapshot, bool kueue, const QueueInd
       }
       int node = -1;
       RETURN_IF_ERROR(CheckPod(i, j, pod, nodes_by_name, node));
-      RETURN_IF_ERROR(CheckPodSharing(i, j, pod, snapshot, kueue, node));
+      RETURN_IF_ERROR(CheckPodSharing(i, j, pod, snapshot, kueue, node, bounds));
       index.pod_node.push_back(node);
       if (sum_error.ok()) {
         sum_error = sums.Add(
@@ -1232,7 +1242,7 @@ absl::Status ValidateRequest(const Snapshot& snapshot, const Policy& policy, Req
   RETURN_IF_ERROR(CheckNodes(snapshot, nodes_by_name, learned, cancel));
   // 4. Pod groups.
   RETURN_IF_ERROR(CheckPodGroups(snapshot, policy.fairness_model == FairnessModel::kKueue, queues,
-                                 nodes_by_name, learned, cancel));
+                                 nodes_by_name, bounds, learned, cancel));
   // 5. Usage.
   RETURN_IF_ERROR(CheckUsage(snapshot, queues, learned.usage_queue));
   // 6. Schedule under KAI.

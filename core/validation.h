@@ -32,6 +32,10 @@ struct RequestBounds {
   int64_t max_queue_depth = std::numeric_limits<int64_t>::max();
   // The caller's name for the bound (a flag), echoed in brackets in the message; may be empty.
   std::string max_queue_depth_name;
+  // The most devices one GPU-sharing pod may ask for (Pod.gpu_fraction_devices), each named in
+  // its binding; checked with the pod's sharing checks (§4.13.6, after rule 4).
+  int64_t max_gpu_devices_per_pod = std::numeric_limits<int64_t>::max();
+  std::string max_gpu_devices_per_pod_name;
 };
 
 // What validation learned about the names of a valid request, by input index, handed to the

@@ -16,6 +16,7 @@ RequestLimits RequestLimits::Unlimited() {
   limits.max_resource_names = kNone;
   limits.max_name_bytes = kNone;
   limits.max_queue_depth = kNone;
+  limits.max_gpu_devices_per_pod = kNone;
   limits.max_decoded_bytes = kNone;
   return limits;
 }
@@ -40,6 +41,7 @@ absl::Status CheckLimitOptions(const RequestLimits& limits) {
       {"--max-resource-names", limits.max_resource_names},
       {"--max-name-bytes", limits.max_name_bytes},
       {"--max-queue-depth", limits.max_queue_depth},
+      {"--max-gpu-devices-per-pod", limits.max_gpu_devices_per_pod},
       {"--max-decoded-bytes", limits.max_decoded_bytes},
   };
   for (const auto& [flag, value] : named) {

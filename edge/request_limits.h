@@ -33,6 +33,9 @@ struct RequestLimits {
   // allows 253 bytes for a name and 317 for a qualified label key.
   int64_t max_name_bytes = 1024;
   int64_t max_queue_depth = 64;  // --max-queue-depth: levels of the queue (or cohort) tree
+  // --max-gpu-devices-per-pod: the largest Pod.gpu_fraction_devices (a GPU-sharing pod's devices,
+  // each named in its binding).
+  int64_t max_gpu_devices_per_pod = 64;
   // --max-decoded-bytes: the decoded model's accounted memory (the structures, map entries and
   // strings the decoder allocates).
   int64_t max_decoded_bytes = int64_t{256} << 20;

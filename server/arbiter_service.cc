@@ -268,6 +268,8 @@ class Workspace {
     RequestBounds bounds;
     bounds.max_queue_depth = limits.max_queue_depth;
     bounds.max_queue_depth_name = "--max-queue-depth";
+    bounds.max_gpu_devices_per_pod = limits.max_gpu_devices_per_pod;
+    bounds.max_gpu_devices_per_pod_name = "--max-gpu-devices-per-pod";
     result_ = Method::Decide(snapshot_, policy_, hooks, bounds);
     if (!result_->ok()) return ExplainCancellation(result_->status(), context);
 

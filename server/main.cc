@@ -107,6 +107,9 @@ void AddFlags(arbiter::rpc::CommandLine& flags, Settings& settings) {
                "longest name, key or value in a request (INVALID_ARGUMENT above)");
   flags.AddInt("max-queue-depth", "N", &limits.max_queue_depth,
                "deepest queue or cohort tree, in levels (INVALID_ARGUMENT above)");
+  flags.AddInt("max-gpu-devices-per-pod", "N", &limits.max_gpu_devices_per_pod,
+               "most GPU devices one sharing pod may ask for, gpu_fraction_devices "
+               "(INVALID_ARGUMENT above)");
   flags.AddInt("max-decoded-bytes", "BYTES", &limits.max_decoded_bytes,
                "most memory a decoded request may take (RESOURCE_EXHAUSTED above)");
   flags.AddInt("workers", "N", &settings.workers, "decision threads; 0 = one per core");
