@@ -36,8 +36,9 @@ struct CycleHooks {
   // Runs the victim search (SEMANTICS.md §4.8) in its reference formulation: tries on a node
   // index brought up to date after every change (not a frozen index read through an overlay,
   // Placer::SetOverlay), a fresh victim order drawn for every part (not one sequence per search),
-  // and every pick of a try's order made anew. Same answers, slower: for the test that proves the
-  // two agree.
+  // and every pick of a try's order made anew; and a pod that shares GPUs placed by weighing every
+  // feasible node on its own (SEMANTICS.md §4.13.4 as written). Same answers, slower: for the
+  // test that proves the two agree.
   bool reference_search = false;
 
   // CancelledError naming `next_phase` when `cancelled` says so; OK otherwise.

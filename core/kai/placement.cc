@@ -492,7 +492,32 @@ void Placer::ScoreRange(int pod, double* min, double* max) {
   KeyRange(BandsSlot(pod), Bands(pod), resource, min, max);
 }
 
-NodeChoice Placer::ChooseSharing(int pod) {
+const std::vector<int8_t>& Placer::ClassVerdicts(int pod) {
+  const int signature = feasibility_.pod_signature(pod);
+  if (class_verdicts_.size() < static_cast<size_t>(feasibility_.num_signatures())) {
+    class_verdicts_.resize(feasibility_.num_signatures());
+  }
+  std::vector<int8_t>& verdicts = class_verdicts_[signature];
+  if (!verdicts.empty()) return verdicts;
+  verdicts.assign(feasibility_.num_classes(), -1);
+  for (const Feasibility::FeasibleClass& feasible : feasibility_.FeasibleClasses(signature)) {
+    verdicts[feasible.node_class] = feasible.preferred ? 1 : 0;
+  }
+  return verdicts;
+}
+
+double Placer::SharingScore(int node, bool joinable, bool now, bool preferred, double min,
+                            double max) const {
+  const int gpu = cluster_.node_gpu();
+  const double allocatable = cluster_.allocatable(node)[gpu];
+  const double free = state_.free(node, gpu);
+  const double placement =
+      index_.spread() ? SpreadScore(free, allocatable) : BinpackScore(free, allocatable, min, max);
+  return (device_binpack_ && joinable ? 200 : 0) + (now ? 100 : 0) + (preferred ? 50 : 0) +
+         placement;
+}
+
+NodeChoice Placer::ChooseSharingByScan(int pod) {
   const int gpu = cluster_.node_gpu();
   const bool spread = index_.spread();
   // Binpack's range: free G over the feasible nodes with allocatable G > 0.
@@ -500,13 +525,11 @@ NodeChoice Placer::ChooseSharing(int pod) {
   double max = -kInfinity;
   const std::vector<Feasibility::FeasibleClass>& classes =
       feasibility_.FeasibleClasses(feasibility_.pod_signature(pod));
-  if (!spread && gpu >= 0) {
-    for (const Feasibility::FeasibleClass& feasible : classes) {
-      for (int node : feasibility_.class_nodes(feasible.node_class)) {
-        if (!(cluster_.allocatable(node)[gpu] > 0)) continue;
-        min = std::min(min, state_.free(node, gpu));
-        max = std::max(max, state_.free(node, gpu));
-      }
+  for (const Feasibility::FeasibleClass& feasible : classes) {
+    for (int node : feasibility_.class_nodes(feasible.node_class)) {
+      if (spread || !(cluster_.allocatable(node)[gpu] > 0)) continue;
+      min = std::min(min, state_.free(node, gpu));
+      max = std::max(max, state_.free(node, gpu));
     }
   }
   NodeChoice best;
@@ -518,16 +541,88 @@ NodeChoice Placer::ChooseSharing(int pod) {
       ChooseDevices(state_, pod, node, device_binpack_, /*with_devices=*/false, &device_scratch_,
                     &fit);
       if (!fit.fits) continue;
-      const double allocatable = gpu < 0 ? 0 : cluster_.allocatable(node)[gpu];
-      const double free = gpu < 0 ? 0 : state_.free(node, gpu);
-      double score = (device_binpack_ && fit.joinable ? 200 : 0) + (fit.choice.now ? 100 : 0) +
-                     (feasible.preferred ? 50 : 0);
-      score += spread ? SpreadScore(free, allocatable) : BinpackScore(free, allocatable, min, max);
+      const double score =
+          SharingScore(node, fit.joinable, fit.choice.now, feasible.preferred, min, max);
       if (!Better(score, node, best_score, best.node)) continue;
       best_score = score;
       best.node = node;
       best.fits_now = fit.choice.now;
     }
+  }
+  if (best.node >= 0) {
+    ChooseDevices(state_, pod, best.node, device_binpack_, /*with_devices=*/true, &device_scratch_,
+                  &fit);
+    best.devices = fit.choice;
+  }
+  return best;
+}
+
+NodeChoice Placer::ChooseSharing(int pod) {
+  const int gpu = cluster_.node_gpu();
+  if (gpu < 0) return NodeChoice{};  // no node has GPUs: no device exists or can open
+  if (reference_) return ChooseSharingByScan(pod);
+  const std::vector<BandGroup>& groups = Bands(pod);
+  double min = kInfinity;
+  double max = -kInfinity;
+  if (!index_.spread()) KeyRange(BandsSlot(pod), groups, gpu, &min, &max);
+  NodeChoice best;
+  double best_score = 0;
+  DeviceFit& fit = device_fit_;
+  // 1. The nodes that have devices, each weighed on its own.
+  const std::vector<int8_t>& verdicts = ClassVerdicts(pod);
+  for (int node : state_.device_nodes()) {
+    const int8_t verdict = verdicts[feasibility_.node_class(node)];
+    if (verdict < 0 || Excluded(node)) continue;
+    ChooseDevices(state_, pod, node, device_binpack_, /*with_devices=*/false, &device_scratch_,
+                  &fit);
+    if (!fit.fits) continue;
+    const double score = SharingScore(node, fit.joinable, fit.choice.now, verdict > 0, min, max);
+    if (!Better(score, node, best_score, best.node)) continue;
+    best_score = score;
+    best.node = node;
+    best.fits_now = fit.choice.now;
+  }
+  // 2. Every other node holds no device: there the pod takes d new devices, as a pod asking d
+  // whole GPUs (and its other requests) takes the node's pool, so the trees find the best of
+  // them, searched past the nodes of step 1. None scores 200, the sharing band.
+  if (best_score < 200) {
+    virtual_requests_.assign(cluster_.node_requests(pod),
+                             cluster_.node_requests(pod) + cluster_.num_node_resources());
+    virtual_requests_[gpu] = cluster_.pod(pod).gpu_devices;
+    const std::vector<int> kept = excluded_;
+    excluded_.insert(excluded_.end(), state_.device_nodes().begin(), state_.device_nodes().end());
+    std::sort(excluded_.begin(), excluded_.end());
+    // A memory pod cannot use a node whose devices are too small or of unknown memory: such a
+    // node found is passed over and the search runs again without it.
+    const int64_t memory = cluster_.pod(pod).gpu_memory;
+    for (bool searching = true; searching;) {
+      searching = false;
+      bool found = false;
+      for (bool now : {true, false}) {
+        for (size_t g = 0; g < groups.size() && !found; ++g) {
+          const Candidate candidate = SearchGroup(pod, static_cast<int>(g), groups[g],
+                                                  virtual_requests_.data(), gpu, now, min, max);
+          if (candidate.node < 0) continue;
+          found = true;
+          const Node& node = *cluster_.node(candidate.node).node;
+          if (memory > 0 && !(node.gpu_device_memory >= static_cast<double>(memory))) {
+            excluded_.insert(std::upper_bound(excluded_.begin(), excluded_.end(), candidate.node),
+                             candidate.node);
+            searching = true;
+            break;
+          }
+          const double score =
+              SharingScore(candidate.node, false, now, groups[g].band >= 50, min, max);
+          if (Better(score, candidate.node, best_score, best.node)) {
+            best_score = score;
+            best.node = candidate.node;
+            best.fits_now = now;
+          }
+        }
+        if (found) break;
+      }
+    }
+    excluded_ = kept;
   }
   if (best.node >= 0) {
     ChooseDevices(state_, pod, best.node, device_binpack_, /*with_devices=*/true, &device_scratch_,

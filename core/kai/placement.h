@@ -53,6 +53,9 @@ class Placer {
 
   // §4.13.3's DP: true for BINPACK (the default), false for SPREAD.
   void SetDeviceBinpack(bool binpack) { device_binpack_ = binpack; }
+  // CycleHooks::reference_search: a pod that shares weighs every feasible node on its own
+  // (ChooseSharingByScan) instead of searching the trees for the nodes without devices.
+  void SetReference(bool reference) { reference_ = reference; }
 
   // Overlay reading (NodeIndex::Freeze): the index's trees hold the amounts of the state at
   // `base`, the checkpoint of a statement still open, and the nodes the working state changed
@@ -80,9 +83,17 @@ class Placer {
     double score = 0;
   };
   const std::vector<BandGroup>& Bands(int pod);
-  // §4.13.4: every feasible node weighed on its own, with the device choice and the +200 band.
-  // O(feasible nodes · devices per node).
+  // §4.13.4: the nodes with devices weighed on their own, with the device choice and the +200
+  // band; the others through the trees, as a pod asking d whole GPUs. O(nodes with devices ·
+  // devices per node) plus a search.
   NodeChoice ChooseSharing(int pod);
+  // §4.13.4 as written: every feasible node weighed on its own. O(feasible nodes · devices).
+  NodeChoice ChooseSharingByScan(int pod);
+  // Per node class, for `pod`'s signature: -1 infeasible, 0 feasible, 1 feasible and preferred.
+  const std::vector<int8_t>& ClassVerdicts(int pod);
+  // §4.13.4's score of a sharing pod on `node`.
+  double SharingScore(int node, bool joinable, bool now, bool preferred, double min,
+                      double max) const;
   bool Fits(int node, const double* requests, bool now) const;
   // Overlay: takes in the nodes the working state changed since the last call. A node stays
   // stale for the rest of the overlay even when an inner statement restores it: weighing a node
@@ -213,8 +224,11 @@ class Placer {
                      double* max);
   std::vector<int> stale_trees_;  // the trees with a stale member
   bool device_binpack_ = true;
-  DeviceFit device_fit_;             // ChooseSharing's scratch
-  std::vector<int> device_scratch_;  // ChooseDevices' J
+  bool reference_ = false;
+  DeviceFit device_fit_;                  // ChooseSharing's scratch
+  std::vector<double> virtual_requests_;  // ChooseSharing: the pod as one asking whole GPUs
+  std::vector<std::vector<int8_t>> class_verdicts_;  // per signature
+  std::vector<int> device_scratch_;                  // ChooseDevices' J
 };
 
 // Places the unit's pods one at a time, in pod order, each seeing the previous placements: each

@@ -98,6 +98,9 @@ class WorkingState {
   // as the Cluster numbers them; opened devices take further slots. A slot whose used and
   // releasing units are both 0 does not exist (it may be opened again).
   const std::vector<int>& node_devices(int node) const { return node_devices_[node]; }
+  // The nodes that have, or once had, a device slot, in the order of their first: every node
+  // outside holds no device (so a pod that shares uses it as a pod asking whole GPUs would).
+  const std::vector<int>& device_nodes() const { return device_nodes_; }
   int64_t device_used(int slot) const { return devices_[slot].used; }
   int64_t device_releasing(int slot) const { return devices_[slot].releasing; }
   int64_t device_idle(int slot) const {
@@ -229,7 +232,8 @@ class WorkingState {
   };
   std::deque<DeviceSlot> devices_;              // a deque: the journal holds pointers into it
   std::vector<std::vector<int>> node_devices_;  // per node: its slots (grows, never shrinks)
-  std::vector<int32_t> pod_device_begin_;       // per pod: its first entry of pod_devices_
+  std::vector<int> device_nodes_;
+  std::vector<int32_t> pod_device_begin_;  // per pod: its first entry of pod_devices_
   std::vector<int32_t> pod_devices_;
   mutable DeviceCounters device_counters_;
   std::vector<double> queue_scratch_;  // QueueRequests' row

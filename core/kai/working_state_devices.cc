@@ -25,6 +25,7 @@ void WorkingState::LayOutDevices() {
       node_devices_[n].push_back(node.first_device + k);
       devices_[node.first_device + k].node = n;
     }
+    if (node.input_devices > 0) device_nodes_.push_back(n);
   }
   pod_device_begin_.assign(pods, 0);
   for (int p = 0; p < pods; ++p) {
@@ -111,6 +112,7 @@ int WorkingState::OpenDevice(int node, int64_t units, bool pipelined) {
   if (free_slot < 0) {
     free_slot = static_cast<int>(devices_.size());
     devices_.push_back(DeviceSlot{0, 0, node, ""});
+    if (slots.empty()) device_nodes_.push_back(node);
     slots.push_back(free_slot);
   }
   DeviceSlot& device = devices_[free_slot];
