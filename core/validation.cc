@@ -833,10 +833,11 @@ absl::Status CheckSharingAmounts(const AtField& at_field, const Pod& pod,
   }
   const auto gpu = pod.requests.find(kGpuResource);
   if (Shares(pod) && gpu != pod.requests.end() && gpu->second > 0) {
-    return Invalid(at_field("requests"),
-                   absl::StrCat("[\"", kGpuResource,
-                                "\"]: must be absent or 0 on a pod that "
-                                "shares a GPU (gpu_fraction or gpu_memory sets its share)"));
+    // The path names the map key, as every other requests check does (§1).
+    return Invalid(absl::StrCat(at_field("requests"), Key(kGpuResource)),
+                   absl::StrCat("must be absent or 0 on a pod that shares a GPU (gpu_fraction or "
+                                "gpu_memory sets its share), got ",
+                                Number(gpu->second)));
   }
   return absl::OkStatus();
 }

@@ -34,6 +34,7 @@ struct GenerateFlags {
   int64_t reclaim_groups = defaults.reclaim_groups;
   int64_t cohorts = defaults.cohorts;
   int64_t flavors = defaults.flavors;
+  double gpu_sharing = defaults.gpu_sharing;
   std::string size;
   std::string model_name = "kai";
   std::string shape_name = "realistic";
@@ -60,6 +61,9 @@ void DeclareFlags(rpc::CommandLine* flags, GenerateFlags* values) {
   flags->AddInt("cohorts", "N", &values->cohorts, "cohorts over all levels (Kueue)");
   flags->AddInt("flavors", "N", &values->flavors,
                 "resource flavors per resource; 0 = legacy quotas (Kueue)");
+  flags->AddDouble("gpu-sharing", "PCT", &values->gpu_sharing,
+                   "percentage of GPU pods that share GPU devices: fraction and memory pods, "
+                   "device keys, gpu_device_memory on GPU nodes (KAI; 0 = none)");
   flags->AddString("shape", "realistic|kai-reclaim", &values->shape_name,
                    "kai-reclaim: KAI's reclaim yardstick, eight running and eight pending "
                    "one-GPU jobs per node (only --nodes applies)");
@@ -91,6 +95,9 @@ int RunGenerate(const Args& args, std::ostream& out, std::ostream& err) {
   }
   if (parsed.ok() && values.seed < 0) {
     parsed = absl::InvalidArgumentError("--seed: must not be negative");
+  }
+  if (parsed.ok() && !(values.gpu_sharing >= 0 && values.gpu_sharing <= 100)) {
+    parsed = absl::InvalidArgumentError("--gpu-sharing: must be a percentage in [0, 100]");
   }
   absl::StatusOr<generator::GeneratorModel> model = generator::GeneratorModel::kKai;
   if (parsed.ok()) {
@@ -132,6 +139,7 @@ int RunGenerate(const Args& args, std::ostream& out, std::ostream& err) {
   }
   if (flags.IsSet("cohorts")) options.cohorts = static_cast<int>(values.cohorts);
   if (flags.IsSet("flavors")) options.flavors = static_cast<int>(values.flavors);
+  if (flags.IsSet("gpu-sharing")) options.gpu_sharing = values.gpu_sharing;
 
   const generator::GeneratedRequest generated = generator::Generate(options);
   v1::ScheduleRequest request;

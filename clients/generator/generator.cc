@@ -21,6 +21,8 @@ GeneratedRequest Generate(const GeneratorOptions& options) {
   // NaN fails both comparisons and becomes 0.
   if (!(clamped.pending_fraction >= 0)) clamped.pending_fraction = 0;
   if (clamped.pending_fraction > 1) clamped.pending_fraction = 1;
+  if (!(clamped.gpu_sharing >= 0)) clamped.gpu_sharing = 0;
+  if (clamped.gpu_sharing > 100) clamped.gpu_sharing = 100;
   if (clamped.model == GeneratorModel::kKueue) return internal::GenerateKueue(clamped);
   if (clamped.shape == GeneratorShape::kKaiReclaim)
     return internal::GenerateKaiReclaimShape(clamped);

@@ -59,6 +59,11 @@ struct GeneratorOptions {
   // the implicit flavor); N >= 1 = every queue with quota gives it as resource groups of N
   // flavors each (docs/generator.md). KAI: ignored.
   int flavors = 0;
+  // KAI: the percentage, in [0, 100], of GPU pods that share GPU devices (SEMANTICS §4.13):
+  // gpu_fraction and gpu_memory pods, device keys for the running ones, and gpu_device_memory on
+  // the GPU nodes (docs/generator.md, "GPU sharing"). 0 = none, and the request is exactly the
+  // one without the option. The kai-reclaim shape and Kueue: ignored.
+  double gpu_sharing = 0;
 };
 
 struct GeneratedRequest {
@@ -67,7 +72,8 @@ struct GeneratedRequest {
 };
 
 // A valid request for `options`. Options out of range are clamped (negative counts to 0,
-// pending_fraction into [0, 1], depth to at least 1). Cost: O(pods · log nodes + queues).
+// pending_fraction into [0, 1], gpu_sharing into [0, 100], depth to at least 1). Cost: O(pods · log
+// nodes + queues).
 GeneratedRequest Generate(const GeneratorOptions& options);
 
 // The size presets of docs/generator.md: "S", "M", "L", "XL" for the KAI model (issue sizes:

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "clients/generator/kai_gpu_sharing.h"
 #include "clients/generator/kai_nodes.h"
 #include "clients/generator/kai_pod_groups.h"
 #include "clients/generator/kai_queues.h"
@@ -51,6 +52,10 @@ class KaiGenerator {
     for (const GroupSpec& spec : pending) Emit(spec, nullptr);
     snapshot_.queues = queues_.ToSnapshotQueues(resources_, rng_);
     snapshot_.nodes = nodes_.TakeNodes();
+    // Last, from a random stream of its own: without it nothing above changes.
+    if (options_.gpu_sharing > 0) {
+      ApplyGpuSharing(options_.gpu_sharing, options_.seed, reclaim_groups_, snapshot_);
+    }
 
     GeneratedRequest request;
     request.policy.fairness_model = FairnessModel::kKai;
@@ -177,6 +182,7 @@ class KaiGenerator {
       group.pods.push_back(std::move(pod));
     }
     snapshot_.pod_groups.push_back(std::move(group));
+    reclaim_groups_.push_back(spec.reclaim);
   }
 
   const GeneratorOptions options_;
@@ -185,6 +191,7 @@ class KaiGenerator {
   KaiNodes nodes_;  // drawn first
   KaiQueueTree queues_;
   Snapshot snapshot_;
+  std::vector<bool> reclaim_groups_;  // per group of snapshot_: a reclaim group (never shares)
   int group_counter_ = 0;
 };
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Rewrites the request fuzzer's seed corpus (tests/fuzz/corpus/) as binary ScheduleRequests:
-# the examples, the scenario requests, and small generated KAI and Kueue snapshots.
+# the examples, the scenario requests, and small generated KAI and Kueue snapshots (one KAI
+# snapshot with GPU sharing). The regression-*.pb seeds, kept by hand, are left as they are.
 #
 #   tests/fuzz/make_corpus.sh BUILD_DIR     (any configured build; builds the two tools it needs)
 set -euo pipefail
@@ -14,7 +15,7 @@ cmake --build "${build}" -j "${JOBS:-$(nproc)}" --target fuzz_corpus_writer arbi
 writer="${build}/bin/fuzz_corpus_writer"
 arbiter="${build}/bin/arbiter"
 
-rm -f "${corpus}"/*.pb
+rm -f "${corpus}"/example-*.pb "${corpus}"/scenario-*.pb "${corpus}"/generated-*.pb
 mkdir -p "${corpus}"
 for json in "${root}"/examples/*.json; do
   # examples/what-if-*.json are pod groups for `arbiter what-if --add`, not requests.
@@ -35,4 +36,6 @@ done
   --out "${corpus}/generated-kai-tiny-reclaim.pb"
 "${arbiter}" generate --model kueue --queues 3 --cohorts 1 --pods 8 --seed 5 \
   --out "${corpus}/generated-kueue-tiny.pb"
+"${arbiter}" generate --size S --seed 6 --gpu-sharing 60 \
+  --out "${corpus}/generated-kai-s-gpu-sharing.pb"
 ls -l "${corpus}"

@@ -35,8 +35,9 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
 # -max_len holds the largest seed (a generated Kueue snapshot, about 15 KB); -timeout catches
-# hangs; -rss_limit_mb catches runaway memory.
+# hangs; -rss_limit_mb catches runaway memory; -dict offers whole field tokens (request.dict).
 "${fuzzer}" \
+  -dict="${here}/request.dict" \
   -max_total_time="${seconds}" \
   -max_len="${FUZZ_MAX_LEN:-16384}" \
   -timeout="${FUZZ_TIMEOUT:-20}" \

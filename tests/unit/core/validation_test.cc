@@ -1493,5 +1493,625 @@ TEST(FlavorValidationTest, FlavorResourcesAreNotInternedByValidation) {
   EXPECT_THAT(names, ::testing::UnorderedElementsAre("cpu", "gpu"));
 }
 
+// ---- GPU sharing (§4.13.6, the §0.6 and §1 amendments) ----
+
+// A valid KAI request that uses every sharing field; each case below breaks it in one place:
+//   nodes[0] n1: 4 GPUs of 40000 each; nodes[1] n2: 2 GPUs, gpu_device_memory 0 (unknown)
+//   pod_groups[0] job-1 in team-a:
+//     pods[0] RUNNING on n1, gpu_fraction 0.5, gpu_groups [g0]
+//     pods[1] RELEASING on n1, gpu_memory 20000 on 2 devices, gpu_groups [g1, g2]
+//     pods[2] RUNNING on n2, gpu_fraction 0.25, gpu_groups [g0] (100 units per device)
+//     pods[3] PENDING, gpu_fraction 0.3
+//   pod_groups[1] job-2 in team-a:
+//     pods[0] PENDING, gpu_memory 10000 on 2 devices
+//     pods[1] PENDING, one whole GPU (does not share)
+//     pods[2] RUNNING on n1, one whole GPU (does not share)
+Snapshot SharingSnapshot() {
+  Snapshot s = SnapshotBuilder()
+                   .Node("n1", {{"cpu", 8000}, {"nvidia.com/gpu", 4}})
+                   .Node("n2", {{"cpu", 8000}, {"nvidia.com/gpu", 2}})
+                   .Queue("team-a")
+                   .Group("job-1", "team-a")
+                   .Pod({{"cpu", 1000}}, "n1", PodPhase::kRunning)
+                   .Pod({{"cpu", 1000}}, "n1", PodPhase::kReleasing)
+                   .Pod({{"cpu", 1000}}, "n2", PodPhase::kRunning)
+                   .Pod({{"cpu", 1000}})
+                   .Group("job-2", "team-a")
+                   .Pod({{"cpu", 500}})
+                   .Pod({{"cpu", 500}, {"nvidia.com/gpu", 1}})
+                   .Pod({{"cpu", 500}, {"nvidia.com/gpu", 1}}, "n1", PodPhase::kRunning)
+                   .Build();
+  s.nodes[0].gpu_device_memory = 40000;
+  std::vector<Pod>& job_1 = s.pod_groups[0].pods;
+  job_1[0].gpu_fraction = 0.5;
+  job_1[0].gpu_groups = {"g0"};
+  job_1[1].gpu_memory = 20000;
+  job_1[1].gpu_fraction_devices = 2;
+  job_1[1].gpu_groups = {"g1", "g2"};
+  job_1[2].gpu_fraction = 0.25;
+  job_1[2].gpu_groups = {"g0"};
+  job_1[3].gpu_fraction = 0.3;
+  std::vector<Pod>& job_2 = s.pod_groups[1].pods;
+  job_2[0].gpu_memory = 10000;
+  job_2[0].gpu_fraction_devices = 2;
+  return s;
+}
+
+Policy KaiPolicy() {
+  Policy policy;
+  policy.fairness_model = FairnessModel::kKai;
+  return policy;
+}
+
+absl::Status ValidateKai(const Snapshot& snapshot) {
+  return ValidateRequest(snapshot, KaiPolicy(), RequestKind::kSchedule);
+}
+
+Pod& PodAt(Snapshot& s, int group, int pod) { return s.pod_groups[group].pods[pod]; }
+
+constexpr double kTwoTo53 = 9007199254740992.0;  // 2^53
+
+// Each case names its rule; `message` is the whole message.
+std::vector<FlavorCase> SharingInvalidCases() {
+  const std::string pod0 = "snapshot.pod_groups[0].pods[0].";
+  const std::string pod1 = "snapshot.pod_groups[0].pods[1].";
+  const std::string pod3 = "snapshot.pod_groups[0].pods[3].";
+  const std::string fraction = "gpu_fraction: must be a positive number smaller than 1, got ";
+  const std::string memory = "gpu_memory: must be a whole number in [1, 2^53], got ";
+  const std::string node0 =
+      "snapshot.nodes[0].gpu_device_memory: must be a whole number in "
+      "[0, 2^53] (0 = unknown), got ";
+  return {
+      // ---- Rule 1: gpu_fraction in (0, 1) ----
+      {"Rule1FractionZero", [](Snapshot& s, Policy&) { PodAt(s, 0, 3).gpu_fraction = 0; },
+       pod3 + fraction + "0"},
+      {"Rule1FractionOne", [](Snapshot& s, Policy&) { PodAt(s, 0, 3).gpu_fraction = 1; },
+       pod3 + fraction + "1"},
+      {"Rule1FractionAboveOne", [](Snapshot& s, Policy&) { PodAt(s, 0, 0).gpu_fraction = 1.5; },
+       pod0 + fraction + "1.5"},
+      {"Rule1FractionNegative", [](Snapshot& s, Policy&) { PodAt(s, 0, 3).gpu_fraction = -0.5; },
+       pod3 + fraction + "-0.5"},
+      {"Rule1FractionNaN", [](Snapshot& s, Policy&) { PodAt(s, 0, 3).gpu_fraction = kNaN; },
+       pod3 + fraction + "NaN"},
+      {"Rule1FractionPlusInf", [](Snapshot& s, Policy&) { PodAt(s, 0, 3).gpu_fraction = kInf; },
+       pod3 + fraction + "+Inf"},
+      {"Rule1FractionMinusInf", [](Snapshot& s, Policy&) { PodAt(s, 0, 3).gpu_fraction = -kInf; },
+       pod3 + fraction + "-Inf"},
+      // ---- Rule 2: gpu_memory an integer in [1, 2^53] ----
+      {"Rule2MemoryNotAnInteger", [](Snapshot& s, Policy&) { PodAt(s, 0, 1).gpu_memory = 1.5; },
+       pod1 + memory + "1.5"},
+      {"Rule2MemoryZero", [](Snapshot& s, Policy&) { PodAt(s, 0, 1).gpu_memory = 0; },
+       pod1 + memory + "0"},
+      {"Rule2MemoryNegative", [](Snapshot& s, Policy&) { PodAt(s, 0, 1).gpu_memory = -20000; },
+       pod1 + memory + "-20000"},
+      {"Rule2MemoryAbove2To53",
+       [](Snapshot& s, Policy&) { PodAt(s, 0, 1).gpu_memory = 2 * kTwoTo53; },
+       pod1 + memory + "18014398509481984"},
+      {"Rule2MemoryNaN", [](Snapshot& s, Policy&) { PodAt(s, 0, 1).gpu_memory = kNaN; },
+       pod1 + memory + "NaN"},
+      {"Rule2MemoryInf", [](Snapshot& s, Policy&) { PodAt(s, 0, 1).gpu_memory = kInf; },
+       pod1 + memory + "+Inf"},
+      // ---- Rule 3: both ----
+      {"Rule3FractionAndMemory", [](Snapshot& s, Policy&) { PodAt(s, 0, 3).gpu_memory = 1000; },
+       pod3 + "gpu_memory: set together with gpu_fraction; a pod asks for one"},
+      // ---- Rule 4: gpu_fraction_devices ----
+      {"Rule4DevicesNegative",
+       [](Snapshot& s, Policy&) { PodAt(s, 0, 3).gpu_fraction_devices = -1; },
+       pod3 + "gpu_fraction_devices: must not be negative, got -1"},
+      {"Rule4DevicesWithoutSharing",
+       [](Snapshot& s, Policy&) { PodAt(s, 1, 1).gpu_fraction_devices = 2; },
+       "snapshot.pod_groups[1].pods[1].gpu_fraction_devices: set on a pod that does not share a "
+       "GPU (set gpu_fraction or gpu_memory)"},
+      // ---- Rule 5: a sharing pod requests no whole GPU ----
+      {"Rule5GpuRequestOnFractionPod",
+       [](Snapshot& s, Policy&) { PodAt(s, 0, 0).requests["nvidia.com/gpu"] = 1; },
+       pod0 + "requests[\"nvidia.com/gpu\"]: must be absent or 0 on a pod that shares a GPU "
+              "(gpu_fraction or gpu_memory sets its share), got 1"},
+      {"Rule5GpuRequestOnMemoryPod",
+       [](Snapshot& s, Policy&) { PodAt(s, 1, 0).requests["nvidia.com/gpu"] = 0.5; },
+       "snapshot.pod_groups[1].pods[0].requests[\"nvidia.com/gpu\"]: must be absent or 0 on a "
+       "pod that shares a GPU (gpu_fraction or gpu_memory sets its share), got 0.5"},
+      // ---- Rule 6: gpu_groups ----
+      {"Rule6GroupsOnPendingNonSharingPod",
+       [](Snapshot& s, Policy&) { PodAt(s, 1, 1).gpu_groups = {"g0"}; },
+       "snapshot.pod_groups[1].pods[1].gpu_groups: set on a pod that does not share a GPU"},
+      {"Rule6GroupsOnRunningNonSharingPod",
+       [](Snapshot& s, Policy&) { PodAt(s, 1, 2).gpu_groups = {"g3"}; },
+       "snapshot.pod_groups[1].pods[2].gpu_groups: set on a pod that does not share a GPU"},
+      {"Rule6GroupsOnPendingPod", [](Snapshot& s, Policy&) { PodAt(s, 0, 3).gpu_groups = {"g3"}; },
+       pod3 + "gpu_groups: set on a PENDING pod"},
+      {"Rule6GroupsOnUnspecifiedPhasePodWithoutNode",
+       [](Snapshot& s, Policy&) {
+         PodAt(s, 1, 0).phase = PodPhase::kUnspecified;
+         PodAt(s, 1, 0).gpu_groups = {"g3", "g4"};
+       },
+       "snapshot.pod_groups[1].pods[0].gpu_groups: set on a PENDING pod"},
+      {"Rule6RunningPodWithoutKeys", [](Snapshot& s, Policy&) { PodAt(s, 0, 0).gpu_groups = {}; },
+       pod0 + "gpu_groups: has 0 keys; a RUNNING or RELEASING pod that shares lists one per "
+              "device, 1"},
+      {"Rule6TooFewKeys", [](Snapshot& s, Policy&) { PodAt(s, 0, 1).gpu_groups = {"g1"}; },
+       pod1 + "gpu_groups: has 1 keys; a RUNNING or RELEASING pod that shares lists one per "
+              "device, 2"},
+      {"Rule6TooManyKeys",
+       [](Snapshot& s, Policy&) {
+         PodAt(s, 0, 0).gpu_groups = {"g0", "g3"};
+       },
+       pod0 + "gpu_groups: has 2 keys; a RUNNING or RELEASING pod that shares lists one per "
+              "device, 1"},
+      {"Rule6EmptyKey",
+       [](Snapshot& s, Policy&) {
+         PodAt(s, 0, 1).gpu_groups = {"g1", ""};
+       },
+       pod1 + "gpu_groups[1]: empty device key"},
+      {"Rule6DuplicateKey",
+       [](Snapshot& s, Policy&) {
+         PodAt(s, 0, 1).gpu_groups = {"g1", "g1"};
+       },
+       pod1 + "gpu_groups[1]: duplicate device key \"g1\" (also gpu_groups[0])"},
+      {"Rule6DuplicateKeyAfterThreeDevices",
+       [](Snapshot& s, Policy&) {
+         PodAt(s, 0, 1).gpu_fraction_devices = 3;
+         PodAt(s, 0, 1).gpu_groups = {"g1", "g2", "g1"};
+       },
+       pod1 + "gpu_groups[2]: duplicate device key \"g1\" (also gpu_groups[0])"},
+      // ---- Rule 7: a memory pod on a node of unknown device memory ----
+      {"Rule7RunningMemoryPodOnUnknownMemoryNode",
+       [](Snapshot& s, Policy&) {
+         Pod& pod = PodAt(s, 0, 2);
+         pod.gpu_fraction.reset();
+         pod.gpu_memory = 1000;
+       },
+       "snapshot.pod_groups[0].pods[2].gpu_memory: the pod runs on node \"n2\", whose "
+       "gpu_device_memory is 0 (unknown)"},
+      {"Rule7ReleasingMemoryPodOnUnknownMemoryNode",
+       [](Snapshot& s, Policy&) { s.nodes[0].gpu_device_memory = 0; },
+       pod1 + "gpu_memory: the pod runs on node \"n1\", whose gpu_device_memory is 0 (unknown)"},
+      // ---- §1 rule 3: Node.gpu_device_memory ----
+      {"NodeDeviceMemoryNegative", [](Snapshot& s, Policy&) { s.nodes[0].gpu_device_memory = -1; },
+       node0 + "-1"},
+      {"NodeDeviceMemoryNaN", [](Snapshot& s, Policy&) { s.nodes[0].gpu_device_memory = kNaN; },
+       node0 + "NaN"},
+      {"NodeDeviceMemoryPlusInf", [](Snapshot& s, Policy&) { s.nodes[0].gpu_device_memory = kInf; },
+       node0 + "+Inf"},
+      {"NodeDeviceMemoryMinusInf",
+       [](Snapshot& s, Policy&) { s.nodes[0].gpu_device_memory = -kInf; }, node0 + "-Inf"},
+      {"NodeDeviceMemoryNotAnInteger",
+       [](Snapshot& s, Policy&) { s.nodes[0].gpu_device_memory = 40000.5; }, node0 + "40000.5"},
+      {"NodeDeviceMemoryAbove2To53",
+       [](Snapshot& s, Policy&) { s.nodes[0].gpu_device_memory = 2 * kTwoTo53; },
+       node0 + "18014398509481984"},
+      {"NodeDeviceMemoryOnANodeWithoutGpus",
+       [](Snapshot& s, Policy&) {
+         s.nodes.push_back(Node{});
+         s.nodes.back().name = "cpu-only";
+         s.nodes.back().gpu_device_memory = 0.25;
+       },
+       "snapshot.nodes[2].gpu_device_memory: must be a whole number in [0, 2^53] (0 = unknown), "
+       "got 0.25"},
+      // ---- §1 rule 1: the enum ----
+      {"GpuDevicePlacementOutOfRange",
+       [](Snapshot&, Policy& p) { p.gpu_device_placement = Raw<Placement>(3); },
+       "policy.gpu_device_placement: unknown enum value 3"},
+      {"GpuDevicePlacementNegative",
+       [](Snapshot&, Policy& p) { p.gpu_device_placement = Raw<Placement>(-1); },
+       "policy.gpu_device_placement: unknown enum value -1"},
+  };
+}
+
+class SharingValidationRejectsTest : public ::testing::TestWithParam<FlavorCase> {};
+
+TEST_P(SharingValidationRejectsTest, InvalidArgumentWithTheWholeMessage) {
+  const FlavorCase& c = GetParam();
+  Snapshot snapshot = SharingSnapshot();
+  Policy policy = KaiPolicy();
+  ASSERT_THAT(ValidateRequest(snapshot, policy, RequestKind::kSchedule), IsOk())
+      << "the sharing base request must be valid";
+  c.mutate(snapshot, policy);
+  EXPECT_THAT(ValidateRequest(snapshot, policy, RequestKind::kSchedule),
+              StatusIs(absl::StatusCode::kInvalidArgument, c.message));
+  // An unspecified model is KAI: the same checks, the same message; the fair-share call too.
+  policy.fairness_model = FairnessModel::kUnspecified;
+  EXPECT_THAT(ValidateRequest(snapshot, policy, RequestKind::kFairShares),
+              StatusIs(absl::StatusCode::kInvalidArgument, c.message));
+}
+
+INSTANTIATE_TEST_SUITE_P(Semantics4136, SharingValidationRejectsTest,
+                         ::testing::ValuesIn(SharingInvalidCases()),
+                         [](const ::testing::TestParamInfo<FlavorCase>& case_info) {
+                           return case_info.param.name;
+                         });
+
+std::vector<ValidCase> SharingValidCases() {
+  return {
+      {"SharingBase", [](Snapshot&, Policy&) {}},
+      // §4.13.6 "not errors": an over-committed device (3 × 20000 units > 40000) ...
+      {"OverCommittedDevice",
+       [](Snapshot& s, Policy&) {
+         PodAt(s, 0, 1).gpu_groups = {"g0", "g1"};
+         PodAt(s, 0, 0).gpu_fraction = 0.9;
+       }},
+      // ... more active devices than allocatable G (g0..g4 and a whole-GPU pod on 4 GPUs) ...
+      {"MoreDevicesThanAllocatableGpus",
+       [](Snapshot& s, Policy&) {
+         PodAt(s, 0, 1).gpu_fraction_devices = 4;
+         PodAt(s, 0, 1).gpu_groups = {"g1", "g2", "g3", "g4"};
+       }},
+      // ... and keys that look like the ones arbiter gives new devices.
+      {"NewKeysInTheSnapshot",
+       [](Snapshot& s, Policy&) {
+         PodAt(s, 0, 0).gpu_groups = {"new-0"};
+         PodAt(s, 0, 1).gpu_groups = {"new-1", "new-0"};
+       }},
+      // Boundaries of the rejected ranges.
+      {"FractionJustAboveZeroAndJustBelowOne",
+       [](Snapshot& s, Policy&) {
+         PodAt(s, 0, 0).gpu_fraction = std::numeric_limits<double>::denorm_min();
+         PodAt(s, 0, 3).gpu_fraction = std::nextafter(1.0, 0.0);
+       }},
+      {"MemoryOneAndExactly2To53",
+       [](Snapshot& s, Policy&) {
+         PodAt(s, 0, 1).gpu_memory = 1;
+         PodAt(s, 1, 0).gpu_memory = kTwoTo53;
+       }},
+      {"DeviceMemoryExactly2To53",
+       [](Snapshot& s, Policy&) { s.nodes[0].gpu_device_memory = kTwoTo53; }},
+      {"ZeroGpuRequestOnASharingPod",
+       [](Snapshot& s, Policy&) { PodAt(s, 0, 0).requests["nvidia.com/gpu"] = 0; }},
+      {"ExplicitOneDevice", [](Snapshot& s, Policy&) { PodAt(s, 0, 0).gpu_fraction_devices = 1; }},
+      {"PendingSharingPodWithoutKeys",
+       [](Snapshot& s, Policy&) { PodAt(s, 0, 3).gpu_groups = {}; }},
+      // A pending memory pod that no node can hold is a pending reason, not an error (§4.13.4).
+      {"PendingMemoryPodLargerThanEveryDevice",
+       [](Snapshot& s, Policy&) { PodAt(s, 1, 0).gpu_memory = 1e6; }},
+      {"PendingMemoryPodWhenNoNodeKnowsItsMemory",
+       [](Snapshot& s, Policy&) {
+         for (Node& node : s.nodes) node.gpu_device_memory = 0;
+         PodAt(s, 0, 1).phase = PodPhase::kPending;
+         PodAt(s, 0, 1).node_name.clear();
+         PodAt(s, 0, 1).gpu_groups.clear();
+       }},
+      // A fraction pod runs on a node of unknown memory (100 units per device).
+      {"FractionPodOnUnknownMemoryNode",
+       [](Snapshot& s, Policy&) {
+         s.nodes[0].gpu_device_memory = 0;
+         PodAt(s, 0, 1).gpu_memory.reset();
+         PodAt(s, 0, 1).gpu_fraction = 0.5;
+       }},
+      {"KeysNeedNotBeSorted",
+       [](Snapshot& s, Policy&) {
+         PodAt(s, 0, 1).gpu_groups = {"g2", "g1"};
+       }},
+      {"GpuDevicePlacementSpread",
+       [](Snapshot&, Policy& p) { p.gpu_device_placement = Placement::kSpread; }},
+      {"GpuDevicePlacementBinpackUnderSpread",
+       [](Snapshot&, Policy& p) {
+         p.placement = Placement::kSpread;
+         p.gpu_device_placement = Placement::kBinpack;
+       }},
+  };
+}
+
+class SharingValidationAcceptsTest : public ::testing::TestWithParam<ValidCase> {};
+
+TEST_P(SharingValidationAcceptsTest, Ok) {
+  const ValidCase& c = GetParam();
+  Snapshot snapshot = SharingSnapshot();
+  Policy policy = KaiPolicy();
+  c.mutate(snapshot, policy);
+  EXPECT_THAT(ValidateRequest(snapshot, policy, RequestKind::kSchedule), IsOk());
+}
+
+INSTANTIATE_TEST_SUITE_P(Semantics4136NotErrors, SharingValidationAcceptsTest,
+                         ::testing::ValuesIn(SharingValidCases()),
+                         [](const ::testing::TestParamInfo<ValidCase>& case_info) {
+                           return case_info.param.name;
+                         });
+
+// §4.13.6: for each pod, rules 1 to 7 in this order; fixing each offence reveals the next.
+TEST(SharingCheckOrder, RulesOneToSevenRunInTheListedOrder) {
+  Snapshot snapshot = SharingSnapshot();
+  snapshot.nodes[1].gpu_device_memory = 0;
+  Pod& pod = PodAt(snapshot, 0, 2);  // RUNNING on n2 (unknown memory)
+  pod.gpu_fraction = 1;
+  pod.gpu_memory = 0.5;
+  pod.gpu_fraction_devices = -2;
+  pod.requests["nvidia.com/gpu"] = 1;
+  pod.gpu_groups = {"", "g0", "g0"};
+  const std::string at = "snapshot.pod_groups[0].pods[2].";
+  const std::vector<std::pair<std::string, std::function<void()>>> steps = {
+      {at + "gpu_fraction: must be a positive number smaller than 1, got 1",
+       [&] { pod.gpu_fraction = 0.5; }},
+      {at + "gpu_memory: must be a whole number in [1, 2^53], got 0.5",
+       [&] { pod.gpu_memory = 1000; }},
+      {at + "gpu_memory: set together with gpu_fraction; a pod asks for one",
+       [&] { pod.gpu_fraction.reset(); }},
+      {at + "gpu_fraction_devices: must not be negative, got -2",
+       [&] { pod.gpu_fraction_devices = 3; }},
+      {at + "requests[\"nvidia.com/gpu\"]: must be absent or 0 on a pod that shares a GPU "
+            "(gpu_fraction or gpu_memory sets its share), got 1",
+       [&] { pod.requests.erase("nvidia.com/gpu"); }},
+      {at + "gpu_groups[0]: empty device key", [&] { pod.gpu_groups[0] = "g1"; }},
+      {at + "gpu_groups[2]: duplicate device key \"g0\" (also gpu_groups[1])",
+       [&] { pod.gpu_groups[2] = "g2"; }},
+      {at + "gpu_memory: the pod runs on node \"n2\", whose gpu_device_memory is 0 (unknown)",
+       [&] { snapshot.nodes[1].gpu_device_memory = 80000; }},
+  };
+  for (const auto& [message, fix] : steps) {
+    EXPECT_THAT(ValidateKai(snapshot), StatusIs(absl::StatusCode::kInvalidArgument, message));
+    fix();
+  }
+  EXPECT_THAT(ValidateKai(snapshot), IsOk());
+}
+
+// Rule 6's own order: a non-sharing pod first, then PENDING, then the count before the keys.
+TEST(SharingCheckOrder, GpuGroupsChecksRunInTheListedOrder) {
+  Snapshot snapshot = SharingSnapshot();
+  Pod& pod = PodAt(snapshot, 0, 3);  // PENDING, gpu_fraction 0.3
+  pod.gpu_fraction.reset();
+  pod.gpu_groups = {"", ""};
+  const std::string at = "snapshot.pod_groups[0].pods[3].gpu_groups";
+  EXPECT_THAT(ValidateKai(snapshot), StatusIs(absl::StatusCode::kInvalidArgument,
+                                              at + ": set on a pod that does not share a GPU"));
+  pod.gpu_fraction = 0.3;
+  EXPECT_THAT(ValidateKai(snapshot),
+              StatusIs(absl::StatusCode::kInvalidArgument, at + ": set on a PENDING pod"));
+  pod.node_name = "n1";
+  pod.phase = PodPhase::kRunning;
+  EXPECT_THAT(ValidateKai(snapshot),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       at + ": has 2 keys; a RUNNING or RELEASING pod that shares lists one per "
+                            "device, 1"));
+  pod.gpu_fraction_devices = 2;
+  EXPECT_THAT(ValidateKai(snapshot),
+              StatusIs(absl::StatusCode::kInvalidArgument, at + "[0]: empty device key"));
+  pod.gpu_groups = {"g0", "g3"};
+  EXPECT_THAT(ValidateKai(snapshot), IsOk());
+}
+
+// §1 check 4: a pod's sharing checks run after its existing checks ...
+TEST(SharingCheckOrder, APodsSharingChecksComeAfterItsOtherChecks) {
+  Snapshot snapshot = SharingSnapshot();
+  Pod& pod = PodAt(snapshot, 0, 0);
+  pod.gpu_fraction = kNaN;
+  pod.requests["cpu"] = -1;
+  EXPECT_THAT(ValidateKai(snapshot),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "snapshot.pod_groups[0].pods[0].requests[\"cpu\"]: must be finite and not "
+                       "negative, got -1"));
+  pod.requests["cpu"] = 1000;
+  pod.tolerations.push_back(Toleration{"k", "Exists", "v", ""});
+  EXPECT_THAT(ValidateKai(snapshot),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::StartsWith("snapshot.pod_groups[0].pods[0].tolerations[0]"
+                                             ".value: ")));
+  pod.tolerations.clear();
+  pod.node_name = "unknown-node";
+  EXPECT_THAT(ValidateKai(snapshot),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::StartsWith("snapshot.pod_groups[0].pods[0].node_name: ")));
+  pod.node_name = "n1";
+  EXPECT_THAT(ValidateKai(snapshot),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "snapshot.pod_groups[0].pods[0].gpu_fraction: must be a positive number "
+                       "smaller than 1, got NaN"));
+}
+
+// ... and before the next pod's checks (the group's name checks precede every pod's).
+TEST(SharingCheckOrder, APodsSharingChecksComeBeforeTheNextPods) {
+  Snapshot snapshot = SharingSnapshot();
+  PodAt(snapshot, 0, 0).gpu_groups = {"g0", "g0"};
+  PodAt(snapshot, 0, 1).requests["cpu"] = kInf;
+  PodAt(snapshot, 0, 2).name = PodAt(snapshot, 0, 0).name;
+  EXPECT_THAT(ValidateKai(snapshot),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "snapshot.pod_groups[0].pods[0].gpu_groups: has 2 keys; a RUNNING or "
+                       "RELEASING pod that shares lists one per device, 1"));
+  snapshot.pod_groups[1].name = "job-1";
+  EXPECT_THAT(ValidateKai(snapshot),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "snapshot.pod_groups[0].pods[0].gpu_groups: has 2 keys; a RUNNING or "
+                       "RELEASING pod that shares lists one per device, 1"));
+  snapshot.pod_groups[0].min_member = -1;
+  EXPECT_THAT(ValidateKai(snapshot), StatusIs(absl::StatusCode::kInvalidArgument,
+                                              "snapshot.pod_groups[0].min_member: must not be "
+                                              "negative, got -1"));
+}
+
+// §1 check 3: gpu_device_memory after the node's taints, before the next node and before the
+// allocatable sum (which comes last in the rule); the nodes before every pod.
+TEST(SharingCheckOrder, DeviceMemoryComesAfterTheNodesTaintsAndBeforeTheNextNode) {
+  Snapshot snapshot = SharingSnapshot();
+  snapshot.nodes[0].gpu_device_memory = -1;
+  snapshot.nodes[0].taints.push_back(Taint{"", "v", "NoSchedule"});
+  snapshot.nodes[1].name = "n1";
+  PodAt(snapshot, 0, 3).gpu_fraction = 2;
+  EXPECT_THAT(ValidateKai(snapshot),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::StartsWith("snapshot.nodes[0].taints[0].key: ")));
+  snapshot.nodes[0].taints.clear();
+  EXPECT_THAT(ValidateKai(snapshot),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "snapshot.nodes[0].gpu_device_memory: must be a whole number in [0, 2^53] "
+                       "(0 = unknown), got -1"));
+  snapshot.nodes[0].allocatable["cpu"] = 1e300;
+  snapshot.nodes[1].allocatable["cpu"] = 1e300;
+  snapshot.nodes[1].name = "n2";
+  EXPECT_THAT(ValidateKai(snapshot),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "snapshot.nodes[0].gpu_device_memory: must be a whole number in [0, 2^53] "
+                       "(0 = unknown), got -1"));
+  snapshot.nodes[0].gpu_device_memory = 40000;
+  EXPECT_THAT(ValidateKai(snapshot),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::StartsWith("snapshot.nodes[1].allocatable")));
+  snapshot.nodes[1].allocatable["cpu"] = 8000;
+  EXPECT_THAT(ValidateKai(snapshot),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "snapshot.pod_groups[0].pods[3].gpu_fraction: must be a positive number "
+                       "smaller than 1, got 2"));
+}
+
+// §1 check 1: gpu_device_placement after the other policy enums, before the snapshot's.
+TEST(SharingCheckOrder, GpuDevicePlacementIsCheckedWithThePolicyEnums) {
+  Snapshot snapshot = SharingSnapshot();
+  Policy policy = KaiPolicy();
+  policy.gpu_device_placement = Raw<Placement>(7);
+  policy.kueue_preemption_strategies = {Raw<KueuePreemptionStrategy>(5)};
+  snapshot.pod_groups[0].preemptibility = Raw<Preemptibility>(9);
+  EXPECT_THAT(ValidateRequest(snapshot, policy, RequestKind::kSchedule),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "policy.kueue_preemption_strategies[0]: unknown enum value 5"));
+  policy.kueue_preemption_strategies.clear();
+  EXPECT_THAT(ValidateRequest(snapshot, policy, RequestKind::kSchedule),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "policy.gpu_device_placement: unknown enum value 7"));
+  policy.gpu_device_placement = Placement::kSpread;
+  EXPECT_THAT(ValidateRequest(snapshot, policy, RequestKind::kSchedule),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "snapshot.pod_groups[0].preemptibility: unknown enum value 9"));
+}
+
+// ---- §0.6: the Kueue model refuses the sharing fields ----
+
+// The sharing snapshot without any sharing field on a pod: valid under KUEUE, with
+// gpu_device_memory on its nodes and gpu_device_placement in its policy (KUEUE ignores both).
+Snapshot KueueSharingSnapshot() {
+  Snapshot s = SharingSnapshot();
+  for (PodGroup& group : s.pod_groups) {
+    for (Pod& pod : group.pods) {
+      pod.gpu_fraction.reset();
+      pod.gpu_memory.reset();
+      pod.gpu_fraction_devices = 0;
+      pod.gpu_groups.clear();
+    }
+  }
+  return s;
+}
+
+Policy KueueSharingPolicy() {
+  Policy policy = KueuePolicy();
+  policy.gpu_device_placement = Placement::kSpread;
+  return policy;
+}
+
+absl::Status ValidateKueue(const Snapshot& snapshot) {
+  return ValidateRequest(snapshot, KueueSharingPolicy(), RequestKind::kSchedule);
+}
+
+constexpr char kKueueRefusal[] = "GPU sharing is read by the KAI model only";
+
+TEST(KueueRefusesSharing, WithoutSharingFieldsTheRequestIsValid) {
+  EXPECT_THAT(ValidateKueue(KueueSharingSnapshot()), IsOk());
+}
+
+TEST(KueueRefusesSharing, GpuFractionEvenZero) {
+  for (double value : {0.5, 0.0, 7.0, kNaN}) {
+    Snapshot snapshot = KueueSharingSnapshot();
+    PodAt(snapshot, 1, 1).gpu_fraction = value;
+    EXPECT_THAT(
+        ValidateKueue(snapshot),
+        StatusIs(absl::StatusCode::kInvalidArgument,
+                 absl::StrCat("snapshot.pod_groups[1].pods[1].gpu_fraction: ", kKueueRefusal)))
+        << value;
+  }
+}
+
+TEST(KueueRefusesSharing, GpuMemoryEvenZero) {
+  for (double value : {20000.0, 0.0, -1.0}) {
+    Snapshot snapshot = KueueSharingSnapshot();
+    PodAt(snapshot, 0, 0).gpu_memory = value;
+    EXPECT_THAT(
+        ValidateKueue(snapshot),
+        StatusIs(absl::StatusCode::kInvalidArgument,
+                 absl::StrCat("snapshot.pod_groups[0].pods[0].gpu_memory: ", kKueueRefusal)))
+        << value;
+  }
+}
+
+TEST(KueueRefusesSharing, GpuFractionDevicesNonZero) {
+  for (int32_t value : {2, 1, -1}) {
+    Snapshot snapshot = KueueSharingSnapshot();
+    PodAt(snapshot, 0, 3).gpu_fraction_devices = value;
+    EXPECT_THAT(ValidateKueue(snapshot),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         absl::StrCat("snapshot.pod_groups[0].pods[3].gpu_fraction_devices: ",
+                                      kKueueRefusal)))
+        << value;
+  }
+}
+
+TEST(KueueRefusesSharing, GpuGroupsNonEmpty) {
+  Snapshot snapshot = KueueSharingSnapshot();
+  PodAt(snapshot, 0, 2).gpu_groups = {""};
+  EXPECT_THAT(ValidateKueue(snapshot),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       absl::StrCat("snapshot.pod_groups[0].pods[2].gpu_groups: ", kKueueRefusal)));
+}
+
+// The first set field in the order gpu_fraction, gpu_memory, gpu_fraction_devices, gpu_groups.
+TEST(KueueRefusesSharing, NamesTheFirstFieldSet) {
+  Snapshot snapshot = KueueSharingSnapshot();
+  Pod& pod = PodAt(snapshot, 0, 1);
+  pod.gpu_groups = {"g0"};
+  pod.gpu_fraction_devices = 2;
+  pod.gpu_memory = 100;
+  pod.gpu_fraction = 0.5;
+  const std::string at = "snapshot.pod_groups[0].pods[1].";
+  const std::vector<std::pair<std::string, std::function<void()>>> steps = {
+      {"gpu_fraction", [&] { pod.gpu_fraction.reset(); }},
+      {"gpu_memory", [&] { pod.gpu_memory.reset(); }},
+      {"gpu_fraction_devices", [&] { pod.gpu_fraction_devices = 0; }},
+      {"gpu_groups", [&] { pod.gpu_groups.clear(); }},
+  };
+  for (const auto& [field, fix] : steps) {
+    EXPECT_THAT(ValidateKueue(snapshot), StatusIs(absl::StatusCode::kInvalidArgument,
+                                                  absl::StrCat(at, field, ": ", kKueueRefusal)));
+    fix();
+  }
+  EXPECT_THAT(ValidateKueue(snapshot), IsOk());
+}
+
+// The refusal replaces the §4.13.6 rules (it comes before them) and, like them, runs after the
+// pod's other checks; a sharing pod that KAI accepts is refused too.
+TEST(KueueRefusesSharing, BeforeTheSharingRulesAfterThePodsOtherChecks) {
+  Snapshot snapshot = KueueSharingSnapshot();
+  Pod& pod = PodAt(snapshot, 0, 3);
+  pod.gpu_fraction = 2;
+  pod.requests["nvidia.com/gpu"] = 1;
+  pod.requests["cpu"] = kNaN;
+  EXPECT_THAT(ValidateKueue(snapshot),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "snapshot.pod_groups[0].pods[3].requests[\"cpu\"]: must be finite and not "
+                       "negative, got NaN"));
+  pod.requests["cpu"] = 1000;
+  EXPECT_THAT(
+      ValidateKueue(snapshot),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               absl::StrCat("snapshot.pod_groups[0].pods[3].gpu_fraction: ", kKueueRefusal)));
+  const Snapshot accepted_by_kai = SharingSnapshot();
+  ASSERT_THAT(ValidateKai(accepted_by_kai), IsOk());
+  EXPECT_THAT(
+      ValidateKueue(accepted_by_kai),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               absl::StrCat("snapshot.pod_groups[0].pods[0].gpu_fraction: ", kKueueRefusal)));
+}
+
+// KUEUE ignores Node.gpu_device_memory and Policy.gpu_device_placement, but both models check
+// every field's range (§1 checks 1 and 3).
+TEST(KueueRefusesSharing, NodeAndPolicyFieldsAreStillRangeChecked) {
+  Snapshot snapshot = KueueSharingSnapshot();
+  snapshot.nodes[1].gpu_device_memory = kNaN;
+  EXPECT_THAT(ValidateKueue(snapshot),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "snapshot.nodes[1].gpu_device_memory: must be a whole number in [0, 2^53] "
+                       "(0 = unknown), got NaN"));
+  snapshot.nodes[1].gpu_device_memory = 0;
+  Policy policy = KueueSharingPolicy();
+  policy.gpu_device_placement = Raw<Placement>(3);
+  EXPECT_THAT(ValidateRequest(snapshot, policy, RequestKind::kSchedule),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "policy.gpu_device_placement: unknown enum value 3"));
+}
+
 }  // namespace
 }  // namespace arbiter
