@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "clients/generator/kueue_quota.h"
 #include "clients/generator/random.h"
 #include "clients/simulator/apply_decisions.h"
@@ -233,9 +234,10 @@ std::string DiffResults(const ScheduleResult& a, const ScheduleResult& b) {
   if (!d.empty()) return d;
   d = DiffLists("bindings", a.bindings, b.bindings, [](const Binding& x, const Binding& y) {
     if (x.pod_group != y.pod_group || x.pod != y.pod || x.node != y.node ||
-        x.after_evictions != y.after_evictions) {
-      return absl::StrCat(x.pod_group, "/", x.pod, "->", x.node, " vs ", y.pod_group, "/", y.pod,
-                          "->", y.node);
+        x.after_evictions != y.after_evictions || x.gpu_groups != y.gpu_groups) {
+      return absl::StrCat(x.pod_group, "/", x.pod, "->", x.node, "[",
+                          absl::StrJoin(x.gpu_groups, ","), "] vs ", y.pod_group, "/", y.pod, "->",
+                          y.node, "[", absl::StrJoin(y.gpu_groups, ","), "]");
     }
     return std::string();
   });
