@@ -1,6 +1,7 @@
 #include "core/kai/placement.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace arbiter::kai {
@@ -519,6 +520,7 @@ double Placer::SharingScore(int node, bool joinable, bool now, bool preferred, d
 
 NodeChoice Placer::ChooseSharingByScan(int pod) {
   const int gpu = cluster_.node_gpu();
+  if (gpu < 0) return NodeChoice{};
   const bool spread = index_.spread();
   // Binpack's range: free G over the feasible nodes with allocatable G > 0.
   double min = kInfinity;
@@ -568,11 +570,24 @@ NodeChoice Placer::ChooseSharing(int pod) {
   NodeChoice best;
   double best_score = 0;
   DeviceFit& fit = device_fit_;
-  // 1. The nodes that have devices, each weighed on its own.
+  const ClusterPod& info = cluster_.pod(pod);
+  // 1. Where the device choice can differ from a pod asking d whole GPUs (and its other
+  // requests): nodes with a joinable device. Under BINPACK they form the sharing band, above
+  // every other node; under SPREAD new devices come first, so only nodes with fewer than d whole
+  // GPUs free differ (a pod asking d whole GPUs fits none of them). The nodes come in placement
+  // order: once even the best bands cannot lift a node above the best found, none after can.
   const std::vector<int8_t>& verdicts = ClassVerdicts(pod);
-  for (int node : state_.device_nodes()) {
+  const double top_bands = (device_binpack_ ? 200 : 0) + 100 + 50;
+  for (const auto& [key, node] : state_.joinable_nodes()) {
+    const double allocatable = cluster_.allocatable(node)[gpu];
+    const double free = state_.free(node, gpu);
+    const double placement = index_.spread() ? SpreadScore(free, allocatable)
+                                             : BinpackScore(free, allocatable, min, max);
+    if (best.node >= 0 && top_bands + placement < best_score) break;
     const int8_t verdict = verdicts[feasibility_.node_class(node)];
     if (verdict < 0 || Excluded(node)) continue;
+    if (state_.device_room(node) < cluster_.DeviceUnits(pod, node)) continue;  // J is empty
+    if (!device_binpack_ && std::floor(free) >= info.gpu_devices) continue;
     ChooseDevices(state_, pod, node, device_binpack_, /*with_devices=*/false, &device_scratch_,
                   &fit);
     if (!fit.fits) continue;
@@ -582,19 +597,15 @@ NodeChoice Placer::ChooseSharing(int pod) {
     best.node = node;
     best.fits_now = fit.choice.now;
   }
-  // 2. Every other node holds no device: there the pod takes d new devices, as a pod asking d
-  // whole GPUs (and its other requests) takes the node's pool, so the trees find the best of
-  // them, searched past the nodes of step 1. None scores 200, the sharing band.
-  if (best_score < 200) {
+  // 2. Elsewhere the pod takes d new devices, as a pod asking d whole GPUs takes the node's pool:
+  // the trees find the best such node. Under BINPACK a node of step 1 is better still.
+  if (!(device_binpack_ && best.node >= 0)) {
     virtual_requests_.assign(cluster_.node_requests(pod),
                              cluster_.node_requests(pod) + cluster_.num_node_resources());
-    virtual_requests_[gpu] = cluster_.pod(pod).gpu_devices;
+    virtual_requests_[gpu] = info.gpu_devices;
     const std::vector<int> kept = excluded_;
-    excluded_.insert(excluded_.end(), state_.device_nodes().begin(), state_.device_nodes().end());
-    std::sort(excluded_.begin(), excluded_.end());
     // A memory pod cannot use a node whose devices are too small or of unknown memory: such a
     // node found is passed over and the search runs again without it.
-    const int64_t memory = cluster_.pod(pod).gpu_memory;
     for (bool searching = true; searching;) {
       searching = false;
       bool found = false;
@@ -605,7 +616,8 @@ NodeChoice Placer::ChooseSharing(int pod) {
           if (candidate.node < 0) continue;
           found = true;
           const Node& node = *cluster_.node(candidate.node).node;
-          if (memory > 0 && !(node.gpu_device_memory >= static_cast<double>(memory))) {
+          if (info.gpu_memory > 0 &&
+              !(node.gpu_device_memory >= static_cast<double>(info.gpu_memory))) {
             excluded_.insert(std::upper_bound(excluded_.begin(), excluded_.end(), candidate.node),
                              candidate.node);
             searching = true;

@@ -83,9 +83,9 @@ class Placer {
     double score = 0;
   };
   const std::vector<BandGroup>& Bands(int pod);
-  // §4.13.4: the nodes with devices weighed on their own, with the device choice and the +200
-  // band; the others through the trees, as a pod asking d whole GPUs. O(nodes with devices ·
-  // devices per node) plus a search.
+  // §4.13.4: the nodes with a joinable device weighed on their own, in placement order until no
+  // later one can score more; the others through the trees, as a pod asking d whole GPUs (where
+  // the device choice is the same).
   NodeChoice ChooseSharing(int pod);
   // §4.13.4 as written: every feasible node weighed on its own. O(feasible nodes · devices).
   NodeChoice ChooseSharingByScan(int pod);

@@ -101,6 +101,7 @@ void WorkingState::SetInt64(int64_t& slot, int64_t value) {
 
 void WorkingState::TouchNode(int node) {
   node_stamp_[node] = ++node_clock_;
+  if (!device_room_.empty()) UpdateDeviceSummary(node);
   // Journaled with or without an index: a rollback re-touches the node, which stamps it again.
   if (open_statements_ > 0) node_journal_.push_back(node);
   if (index_ == nullptr) return;

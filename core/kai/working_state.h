@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,14 @@ class WorkingState {
   // The nodes that have, or once had, a device slot, in the order of their first: every node
   // outside holds no device (so a pod that shares uses it as a pod asking whole GPUs would).
   const std::vector<int>& device_nodes() const { return device_nodes_; }
+  // The most units a pod could join on one active device of `node` once its releasing pods are
+  // gone: max over its active devices of M_n - used_k (0 without an active device).
+  int64_t device_room(int node) const { return device_room_.empty() ? 0 : device_room_[node]; }
+  // The nodes with device_room > 0, best placement score first: binpack, free GPUs ascending
+  // (nodes without allocatable GPUs last); spread, free GPUs over allocatable descending; then
+  // by node. Kept up to date with every change, rollbacks included.
+  using NodeOrder = std::set<std::pair<double, int>>;
+  const NodeOrder& joinable_nodes() const { return joinable_nodes_; }
   int64_t device_used(int slot) const { return devices_[slot].used; }
   int64_t device_releasing(int slot) const { return devices_[slot].releasing; }
   int64_t device_idle(int slot) const {
@@ -197,6 +206,8 @@ class WorkingState {
   // would on eviction (active -> draining) or restore (draining -> active).
   void PoolEvictOne(int node);
   void PoolRestoreOne(int node);
+  // device_room and joinable_nodes for `node`, from its devices and its pool.
+  void UpdateDeviceSummary(int node);
   void AddToQueues(int group, const double* requests, double sign);
   void OccupyNode(int node, const double* node_requests, bool pipelined);
   size_t At(int node, int k) const {
@@ -233,6 +244,10 @@ class WorkingState {
   std::deque<DeviceSlot> devices_;              // a deque: the journal holds pointers into it
   std::vector<std::vector<int>> node_devices_;  // per node: its slots (grows, never shrinks)
   std::vector<int> device_nodes_;
+  std::vector<int64_t> device_room_;  // per node
+  std::vector<double> joinable_key_;  // per node: its key in joinable_nodes_, when there
+  NodeOrder joinable_nodes_;
+  bool spread_ = false;                    // the index's placement (joinable_nodes' order)
   std::vector<int32_t> pod_device_begin_;  // per pod: its first entry of pod_devices_
   std::vector<int32_t> pod_devices_;
   mutable DeviceCounters device_counters_;

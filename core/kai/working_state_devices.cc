@@ -2,6 +2,7 @@
 // units, and how each device changing state moves one unit of the node's nvidia.com/gpu pool.
 #include <algorithm>
 #include <cassert>
+#include <limits>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -54,6 +55,32 @@ void WorkingState::LayOutDevices() {
       releasing_[At(slot.node, gpu)] += 1;
     }
   }
+  spread_ = index_ != nullptr && index_->spread();
+  device_room_.assign(nodes, 0);
+  joinable_key_.assign(nodes, 0.0);
+  for (int n : device_nodes_) UpdateDeviceSummary(n);
+}
+
+void WorkingState::UpdateDeviceSummary(int node) {
+  int64_t room = 0;
+  const int64_t units = cluster_.node(node).device_units;
+  for (int slot : node_devices_[node]) {
+    if (devices_[slot].used > 0) room = std::max(room, units - devices_[slot].used);
+  }
+  if (device_room_[node] > 0) joinable_nodes_.erase({joinable_key_[node], node});
+  device_room_[node] = room;
+  if (room <= 0) return;
+  const int gpu = cluster_.node_gpu();
+  const double allocatable = gpu < 0 ? 0 : cluster_.allocatable(node)[gpu];
+  const double free = gpu < 0 ? 0 : this->free(node, gpu);
+  double key;
+  if (spread_) {
+    key = allocatable == 0 ? -0.0 : -(free / allocatable);
+  } else {
+    key = allocatable > 0 ? free : std::numeric_limits<double>::infinity();
+  }
+  joinable_key_[node] = key;
+  joinable_nodes_.insert({key, node});
 }
 
 const double* WorkingState::QueueRequests(int pod, int node) {
