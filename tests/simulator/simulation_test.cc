@@ -3,8 +3,11 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "clients/simulator/sim_config.h"
 #include "clients/simulator/sim_output.h"
@@ -195,6 +198,67 @@ nodes: [{allocatable: {gpu: 8}}]
   absl::StatusOr<SimResult> result = Simulate(config, failing);
   EXPECT_EQ(result.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(result.status().message(), "at t=1200s: server gone");
+}
+
+// GPU sharing (SEMANTICS §4.13): three 0.25-GPU notebooks and one of 10 GiB on a 40 GiB device
+// pack onto one device, which leaves the node's other GPU to a whole-GPU job. The queue holds,
+// and its usage grows by, the notebooks' GPU share (1 GPU), not a GPU per pod; the devices the
+// answer names carry over into the next cycle's snapshot.
+TEST(Simulation, SharingPodsPackOntoOneDeviceAndTheirQueueHoldsTheirShare) {
+  const SimConfig config = Parse(R"(
+step: 10m
+horizon: 2h
+policy: {k_value: 1}
+accounting: {half_life: 1h}
+queues: [{name: nb}, {name: train}]
+nodes: [{name: n, allocatable: {gpu: 2, cpu: 16000}, gpu_device_memory: 40960}]
+jobs:
+  - {queue: nb, name: quarter, gpu_fraction: 0.25, requests: {cpu: 1000}, duration: 1h, count: 3}
+  - {queue: nb, name: mem, gpu_memory: 10240, duration: 1h}
+  - {queue: train, requests: {gpu: 1}, duration: 2h}
+)");
+  std::vector<Snapshot> seen;
+  const Decide core = InProcess();
+  Decide recording = [&](const Snapshot& snapshot, const Policy& policy) {
+    seen.push_back(snapshot);
+    return core(snapshot, policy);
+  };
+  absl::StatusOr<SimResult> result = Simulate(config, recording);
+  ASSERT_TRUE(result.ok()) << result.status();
+  for (const JobRecord& job : result->jobs) {
+    EXPECT_EQ(job.start, 0) << job.name;
+    EXPECT_EQ(job.evictions, 0) << job.name;
+  }
+  EXPECT_EQ(result->jobs[0].end, 3600);
+
+  // The second cycle sees the notebooks on the device the first answer opened, "new-0".
+  ASSERT_GE(seen.size(), 2u);
+  int sharing = 0;
+  for (const PodGroup& group : seen[1].pod_groups) {
+    for (const Pod& pod : group.pods) {
+      EXPECT_EQ(pod.phase, PodPhase::kRunning) << pod.name;
+      if (!Shares(pod)) {
+        EXPECT_TRUE(pod.gpu_groups.empty()) << pod.name;
+        continue;
+      }
+      ++sharing;
+      EXPECT_EQ(pod.gpu_groups, std::vector<std::string>{"new-0"}) << pod.name;
+    }
+  }
+  EXPECT_EQ(sharing, 4);
+
+  std::map<std::pair<double, std::string>, const QueueRow*> rows;
+  for (const QueueRow& row : result->rows) rows[{row.time, row.queue}] = &row;
+  const std::string gpu = "nvidia.com/gpu";
+  EXPECT_EQ(rows.at({0, "nb"})->allocated.at(gpu), 1.0);
+  EXPECT_EQ(rows.at({0, "train"})->allocated.at(gpu), 1.0);
+  EXPECT_EQ(rows.at({0, "nb"})->allocated.at("cpu"), 3000);
+  // Equal holdings, equal usage: the ledger counts the notebooks' share too.
+  EXPECT_EQ(rows.at({600, "nb"})->usage.at(gpu), rows.at({600, "train"})->usage.at(gpu));
+  EXPECT_GT(rows.at({600, "nb"})->usage.at(gpu), 0);
+  // The notebooks finish after an hour; the device ceases to exist with them.
+  EXPECT_EQ(rows.at({3600, "nb"})->allocated.count(gpu), 0u);
+  EXPECT_EQ(rows.at({3600, "train"})->allocated.at(gpu), 1.0);
 }
 
 TEST(Plots, ChartsAreWrittenAsValidPngAndSvg) {
