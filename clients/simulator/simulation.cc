@@ -189,6 +189,9 @@ class Simulation {
     }
     result_.resources.assign(resources.begin(), resources.end());
     result_.flavor_resources.assign(flavor_resources.begin(), flavor_resources.end());
+    for (const JobStream& stream : config_.jobs) {
+      result_.gpu_sharing |= stream.gpu_fraction.has_value() || stream.gpu_memory.has_value();
+    }
     snapshot_.queues = config_.queues;
     snapshot_.resource_flavors = config_.resource_flavors;
     std::set<std::string> parents;
@@ -309,6 +312,23 @@ class Simulation {
     return held;
   }
 
+  // GPU sharing: the devices, as (node, key), that each queue's subtree's running pods share.
+  std::map<std::string, std::set<std::pair<std::string, std::string>>> Devices() const {
+    std::map<std::string, std::set<std::pair<std::string, std::string>>> devices;
+    if (!result_.gpu_sharing) return devices;
+    for (const PodGroup& group : snapshot_.pod_groups) {
+      for (const Pod& pod : group.pods) {
+        if (pod.gpu_groups.empty() || EffectivePhase(pod) != PodPhase::kRunning) continue;
+        for (std::string q = group.queue; !q.empty();) {
+          for (const std::string& key : pod.gpu_groups) devices[q].insert({pod.node_name, key});
+          auto parent = parent_.find(q);
+          q = parent == parent_.end() ? "" : parent->second;
+        }
+      }
+    }
+    return devices;
+  }
+
   // Kueue with flavors: what each queue's subtree holds per flavor and resource, charged by the
   // admissions' flavors (SEMANTICS §5.8.3; a queue without resource groups holds none here).
   std::map<std::string, std::map<std::string, ResourceMap>> FlavorHeld() const {
@@ -377,6 +397,7 @@ class Simulation {
     // One row per queue.
     const std::map<std::string, ResourceMap> held = Held();
     std::map<std::string, std::map<std::string, ResourceMap>> flavor_held = FlavorHeld();
+    const auto devices = Devices();
     std::map<std::string, const QueueShare*> shares;
     for (const QueueShare& share : answer->queues) shares[share.queue] = &share;
     for (const std::string& queue : result_.queues) {
@@ -397,6 +418,9 @@ class Simulation {
       row.usage = ledger_.usage(queue);
       row.pending = pending[queue];
       row.evictions = evicted[queue];
+      if (auto d = devices.find(queue); d != devices.end()) {
+        row.gpu_devices = static_cast<int>(d->second.size());
+      }
       result_.rows.push_back(std::move(row));
     }
 
