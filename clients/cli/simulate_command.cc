@@ -39,8 +39,8 @@ constexpr char kUsage[] =
     "Writes to --out: queues.csv (one row per queue and step) and jobs.csv, or simulation.json\n"
     "(--format json), or KAI's Time,QueueID,Allocation,FairShare (--format kai-csv, as\n"
     "kai.csv); with --plot also allocation, resource_hours and jobs charts as PNG and SVG\n"
-    "(gnuplot), and a flavors chart for Kueue with resource flavors. Prints a summary per queue\n"
-    "at the end.\n\n"
+    "(gnuplot), a flavors chart for Kueue with resource flavors, and a gpu_sharing chart when\n"
+    "jobs share GPUs (gpu_fraction, gpu_memory). Prints a summary per queue at the end.\n\n"
     "flags:\n";
 
 struct SimulateFlags {

@@ -1,5 +1,6 @@
 #include "clients/cli/what_if_answer.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -112,9 +113,19 @@ std::string RenderWhatIfTable(const WhatIfAnswer& answer) {
   }
   if (!answer.bindings.empty()) {
     absl::StrAppend(&out, "\nBindings (", answer.bindings.size(), ")\n");
-    TextTable table({{"POD"}, {"NODE"}, {"AFTER EVICTIONS"}});
+    // GPU sharing (SEMANTICS §4.13): a column of device keys when some binding shares devices,
+    // as the `schedule` bindings table has.
+    const bool devices =
+        std::any_of(answer.bindings.begin(), answer.bindings.end(),
+                    [](const v1::Binding& binding) { return binding.gpu_groups_size() > 0; });
+    std::vector<TextTable::Column> columns = {{"POD"}, {"NODE"}, {"AFTER EVICTIONS"}};
+    if (devices) columns.push_back({"GPU DEVICES"});
+    TextTable table(columns);
     for (const v1::Binding& binding : answer.bindings) {
-      table.AddRow({binding.pod(), binding.node(), binding.after_evictions() ? "yes" : ""});
+      std::vector<std::string> row = {binding.pod(), binding.node(),
+                                      binding.after_evictions() ? "yes" : ""};
+      if (devices) row.push_back(absl::StrJoin(binding.gpu_groups(), ","));
+      table.AddRow(row);
     }
     out += table.Render();
   }
@@ -139,9 +150,15 @@ std::string RenderWhatIfTable(const WhatIfAnswer& answer) {
 std::string RenderWhatIfJson(const WhatIfAnswer& answer) {
   std::vector<std::string> bindings;
   for (const v1::Binding& binding : answer.bindings) {
+    std::string devices;  // a sharing pod's GPU devices (§4.13); absent for other pods
+    if (binding.gpu_groups_size() > 0) {
+      std::vector<std::string> keys;
+      for (const std::string& key : binding.gpu_groups()) keys.push_back(JsonString(key));
+      devices = absl::StrCat(", \"gpu_groups\": [", absl::StrJoin(keys, ", "), "]");
+    }
     bindings.push_back(absl::StrCat(
         "{\"pod\": ", JsonString(binding.pod()), ", \"node\": ", JsonString(binding.node()),
-        ", \"after_evictions\": ", JsonBool(binding.after_evictions()), "}"));
+        ", \"after_evictions\": ", JsonBool(binding.after_evictions()), devices, "}"));
   }
   std::vector<std::string> evictions;
   for (const v1::Eviction& eviction : answer.evictions) {

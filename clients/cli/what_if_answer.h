@@ -8,11 +8,16 @@
 //     "pod_group": "NAME",
 //     "outcome": "placed" | "admitted" | "pending" | "evicted" | "unchanged",
 //     "after_evictions": BOOL,
-//     "bindings": [{"pod": "NAME", "node": "NAME", "after_evictions": BOOL}, ...],
+//     "bindings": [{"pod": "NAME", "node": "NAME", "after_evictions": BOOL,
+//                   "gpu_groups": ["KEY", ...]}, ...],   // gpu_groups: sharing pods only
 //     "evictions": [{"pod_group": "NAME", "pod": "NAME", "node": "NAME",
 //                    "reason": "FAIR_SHARE_RECLAIM", "message": "TEXT"}, ...],
 //     "pending": null | {"reason": "CODE", "message": "TEXT"}
 //   }
+//
+// A binding's "gpu_groups" (GPU sharing, SEMANTICS §4.13) appears only for a pod that shares
+// GPUs: the keys of its devices on its node, ascending; "new-<j>" names a device the cycle opens.
+// "pod_sets" appears, before "pending", only for a Kueue admission with resource flavors.
 #pragma once
 
 #include <optional>

@@ -44,6 +44,8 @@ constexpr char kDescription[] =
     "    \"after_evictions\": BOOL,  // placed: some binding waits for evictions;\n"
     "                              // admitted: the admission does\n"
     "    \"bindings\": [{\"pod\": \"NAME\", \"node\": \"NAME\", \"after_evictions\": BOOL}, ...],\n"
+    "                  // a pod that shares GPUs also has \"gpu_groups\": [\"KEY\", ...],\n"
+    "                  // its devices; \"new-<j>\" is a device the cycle opens\n"
     "    \"evictions\": [{\"pod_group\": \"NAME\", \"pod\": \"NAME\", \"node\": \"NAME\",\n"
     "                   \"reason\": \"FAIR_SHARE_RECLAIM\", \"message\": \"TEXT\"}, ...],\n"
     "    \"pending\": null | {\"reason\": \"CODE\", \"message\": \"TEXT\"}\n"

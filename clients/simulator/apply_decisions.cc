@@ -1,5 +1,6 @@
 #include "clients/simulator/apply_decisions.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -101,9 +102,22 @@ absl::StatusOr<std::set<PodKey>> ApplyBindings(Snapshot& next, const SnapshotInd
       return absl::InvalidArgumentError(absl::StrCat("binding of ", b.pod_group, "/", b.pod,
                                                      ", which is neither PENDING nor moved"));
     }
+    // GPU sharing (§4.13): a sharing pod runs on exactly its d devices, named by the binding; a
+    // pod that does not share names none.
+    const size_t devices =
+        Shares(pod) ? static_cast<size_t>(std::max(1, pod.gpu_fraction_devices)) : 0;
+    if (b.gpu_groups.size() != devices) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("binding of ", b.pod_group, "/", b.pod, " names ", b.gpu_groups.size(),
+                       " GPU devices (gpu_groups), but the pod ",
+                       devices == 0 ? "does not share GPUs" : absl::StrCat("shares ", devices)));
+    }
     pod.phase = PodPhase::kRunning;
     pod.node_name = b.node;
     pod.start_time = now;
+    // A new device keeps its name "new-<j>": keys are opaque, and unique on their node while
+    // the device exists, which is all a key must be (§4.13.2). A moved pod takes its new keys.
+    pod.gpu_groups = b.gpu_groups;
   }
   return bound;
 }
@@ -179,6 +193,7 @@ absl::StatusOr<Snapshot> ApplyDecisions(const Snapshot& snapshot, const Policy& 
     pod.phase = PodPhase::kPending;
     pod.node_name.clear();
     pod.start_time.reset();
+    pod.gpu_groups.clear();  // a PENDING pod holds no device (§4.13.6)
   }
 
   if (kueue) {

@@ -255,10 +255,19 @@ absl::StatusOr<Action> ActionNamed(const std::string& name) {
       absl::StrCat("unknown action \"", name, "\" (allocate, consolidate, reclaim, preempt)"));
 }
 
+Placement ReadPlacement(Reader& r, const YAML::Node& node, const std::string& path) {
+  const std::string placement = r.String(node, path);
+  if (placement == "binpack") return Placement::kBinpack;
+  if (placement == "spread") return Placement::kSpread;
+  r.Fail(path, "must be binpack or spread");
+  return Placement::kUnspecified;
+}
+
 void ReadPolicy(Reader& r, const YAML::Node& node, SimConfig& config) {
   r.CheckKeys(node, "policy",
-              {"model", "k_value", "actions", "placement", "reclaimer_utilization_multiplier",
-               "consolidating_reclaim", "max_consolidation_preemptees"});
+              {"model", "k_value", "actions", "placement", "gpu_device_placement",
+               "reclaimer_utilization_multiplier", "consolidating_reclaim",
+               "max_consolidation_preemptees"});
   Policy& p = config.policy;
   if (node["model"]) {
     const std::string model = r.String(node["model"], "policy.model");
@@ -275,15 +284,11 @@ void ReadPolicy(Reader& r, const YAML::Node& node, SimConfig& config) {
     p.reclaimer_utilization_multiplier = r.Number(node["reclaimer_utilization_multiplier"],
                                                   "policy.reclaimer_utilization_multiplier");
   }
-  if (node["placement"]) {
-    const std::string placement = r.String(node["placement"], "policy.placement");
-    if (placement == "binpack") {
-      p.placement = Placement::kBinpack;
-    } else if (placement == "spread") {
-      p.placement = Placement::kSpread;
-    } else {
-      r.Fail("policy.placement", "must be binpack or spread");
-    }
+  if (node["placement"]) p.placement = ReadPlacement(r, node["placement"], "policy.placement");
+  if (node["gpu_device_placement"]) {
+    // §4.13.3: how a sharing pod chooses its devices; absent = as placement.
+    p.gpu_device_placement =
+        ReadPlacement(r, node["gpu_device_placement"], "policy.gpu_device_placement");
   }
   if (node["actions"]) {
     const YAML::Node& actions = node["actions"];
@@ -494,7 +499,7 @@ void ReadNodes(Reader& r, const YAML::Node& node, SimConfig& config) {
   for (size_t i = 0; i < node.size(); ++i) {
     const std::string path = absl::StrCat("nodes[", i, "]");
     const YAML::Node& n = node[i];
-    r.CheckKeys(n, path, {"name", "count", "allocatable", "labels"});
+    r.CheckKeys(n, path, {"name", "count", "allocatable", "labels", "gpu_device_memory"});
     if (!r.ok()) return;
     NodeSet set;
     if (n["name"]) set.name = r.String(n["name"], path + ".name");
@@ -502,7 +507,58 @@ void ReadNodes(Reader& r, const YAML::Node& node, SimConfig& config) {
     if (set.count < 1 || set.count > 100000) r.Fail(path + ".count", "must be 1 to 100000");
     set.allocatable = r.Resources(n["allocatable"], path + ".allocatable");
     set.labels = r.Labels(n["labels"], path + ".labels");
+    if (n["gpu_device_memory"]) {
+      const std::string at = path + ".gpu_device_memory";
+      set.gpu_device_memory = r.Number(n["gpu_device_memory"], at);
+      if (r.ok() && !(set.gpu_device_memory >= 0 && set.gpu_device_memory <= 0x1p53 &&
+                      std::floor(set.gpu_device_memory) == set.gpu_device_memory)) {
+        r.Fail(at, "must be a whole number >= 0 (the memory of each GPU device; 0 = unknown)");
+      }
+    }
     config.nodes.push_back(std::move(set));
+  }
+}
+
+// A job stream's GPU sharing fields (SEMANTICS §4.13, checked as §4.13.6 checks a pod).
+void ReadSharing(Reader& r, const YAML::Node& j, const std::string& path, JobStream& s) {
+  if (j["gpu_fraction"]) {
+    const std::string at = path + ".gpu_fraction";
+    s.gpu_fraction = r.Number(j["gpu_fraction"], at);
+    if (r.ok() && !(*s.gpu_fraction > 0 && *s.gpu_fraction < 1)) {
+      r.Fail(at, "must be a share of one GPU above 0 and below 1, such as 0.25");
+    }
+  }
+  if (j["gpu_memory"]) {
+    const std::string at = path + ".gpu_memory";
+    s.gpu_memory = r.Number(j["gpu_memory"], at);
+    if (r.ok() && !(*s.gpu_memory >= 1 && *s.gpu_memory <= 0x1p53 &&
+                    std::floor(*s.gpu_memory) == *s.gpu_memory)) {
+      r.Fail(at,
+             "must be a whole number >= 1 (memory on each device, in gpu_device_memory's unit)");
+    }
+    if (r.ok() && s.gpu_fraction) {
+      r.Fail(at, "a job shares GPUs by gpu_fraction or by gpu_memory, not both");
+    }
+  }
+  if (j["gpu_fraction_devices"]) {
+    const std::string at = path + ".gpu_fraction_devices";
+    const int64_t devices = r.Integer(j["gpu_fraction_devices"], at);
+    if (r.ok() && (devices < 1 || devices > 10000)) r.Fail(at, "must be 1 to 10000");
+    if (r.ok() && !s.gpu_fraction && !s.gpu_memory) {
+      r.Fail(at, "needs gpu_fraction or gpu_memory (the share taken on each device)");
+    }
+    s.gpu_fraction_devices = static_cast<int32_t>(devices);
+  }
+  if (!r.ok() || (!s.gpu_fraction && !s.gpu_memory)) return;
+  // A sharing pod's GPUs are its share of devices (§4.13.6 rule 5): it requests no whole GPU.
+  const YAML::Node& requests = j["requests"];
+  for (const auto& entry : requests) {
+    const std::string key = entry.first.as<std::string>();
+    if (ResourceName(key) != kGpu) continue;
+    if (s.requests[kGpu] == 0) continue;
+    r.Fail(absl::StrCat(path, ".requests.", key),
+           absl::StrCat("a job that shares GPUs (", s.gpu_fraction ? "gpu_fraction" : "gpu_memory",
+                        ") must not also request whole GPUs: its GPUs are its device shares"));
   }
 }
 
@@ -514,10 +570,10 @@ void ReadJobs(Reader& r, const YAML::Node& node, SimConfig& config) {
   for (size_t i = 0; i < node.size(); ++i) {
     const std::string path = absl::StrCat("jobs[", i, "]");
     const YAML::Node& j = node[i];
-    r.CheckKeys(
-        j, path,
-        {"queue", "name", "pods", "min_member", "requests", "duration", "priority", "preemptible",
-         "arrival", "count", "rate", "start", "node_selector", "tolerations"});
+    r.CheckKeys(j, path,
+                {"queue", "name", "pods", "min_member", "requests", "duration", "priority",
+                 "preemptible", "arrival", "count", "rate", "start", "node_selector", "tolerations",
+                 "gpu_fraction", "gpu_memory", "gpu_fraction_devices"});
     if (!r.ok()) return;
     JobStream s;
     s.queue = r.String(j["queue"], path + ".queue");
@@ -558,6 +614,7 @@ void ReadJobs(Reader& r, const YAML::Node& node, SimConfig& config) {
     if (j["start"]) s.start = r.Seconds(j["start"], path + ".start");
     s.node_selector = r.Labels(j["node_selector"], path + ".node_selector");
     s.tolerations = r.Tolerations(j["tolerations"], path + ".tolerations");
+    ReadSharing(r, j, path, s);
     config.jobs.push_back(std::move(s));
   }
 }
@@ -737,6 +794,15 @@ absl::Status Check(const SimConfig& config) {
   if (pods > 10'000'000) {
     return absl::InvalidArgumentError(
         "jobs: more than 10,000,000 pods in the streams' counts (count x pods)");
+  }
+  for (size_t i = 0; i < config.jobs.size(); ++i) {
+    const JobStream& stream = config.jobs[i];
+    if (config.policy.fairness_model == FairnessModel::kKueue &&
+        (stream.gpu_fraction || stream.gpu_memory)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("jobs[", i, "].", stream.gpu_fraction ? "gpu_fraction" : "gpu_memory",
+                       ": GPU sharing is read by the KAI model only (policy.model: kai)"));
+    }
   }
   std::set<std::string> queues;
   for (const Queue& q : config.queues) queues.insert(q.name);

@@ -3,10 +3,13 @@
 //
 // Two YAML dialects are read: arbiter's own (lower-case keys, `step`, `horizon`, `jobs` as a
 // list of streams) and KAI Scheduler's time-aware fairness simulator config (`Cycles`,
-// `WindowSize`, `HalfLifePeriod`, `KValue`, `Nodes`, `Queues`, `Jobs`), taken unchanged.
+// `WindowSize`, `HalfLifePeriod`, `KValue`, `Nodes`, `Queues`, `Jobs`), taken unchanged. KAI's
+// config has no GPU-sharing field (its jobs ask for whole GPUs, an integer `GPUs` per pod), so GPU
+// sharing (gpu_fraction, gpu_memory, gpu_device_memory) is written in arbiter's dialect only.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +43,12 @@ struct JobStream {
   // resource flavor (SEMANTICS §5.8.5).
   LabelMap node_selector;
   std::vector<Toleration> tolerations;
+  // KAI GPU sharing (SEMANTICS §4.13): each pod of the job takes gpu_fraction of each of
+  // gpu_fraction_devices devices (0 = 1), or gpu_memory on each. A job that shares requests no
+  // whole GPUs (requests has no nvidia.com/gpu).
+  std::optional<double> gpu_fraction;
+  std::optional<double> gpu_memory;
+  int32_t gpu_fraction_devices = 0;
 };
 
 // `count` identical nodes named "<name>-<i>".
@@ -48,6 +57,8 @@ struct NodeSet {
   int count = 1;
   ResourceMap allocatable;
   LabelMap labels;
+  double gpu_device_memory =
+      0;  // §4.13: memory of each GPU device (gpu_memory's unit); 0 = unknown
 };
 
 // How usage is remembered: decay by half-life, and optionally only what falls inside a window.

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <utility>
 
@@ -81,6 +82,7 @@ void WriteQueuesCsv(const SimResult& result, bool kueue, std::ostream& out) {
       out << "," << what << ":" << Csv(FlavorColumn(fr));
     }
   }
+  if (result.gpu_sharing) out << ",gpu_devices";
   out << "\n";
   for (const QueueRow& row : result.rows) {
     out << Num(row.time) << "," << Csv(row.queue);
@@ -92,6 +94,7 @@ void WriteQueuesCsv(const SimResult& result, bool kueue, std::ostream& out) {
     for (const auto* amounts : {&row.flavor_allocated, &row.flavor_borrowed}) {
       for (const FlavorResource& fr : result.flavor_resources) out << "," << Num(Get(*amounts, fr));
     }
+    if (result.gpu_sharing) out << "," << row.gpu_devices;
     out << "\n";
   }
 }
@@ -140,6 +143,7 @@ void WriteJson(const SimResult& result, std::ostream& out) {
       out << ",\"flavor_allocated\":" << JsonFlavorMap(row.flavor_allocated)
           << ",\"flavor_borrowed\":" << JsonFlavorMap(row.flavor_borrowed);
     }
+    if (result.gpu_sharing) out << ",\"gpu_devices\":" << row.gpu_devices;
     out << "}";
   }
   out << "],\n\"jobs\":[";
@@ -229,6 +233,36 @@ std::string FlavorSeries(const SimResult& result, const std::string& resource,
   return text;
 }
 
+// GPU sharing: the leaves whose sharing pods ever hold a device, as indices into result.leaves.
+std::vector<size_t> SharingLeaves(const SimResult& result,
+                                  const std::map<std::string, size_t>& leaf_index) {
+  std::set<size_t> sharing;
+  for (const QueueRow& row : result.rows) {
+    auto found = leaf_index.find(row.queue);
+    if (row.gpu_devices > 0 && found != leaf_index.end()) sharing.insert(found->second);
+  }
+  return {sharing.begin(), sharing.end()};
+}
+
+// sharing.dat: one block per sharing leaf (`index k` in gnuplot), each the leaf's allocation of
+// nvidia.com/gpu (its GPU share) and the devices its sharing pods occupy, over time.
+std::string SharingSeries(const SimResult& result, const std::vector<size_t>& sharing,
+                          const std::map<std::string, size_t>& leaf_index) {
+  std::map<size_t, std::ostringstream> blocks;
+  for (size_t leaf : sharing) blocks[leaf];
+  for (const QueueRow& row : result.rows) {
+    auto found = leaf_index.find(row.queue);
+    if (found == leaf_index.end() || blocks.count(found->second) == 0) continue;
+    blocks[found->second] << Num(row.time / 3600) << " " << Num(Get(row.allocated, kGpu)) << " "
+                          << row.gpu_devices << "\n";
+  }
+  std::string text;
+  for (size_t leaf : sharing) {
+    absl::StrAppend(&text, "# ", result.leaves[leaf], "\n", blocks[leaf].str(), "\n\n");
+  }
+  return text;
+}
+
 // jobs.dat: start, row, length (hours) and the queue's colour for every job that ran.
 std::string JobBars(const SimResult& result, const std::map<std::string, size_t>& leaf_index) {
   const double horizon = static_cast<double>(result.cycles) * result.step;
@@ -249,9 +283,11 @@ std::string JobBars(const SimResult& result, const std::map<std::string, size_t>
 // The gnuplot script that draws the three charts from the data files in `dir`, as PNG and SVG.
 // With resource flavors, a fourth chart: each leaf's allocation per flavor (colour: the queue,
 // dash: the flavor).
+// With GPU sharing, a fifth: each sharing leaf's GPU allocation against the devices it occupies.
 std::string PlotScript(const std::string& title, const std::string& dir,
                        const std::string& resource, const std::vector<std::string>& leaves,
-                       const std::vector<std::string>& flavors) {
+                       const std::vector<std::string>& flavors,
+                       const std::vector<size_t>& sharing) {
   std::string names;
   for (const std::string& leaf : leaves) absl::StrAppend(&names, names.empty() ? "" : " ", leaf);
   std::string script =
@@ -261,6 +297,12 @@ std::string PlotScript(const std::string& title, const std::string& dir,
   if (!flavors.empty()) {
     absl::StrAppend(&script, "flavors = '", absl::StrJoin(flavors, " "), "'\n",
                     "m = words(flavors)\n");
+  }
+  if (!sharing.empty()) {
+    std::vector<std::string> colours;  // each sharing leaf keeps its colour of the other charts
+    for (size_t leaf : sharing) colours.push_back(absl::StrCat(leaf + 1));
+    absl::StrAppend(&script, "sharing = '", absl::StrJoin(colours, " "), "'\n",
+                    "s = words(sharing)\n");
   }
   for (const auto& [terminal, ext] : std::vector<std::pair<std::string, std::string>>{
            {"pngcairo size 1100,520 noenhanced font ',10'", "png"},
@@ -290,6 +332,17 @@ std::string PlotScript(const std::string& title, const std::string& dir,
           "steps lw 2 lc i dt j title word(names, i).' '.word(flavors, j)\n",
           "set offsets 0, 0, 0, 0\n");
     }
+    if (!sharing.empty()) {
+      absl::StrAppend(
+          &script, "set output 'gpu_sharing.", ext, "'\n", "set title '", title,
+          ": GPU share (solid) and GPU devices occupied (dashed) of the queues that share'\n",
+          "set ylabel 'GPUs'\n", "set offsets 0, 0, graph 0.05, 0\n",
+          "plot for [k=1:s] 'sharing.dat' index (k-1) using 1:2 with steps lw 2 "
+          "lc (word(sharing, k)+0) title word(names, word(sharing, k)+0), for [k=1:s] "
+          "'sharing.dat' index (k-1) using 1:3 with steps dt 2 lw 1 lc (word(sharing, k)+0) "
+          "title word(names, word(sharing, k)+0).' devices'\n",
+          "set offsets 0, 0, 0, 0\n");
+    }
     absl::StrAppend(&script, "unset output\n");
   }
   return script;
@@ -314,11 +367,14 @@ absl::Status WritePlots(const SimResult& result, const std::string& title, const
   if (!flavors.empty()) {
     files.emplace_back("flavors.dat", FlavorSeries(result, resource, flavors, leaf_index));
   }
+  const std::vector<size_t> sharing = SharingLeaves(result, leaf_index);
+  if (!sharing.empty())
+    files.emplace_back("sharing.dat", SharingSeries(result, sharing, leaf_index));
   for (const auto& [name, text] : files) {
     if (absl::Status s = WriteFile(absl::StrCat(dir, "/", name), text); !s.ok()) return s;
   }
 
-  const std::string script = PlotScript(title, dir, resource, result.leaves, flavors);
+  const std::string script = PlotScript(title, dir, resource, result.leaves, flavors, sharing);
   const std::string script_path = absl::StrCat(dir, "/plots.gp");
   if (absl::Status s = WriteFile(script_path, script); !s.ok()) return s;
   const std::string command =

@@ -167,6 +167,8 @@ class Simulation {
             set.count == 1 && config_.nodes.size() == 1 ? set.name : absl::StrCat(set.name, "-", i);
         node.allocatable = set.allocatable;
         node.labels = set.labels;
+        node.gpu_device_memory = set.gpu_device_memory;
+        if (set.gpu_device_memory > 0) device_memory_[node.name] = set.gpu_device_memory;
         Add(capacity_, node.allocatable);
         snapshot_.nodes.push_back(std::move(node));
       }
@@ -187,6 +189,9 @@ class Simulation {
     }
     result_.resources.assign(resources.begin(), resources.end());
     result_.flavor_resources.assign(flavor_resources.begin(), flavor_resources.end());
+    for (const JobStream& stream : config_.jobs) {
+      result_.gpu_sharing |= stream.gpu_fraction.has_value() || stream.gpu_memory.has_value();
+    }
     snapshot_.queues = config_.queues;
     snapshot_.resource_flavors = config_.resource_flavors;
     std::set<std::string> parents;
@@ -226,6 +231,9 @@ class Simulation {
       pod.requests = s.requests;
       pod.node_selector = s.node_selector;
       pod.tolerations = s.tolerations;
+      pod.gpu_fraction = s.gpu_fraction;
+      pod.gpu_memory = s.gpu_memory;
+      pod.gpu_fraction_devices = s.gpu_fraction_devices;
       group.pods.push_back(std::move(pod));
     }
     JobRecord record;
@@ -273,6 +281,17 @@ class Simulation {
     return running >= std::max(1, group.min_member);
   }
 
+  // A running sharing pod's nvidia.com/gpu for its queue, the G of its effective request
+  // (SEMANTICS §4.13.1): d · fraction, or d · memory / gpu_device_memory of its node. Queues
+  // hold (and the ledger accounts) effective requests, as the answer's queue rows count them.
+  double GpuAmount(const Pod& pod) const {
+    const double devices = std::max(1, pod.gpu_fraction_devices);
+    if (pod.gpu_fraction) return devices * *pod.gpu_fraction;
+    auto found = device_memory_.find(pod.node_name);  // a running memory pod's node has one
+    const double memory = found == device_memory_.end() ? 0 : found->second;
+    return memory > 0 ? devices * *pod.gpu_memory / memory : devices;
+  }
+
   // What each queue's subtree holds now.
   std::map<std::string, ResourceMap> Held() const {
     std::map<std::string, ResourceMap> held;
@@ -280,14 +299,34 @@ class Simulation {
       for (const Pod& pod : group.pods) {
         const bool holds = kueue_ ? group.admitted : EffectivePhase(pod) == PodPhase::kRunning;
         if (!holds) continue;
+        const bool shares = Shares(pod);
+        const double gpu = shares ? GpuAmount(pod) : 0;
         for (std::string q = group.queue; !q.empty();) {
           Add(held[q], pod.requests);
+          if (shares) held[q][kGpuResource] += gpu;  // its requests have no G (§4.13.6)
           auto parent = parent_.find(q);
           q = parent == parent_.end() ? "" : parent->second;
         }
       }
     }
     return held;
+  }
+
+  // GPU sharing: the devices, as (node, key), that each queue's subtree's running pods share.
+  std::map<std::string, std::set<std::pair<std::string, std::string>>> Devices() const {
+    std::map<std::string, std::set<std::pair<std::string, std::string>>> devices;
+    if (!result_.gpu_sharing) return devices;
+    for (const PodGroup& group : snapshot_.pod_groups) {
+      for (const Pod& pod : group.pods) {
+        if (pod.gpu_groups.empty() || EffectivePhase(pod) != PodPhase::kRunning) continue;
+        for (std::string q = group.queue; !q.empty();) {
+          for (const std::string& key : pod.gpu_groups) devices[q].insert({pod.node_name, key});
+          auto parent = parent_.find(q);
+          q = parent == parent_.end() ? "" : parent->second;
+        }
+      }
+    }
+    return devices;
   }
 
   // Kueue with flavors: what each queue's subtree holds per flavor and resource, charged by the
@@ -358,6 +397,7 @@ class Simulation {
     // One row per queue.
     const std::map<std::string, ResourceMap> held = Held();
     std::map<std::string, std::map<std::string, ResourceMap>> flavor_held = FlavorHeld();
+    const auto devices = Devices();
     std::map<std::string, const QueueShare*> shares;
     for (const QueueShare& share : answer->queues) shares[share.queue] = &share;
     for (const std::string& queue : result_.queues) {
@@ -378,6 +418,9 @@ class Simulation {
       row.usage = ledger_.usage(queue);
       row.pending = pending[queue];
       row.evictions = evicted[queue];
+      if (auto d = devices.find(queue); d != devices.end()) {
+        row.gpu_devices = static_cast<int>(d->second.size());
+      }
       result_.rows.push_back(std::move(row));
     }
 
@@ -413,6 +456,7 @@ class Simulation {
   std::map<std::string, LiveJob> live_;
   std::map<std::string, std::string> parent_;
   ResourceMap capacity_;
+  std::map<std::string, double> device_memory_;  // node -> gpu_device_memory, where > 0
   Snapshot snapshot_;
   SimResult result_;
 };

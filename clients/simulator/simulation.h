@@ -32,6 +32,9 @@ struct QueueRow {
   double weighted_share = 0;  // Kueue: the answer's weighted share
   int pending = 0;            // its subtree's jobs waiting after the step
   int evictions = 0;          // its subtree's jobs evicted in the step
+  // GPU sharing (SEMANTICS §4.13): the GPU devices its subtree's sharing pods run on after the
+  // step (a device counts once, however many of its pods share it).
+  int gpu_devices = 0;
   // Kueue with resource flavors (SEMANTICS §5.8), per flavor and resource: what its subtree's
   // admitted workloads hold, and what the answer reports it borrowing (flavor_resources).
   std::map<std::string, ResourceMap> flavor_allocated;
@@ -64,6 +67,7 @@ struct SimResult {
   // Kueue with resource flavors: every (flavor, resource) a queue's resource groups list, in
   // (flavor, resource) order; empty without flavors.
   std::vector<FlavorResource> flavor_resources;
+  bool gpu_sharing = false;     // some job stream shares GPUs: QueueRow::gpu_devices is reported
   std::vector<QueueRow> rows;   // step by step, queues in config order
   std::vector<JobRecord> jobs;  // submission order
   int64_t cycles = 0;

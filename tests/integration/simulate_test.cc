@@ -74,6 +74,25 @@ TEST(SimulateCli, AServerGivesTheSameRunWithResourceFlavors) {
   EXPECT_EQ(Read(local.File("jobs.csv")), Read(remote.File("jobs.csv")));
 }
 
+// GPU sharing: the pods' sharing fields and the bindings' devices cross the wire both ways, and
+// the devices carry over from step to step, as in-process.
+TEST(SimulateCli, AServerGivesTheSameRunWithGpuSharing) {
+  std::unique_ptr<server::ArbiterServer> server = StartTestServer();
+  TempDir local;
+  TempDir remote;
+  const std::string config = Story("gpu-sharing-notebooks.yaml");
+  const ProcessResult in_process = Simulate(config, local.path());
+  ASSERT_EQ(in_process.exit_code, 0) << in_process.err;
+  EXPECT_THAT(in_process.out, HasSubstr("notebooks                  41.2"));
+  const ProcessResult result = Simulate(config, remote.path(), {"--server", server->address()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const std::string queues = Read(local.File("queues.csv"));
+  EXPECT_THAT(queues, StartsWith("time_s,queue,allocated:cpu,allocated:nvidia.com/gpu,"));
+  EXPECT_THAT(queues.substr(0, queues.find('\n')), ::testing::EndsWith(",evictions,gpu_devices"));
+  EXPECT_EQ(queues, Read(remote.File("queues.csv")));
+  EXPECT_EQ(Read(local.File("jobs.csv")), Read(remote.File("jobs.csv")));
+}
+
 TEST(SimulateCli, AKaiConfigRunsUnchangedAndWritesKaisColumns) {
   TempDir dir;
   const ProcessResult result =

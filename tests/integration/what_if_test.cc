@@ -255,6 +255,40 @@ TEST_F(WhatIfTest, JsonHasTheDocumentedKeysInTheDocumentedOrder) {
   EXPECT_EQ(result.out.back(), '\n');
 }
 
+// GPU sharing (SEMANTICS §4.13): a group of notebooks, one taking a quarter of a GPU and one half
+// of each of two GPUs, next to team-b's half-GPU notebook on device "gpu-7f3a". Binpack joins the
+// quarter to that device; the other needs two devices and opens two new ones. The bindings show
+// the devices, in the table and in the JSON.
+TEST_F(WhatIfTest, ASharingGroupsBindingsNameTheirGpuDevices) {
+  const ProcessResult table = WhatIf("gpu-sharing-snapshot.json", "notebooks.json");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_THAT(table.out, HasSubstr("Outcome:   placed (2 pods bound)\n"));
+  EXPECT_THAT(table.out, HasSubstr("\nPOD            NODE  AFTER EVICTIONS  GPU DEVICES\n"
+                                   "a-notebooks-0  n1                     gpu-7f3a\n"
+                                   "a-notebooks-1  n1                     new-0,new-1\n"));
+
+  const ProcessResult json =
+      WhatIf("gpu-sharing-snapshot.json", "notebooks.json", {"--format", "json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_THAT(json.out, HasSubstr("{\"pod\": \"a-notebooks-0\", \"node\": \"n1\", "
+                                  "\"after_evictions\": false, \"gpu_groups\": [\"gpu-7f3a\"]}"));
+  const google::protobuf::Struct answer = ParseAnswer(json.out);
+  const auto& bindings = Field(answer, "bindings").list_value();
+  ASSERT_EQ(bindings.values_size(), 2);
+  const auto& keys = Field(bindings.values(1).struct_value(), "gpu_groups").list_value();
+  ASSERT_EQ(keys.values_size(), 2);
+  EXPECT_EQ(keys.values(0).string_value(), "new-0");
+  EXPECT_EQ(keys.values(1).string_value(), "new-1");
+
+  // Through a server, the same answer.
+  for (const char* format : {"table", "json"}) {
+    const ProcessResult remote = WhatIf("gpu-sharing-snapshot.json", "notebooks.json",
+                                        {"--format", format, "--server", Address()});
+    ASSERT_EQ(remote.exit_code, 0) << remote.err;
+    EXPECT_EQ(remote.out, std::string(format) == "json" ? json.out : table.out);
+  }
+}
+
 TEST_F(WhatIfTest, HelpDocumentsTheJsonSchema) {
   const ProcessResult result = RunProcess({ARBITER_CLI_PATH, "help", "what-if"});
   ASSERT_EQ(result.exit_code, 0);

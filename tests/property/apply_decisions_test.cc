@@ -43,7 +43,7 @@ const Pod& FindPod(const Snapshot& s, const std::string& group, const std::strin
 
 TEST(ApplyDecisions, BoundPodRunsOnItsNodeFromNow) {
   ScheduleResult result;
-  result.bindings.push_back({"waiting", "waiting-0", "n2", false});
+  result.bindings.push_back({"waiting", "waiting-0", "n2", false, {}});
   auto next = ApplyDecisions(Cluster(), Policy{}, result);
   ASSERT_THAT(next, IsOk());
   const Pod& pod = FindPod(*next, "waiting", "waiting-0");
@@ -72,7 +72,7 @@ TEST(ApplyDecisions, MovedPodRunsOnItsNewNode) {
   ScheduleResult result;
   result.evictions.push_back(
       {"running", "running-1", "n1", EvictionReason::kConsolidation, "waiting", "moved"});
-  result.bindings.push_back({"running", "running-1", "n2", true});
+  result.bindings.push_back({"running", "running-1", "n2", true, {}});
   auto next = ApplyDecisions(Cluster(), Policy{}, result);
   ASSERT_THAT(next, IsOk());
   const Pod& pod = FindPod(*next, "running", "running-1");
@@ -92,13 +92,13 @@ TEST(ApplyDecisions, ReleasingPodsDisappear) {
 
 TEST(ApplyDecisions, RejectsInconsistentResponses) {
   ScheduleResult twice;
-  twice.bindings.push_back({"waiting", "waiting-0", "n2", false});
-  twice.bindings.push_back({"waiting", "waiting-0", "n1", false});
+  twice.bindings.push_back({"waiting", "waiting-0", "n2", false, {}});
+  twice.bindings.push_back({"waiting", "waiting-0", "n1", false, {}});
   EXPECT_THAT(ApplyDecisions(Cluster(), Policy{}, twice),
               StatusIs(absl::StatusCode::kInvalidArgument));
 
   ScheduleResult running_bound;  // a RUNNING pod bound without being moved
-  running_bound.bindings.push_back({"running", "running-0", "n2", false});
+  running_bound.bindings.push_back({"running", "running-0", "n2", false, {}});
   EXPECT_THAT(ApplyDecisions(Cluster(), Policy{}, running_bound),
               StatusIs(absl::StatusCode::kInvalidArgument));
 
@@ -109,7 +109,7 @@ TEST(ApplyDecisions, RejectsInconsistentResponses) {
               StatusIs(absl::StatusCode::kInvalidArgument));
 
   ScheduleResult unknown_node;
-  unknown_node.bindings.push_back({"waiting", "waiting-0", "n9", false});
+  unknown_node.bindings.push_back({"waiting", "waiting-0", "n9", false, {}});
   EXPECT_THAT(ApplyDecisions(Cluster(), Policy{}, unknown_node),
               StatusIs(absl::StatusCode::kInvalidArgument));
 }
@@ -198,6 +198,128 @@ TEST(ApplyDecisions, ALegacyQueuesAdmissionLeavesOutTheImplicitFlavor) {
   EXPECT_TRUE(next->pod_groups[0].admitted);
   EXPECT_TRUE(next->pod_groups[0].flavors.empty());
   EXPECT_THAT(Schedule(*next, policy), IsOk());
+}
+
+// GPU sharing (SEMANTICS §4.13): one node with two GPU devices of 100 units; a sharing pod runs on
+// "dev-a", two sharing pods wait (one on two devices), and a whole-GPU pod waits.
+Snapshot SharingCluster() {
+  return SnapshotBuilder()
+      .Now(1000)
+      .Node("n1", {{"nvidia.com/gpu", 2}, {"cpu", 8}})
+      .Node("n2", {{"nvidia.com/gpu", 2}, {"cpu", 8}})
+      .Queue("team")
+      .Group("nb", "team")
+      .Pod({{"cpu", 1}}, "n1", PodPhase::kRunning)
+      .GpuFraction(0.5)
+      .GpuGroups({"dev-a"})
+      .Started(10)
+      .Group("waiting", "team")
+      .Pod({{"cpu", 1}})
+      .GpuFraction(0.25)
+      .Pod({{"cpu", 1}})
+      .GpuFraction(0.25)
+      .GpuDevices(2)
+      .Group("whole", "team")
+      .Pod({{"nvidia.com/gpu", 1}})
+      .Build();
+}
+
+TEST(ApplyDecisions, ABoundSharingPodRunsOnItsBindingsDevicesAndANewDeviceKeepsItsName) {
+  ScheduleResult result;
+  result.bindings.push_back({"waiting", "waiting-0", "n1", false, {"dev-a"}});
+  result.bindings.push_back({"waiting", "waiting-1", "n1", false, {"dev-a", "new-0"}});
+  result.bindings.push_back({"whole", "whole-0", "n2", false, {}});
+  auto next = ApplyDecisions(SharingCluster(), Policy{}, result);
+  ASSERT_THAT(next, IsOk());
+  const Pod& joined = FindPod(*next, "waiting", "waiting-0");
+  EXPECT_EQ(joined.phase, PodPhase::kRunning);
+  EXPECT_EQ(joined.node_name, "n1");
+  EXPECT_THAT(joined.gpu_groups, ::testing::ElementsAre("dev-a"));
+  // "new-0" names the device the binding opened, from now on: keys are opaque, and unique on
+  // their node while the device exists (§4.13.2).
+  EXPECT_THAT(FindPod(*next, "waiting", "waiting-1").gpu_groups,
+              ::testing::ElementsAre("dev-a", "new-0"));
+  EXPECT_TRUE(FindPod(*next, "whole", "whole-0").gpu_groups.empty());
+  EXPECT_THAT(FindPod(*next, "nb", "nb-0").gpu_groups, ::testing::ElementsAre("dev-a"));
+}
+
+TEST(ApplyDecisions, AnEvictedSharingPodWaitsWithoutItsDevices) {
+  ScheduleResult result;
+  result.evictions.push_back(
+      {"nb", "nb-0", "n1", EvictionReason::kFairShareReclaim, "whole", "reclaimed"});
+  auto next = ApplyDecisions(SharingCluster(), Policy{}, result);
+  ASSERT_THAT(next, IsOk());
+  const Pod& pod = FindPod(*next, "nb", "nb-0");
+  EXPECT_EQ(pod.phase, PodPhase::kPending);
+  EXPECT_TRUE(pod.node_name.empty());
+  EXPECT_TRUE(pod.gpu_groups.empty());
+  EXPECT_THAT(Schedule(*next, Policy{}), IsOk());  // a PENDING pod with devices is invalid
+}
+
+TEST(ApplyDecisions, AMovedSharingPodTakesItsNewDevices) {
+  ScheduleResult result;  // a move to another device of the same node (§4.13.5)
+  result.evictions.push_back(
+      {"nb", "nb-0", "n1", EvictionReason::kConsolidation, "waiting", "moved"});
+  result.bindings.push_back({"nb", "nb-0", "n1", true, {"new-0"}});
+  auto next = ApplyDecisions(SharingCluster(), Policy{}, result);
+  ASSERT_THAT(next, IsOk());
+  const Pod& pod = FindPod(*next, "nb", "nb-0");
+  EXPECT_EQ(pod.phase, PodPhase::kRunning);
+  EXPECT_EQ(pod.node_name, "n1");
+  EXPECT_THAT(pod.gpu_groups, ::testing::ElementsAre("new-0"));
+}
+
+TEST(ApplyDecisions, RejectsABindingWithOtherThanThePodsNumberOfDevices) {
+  ScheduleResult too_few;
+  too_few.bindings.push_back({"waiting", "waiting-1", "n1", false, {"dev-a"}});  // d = 2
+  EXPECT_THAT(ApplyDecisions(SharingCluster(), Policy{}, too_few),
+              StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("shares 2")));
+  ScheduleResult none;
+  none.bindings.push_back({"waiting", "waiting-0", "n1", false, {}});
+  EXPECT_THAT(ApplyDecisions(SharingCluster(), Policy{}, none),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  ScheduleResult whole;
+  whole.bindings.push_back({"whole", "whole-0", "n2", false, {"new-0"}});
+  EXPECT_THAT(
+      ApplyDecisions(SharingCluster(), Policy{}, whole),
+      StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("does not share GPUs")));
+}
+
+// Cycle after cycle through the core: the applied snapshot is a valid request, its devices are
+// the ones the core chose, and a device opened later on the same node gets another name.
+TEST(ApplyDecisions, TheCoresDevicesCarryOverToTheNextCycle) {
+  Snapshot s = SharingCluster();
+  s.pod_groups.pop_back();                       // the whole-GPU pod
+  s.nodes[0].allocatable["nvidia.com/gpu"] = 3;  // room for a third device on n1
+  Policy policy;
+  auto first = Schedule(s, policy);
+  ASSERT_THAT(first, IsOk());
+  auto next = ApplyDecisions(s, policy, *first);
+  ASSERT_THAT(next, IsOk());
+  const Pod& two = FindPod(*next, "waiting", "waiting-1");
+  ASSERT_EQ(two.phase, PodPhase::kRunning);
+  ASSERT_EQ(two.gpu_groups.size(), 2u);
+  EXPECT_EQ(FindPod(*next, "waiting", "waiting-0").phase, PodPhase::kRunning);
+
+  // Another pod that needs a device of its own on the node of waiting-1.
+  PodGroup late;
+  late.name = "late";
+  late.queue = "team";
+  late.creation_time = Seconds(900);
+  Pod pod;
+  pod.name = "late-0";
+  pod.gpu_fraction = 0.9;
+  late.pods.push_back(pod);
+  next->pod_groups.push_back(late);
+  auto second = Schedule(*next, policy);
+  ASSERT_THAT(second, IsOk());
+  ASSERT_EQ(second->bindings.size(), 1u) << "late-0 is placed";
+  const Binding& b = second->bindings[0];
+  EXPECT_EQ(b.node, "n1");  // binpack: the fuller node
+  EXPECT_THAT(b.gpu_groups, ::testing::ElementsAre("new-1")) << "new-0 is waiting-1's device";
+  auto third = ApplyDecisions(*next, policy, *second);
+  ASSERT_THAT(third, IsOk());
+  EXPECT_THAT(Schedule(*third, policy), IsOk());
 }
 
 }  // namespace

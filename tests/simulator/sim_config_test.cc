@@ -383,6 +383,71 @@ TEST(OwnConfig, ErrorsNameTheKeyPath) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(OwnConfig, GpuSharingFieldsMapToTheModel) {
+  absl::StatusOr<SimConfig> config = ParseSimConfig(R"(
+policy: {model: kai, placement: binpack, gpu_device_placement: spread}
+queues: [{name: a}]
+nodes: [{name: n, allocatable: {gpu: 8}, gpu_device_memory: 81920}]
+jobs:
+  - {queue: a, name: nb, requests: {cpu: 1000}, gpu_fraction: 0.25}
+  - {queue: a, name: pair, gpu_fraction: 0.5, gpu_fraction_devices: 2}
+  - {queue: a, name: mem, gpu_memory: 20480, requests: {gpu: 0}}
+  - {queue: a, name: train, requests: {gpu: 1}}
+)");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->policy.placement, Placement::kBinpack);
+  EXPECT_EQ(config->policy.gpu_device_placement, Placement::kSpread);
+  EXPECT_EQ(config->nodes[0].gpu_device_memory, 81920);
+  const std::vector<JobStream>& jobs = config->jobs;
+  EXPECT_EQ(jobs[0].gpu_fraction, 0.25);
+  EXPECT_FALSE(jobs[0].gpu_memory.has_value());
+  EXPECT_EQ(jobs[0].gpu_fraction_devices, 0);
+  EXPECT_EQ(jobs[1].gpu_fraction_devices, 2);
+  EXPECT_EQ(jobs[2].gpu_memory, 20480);
+  EXPECT_FALSE(jobs[3].gpu_fraction || jobs[3].gpu_memory);
+  // Absent: the device placement follows placement (UNSPECIFIED), and devices are unknown (0).
+  absl::StatusOr<SimConfig> plain =
+      ParseSimConfig("queues: [{name: a}]\nnodes: [{allocatable: {gpu: 1}}]\n");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->policy.gpu_device_placement, Placement::kUnspecified);
+  EXPECT_EQ(plain->nodes[0].gpu_device_memory, 0);
+}
+
+TEST(OwnConfig, GpuSharingErrorsNameTheKeyPath) {
+  const std::string base =
+      "queues: [{name: a}]\nnodes: [{allocatable: {gpu: 8}, gpu_device_memory: 40960}]\n";
+  auto error = [&](const std::string& more) {
+    return std::string(ParseSimConfig(base + more).status().message());
+  };
+  EXPECT_THAT(error("jobs: [{queue: a, gpu_fraction: 0.5, requests: {gpu: 1}}]\n"),
+              HasSubstr("jobs[0].requests.gpu: a job that shares GPUs (gpu_fraction) must not "
+                        "also request whole GPUs"));
+  EXPECT_THAT(error("jobs: [{queue: a, gpu_memory: 1024, requests: {nvidia.com/gpu: 2}}]\n"),
+              HasSubstr("jobs[0].requests.nvidia.com/gpu: a job that shares GPUs (gpu_memory)"));
+  EXPECT_THAT(error("jobs: [{queue: a, gpu_fraction: 1}]\n"),
+              HasSubstr("jobs[0].gpu_fraction: must be a share of one GPU above 0 and below 1"));
+  EXPECT_THAT(error("jobs: [{queue: a, gpu_fraction: 0}]\n"), HasSubstr("jobs[0].gpu_fraction:"));
+  EXPECT_THAT(error("jobs: [{queue: a, gpu_memory: 0.5}]\n"),
+              HasSubstr("jobs[0].gpu_memory: must be a whole number >= 1"));
+  EXPECT_THAT(error("jobs: [{queue: a, gpu_fraction: 0.5, gpu_memory: 1024}]\n"),
+              HasSubstr("jobs[0].gpu_memory: a job shares GPUs by gpu_fraction or by gpu_memory, "
+                        "not both"));
+  EXPECT_THAT(error("jobs: [{queue: a, gpu_fraction_devices: 2, requests: {gpu: 2}}]\n"),
+              HasSubstr("jobs[0].gpu_fraction_devices: needs gpu_fraction or gpu_memory"));
+  EXPECT_THAT(error("jobs: [{queue: a, gpu_fraction: 0.5, gpu_fraction_devices: 0}]\n"),
+              HasSubstr("jobs[0].gpu_fraction_devices: must be 1 to 10000"));
+  EXPECT_THAT(
+      std::string(ParseSimConfig("queues: [{name: a}]\n"
+                                 "nodes: [{allocatable: {gpu: 8}, gpu_device_memory: -1}]\n")
+                      .status()
+                      .message()),
+      HasSubstr("nodes[0].gpu_device_memory: must be a whole number >= 0"));
+  EXPECT_THAT(error("policy: {gpu_device_placement: fill}\n"),
+              HasSubstr("policy.gpu_device_placement: must be binpack or spread"));
+  EXPECT_THAT(error("policy: {model: kueue}\njobs: [{queue: a, gpu_fraction: 0.5}]\n"),
+              HasSubstr("jobs[0].gpu_fraction: GPU sharing is read by the KAI model only"));
+}
+
 TEST(FlavorConfig, TheCoresValidationNamesTheConfigsKeys) {
   absl::StatusOr<SimConfig> config = ParseSimConfig(R"(
 policy: {model: kueue}

@@ -1,5 +1,5 @@
-// The stories of the time-aware fairness design and KEP-1714, simulated with their pass marks
-// (examples/simulations/, docs/simulate.md).
+// The stories of the time-aware fairness design and KEP-1714, and GPU sharing beside training,
+// simulated with their pass marks (examples/simulations/, docs/simulate.md).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -213,6 +213,54 @@ TEST(KaiSimulatorConfig, TheTwoQueueOscillationAlternatesAsKaisSimulatorShows) {
   const std::map<std::string, double> shares = Shares(result, kGpu);
   EXPECT_NEAR(shares.at("queue1"), 0.5, 0.05);
   EXPECT_GE(Switches(result, kGpu), 4);
+}
+
+// GPU sharing (SEMANTICS §4.13): notebooks on a quarter or a half of a GPU beside two training
+// teams' 4-GPU jobs, under time-aware fairness.
+TEST(GpuSharingNotebooks, NotebooksPackOntoFewDevicesAndTheTrainingTeamsShareTheRestEvenly) {
+  const SimConfig config = Story("gpu-sharing-notebooks.yaml");
+  const SimResult result = Simulated(config);
+  const std::vector<double> seconds = ResourceSeconds(result, kGpu);
+  // Queues in config order: notebooks, vision, nlp. Time-aware fairness evens out training.
+  EXPECT_NEAR(seconds[1] / seconds[2], 1.0, 0.05);
+
+  // The notebooks are charged their shares, stay within their deserved quota (non-preemptible),
+  // and are never evicted. A device holds at most one GPU of shares, and binpack packs them.
+  double devices = 0;
+  double running = 0;
+  int steps = 0;
+  for (const QueueRow& row : result.rows) {
+    if (row.queue != "notebooks") continue;
+    const double share = row.allocated.count(kGpu) ? row.allocated.at(kGpu) : 0;
+    EXPECT_LE(share, 3.0 + 1e-9) << row.time;
+    EXPECT_GE(row.gpu_devices + 1e-9, share) << row.time;
+    EXPECT_EQ(row.evictions, 0) << row.time;
+    devices += row.gpu_devices;
+    for (const JobRecord& job : result.jobs) {
+      running += job.queue == "notebooks" && job.start >= 0 && job.start <= row.time &&
+                 (job.end < 0 || job.end > row.time);
+    }
+    ++steps;
+  }
+  ASSERT_GT(steps, 0);
+  EXPECT_LT(devices, 0.5 * running) << "notebooks per device on average: " << running / devices;
+
+  // Once training's two-hour reclaim min-runtime has passed, nine notebooks in ten start in the
+  // step they arrive.
+  int late = 0;
+  int at_once = 0;
+  for (const JobRecord& job : result.jobs) {
+    if (job.queue != "notebooks" || job.submit < 7200) continue;
+    ++late;
+    at_once += job.start == job.submit;
+  }
+  EXPECT_GE(at_once, 0.9 * late) << at_once << " of " << late;
+
+  // Without time awareness (k = 0), one training team falls behind.
+  SimConfig k0 = config;
+  k0.policy.k_value = 0;
+  const std::vector<double> k0_seconds = ResourceSeconds(Simulated(k0), kGpu);
+  EXPECT_LT(k0_seconds[1] / k0_seconds[2], 0.8);
 }
 
 }  // namespace

@@ -3,8 +3,11 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "clients/simulator/sim_config.h"
 #include "clients/simulator/sim_output.h"
@@ -197,6 +200,102 @@ nodes: [{allocatable: {gpu: 8}}]
   EXPECT_EQ(result.status().message(), "at t=1200s: server gone");
 }
 
+// GPU sharing (SEMANTICS §4.13): three 0.25-GPU notebooks and one of 10 GiB on a 40 GiB device
+// pack onto one device, which leaves the node's other GPU to a whole-GPU job. The queue holds,
+// and its usage grows by, the notebooks' GPU share (1 GPU), not a GPU per pod; the devices the
+// answer names carry over into the next cycle's snapshot.
+constexpr char kSharing[] = R"(
+step: 10m
+horizon: 2h
+policy: {k_value: 1}
+accounting: {half_life: 1h}
+queues: [{name: nb}, {name: train}]
+nodes: [{name: n, allocatable: {gpu: 2, cpu: 16000}, gpu_device_memory: 40960}]
+jobs:
+  - {queue: nb, name: quarter, gpu_fraction: 0.25, requests: {cpu: 1000}, duration: 1h, count: 3}
+  - {queue: nb, name: mem, gpu_memory: 10240, duration: 1h}
+  - {queue: train, requests: {gpu: 1}, duration: 2h}
+)";
+
+TEST(Simulation, SharingPodsPackOntoOneDeviceAndTheirQueueHoldsTheirShare) {
+  const SimConfig config = Parse(kSharing);
+  std::vector<Snapshot> seen;
+  const Decide core = InProcess();
+  Decide recording = [&](const Snapshot& snapshot, const Policy& policy) {
+    seen.push_back(snapshot);
+    return core(snapshot, policy);
+  };
+  absl::StatusOr<SimResult> result = Simulate(config, recording);
+  ASSERT_TRUE(result.ok()) << result.status();
+  for (const JobRecord& job : result->jobs) {
+    EXPECT_EQ(job.start, 0) << job.name;
+    EXPECT_EQ(job.evictions, 0) << job.name;
+  }
+  EXPECT_EQ(result->jobs[0].end, 3600);
+
+  // The second cycle sees the notebooks on the device the first answer opened, "new-0".
+  ASSERT_GE(seen.size(), 2u);
+  int sharing = 0;
+  for (const PodGroup& group : seen[1].pod_groups) {
+    for (const Pod& pod : group.pods) {
+      EXPECT_EQ(pod.phase, PodPhase::kRunning) << pod.name;
+      if (!Shares(pod)) {
+        EXPECT_TRUE(pod.gpu_groups.empty()) << pod.name;
+        continue;
+      }
+      ++sharing;
+      EXPECT_EQ(pod.gpu_groups, std::vector<std::string>{"new-0"}) << pod.name;
+    }
+  }
+  EXPECT_EQ(sharing, 4);
+
+  std::map<std::pair<double, std::string>, const QueueRow*> rows;
+  for (const QueueRow& row : result->rows) rows[{row.time, row.queue}] = &row;
+  const std::string gpu = "nvidia.com/gpu";
+  EXPECT_EQ(rows.at({0, "nb"})->allocated.at(gpu), 1.0);
+  EXPECT_EQ(rows.at({0, "train"})->allocated.at(gpu), 1.0);
+  EXPECT_EQ(rows.at({0, "nb"})->allocated.at("cpu"), 3000);
+  EXPECT_EQ(rows.at({0, "nb"})->gpu_devices, 1);  // four pods, one device
+  EXPECT_EQ(rows.at({0, "train"})->gpu_devices, 0);
+  // Equal holdings, equal usage: the ledger counts the notebooks' share too.
+  EXPECT_EQ(rows.at({600, "nb"})->usage.at(gpu), rows.at({600, "train"})->usage.at(gpu));
+  EXPECT_GT(rows.at({600, "nb"})->usage.at(gpu), 0);
+  // The notebooks finish after an hour; the device ceases to exist with them.
+  EXPECT_EQ(rows.at({3600, "nb"})->allocated.count(gpu), 0u);
+  EXPECT_EQ(rows.at({3600, "train"})->allocated.at(gpu), 1.0);
+  EXPECT_EQ(rows.at({3600, "nb"})->gpu_devices, 0);
+}
+
+TEST(Simulation, WithGpuSharingTheOutputsGainTheDevicesColumnLast) {
+  absl::StatusOr<SimResult> result = Simulate(Parse(kSharing), InProcess());
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(result->gpu_sharing);
+  std::ostringstream csv;
+  WriteQueuesCsv(*result, false, csv);
+  EXPECT_EQ(csv.str().substr(0, csv.str().find('\n')),
+            "time_s,queue,allocated:cpu,allocated:nvidia.com/gpu,fair_share:cpu,"
+            "fair_share:nvidia.com/gpu,usage:cpu,usage:nvidia.com/gpu,pending,evictions,"
+            "gpu_devices");
+  EXPECT_NE(csv.str().find("\n0,nb,3000,1,"), std::string::npos) << csv.str();
+  std::ostringstream json;
+  WriteJson(*result, json);
+  EXPECT_NE(json.str().find("\"queue\":\"nb\",\"allocated\":{\"cpu\":3000,\"nvidia.com/gpu\":1}"),
+            std::string::npos)
+      << json.str();
+  EXPECT_NE(json.str().find(",\"gpu_devices\":1}"), std::string::npos);
+
+  // Without a job that shares, nothing changes.
+  absl::StatusOr<SimResult> plain = Simulate(Parse(kRandom), InProcess());
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->gpu_sharing);
+  std::ostringstream plain_csv;
+  WriteQueuesCsv(*plain, false, plain_csv);
+  EXPECT_EQ(plain_csv.str().find("gpu_devices"), std::string::npos);
+  std::ostringstream plain_json;
+  WriteJson(*plain, plain_json);
+  EXPECT_EQ(plain_json.str().find("gpu_devices"), std::string::npos);
+}
+
 TEST(Plots, ChartsAreWrittenAsValidPngAndSvg) {
   const SimConfig config = Parse(kRandom);
   absl::StatusOr<SimResult> result = Simulate(config, InProcess());
@@ -254,6 +353,23 @@ TEST(Flavors, AdmissionsAreChargedToTheirFlavorsAndATaintKeepsOthersAway) {
   const QueueRow& legacy = result->rows.back();
   EXPECT_EQ(legacy.allocated.at("cpu"), 1) << "a legacy queue beside flavored ones";
   EXPECT_TRUE(legacy.flavor_allocated.empty());
+}
+
+TEST(Plots, WithGpuSharingAGpuSharingChartIsDrawn) {
+  absl::StatusOr<SimResult> result = Simulate(Parse(kSharing), InProcess());
+  ASSERT_TRUE(result.ok()) << result.status();
+  char dir_template[] = "/tmp/arbiter-plots-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  ASSERT_TRUE(WritePlots(*result, "test", dir).ok());
+  std::ifstream png(dir + "/gpu_sharing.png", std::ios::binary);
+  std::string head(8, '\0');
+  png.read(head.data(), 8);
+  EXPECT_EQ(head, std::string("\x89PNG\r\n\x1a\n", 8));
+  std::ifstream data(dir + "/sharing.dat");
+  std::stringstream text;
+  text << data.rdbuf();
+  EXPECT_EQ(text.str().substr(0, text.str().find('\n', text.str().find('\n') + 1)), "# nb\n0 1 1");
 }
 
 TEST(Flavors, OutputsGainTheFlavorColumnsAfterTheExistingOnes) {
