@@ -60,8 +60,14 @@ std::vector<int> Cluster::LayOutNodes(const ValidatedSnapshot& request) {
     nodes_[i].has_gpu = node_gpu_ >= 0 && allocatable[node_gpu_] > 0;
     const double memory = nodes_[i].node->gpu_device_memory;
     nodes_[i].device_units = memory > 0 ? static_cast<int64_t>(memory) : 100;
+    distinct_device_units_.push_back(nodes_[i].device_units);
+    largest_device_memory_ = std::max(largest_device_memory_, memory);
     node_index[nodes[i]] = static_cast<int>(i);
   }
+  std::sort(distinct_device_units_.begin(), distinct_device_units_.end());
+  distinct_device_units_.erase(
+      std::unique(distinct_device_units_.begin(), distinct_device_units_.end()),
+      distinct_device_units_.end());
   return node_index;
 }
 

@@ -136,6 +136,10 @@ class Cluster {
   // Total devices the sharing pods ask for (Σ d), an upper bound on the devices a cycle opens
   // per node.
   int64_t sharing_devices_requested() const { return sharing_devices_requested_; }
+  // The nodes' distinct device units (M_n), ascending, and the largest known gpu_device_memory
+  // (0 when none is known).
+  const std::vector<int64_t>& distinct_device_units() const { return distinct_device_units_; }
+  double largest_device_memory() const { return largest_device_memory_; }
 
  private:
   // The steps of the constructor, in order. LayOutNodeResources: R_n (node_resources_,
@@ -177,6 +181,8 @@ class Cluster {
   int64_t sharing_devices_requested_ = 0;
   std::vector<const std::string*> device_key_;  // per input device
   std::vector<int> pod_device_;                 // per (sharing pod on a node, device)
+  std::vector<int64_t> distinct_device_units_;
+  double largest_device_memory_ = 0;
 };
 
 }  // namespace arbiter::kai

@@ -507,6 +507,22 @@ const std::vector<int8_t>& Placer::ClassVerdicts(int pod) {
   return verdicts;
 }
 
+double Placer::SmallestShare(int pod) {
+  // The least share of one device the pod needs on any node: u / M_n over the nodes' distinct
+  // device units (a memory pod: its memory over the largest known device memory).
+  const ClusterPod& info = cluster_.pod(pod);
+  if (info.gpu_memory > 0) {
+    return static_cast<double>(info.gpu_memory) / cluster_.largest_device_memory();
+  }
+  double least = kInfinity;
+  for (int64_t units : cluster_.distinct_device_units()) {
+    const double exact = std::round(info.gpu_fraction * static_cast<double>(units));
+    const double share = std::max(1.0, exact) / static_cast<double>(units);
+    least = std::min(least, share);
+  }
+  return least;
+}
+
 double Placer::SharingScore(int node, bool joinable, bool now, bool preferred, double min,
                             double max) const {
   const int gpu = cluster_.node_gpu();
@@ -577,25 +593,54 @@ NodeChoice Placer::ChooseSharing(int pod) {
   // GPUs free differ (a pod asking d whole GPUs fits none of them). The nodes come in placement
   // order: once even the best bands cannot lift a node above the best found, none after can.
   const std::vector<int8_t>& verdicts = ClassVerdicts(pod);
-  const double top_bands = (device_binpack_ ? 200 : 0) + 100 + 50;
-  for (const auto& [key, node] : state_.joinable_nodes()) {
+  // Weighs one node of step 1; false when no later node in placement order can score more than
+  // the best found, even in the best bands (`top_bands`).
+  const auto weigh = [&](int node, double top_bands) {
     const double allocatable = cluster_.allocatable(node)[gpu];
     const double free = state_.free(node, gpu);
     const double placement = index_.spread() ? SpreadScore(free, allocatable)
                                              : BinpackScore(free, allocatable, min, max);
-    if (best.node >= 0 && top_bands + placement < best_score) break;
+    if (best.node >= 0 && top_bands + placement < best_score) return false;
     const int8_t verdict = verdicts[feasibility_.node_class(node)];
-    if (verdict < 0 || Excluded(node)) continue;
-    if (state_.device_room(node) < cluster_.DeviceUnits(pod, node)) continue;  // J is empty
-    if (!device_binpack_ && std::floor(free) >= info.gpu_devices) continue;
+    if (verdict < 0 || Excluded(node)) return true;
+    if (state_.device_room(node) < cluster_.DeviceUnits(pod, node)) return true;  // J is empty
+    if (!device_binpack_ && std::floor(free) >= info.gpu_devices) return true;
     ChooseDevices(state_, pod, node, device_binpack_, /*with_devices=*/false, &device_scratch_,
                   &fit);
-    if (!fit.fits) continue;
+    if (!fit.fits) return true;
     const double score = SharingScore(node, fit.joinable, fit.choice.now, verdict > 0, min, max);
-    if (!Better(score, node, best_score, best.node)) continue;
-    best_score = score;
-    best.node = node;
-    best.fits_now = fit.choice.now;
+    if (Better(score, node, best_score, best.node)) {
+      best_score = score;
+      best.node = node;
+      best.fits_now = fit.choice.now;
+    }
+    return true;
+  };
+  if (device_binpack_) {
+    // The tree finds, in placement order, the nodes where the pod may join a device (now in the
+    // first pass); a fit now in the sharing band beats any fit once releasing pods are gone.
+    const CapacityTree& tree = state_.joinable_tree();
+    const double* requests = cluster_.node_requests(pod);
+    device_request_.assign(requests, requests + cluster_.num_node_resources());
+    device_request_.push_back(SmallestShare(pod));
+    for (bool now : {true, false}) {
+      double bound_key = -kInfinity;
+      int bound_node = -1;
+      while (true) {
+        const CapacityTree::Found found =
+            tree.FindFirst(bound_key, bound_node, kInfinity, device_request_.data(), now);
+        if (found.slot < 0) break;
+        const int node = tree.member(found.slot);
+        bound_key = found.key;
+        bound_node = node + 1;
+        if (!weigh(node, 200 + (now ? 100 : 0) + 50)) break;
+      }
+      if (best.node >= 0 && best.fits_now) break;
+    }
+  } else {
+    for (const auto& entry : state_.joinable_nodes()) {
+      if (!weigh(entry.second, 100 + 50)) break;
+    }
   }
   // 2. Elsewhere the pod takes d new devices, as a pod asking d whole GPUs takes the node's pool:
   // the trees find the best such node. Under BINPACK a node of step 1 is better still.
@@ -660,7 +705,7 @@ NodeChoice Placer::Choose(int pod) {
     for (size_t g = 0; g < groups.size(); ++g) {
       const Candidate best =
           SearchGroup(pod, static_cast<int>(g), groups[g], requests, resource, now, min, max);
-      if (best.node >= 0) return NodeChoice{best.node, now};
+      if (best.node >= 0) return NodeChoice{best.node, now, {}};
     }
   }
   return NodeChoice{};

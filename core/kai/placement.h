@@ -91,6 +91,9 @@ class Placer {
   NodeChoice ChooseSharingByScan(int pod);
   // Per node class, for `pod`'s signature: -1 infeasible, 0 feasible, 1 feasible and preferred.
   const std::vector<int8_t>& ClassVerdicts(int pod);
+  // A lower bound on u(p, n) / M_n over every node, the device column of joinable_tree's
+  // requests: each node's own share is at least this, as divisions round monotonically.
+  double SmallestShare(int pod);
   // §4.13.4's score of a sharing pod on `node`.
   double SharingScore(int node, bool joinable, bool now, bool preferred, double min,
                       double max) const;
@@ -227,6 +230,7 @@ class Placer {
   bool reference_ = false;
   DeviceFit device_fit_;                  // ChooseSharing's scratch
   std::vector<double> virtual_requests_;  // ChooseSharing: the pod as one asking whole GPUs
+  std::vector<double> device_request_;    // ChooseSharing: the pod over joinable_tree's columns
   std::vector<std::vector<int8_t>> class_verdicts_;  // per signature
   std::vector<int> device_scratch_;                  // ChooseDevices' J
 };

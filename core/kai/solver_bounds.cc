@@ -17,12 +17,21 @@ std::vector<double> SumRequests(const Cluster& cluster, const int* pods, int cou
 namespace {
 
 // Adds the room a victim pod frees on its node to `row` (over R_n): its requests, and for a pod
-// that shares up to one GPU per device, should its devices drain (§4.13.5; an upper bound).
-void AddVictimRoom(const Cluster& cluster, int pod, double* row) {
+// that shares, of each of its devices the part of a whole GPU its units are of the device's used
+// units: a device drains, and gives the pool one GPU, only when every unit on it is evicted, and
+// then its victims' parts add up to 1 (§4.13.5; an upper bound, since parts of devices that do
+// not drain count too). The working state must be the one the tries start from.
+void AddVictimRoom(const WorkingState& state, int pod, double* row) {
+  const Cluster& cluster = state.cluster();
   const double* requests = cluster.node_requests(pod);
   for (int k = 0; k < cluster.num_node_resources(); ++k) row[k] += requests[k];
-  if (cluster.pod(pod).shares() && cluster.node_gpu() >= 0) {
-    row[cluster.node_gpu()] += cluster.pod(pod).gpu_devices;
+  const ClusterPod& info = cluster.pod(pod);
+  if (!info.shares() || cluster.node_gpu() < 0) return;
+  const double units = static_cast<double>(cluster.DeviceUnits(pod, state.pod_node(pod)));
+  for (int j = 0; j < info.gpu_devices; ++j) {
+    const int64_t used = state.device_used(state.pod_device(pod, j));
+    // The slack keeps a drained device's parts at 1 or more whatever their rounding.
+    row[cluster.node_gpu()] += used > 0 ? units / static_cast<double>(used) + 1e-9 : 1.0;
   }
 }
 
@@ -86,7 +95,7 @@ RoomBound::RoomBound(Session& session, const Unit& unit, int part,
       chosen_pods.push_back(p);
       const int node = state.pod_node(p);
       chosen_nodes.push_back(node);
-      AddVictimRoom(cluster, p, &base_free_[node * rn_count]);
+      AddVictimRoom(state, p, &base_free_[node * rn_count]);
     }
   }
   // The kept counts hold PodsOn over the state's rows on every node; only R's nodes differ.
@@ -155,7 +164,7 @@ void RoomBound::CountWithAllVictims(const std::function<bool(int group)>& eligib
         std::copy(&base_free_[node * rn_count], &base_free_[node * rn_count] + rn_count, row);
         scratch_.count[node] = base_count_[node];
       }
-      AddVictimRoom(cluster, p, row);
+      AddVictimRoom(state, p, row);
       if (scratch_.dirty[node] == 0) {
         scratch_.dirty[node] = 1;
         dirty_nodes.push_back(node);
@@ -198,7 +207,7 @@ void RoomBound::AddDrawn(const EvictionUnit& victim, const std::vector<int>& nod
   const WorkingState& state = session_.state();
   const int rn_count = cluster.num_node_resources();
   for (int pod : victim.pods) {
-    AddVictimRoom(cluster, pod, &drawn_free_[state.pod_node(pod) * rn_count]);
+    AddVictimRoom(state, pod, &drawn_free_[state.pod_node(pod) * rn_count]);
   }
   for (int node : nodes) {
     const int count = PodsOn(node, &drawn_free_[node * rn_count]);
@@ -260,7 +269,7 @@ void RoomBound::Fold(int node, const std::vector<int>& indices,
                          &base_free_[other * rn_count] + rn_count);
       }
       const int row = scratch_.slot[other];
-      AddVictimRoom(cluster, p, &row_free_[static_cast<size_t>(row) * rn_count]);
+      AddVictimRoom(state, p, &row_free_[static_cast<size_t>(row) * rn_count]);
       touched.push_back(row);
     }
   }

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "core/kai/capacity_tree.h"
 #include "core/kai/cluster.h"
 #include "core/kai/fair_share_rows.h"
 #include "core/kai/node_index.h"
@@ -110,6 +111,11 @@ class WorkingState {
   // by node. Kept up to date with every change, rollbacks included.
   using NodeOrder = std::set<std::pair<double, int>>;
   const NodeOrder& joinable_nodes() const { return joinable_nodes_; }
+  // The same nodes in a capacity tree (same keys; every node a member, the others out of reach),
+  // over R_n plus one column: the largest share of one active device a pod could join, idle
+  // (idle_k / M_n) and once releasing pods are gone ((M_n - used_k) / M_n). G's column holds
+  // +inf: a sharing pod asks no G of the pool for a join.
+  const CapacityTree& joinable_tree() const { return joinable_tree_; }
   int64_t device_used(int slot) const { return devices_[slot].used; }
   int64_t device_releasing(int slot) const { return devices_[slot].releasing; }
   int64_t device_idle(int slot) const {
@@ -247,6 +253,8 @@ class WorkingState {
   std::vector<int64_t> device_room_;  // per node
   std::vector<double> joinable_key_;  // per node: its key in joinable_nodes_, when there
   NodeOrder joinable_nodes_;
+  CapacityTree joinable_tree_;
+  std::vector<double> tree_row_;           // idle, then free: R_n + 1 each
   bool spread_ = false;                    // the index's placement (joinable_nodes' order)
   std::vector<int32_t> pod_device_begin_;  // per pod: its first entry of pod_devices_
   std::vector<int32_t> pod_devices_;

@@ -56,6 +56,10 @@ void WorkingState::LayOutDevices() {
     }
   }
   spread_ = index_ != nullptr && index_->spread();
+  std::vector<int> members(nodes);
+  for (int n = 0; n < nodes; ++n) members[n] = n;
+  joinable_tree_.Init(members, rn_ + 1);
+  tree_row_.assign(2 * static_cast<size_t>(rn_ + 1), 0.0);
   device_room_.assign(nodes, 0);
   joinable_key_.assign(nodes, 0.0);
   for (int n : device_nodes_) UpdateDeviceSummary(n);
@@ -63,24 +67,46 @@ void WorkingState::LayOutDevices() {
 
 void WorkingState::UpdateDeviceSummary(int node) {
   int64_t room = 0;
+  int64_t idle_room = 0;
   const int64_t units = cluster_.node(node).device_units;
   for (int slot : node_devices_[node]) {
-    if (devices_[slot].used > 0) room = std::max(room, units - devices_[slot].used);
+    const DeviceSlot& device = devices_[slot];
+    if (device.used == 0) continue;
+    room = std::max(room, units - device.used);
+    idle_room = std::max(idle_room, units - device.used - device.releasing);
   }
-  if (device_room_[node] > 0) joinable_nodes_.erase({joinable_key_[node], node});
+  const bool was_there = device_room_[node] > 0;
+  if (was_there) joinable_nodes_.erase({joinable_key_[node], node});
   device_room_[node] = room;
-  if (room <= 0) return;
+  constexpr double kInfinity = std::numeric_limits<double>::infinity();
+  double* idle = tree_row_.data();
+  double* free = tree_row_.data() + rn_ + 1;
+  if (room <= 0) {
+    // Out of reach: no request is met by -inf.
+    if (was_there) {
+      std::fill(tree_row_.begin(), tree_row_.end(), -kInfinity);
+      joinable_tree_.Set(node, kInfinity, idle, free);
+    }
+    return;
+  }
   const int gpu = cluster_.node_gpu();
   const double allocatable = gpu < 0 ? 0 : cluster_.allocatable(node)[gpu];
-  const double free = gpu < 0 ? 0 : this->free(node, gpu);
+  const double pool_free = gpu < 0 ? 0 : this->free(node, gpu);
   double key;
   if (spread_) {
-    key = allocatable == 0 ? -0.0 : -(free / allocatable);
+    key = allocatable == 0 ? -0.0 : -(pool_free / allocatable);
   } else {
-    key = allocatable > 0 ? free : std::numeric_limits<double>::infinity();
+    key = allocatable > 0 ? pool_free : kInfinity;
   }
   joinable_key_[node] = key;
   joinable_nodes_.insert({key, node});
+  for (int k = 0; k < rn_; ++k) {
+    idle[k] = k == gpu ? kInfinity : this->idle(node, k);
+    free[k] = k == gpu ? kInfinity : this->free(node, k);
+  }
+  idle[rn_] = static_cast<double>(idle_room) / static_cast<double>(units);
+  free[rn_] = static_cast<double>(room) / static_cast<double>(units);
+  joinable_tree_.Set(node, key, idle, free);
 }
 
 const double* WorkingState::QueueRequests(int pod, int node) {

@@ -76,7 +76,7 @@ NodeChoice NaiveChoose(const Cluster& cluster, const WorkingState& state, bool s
         (now ? 100 : 0) + (preferred[n] ? 50 : 0) + (!gpu_pod && !cluster.node(n).has_gpu ? 10 : 0);
     score += spread ? SpreadScore(free(n), alloc(n)) : BinpackScore(free(n), alloc(n), min, max);
     if (best.node < 0 || score > best_score) {  // n ascends: equal scores keep the smaller name
-      best = NodeChoice{n, now};
+      best = NodeChoice{n, now, {}};
       best_score = score;
     }
   }
