@@ -13,6 +13,10 @@
 //       `default_actions` all four. The issue's target compares the median of the second with
 //       the first; the counters give evictions and bindings per call.
 //   BM_ScheduleAll/{L,XL}         Schedule with all four actions on the plain presets (issue 19).
+//   BM_GpuSharingL/PCT/ALL/SEED   GPU sharing (SEMANTICS §4.13): size L, seed SEED, with PCT% of
+//       the GPU pods sharing (`arbiter generate --gpu-sharing PCT`); ALL 0 runs [ALLOCATE], 1 all
+//       four actions. PCT 0 is the same snapshot without sharing, the baseline of the issue's
+//       targets (allocate-only at most 1.3x, all four at most 1.5x).
 //   BM_KaiReclaimShape/N          KAI's reclaim yardstick (docs/generator.md) at N nodes, all four
 //       actions: eight running and eight pending one-GPU jobs per node; the counters give
 //       bindings and evictions per call (the outcome: every pending job placed after its victim).
@@ -123,6 +127,22 @@ void BM_KaiReclaimShape(benchmark::State& state) {
   RunSchedule(state, it->second, {});
 }
 
+void BM_GpuSharingL(benchmark::State& state) {
+  static auto* cache = new std::map<std::pair<int64_t, int64_t>, GeneratedRequest>();
+  const int64_t percent = state.range(0);
+  const int64_t seed = state.range(2);
+  auto it = cache->find({percent, seed});
+  if (it == cache->end()) {
+    absl::StatusOr<generator::GeneratorOptions> options = generator::SizePreset("L");
+    options->seed = static_cast<uint64_t>(seed);
+    options->gpu_sharing = static_cast<double>(percent);
+    it = cache->emplace(std::make_pair(percent, seed), generator::Generate(*options)).first;
+  }
+  std::vector<Action> actions;
+  if (state.range(1) == 0) actions = {Action::kAllocate};
+  RunSchedule(state, it->second, std::move(actions));
+}
+
 void BM_FairShare(benchmark::State& state, const char* size) {
   const GeneratedRequest& request = Request(size, 0);
   for (auto _ : state) {
@@ -147,6 +167,15 @@ BENCHMARK_CAPTURE(BM_ScheduleAllocate, L, "L")->Unit(benchmark::kMillisecond)->U
 BENCHMARK_CAPTURE(BM_ScheduleAllocate, XL, "XL")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_ScheduleAll, L, "L")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_ScheduleAll, XL, "XL")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_GpuSharingL)
+    ->ArgsProduct({{0, 30}, {0}, {1, 2, 3}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_GpuSharingL)
+    ->ArgsProduct({{0, 30}, {1}, {1, 2, 3}})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_KaiReclaimShape)
     ->Arg(10)
     ->Arg(50)

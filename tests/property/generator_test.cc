@@ -289,7 +289,7 @@ TEST(Generator, SelectorsMatchNodesAndRunningPodsTolerateTheirNodes) {
   for (const PodGroup& g : r.snapshot.pod_groups) {
     for (const Pod& p : g.pods) {
       if (EffectivePhase(p) == PodPhase::kRunning) {
-        bind_all.bindings.push_back({g.name, p.name, p.node_name, false});
+        bind_all.bindings.push_back({g.name, p.name, p.node_name, false, {}});
       }
     }
   }

@@ -45,7 +45,7 @@ Snapshot Applied(const Snapshot& s, const ScheduleResult& r) {
 TEST(InvariantChecks, NodeCapacityCatchesAnOverfullNode) {
   const Snapshot s = Cluster();
   ScheduleResult r;
-  r.bindings.push_back({"wait", "wait-0", "n1", false});  // n1 already holds 4 of 4
+  r.bindings.push_back({"wait", "wait-0", "n1", false, {}});  // n1 already holds 4 of 4
   EXPECT_THAT(CheckNodeCapacity(s, Applied(s, r)), StatusIs(absl::StatusCode::kFailedPrecondition));
   r.evictions.push_back({"run", "run-0", "n1", EvictionReason::kFairShareReclaim, "wait", ""});
   EXPECT_THAT(CheckNodeCapacity(s, Applied(s, r)), IsOk());
@@ -54,22 +54,22 @@ TEST(InvariantChecks, NodeCapacityCatchesAnOverfullNode) {
 TEST(InvariantChecks, QueueLimitsCatchAParentOverItsLimit) {
   const Snapshot s = Cluster();  // dept holds 5 of its limit 5
   ScheduleResult r;
-  r.bindings.push_back({"wait", "wait-0", "n2", false});
+  r.bindings.push_back({"wait", "wait-0", "n2", false, {}});
   EXPECT_THAT(CheckQueueLimits(s, Applied(s, r)), StatusIs(absl::StatusCode::kFailedPrecondition));
 }
 
 TEST(InvariantChecks, GangsCatchAPartlyPlacedGroup) {
   const Snapshot s = Cluster();
   ScheduleResult r;
-  r.bindings.push_back({"wait", "wait-0", "n2", false});
+  r.bindings.push_back({"wait", "wait-0", "n2", false, {}});
   EXPECT_THAT(CheckGangs(Applied(s, r), r), StatusIs(absl::StatusCode::kFailedPrecondition));
-  r.bindings.push_back({"wait", "wait-1", "n2", false});
+  r.bindings.push_back({"wait", "wait-1", "n2", false, {}});
   EXPECT_THAT(CheckGangs(Applied(s, r), r), IsOk());
 }
 
 TEST(InvariantChecks, BindingsCatchAnUntoleratedTaint) {
   ScheduleResult r;
-  r.bindings.push_back({"wait", "wait-0", "n2", false});
+  r.bindings.push_back({"wait", "wait-0", "n2", false, {}});
   EXPECT_THAT(CheckBindings(Cluster(), r), StatusIs(absl::StatusCode::kFailedPrecondition));
 }
 
@@ -97,7 +97,7 @@ TEST(InvariantChecks, PreemptorsMustBeBound) {
   ScheduleResult r;
   r.evictions.push_back({"run", "run-0", "n1", EvictionReason::kFairShareReclaim, "wait", ""});
   EXPECT_THAT(CheckPreemptorsBound(r), StatusIs(absl::StatusCode::kFailedPrecondition));
-  r.bindings.push_back({"wait", "wait-0", "n1", true});
+  r.bindings.push_back({"wait", "wait-0", "n1", true, {}});
   EXPECT_THAT(CheckPreemptorsBound(r), IsOk());
 }
 

@@ -254,7 +254,7 @@ ScheduleResult SampleResult() {
   share.borrowing = true;
   share.flavor_resources.push_back({"spot", "cpu", 4000, 8000, 9000, 1000});
   result.queues.push_back(share);
-  result.bindings.push_back({"job", "job-0", "n1", true});
+  result.bindings.push_back({"job", "job-0", "n1", true, {}});
   result.evictions.push_back(
       {"old", "old-0", "n1", EvictionReason::kFairShareReclaim, "job", "reclaimed for team-a/job"});
   result.admissions.push_back({"wl", "cq", true, {{"main", {{"cpu", "spot"}}}}});

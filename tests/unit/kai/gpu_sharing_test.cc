@@ -529,5 +529,50 @@ TEST(GpuSharingEviction, AVictimOnAnotherDeviceOfItsNodeIsMoved) {
   EXPECT_THAT(Evictions(result), ElementsAre("small-0@n0 CONSOLIDATION for whole"));
 }
 
+// §4.9's test with the device room: 0.2 free on the one device, no whole GPU: consolidation is
+// skipped for a pod of 0.3, and says why.
+TEST(GpuSharingEviction, ConsolidationIsSkippedWhenNoDeviceHasRoom) {
+  Snapshot s = SnapshotBuilder()
+                   .Node("n0", Gpus(1))
+                   .Queue("q")
+                   .Group("r", "q")
+                   .Pod(OneCpu(), "n0", PodPhase::kRunning)
+                   .GpuFraction(0.8)
+                   .GpuGroups({"k"})
+                   .Group("s", "q")
+                   .Pod(OneCpu())
+                   .GpuFraction(0.3)
+                   .Build();
+  ScheduleResult result = RunCycle(s, PolicyWith({Action::kAllocate, Action::kConsolidate}));
+  EXPECT_THAT(result.bindings, IsEmpty());
+  EXPECT_EQ(PendingMessage(result, "s"),
+            "pod s-0 needs 0.3 of a GPU on one node; the largest free GPU device share is 0.2 on "
+            "n0; consolidate: the cluster has 0.2 nvidia.com/gpu free in all, below the 0.3 "
+            "requested");
+}
+
+// The test counts a sharing pod by its units: 0.294 takes 29 units, which the device's 29 free
+// units hold, so consolidation runs (counting 0.294 against 0.29 would skip it) and moves the
+// CPU pod that blocks the node.
+TEST(GpuSharingEviction, TheSkipTestCountsUnitsNotTheUnroundedAmount) {
+  Snapshot s = SnapshotBuilder()
+                   .Node("n0", {{kGpu, 1}, {"cpu", 2}})
+                   .Node("n1", {{"cpu", 2}})
+                   .Queue("q")
+                   .Group("r", "q")
+                   .Pod(OneCpu(), "n0", PodPhase::kRunning)
+                   .GpuFraction(0.71)
+                   .GpuGroups({"k"})
+                   .Group("b", "q")
+                   .Pod(OneCpu(), "n0", PodPhase::kRunning)
+                   .Group("s", "q")
+                   .Pod(OneCpu())
+                   .GpuFraction(0.294)
+                   .Build();
+  ScheduleResult result = RunCycle(s, PolicyWith({Action::kAllocate, Action::kConsolidate}));
+  EXPECT_THAT(Placed(result), ElementsAre("b/b-0@n1+[]", "s/s-0@n0+[k]"));
+  EXPECT_THAT(Evictions(result), ElementsAre("b-0@n0 CONSOLIDATION for s"));
+}
+
 }  // namespace
 }  // namespace arbiter::kai
