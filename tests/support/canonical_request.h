@@ -17,8 +17,8 @@ namespace arbiter::testing {
 
 // Rewrites `message` (any message of a request) in place as ToProto writes a model: unknown fields
 // dropped (the model keeps none), every -0.0 written as 0 (SEMANTICS.md §0.5), and a
-// KueuePreemption with both policies unspecified left out (the model cannot tell it from an absent
-// one).
+// KueuePreemption with both policies unspecified, or a FlavorFungibility with all three fields
+// unspecified, left out (the model cannot tell either from an absent one).
 inline void Canonicalize(google::protobuf::Message* message) {
   namespace pb = ::google::protobuf;
   const pb::Reflection* reflection = message->GetReflection();
@@ -52,6 +52,11 @@ inline void Canonicalize(google::protobuf::Message* message) {
     if (queue->has_kueue_preemption() && queue->kueue_preemption().within_cluster_queue() == 0 &&
         queue->kueue_preemption().reclaim_within_cohort() == 0) {
       queue->clear_kueue_preemption();
+    }
+    if (queue->has_flavor_fungibility() && queue->flavor_fungibility().when_can_borrow() == 0 &&
+        queue->flavor_fungibility().when_can_preempt() == 0 &&
+        queue->flavor_fungibility().preference() == 0) {
+      queue->clear_flavor_fungibility();
     }
   }
 }

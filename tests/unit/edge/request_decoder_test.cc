@@ -409,6 +409,16 @@ TEST(DecodeRequest, AKnownFieldWithAnotherWireTypeCountsAsUnknown) {
   EXPECT_TRUE(ExpectSameAsProtobuf(request, "mismatched wire types"));
 }
 
+// A present message whose fields are all unspecified is the absent one in the model: a Queue's
+// kueue_preemption and flavor_fungibility (found by the fuzzer: tests/fuzz/corpus/
+// regression-empty-flavor-fungibility.pb).
+TEST(DecodeRequest, AnEmptyPolicyMessageOfAQueueIsTheAbsentOne) {
+  const std::string queue = Len(1, "q") + Len(13, "") + Len(15, "");
+  EXPECT_TRUE(
+      ExpectSameAsProtobuf(Len(1, Len(2, queue)), "empty kueue_preemption and fungibility"));
+  EXPECT_TRUE(ExpectSameAsProtobuf(Len(1, Len(2, Len(15, ""))), "empty flavor_fungibility alone"));
+}
+
 TEST(DecodeRequest, RepeatedMessagesMergeScalarsKeepTheLastAndMapKeysTheLastValue) {
   const std::string first =
       Len(1, VarintField(1, 100)) + Len(2, Len(1, "a")) + Len(7, Len(1, "cpu") + Fixed64(2, 1));
