@@ -157,9 +157,9 @@ func translateNodes(in Input) map[string]*arbiterv1.Node {
 	nodes := map[string]*arbiterv1.Node{}
 	for _, n := range in.Nodes {
 		node := &arbiterv1.Node{
-			Name:          n.Name,
-			Allocatable:   Amounts(n.Status.Allocatable, in.IgnoredResources),
-			Labels:        copyMap(n.Labels),
+			Name:            n.Name,
+			Allocatable:     Amounts(n.Status.Allocatable, in.IgnoredResources),
+			Labels:          copyMap(n.Labels),
 			Unschedulable:   n.Spec.Unschedulable,
 			GpuDeviceMemory: NodeGPUMemory(n),
 		}
