@@ -73,6 +73,12 @@ type Config struct {
 	// BindWorkers is how many bindings are in flight at once; default 16. The Kubernetes
 	// client's QPS limit still paces them.
 	BindWorkers int
+	// ReservationNamespace holds the reservation pods of shared GPU devices (gpusharing.go);
+	// default "arbiter-gpu-reservation". It is created when missing.
+	ReservationNamespace string
+	// ReservationImage is the image of a reservation pod's one container, which only has to
+	// sleep; default registry.k8s.io/pause:3.10.
+	ReservationImage string
 }
 
 func (c Config) withDefaults() Config {
@@ -100,8 +106,18 @@ func (c Config) withDefaults() Config {
 	if c.BindWorkers <= 0 {
 		c.BindWorkers = 16
 	}
+	if c.ReservationNamespace == "" {
+		c.ReservationNamespace = DefaultReservationNamespace
+	}
+	if c.ReservationImage == "" {
+		c.ReservationImage = "registry.k8s.io/pause:3.10"
+	}
 	return c
 }
+
+// DefaultReservationNamespace holds the reservation pods of shared GPU devices (KAI's binder uses
+// kai-resource-reservation).
+const DefaultReservationNamespace = "arbiter-gpu-reservation"
 
 // Scheduler is the arbiter API the shim calls; *client.Client implements it.
 type Scheduler interface {

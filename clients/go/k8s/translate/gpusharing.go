@@ -64,6 +64,13 @@ func NodeGPUMemory(n *corev1.Node) float64 {
 	return float64(v - v%100)
 }
 
+// SharesGPU reports whether pod asks for a share of GPU devices (valid or not).
+func SharesGPU(pod *corev1.Pod) bool {
+	_, f := pod.Annotations[AnnotationGPUFraction]
+	_, m := pod.Annotations[AnnotationGPUMemory]
+	return f || m
+}
+
 // gpuShare is what a pod's sharing annotations ask for.
 type gpuShare struct {
 	fraction, memory *float64

@@ -247,7 +247,7 @@ func (b *builder) groupPods() map[string]*groupAcc {
 			b.exclude(pod, node, ReasonUnknownNode, fmt.Sprintf("bound to node %q, which does not exist", node))
 			continue
 		}
-		if node != "" {
+		if node != "" && SharesGPU(pod) {
 			for _, g := range b.groupsOf(pod) {
 				b.liveDevices[Device{Node: node, Group: g}] = true
 			}
