@@ -1,0 +1,246 @@
+package shim
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"arbiter.dev/clients/go/k8s/translate"
+)
+
+// gpuTeams: team-a deserves one GPU, team-b three; each may use what the other leaves idle.
+const gpuTeams = `
+queues:
+- name: research
+  deserved: {cpu: -1, memory: -1, nvidia.com/gpu: -1}
+- name: team-a
+  parent: research
+  deserved: {cpu: -1, memory: -1, nvidia.com/gpu: 1}
+- name: team-b
+  parent: research
+  deserved: {cpu: -1, memory: -1, nvidia.com/gpu: 3}
+`
+
+// deviceAudit checks, from the pods' labels and the reservation pods alone (the API server's
+// view, nothing of arbiter's), that no GPU is over-committed: on every node, the shares of each
+// GPU group add up to at most one device, each group in use has exactly one reservation pod,
+// and whole-GPU pods plus reservation pods fit the node's nvidia.com/gpu. Pods still terminating
+// count: they hold their devices until they are gone. It returns the groups in use per node.
+func (c *cluster) deviceAudit() map[string][]string {
+	c.t.Helper()
+	nodes, err := c.admin.CoreV1().Nodes().List(c.ctx, metav1.ListOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	capacity, memory := map[string]int64{}, map[string]float64{}
+	for _, n := range nodes.Items {
+		q := n.Status.Allocatable[translate.GPUResource]
+		capacity[n.Name], memory[n.Name] = q.Value(), translate.NodeGPUMemory(&n)
+	}
+	pods, err := c.admin.CoreV1().Pods("").List(c.ctx, metav1.ListOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	type device struct{ node, group string }
+	share := map[device]float64{}
+	sharers := map[device][]string{}
+	reservations := map[device]int{}
+	held := map[string]int64{} // node -> whole GPUs held by pods and reservation pods
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		n := p.Spec.NodeName
+		if p.Namespace == DefaultReservationNamespace && p.Labels[translate.LabelApp] == translate.ReservationApp {
+			reservations[device{n, p.Labels[translate.LabelGPUGroup]}]++
+			held[n]++
+			continue
+		}
+		if !translate.SharesGPU(&p) {
+			for _, ctr := range p.Spec.Containers {
+				q := ctr.Resources.Requests[translate.GPUResource]
+				held[n] += q.Value()
+			}
+			continue
+		}
+		groups := translate.GPUGroupsOf(&p)
+		want := 1
+		if d, err := strconv.Atoi(p.Annotations[translate.AnnotationGPUFractionDevices]); err == nil {
+			want = d
+		}
+		if len(groups) != want {
+			c.t.Errorf("bound sharing pod %s/%s on %s has groups %v, want %d", p.Namespace, p.Name, n, groups, want)
+		}
+		var s float64
+		if f, err := strconv.ParseFloat(p.Annotations[translate.AnnotationGPUFraction], 64); err == nil {
+			s = f
+		} else if m, err := strconv.ParseFloat(p.Annotations[translate.AnnotationGPUMemory], 64); err == nil {
+			s = m / memory[n]
+		}
+		for _, g := range groups {
+			share[device{n, g}] += s
+			sharers[device{n, g}] = append(sharers[device{n, g}], p.Name)
+		}
+	}
+	inUse := map[string][]string{}
+	for d, s := range share {
+		if s > 1+1e-9 {
+			c.t.Errorf("GPU group %s on %s is over-committed: shares add up to %v (%v)", d.group, d.node, s, sharers[d])
+		}
+		if reservations[d] != 1 {
+			c.t.Errorf("GPU group %s on %s (pods %v) has %d reservation pods, want 1", d.group, d.node, sharers[d], reservations[d])
+		}
+		inUse[d.node] = append(inUse[d.node], d.group)
+	}
+	for d, k := range reservations {
+		if k > 1 {
+			c.t.Errorf("GPU group %s on %s has %d reservation pods", d.group, d.node, k)
+		}
+	}
+	for n, h := range held {
+		if h > capacity[n] {
+			c.t.Errorf("node %s: whole-GPU pods and reservation pods hold %d GPUs of %d", n, h, capacity[n])
+		}
+	}
+	for _, gs := range inUse {
+		sort.Strings(gs)
+	}
+	return inUse
+}
+
+func gpuKwokNode(name string, gpus int64) *corev1.Node {
+	n := kwokNode(name, "16", gpus)
+	n.Labels = map[string]string{translate.LabelNodeGPUMemory: "40960"}
+	return n
+}
+
+// TestRealGPUSharingNeverOverCommitsADevice runs fraction, memory and whole-GPU pods on kwok GPU
+// nodes, then a reclaim by whole-GPU pods of another queue, auditing the devices after every
+// cycle from what the API server holds.
+func TestRealGPUSharingNeverOverCommitsADevice(t *testing.T) {
+	c := newCluster(t, clusterOpts{queues: gpuTeams})
+	c.apply(gpuKwokNode("n1", 2), gpuKwokNode("n2", 2))
+	var teamA []string
+	for i := 0; i < 4; i++ {
+		name := fmt.Sprintf("nb-%d", i) // notebooks on half a GPU each
+		c.apply(sharingPod(podSpec{name: name, queue: "team-a", cpu: "100m"}, translate.AnnotationGPUFraction, "0.5"))
+		teamA = append(teamA, name)
+	}
+	c.apply(sharingPod(podSpec{name: "inf-0", queue: "team-a", cpu: "100m"}, translate.AnnotationGPUMemory, "20000"),
+		pod(podSpec{name: "w-0", queue: "team-a", gpus: 1}))
+	teamA = append(teamA, "inf-0", "w-0")
+
+	// Everything fits: four halves on two devices, the 20000 MiB pod on a third, one whole GPU.
+	c.cyclesUntil(6, func() bool { return c.allBound("ml", teamA...) })
+	inUse := c.deviceAudit()
+	devices := 0
+	for _, gs := range inUse {
+		devices += len(gs)
+	}
+	if devices != 3 {
+		t.Fatalf("devices in use = %v, want 3 (2 of notebooks, 1 of inference)", inUse)
+	}
+
+	// team-b takes its deserved GPUs back with whole-GPU pods: after the whole-GPU pod of team-a,
+	// devices are freed by evicting team-a's sharing pods, and a freed device's reservation pod is
+	// deleted. (Victims are taken in KAI's order while team-a stays above its fair share, so not
+	// every whole-GPU pod need get a device.)
+	var teamB []string
+	for i := 0; i < 3; i++ {
+		name := fmt.Sprintf("b-%d", i)
+		c.apply(pod(podSpec{name: name, queue: "team-b", gpus: 1}))
+		teamB = append(teamB, name)
+	}
+	freed := func() bool { return testutil.ToFloat64(c.metrics.Reservations.WithLabelValues("deleted")) >= 1 }
+	c.cyclesUntil(12, func() bool { return c.boundCount("ml", teamB...) >= 2 && freed() })
+	c.cyclesUntil(4, func() bool { return c.reservationCount() == c.devicesInUse() })
+	after := 0
+	for _, gs := range c.deviceAudit() {
+		after += len(gs)
+	}
+	if after >= devices {
+		t.Errorf("devices in use after the reclaim = %d, want fewer than %d", after, devices)
+	}
+	if n := c.reservationCount(); n != after {
+		t.Errorf("reservation pods = %d, want %d (one per device in use)", n, after)
+	}
+	t.Logf("devices in use: %d before the reclaim, %d after; team-b pods bound: %d of 3", devices, after, c.boundCount("ml", teamB...))
+}
+
+// cyclesUntil runs cycles, auditing the devices after each, until done or n cycles have run.
+func (c *cluster) cyclesUntil(n int, done func() bool) {
+	c.t.Helper()
+	for i := 0; i < n; i++ {
+		c.cycle()
+		c.settleBindings()
+		c.deviceAudit()
+		if c.t.Failed() {
+			c.t.FailNow()
+		}
+		if done() {
+			return
+		}
+	}
+	c.t.Fatalf("not done after %d cycles; last exchange:\n%s", n, c.rec)
+}
+
+// settleBindings waits until every bound pod is Running or gone (kwok's doing), so that the next
+// cycle sees the cluster at rest.
+func (c *cluster) settleBindings() {
+	c.t.Helper()
+	pods, err := c.admin.CoreV1().Pods("").List(c.ctx, metav1.ListOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == "" {
+			continue
+		}
+		if p.DeletionTimestamp != nil {
+			c.waitGone(p.Namespace, p.Name)
+		} else {
+			c.waitRunning(p.Namespace, p.Name)
+		}
+	}
+}
+
+func (c *cluster) boundCount(ns string, names ...string) int {
+	n := 0
+	for _, name := range names {
+		if c.allBound(ns, name) {
+			n++
+		}
+	}
+	return n
+}
+
+func (c *cluster) allBound(ns string, names ...string) bool {
+	for _, n := range names {
+		if p := c.pod(ns, n); p == nil || p.Spec.NodeName == "" {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *cluster) reservationCount() int {
+	c.t.Helper()
+	list, err := c.admin.CoreV1().Pods(DefaultReservationNamespace).List(c.ctx, metav1.ListOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return len(list.Items)
+}
+
+func (c *cluster) devicesInUse() int {
+	n := 0
+	for _, gs := range c.deviceAudit() {
+		n += len(gs)
+	}
+	return n
+}
