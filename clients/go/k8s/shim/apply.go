@@ -31,6 +31,7 @@ func (s *Shim) apply(ctx context.Context, res *translate.Result, resp *arbiterv1
 	key := func(group, pod string) translate.PodKey { return translate.PodKey{Group: group, Pod: pod} }
 	s.syncReservations(ctx, s.withoutNominated(res.Reservations))
 	shares := groupNames(res, resp)
+	var drained map[string]map[types.UID]podRef // computed once victimsOn is complete
 
 	evictedNow := map[translate.PodKey]bool{}
 	victimsOn := map[string]map[types.UID]podRef{} // node -> pods evicted now or releasing there
@@ -82,9 +83,12 @@ func (s *Shim) apply(ctx context.Context, res *translate.Result, resp *arbiterv1
 			delete(s.state.groups, pod.UID)
 		}
 		if b.GetAfterEvictions() {
+			if drained == nil {
+				drained = s.drainedReservations(res, victimsOn, shares, resp)
+			}
 			s.state.nominations[pod.UID] = &nomination{
 				namespace: pod.Namespace, name: pod.Name, group: b.GetPodGroup(), node: b.GetNode(),
-				victims: victimsOn[b.GetNode()], sharing: sh,
+				victims: mergeVictims(victimsOn[b.GetNode()], drained[b.GetNode()]), sharing: sh,
 			}
 			continue
 		}
@@ -92,9 +96,11 @@ func (s *Shim) apply(ctx context.Context, res *translate.Result, resp *arbiterv1
 		toBind = append(toBind, bindTo{pod, b.GetNode(), sh})
 	}
 
-	waiting := map[string]bool{} // groups with a nominated pod whose victims are still there
+	// Groups with a nominated pod whose victims are still there, or whose node still has a
+	// reservation pod leaving (the device a victim shared, which the kubelet still counts).
+	waiting := map[string]bool{}
 	for _, n := range s.state.nominations {
-		if !s.victimsGone(n) {
+		if !s.victimsGone(n) || res.Reservations.Leaving[n.node] {
 			waiting[n.group] = true
 		}
 	}

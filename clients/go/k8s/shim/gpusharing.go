@@ -210,11 +210,85 @@ func (s *Shim) withoutNominated(r translate.Reservations) translate.Reservations
 			opening[translate.Device{Node: n.node, Group: g}] = true
 		}
 	}
-	out := translate.Reservations{Stale: r.Stale}
+	out := translate.Reservations{Stale: r.Stale, Leaving: r.Leaving}
 	for _, d := range r.Missing {
 		if !opening[d] {
 			out.Missing = append(out.Missing, d)
 		}
+	}
+	return out
+}
+
+// drainedReservations is, per node, the reservation pods of the devices that the victims there
+// (evicted now or releasing) drain: every pod of the device is a victim, and no binding of the
+// answer and no nomination uses it. A pipelined binding onto the node waits for them as for its
+// victims: the kubelet counts a reservation pod's GPU until it is gone, and the shim deletes it
+// only once the device's last pod has left.
+func (s *Shim) drainedReservations(res *translate.Result, victimsOn map[string]map[types.UID]podRef,
+	shares map[types.UID]sharing, resp *arbiterv1.ScheduleResponse) map[string]map[types.UID]podRef {
+	podsOf := map[translate.Device][]types.UID{}
+	for _, g := range res.Snapshot.GetPodGroups() {
+		for _, p := range g.GetPods() {
+			pod := res.Pods[translate.PodKey{Group: g.GetName(), Pod: p.GetName()}]
+			for _, k := range p.GetGpuGroups() {
+				if pod != nil {
+					d := translate.Device{Node: p.GetNodeName(), Group: k}
+					podsOf[d] = append(podsOf[d], pod.UID)
+				}
+			}
+		}
+	}
+	used := map[translate.Device]bool{}
+	for _, b := range resp.GetBindings() {
+		if pod := res.Pods[translate.PodKey{Group: b.GetPodGroup(), Pod: b.GetPod()}]; pod != nil {
+			for _, g := range shares[pod.UID].groups {
+				used[translate.Device{Node: b.GetNode(), Group: g}] = true
+			}
+		}
+	}
+	for _, n := range s.state.nominations {
+		for _, g := range n.sharing.groups {
+			used[translate.Device{Node: n.node, Group: g}] = true
+		}
+	}
+	out := map[string]map[types.UID]podRef{}
+	for d, uids := range podsOf {
+		if used[d] {
+			continue
+		}
+		all := true
+		for _, uid := range uids {
+			if _, ok := victimsOn[d.Node][uid]; !ok {
+				all = false
+				break
+			}
+		}
+		if !all {
+			continue
+		}
+		r, err := s.pods.Pods(s.cfg.ReservationNamespace).Get(translate.ReservationPodName(d.Node, d.Group))
+		if err != nil {
+			continue // none: nothing holds the device for the kubelet
+		}
+		if out[d.Node] == nil {
+			out[d.Node] = map[types.UID]podRef{}
+		}
+		out[d.Node][r.UID] = podRef{namespace: r.Namespace, name: r.Name, reservation: true}
+	}
+	return out
+}
+
+// mergeVictims is a new map with the victims of both.
+func mergeVictims(a, b map[types.UID]podRef) map[types.UID]podRef {
+	if len(b) == 0 {
+		return a
+	}
+	out := make(map[types.UID]podRef, len(a)+len(b))
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
 	}
 	return out
 }

@@ -51,6 +51,7 @@ func (c *cluster) deviceAudit() map[string][]string {
 	sharers := map[device][]string{}
 	reservations := map[device]int{}
 	held := map[string]int64{} // node -> whole GPUs held by pods and reservation pods
+	holders := map[string][]string{}
 	for _, p := range pods.Items {
 		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
@@ -59,12 +60,16 @@ func (c *cluster) deviceAudit() map[string][]string {
 		if p.Namespace == DefaultReservationNamespace && p.Labels[translate.LabelApp] == translate.ReservationApp {
 			reservations[device{n, p.Labels[translate.LabelGPUGroup]}]++
 			held[n]++
+			holders[n] = append(holders[n], p.Name+"(reservation, group "+p.Labels[translate.LabelGPUGroup]+leaving(&p)+")")
 			continue
 		}
 		if !translate.SharesGPU(&p) {
 			for _, ctr := range p.Spec.Containers {
 				q := ctr.Resources.Requests[translate.GPUResource]
 				held[n] += q.Value()
+				if q.Value() > 0 {
+					holders[n] = append(holders[n], p.Name+leaving(&p))
+				}
 			}
 			continue
 		}
@@ -104,13 +109,20 @@ func (c *cluster) deviceAudit() map[string][]string {
 	}
 	for n, h := range held {
 		if h > capacity[n] {
-			c.t.Errorf("node %s: whole-GPU pods and reservation pods hold %d GPUs of %d", n, h, capacity[n])
+			c.t.Errorf("node %s: whole-GPU pods and reservation pods hold %d GPUs of %d: %v", n, h, capacity[n], holders[n])
 		}
 	}
 	for _, gs := range inUse {
 		sort.Strings(gs)
 	}
 	return inUse
+}
+
+func leaving(p *corev1.Pod) string {
+	if p.DeletionTimestamp != nil {
+		return ", terminating"
+	}
+	return ""
 }
 
 func gpuKwokNode(name string, gpus int64) *corev1.Node {
@@ -146,10 +158,9 @@ func TestRealGPUSharingNeverOverCommitsADevice(t *testing.T) {
 		t.Fatalf("devices in use = %v, want 3 (2 of notebooks, 1 of inference)", inUse)
 	}
 
-	// team-b takes its deserved GPUs back with whole-GPU pods: after the whole-GPU pod of team-a,
-	// devices are freed by evicting team-a's sharing pods, and a freed device's reservation pod is
-	// deleted. (Victims are taken in KAI's order while team-a stays above its fair share, so not
-	// every whole-GPU pod need get a device.)
+	// team-b takes its deserved three GPUs back with whole-GPU pods: besides team-a's whole-GPU
+	// pod, devices are freed by evicting team-a's sharing pods (a device is free once all its pods
+	// are gone), and a freed device's reservation pod is deleted.
 	var teamB []string
 	for i := 0; i < 3; i++ {
 		name := fmt.Sprintf("b-%d", i)
@@ -157,7 +168,7 @@ func TestRealGPUSharingNeverOverCommitsADevice(t *testing.T) {
 		teamB = append(teamB, name)
 	}
 	freed := func() bool { return testutil.ToFloat64(c.metrics.Reservations.WithLabelValues("deleted")) >= 1 }
-	c.cyclesUntil(12, func() bool { return c.boundCount("ml", teamB...) >= 2 && freed() })
+	c.cyclesUntil(12, func() bool { return c.allBound("ml", teamB...) && freed() })
 	c.cyclesUntil(4, func() bool { return c.reservationCount() == c.devicesInUse() })
 	after := 0
 	for _, gs := range c.deviceAudit() {

@@ -218,6 +218,10 @@ type Reservations struct {
 	Stale []*corev1.Pod
 	// Missing are devices placed pods use that no reservation pod holds.
 	Missing []Device
+	// Leaving are the nodes with a stale or terminating reservation pod: the GPU it holds is
+	// free for arbiter (the snapshot withholds the pod as long as it is there), but not yet for
+	// the kubelet, so a pipelined binding onto the node waits until it is gone.
+	Leaving map[string]bool
 }
 
 // isReservation reports whether pod is one of this scheduler's reservation pods.
@@ -284,14 +288,17 @@ func gpuAmount(p *arbiterv1.Pod, node *arbiterv1.Node) float64 {
 // reservation pods are not stale while they run).
 func (b *builder) reservations(inUse, live map[Device]bool) {
 	held := map[Device]bool{}
+	b.res.Reservations.Leaving = map[string]bool{}
 	for _, pod := range SortedPods(b.reservationPods) {
 		d := Device{Node: pod.Spec.NodeName, Group: pod.Labels[LabelGPUGroup]}
 		switch {
-		case pod.DeletionTimestamp != nil || d.Node == "" || held[d]:
+		case pod.DeletionTimestamp != nil || d.Node == "":
 			b.withhold(pod, d.Node)
-		case !live[d]:
+			b.res.Reservations.Leaving[d.Node] = true
+		case !live[d] || held[d]:
 			b.withhold(pod, d.Node)
 			b.res.Reservations.Stale = append(b.res.Reservations.Stale, pod)
+			b.res.Reservations.Leaving[d.Node] = true
 		default:
 			held[d] = true
 			if inUse[d] {

@@ -176,7 +176,8 @@ func TestReservationPodsHoldTheirDeviceOnceAndStaleOnesAreListed(t *testing.T) {
 			newPod("ml", "a", inA, half, onNode("n1", t0), label(LabelGPUGroup, "g1")),
 			newPod("ml", "b", inA, half, onNode("n1", t0), terminating, label(LabelGPUGroup, "g1")),
 			reservationPod("n1", "g1"),
-			// A second reservation pod of g1 (a duplicate) holds a device of its own until it is gone.
+			// A second reservation pod of g1 (a duplicate) holds a device of its own until it is gone,
+			// and is deleted.
 			reservationPod("n1", "g1", func(p *corev1.Pod) { p.Name += "-dup" }),
 			// g2's last pod is gone: its reservation pod is stale.
 			reservationPod("n1", "g2"),
@@ -205,8 +206,11 @@ func TestReservationPodsHoldTheirDeviceOnceAndStaleOnesAreListed(t *testing.T) {
 	for _, p := range res.Reservations.Stale {
 		stale = append(stale, p.Name)
 	}
-	if diff := cmp.Diff([]string{ReservationPodName("n1", "g2")}, stale); diff != "" {
+	if diff := cmp.Diff([]string{ReservationPodName("n1", "g1") + "-dup", ReservationPodName("n1", "g2")}, stale); diff != "" {
 		t.Errorf("stale reservation pods (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]bool{"n1": true, "n2": true}, res.Reservations.Leaving); diff != "" {
+		t.Errorf("nodes with a reservation pod leaving (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]Device{{Node: "n2", Group: "g3"}}, res.Reservations.Missing); diff != "" {
 		t.Errorf("missing reservations (-want +got):\n%s", diff)
