@@ -23,7 +23,7 @@ import (
 //     for a pod on several devices). A key the answer opened ("new-<j>") becomes a new
 //     cluster-wide group name (translate.GPUGroupName); a key that is a group name stays.
 //   - Each new device is held, before the pod is bound, by a reservation pod: in the
-//     reservation namespace, bound to the node by spec.nodeName, asking for one whole
+//     reservation namespace (by default the shim's own, arbiter-system), bound to the node by spec.nodeName, asking for one whole
 //     nvidia.com/gpu, labelled app=arbiter-gpu-reservation and runai-gpu-group=<group>. The API
 //     server's accounting (and kube-scheduler, and any other scheduler) thus sees the device as
 //     taken, so no whole-GPU pod is admitted onto it. KAI's binder does the same, in namespace
@@ -162,10 +162,10 @@ func (s *Shim) reserve(ctx context.Context, d translate.Device) error {
 	}
 }
 
-// ensureReservationNamespace creates the reservation namespace the first time it is needed, when
-// it is missing. Without the permission (the chart creates it instead) it is left to exist.
+// ensureReservationNamespace creates a reservation namespace other than the shim's own the first
+// time it is needed, when it is missing. Without the permission it is left to exist.
 func (s *Shim) ensureReservationNamespace(ctx context.Context) {
-	if s.state.reservationNamespaceSeen.Load() {
+	if s.cfg.ReservationNamespace == s.cfg.Namespace || s.state.reservationNamespaceSeen.Load() {
 		return
 	}
 	_, err := s.deps.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{

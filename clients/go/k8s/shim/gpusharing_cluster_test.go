@@ -57,7 +57,7 @@ func (c *cluster) deviceAudit() map[string][]string {
 			continue
 		}
 		n := p.Spec.NodeName
-		if p.Namespace == DefaultReservationNamespace && p.Labels[translate.LabelApp] == translate.ReservationApp {
+		if p.Namespace == testNamespace && p.Labels[translate.LabelApp] == translate.ReservationApp {
 			reservations[device{n, p.Labels[translate.LabelGPUGroup]}]++
 			held[n]++
 			holders[n] = append(holders[n], p.Name+"(reservation, group "+p.Labels[translate.LabelGPUGroup]+leaving(&p)+")")
@@ -180,6 +180,11 @@ func TestRealGPUSharingNeverOverCommitsADevice(t *testing.T) {
 	if n := c.reservationCount(); n != after {
 		t.Errorf("reservation pods = %d, want %d (one per device in use)", n, after)
 	}
+	for _, stage := range []string{"schedule", "bind", "reservation"} {
+		if got := testutil.ToFloat64(c.metrics.Errors.WithLabelValues(stage)); got != 0 {
+			t.Errorf("%s errors = %v, want 0", stage, got)
+		}
+	}
 	t.Logf("devices in use: %d before the reclaim, %d after; team-b pods bound: %d of 3", devices, after, c.boundCount("ml", teamB...))
 }
 
@@ -241,7 +246,8 @@ func (c *cluster) allBound(ns string, names ...string) bool {
 
 func (c *cluster) reservationCount() int {
 	c.t.Helper()
-	list, err := c.admin.CoreV1().Pods(DefaultReservationNamespace).List(c.ctx, metav1.ListOptions{})
+	list, err := c.admin.CoreV1().Pods(testNamespace).List(c.ctx,
+		metav1.ListOptions{LabelSelector: translate.LabelApp + "=" + translate.ReservationApp})
 	if err != nil {
 		c.t.Fatal(err)
 	}

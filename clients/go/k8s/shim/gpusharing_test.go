@@ -40,7 +40,8 @@ func sharedBinding(group, pod, node string, after bool, keys ...string) *arbiter
 // reservationPods lists the reservation pods in the API, by name.
 func (h *harness) reservationPods() map[string]*corev1.Pod {
 	h.t.Helper()
-	list, err := h.kube.CoreV1().Pods(DefaultReservationNamespace).List(context.Background(), metav1.ListOptions{})
+	list, err := h.kube.CoreV1().Pods(testNamespace).List(context.Background(),
+		metav1.ListOptions{LabelSelector: translate.LabelApp + "=" + translate.ReservationApp})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestSharingPodsAreLabelledAndTheirNewDevicesReservedBeforeBinding(t *testin
 	var order []string
 	for _, a := range h.kube.Actions() {
 		switch {
-		case a.GetVerb() == "create" && a.GetResource() == podsGVR && a.GetNamespace() == DefaultReservationNamespace:
+		case a.GetVerb() == "create" && a.GetResource() == podsGVR && a.GetNamespace() == testNamespace:
 			order = append(order, "reserve")
 		case a.GetVerb() == "patch" && a.GetSubresource() == "" && a.(k8stesting.PatchAction).GetName() == "multi":
 			order = append(order, "label")
@@ -128,7 +129,7 @@ func TestSharingPodsAreLabelledAndTheirNewDevicesReservedBeforeBinding(t *testin
 	// The next snapshot names the devices; the reservation pods take no GPU from the node (the
 	// sharing pods count each device as one), only their pod slots.
 	h.waitBound("ml", "multi")
-	h.waitPod(DefaultReservationNamespace, translate.ReservationPodName("n1", g2), func(p *corev1.Pod) bool { return p != nil })
+	h.waitPod(testNamespace, translate.ReservationPodName("n1", g2), func(p *corev1.Pod) bool { return p != nil })
 	h.sched.answer = nil
 	h.cycle()
 	req := h.sched.last()
@@ -198,7 +199,7 @@ func TestFailedReservationLeavesThePodUnbound(t *testing.T) {
 		sharingPod(podSpec{name: "nb", queue: "team-b"}, translate.AnnotationGPUFraction, "0.5"))
 	failures := 1
 	h.kube.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.GetNamespace() == DefaultReservationNamespace && a.GetSubresource() == "" && failures > 0 {
+		if a.GetNamespace() == testNamespace && a.GetSubresource() == "" && failures > 0 {
 			failures--
 			return true, nil, apierrors.NewServiceUnavailable("etcd is slow")
 		}

@@ -74,7 +74,7 @@ type Config struct {
 	// client's QPS limit still paces them.
 	BindWorkers int
 	// ReservationNamespace holds the reservation pods of shared GPU devices (gpusharing.go);
-	// default "arbiter-gpu-reservation". It is created when missing.
+	// default Namespace. Another namespace is created when missing (if the shim may).
 	ReservationNamespace string
 	// ReservationImage is the image of a reservation pod's one container, which only has to
 	// sleep; default registry.k8s.io/pause:3.10.
@@ -107,17 +107,13 @@ func (c Config) withDefaults() Config {
 		c.BindWorkers = 16
 	}
 	if c.ReservationNamespace == "" {
-		c.ReservationNamespace = DefaultReservationNamespace
+		c.ReservationNamespace = c.Namespace
 	}
 	if c.ReservationImage == "" {
 		c.ReservationImage = "registry.k8s.io/pause:3.10"
 	}
 	return c
 }
-
-// DefaultReservationNamespace holds the reservation pods of shared GPU devices (KAI's binder uses
-// kai-resource-reservation).
-const DefaultReservationNamespace = "arbiter-gpu-reservation"
 
 // Scheduler is the arbiter API the shim calls; *client.Client implements it.
 type Scheduler interface {
