@@ -231,3 +231,39 @@ func keys[V any](m map[string]V) []string {
 	}
 	return out
 }
+
+func TestPipelinedBindingWaitsForTheReservationPodOfTheDeviceItsVictimsDrain(t *testing.T) {
+	g := "0c5d7f4e-0000-4000-8000-000000000001"
+	victim := sharingPod(podSpec{name: "nb", queue: "team-a", node: "n1"}, translate.AnnotationGPUFraction, "0.5")
+	victim.Labels[translate.LabelGPUGroup] = g
+	h := newHarness(t, harnessOpts{}, queueConfigMap(twoTeams), gpuNodeWithMemory("n1", 1, "40960"), victim,
+		pod(podSpec{name: "whole", queue: "team-b", gpus: 1}))
+	if err := h.shim.reserve(context.Background(), translate.Device{Node: "n1", Group: g}); err != nil {
+		t.Fatal(err)
+	}
+	reservation := translate.ReservationPodName("n1", g)
+	h.waitPod(testNamespace, reservation, func(p *corev1.Pod) bool { return p != nil })
+	pipelined := []*arbiterv1.Binding{binding("ml/whole", "whole", "n1", true)}
+	h.sched.answer = answer(pipelined, []*arbiterv1.Eviction{
+		eviction("ml/nb", "nb", "n1", arbiterv1.EvictionReason_FAIR_SHARE_RECLAIM, "ml/whole")})
+
+	h.cycle() // evicts (the victim is deleted at once), nominates
+	h.waitGone("ml", "nb")
+	if got := h.calls(); len(got) != 1 {
+		t.Fatalf("calls = %v, want only the eviction: the device's reservation pod still holds the GPU", got)
+	}
+	h.sched.answer = answer(pipelined, nil)
+	h.cycle() // the device has no pod left: its reservation pod is deleted; the binding still waits
+	if got := h.calls(); len(got) != 1 {
+		t.Fatalf("calls = %v, want no binding while the reservation pod leaves", got)
+	}
+	if _, ok := h.reservationPods()[reservation]; ok {
+		t.Fatalf("the drained device's reservation pod was not deleted")
+	}
+	h.waitGone(testNamespace, reservation)
+	h.cycle()
+	want := []call{{"evict", "ml", "nb", ""}, {"bind", "ml", "whole", "n1"}}
+	if diff := cmp.Diff(want, h.calls(), cmp.AllowUnexported(call{})); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
