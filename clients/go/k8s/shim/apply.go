@@ -31,7 +31,6 @@ func (s *Shim) apply(ctx context.Context, res *translate.Result, resp *arbiterv1
 	key := func(group, pod string) translate.PodKey { return translate.PodKey{Group: group, Pod: pod} }
 	s.syncReservations(ctx, s.withoutNominated(res.Reservations))
 	shares := groupNames(res, resp)
-	var drained map[string]map[types.UID]podRef // computed once victimsOn is complete
 
 	evictedNow := map[translate.PodKey]bool{}
 	victimsOn := map[string]map[types.UID]podRef{} // node -> pods evicted now or releasing there
@@ -83,12 +82,9 @@ func (s *Shim) apply(ctx context.Context, res *translate.Result, resp *arbiterv1
 			delete(s.state.groups, pod.UID)
 		}
 		if b.GetAfterEvictions() {
-			if drained == nil {
-				drained = s.drainedReservations(res, victimsOn, shares, resp)
-			}
 			s.state.nominations[pod.UID] = &nomination{
 				namespace: pod.Namespace, name: pod.Name, group: b.GetPodGroup(), node: b.GetNode(),
-				victims: mergeVictims(victimsOn[b.GetNode()], drained[b.GetNode()]), sharing: sh,
+				victims: victimsOn[b.GetNode()], sharing: sh,
 			}
 			continue
 		}
@@ -96,11 +92,13 @@ func (s *Shim) apply(ctx context.Context, res *translate.Result, resp *arbiterv1
 		toBind = append(toBind, bindTo{pod, b.GetNode(), sh})
 	}
 
-	// Groups with a nominated pod whose victims are still there, or whose node still has a
-	// reservation pod leaving (the device a victim shared, which the kubelet still counts).
+	// Groups with a nominated pod whose victims are still there, or whose node still has the
+	// reservation pod of a device its victims drain, or one leaving: the kubelet counts its GPU
+	// until it is gone.
+	drained := s.drainedReservations(res, victimsOn, shares, resp)
 	waiting := map[string]bool{}
 	for _, n := range s.state.nominations {
-		if !s.victimsGone(n) || res.Reservations.Leaving[n.node] {
+		if !s.victimsGone(n) || res.Reservations.Leaving[n.node] || drained[n.node] {
 			waiting[n.group] = true
 		}
 	}

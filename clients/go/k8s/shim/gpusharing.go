@@ -219,13 +219,13 @@ func (s *Shim) withoutNominated(r translate.Reservations) translate.Reservations
 	return out
 }
 
-// drainedReservations is, per node, the reservation pods of the devices that the victims there
-// (evicted now or releasing) drain: every pod of the device is a victim, and no binding of the
-// answer and no nomination uses it. A pipelined binding onto the node waits for them as for its
+// drainedReservations is the nodes with a reservation pod, still in the cache, of a device that
+// the victims there (evicted now or releasing) drain: every pod of the device is a victim, and
+// no binding of the answer and no nomination uses it. A nominated pod waits for it as for its
 // victims: the kubelet counts a reservation pod's GPU until it is gone, and the shim deletes it
-// only once the device's last pod has left.
+// only once the device's last pod has left (a later cycle).
 func (s *Shim) drainedReservations(res *translate.Result, victimsOn map[string]map[types.UID]podRef,
-	shares map[types.UID]sharing, resp *arbiterv1.ScheduleResponse) map[string]map[types.UID]podRef {
+	shares map[types.UID]sharing, resp *arbiterv1.ScheduleResponse) map[string]bool {
 	podsOf := map[translate.Device][]types.UID{}
 	for _, g := range res.Snapshot.GetPodGroups() {
 		for _, p := range g.GetPods() {
@@ -251,9 +251,9 @@ func (s *Shim) drainedReservations(res *translate.Result, victimsOn map[string]m
 			used[translate.Device{Node: n.node, Group: g}] = true
 		}
 	}
-	out := map[string]map[types.UID]podRef{}
+	out := map[string]bool{}
 	for d, uids := range podsOf {
-		if used[d] {
+		if used[d] || out[d.Node] {
 			continue
 		}
 		all := true
@@ -266,29 +266,9 @@ func (s *Shim) drainedReservations(res *translate.Result, victimsOn map[string]m
 		if !all {
 			continue
 		}
-		r, err := s.pods.Pods(s.cfg.ReservationNamespace).Get(translate.ReservationPodName(d.Node, d.Group))
-		if err != nil {
-			continue // none: nothing holds the device for the kubelet
+		if _, err := s.pods.Pods(s.cfg.ReservationNamespace).Get(translate.ReservationPodName(d.Node, d.Group)); err == nil {
+			out[d.Node] = true
 		}
-		if out[d.Node] == nil {
-			out[d.Node] = map[types.UID]podRef{}
-		}
-		out[d.Node][r.UID] = podRef{namespace: r.Namespace, name: r.Name, reservation: true}
-	}
-	return out
-}
-
-// mergeVictims is a new map with the victims of both.
-func mergeVictims(a, b map[types.UID]podRef) map[types.UID]podRef {
-	if len(b) == 0 {
-		return a
-	}
-	out := make(map[types.UID]podRef, len(a)+len(b))
-	for k, v := range a {
-		out[k] = v
-	}
-	for k, v := range b {
-		out[k] = v
 	}
 	return out
 }

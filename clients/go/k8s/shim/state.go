@@ -24,12 +24,7 @@ type nomination struct {
 	sharing         sharing // its GPU groups, when it shares devices
 }
 
-type podRef struct {
-	namespace, name string
-	// reservation: the reservation pod of a GPU device the victims drain; the shim deletes it
-	// once they are gone.
-	reservation bool
-}
+type podRef struct{ namespace, name string }
 
 // hint is the node a moved pod was re-placed on; its controller's replacement pod, which does not
 // exist yet, is nominated to that node when it appears.
@@ -203,8 +198,8 @@ func (st *state) assumedGroups(assumed map[types.UID]string) map[types.UID][]str
 // victimStays reports whether a victim of n is still there without leaving: not terminating,
 // and no eviction of it accepted.
 func (st *state) victimStays(n *nomination, pods map[types.UID]*corev1.Pod) bool {
-	for uid, v := range n.victims {
-		if p := pods[uid]; !v.reservation && p != nil && !terminal(p) && p.DeletionTimestamp == nil && !st.evicted[uid] {
+	for uid := range n.victims {
+		if p := pods[uid]; p != nil && !terminal(p) && p.DeletionTimestamp == nil && !st.evicted[uid] {
 			return true
 		}
 	}
