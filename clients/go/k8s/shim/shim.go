@@ -9,6 +9,10 @@
 // freed or added: causes.go), at most one per MinCycleGap, and otherwise every Period
 // (trigger.go).
 //
+// Pods that share GPU devices (KAI's gpu-fraction and gpu-memory annotations) are labelled with
+// their devices' GPU groups before they are bound, and each device is held by a reservation pod
+// while it has pods (gpusharing.go).
+//
 // Its state between cycles is small and lives in memory, except the usage ledger, which is
 // persisted in a ConfigMap: the bindings and evictions it issued and the cache has not shown yet
 // (never issued twice, and counted in the next snapshot as if done), pipelined bindings kept as
