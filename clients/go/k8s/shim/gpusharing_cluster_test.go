@@ -2,6 +2,7 @@ package shim
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"arbiter.dev/clients/go/k8s/translate"
+	"arbiter.dev/clients/go/test/controlplane"
 )
 
 // gpuTeams: team-a deserves one GPU, team-b three; each may use what the other leaves idle.
@@ -133,9 +135,15 @@ func gpuKwokNode(name string, gpus int64) *corev1.Node {
 
 // TestRealGPUSharingNeverOverCommitsADevice runs fraction, memory and whole-GPU pods on kwok GPU
 // nodes, then a reclaim by whole-GPU pods of another queue, auditing the devices after every
-// cycle from what the API server holds.
+// cycle from what the API server holds. The shim runs as the chart's ServiceAccount, with the
+// chart's RBAC: labelling pods and making and deleting reservation pods need nothing more.
 func TestRealGPUSharingNeverOverCommitsADevice(t *testing.T) {
-	c := newCluster(t, clusterOpts{queues: gpuTeams})
+	sa := controlplane.ServiceAccount("arbiter-system", "arbiter-k8s")
+	c := newCluster(t, clusterOpts{queues: gpuTeams, noShim: true, cp: controlplane.Options{Users: []controlplane.User{sa}}})
+	base := filepath.Join("..", "..", "..", "..", "deploy", "kustomize", "base")
+	c.applyManifests(filepath.Join(base, "namespace.yaml"), filepath.Join(base, "scheduler-rbac.yaml"))
+	c.apply(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: "arbiter-usage"}})
+	c.newShim(clusterOpts{user: sa.Name})
 	c.apply(gpuKwokNode("n1", 2), gpuKwokNode("n2", 2))
 	var teamA []string
 	for i := 0; i < 4; i++ {
@@ -180,7 +188,7 @@ func TestRealGPUSharingNeverOverCommitsADevice(t *testing.T) {
 	if n := c.reservationCount(); n != after {
 		t.Errorf("reservation pods = %d, want %d (one per device in use)", n, after)
 	}
-	for _, stage := range []string{"schedule", "bind", "reservation"} {
+	for _, stage := range []string{"schedule", "bind", "reservation", "status", "evict", "usage"} {
 		if got := testutil.ToFloat64(c.metrics.Errors.WithLabelValues(stage)); got != 0 {
 			t.Errorf("%s errors = %v, want 0", stage, got)
 		}
