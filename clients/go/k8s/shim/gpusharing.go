@@ -35,12 +35,23 @@ import (
 // reservationContainer is the name of a reservation pod's one container.
 const reservationContainer = "reservation"
 
-// groupNames turns each binding's gpu_groups keys into group names: a key "new-<j>" is named after
-// its node, its key and the smallest UID among the answer's pods that list it (every pod that
-// joins a device the answer opened lists the same key on the same node); other keys are group
-// names already. The result maps pod UID to its names (ascending) and to those of them that are
-// new.
+// groupNames turns each binding's gpu_groups keys into group names: a key "new-<j>" that no pod of
+// the snapshot lists on that node is a device the answer opened, named after its node, its key and
+// the smallest UID among the answer's pods that list it (every pod that joins a device the answer
+// opened lists the same key on the same node); other keys are group names already. The result
+// maps pod UID to its names (ascending) and to those of them that are new.
 func groupNames(res *translate.Result, resp *arbiterv1.ScheduleResponse) map[types.UID]sharing {
+	existing := map[translate.Device]bool{}
+	for _, g := range res.Snapshot.GetPodGroups() {
+		for _, p := range g.GetPods() {
+			for _, k := range p.GetGpuGroups() {
+				existing[translate.Device{Node: p.GetNodeName(), Group: k}] = true
+			}
+		}
+	}
+	isNew := func(node, key string) bool {
+		return translate.NewDeviceKey(key) && !existing[translate.Device{Node: node, Group: key}]
+	}
 	opener := map[translate.Device]string{}
 	uidOf := func(b *arbiterv1.Binding) string {
 		if pod := res.Pods[translate.PodKey{Group: b.GetPodGroup(), Pod: b.GetPod()}]; pod != nil {
@@ -52,7 +63,7 @@ func groupNames(res *translate.Result, resp *arbiterv1.ScheduleResponse) map[typ
 		uid := uidOf(b)
 		for _, k := range b.GetGpuGroups() {
 			d := translate.Device{Node: b.GetNode(), Group: k}
-			if old, ok := opener[d]; translate.NewDeviceKey(k) && uid != "" && (!ok || uid < old) {
+			if old, ok := opener[d]; isNew(d.Node, k) && uid != "" && (!ok || uid < old) {
 				opener[d] = uid
 			}
 		}
@@ -65,7 +76,7 @@ func groupNames(res *translate.Result, resp *arbiterv1.ScheduleResponse) map[typ
 		}
 		var sh sharing
 		for _, k := range b.GetGpuGroups() {
-			if translate.NewDeviceKey(k) {
+			if isNew(b.GetNode(), k) {
 				name := translate.GPUGroupName(b.GetNode(), k, opener[translate.Device{Node: b.GetNode(), Group: k}])
 				sh.groups = append(sh.groups, name)
 				sh.newGroups = append(sh.newGroups, name)

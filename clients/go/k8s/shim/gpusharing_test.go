@@ -2,6 +2,7 @@ package shim
 
 import (
 	"context"
+	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -265,5 +266,33 @@ func TestPipelinedBindingWaitsForTheReservationPodOfTheDeviceItsVictimsDrain(t *
 	want := []call{{"evict", "ml", "nb", ""}, {"bind", "ml", "whole", "n1"}}
 	if diff := cmp.Diff(want, h.calls(), cmp.AllowUnexported(call{})); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
+
+func TestAGroupNamedLikeANewKeyIsKept(t *testing.T) {
+	running := sharingPod(podSpec{name: "old", queue: "team-a", node: "n1"}, translate.AnnotationGPUFraction, "0.5")
+	running.Labels[translate.LabelGPUGroup] = "new-0" // a group someone named so
+	h := newHarness(t, harnessOpts{}, queueConfigMap(twoTeams), gpuNodeWithMemory("n1", 2, "40960"), running,
+		sharingPod(podSpec{name: "joins", queue: "team-a"}, translate.AnnotationGPUFraction, "0.5"),
+		sharingPod(podSpec{name: "opens", queue: "team-a"}, translate.AnnotationGPUFraction, "0.5"))
+	h.sched.answer = answer([]*arbiterv1.Binding{
+		sharedBinding("ml/joins", "joins", "n1", false, "new-0"),
+		sharedBinding("ml/opens", "opens", "n1", false, "new-1"),
+	}, nil)
+	h.cycle()
+	if got := h.livePod("ml", "joins").Labels[translate.LabelGPUGroup]; got != "new-0" {
+		t.Errorf("joins is in group %q, want the existing group new-0", got)
+	}
+	g1 := translate.GPUGroupName("n1", "new-1", "ml/opens-uid")
+	if got := h.livePod("ml", "opens").Labels[translate.LabelGPUGroup]; got != g1 {
+		t.Errorf("opens is in group %q, want the new group %s", got, g1)
+	}
+	// Two devices, two reservation pods: new-0's was missing (the cycle makes it), g1's is new.
+	want := []string{translate.ReservationPodName("n1", "new-0"), translate.ReservationPodName("n1", g1)}
+	got := keys(h.reservationPods())
+	sort.Strings(want)
+	sort.Strings(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("reservation pods (-want +got):\n%s", diff)
 	}
 }
