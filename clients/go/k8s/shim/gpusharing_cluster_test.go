@@ -3,10 +3,13 @@ package shim
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -268,4 +271,43 @@ func (c *cluster) devicesInUse() int {
 		n += len(gs)
 	}
 	return n
+}
+
+// TestRealMultiDeviceShareHoldsItsDevicesUntilItLeaves puts a pod on half of each of two devices,
+// a second pod on half of one of them, and a whole-GPU pod that must wait: both GPUs of the node
+// are held. When the two-device pod is deleted, its other device's reservation pod goes and the
+// whole-GPU pod gets that GPU; the shared device stays held.
+func TestRealMultiDeviceShareHoldsItsDevicesUntilItLeaves(t *testing.T) {
+	c := newCluster(t, clusterOpts{})
+	c.apply(gpuKwokNode("n1", 2),
+		sharingPod(podSpec{name: "multi", queue: "team-a"}, translate.AnnotationGPUFraction, "0.5",
+			translate.AnnotationGPUFractionDevices, "2"))
+	c.cyclesUntil(4, func() bool { return c.allBound("ml", "multi") })
+	c.apply(sharingPod(podSpec{name: "half", queue: "team-a"}, translate.AnnotationGPUMemory, "20000"),
+		pod(podSpec{name: "whole", queue: "team-b", gpus: 1}))
+	c.cyclesUntil(4, func() bool { return c.allBound("ml", "half") })
+
+	multi := c.pod("ml", "multi")
+	if len(translate.GPUGroupsOf(multi)) != 2 || multi.Labels[translate.LabelGPUGroup] != "" {
+		t.Errorf("multi's labels = %v, want two %s<group> labels and no %s", multi.Labels, translate.LabelGPUGroupPrefix, translate.LabelGPUGroup)
+	}
+	half := translate.GPUGroupsOf(c.pod("ml", "half"))
+	if len(half) != 1 || !slices.Contains(translate.GPUGroupsOf(multi), half[0]) {
+		t.Errorf("half's groups = %v, want one of multi's %v", half, translate.GPUGroupsOf(multi))
+	}
+	c.cycle()
+	c.deviceAudit()
+	if p := c.pod("ml", "whole"); p.Spec.NodeName != "" || !strings.Contains(pendingCondition(p), "insufficient-resources") {
+		t.Fatalf("whole on %q (%q), want it pending: both GPUs are held by shared devices", p.Spec.NodeName, pendingCondition(p))
+	}
+
+	if err := c.admin.CoreV1().Pods("ml").Delete(c.ctx, "multi", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitGone("ml", "multi")
+	c.cyclesUntil(6, func() bool { return c.allBound("ml", "whole") })
+	c.cyclesUntil(3, func() bool { return c.reservationCount() == 1 })
+	if inUse := c.deviceAudit(); !cmp.Equal(inUse, map[string][]string{"n1": half}) {
+		t.Errorf("devices in use = %v, want only half's %v", inUse, half)
+	}
 }
