@@ -37,10 +37,6 @@ const (
 	// LabelApp and ReservationApp mark a reservation pod (KAI: app=kai-resource-reservation).
 	LabelApp       = "app"
 	ReservationApp = "arbiter-gpu-reservation"
-
-	// ReasonInvalidGPUSharing: a pod's sharing annotations, or a placed sharing pod's group labels,
-	// cannot be sent (the message names the annotation or label).
-	ReasonInvalidGPUSharing = "invalid-gpu-sharing"
 )
 
 // maxGPUMemory is the largest gpu-memory the contract takes (2^53, exact in a double).

@@ -23,7 +23,9 @@ const (
 	ReasonInvalidPodGroup         = "invalid-pod-group"
 	ReasonUnsupportedNodeAffinity = "unsupported-node-affinity"
 	ReasonUnknownNode             = "unknown-node"
-	// ReasonInvalidGPUSharing (gpusharing.go): bad sharing annotations or group labels.
+	// ReasonInvalidGPUSharing: a pod's GPU sharing annotations, or a placed sharing pod's GPU
+	// group labels, cannot be sent (gpusharing.go); the message names the annotation or label.
+	ReasonInvalidGPUSharing = "invalid-gpu-sharing"
 )
 
 // Input is the cluster state the snapshot is built from.
@@ -99,10 +101,16 @@ type groupAcc struct {
 //     ignored), so that the pod count bounds nodes only.
 //   - A group takes its queue, priority, preemptibility and min-member from its first pod by
 //     name; its creation time is its oldest pod's.
+//   - GPU sharing (gpusharing.go): KAI's annotations become the pod's sharing fields, a placed
+//     pod's GPU group labels its gpu_groups, a node's nvidia.com/gpu.memory label its
+//     gpu_device_memory. The reservation pods in ReservationNamespace are sorted into those that
+//     hold a device in use (their GPU left to the node: the device's pods count it), the stale
+//     ones (withheld whole, listed for deletion) and the devices in use that lack one.
 //
-// Groups whose queue is missing, unknown or not a leaf, pods with malformed group keys, and
+// Groups whose queue is missing, unknown or not a leaf, pods with malformed group keys,
 // pending pods whose required node affinity cannot be expressed as a node selector (only
-// single-value In terms can) are listed in Result.Excluded instead, so one bad pod never makes
+// single-value In terms can), and pods with invalid GPU sharing are listed in Result.Excluded
+// instead, so one bad pod never makes
 // arbiter reject the whole request. Output order is by name throughout.
 func Build(in Input) *Result {
 	if !in.IgnoredResources[PodsResource] {
