@@ -203,6 +203,7 @@ func TestSchedulerRBACIsLeastPrivilege(t *testing.T) {
 		{APIGroups: []string{""}, Resources: []string{"pods", "nodes"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"pods/binding", "pods/eviction"}, Verbs: []string{"create"}},
 		{APIGroups: []string{""}, Resources: []string{"pods/status"}, Verbs: []string{"patch"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"patch"}},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		{APIGroups: []string{"scheduling.run.ai"}, Resources: []string{"queues"}, Verbs: []string{"get", "list", "watch"}},
 	}
@@ -215,6 +216,7 @@ func TestSchedulerRBACIsLeastPrivilege(t *testing.T) {
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{"arbiter-usage"}, Verbs: []string{"get", "update"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{"arbiter-k8s"}, Verbs: []string{"get", "update"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "delete"}},
 	}
 	if diff := cmp.Diff(wantRole, role.Rules); diff != "" {
 		t.Errorf("Role rules (-want +got):\n%s", diff)

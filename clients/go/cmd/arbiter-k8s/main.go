@@ -80,6 +80,10 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.kubeBurst, "kube-api-burst", 400, "Kubernetes API request burst above --kube-api-qps")
 	fs.IntVar(&o.cfg.BindWorkers, "bind-workers", 0,
 		"bindings in flight at once; 0 = --kube-api-qps / 3 (at least 16), enough to keep the rate limit busy while a binding takes up to 1/3 s")
+	fs.StringVar(&o.cfg.ReservationNamespace, "gpu-reservation-namespace", "",
+		"namespace of the reservation pods that hold shared GPU devices; default --namespace (another one is created when missing, if permitted)")
+	fs.StringVar(&o.cfg.ReservationImage, "gpu-reservation-image", "registry.k8s.io/pause:3.10",
+		"image of the reservation pods' one container, which only sleeps")
 	fs.BoolVar(&o.checkAccess, "check-access", true, "check the RBAC permissions at start and name any that is missing")
 	fs.StringVar(&o.httpAddr, "http-addr", ":8080", "address of /healthz, /readyz and /metrics")
 	fs.BoolVar(&o.profiling, "profiling", false, "also serve Go's profiles under /debug/pprof/ on --http-addr")

@@ -37,7 +37,8 @@ func (a Access) String() string {
 }
 
 // RequiredAccess lists what a shim with cfg needs: the informers' reads, bindings, evictions,
-// pod conditions, events, its two ConfigMaps, and, when leaseName is set, its leader Lease.
+// pod conditions, events, GPU group labels on pods, the GPU reservation pods, its two ConfigMaps,
+// and, when leaseName is set, its leader Lease.
 func RequiredAccess(cfg Config, usageConfigMap, leaseName string) []Access {
 	cfg = cfg.withDefaults()
 	ns := cfg.Namespace
@@ -47,6 +48,9 @@ func RequiredAccess(cfg Config, usageConfigMap, leaseName string) []Access {
 		{Verb: "create", Resource: "pods", Subresource: "binding"},
 		{Verb: "create", Resource: "pods", Subresource: "eviction"},
 		{Verb: "patch", Resource: "pods", Subresource: "status"},
+		{Verb: "patch", Resource: "pods"},
+		{Verb: "create", Resource: "pods", Namespace: cfg.ReservationNamespace},
+		{Verb: "delete", Resource: "pods", Namespace: cfg.ReservationNamespace},
 		{Verb: "create", Resource: "events"},
 		{Verb: "list", Resource: "configmaps", Namespace: ns, Name: cfg.QueueConfigMap},
 		{Verb: "watch", Resource: "configmaps", Namespace: ns, Name: cfg.QueueConfigMap},

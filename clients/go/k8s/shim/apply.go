@@ -19,8 +19,9 @@ import (
 	"arbiter.dev/clients/go/k8s/translate"
 )
 
-// apply carries out one answer, in this order: evictions (of a nominated pod: its nomination
-// is dropped, it was never bound); bindings (immediate ones bound, pipelined ones kept as
+// apply carries out one answer, in this order: GPU reservation pods (stale ones deleted, missing
+// ones created: gpusharing.go); evictions (of a nominated pod: its nomination is dropped, it was
+// never bound); bindings (immediate ones bound, pipelined ones kept as
 // nominations, those of moved pods kept as hints); nominations whose victims are gone are
 // bound; then pending reasons are written. A nomination is carried to later snapshots as its
 // pod bound to the node (state.assumed), so a later answer keeps it unless it evicts the pod.
@@ -28,6 +29,8 @@ import (
 // succeeded is ever issued twice.
 func (s *Shim) apply(ctx context.Context, res *translate.Result, resp *arbiterv1.ScheduleResponse, now time.Time) {
 	key := func(group, pod string) translate.PodKey { return translate.PodKey{Group: group, Pod: pod} }
+	s.syncReservations(ctx, s.withoutNominated(res.Reservations))
+	shares := groupNames(res, resp)
 
 	evictedNow := map[translate.PodKey]bool{}
 	victimsOn := map[string]map[types.UID]podRef{} // node -> pods evicted now or releasing there
@@ -43,6 +46,7 @@ func (s *Shim) apply(ctx context.Context, res *translate.Result, resp *arbiterv1
 			// takes the answer's new binding below). Its nomination is cleared from its status too,
 			// so that no later leader adopts it.
 			delete(s.state.nominations, pod.UID)
+			delete(s.state.groups, pod.UID)
 			s.writeCondition(ctx, pod, fmt.Sprintf("its claim on node %s was taken back (%s): %s", n.node, e.GetReason(), e.GetMessage()), "")
 			continue
 		}
@@ -71,20 +75,30 @@ func (s *Shim) apply(ctx context.Context, res *translate.Result, resp *arbiterv1
 			s.addHint(res, b.GetPodGroup(), b.GetNode(), now)
 			continue
 		}
+		sh := shares[pod.UID]
+		if len(sh.groups) > 0 {
+			s.state.groups[pod.UID] = sh.groups
+		} else {
+			delete(s.state.groups, pod.UID)
+		}
 		if b.GetAfterEvictions() {
 			s.state.nominations[pod.UID] = &nomination{
 				namespace: pod.Namespace, name: pod.Name, group: b.GetPodGroup(), node: b.GetNode(),
-				victims: victimsOn[b.GetNode()],
+				victims: victimsOn[b.GetNode()], sharing: sh,
 			}
 			continue
 		}
 		delete(s.state.nominations, pod.UID)
-		toBind = append(toBind, bindTo{pod, b.GetNode()})
+		toBind = append(toBind, bindTo{pod, b.GetNode(), sh})
 	}
 
-	waiting := map[string]bool{} // groups with a nominated pod whose victims are still there
+	// Groups with a nominated pod whose victims are still there, or whose node still has the
+	// reservation pod of a device its victims drain, or one leaving: the kubelet counts its GPU
+	// until it is gone.
+	drained := s.drainedReservations(res, victimsOn, shares, resp)
+	waiting := map[string]bool{}
 	for _, n := range s.state.nominations {
-		if !s.victimsGone(n) {
+		if !s.victimsGone(n) || res.Reservations.Leaving[n.node] || drained[n.node] {
 			waiting[n.group] = true
 		}
 	}
@@ -95,7 +109,7 @@ func (s *Shim) apply(ctx context.Context, res *translate.Result, resp *arbiterv1
 		}
 		delete(s.state.nominations, uid)
 		if pod, err := s.pods.Pods(n.namespace).Get(n.name); err == nil && pod.UID == uid {
-			toBind = append(toBind, bindTo{pod, n.node})
+			toBind = append(toBind, bindTo{pod, n.node, n.sharing})
 		}
 	}
 	s.bindAll(ctx, toBind)
@@ -129,10 +143,11 @@ func (s *Shim) victimsGone(n *nomination) bool {
 // bindTimeout bounds one binding call, its wait for the client's rate limiter included.
 const bindTimeout = 30 * time.Second
 
-// bindTo is one pod to bind to a node.
+// bindTo is one pod to bind to a node, with its GPU groups when it shares devices.
 type bindTo struct {
-	pod  *corev1.Pod
-	node string
+	pod     *corev1.Pod
+	node    string
+	sharing sharing
 }
 
 // bindAll issues the bindings not issued before, up to BindWorkers at a time (the client's rate
@@ -159,6 +174,12 @@ func (s *Shim) bindAll(ctx context.Context, bs []bindTo) {
 				// unknown to the next leader. It is bounded on its own instead.
 				callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bindTimeout)
 				pod := todo[i].pod
+				if len(todo[i].sharing.groups) > 0 {
+					if errs[i] = s.prepareSharing(callCtx, pod, todo[i].node, todo[i].sharing); errs[i] != nil {
+						cancel()
+						continue
+					}
+				}
 				errs[i] = s.deps.Kube.CoreV1().Pods(pod.Namespace).Bind(callCtx, &corev1.Binding{
 					ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 					Target:     corev1.ObjectReference{Kind: "Node", Name: todo[i].node},

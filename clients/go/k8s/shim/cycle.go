@@ -89,6 +89,7 @@ func (s *Shim) decide(ctx context.Context, now time.Time, writeReasons bool) (*t
 	for _, r := range s.cfg.IgnoredResources {
 		ignored[r] = true
 	}
+	assumed := s.state.assumed(nodes, byUID)
 	res := translate.Build(translate.Input{
 		Now:              now,
 		SchedulerName:    s.cfg.SchedulerName,
@@ -97,8 +98,11 @@ func (s *Shim) decide(ctx context.Context, now time.Time, writeReasons bool) (*t
 		Nodes:            nodes,
 		Pods:             allPods,
 		IgnoredResources: ignored,
-		Assumed:          s.state.assumed(nodes, byUID),
+		Assumed:          assumed,
 		Evicting:         s.state.evicted,
+		AssumedGroups:    s.state.assumedGroups(assumed),
+
+		ReservationNamespace: s.cfg.ReservationNamespace,
 	})
 	if writeReasons {
 		s.writeExcluded(ctx, res.Excluded)

@@ -11,8 +11,11 @@ type Metrics struct {
 	EvictionsRefused prometheus.Counter
 	// BindConflicts counts bindings refused because the pod was bound meanwhile (HTTP 409).
 	BindConflicts prometheus.Counter
-	// Errors counts failures by stage: queues, snapshot, usage, schedule, bind, evict, status.
-	Errors        *prometheus.CounterVec
+	// Errors counts failures by stage: queues, snapshot, usage, schedule, bind, evict, status,
+	// reservation.
+	Errors *prometheus.CounterVec
+	// Reservations counts GPU reservation pods by action: created, deleted.
+	Reservations  *prometheus.CounterVec
 	Nominations   prometheus.Gauge
 	PendingGroups prometheus.Gauge
 	Leader        prometheus.Gauge
@@ -46,6 +49,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "arbiter_k8s_errors_total",
 			Help: "Failures by stage of the cycle; failed binds and evictions are retried next cycle.",
 		}, []string{"stage"}),
+		Reservations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "arbiter_k8s_gpu_reservations_total",
+			Help: "GPU reservation pods created (one per shared device) and deleted (the device's last pod gone).",
+		}, []string{"action"}),
 		Nominations: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "arbiter_k8s_nominations",
 			Help: "Pipelined bindings waiting for their victims to leave the node.",
@@ -59,11 +66,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "1 while this replica holds the leader lease and schedules.",
 		}),
 	}
-	for _, stage := range []string{"queues", "snapshot", "usage", "schedule", "bind", "evict", "status"} {
+	for _, stage := range []string{"queues", "snapshot", "usage", "schedule", "bind", "evict", "status", "reservation"} {
 		m.Errors.WithLabelValues(stage) // export every stage from the start, at 0
 	}
+	for _, action := range []string{"created", "deleted"} {
+		m.Reservations.WithLabelValues(action)
+	}
 	if reg != nil {
-		reg.MustRegister(m.CycleDuration, m.Binds, m.Evictions, m.EvictionsRefused, m.BindConflicts, m.Errors, m.Nominations, m.PendingGroups, m.Leader)
+		reg.MustRegister(m.CycleDuration, m.Binds, m.Evictions, m.EvictionsRefused, m.BindConflicts, m.Errors, m.Reservations, m.Nominations, m.PendingGroups, m.Leader)
 	}
 	return m
 }

@@ -9,6 +9,10 @@
 // freed or added: causes.go), at most one per MinCycleGap, and otherwise every Period
 // (trigger.go).
 //
+// Pods that share GPU devices (KAI's gpu-fraction and gpu-memory annotations) are labelled with
+// their devices' GPU groups before they are bound, and each device is held by a reservation pod
+// while it has pods (gpusharing.go).
+//
 // Its state between cycles is small and lives in memory, except the usage ledger, which is
 // persisted in a ConfigMap: the bindings and evictions it issued and the cache has not shown yet
 // (never issued twice, and counted in the next snapshot as if done), pipelined bindings kept as
@@ -73,6 +77,12 @@ type Config struct {
 	// BindWorkers is how many bindings are in flight at once; default 16. The Kubernetes
 	// client's QPS limit still paces them.
 	BindWorkers int
+	// ReservationNamespace holds the reservation pods of shared GPU devices (gpusharing.go);
+	// default Namespace. Another namespace is created when missing (if the shim may).
+	ReservationNamespace string
+	// ReservationImage is the image of a reservation pod's one container, which only has to
+	// sleep; default registry.k8s.io/pause:3.10.
+	ReservationImage string
 }
 
 func (c Config) withDefaults() Config {
@@ -99,6 +109,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BindWorkers <= 0 {
 		c.BindWorkers = 16
+	}
+	if c.ReservationNamespace == "" {
+		c.ReservationNamespace = c.Namespace
+	}
+	if c.ReservationImage == "" {
+		c.ReservationImage = "registry.k8s.io/pause:3.10"
 	}
 	return c
 }

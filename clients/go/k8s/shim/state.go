@@ -2,6 +2,7 @@ package shim
 
 import (
 	"strings"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,7 @@ type nomination struct {
 	group           string
 	node            string
 	victims         map[types.UID]podRef
+	sharing         sharing // its GPU groups, when it shares devices
 }
 
 type podRef struct{ namespace, name string }
@@ -45,6 +47,11 @@ type state struct {
 	// written: the PodScheduled message last written per pod, so it is written (and its Event
 	// emitted) once per change, not once per cycle.
 	written map[types.UID]string
+	// groups: the GPU groups of pods that share devices, from the binding or nomination that
+	// named them until the cache shows the pod bound (and so its group labels, written first).
+	groups map[types.UID][]string
+	// reservationNamespaceSeen: the reservation namespace was created or found.
+	reservationNamespaceSeen atomic.Bool
 }
 
 func newState() *state {
@@ -54,6 +61,7 @@ func newState() *state {
 		nominations: map[types.UID]*nomination{},
 		hints:       map[string][]hint{},
 		written:     map[types.UID]string{},
+		groups:      map[types.UID][]string{},
 	}
 }
 
@@ -73,6 +81,11 @@ func (st *state) reconcile(pods map[types.UID]*corev1.Pod, now time.Time) {
 	for uid := range st.nominations {
 		if p := pods[uid]; p == nil || p.Spec.NodeName != "" {
 			delete(st.nominations, uid)
+		}
+	}
+	for uid := range st.groups {
+		if p := pods[uid]; p == nil || p.Spec.NodeName != "" {
+			delete(st.groups, uid)
 		}
 	}
 	for uid := range st.written {
@@ -110,7 +123,9 @@ const (
 func (st *state) adopt(pods []*corev1.Pod, scheduler string) {
 	var claims []*corev1.Pod
 	for _, p := range pods {
-		if p.Spec.SchedulerName != scheduler || p.Spec.NodeName != "" || p.DeletionTimestamp != nil ||
+		// A pod that shares GPU devices is not adopted: its nomination's groups are not written
+		// anywhere; it is decided afresh.
+		if p.Spec.SchedulerName != scheduler || p.Spec.NodeName != "" || p.DeletionTimestamp != nil || translate.SharesGPU(p) ||
 			p.Status.NominatedNodeName == "" || st.nominations[p.UID] != nil || st.bound[p.UID] != "" {
 			continue
 		}
@@ -165,6 +180,17 @@ func (st *state) assumed(nodes []*corev1.Node, pods map[types.UID]*corev1.Pod) m
 	}
 	for uid, node := range st.bound {
 		out[uid] = node
+	}
+	return out
+}
+
+// assumedGroups is the GPU groups of the assumed pods that share devices.
+func (st *state) assumedGroups(assumed map[types.UID]string) map[types.UID][]string {
+	out := map[types.UID][]string{}
+	for uid, g := range st.groups {
+		if assumed[uid] != "" {
+			out[uid] = g
+		}
 	}
 	return out
 }

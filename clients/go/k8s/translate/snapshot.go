@@ -23,6 +23,9 @@ const (
 	ReasonInvalidPodGroup         = "invalid-pod-group"
 	ReasonUnsupportedNodeAffinity = "unsupported-node-affinity"
 	ReasonUnknownNode             = "unknown-node"
+	// ReasonInvalidGPUSharing: a pod's GPU sharing annotations, or a placed sharing pod's GPU
+	// group labels, cannot be sent (gpusharing.go); the message names the annotation or label.
+	ReasonInvalidGPUSharing = "invalid-gpu-sharing"
 )
 
 // Input is the cluster state the snapshot is built from.
@@ -46,6 +49,12 @@ type Input struct {
 	// Evicting holds the pods this adapter evicted whose termination the cache does not show
 	// yet: they count as RELEASING.
 	Evicting map[types.UID]bool
+	// AssumedGroups are the GPU groups of assumed pods that share devices, by UID: the labels the
+	// adapter writes may not be in the cache yet.
+	AssumedGroups map[types.UID][]string
+	// ReservationNamespace holds the reservation pods of GPU sharing (gpusharing.go); "" treats
+	// them as any other pod.
+	ReservationNamespace string
 }
 
 // PodKey names a pod as the snapshot does.
@@ -69,6 +78,8 @@ type Result struct {
 	Allocated map[string]map[string]float64
 	// Capacity is the total that arbiter divides: Σ allocatable over schedulable nodes.
 	Capacity map[string]float64
+	// Reservations lists the reservation pods to delete and the devices that need one.
+	Reservations Reservations
 }
 
 type groupAcc struct {
@@ -90,10 +101,16 @@ type groupAcc struct {
 //     ignored), so that the pod count bounds nodes only.
 //   - A group takes its queue, priority, preemptibility and min-member from its first pod by
 //     name; its creation time is its oldest pod's.
+//   - GPU sharing (gpusharing.go): KAI's annotations become the pod's sharing fields, a placed
+//     pod's GPU group labels its gpu_groups, a node's nvidia.com/gpu.memory label its
+//     gpu_device_memory. The reservation pods in ReservationNamespace are sorted into those that
+//     hold a device in use (their GPU left to the node: the device's pods count it), the stale
+//     ones (withheld whole, listed for deletion) and the devices in use that lack one.
 //
-// Groups whose queue is missing, unknown or not a leaf, pods with malformed group keys, and
+// Groups whose queue is missing, unknown or not a leaf, pods with malformed group keys,
 // pending pods whose required node affinity cannot be expressed as a node selector (only
-// single-value In terms can) are listed in Result.Excluded instead, so one bad pod never makes
+// single-value In terms can), and pods with invalid GPU sharing are listed in Result.Excluded
+// instead, so one bad pod never makes
 // arbiter reject the whole request. Output order is by name throughout.
 func Build(in Input) *Result {
 	if !in.IgnoredResources[PodsResource] {
@@ -106,16 +123,24 @@ func Build(in Input) *Result {
 			Allocated: map[string]map[string]float64{},
 			Capacity:  map[string]float64{},
 		},
-		nodes: translateNodes(in),
+		nodes:       translateNodes(in),
+		liveDevices: map[Device]bool{},
 	}
 	groups := b.groupPods()
 	queues := indexQueues(in.Queues)
 	snap := &arbiterv1.Snapshot{Now: timestamppb.New(in.Now), Queues: in.Queues}
+	inUse := map[Device]bool{}
 	for _, name := range sortedKeys(groups) {
 		if pg := b.podGroup(name, groups[name], queues); pg != nil {
 			snap.PodGroups = append(snap.PodGroups, pg)
+			for _, p := range pg.Pods {
+				for _, g := range p.GpuGroups {
+					inUse[Device{Node: p.NodeName, Group: g}] = true
+				}
+			}
 		}
 	}
+	b.reservations(inUse, b.liveDevices)
 	b.rollUpAllocated(queues)
 	snap.Nodes = b.sortedNodes()
 	b.res.Snapshot = snap
@@ -128,6 +153,10 @@ type builder struct {
 	in    Input
 	res   *Result
 	nodes map[string]*arbiterv1.Node
+	// reservationPods are the reservation pods of GPU sharing; liveDevices the devices that the
+	// placed pods of this scheduler name in their groups.
+	reservationPods []*corev1.Pod
+	liveDevices     map[Device]bool
 }
 
 // translateNodes is every node of in by name, with its allocatable, labels, taints and
@@ -136,10 +165,11 @@ func translateNodes(in Input) map[string]*arbiterv1.Node {
 	nodes := map[string]*arbiterv1.Node{}
 	for _, n := range in.Nodes {
 		node := &arbiterv1.Node{
-			Name:          n.Name,
-			Allocatable:   Amounts(n.Status.Allocatable, in.IgnoredResources),
-			Labels:        copyMap(n.Labels),
-			Unschedulable: n.Spec.Unschedulable,
+			Name:            n.Name,
+			Allocatable:     Amounts(n.Status.Allocatable, in.IgnoredResources),
+			Labels:          copyMap(n.Labels),
+			Unschedulable:   n.Spec.Unschedulable,
+			GpuDeviceMemory: NodeGPUMemory(n),
 		}
 		for _, t := range n.Spec.Taints {
 			node.Taints = append(node.Taints, &arbiterv1.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
@@ -151,11 +181,25 @@ func translateNodes(in Input) map[string]*arbiterv1.Node {
 
 // withhold removes a pod's requests from its node: the snapshot does not carry the pod.
 func (b *builder) withhold(pod *corev1.Pod, node string) {
+	b.withholdAmounts(node, requests(pod, b.in.IgnoredResources))
+}
+
+// withholdExcept withholds a pod's requests from its node, but for resource keep.
+func (b *builder) withholdExcept(pod *corev1.Pod, node, keep string) {
+	ignored := map[string]bool{keep: true}
+	for r := range b.in.IgnoredResources {
+		ignored[r] = true
+	}
+	b.withholdAmounts(node, requests(pod, ignored))
+}
+
+// withholdAmounts removes amounts from node's allocatable, never below 0.
+func (b *builder) withholdAmounts(node string, amounts map[string]float64) {
 	n := b.nodes[node]
 	if n == nil {
 		return
 	}
-	for r, v := range requests(pod, b.in.IgnoredResources) {
+	for r, v := range amounts {
 		if left := n.Allocatable[r] - v; left > 0 {
 			n.Allocatable[r] = left
 		} else {
@@ -164,10 +208,26 @@ func (b *builder) withhold(pod *corev1.Pod, node string) {
 	}
 }
 
-// exclude leaves pod out of the snapshot, with the reason, and withholds what it holds.
+// exclude leaves pod out of the snapshot, with the reason, and withholds what it holds. A placed
+// pod that shares GPU devices and names no group holds as many whole devices as it shares: no
+// reservation pod can say which.
 func (b *builder) exclude(pod *corev1.Pod, node, reason, msg string) {
 	b.res.Excluded = append(b.res.Excluded, Excluded{Pod: pod, Reason: reason, Message: msg})
 	b.withhold(pod, node)
+	if node == "" || b.in.IgnoredResources[GPUResource] {
+		return
+	}
+	if s, err := parseGPUShare(pod, b.in.IgnoredResources); err == nil && s.shares() && len(b.groupsOf(pod)) == 0 {
+		b.withholdAmounts(node, map[string]float64{GPUResource: float64(s.Devices())})
+	}
+}
+
+// groupsOf is the GPU groups of a pod: assumed, else from its labels.
+func (b *builder) groupsOf(pod *corev1.Pod) []string {
+	if g, ok := b.in.AssumedGroups[pod.UID]; ok {
+		return g
+	}
+	return GPUGroupsOf(pod)
 }
 
 // groupPods gathers the live pods of in.SchedulerName into their pod groups, in pod order. Pods
@@ -180,6 +240,10 @@ func (b *builder) groupPods() map[string]*groupAcc {
 			continue
 		}
 		node := nodeOf(pod, b.in.Assumed)
+		if isReservation(pod, b.in.ReservationNamespace) {
+			b.reservationPods = append(b.reservationPods, pod)
+			continue
+		}
 		if pod.Spec.SchedulerName != b.in.SchedulerName {
 			b.withhold(pod, node)
 			continue
@@ -190,6 +254,11 @@ func (b *builder) groupPods() map[string]*groupAcc {
 		if node != "" && b.nodes[node] == nil {
 			b.exclude(pod, node, ReasonUnknownNode, fmt.Sprintf("bound to node %q, which does not exist", node))
 			continue
+		}
+		if node != "" && SharesGPU(pod) {
+			for _, g := range b.groupsOf(pod) {
+				b.liveDevices[Device{Node: node, Group: g}] = true
+			}
 		}
 		attrs, err := groupOf(pod, b.in.DefaultQueue)
 		if err != nil {
@@ -250,9 +319,15 @@ func (b *builder) podGroup(name string, g *groupAcc, queues queueIndex) *arbiter
 	}
 	var oldest time.Time
 	for _, pod := range g.pods {
-		p, err := translatePod(pod, nodeOf(pod, b.in.Assumed), b.in)
+		node := nodeOf(pod, b.in.Assumed)
+		p, err := translatePod(pod, node, b.in)
 		if err != nil && reason == "" {
 			reason, msg = ReasonUnsupportedNodeAffinity, fmt.Sprintf("pod %s: %v", pod.Name, err)
+		}
+		if !b.in.IgnoredResources[GPUResource] {
+			if err := applyGPUShare(pod, p, b.nodes[node], b.in); err != nil && reason == "" {
+				reason, msg = ReasonInvalidGPUSharing, fmt.Sprintf("pod %s: %v", pod.Name, err)
+			}
 		}
 		pg.Pods = append(pg.Pods, p)
 		if ts := pod.CreationTimestamp.Time; oldest.IsZero() || ts.Before(oldest) {
@@ -270,8 +345,11 @@ func (b *builder) podGroup(name string, g *groupAcc, queues queueIndex) *arbiter
 	}
 	for i, pod := range g.pods {
 		b.res.Pods[PodKey{Group: name, Pod: pg.Pods[i].Name}] = pod
-		if pg.Pods[i].Phase == arbiterv1.PodPhase_POD_PHASE_RUNNING {
-			addTo(b.res.Allocated, g.attrs.queue, pg.Pods[i].Requests)
+		if p := pg.Pods[i]; p.Phase == arbiterv1.PodPhase_POD_PHASE_RUNNING {
+			addTo(b.res.Allocated, g.attrs.queue, p.Requests)
+			if amt := gpuAmount(p, b.nodes[p.NodeName]); amt > 0 {
+				addTo(b.res.Allocated, g.attrs.queue, map[string]float64{GPUResource: amt})
+			}
 		}
 	}
 	return pg
