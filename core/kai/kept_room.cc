@@ -47,7 +47,7 @@ const KeptRoom::Counts& KeptRoom::CountsFor(const WorkingState& state, const Pro
   Counts& counts = entry->counts;
   for (int n = 0; n < nodes; ++n) {
     if (!fresh && state.node_stamp(n) <= entry->clock) continue;
-    const int c = count(n, &free[static_cast<size_t>(n) * rn]);
+    const int c = count(n, free.data() + static_cast<size_t>(n) * rn);
     counts.total += c - counts.count[n];
     counts.count[n] = c;
   }

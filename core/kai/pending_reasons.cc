@@ -96,6 +96,9 @@ PendingReason SharingInsufficient(const Cluster& cluster, Feasibility& feasibili
   double best = 0;
   for (const auto& feasible : feasibility.FeasibleClasses(feasibility.pod_signature(pod))) {
     for (int node : feasibility.class_nodes(feasible.node_class)) {
+      // A memory pod names only the nodes whose devices could hold it.
+      const double memory = cluster.node(node).node->gpu_device_memory;
+      if (info.gpu_memory > 0 && !(memory >= static_cast<double>(info.gpu_memory))) continue;
       const double share = LargestFreeDeviceShare(state, node);
       if (best_node < 0 || share > best || (share == best && node < best_node)) {
         best_node = node;

@@ -23,8 +23,12 @@ WorkingState::WorkingState(const Cluster& cluster, const KaiFairShare& shares, N
   allocated_np_.assign(static_cast<size_t>(queues) * r_, 0.0);
   for (int q = 0; q < queues; ++q) {
     const QueueAmounts& amounts = shares.queues[q];
-    std::copy(amounts.allocated.begin(), amounts.allocated.end(), &allocated_[q * r_]);
-    std::copy(amounts.allocated_np.begin(), amounts.allocated_np.end(), &allocated_np_[q * r_]);
+    // data() + offset: with no resource the rows are empty, and [] of an empty vector is not
+    // defined.
+    std::copy(amounts.allocated.begin(), amounts.allocated.end(),
+              allocated_.data() + static_cast<size_t>(q) * r_);
+    std::copy(amounts.allocated_np.begin(), amounts.allocated_np.end(),
+              allocated_np_.data() + static_cast<size_t>(q) * r_);
   }
 
   pod_state_.assign(pods, 0);

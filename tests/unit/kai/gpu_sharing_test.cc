@@ -334,7 +334,7 @@ INSTANTIATE_TEST_SUITE_P(
                    Placement::kBinpack,
                    Placement::kSpread,
                    {"p/p-0@n0[new-0]"}}),
-    [](const ::testing::TestParamInfo<ChoiceCase>& info) { return info.param.name; });
+    [](const ::testing::TestParamInfo<ChoiceCase>& param_info) { return param_info.param.name; });
 
 // SPREAD with no whole GPU left: the emptiest active device.
 TEST(GpuSharingChoice, SpreadTakesTheEmptiestDeviceWhenNoneCanOpen) {
@@ -439,6 +439,28 @@ TEST(GpuSharingPlacement, AMemoryPodNeedsAKnownDeviceMemory) {
                       .Build();
   ScheduleResult result = RunCycle(none, AllocateOnly());
   EXPECT_THAT(Pending(result), ElementsAre("p:no-node-matches-selector"));
+}
+
+// The pending message of a memory pod names only nodes whose devices could hold it: not a node
+// with free GPUs of unknown memory.
+TEST(GpuSharingPlacement, AMemoryPodsMessageNamesOnlyNodesItCouldUse) {
+  Snapshot s = SnapshotBuilder()
+                   .Node("a", Gpus(4))
+                   .Node("b", Gpus(1))
+                   .DeviceMemory(40000)
+                   .Queue("q")
+                   .Group("r", "q")
+                   .Pod(OneCpu(), "b", PodPhase::kRunning)
+                   .GpuMemory(30000)
+                   .GpuGroups({"k"})
+                   .Group("p", "q")
+                   .Pod(OneCpu())
+                   .GpuMemory(20000)
+                   .Build();
+  ScheduleResult result = RunCycle(s, AllocateOnly());
+  EXPECT_EQ(PendingMessage(result, "p"),
+            "pod p-0 needs 20000 of GPU memory on one node; the largest free GPU device share is "
+            "0.25 on b");
 }
 
 // A gang's pods see the devices its earlier pods opened.
@@ -552,8 +574,9 @@ TEST(GpuSharingEviction, ConsolidationIsSkippedWhenNoDeviceHasRoom) {
 }
 
 // The test counts a sharing pod by its units: 0.294 takes 29 units, which the device's 29 free
-// units hold, so consolidation runs (counting 0.294 against 0.29 would skip it) and moves the
-// CPU pod that blocks the node.
+// units hold, so consolidation runs (counting 0.294 against 0.29 would skip it). The §4.7 order
+// draws r first; alone on device k, it drains it, so s opens new-0 and r, re-placed, joins s
+// there (a move: k is draining, never joinable); the CPU pod b that blocks n0 moves to n1.
 TEST(GpuSharingEviction, TheSkipTestCountsUnitsNotTheUnroundedAmount) {
   Snapshot s = SnapshotBuilder()
                    .Node("n0", {{kGpu, 1}, {"cpu", 2}})
@@ -570,8 +593,9 @@ TEST(GpuSharingEviction, TheSkipTestCountsUnitsNotTheUnroundedAmount) {
                    .GpuFraction(0.294)
                    .Build();
   ScheduleResult result = RunCycle(s, PolicyWith({Action::kAllocate, Action::kConsolidate}));
-  EXPECT_THAT(Placed(result), ElementsAre("b/b-0@n1+[]", "s/s-0@n0+[k]"));
-  EXPECT_THAT(Evictions(result), ElementsAre("b-0@n0 CONSOLIDATION for s"));
+  EXPECT_THAT(Placed(result), ElementsAre("b/b-0@n1+[]", "r/r-0@n0+[new-0]", "s/s-0@n0+[new-0]"));
+  EXPECT_THAT(Evictions(result),
+              ElementsAre("b-0@n0 CONSOLIDATION for s", "r-0@n0 CONSOLIDATION for s"));
 }
 
 }  // namespace
