@@ -575,116 +575,123 @@ NodeChoice Placer::ChooseSharingByScan(int pod) {
   return best;
 }
 
+bool Placer::WeighJoinable(SharingSearch& search, int node, double top_bands) {
+  const int gpu = cluster_.node_gpu();
+  const int pod = search.pod;
+  const double allocatable = cluster_.allocatable(node)[gpu];
+  const double free = state_.free(node, gpu);
+  const double placement = index_.spread()
+                               ? SpreadScore(free, allocatable)
+                               : BinpackScore(free, allocatable, search.min, search.max);
+  if (search.best.node >= 0 && top_bands + placement < search.best_score) return false;
+  const int8_t verdict = ClassVerdicts(pod)[feasibility_.node_class(node)];
+  if (verdict < 0 || Excluded(node)) return true;
+  if (state_.device_room(node) < cluster_.DeviceUnits(pod, node)) return true;  // J is empty
+  if (!device_binpack_ && std::floor(free) >= cluster_.pod(pod).gpu_devices) return true;
+  DeviceFit& fit = device_fit_;
+  ChooseDevices(state_, pod, node, device_binpack_, /*with_devices=*/false, &device_scratch_, &fit);
+  if (!fit.fits) return true;
+  const double score =
+      SharingScore(node, fit.joinable, fit.choice.now, verdict > 0, search.min, search.max);
+  if (Better(score, node, search.best_score, search.best.node)) {
+    search.best_score = score;
+    search.best.node = node;
+    search.best.fits_now = fit.choice.now;
+  }
+  return true;
+}
+
+void Placer::SearchJoinable(SharingSearch& search) {
+  if (!device_binpack_) {
+    for (const auto& entry : state_.joinable_nodes()) {
+      if (!WeighJoinable(search, entry.second, 100 + 50)) break;
+    }
+    return;
+  }
+  // The tree finds, in placement order, the nodes where the pod may join a device (now in the
+  // first pass); a fit now in the sharing band beats any fit once releasing pods are gone.
+  const CapacityTree& tree = state_.joinable_tree();
+  const double* requests = cluster_.node_requests(search.pod);
+  device_request_.assign(requests, requests + cluster_.num_node_resources());
+  device_request_.push_back(SmallestShare(search.pod));
+  for (bool now : {true, false}) {
+    double bound_key = -kInfinity;
+    int bound_node = -1;
+    while (true) {
+      const CapacityTree::Found found =
+          tree.FindFirst(bound_key, bound_node, kInfinity, device_request_.data(), now);
+      if (found.slot < 0) break;
+      const int node = tree.member(found.slot);
+      bound_key = found.key;
+      bound_node = node + 1;
+      if (!WeighJoinable(search, node, 200 + (now ? 100 : 0) + 50)) break;
+    }
+    if (search.best.node >= 0 && search.best.fits_now) break;
+  }
+}
+
+void Placer::SearchWholeGpus(SharingSearch& search, const std::vector<BandGroup>& groups) {
+  const int gpu = cluster_.node_gpu();
+  const ClusterPod& info = cluster_.pod(search.pod);
+  virtual_requests_.assign(cluster_.node_requests(search.pod),
+                           cluster_.node_requests(search.pod) + cluster_.num_node_resources());
+  virtual_requests_[gpu] = info.gpu_devices;
+  const std::vector<int> kept = excluded_;
+  // A memory pod cannot use a node whose devices are too small or of unknown memory: such a
+  // node found is passed over and the search runs again without it.
+  for (bool searching = true; searching;) {
+    searching = false;
+    bool found = false;
+    for (bool now : {true, false}) {
+      for (size_t g = 0; g < groups.size() && !found; ++g) {
+        const Candidate candidate =
+            SearchGroup(search.pod, static_cast<int>(g), groups[g], virtual_requests_.data(), gpu,
+                        now, search.min, search.max);
+        if (candidate.node < 0) continue;
+        found = true;
+        const double memory = cluster_.node(candidate.node).node->gpu_device_memory;
+        if (info.gpu_memory > 0 && !(memory >= static_cast<double>(info.gpu_memory))) {
+          excluded_.insert(std::upper_bound(excluded_.begin(), excluded_.end(), candidate.node),
+                           candidate.node);
+          searching = true;
+          break;
+        }
+        const double score =
+            SharingScore(candidate.node, false, now, groups[g].band >= 50, search.min, search.max);
+        if (Better(score, candidate.node, search.best_score, search.best.node)) {
+          search.best_score = score;
+          search.best.node = candidate.node;
+          search.best.fits_now = now;
+        }
+      }
+      if (found) break;
+    }
+  }
+  excluded_ = kept;
+}
+
 NodeChoice Placer::ChooseSharing(int pod) {
   const int gpu = cluster_.node_gpu();
   if (gpu < 0) return NodeChoice{};  // no node has GPUs: no device exists or can open
   if (reference_) return ChooseSharingByScan(pod);
   const std::vector<BandGroup>& groups = Bands(pod);
-  double min = kInfinity;
-  double max = -kInfinity;
-  if (!index_.spread()) KeyRange(BandsSlot(pod), groups, gpu, &min, &max);
-  NodeChoice best;
-  double best_score = 0;
-  DeviceFit& fit = device_fit_;
-  const ClusterPod& info = cluster_.pod(pod);
+  SharingSearch search;
+  search.pod = pod;
+  if (!index_.spread()) KeyRange(BandsSlot(pod), groups, gpu, &search.min, &search.max);
   // 1. Where the device choice can differ from a pod asking d whole GPUs (and its other
   // requests): nodes with a joinable device. Under BINPACK they form the sharing band, above
   // every other node; under SPREAD new devices come first, so only nodes with fewer than d whole
   // GPUs free differ (a pod asking d whole GPUs fits none of them). The nodes come in placement
   // order: once even the best bands cannot lift a node above the best found, none after can.
-  const std::vector<int8_t>& verdicts = ClassVerdicts(pod);
-  // Weighs one node of step 1; false when no later node in placement order can score more than
-  // the best found, even in the best bands (`top_bands`).
-  const auto weigh = [&](int node, double top_bands) {
-    const double allocatable = cluster_.allocatable(node)[gpu];
-    const double free = state_.free(node, gpu);
-    const double placement = index_.spread() ? SpreadScore(free, allocatable)
-                                             : BinpackScore(free, allocatable, min, max);
-    if (best.node >= 0 && top_bands + placement < best_score) return false;
-    const int8_t verdict = verdicts[feasibility_.node_class(node)];
-    if (verdict < 0 || Excluded(node)) return true;
-    if (state_.device_room(node) < cluster_.DeviceUnits(pod, node)) return true;  // J is empty
-    if (!device_binpack_ && std::floor(free) >= info.gpu_devices) return true;
-    ChooseDevices(state_, pod, node, device_binpack_, /*with_devices=*/false, &device_scratch_,
-                  &fit);
-    if (!fit.fits) return true;
-    const double score = SharingScore(node, fit.joinable, fit.choice.now, verdict > 0, min, max);
-    if (Better(score, node, best_score, best.node)) {
-      best_score = score;
-      best.node = node;
-      best.fits_now = fit.choice.now;
-    }
-    return true;
-  };
-  if (device_binpack_) {
-    // The tree finds, in placement order, the nodes where the pod may join a device (now in the
-    // first pass); a fit now in the sharing band beats any fit once releasing pods are gone.
-    const CapacityTree& tree = state_.joinable_tree();
-    const double* requests = cluster_.node_requests(pod);
-    device_request_.assign(requests, requests + cluster_.num_node_resources());
-    device_request_.push_back(SmallestShare(pod));
-    for (bool now : {true, false}) {
-      double bound_key = -kInfinity;
-      int bound_node = -1;
-      while (true) {
-        const CapacityTree::Found found =
-            tree.FindFirst(bound_key, bound_node, kInfinity, device_request_.data(), now);
-        if (found.slot < 0) break;
-        const int node = tree.member(found.slot);
-        bound_key = found.key;
-        bound_node = node + 1;
-        if (!weigh(node, 200 + (now ? 100 : 0) + 50)) break;
-      }
-      if (best.node >= 0 && best.fits_now) break;
-    }
-  } else {
-    for (const auto& entry : state_.joinable_nodes()) {
-      if (!weigh(entry.second, 100 + 50)) break;
-    }
-  }
+  SearchJoinable(search);
   // 2. Elsewhere the pod takes d new devices, as a pod asking d whole GPUs takes the node's pool:
   // the trees find the best such node. Under BINPACK a node of step 1 is better still.
-  if (!(device_binpack_ && best.node >= 0)) {
-    virtual_requests_.assign(cluster_.node_requests(pod),
-                             cluster_.node_requests(pod) + cluster_.num_node_resources());
-    virtual_requests_[gpu] = info.gpu_devices;
-    const std::vector<int> kept = excluded_;
-    // A memory pod cannot use a node whose devices are too small or of unknown memory: such a
-    // node found is passed over and the search runs again without it.
-    for (bool searching = true; searching;) {
-      searching = false;
-      bool found = false;
-      for (bool now : {true, false}) {
-        for (size_t g = 0; g < groups.size() && !found; ++g) {
-          const Candidate candidate = SearchGroup(pod, static_cast<int>(g), groups[g],
-                                                  virtual_requests_.data(), gpu, now, min, max);
-          if (candidate.node < 0) continue;
-          found = true;
-          const Node& node = *cluster_.node(candidate.node).node;
-          if (info.gpu_memory > 0 &&
-              !(node.gpu_device_memory >= static_cast<double>(info.gpu_memory))) {
-            excluded_.insert(std::upper_bound(excluded_.begin(), excluded_.end(), candidate.node),
-                             candidate.node);
-            searching = true;
-            break;
-          }
-          const double score =
-              SharingScore(candidate.node, false, now, groups[g].band >= 50, min, max);
-          if (Better(score, candidate.node, best_score, best.node)) {
-            best_score = score;
-            best.node = candidate.node;
-            best.fits_now = now;
-          }
-        }
-        if (found) break;
-      }
-    }
-    excluded_ = kept;
-  }
+  if (!(device_binpack_ && search.best.node >= 0)) SearchWholeGpus(search, groups);
+  NodeChoice& best = search.best;
   if (best.node >= 0) {
     ChooseDevices(state_, pod, best.node, device_binpack_, /*with_devices=*/true, &device_scratch_,
-                  &fit);
-    best.devices = fit.choice;
+                  &device_fit_);
+    best.devices = device_fit_.choice;
   }
   return best;
 }

@@ -87,6 +87,20 @@ class Placer {
   // later one can score more; the others through the trees, as a pod asking d whole GPUs (where
   // the device choice is the same).
   NodeChoice ChooseSharing(int pod);
+  // ChooseSharing's search so far: the pod, binpack's score range, the best node and its score.
+  struct SharingSearch {
+    int pod = -1;
+    double min = std::numeric_limits<double>::infinity();
+    double max = -std::numeric_limits<double>::infinity();
+    NodeChoice best;
+    double best_score = 0;
+  };
+  // Step 1: weighs one node with a joinable device; false when no later node in placement order
+  // can score more than the best found, even in the best bands (`top_bands`).
+  bool WeighJoinable(SharingSearch& search, int node, double top_bands);
+  void SearchJoinable(SharingSearch& search);
+  // Step 2: the best node for the pod as one asking d whole GPUs, through the trees.
+  void SearchWholeGpus(SharingSearch& search, const std::vector<BandGroup>& groups);
   // §4.13.4 as written: every feasible node weighed on its own. O(feasible nodes · devices).
   NodeChoice ChooseSharingByScan(int pod);
   // Per node class, for `pod`'s signature: -1 infeasible, 0 feasible, 1 feasible and preferred.
