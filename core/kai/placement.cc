@@ -507,7 +507,7 @@ const std::vector<int8_t>& Placer::ClassVerdicts(int pod) {
   return verdicts;
 }
 
-double Placer::SmallestShare(int pod) {
+double Placer::SmallestShare(int pod) const {
   // The least share of one device the pod needs on any node: u / M_n over the nodes' distinct
   // device units (a memory pod: its memory over the largest known device memory).
   const ClusterPod& info = cluster_.pod(pod);

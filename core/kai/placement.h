@@ -51,6 +51,11 @@ class Placer {
 
   const WorkingState& state() const { return state_; }
 
+  // A lower bound on u(p, n) / M_n over every node for a pod that shares (joinable_tree's device
+  // column, and the count bound of solver_bounds.h): each node's own share is at least this, as
+  // divisions round monotonically.
+  double SmallestShare(int pod) const;
+
   // §4.13.3's DP: true for BINPACK (the default), false for SPREAD.
   void SetDeviceBinpack(bool binpack) { device_binpack_ = binpack; }
   // CycleHooks::reference_search: a pod that shares weighs every feasible node on its own
@@ -105,9 +110,6 @@ class Placer {
   NodeChoice ChooseSharingByScan(int pod);
   // Per node class, for `pod`'s signature: -1 infeasible, 0 feasible, 1 feasible and preferred.
   const std::vector<int8_t>& ClassVerdicts(int pod);
-  // A lower bound on u(p, n) / M_n over every node, the device column of joinable_tree's
-  // requests: each node's own share is at least this, as divisions round monotonically.
-  double SmallestShare(int pod);
   // §4.13.4's score of a sharing pod on `node`.
   double SharingScore(int node, bool joinable, bool now, bool preferred, double min,
                       double max) const;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/kai/gpu_devices.h"
+
 namespace arbiter::kai {
 
 std::vector<double> SumRequests(const Cluster& cluster, const int* pods, int count) {
@@ -21,18 +23,30 @@ namespace {
 // units: a device drains, and gives the pool one GPU, only when every unit on it is evicted, and
 // then its victims' parts add up to 1 (§4.13.5; an upper bound, since parts of devices that do
 // not drain count too). The working state must be the one the tries start from.
-void AddVictimRoom(const WorkingState& state, int pod, double* row) {
+//
+// For a part that shares (`sharing`), the G column counts device room in GPUs (§4.13.5's room):
+// a sharing victim also frees its units on each of its devices, units / M_n.
+void AddVictimRoom(const WorkingState& state, int pod, bool sharing, double* row) {
   const Cluster& cluster = state.cluster();
   const double* requests = cluster.node_requests(pod);
   for (int k = 0; k < cluster.num_node_resources(); ++k) row[k] += requests[k];
   const ClusterPod& info = cluster.pod(pod);
   if (!info.shares() || cluster.node_gpu() < 0) return;
-  const double units = static_cast<double>(cluster.DeviceUnits(pod, state.pod_node(pod)));
+  const int node = state.pod_node(pod);
+  const double units = static_cast<double>(cluster.DeviceUnits(pod, node));
+  const double device_units = static_cast<double>(cluster.node(node).device_units);
   for (int j = 0; j < info.gpu_devices; ++j) {
     const int64_t used = state.device_used(state.pod_device(pod, j));
     // The slack keeps a drained device's parts at 1 or more whatever their rounding.
     row[cluster.node_gpu()] += used > 0 ? units / static_cast<double>(used) + 1e-9 : 1.0;
+    if (sharing) row[cluster.node_gpu()] += units / device_units + 1e-9;
   }
+}
+
+// Whether two pods that share ask for the same devices and units on every node.
+bool SameShare(const ClusterPod& a, const ClusterPod& b) {
+  return a.gpu_devices == b.gpu_devices && a.gpu_fraction == b.gpu_fraction &&
+         a.gpu_memory == b.gpu_memory;
 }
 
 // How many pods of `node_requests` fit in `free` (both over the rn node resources), capped at
@@ -73,13 +87,23 @@ RoomBound::RoomBound(Session& session, const Unit& unit, int part,
   bool requests_something = false;
   for (int r = 0; r < r_count; ++r) requests_something |= requests[r] > 0;
   if (!requests_something) return;
-  // A pod that shares counts in device units, which the pool's rows do not hold (§4.13.5): no
-  // count bound for its part.
-  for (int k = 0; k < part; ++k) {
-    if (cluster.pod(unit.pods[k]).shares()) return;
+  // A part that shares counts G in GPUs of room (§4.13.5): the pool's free GPUs plus each active
+  // device's free share, and needs at least d times the smallest share of a device the pod takes
+  // on any node. The reference formulation counts no bound for it.
+  sharing_ = cluster.pod(pod).shares();
+  for (int k = 1; k < part; ++k) {
+    const ClusterPod& other = cluster.pod(unit.pods[k]);
+    if (other.shares() != sharing_ || (sharing_ && !SameShare(other, cluster.pod(pod)))) return;
   }
+  if (sharing_ && (session_.reference_search() || cluster.node_gpu() < 0)) return;
   counted_ = true;
   pod_ = pod;
+  if (sharing_) {
+    const double* node_requests = cluster.node_requests(pod);
+    sharing_requests_.assign(node_requests, node_requests + rn_count);
+    sharing_requests_[cluster.node_gpu()] =
+        cluster.pod(pod).gpu_devices * session_.placer().SmallestShare(pod);
+  }
   off_nodes_ = cluster.pod(pod).requests_off_nodes;
   feasible_class_.assign(feasibility.num_classes(), false);
   for (const auto& c : feasibility.FeasibleClasses(feasibility.pod_signature(pod))) {
@@ -95,16 +119,29 @@ RoomBound::RoomBound(Session& session, const Unit& unit, int part,
       chosen_pods.push_back(p);
       const int node = state.pod_node(p);
       chosen_nodes.push_back(node);
-      AddVictimRoom(state, p, &base_free_[node * rn_count]);
+      AddVictimRoom(state, p, sharing_, &base_free_[node * rn_count]);
     }
   }
-  // The kept counts hold PodsOn over the state's rows on every node; only R's nodes differ.
+  // A sharing part: the nodes with devices add their devices' free shares to G, with slack
+  // against rounding (a bound may only count too much room).
+  std::vector<int> device_nodes;
+  if (sharing_) {
+    for (int node : state.device_nodes()) {
+      base_free_[node * rn_count + cluster.node_gpu()] += DeviceRoom(state, node) + 1e-6;
+      device_nodes.push_back(node);
+    }
+  }
+  // The kept counts hold PodsOn over the state's rows on every node; only R's nodes (and a
+  // sharing part's device nodes) differ.
+  std::vector<double> profile_requests(requests, requests + r_count);
+  if (sharing_) profile_requests[cluster.gpu()] = sharing_requests_[cluster.node_gpu()];
   const KeptRoom::Profile profile{feasibility.pod_signature(pod), part,
-                                  std::vector<double>(requests, requests + r_count)};
+                                  std::move(profile_requests)};
   const KeptRoom::Counts& counts = kept.CountsFor(
       state, profile, [this](int node, const double* free) { return PodsOn(node, free); });
   base_count_ = counts.count;
   base_total_ = counts.total;
+  chosen_nodes.insert(chosen_nodes.end(), device_nodes.begin(), device_nodes.end());
   std::sort(chosen_nodes.begin(), chosen_nodes.end());
   chosen_nodes.erase(std::unique(chosen_nodes.begin(), chosen_nodes.end()), chosen_nodes.end());
   for (int n : chosen_nodes) {
@@ -164,7 +201,7 @@ void RoomBound::CountWithAllVictims(const std::function<bool(int group)>& eligib
         std::copy(&base_free_[node * rn_count], &base_free_[node * rn_count] + rn_count, row);
         scratch_.count[node] = base_count_[node];
       }
-      AddVictimRoom(state, p, row);
+      AddVictimRoom(state, p, sharing_, row);
       if (scratch_.dirty[node] == 0) {
         scratch_.dirty[node] = 1;
         dirty_nodes.push_back(node);
@@ -196,8 +233,8 @@ int RoomBound::PodsOn(int node, const double* free) const {
       !feasible_class_[session_.feasibility().node_class(node)]) {
     return 0;
   }
-  return PodsThatFit(cluster.node_requests(pod_), off_nodes_, free, cluster.num_node_resources(),
-                     part_);
+  const double* requests = sharing_ ? sharing_requests_.data() : cluster.node_requests(pod_);
+  return PodsThatFit(requests, off_nodes_, free, cluster.num_node_resources(), part_);
 }
 
 void RoomBound::AddDrawn(const EvictionUnit& victim, const std::vector<int>& nodes) {
@@ -207,7 +244,7 @@ void RoomBound::AddDrawn(const EvictionUnit& victim, const std::vector<int>& nod
   const WorkingState& state = session_.state();
   const int rn_count = cluster.num_node_resources();
   for (int pod : victim.pods) {
-    AddVictimRoom(state, pod, &drawn_free_[state.pod_node(pod) * rn_count]);
+    AddVictimRoom(state, pod, sharing_, &drawn_free_[state.pod_node(pod) * rn_count]);
   }
   for (int node : nodes) {
     const int count = PodsOn(node, &drawn_free_[node * rn_count]);
@@ -269,7 +306,7 @@ void RoomBound::Fold(int node, const std::vector<int>& indices,
                          &base_free_[other * rn_count] + rn_count);
       }
       const int row = scratch_.slot[other];
-      AddVictimRoom(state, p, &row_free_[static_cast<size_t>(row) * rn_count]);
+      AddVictimRoom(state, p, sharing_, &row_free_[static_cast<size_t>(row) * rn_count]);
       touched.push_back(row);
     }
   }

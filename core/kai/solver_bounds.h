@@ -68,12 +68,14 @@ class RoomBound {
   Session& session_;
   RoomScratch& scratch_;
   int part_;
-  bool counted_ = false;              // the part's pods are identical and request something
-  int pod_ = -1;                      // the part's (identical) pod
-  bool off_nodes_ = false;            // it requests a resource outside R_n: fits nowhere
-  std::vector<bool> feasible_class_;  // per node class
-  std::vector<double> base_free_;     // nodes × R_n: free once R is evicted
-  std::vector<int> base_count_;       // per node: pods that fit in base_free_
+  bool counted_ = false;                  // the part's pods are identical and request something
+  bool sharing_ = false;                  // they share GPUs: G counts GPUs of device room
+  std::vector<double> sharing_requests_;  // a sharing part's pod over R_n, G its least share
+  int pod_ = -1;                          // the part's (identical) pod
+  bool off_nodes_ = false;                // it requests a resource outside R_n: fits nowhere
+  std::vector<bool> feasible_class_;      // per node class
+  std::vector<double> base_free_;         // nodes × R_n: free once R is evicted
+  std::vector<int> base_count_;           // per node: pods that fit in base_free_
   int base_total_ = 0;
   int with_all_victims_ = 0;  // pods that fit once every eligible victim is evicted, or at least
                               // the part when that many do
