@@ -75,35 +75,10 @@ RoomBound::RoomBound(Session& session, const Unit& unit, int part,
   const int r_count = cluster.num_resources();
   const int pod = unit.pods[0];
   const double* requests = cluster.requests(pod);
-  // Room is counted over the node resources; a pod that requests another fits nowhere.
   const int rn_count = cluster.num_node_resources();
-  for (int k = 1; k < part; ++k) {
-    const int other = unit.pods[k];
-    if (feasibility.pod_signature(other) != feasibility.pod_signature(pod) ||
-        !std::equal(requests, requests + r_count, cluster.requests(other))) {
-      return;  // not identical: no count bound
-    }
-  }
-  bool requests_something = false;
-  for (int r = 0; r < r_count; ++r) requests_something |= requests[r] > 0;
-  if (!requests_something) return;
-  // A part that shares counts G in GPUs of room (§4.13.5): the pool's free GPUs plus each active
-  // device's free share, and needs at least d times the smallest share of a device the pod takes
-  // on any node. The reference formulation counts no bound for it.
-  sharing_ = cluster.pod(pod).shares();
-  for (int k = 1; k < part; ++k) {
-    const ClusterPod& other = cluster.pod(unit.pods[k]);
-    if (other.shares() != sharing_ || (sharing_ && !SameShare(other, cluster.pod(pod)))) return;
-  }
-  if (sharing_ && (session_.reference_search() || cluster.node_gpu() < 0)) return;
+  if (!Countable(unit, part)) return;
   counted_ = true;
   pod_ = pod;
-  if (sharing_) {
-    const double* node_requests = cluster.node_requests(pod);
-    sharing_requests_.assign(node_requests, node_requests + rn_count);
-    sharing_requests_[cluster.node_gpu()] =
-        cluster.pod(pod).gpu_devices * session_.placer().SmallestShare(pod);
-  }
   off_nodes_ = cluster.pod(pod).requests_off_nodes;
   feasible_class_.assign(feasibility.num_classes(), false);
   for (const auto& c : feasibility.FeasibleClasses(feasibility.pod_signature(pod))) {
@@ -122,15 +97,7 @@ RoomBound::RoomBound(Session& session, const Unit& unit, int part,
       AddVictimRoom(state, p, sharing_, &base_free_[node * rn_count]);
     }
   }
-  // A sharing part: the nodes with devices add their devices' free shares to G, with slack
-  // against rounding (a bound may only count too much room).
-  std::vector<int> device_nodes;
-  if (sharing_) {
-    for (int node : state.device_nodes()) {
-      base_free_[node * rn_count + cluster.node_gpu()] += DeviceRoom(state, node) + 1e-6;
-      device_nodes.push_back(node);
-    }
-  }
+  const std::vector<int> device_nodes = AddDeviceRoom();
   // The kept counts hold PodsOn over the state's rows on every node; only R's nodes (and a
   // sharing part's device nodes) differ.
   std::vector<double> profile_requests(requests, requests + r_count);
@@ -153,6 +120,57 @@ RoomBound::RoomBound(Session& session, const Unit& unit, int part,
   drawn_free_ = base_free_;
   drawn_count_ = base_count_;
   drawn_total_ = base_total_;
+}
+
+bool RoomBound::Countable(const Unit& unit, int part) {
+  const Cluster& cluster = session_.cluster();
+  const Feasibility& feasibility = session_.feasibility();
+  const int r_count = cluster.num_resources();
+  const int pod = unit.pods[0];
+  const double* requests = cluster.requests(pod);
+  // Room is counted over the node resources; a pod that requests another fits nowhere.
+  for (int k = 1; k < part; ++k) {
+    const int other = unit.pods[k];
+    if (feasibility.pod_signature(other) != feasibility.pod_signature(pod) ||
+        !std::equal(requests, requests + r_count, cluster.requests(other))) {
+      return false;  // not identical: no count bound
+    }
+  }
+  bool requests_something = false;
+  for (int r = 0; r < r_count; ++r) requests_something |= requests[r] > 0;
+  if (!requests_something) return false;
+  // A part that shares counts G in GPUs of room (§4.13.5): the pool's free GPUs plus each active
+  // device's free share, and needs at least d times the smallest share of a device the pod takes
+  // on any node. The reference formulation counts no bound for it.
+  sharing_ = cluster.pod(pod).shares();
+  for (int k = 1; k < part; ++k) {
+    const ClusterPod& other = cluster.pod(unit.pods[k]);
+    if (other.shares() != sharing_ || (sharing_ && !SameShare(other, cluster.pod(pod)))) {
+      return false;
+    }
+  }
+  if (!sharing_) return true;
+  if (session_.reference_search() || cluster.node_gpu() < 0) return false;
+  const double* node_requests = cluster.node_requests(pod);
+  sharing_requests_.assign(node_requests, node_requests + cluster.num_node_resources());
+  sharing_requests_[cluster.node_gpu()] =
+      cluster.pod(pod).gpu_devices * session_.placer().SmallestShare(pod);
+  return true;
+}
+
+std::vector<int> RoomBound::AddDeviceRoom() {
+  // The nodes with devices add their devices' free shares to G, with slack against rounding (a
+  // bound may only count too much room).
+  std::vector<int> device_nodes;
+  if (!sharing_) return device_nodes;
+  const Cluster& cluster = session_.cluster();
+  const WorkingState& state = session_.state();
+  const int rn_count = cluster.num_node_resources();
+  for (int node : state.device_nodes()) {
+    base_free_[node * rn_count + cluster.node_gpu()] += DeviceRoom(state, node) + 1e-6;
+    device_nodes.push_back(node);
+  }
+  return device_nodes;
 }
 
 void RoomBound::CountWithAllVictims(const std::function<bool(int group)>& eligible,

@@ -59,6 +59,12 @@ class RoomBound {
   // R: `chosen_pods`) is evicted too, or any count of at least the part once it is reached.
   void CountWithAllVictims(const std::function<bool(int group)>& eligible,
                            const std::vector<int>& chosen_pods);
+  // Whether the first `part` pods of `unit` are identical and request something (a part that
+  // shares: the same share of the same devices), so that a count bounds them; sets sharing_.
+  bool Countable(const Unit& unit, int part);
+  // A part that shares: adds each device node's free device share to its base row's G, and
+  // returns those nodes.
+  std::vector<int> AddDeviceRoom();
   // Sizes the scratch rows to the cluster's nodes the first time.
   void PrepareScratch();
   // How many of the part's pods fit in `free` (R_n values) on `node`: 0 where the pod may not go
