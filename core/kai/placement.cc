@@ -575,14 +575,19 @@ NodeChoice Placer::ChooseSharingByScan(int pod) {
   return best;
 }
 
+double Placer::SharingPlacement(const SharingSearch& search, int node) const {
+  const int gpu = cluster_.node_gpu();
+  const double allocatable = cluster_.allocatable(node)[gpu];
+  const double free = state_.free(node, gpu);
+  return index_.spread() ? SpreadScore(free, allocatable)
+                         : BinpackScore(free, allocatable, search.min, search.max);
+}
+
 bool Placer::WeighJoinable(SharingSearch& search, int node, double top_bands) {
   const int gpu = cluster_.node_gpu();
   const int pod = search.pod;
-  const double allocatable = cluster_.allocatable(node)[gpu];
   const double free = state_.free(node, gpu);
-  const double placement = index_.spread()
-                               ? SpreadScore(free, allocatable)
-                               : BinpackScore(free, allocatable, search.min, search.max);
+  const double placement = SharingPlacement(search, node);
   if (search.best.node >= 0 && top_bands + placement < search.best_score) return false;
   const int8_t verdict = ClassVerdicts(pod)[feasibility_.node_class(node)];
   if (verdict < 0 || Excluded(node)) return true;
@@ -624,7 +629,15 @@ void Placer::SearchJoinable(SharingSearch& search) {
       const int node = tree.member(found.slot);
       bound_key = found.key;
       bound_node = node + 1;
-      if (!WeighJoinable(search, node, 200 + (now ? 100 : 0) + 50)) break;
+      const double top_bands = 200 + (now ? 100 : 0) + 50;
+      if (!WeighJoinable(search, node, top_bands)) break;
+      // The nodes left with this key come after `node` and score at most what this key allows in
+      // the best bands: when that does not exceed a best at or before `node`, none of them wins
+      // (a tie goes to the smaller node), and the search goes on at the next key.
+      if (search.best.node >= 0 && search.best.node <= node &&
+          top_bands + SharingPlacement(search, node) <= search.best_score) {
+        bound_node = std::numeric_limits<int>::max();
+      }
     }
     if (search.best.node >= 0 && search.best.fits_now) break;
   }

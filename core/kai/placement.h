@@ -103,6 +103,8 @@ class Placer {
   // Step 1: weighs one node with a joinable device; false when no later node in placement order
   // can score more than the best found, even in the best bands (`top_bands`).
   bool WeighJoinable(SharingSearch& search, int node, double top_bands);
+  // The placement score (0-9 band) of `node` for the search's pod.
+  double SharingPlacement(const SharingSearch& search, int node) const;
   void SearchJoinable(SharingSearch& search);
   // Step 2: the best node for the pod as one asking d whole GPUs, through the trees.
   void SearchWholeGpus(SharingSearch& search, const std::vector<BandGroup>& groups);
