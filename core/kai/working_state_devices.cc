@@ -5,7 +5,10 @@
 #include <limits>
 #include <string>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "core/kai/working_state.h"
 
 namespace arbiter::kai {
@@ -144,16 +147,28 @@ void WorkingState::TakeDevices(int pod, int node, const DeviceChoice& choice, bo
 int WorkingState::OpenDevice(int node, int64_t units, bool pipelined) {
   // The pool gives one whole GPU, as it gives a pod's request of 1 (§4.1).
   OccupyNode(node, gpu_unit_.data(), pipelined);
-  // The key: new-<j>, the smallest j no device on the node has.
+  // The key: new-<j>, the smallest j no device on the node has. The j of every existing key of
+  // that form, sorted, give it in O(devices · log devices).
   std::vector<int>& slots = node_devices_[node];
-  const auto taken = [&](const std::string& key) {
-    return std::any_of(slots.begin(), slots.end(), [&](int slot) {
-      const DeviceSlot& device = devices_[slot];
-      return (device.used > 0 || device.releasing > 0) && device.key == key;
-    });
-  };
-  int j = 0;
-  while (taken(absl::StrCat("new-", j))) ++j;
+  std::vector<int64_t> taken;
+  for (int slot : slots) {
+    const DeviceSlot& device = devices_[slot];
+    if (device.used == 0 && device.releasing == 0) continue;
+    absl::string_view key = device.key;
+    // Only the canonical decimal form names j ("new-01" is another key than "new-1").
+    if (!absl::ConsumePrefix(&key, "new-") || key.empty() || key.size() > 18 ||
+        (key.size() > 1 && key[0] == '0') || key.find_first_not_of("0123456789") != key.npos) {
+      continue;
+    }
+    int64_t number = 0;
+    if (absl::SimpleAtoi(key, &number)) taken.push_back(number);
+  }
+  std::sort(taken.begin(), taken.end());
+  int64_t j = 0;
+  for (int64_t number : taken) {
+    if (number == j) ++j;
+    if (number > j) break;
+  }
   int free_slot = -1;
   for (int slot : slots) {
     const DeviceSlot& device = devices_[slot];

@@ -245,6 +245,30 @@ TEST(GpuSharingDevices, NewDevicesTakeTheSmallestFreeName) {
   EXPECT_THAT(Placed(result), ElementsAre("p/p-0@n0[new-1,new-2]"));
 }
 
+// Only keys of the form new-<j> in decimal name a j: "new-01" is another key, so the first
+// device opened beside new-0, new-01 and new-2 is new-1, the next new-3.
+TEST(GpuSharingDevices, OnlyCanonicalNewKeysTakeAName) {
+  Snapshot s = SnapshotBuilder()
+                   .Node("n0", Gpus(5))
+                   .Queue("q")
+                   .Group("r", "q")
+                   .Pod(OneCpu(), "n0", PodPhase::kRunning)
+                   .GpuFraction(0.9)
+                   .GpuGroups({"new-0"})
+                   .Pod(OneCpu(), "n0", PodPhase::kRunning)
+                   .GpuFraction(0.9)
+                   .GpuGroups({"new-01"})
+                   .Pod(OneCpu(), "n0", PodPhase::kRunning)
+                   .GpuFraction(0.9)
+                   .GpuGroups({"new-2"})
+                   .Group("p", "q")
+                   .Pod(OneCpu())
+                   .GpuFraction(0.5)
+                   .GpuDevices(2)
+                   .Build();
+  EXPECT_THAT(Placed(RunCycle(s, AllocateOnly())), ElementsAre("p/p-0@n0[new-1,new-3]"));
+}
+
 // A draining device (only releasing pods) counts as releasing in the pool: a whole-GPU pod
 // pipelines onto it, and no sharing pod joins it.
 TEST(GpuSharingDevices, AWholeGpuPodPipelinesOntoADrainingDevice) {
