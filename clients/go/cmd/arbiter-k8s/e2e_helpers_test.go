@@ -457,6 +457,19 @@ func (b bindingLog) pods(names []string) []string {
 // answer is an error. It returns the number of 409s.
 func (b bindingLog) checkEachBoundOnce(t *testing.T, names []string, users ...string) int {
 	t.Helper()
+	return b.checkBoundOnce(t, names, false, users...)
+}
+
+// checkEachBoundOnceAcrossKill is checkEachBoundOnce for a run in which a scheduler was killed:
+// a binding in flight at the kill is answered 504 (the API server's answer to a request whose
+// client went away), which is allowed and logged. Every pod still needs exactly one success.
+func (b bindingLog) checkEachBoundOnceAcrossKill(t *testing.T, names []string, users ...string) int {
+	t.Helper()
+	return b.checkBoundOnce(t, names, true, users...)
+}
+
+func (b bindingLog) checkBoundOnce(t *testing.T, names []string, killed bool, users ...string) int {
+	t.Helper()
 	allowed := map[string]bool{}
 	for _, u := range users {
 		allowed[u] = true
@@ -471,6 +484,8 @@ func (b bindingLog) checkEachBoundOnce(t *testing.T, names []string, users ...st
 			case e.Code == http.StatusConflict:
 				conflicts++
 				t.Logf("pod %s: binding by %s answered 409 Conflict (bound already)", p, e.User)
+			case killed && e.Code == http.StatusGatewayTimeout:
+				t.Logf("pod %s: binding by %s answered 504 (in flight when its scheduler was killed)", p, e.User)
 			case e.Code != http.StatusCreated:
 				t.Errorf("pod %s: binding by %s answered %d", p, e.User, e.Code)
 			case !allowed[e.User]:

@@ -369,7 +369,7 @@ func TestRestartMidCycleLosesNoPodAndBindsNoneTwice(t *testing.T) {
 	c.waitBound(t, all, 45*time.Second)
 	t.Logf("all %d pods bound %v after the restart (the old Lease had to expire first)", len(all), time.Since(restarted).Round(time.Millisecond))
 	b := c.bindings(t)
-	conflicts := b.checkEachBoundOnce(t, all, user.Name)
+	conflicts := b.checkEachBoundOnceAcrossKill(t, all, user.Name)
 	t.Logf("%d pods bound, each exactly once; %d conflicts (409)", len(all), conflicts)
 
 	var after *usage.Ledger
