@@ -1,6 +1,7 @@
 // The working state of a cycle (SEMANTICS.md §4.1) and its statements: rollback restores every
 // value exactly, statements nest, evictions move requests from used to releasing.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/kai/kai_fair_share.h"
@@ -54,7 +55,9 @@ std::string Dump(const Cluster& cluster, const WorkingState& state) {
 }
 
 struct Fixture {
-  Snapshot snapshot = Cluster3();
+  Fixture() : Fixture(Cluster3()) {}
+  explicit Fixture(Snapshot built) : snapshot(std::move(built)) {}
+  Snapshot snapshot;
   KaiFairShare shares = ::arbiter::testing::KaiFairShareOf(snapshot, Policy{});
   Session session{shares};
   const Cluster& cluster = session.cluster();
@@ -182,11 +185,9 @@ std::string DumpDevices(const Cluster& cluster, const WorkingState& state) {
 }
 
 TEST(WorkingStateDevices, RollbackRestoresDevicesAndThePoolExactly) {
-  Snapshot snapshot = SharingCluster();
-  KaiFairShare shares = ::arbiter::testing::KaiFairShareOf(snapshot, Policy{});
-  Session session{shares};
-  const Cluster& cluster = session.cluster();
-  WorkingState& state = session.state();
+  Fixture f(SharingCluster());
+  const Cluster& cluster = f.cluster;
+  WorkingState& state = f.state;
   const int gpu = cluster.node_gpu();
   // One active device: the pool has 1 used; the releasing quarter stays on the device.
   EXPECT_EQ(state.idle(0, gpu), 1);
@@ -208,11 +209,9 @@ TEST(WorkingStateDevices, RollbackRestoresDevicesAndThePoolExactly) {
 // Evicting the last running pod of a device drains it: one GPU moves from used to releasing in
 // the pool; restoring it makes it active again.
 TEST(WorkingStateDevices, AnEvictionThatEmptiesADeviceDrainsIt) {
-  Snapshot snapshot = SharingCluster();
-  KaiFairShare shares = ::arbiter::testing::KaiFairShareOf(snapshot, Policy{});
-  Session session{shares};
-  const Cluster& cluster = session.cluster();
-  WorkingState& state = session.state();
+  Fixture f(SharingCluster());
+  const Cluster& cluster = f.cluster;
+  WorkingState& state = f.state;
   const int gpu = cluster.node_gpu();
   const int run_pod = cluster.group(1).first_pod;
   ASSERT_EQ(state.pod_state(run_pod), PodState::kRunning);
