@@ -123,7 +123,6 @@ void Cluster::AddSharing(
   pod.gpu_fraction = source_pod.gpu_fraction.value_or(0);
   pod.gpu_memory = static_cast<int64_t>(source_pod.gpu_memory.value_or(0));
   pod.requests_gpu = true;
-  sharing_devices_requested_ += pod.gpu_devices;
   // Node accounting never sees the pod's G amount: its devices hold its share (§4.13.1).
   const size_t rn_count = node_resources_.size();
   if (node_gpu_ >= 0) node_requests_[(pods_.size() - 1) * rn_count + node_gpu_] = 0;

@@ -133,9 +133,6 @@ class Cluster {
   int num_input_devices() const { return static_cast<int>(device_key_.size()); }
   const std::string& device_key(int device) const { return *device_key_[device]; }
   int pod_device(int index) const { return pod_device_[index]; }
-  // Total devices the sharing pods ask for (Σ d), an upper bound on the devices a cycle opens
-  // per node.
-  int64_t sharing_devices_requested() const { return sharing_devices_requested_; }
   // The nodes' distinct device units (M_n), ascending, and the largest known gpu_device_memory
   // (0 when none is known).
   const std::vector<int64_t>& distinct_device_units() const { return distinct_device_units_; }
@@ -178,7 +175,6 @@ class Cluster {
   std::vector<double> requests_;       // num_pods × R
   std::vector<double> node_requests_;  // num_pods × R_n
   bool any_sharing_ = false;
-  int64_t sharing_devices_requested_ = 0;
   std::vector<const std::string*> device_key_;  // per input device
   std::vector<int> pod_device_;                 // per (sharing pod on a node, device)
   std::vector<int64_t> distinct_device_units_;
