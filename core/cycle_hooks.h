@@ -40,6 +40,10 @@ struct CycleHooks {
   // feasible node on its own (SEMANTICS.md §4.13.4 as written). Same answers, slower: for the
   // test that proves the two agree.
   bool reference_search = false;
+  // Makes every try of the victim search that the room and quota bounds would skip
+  // (core/kai/solver_bounds.h). Same answers, slower: for the test that proves the bounds skip
+  // only tries that would fail.
+  bool unbounded_search = false;
 
   // CancelledError naming `next_phase` when `cancelled` says so; OK otherwise.
   absl::Status CheckCancelled(std::string_view next_phase) const {

@@ -115,15 +115,11 @@ double SkipTestGpu(const Cluster& cluster, int pod, const std::vector<int>& node
 
 double LargestFreeDeviceShare(const WorkingState& state, int node) {
   if (std::floor(PoolIdle(state, node) + PoolReleasing(state, node)) >= 1) return 1;
-  const double units = static_cast<double>(state.cluster().node(node).device_units);
-  double largest = 0;
-  for (int slot : state.node_devices(node)) {
-    if (!state.device_active(slot)) continue;
-    const double share =
-        static_cast<double>(state.device_idle(slot) + state.device_releasing(slot)) / units;
-    largest = std::max(largest, share);
-  }
-  return largest;
+  // An active device's idle and releasing units are M_n - used_k, whose largest is the node's
+  // device room.
+  const int64_t room = state.device_room(node);
+  if (room <= 0) return 0;
+  return static_cast<double>(room) / static_cast<double>(state.cluster().node(node).device_units);
 }
 
 }  // namespace arbiter::kai

@@ -54,6 +54,7 @@ absl::StatusOr<ScheduleResult> ScheduleKai(const ValidatedSnapshot& request,
   // The "fair_share" phase also covers laying out the cycle's state.
   Session session(shares, &poll);
   session.set_reference_search(hooks.reference_search);
+  session.set_unbounded_search(hooks.unbounded_search);
   session.placer().SetReference(hooks.reference_search);
   hooks.PhaseDone("fair_share");
 

@@ -88,33 +88,19 @@ bool NoDeviceMemoryKnown(const Cluster& cluster, int pod) {
 
 // §4.13.4: a pod that shares fits no feasible node; the message names the largest free device
 // share (of an active device, or 1 where a whole GPU is free), the first such node in name order.
-PendingReason SharingInsufficient(const Cluster& cluster, Feasibility& feasibility,
-                                  const WorkingState& state, int pod) {
+PendingReason SharingInsufficient(const Cluster& cluster, Placer& placer, int pod) {
   const ClusterPod& info = cluster.pod(pod);
   const std::string name = CappedName(cluster.pod_name(pod));
-  int best_node = -1;
-  double best = 0;
-  for (const auto& feasible : feasibility.FeasibleClasses(feasibility.pod_signature(pod))) {
-    for (int node : feasibility.class_nodes(feasible.node_class)) {
-      // A memory pod names only the nodes whose devices could hold it.
-      const double memory = cluster.node(node).node->gpu_device_memory;
-      if (info.gpu_memory > 0 && !(memory >= static_cast<double>(info.gpu_memory))) continue;
-      const double share = LargestFreeDeviceShare(state, node);
-      if (best_node < 0 || share > best || (share == best && node < best_node)) {
-        best_node = node;
-        best = share;
-      }
-    }
-  }
+  const Placer::FreeShare best = placer.LargestFreeShare(pod);
   const std::string asks = info.gpu_memory > 0
                                ? absl::StrCat(info.gpu_memory, " of GPU memory")
                                : absl::StrCat(FormatQuantity(info.gpu_fraction), " of a GPU");
   const std::string devices =
       info.gpu_devices > 1 ? absl::StrCat(" on each of ", info.gpu_devices, " devices") : "";
-  std::string largest =
-      best_node < 0 ? std::string("no feasible node")
-                    : absl::StrCat("the largest free GPU device share is ", FormatQuantity(best),
-                                   " on ", CappedName(cluster.node_name(best_node)));
+  std::string largest = best.node < 0 ? std::string("no feasible node")
+                                      : absl::StrCat("the largest free GPU device share is ",
+                                                     FormatQuantity(best.share), " on ",
+                                                     CappedName(cluster.node_name(best.node)));
   return {kInsufficientResources,
           absl::StrCat("pod ", name, " needs ", asks, devices, " on one node; ", largest)};
 }
@@ -175,9 +161,8 @@ PendingReason ExplainPlacementFailure(const Cluster& cluster, Feasibility& feasi
     }
   }
   const auto insufficient = [&](int pod) {
-    return cluster.pod(pod).shares()
-               ? SharingInsufficient(cluster, feasibility, placer.state(), pod)
-               : Insufficient(cluster, feasibility, index, pod);
+    return cluster.pod(pod).shares() ? SharingInsufficient(cluster, placer, pod)
+                                     : Insufficient(cluster, feasibility, index, pod);
   };
   // The first pod failed on this very state, so it fits nowhere alone.
   if (placed == 0) return insufficient(unit.pods[0]);

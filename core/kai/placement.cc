@@ -523,6 +523,37 @@ double Placer::SmallestShare(int pod) const {
   return least;
 }
 
+Placer::FreeShare Placer::LargestFreeShare(int pod) {
+  const ClusterPod& info = cluster_.pod(pod);
+  const int signature = feasibility_.pod_signature(pod);
+  const double memory = static_cast<double>(info.gpu_memory);
+  auto [it, fresh] = free_shares_.try_emplace({signature, memory});
+  KeptFreeShare& kept = it->second;
+  // Only the nodes changed since the answer was kept can change it, unless its node is one.
+  const auto weigh = [&](bool all) {
+    for (const auto& feasible : feasibility_.FeasibleClasses(signature)) {
+      for (int node : feasibility_.class_nodes(feasible.node_class)) {
+        if (!all && state_.node_stamp(node) <= kept.clock) continue;
+        if (!all && node == kept.best.node) return false;
+        // A memory pod names only the nodes whose devices could hold it.
+        if (memory > 0 && !(cluster_.node(node).node->gpu_device_memory >= memory)) continue;
+        const double share = LargestFreeDeviceShare(state_, node);
+        if (kept.best.node < 0 || share > kept.best.share ||
+            (share == kept.best.share && node < kept.best.node)) {
+          kept.best = {node, share};
+        }
+      }
+    }
+    return true;
+  };
+  if (fresh || (kept.clock != state_.node_clock() && !weigh(false))) {
+    kept.best = FreeShare{};
+    weigh(true);
+  }
+  kept.clock = state_.node_clock();
+  return kept.best;
+}
+
 double Placer::SharingScore(int node, bool joinable, bool now, bool preferred, double min,
                             double max) const {
   const int gpu = cluster_.node_gpu();

@@ -13,6 +13,8 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "core/cancel_poll.h"
@@ -55,6 +57,16 @@ class Placer {
   // column, and the count bound of solver_bounds.h): each node's own share is at least this, as
   // divisions round monotonically.
   double SmallestShare(int pod) const;
+
+  // For a pod that shares (its pending message, §4.13.4): the largest free device share
+  // (LargestFreeDeviceShare) over its feasible nodes whose devices could hold it, and the first
+  // node in node order with that share; node -1 when there is none. Kept per pod shape (signature
+  // and GPU memory) and brought up to date from the nodes changed since it was last asked.
+  struct FreeShare {
+    int node = -1;
+    double share = 0;
+  };
+  FreeShare LargestFreeShare(int pod);
 
   // §4.13.3's DP: true for BINPACK (the default), false for SPREAD.
   void SetDeviceBinpack(bool binpack) { device_binpack_ = binpack; }
@@ -250,7 +262,13 @@ class Placer {
   std::vector<double> virtual_requests_;  // ChooseSharing: the pod as one asking whole GPUs
   std::vector<double> device_request_;    // ChooseSharing: the pod over joinable_tree's columns
   std::vector<std::vector<int8_t>> class_verdicts_;  // per signature
-  std::vector<int> device_scratch_;                  // ChooseDevices' J
+  // LargestFreeShare's answers, by signature and GPU memory, with the node clock they hold at.
+  struct KeptFreeShare {
+    uint64_t clock = 0;
+    FreeShare best;
+  };
+  std::map<std::pair<int, double>, KeptFreeShare> free_shares_;
+  std::vector<int> device_scratch_;  // ChooseDevices' J
 };
 
 // Places the unit's pods one at a time, in pod order, each seeing the previous placements: each

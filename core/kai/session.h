@@ -86,6 +86,9 @@ class Session {
   // CycleHooks::reference_search: tries re-key the node index instead of reading it frozen.
   bool reference_search() const { return reference_search_; }
   void set_reference_search(bool reference) { reference_search_ = reference; }
+  // CycleHooks::unbounded_search: the victim search skips no try by the bounds.
+  bool unbounded_search() const { return unbounded_search_; }
+  void set_unbounded_search(bool unbounded) { unbounded_search_ = unbounded; }
   // The room bounds' base, kept across the searches of the cycle (solver_bounds.h).
   KeptRoom& kept_room() { return kept_room_; }
   RoomScratch& room_scratch() { return room_scratch_; }
@@ -105,6 +108,7 @@ class Session {
   bool allocate_ran_ = false;
   SearchCounters counters_;
   bool reference_search_ = false;
+  bool unbounded_search_ = false;
   KeptRoom kept_room_;
   RoomScratch room_scratch_;
 };

@@ -19,27 +19,37 @@ std::vector<double> SumRequests(const Cluster& cluster, const int* pods, int cou
 namespace {
 
 // Adds the room a victim pod frees on its node to `row` (over R_n): its requests, and for a pod
-// that shares, of each of its devices the part of a whole GPU its units are of the device's used
-// units: a device drains, and gives the pool one GPU, only when every unit on it is evicted, and
-// then its victims' parts add up to 1 (§4.13.5; an upper bound, since parts of devices that do
-// not drain count too). The working state must be the one the tries start from.
+// that shares, its devices' room (§4.13.5). A device drains, and gives the pool one GPU, only
+// when every unit on it is evicted: `drawn` counts the units of each device evicted in this count
+// so far (the count's victims, each once), and the device's GPU is added when they reach the
+// device's used units. The working state must be the one the tries start from.
 //
 // For a part that shares (`sharing`), the G column counts device room in GPUs (§4.13.5's room):
-// a sharing victim also frees its units on each of its devices, units / M_n.
-void AddVictimRoom(const WorkingState& state, int pod, bool sharing, double* row) {
+// the base holds each active device's free share, and a sharing victim frees its units on each
+// of its devices, units / M_n. A device all of whose units are evicted then counts
+// (free + used) / M_n = 1, the GPU its draining gives the pool, so the drain adds nothing more.
+void AddVictimRoom(const WorkingState& state, int pod, bool sharing, DrawnUnits* drawn,
+                   double* row) {
   const Cluster& cluster = state.cluster();
   const double* requests = cluster.node_requests(pod);
   for (int k = 0; k < cluster.num_node_resources(); ++k) row[k] += requests[k];
   const ClusterPod& info = cluster.pod(pod);
   if (!info.shares() || cluster.node_gpu() < 0) return;
   const int node = state.pod_node(pod);
-  const double units = static_cast<double>(cluster.DeviceUnits(pod, node));
+  const int64_t units = cluster.DeviceUnits(pod, node);
   const double device_units = static_cast<double>(cluster.node(node).device_units);
   for (int j = 0; j < info.gpu_devices; ++j) {
-    const int64_t used = state.device_used(state.pod_device(pod, j));
-    // The slack keeps a drained device's parts at 1 or more whatever their rounding.
-    row[cluster.node_gpu()] += used > 0 ? units / static_cast<double>(used) + 1e-9 : 1.0;
-    if (sharing) row[cluster.node_gpu()] += units / device_units + 1e-9;
+    if (sharing) {
+      // The slack keeps a drained device at 1 or more whatever the rounding.
+      row[cluster.node_gpu()] += static_cast<double>(units) / device_units + 1e-9;
+      continue;
+    }
+    const int slot = state.pod_device(pod, j);
+    const int64_t used = state.device_used(slot);
+    int64_t& evicted = (*drawn)[slot];
+    const bool drains = evicted < used && evicted + units >= used;
+    evicted += units;
+    if (drains || used <= 0) row[cluster.node_gpu()] += 1.0;
   }
 }
 
@@ -76,7 +86,7 @@ RoomBound::RoomBound(Session& session, const Unit& unit, int part,
   const int pod = unit.pods[0];
   const double* requests = cluster.requests(pod);
   const int rn_count = cluster.num_node_resources();
-  if (!Countable(unit, part)) return;
+  if (session_.unbounded_search() || !Countable(unit, part)) return;
   counted_ = true;
   pod_ = pod;
   off_nodes_ = cluster.pod(pod).requests_off_nodes;
@@ -94,7 +104,7 @@ RoomBound::RoomBound(Session& session, const Unit& unit, int part,
       chosen_pods.push_back(p);
       const int node = state.pod_node(p);
       chosen_nodes.push_back(node);
-      AddVictimRoom(state, p, sharing_, &base_free_[node * rn_count]);
+      AddVictimRoom(state, p, sharing_, &base_units_, &base_free_[node * rn_count]);
     }
   }
   const std::vector<int> device_nodes = AddDeviceRoom();
@@ -118,6 +128,7 @@ RoomBound::RoomBound(Session& session, const Unit& unit, int part,
   }
   CountWithAllVictims(eligible, chosen_pods);
   drawn_free_ = base_free_;
+  drawn_units_ = base_units_;
   drawn_count_ = base_count_;
   drawn_total_ = base_total_;
 }
@@ -192,6 +203,7 @@ void RoomBound::CountWithAllVictims(const std::function<bool(int group)>& eligib
   ++scratch_.current;
   std::vector<int>& dirty_nodes = scratch_.nodes;
   dirty_nodes.clear();
+  DrawnUnits all_units = base_units_;
   auto recount = [&]() {
     for (int node : dirty_nodes) {
       const int count = PodsOn(node, &scratch_.free[static_cast<size_t>(node) * rn_count]);
@@ -219,7 +231,7 @@ void RoomBound::CountWithAllVictims(const std::function<bool(int group)>& eligib
         std::copy(&base_free_[node * rn_count], &base_free_[node * rn_count] + rn_count, row);
         scratch_.count[node] = base_count_[node];
       }
-      AddVictimRoom(state, p, sharing_, row);
+      AddVictimRoom(state, p, sharing_, &all_units, row);
       if (scratch_.dirty[node] == 0) {
         scratch_.dirty[node] = 1;
         dirty_nodes.push_back(node);
@@ -262,7 +274,8 @@ void RoomBound::AddDrawn(const EvictionUnit& victim, const std::vector<int>& nod
   const WorkingState& state = session_.state();
   const int rn_count = cluster.num_node_resources();
   for (int pod : victim.pods) {
-    AddVictimRoom(state, pod, sharing_, &drawn_free_[state.pod_node(pod) * rn_count]);
+    AddVictimRoom(state, pod, sharing_, &drawn_units_,
+                  &drawn_free_[state.pod_node(pod) * rn_count]);
   }
   for (int node : nodes) {
     const int count = PodsOn(node, &drawn_free_[node * rn_count]);
@@ -285,7 +298,9 @@ bool RoomBound::MayHold(int node, const std::vector<int>& indices,
   // The other nodes of `fresh` (victims with pods on several nodes) gain only those victims'
   // pods there: each such node's room is the base plus those pods, summed in a row per node (in
   // draw order, then pod order), kept for `node` and extended as its fresh victims grow.
-  OtherRows& rows = other_rows_[node];
+  auto [it, added] = other_rows_.try_emplace(node);
+  OtherRows& rows = it->second;
+  if (added) rows.units = base_units_;
   Fold(node, indices, fresh, &rows);
   return total + rows.gain >= part_;
 }
@@ -324,7 +339,8 @@ void RoomBound::Fold(int node, const std::vector<int>& indices,
                          &base_free_[other * rn_count] + rn_count);
       }
       const int row = scratch_.slot[other];
-      AddVictimRoom(state, p, sharing_, &row_free_[static_cast<size_t>(row) * rn_count]);
+      AddVictimRoom(state, p, sharing_, &rows->units,
+                    &row_free_[static_cast<size_t>(row) * rn_count]);
       touched.push_back(row);
     }
   }
@@ -340,7 +356,7 @@ QuotaBound::QuotaBound(Session& session, int group, const Unit& unit, int part,
     : session_(session),
       group_(group),
       requests_(SumRequests(session.cluster(), unit.pods.data(), part)) {
-  breach_ = BreachAfter(chosen);
+  if (!session.unbounded_search()) breach_ = BreachAfter(chosen);
 }
 
 std::optional<QuotaBreach> QuotaBound::BreachAfter(const std::vector<EvictionUnit>& victims) const {

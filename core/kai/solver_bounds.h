@@ -2,7 +2,7 @@
 // place a part (SEMANTICS.md §4.8 allows it): a count of the room the nodes could make for the
 // part's pods, node by node (RoomBound), and the §4.4 quota breach no victim set outside the
 // breached queue can lift (QuotaBound). Neither decides an answer: each only rules out tries
-// that would fail.
+// that would fail. Under CycleHooks::unbounded_search both rule nothing out.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +18,9 @@
 #include "core/kai/victims.h"
 
 namespace arbiter::kai {
+
+// Per device slot, the units of it evicted in one count of the room (solver_bounds.cc).
+using DrawnUnits = std::unordered_map<int, int64_t>;
 
 // Σ of the requests (over R) of the `count` pods at `pods`, summed in that order.
 std::vector<double> SumRequests(const Cluster& cluster, const int* pods, int count);
@@ -81,11 +84,13 @@ class RoomBound {
   bool off_nodes_ = false;                // it requests a resource outside R_n: fits nowhere
   std::vector<bool> feasible_class_;      // per node class
   std::vector<double> base_free_;         // nodes × R_n: free once R is evicted
+  DrawnUnits base_units_;                 // per device: R's units on it
   std::vector<int> base_count_;           // per node: pods that fit in base_free_
   int base_total_ = 0;
   int with_all_victims_ = 0;  // pods that fit once every eligible victim is evicted, or at least
                               // the part when that many do
   std::vector<double> drawn_free_;  // nodes × R_n: free once R and every drawn victim are evicted
+  DrawnUnits drawn_units_;          // per device: the units of R and the drawn victims on it
   std::vector<int> drawn_count_;    // per node: pods that fit in drawn_free_
   int drawn_total_ = 0;
   std::vector<char> drawn_on_one_node_;  // per draw index: all of its pods are on one node
@@ -96,6 +101,7 @@ class RoomBound {
     size_t folded = 0;  // the first `folded` of n's fresh victims are in the rows
     int gain = 0;
     std::vector<int> rows;  // its rows (indices), one per other node
+    DrawnUnits units;       // per device: the units of R and of n's folded victims on it
   };
   // Folds n's fresh victims from rows.folded on into its rows and brings rows.gain up to date.
   void Fold(int node, const std::vector<int>& indices,

@@ -108,14 +108,21 @@ class WorkingState {
   int64_t device_room(int node) const { return device_room_.empty() ? 0 : device_room_[node]; }
   // The nodes with device_room > 0, best placement score first: binpack, free GPUs ascending
   // (nodes without allocatable GPUs last); spread, free GPUs over allocatable descending; then
-  // by node. Kept up to date with every change, rollbacks included.
+  // by node. Up to date with every change, rollbacks included, whenever it is read: the nodes
+  // touched since the last read are brought up to date then (a try touches a node many times).
   using NodeOrder = std::set<std::pair<double, int>>;
-  const NodeOrder& joinable_nodes() const { return joinable_nodes_; }
+  const NodeOrder& joinable_nodes() const {
+    ApplyJoinable();
+    return joinable_nodes_;
+  }
   // The same nodes in a capacity tree (same keys; every node a member, the others out of reach),
   // over R_n plus one column: the largest share of one active device a pod could join, idle
   // (idle_k / M_n) and once releasing pods are gone ((M_n - used_k) / M_n). G's column holds
   // +inf: a sharing pod asks no G of the pool for a join.
-  const CapacityTree& joinable_tree() const { return joinable_tree_; }
+  const CapacityTree& joinable_tree() const {
+    ApplyJoinable();
+    return joinable_tree_;
+  }
   int64_t device_used(int slot) const { return devices_[slot].used; }
   int64_t device_releasing(int slot) const { return devices_[slot].releasing; }
   int64_t device_idle(int slot) const {
@@ -212,8 +219,16 @@ class WorkingState {
   // would on eviction (active -> draining) or restore (draining -> active).
   void PoolEvictOne(int node);
   void PoolRestoreOne(int node);
-  // device_room and joinable_nodes for `node`, from its devices and its pool.
+  // device_room for `node`, from its devices; its joinable entries are marked to be brought up
+  // to date when next read.
   void UpdateDeviceSummary(int node);
+  // Brings the joinable entries of the nodes touched since the last call up to date: the order
+  // and the tree are a function of the nodes' current state, so when they are updated does not
+  // change what they hold.
+  void ApplyJoinable() const;
+  // The joinable entries of `node` from its devices and its pool; a node whose entries already
+  // hold those values is left as it is.
+  void ApplyJoinableNode(int node) const;
   void AddToQueues(int group, const double* requests, double sign);
   void OccupyNode(int node, const double* node_requests, bool pipelined);
   size_t At(int node, int k) const {
@@ -251,10 +266,15 @@ class WorkingState {
   std::vector<std::vector<int>> node_devices_;  // per node: its slots (grows, never shrinks)
   std::vector<int> device_nodes_;
   std::vector<int64_t> device_room_;  // per node
-  std::vector<double> joinable_key_;  // per node: its key in joinable_nodes_, when there
-  NodeOrder joinable_nodes_;
-  CapacityTree joinable_tree_;
-  std::vector<double> tree_row_;           // idle, then free: R_n + 1 each
+  // The joinable entries, a cache of the nodes' device state brought up to date when read.
+  mutable std::vector<double> joinable_key_;   // per node: its key in joinable_nodes_, when there
+  mutable std::vector<char> joinable_in_;      // per node: in joinable_nodes_ and reachable
+  mutable std::vector<double> joinable_rows_;  // nodes × 2(R_n + 1): its tree row, when there
+  mutable std::vector<char> joinable_dirty_;   // per node: touched since the last ApplyJoinable
+  mutable std::vector<int> joinable_dirty_list_;
+  mutable NodeOrder joinable_nodes_;
+  mutable CapacityTree joinable_tree_;
+  mutable std::vector<double> tree_row_;   // idle, then free: R_n + 1 each
   bool spread_ = false;                    // the index's placement (joinable_nodes' order)
   std::vector<int32_t> pod_device_begin_;  // per pod: its first entry of pod_devices_
   std::vector<int32_t> pod_devices_;

@@ -2,6 +2,7 @@
 // units, and how each device changing state moves one unit of the node's nvidia.com/gpu pool.
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <limits>
 #include <string>
 
@@ -65,32 +66,53 @@ void WorkingState::LayOutDevices() {
   tree_row_.assign(2 * static_cast<size_t>(rn_ + 1), 0.0);
   device_room_.assign(nodes, 0);
   joinable_key_.assign(nodes, 0.0);
+  joinable_in_.assign(nodes, 0);
+  joinable_rows_.assign(static_cast<size_t>(nodes) * tree_row_.size(), 0.0);
+  joinable_dirty_.assign(nodes, 0);
   for (int n : device_nodes_) UpdateDeviceSummary(n);
 }
 
 void WorkingState::UpdateDeviceSummary(int node) {
   int64_t room = 0;
+  const int64_t units = cluster_.node(node).device_units;
+  for (int slot : node_devices_[node]) {
+    const DeviceSlot& device = devices_[slot];
+    if (device.used > 0) room = std::max(room, units - device.used);
+  }
+  device_room_[node] = room;
+  if (joinable_dirty_[node] == 0) {
+    joinable_dirty_[node] = 1;
+    joinable_dirty_list_.push_back(node);
+  }
+}
+
+void WorkingState::ApplyJoinable() const {
+  for (int node : joinable_dirty_list_) {
+    joinable_dirty_[node] = 0;
+    ApplyJoinableNode(node);
+  }
+  joinable_dirty_list_.clear();
+}
+
+void WorkingState::ApplyJoinableNode(int node) const {
+  constexpr double kInfinity = std::numeric_limits<double>::infinity();
+  const int64_t room = device_room_[node];
+  const size_t width = 2 * static_cast<size_t>(rn_ + 1);
+  double* applied = &joinable_rows_[static_cast<size_t>(node) * width];
+  if (room <= 0) {
+    // Out of reach: no request is met by -inf.
+    if (joinable_in_[node] == 0) return;
+    joinable_in_[node] = 0;
+    joinable_nodes_.erase({joinable_key_[node], node});
+    std::fill(tree_row_.begin(), tree_row_.end(), -kInfinity);
+    joinable_tree_.Set(node, kInfinity, tree_row_.data(), tree_row_.data() + rn_ + 1);
+    return;
+  }
   int64_t idle_room = 0;
   const int64_t units = cluster_.node(node).device_units;
   for (int slot : node_devices_[node]) {
     const DeviceSlot& device = devices_[slot];
-    if (device.used == 0) continue;
-    room = std::max(room, units - device.used);
-    idle_room = std::max(idle_room, units - device.used - device.releasing);
-  }
-  const bool was_there = device_room_[node] > 0;
-  if (was_there) joinable_nodes_.erase({joinable_key_[node], node});
-  device_room_[node] = room;
-  constexpr double kInfinity = std::numeric_limits<double>::infinity();
-  double* idle = tree_row_.data();
-  double* free = tree_row_.data() + rn_ + 1;
-  if (room <= 0) {
-    // Out of reach: no request is met by -inf.
-    if (was_there) {
-      std::fill(tree_row_.begin(), tree_row_.end(), -kInfinity);
-      joinable_tree_.Set(node, kInfinity, idle, free);
-    }
-    return;
+    if (device.used > 0) idle_room = std::max(idle_room, units - device.used - device.releasing);
   }
   const int gpu = cluster_.node_gpu();
   const double allocatable = gpu < 0 ? 0 : cluster_.allocatable(node)[gpu];
@@ -101,14 +123,23 @@ void WorkingState::UpdateDeviceSummary(int node) {
   } else {
     key = allocatable > 0 ? pool_free : kInfinity;
   }
-  joinable_key_[node] = key;
-  joinable_nodes_.insert({key, node});
+  double* idle = tree_row_.data();
+  double* free = tree_row_.data() + rn_ + 1;
   for (int k = 0; k < rn_; ++k) {
     idle[k] = k == gpu ? kInfinity : this->idle(node, k);
     free[k] = k == gpu ? kInfinity : this->free(node, k);
   }
   idle[rn_] = static_cast<double>(idle_room) / static_cast<double>(units);
   free[rn_] = static_cast<double>(room) / static_cast<double>(units);
+  // Compared bit for bit: the key's sign of zero orders it.
+  const bool same_key =
+      std::signbit(key) == std::signbit(joinable_key_[node]) && key == joinable_key_[node];
+  if (joinable_in_[node] != 0 && same_key && std::equal(idle, idle + width, applied)) return;
+  if (joinable_in_[node] != 0) joinable_nodes_.erase({joinable_key_[node], node});
+  joinable_in_[node] = 1;
+  joinable_key_[node] = key;
+  joinable_nodes_.insert({key, node});
+  std::copy(idle, idle + width, applied);
   joinable_tree_.Set(node, key, idle, free);
 }
 

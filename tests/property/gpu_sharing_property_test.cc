@@ -1,13 +1,15 @@
 // GPU sharing over generated KAI requests (SEMANTICS.md §4.13): at every step of the cycle (after
 // each action, on the working state itself) no device holds more units than it has, the node's
 // GPU pool counts exactly one GPU per active device (so a whole-GPU pod never lands on a shared
-// device), and draining devices count as releasing; the answer, applied device by device, never
-// over-commits a device or a node; the fast placement agrees with the reference scan; and the
+// device), draining devices count as releasing, and the largest free device share the pending
+// messages name is the one every node weighed afresh gives; the answer, applied device by device,
+// never over-commits a device or a node; the fast placement agrees with the reference scan; and the
 // answer does not depend on input order.
 #include <cmath>
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -18,6 +20,7 @@
 #include "core/api/arbiter.h"
 #include "core/kai/allocate.h"
 #include "core/kai/consolidate.h"
+#include "core/kai/gpu_devices.h"
 #include "core/kai/kai_fair_share.h"
 #include "core/kai/preempt.h"
 #include "core/kai/reclaim.h"
@@ -139,6 +142,35 @@ std::vector<int64_t> InputOver(const kai::Session& session) {
   return over;
 }
 
+// Placer::LargestFreeShare, kept per pod shape and brought up to date from the nodes changed
+// since, against every feasible node weighed afresh, for each pod that shares.
+absl::Status CheckLargestFreeShares(kai::Session& session) {
+  const kai::Cluster& cluster = session.cluster();
+  kai::Feasibility& feasibility = session.feasibility();
+  for (int p = 0; p < cluster.num_pods(); ++p) {
+    const kai::ClusterPod& pod = cluster.pod(p);
+    if (!pod.shares()) continue;
+    kai::Placer::FreeShare fresh;
+    for (const auto& feasible : feasibility.FeasibleClasses(feasibility.pod_signature(p))) {
+      for (int node : feasibility.class_nodes(feasible.node_class)) {
+        const double memory = cluster.node(node).node->gpu_device_memory;
+        if (pod.gpu_memory > 0 && !(memory >= static_cast<double>(pod.gpu_memory))) continue;
+        const double share = kai::LargestFreeDeviceShare(session.state(), node);
+        if (fresh.node < 0 || share > fresh.share || (share == fresh.share && node < fresh.node)) {
+          fresh = {node, share};
+        }
+      }
+    }
+    const kai::Placer::FreeShare kept = session.placer().LargestFreeShare(p);
+    if (kept.node != fresh.node || kept.share != fresh.share) {
+      return absl::InternalError(absl::StrCat("pod ", cluster.pod_name(p), ": kept ", kept.share,
+                                              " on node ", kept.node, ", afresh ", fresh.share,
+                                              " on node ", fresh.node));
+    }
+  }
+  return absl::OkStatus();
+}
+
 TEST(GpuSharingProperty, DevicesAndThePoolAgreeAfterEveryAction) {
   int sharing_cases = 0;
   for (int index = 0; index < kCases; ++index) {
@@ -154,6 +186,7 @@ TEST(GpuSharingProperty, DevicesAndThePoolAgreeAfterEveryAction) {
     ++sharing_cases;
     const std::vector<int64_t> over = InputOver(session);
     ASSERT_TRUE(CheckDevices(session, over).ok()) << DescribeCase(index, options) << " at start";
+    ASSERT_TRUE(CheckLargestFreeShares(session).ok()) << DescribeCase(index, options);
     const std::pair<const char*, void (*)(kai::Session&)> steps[] = {
         {"allocate", kai::Allocate},
         {"consolidate", kai::Consolidate},
@@ -164,6 +197,9 @@ TEST(GpuSharingProperty, DevicesAndThePoolAgreeAfterEveryAction) {
       const absl::Status status = CheckDevices(session, over);
       ASSERT_TRUE(status.ok()) << DescribeCase(index, options) << " after " << name << ": "
                                << status;
+      const absl::Status shares_status = CheckLargestFreeShares(session);
+      ASSERT_TRUE(shares_status.ok())
+          << DescribeCase(index, options) << " after " << name << ": " << shares_status;
     }
   }
   EXPECT_GT(sharing_cases, kCases / 2);
@@ -285,6 +321,34 @@ TEST(GpuSharingProperty, FastPlacementAgreesWithTheReferenceScan) {
     ASSERT_TRUE(fast.ok() && scan.ok()) << DescribeCase(index, options);
     EXPECT_EQ(DiffResults(*fast, *scan), "") << DescribeCase(index, options);
   }
+}
+
+// The room bound counts a device's GPU for the pool only once every unit on it is evicted, and
+// the quota bound skips tries no victim set can lift (core/kai/solver_bounds.h): with every try
+// made instead, the answers are the same, so the bounds skipped only tries that would fail.
+TEST(GpuSharingProperty, SearchBoundsSkipOnlyTriesThatFail) {
+  int64_t skipped = 0;
+  for (int index = 1; index < kCases; index += 2) {
+    const GeneratorOptions options = SharingCase(index);
+    generator::GeneratedRequest request = generator::Generate(options);
+    const Policy policy = CasePolicy(index, request.policy);
+    CycleHooks bounded;
+    bounded.phase_counters =
+        [&skipped](std::string_view,
+                   const std::vector<std::pair<std::string_view, int64_t>>& counters) {
+          for (const auto& [name, value] : counters) {
+            if (name == "tries_skipped_count" || name == "tries_skipped_quota") skipped += value;
+          }
+        };
+    CycleHooks unbounded;
+    unbounded.unbounded_search = true;
+    absl::StatusOr<ScheduleResult> fast = Schedule(request.snapshot, policy, bounded);
+    absl::StatusOr<ScheduleResult> every_try = Schedule(request.snapshot, policy, unbounded);
+    ASSERT_TRUE(fast.ok() && every_try.ok()) << DescribeCase(index, options);
+    EXPECT_EQ(DiffResults(*fast, *every_try), "") << DescribeCase(index, options);
+  }
+  // The comparison means something only when the bounds skip tries.
+  EXPECT_GT(skipped, 0);
 }
 
 }  // namespace
