@@ -250,7 +250,7 @@ func (c *cluster) checkDecisions(cli string, counts *decisionCounts) verdict.Out
 				return victimlessOutcome
 			}
 		}
-		if c.victimlessRerunAgrees(cli, resp, arb, runs, nil) {
+		if c.victimlessRerunAgrees(cli, resp, arb, runs, nil, free) {
 			return victimlessOutcome
 		}
 		if victimlessVictimForm(free, arb, runs) {
@@ -661,7 +661,11 @@ func (c *cluster) departmentUsed(name string) bool {
 // room another queue's unit, placed in KAI through a restored victim, needs). The pods are the
 // ones arbiter pipelines and KAI's first run leaves pending, of groups no eviction names as
 // preemptor or of which KAI places some pod; they grow with each answer while new ones appear.
-func (c *cluster) victimlessRerunAgrees(cli string, resp *arbiterjson.ScheduleResponse, arb outcome, runs []outcome, pins map[string]string) bool {
+// With free (the groups of arbiter's victimless units, see victimlessVictimForm), an answer also
+// agrees when what is left is (b)'s victim form: both forms in one cycle (seed 31: KAI leaves
+// j09 and j18 pending, no victim to simulate, and moves j10 to place j06, which arbiter places
+// on room j11's preemption freed).
+func (c *cluster) victimlessRerunAgrees(cli string, resp *arbiterjson.ScheduleResponse, arb outcome, runs []outcome, pins map[string]string, free map[string]bool) bool {
 	pods := map[string]bool{}
 	add := func(r *arbiterjson.ScheduleResponse, o outcome) bool {
 		preemptors := map[string]bool{}
@@ -701,7 +705,7 @@ func (c *cluster) victimlessRerunAgrees(cli string, resp *arbiterjson.ScheduleRe
 		if err != nil {
 			return false
 		}
-		if matchesARun(o, runs) {
+		if matchesARun(o, runs) || free != nil && victimlessVictimForm(free, o, runs) {
 			return true
 		}
 		if !add(r, o) {
@@ -779,7 +783,7 @@ func (c *cluster) victimlessPinnedAgrees(cli string, free map[string]bool, arb o
 			continue
 		}
 		// Pinned, and with the victimless pods KAI leaves pending unplaceable (seed 172).
-		if matchesARun(o, []outcome{r}) || c.victimlessRerunAgrees(cli, resp, o, []outcome{r}, pins) {
+		if matchesARun(o, []outcome{r}) || c.victimlessRerunAgrees(cli, resp, o, []outcome{r}, pins, nil) {
 			return true
 		}
 	}

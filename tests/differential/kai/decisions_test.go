@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"arbiter.dev/tests/differential/internal/arbiterjson"
 )
 
 // knownCluster: two nodes, one department over two queues; q0 has a running gang and a pending
@@ -168,4 +170,45 @@ func TestDecisionCaseBoundThenTaken(t *testing.T) {
 		t.Errorf("KAI: %v, taken %v; want %v, taken [j06/j06-0]", out, taken, want)
 	}
 	checkCaseFile(t, c, "kai-bound-then-taken.json")
+}
+
+// (b)'s two forms in one cycle (seed 31 of the eviction features): arbiter's preempt places j06,
+// j09 and j18 on room j11's preemption freed, without victims; KAI's solver leaves j09 and j18
+// pending (no victim to simulate) and moves j10 to place j06 (a victim drawn, then re-placed
+// elsewhere). Asked again with j09 and j18 unplaceable, arbiter's answer differs from KAI's only
+// in that victim form, which the check accepts; without it, it does not.
+func TestDecisionVictimlessBothForms(t *testing.T) {
+	feat, err := parseFeatures("gangs,elastic,running,releasing,minruntime,quotas,priorities,nonpreemptible")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli := arbiterCLI(t)
+	c := generateCluster(31, feat)
+	resp, err := arbiterjson.Schedule(cli, c.request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	arb, err := c.arbiterOutcome(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, _, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := []outcome{run}
+	if run["j10/j10-0"] != "moved@n4" || run["j09/j09-0"] != "pending" || run["j18/j18-0"] != "pending" ||
+		!strings.HasPrefix(string(arb["j09/j09-0"]), "pipelined@") || arb["j10/j10-0"] != "running" {
+		t.Fatalf("not the case of seed 31: KAI %v, arbiter %v", run, arb)
+	}
+	free := map[string]bool{"j06": true, "j09": true, "j18": true}
+	if c.victimlessRerunAgrees(cli, resp, arb, runs, nil, nil) {
+		t.Error("accepted without the victim form")
+	}
+	if !c.victimlessRerunAgrees(cli, resp, arb, runs, nil, free) {
+		t.Error("both forms of (b) not accepted")
+	}
+	if victimlessVictimForm(free, arb, runs) {
+		t.Error("the victim form alone accepts arbiter's first answer")
+	}
 }
