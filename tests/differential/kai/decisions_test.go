@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -210,5 +211,26 @@ func TestDecisionVictimlessBothForms(t *testing.T) {
 	}
 	if victimlessVictimForm(free, arb, runs) {
 		t.Error("the victim form alone accepts arbiter's first answer")
+	}
+}
+
+// Spec question (a) for a moved pod (seed 208 of the eviction features): KAI's reclaim moves
+// j03-0 from n0 to n1 for j02, then, later in the same action, evicts it for j00. The run names
+// j03-0 among the pods taken after the cycle placed them.
+func TestDecisionMovedThenTaken(t *testing.T) {
+	feat, err := parseFeatures("gangs,elastic,running,releasing,minruntime,quotas,priorities,nonpreemptible")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := generateCluster(208, feat)
+	out, taken, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out["j03/j03-0"] != "evicted:reclaim" || out["j00/j00-0"] != "pipelined@n1" {
+		t.Fatalf("not the case of seed 208: %v", out)
+	}
+	if !slices.Contains(taken, "j03/j03-0") {
+		t.Errorf("taken %v; want j03/j03-0 (moved, then evicted)", taken)
 	}
 }
