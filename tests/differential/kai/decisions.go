@@ -238,6 +238,9 @@ func (c *cluster) checkDecisions(cli string, counts *decisionCounts) verdict.Out
 	if o.Failure != "" && slices.ContainsFunc(taken, func(t []string) bool { return len(t) > 0 }) {
 		return boundThenTakenOutcome
 	}
+	if o.Failure != "" && c.rebuiltRunTakesAndAgrees(arb) {
+		return boundThenTakenOutcome
+	}
 	if o.Failure != "" {
 		variants, subsets, free := c.victimlessVariants(cli, req, resp, arb)
 		for _, v := range variants {
@@ -804,4 +807,23 @@ func pin(req *arbiterjson.ScheduleRequest, pins map[string]string) {
 			}
 		}
 	}
+}
+
+// rebuiltRunTakesAndAgrees: spec question (a) inside the rebuilt eviction actions. A KAI run with
+// reclaim and preempt rebuilt as in decision_rules_evict.go took a pod it moved or bound earlier
+// in the cycle, and its answer differs from arbiter's only in the nodes of pods both place
+// (seed 243: with re-entry, reclaim moves j04-1 from n1 to n0 to place j06-2 on n1, then evicts
+// it from n0 for j08; arbiter places j06-2 on n0 and j08-0 on n1, every pod's fate the same).
+func (c *cluster) rebuiltRunTakesAndAgrees(arb outcome) bool {
+	for _, variant := range evictionVariants {
+		for _, eager := range []bool{false, true} {
+			v := c.clone()
+			v.rebuilt = variant
+			out, taken, err := v.runKAI(eager)
+			if err == nil && len(taken) > 0 && sameOutcome(out.withoutNodes(), arb.withoutNodes()) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -232,5 +233,37 @@ func TestDecisionMovedThenTaken(t *testing.T) {
 	}
 	if !slices.Contains(taken, "j03/j03-0") {
 		t.Errorf("taken %v; want j03/j03-0 (moved, then evicted)", taken)
+	}
+}
+
+// Spec question (a) inside the rebuilt eviction actions (seed 243 of the eviction features):
+// KAI's own runs take no pod they placed, but with re-entry its reclaim moves j04-1 to n0 and
+// evicts it there for j08; that run differs from arbiter's answer only in nodes. A planted change
+// of one pod's fate is not accepted.
+func TestDecisionRebuiltRunTakesAndAgrees(t *testing.T) {
+	feat, err := parseFeatures("gangs,elastic,running,releasing,minruntime,quotas,priorities,nonpreemptible")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli := arbiterCLI(t)
+	c := generateCluster(243, feat)
+	resp, err := arbiterjson.Schedule(cli, c.request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	arb, err := c.arbiterOutcome(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, taken, err := c.runKAI(false); err != nil || len(taken) != 0 {
+		t.Fatalf("not the case of seed 243: KAI's own run took %v (%v)", taken, err)
+	}
+	if !c.rebuiltRunTakesAndAgrees(arb) {
+		t.Error("seed 243 not recognised")
+	}
+	planted := maps.Clone(arb)
+	planted["j15/j15-0"] = "evicted:reclaim"
+	if c.rebuiltRunTakesAndAgrees(planted) {
+		t.Error("a planted eviction is accepted")
 	}
 }
