@@ -267,3 +267,51 @@ func TestDecisionRebuiltRunTakesAndAgrees(t *testing.T) {
 		t.Error("a planted eviction is accepted")
 	}
 }
+
+// (b), (c) and (f) in one cycle (seed 265 of the eviction features): with re-entry, KAI's preempt
+// places j12 by evicting j00-2 and j00-3 and moving j00-1; arbiter first places j11's and then
+// j10's units without victims, which KAI leaves pending; with those unplaceable arbiter evicts
+// j00's drawn pods as one unit where KAI re-places one (spec question (f)). The check accepts it
+// against the re-entering run, not against KAI's own, and not without j00 among the partial
+// groups.
+func TestDecisionVictimlessWithReentryAndPartialVictim(t *testing.T) {
+	feat, err := parseFeatures("gangs,elastic,running,releasing,minruntime,quotas,priorities,nonpreemptible")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli := arbiterCLI(t)
+	c := generateCluster(265, feat)
+	req := c.request()
+	resp, err := arbiterjson.Schedule(cli, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arb, err := c.arbiterOutcome(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, free := c.victimlessVariants(cli, req, resp, arb)
+	partial, err := c.partialVictims()
+	if err != nil || !free["j11"] || !partial["j00"] {
+		t.Fatalf("not the case of seed 265: free %v, partial %v (%v)", free, partial, err)
+	}
+	own, _, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := c.clone()
+	v.rebuilt = rebuiltActions{reenter: true}
+	reentering, _, err := v.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.victimlessRerunAgreesWith(cli, resp, arb, own, free, partial) {
+		t.Error("accepted against KAI's own run")
+	}
+	if c.victimlessRerunAgreesWith(cli, resp, arb, reentering, free, map[string]bool{}) {
+		t.Error("accepted without the partial victim")
+	}
+	if !c.victimlessRerunAgreesWith(cli, resp, arb, reentering, free, partial) {
+		t.Error("not accepted against the re-entering run")
+	}
+}
