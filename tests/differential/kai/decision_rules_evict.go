@@ -15,6 +15,7 @@ import (
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/actions/common"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/actions/common/solvers"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/actions/utils"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/common_info"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/pod_status"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/podgroup_info"
@@ -54,8 +55,9 @@ const ruleReplacementOrder = "kai-replacement-order"
 // rebuiltActions are the changes the rules make to KAI's eviction actions: re-entering jobs
 // (kai-eviction-once), a scenario's jobs ordered among themselves (kai-replacement-order), every
 // node handed to the solver (kai-feasible-nodes), the validators given the victims of the node
-// tested (kai-validator-drawn-victims).
-type rebuiltActions struct{ reenter, involved, allNodes, testedVictims bool }
+// tested (kai-validator-drawn-victims), the min-runtime check counting active pods only
+// (kai-min-runtime-releasing).
+type rebuiltActions struct{ reenter, involved, allNodes, testedVictims, activeGang bool }
 
 // rules names the rules of the changes.
 func (r rebuiltActions) rules() []string {
@@ -63,7 +65,8 @@ func (r rebuiltActions) rules() []string {
 	for _, n := range []struct {
 		on   bool
 		name string
-	}{{r.reenter, ruleEvictionOnce}, {r.involved, ruleReplacementOrder}, {r.allNodes, ruleFeasibleNodes}, {r.testedVictims, ruleValidatorDrawnVictims}} {
+	}{{r.reenter, ruleEvictionOnce}, {r.involved, ruleReplacementOrder}, {r.allNodes, ruleFeasibleNodes}, {r.testedVictims, ruleValidatorDrawnVictims},
+		{r.activeGang, ruleMinRuntimeReleasing}} {
 		if n.on {
 			names = append(names, n.name)
 		}
@@ -75,10 +78,10 @@ func (r rebuiltActions) rules() []string {
 // changes, one change first, then two, and so on.
 var evictionVariants = func() []rebuiltActions {
 	var out []rebuiltActions
-	for size := 1; size <= 4; size++ {
-		for mask := 1; mask < 16; mask++ {
+	for size := 1; size <= 5; size++ {
+		for mask := 1; mask < 32; mask++ {
 			if bits.OnesCount(uint(mask)) == size {
-				out = append(out, rebuiltActions{mask&1 != 0, mask&2 != 0, mask&4 != 0, mask&8 != 0})
+				out = append(out, rebuiltActions{mask&1 != 0, mask&2 != 0, mask&4 != 0, mask&8 != 0, mask&16 != 0})
 			}
 		}
 	}
@@ -112,7 +115,7 @@ func (c *cluster) explainEviction(arb outcome, runs []outcome) []string {
 // the order after a committed attempt while it still has tasks to allocate (SEMANTICS §4.3).
 // Everything else is KAI's: the order (utils.JobsOrderByQueues), the checks before an attempt,
 // the victim filters and queues, the solver (solvers.JobSolver) and the commit.
-func reenteringEvictions(ssn *framework.Session, action framework.ActionType, r rebuiltActions) {
+func (c *cluster) reenteringEvictions(ssn *framework.Session, action framework.ActionType, r rebuiltActions) {
 	order := utils.NewJobsOrderByQueues(ssn, utils.JobsOrderInitOptions{
 		FilterNonPending: true, FilterUnready: true, MaxJobsQueueDepth: ssn.GetJobsDepth(action),
 	})
@@ -137,7 +140,7 @@ func reenteringEvictions(ssn *framework.Session, action framework.ActionType, r 
 		if r.involved {
 			aside = setAsideUninvolved(ssn, job)
 		}
-		ok, stmt := evictFor(ssn, job, action, r)
+		ok, stmt := c.evictFor(ssn, job, action, r)
 		maps.Copy(ssn.PodGroupInfos, aside)
 		if !ok {
 			failed.UpdateRepresentative(job)
@@ -174,12 +177,12 @@ func setAsideUninvolved(ssn *framework.Session, p *podgroup_info.PodGroupInfo) m
 
 // evictFor is one attempt of KAI's reclaim or preempt for job (reclaim.go
 // attemptToReclaimForSpecificJob, preempt.go attemptToPreemptForPreemptor).
-func evictFor(ssn *framework.Session, job *podgroup_info.PodGroupInfo, action framework.ActionType, r rebuiltActions) (bool, *framework.Statement) {
+func (c *cluster) evictFor(ssn *framework.Session, job *podgroup_info.PodGroupInfo, action framework.ActionType, r rebuiltActions) (bool, *framework.Statement) {
 	nodes := solverNodes(ssn, job, r.allNodes)
 	var solver *solvers.JobSolver
 	if action == framework.Reclaim {
 		ssn.OnJobSolutionStart()
-		solver = solvers.NewJobsSolver(nodes, validator(ssn.ReclaimScenarioValidatorFn, r.testedVictims), func() *utils.JobsOrderByQueues {
+		solver = solvers.NewJobsSolver(nodes, c.activeGangCheck(ssn, action, r.activeGang, validator(ssn.ReclaimScenarioValidatorFn, r.testedVictims)), func() *utils.JobsOrderByQueues {
 			order := utils.NewJobsOrderByQueues(ssn, utils.JobsOrderInitOptions{
 				FilterNonPreemptible: true, FilterNonActiveAllocated: true, VictimQueue: true,
 				MaxJobsQueueDepth: scheduler_util.QueueCapacityInfinite,
@@ -198,7 +201,7 @@ func evictFor(ssn *framework.Session, job *podgroup_info.PodGroupInfo, action fr
 		if !ssn.IsNonPreemptibleJobOverQueueQuotaFn(job, tasks).IsSchedulable {
 			return false, nil
 		}
-		solver = solvers.NewJobsSolver(nodes, validator(ssn.PreemptScenarioValidator, r.testedVictims), func() *utils.JobsOrderByQueues {
+		solver = solvers.NewJobsSolver(nodes, c.activeGangCheck(ssn, action, r.activeGang, validator(ssn.PreemptScenarioValidator, r.testedVictims)), func() *utils.JobsOrderByQueues {
 			return utils.GetVictimsQueue(ssn, func(v *podgroup_info.PodGroupInfo) bool {
 				return v.IsPreemptibleJob() && v.Priority < job.Priority && v.Queue == job.Queue &&
 					v.UID != job.UID && v.GetActiveAllocatedTasksCount() > 0 && ssn.PreemptVictimFilter(job, v)
@@ -223,9 +226,9 @@ func (c *cluster) runEvictionAction(ssn *framework.Session, name string) bool {
 		}
 		consolidateOnAllNodes(ssn)
 	case "reclaim":
-		reenteringEvictions(ssn, framework.Reclaim, c.rebuilt)
+		c.reenteringEvictions(ssn, framework.Reclaim, c.rebuilt)
 	case "preempt":
-		reenteringEvictions(ssn, framework.Preempt, c.rebuilt)
+		c.reenteringEvictions(ssn, framework.Preempt, c.rebuilt)
 	default:
 		return false
 	}
@@ -456,4 +459,91 @@ func diffKeys(a, b outcome) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// ruleMinRuntimeReleasing, spec question (k): SEMANTICS §4.7 accepts a scenario that takes pods
+// of a min-runtime-protected elastic group only if the group keeps at least g active pods
+// (RUNNING or bound in this response, §0). KAI's check (plugins/minruntime/minruntime.go,
+// validVictimForMinAvailable) counts GetNumActiveUsedTasks, whose statuses include Releasing
+// (api/pod_status/pod_status.go, activeUsedStatuses): the group's pods evicted earlier in the
+// cycle, or RELEASING in the snapshot, count as kept, so KAI takes the last active pods of a
+// protected group that arbiter keeps (seed 243: preempt takes j04-0 for j16 after reclaim
+// evicted j04-1). The cluster is scheduled once more by KAI with the rebuilt reclaim and preempt,
+// their validators also requiring every protected elastic victim to keep g pods that are not
+// Releasing (activeGangCheck); arbiter's answer is accepted when it is that run's.
+const ruleMinRuntimeReleasing = "kai-min-runtime-releasing"
+
+// activeGangCheck returns fn, or, with on, fn and SEMANTICS §4.7's min-runtime check: every
+// elastic victim protected for the action keeps at least its gang of pods in an active
+// allocated status (Releasing not counted) on the simulated state.
+func (c *cluster) activeGangCheck(ssn *framework.Session, action framework.ActionType, on bool, fn func(api.ScenarioInfo) bool) func(api.ScenarioInfo) bool {
+	if !on {
+		return fn
+	}
+	return func(s api.ScenarioInfo) bool {
+		if !fn(s) {
+			return false
+		}
+		for id := range s.GetVictims() {
+			j := c.jobNamed(string(id))
+			if j == nil || j.minAvailable == 0 || !c.minRuntimeProtected(j, string(s.GetPreemptor().Queue), action) {
+				continue
+			}
+			active := 0
+			for _, t := range ssn.PodGroupInfos[id].GetAllPodsMap() {
+				if pod_status.IsActiveAllocatedStatus(t.Status) {
+					active++
+				}
+			}
+			if active < j.minAvailable {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// jobNamed is the cluster's job of that name, or nil.
+func (c *cluster) jobNamed(name string) *cjob {
+	for i := range c.jobs {
+		if c.jobs[i].name == name {
+			return &c.jobs[i]
+		}
+	}
+	return nil
+}
+
+// minRuntimeProtected: victim j is protected from a preemptor of leaf queue pq in the action by
+// its min-runtime, resolved as KAI's resolver does (plugins/minruntime/resolver.go) on the
+// cluster's two levels: preempt, the victim's leaf then its department; reclaim, across
+// departments the victim's department, within one its leaf then the department.
+func (c *cluster) minRuntimeProtected(j *cjob, pq string, action framework.ActionType) bool {
+	queues := map[string]*cqueue{}
+	for i := range c.departments {
+		queues[c.departments[i].name] = &c.departments[i]
+	}
+	for i := range c.queues {
+		queues[c.queues[i].name] = &c.queues[i]
+	}
+	leaf := queues[j.queue]
+	if j.started == 0 || leaf == nil || queues[leaf.parent] == nil {
+		return false
+	}
+	dept := queues[leaf.parent]
+	var d int
+	switch {
+	case action == framework.Preempt:
+		d = leaf.preemptMin
+		if d == 0 {
+			d = dept.preemptMin
+		}
+	case queues[pq] == nil || queues[pq].parent != leaf.parent:
+		d = dept.reclaimMin
+	default:
+		d = leaf.reclaimMin
+		if d == 0 {
+			d = dept.reclaimMin
+		}
+	}
+	return j.started < d
 }

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"slices"
 	"testing"
+
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/framework"
 
 	"arbiter.dev/tests/differential/internal/arbiterjson"
 )
@@ -142,5 +145,51 @@ func TestDecisionCaseReplacementOrder(t *testing.T) {
 	}
 	if vout["j18/j18-0"] != "pipelined@n2" || vout["j11/j11-0"] != "evicted:reclaim" {
 		t.Errorf("KAI with the order of the involved jobs: %v; want j18 pipelined on n2, j11 reclaimed", vout)
+	}
+}
+
+// minRuntimeReleasingCluster (spec question (k)): j01, elastic (minAvailable 1) and protected by
+// q0's preempt min-runtime, runs j01-0 and has j01-1 RELEASING on n0; j02 (priority 100, 2 GPUs)
+// fits only where j01-0 runs. KAI's min-runtime check counts j01-1 as kept and evicts j01-0;
+// SEMANTICS §4.7 keeps j01's gang of active pods, so j02 stays pending.
+func minRuntimeReleasingCluster() *cluster {
+	return &cluster{
+		seed:        243,
+		nodes:       []cnode{{name: "n0", gpus: 2, cpu: nodeMilliCPU}},
+		departments: []cqueue{{name: "d0", deserved: 2, priority: departmentPrio}},
+		queues:      []cqueue{{name: "q0", parent: "d0", deserved: 2, weight: 1, priority: 100, preemptMin: 60}},
+		jobs: []cjob{
+			{name: "j01", queue: "q0", gpus: 1, priority: 50, minAvailable: 1, age: 30, started: 5,
+				tasks: []ctask{{"Running", "n0"}, {"Releasing", "n0"}}},
+			{name: "j02", queue: "q0", gpus: 2, priority: 100, age: 10, tasks: []ctask{{state: "Pending"}}},
+		},
+	}
+}
+
+func TestDecisionMinRuntimeCountsReleasing(t *testing.T) {
+	c := minRuntimeReleasingCluster()
+	checkCaseFile(t, c, "kai-min-runtime-releasing.json")
+	out, _, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out["j01/j01-0"] != "evicted:preempt" || out["j02/j02-0"] != "pipelined@n0" {
+		t.Errorf("KAI: %v; want j01-0 evicted for j02", out)
+	}
+	v := c.clone()
+	v.rebuilt = rebuiltActions{activeGang: true}
+	out, _, err = v.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out["j01/j01-0"] != "running" || out["j02/j02-0"] != "pending" {
+		t.Errorf("KAI with the active-gang check: %v; want j01-0 kept, j02 pending", out)
+	}
+	if !c.minRuntimeProtected(&c.jobs[0], "q0", framework.Preempt) || c.minRuntimeProtected(&c.jobs[0], "q0", framework.Reclaim) {
+		t.Error("j01 is protected from preempt (q0: 60 minutes, started 5 ago), not from reclaim")
+	}
+	o := c.checkDecisions(arbiterCLI(t), nil)
+	if o.Failure != "" || !slices.Contains(o.Rules, ruleMinRuntimeReleasing) {
+		t.Errorf("outcome %+v; want rule %s", o, ruleMinRuntimeReleasing)
 	}
 }

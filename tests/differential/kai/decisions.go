@@ -238,6 +238,9 @@ func (c *cluster) checkDecisions(cli string, counts *decisionCounts) verdict.Out
 	if o.Failure != "" && slices.ContainsFunc(taken, func(t []string) bool { return len(t) > 0 }) {
 		return boundThenTakenOutcome
 	}
+	if o.Failure != "" && c.rebuiltRunTakesAndAgrees(arb) {
+		return boundThenTakenOutcome
+	}
 	if o.Failure != "" {
 		variants, subsets, free := c.victimlessVariants(cli, req, resp, arb)
 		for _, v := range variants {
@@ -250,13 +253,16 @@ func (c *cluster) checkDecisions(cli string, counts *decisionCounts) verdict.Out
 				return victimlessOutcome
 			}
 		}
-		if c.victimlessRerunAgrees(cli, resp, arb, runs, nil) {
+		if c.victimlessRerunAgrees(cli, resp, arb, runs, nil, free) {
 			return victimlessOutcome
 		}
 		if victimlessVictimForm(free, arb, runs) {
 			return victimlessOutcome
 		}
 		if c.victimlessPinnedAgrees(cli, free, arb, runs) {
+			return victimlessOutcome
+		}
+		if c.victimlessRerunOnRebuilt(cli, resp, arb, free) {
 			return victimlessOutcome
 		}
 	}
@@ -661,7 +667,39 @@ func (c *cluster) departmentUsed(name string) bool {
 // room another queue's unit, placed in KAI through a restored victim, needs). The pods are the
 // ones arbiter pipelines and KAI's first run leaves pending, of groups no eviction names as
 // preemptor or of which KAI places some pod; they grow with each answer while new ones appear.
-func (c *cluster) victimlessRerunAgrees(cli string, resp *arbiterjson.ScheduleResponse, arb outcome, runs []outcome, pins map[string]string) bool {
+// With free (the groups of arbiter's victimless units, see victimlessVictimForm), an answer also
+// agrees when what is left is (b)'s victim form: both forms in one cycle (seed 31: KAI leaves
+// j09 and j18 pending, no victim to simulate, and moves j10 to place j06, which arbiter places
+// on room j11's preemption freed).
+func (c *cluster) victimlessRerunAgrees(cli string, resp *arbiterjson.ScheduleResponse, arb outcome, runs []outcome, pins map[string]string, free map[string]bool) bool {
+	return c.victimlessRerun(cli, resp, arb, runs, pins, func(o outcome) bool {
+		return matchesARun(o, runs) || free != nil && victimlessVictimForm(free, o, runs)
+	})
+}
+
+// victimlessRerunAgreesWith is victimlessRerunAgrees against one run of the rebuilt eviction
+// actions, an answer also accepted when every pod on which it differs from that run belongs to
+// a group of partial (see victimlessRerunOnRebuilt).
+func (c *cluster) victimlessRerunAgreesWith(cli string, resp *arbiterjson.ScheduleResponse, arb, run outcome, free, partial map[string]bool) bool {
+	runs := []outcome{run}
+	return c.victimlessRerun(cli, resp, arb, runs, nil, func(o outcome) bool {
+		if matchesARun(o, runs) || victimlessVictimForm(free, o, runs) {
+			return true
+		}
+		keys := diffKeys(run, o)
+		for _, key := range keys {
+			if !partial[key[:strings.IndexByte(key, '/')]] {
+				return false
+			}
+		}
+		return len(keys) > 0
+	})
+}
+
+// victimlessRerun is the loop of victimlessRerunAgrees: arbiter asked again, with the pods it
+// pipelines and runs[0] leaves pending (of groups no eviction names as preemptor or of which
+// runs[0] places some pod) made unplaceable, while new ones appear, until accept takes an answer.
+func (c *cluster) victimlessRerun(cli string, resp *arbiterjson.ScheduleResponse, arb outcome, runs []outcome, pins map[string]string, accept func(outcome) bool) bool {
 	pods := map[string]bool{}
 	add := func(r *arbiterjson.ScheduleResponse, o outcome) bool {
 		preemptors := map[string]bool{}
@@ -701,7 +739,7 @@ func (c *cluster) victimlessRerunAgrees(cli string, resp *arbiterjson.ScheduleRe
 		if err != nil {
 			return false
 		}
-		if matchesARun(o, runs) {
+		if accept(o) {
 			return true
 		}
 		if !add(r, o) {
@@ -779,7 +817,7 @@ func (c *cluster) victimlessPinnedAgrees(cli string, free map[string]bool, arb o
 			continue
 		}
 		// Pinned, and with the victimless pods KAI leaves pending unplaceable (seed 172).
-		if matchesARun(o, []outcome{r}) || c.victimlessRerunAgrees(cli, resp, o, []outcome{r}, pins) {
+		if matchesARun(o, []outcome{r}) || c.victimlessRerunAgrees(cli, resp, o, []outcome{r}, pins, nil) {
 			return true
 		}
 	}
@@ -800,4 +838,54 @@ func pin(req *arbiterjson.ScheduleRequest, pins map[string]string) {
 			}
 		}
 	}
+}
+
+// rebuiltRunTakesAndAgrees: spec question (a) inside the rebuilt eviction actions. A KAI run with
+// reclaim and preempt rebuilt as in decision_rules_evict.go took a pod it moved or bound earlier
+// in the cycle, and its answer differs from arbiter's only in the nodes of pods both place
+// (seed 243: with re-entry, reclaim moves j04-1 from n1 to n0 to place j06-2 on n1, then evicts
+// it from n0 for j08; arbiter places j06-2 on n0 and j08-0 on n1, every pod's fate the same).
+func (c *cluster) rebuiltRunTakesAndAgrees(arb outcome) bool {
+	for _, variant := range evictionVariants {
+		for _, eager := range []bool{false, true} {
+			v := c.clone()
+			v.rebuilt = variant
+			out, taken, err := v.runKAI(eager)
+			if err == nil && len(taken) > 0 && sameOutcome(out.withoutNodes(), arb.withoutNodes()) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// victimlessRerunOnRebuilt: (b) with (c) and (f) in one cycle. The check of
+// victimlessRerunAgrees against the runs of KAI's rebuilt eviction actions (decision_rules_evict.go,
+// each change alone and in every combination, with KAI's allocate) that re-enter jobs, accepting also an answer that
+// differs from that run only in pods of groups one of KAI's eviction actions both re-placed and
+// evicted (spec question (f), partialVictims). Seed 265 of the eviction features: with re-entry,
+// KAI's preempt places j12 by evicting j00-2 and j00-3 and moving j00-1 to n1; arbiter places the
+// victimless units of j11 and then j10 first (KAI, with no victim to simulate, leaves them
+// pending); with those unplaceable, arbiter evicts j00's three drawn pods as one unit, KAI
+// re-places one of them.
+func (c *cluster) victimlessRerunOnRebuilt(cli string, resp *arbiterjson.ScheduleResponse, arb outcome, free map[string]bool) bool {
+	if len(free) == 0 {
+		return false
+	}
+	partial, err := c.partialVictims()
+	if err != nil {
+		return false
+	}
+	for _, variant := range evictionVariants {
+		if !variant.reenter {
+			continue
+		}
+		v := c.clone()
+		v.rebuilt = variant
+		out, _, err := v.runKAI(false)
+		if err == nil && c.victimlessRerunAgreesWith(cli, resp, arb, out, free, partial) {
+			return true
+		}
+	}
+	return false
 }

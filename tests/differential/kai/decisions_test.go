@@ -1,8 +1,12 @@
 package main
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
+
+	"arbiter.dev/tests/differential/internal/arbiterjson"
 )
 
 // knownCluster: two nodes, one department over two queues; q0 has a running gang and a pending
@@ -168,4 +172,146 @@ func TestDecisionCaseBoundThenTaken(t *testing.T) {
 		t.Errorf("KAI: %v, taken %v; want %v, taken [j06/j06-0]", out, taken, want)
 	}
 	checkCaseFile(t, c, "kai-bound-then-taken.json")
+}
+
+// (b)'s two forms in one cycle (seed 31 of the eviction features): arbiter's preempt places j06,
+// j09 and j18 on room j11's preemption freed, without victims; KAI's solver leaves j09 and j18
+// pending (no victim to simulate) and moves j10 to place j06 (a victim drawn, then re-placed
+// elsewhere). Asked again with j09 and j18 unplaceable, arbiter's answer differs from KAI's only
+// in that victim form, which the check accepts; without it, it does not.
+func TestDecisionVictimlessBothForms(t *testing.T) {
+	feat, err := parseFeatures("gangs,elastic,running,releasing,minruntime,quotas,priorities,nonpreemptible")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli := arbiterCLI(t)
+	c := generateCluster(31, feat)
+	resp, err := arbiterjson.Schedule(cli, c.request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	arb, err := c.arbiterOutcome(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, _, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := []outcome{run}
+	if run["j10/j10-0"] != "moved@n4" || run["j09/j09-0"] != "pending" || run["j18/j18-0"] != "pending" ||
+		!strings.HasPrefix(string(arb["j09/j09-0"]), "pipelined@") || arb["j10/j10-0"] != "running" {
+		t.Fatalf("not the case of seed 31: KAI %v, arbiter %v", run, arb)
+	}
+	free := map[string]bool{"j06": true, "j09": true, "j18": true}
+	if c.victimlessRerunAgrees(cli, resp, arb, runs, nil, nil) {
+		t.Error("accepted without the victim form")
+	}
+	if !c.victimlessRerunAgrees(cli, resp, arb, runs, nil, free) {
+		t.Error("both forms of (b) not accepted")
+	}
+	if victimlessVictimForm(free, arb, runs) {
+		t.Error("the victim form alone accepts arbiter's first answer")
+	}
+}
+
+// Spec question (a) for a moved pod (seed 208 of the eviction features): KAI's reclaim moves
+// j03-0 from n0 to n1 for j02, then, later in the same action, evicts it for j00. The run names
+// j03-0 among the pods taken after the cycle placed them.
+func TestDecisionMovedThenTaken(t *testing.T) {
+	feat, err := parseFeatures("gangs,elastic,running,releasing,minruntime,quotas,priorities,nonpreemptible")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := generateCluster(208, feat)
+	out, taken, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out["j03/j03-0"] != "evicted:reclaim" || out["j00/j00-0"] != "pipelined@n1" {
+		t.Fatalf("not the case of seed 208: %v", out)
+	}
+	if !slices.Contains(taken, "j03/j03-0") {
+		t.Errorf("taken %v; want j03/j03-0 (moved, then evicted)", taken)
+	}
+}
+
+// Spec question (a) inside the rebuilt eviction actions (seed 243 of the eviction features):
+// KAI's own runs take no pod they placed, but with re-entry its reclaim moves j04-1 to n0 and
+// evicts it there for j08; that run differs from arbiter's answer only in nodes. A planted change
+// of one pod's fate is not accepted.
+func TestDecisionRebuiltRunTakesAndAgrees(t *testing.T) {
+	feat, err := parseFeatures("gangs,elastic,running,releasing,minruntime,quotas,priorities,nonpreemptible")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli := arbiterCLI(t)
+	c := generateCluster(243, feat)
+	resp, err := arbiterjson.Schedule(cli, c.request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	arb, err := c.arbiterOutcome(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, taken, err := c.runKAI(false); err != nil || len(taken) != 0 {
+		t.Fatalf("not the case of seed 243: KAI's own run took %v (%v)", taken, err)
+	}
+	if !c.rebuiltRunTakesAndAgrees(arb) {
+		t.Error("seed 243 not recognised")
+	}
+	planted := maps.Clone(arb)
+	planted["j15/j15-0"] = "evicted:reclaim"
+	if c.rebuiltRunTakesAndAgrees(planted) {
+		t.Error("a planted eviction is accepted")
+	}
+}
+
+// (b), (c) and (f) in one cycle (seed 265 of the eviction features): with re-entry, KAI's preempt
+// places j12 by evicting j00-2 and j00-3 and moving j00-1; arbiter first places j11's and then
+// j10's units without victims, which KAI leaves pending; with those unplaceable arbiter evicts
+// j00's drawn pods as one unit where KAI re-places one (spec question (f)). The check accepts it
+// against the re-entering run, not against KAI's own, and not without j00 among the partial
+// groups.
+func TestDecisionVictimlessWithReentryAndPartialVictim(t *testing.T) {
+	feat, err := parseFeatures("gangs,elastic,running,releasing,minruntime,quotas,priorities,nonpreemptible")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli := arbiterCLI(t)
+	c := generateCluster(265, feat)
+	req := c.request()
+	resp, err := arbiterjson.Schedule(cli, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arb, err := c.arbiterOutcome(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, free := c.victimlessVariants(cli, req, resp, arb)
+	partial, err := c.partialVictims()
+	if err != nil || !free["j11"] || !partial["j00"] {
+		t.Fatalf("not the case of seed 265: free %v, partial %v (%v)", free, partial, err)
+	}
+	own, _, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := c.clone()
+	v.rebuilt = rebuiltActions{reenter: true}
+	reentering, _, err := v.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.victimlessRerunAgreesWith(cli, resp, arb, own, free, partial) {
+		t.Error("accepted against KAI's own run")
+	}
+	if c.victimlessRerunAgreesWith(cli, resp, arb, reentering, free, map[string]bool{}) {
+		t.Error("accepted without the partial victim")
+	}
+	if !c.victimlessRerunAgreesWith(cli, resp, arb, reentering, free, partial) {
+		t.Error("not accepted against the re-entering run")
+	}
 }

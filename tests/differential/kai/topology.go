@@ -221,6 +221,13 @@ func (c *cluster) runKAI(eager bool) (out outcome, boundThenTaken []string, err 
 			if p, ok := placedNow[key]; ok && p != s && !slices.Contains(boundThenTaken, key) {
 				boundThenTaken = append(boundThenTaken, key)
 			}
+			// A RUNNING pod releasing on another node was moved, then evicted: within one action
+			// (seed 208: reclaim moves j03-0 for j02, then evicts it for j00), which reading after
+			// every action does not see otherwise.
+			if b := before[key]; b.status == pod_status.Running && s.status == pod_status.Releasing && s.node != b.node &&
+				!slices.Contains(boundThenTaken, key) {
+				boundThenTaken = append(boundThenTaken, key)
+			}
 			if _, ok := placedNow[key]; !ok && before[key].status == pod_status.Pending &&
 				(s.status == pod_status.Binding || s.status == pod_status.Pipelined) {
 				placedNow[key] = s
