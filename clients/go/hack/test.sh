@@ -82,7 +82,7 @@ for module in "${modules[@]}"; do
   # that every dependency is compiled once, not twice.
   (cd "${repo_root}/${module}" && go vet -race ./...) || failed+=("${module}: go vet")
   echo "== ${module}: go test -race"
-  (cd "${repo_root}/${module}" && go test -race -count=1 ./...) || failed+=("${module}: go test")
+  (cd "${repo_root}/${module}" && go test -race -count=1 -timeout 30m ./...) || failed+=("${module}: go test")
 done
 echo "== Go modules done in $((SECONDS - start))s"
 if ((${#failed[@]} > 0)); then
