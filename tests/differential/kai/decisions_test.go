@@ -174,18 +174,21 @@ func TestDecisionCaseBoundThenTaken(t *testing.T) {
 	checkCaseFile(t, c, "kai-bound-then-taken.json")
 }
 
-// (b)'s two forms in one cycle (seed 31 of the eviction features): arbiter's preempt places j06,
-// j09 and j18 on room j11's preemption freed, without victims; KAI's solver leaves j09 and j18
-// pending (no victim to simulate) and moves j10 to place j06 (a victim drawn, then re-placed
-// elsewhere). Asked again with j09 and j18 unplaceable, arbiter's answer differs from KAI's only
-// in that victim form, which the check accepts; without it, it does not.
-func TestDecisionVictimlessBothForms(t *testing.T) {
+// The features of the eviction-feature runs (docs/conformance.md), parsed.
+func evictionFeatures(t *testing.T) features {
+	t.Helper()
 	feat, err := parseFeatures("gangs,elastic,running,releasing,minruntime,quotas,priorities,nonpreemptible")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return feat
+}
+
+// The cluster of `seed` with the eviction features, and arbiter's answer to it.
+func evictionFeatureCase(t *testing.T, seed int64) (*cluster, string, *arbiterjson.ScheduleResponse, outcome) {
+	t.Helper()
 	cli := arbiterCLI(t)
-	c := generateCluster(31, feat)
+	c := generateCluster(seed, evictionFeatures(t))
 	resp, err := arbiterjson.Schedule(cli, c.request())
 	if err != nil {
 		t.Fatal(err)
@@ -194,6 +197,16 @@ func TestDecisionVictimlessBothForms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c, cli, resp, arb
+}
+
+// (b)'s two forms in one cycle (seed 31 of the eviction features): arbiter's preempt places j06,
+// j09 and j18 on room j11's preemption freed, without victims; KAI's solver leaves j09 and j18
+// pending (no victim to simulate) and moves j10 to place j06 (a victim drawn, then re-placed
+// elsewhere). Asked again with j09 and j18 unplaceable, arbiter's answer differs from KAI's only
+// in that victim form, which the check accepts; without it, it does not.
+func TestDecisionVictimlessBothForms(t *testing.T) {
+	c, cli, resp, arb := evictionFeatureCase(t, 31)
 	run, _, err := c.runKAI(false)
 	if err != nil {
 		t.Fatal(err)
@@ -219,11 +232,7 @@ func TestDecisionVictimlessBothForms(t *testing.T) {
 // j03-0 from n0 to n1 for j02, then, later in the same action, evicts it for j00. The run names
 // j03-0 among the pods taken after the cycle placed them.
 func TestDecisionMovedThenTaken(t *testing.T) {
-	feat, err := parseFeatures("gangs,elastic,running,releasing,minruntime,quotas,priorities,nonpreemptible")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := generateCluster(208, feat)
+	c := generateCluster(208, evictionFeatures(t))
 	out, taken, err := c.runKAI(false)
 	if err != nil {
 		t.Fatal(err)
@@ -241,20 +250,7 @@ func TestDecisionMovedThenTaken(t *testing.T) {
 // evicts it there for j08; that run differs from arbiter's answer only in nodes. A planted change
 // of one pod's fate is not accepted.
 func TestDecisionRebuiltRunTakesAndAgrees(t *testing.T) {
-	feat, err := parseFeatures("gangs,elastic,running,releasing,minruntime,quotas,priorities,nonpreemptible")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cli := arbiterCLI(t)
-	c := generateCluster(243, feat)
-	resp, err := arbiterjson.Schedule(cli, c.request())
-	if err != nil {
-		t.Fatal(err)
-	}
-	arb, err := c.arbiterOutcome(resp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _, _, arb := evictionFeatureCase(t, 243)
 	if _, taken, err := c.runKAI(false); err != nil || len(taken) != 0 {
 		t.Fatalf("not the case of seed 243: KAI's own run took %v (%v)", taken, err)
 	}
@@ -275,21 +271,8 @@ func TestDecisionRebuiltRunTakesAndAgrees(t *testing.T) {
 // against the re-entering run, not against KAI's own, and not without j00 among the partial
 // groups.
 func TestDecisionVictimlessWithReentryAndPartialVictim(t *testing.T) {
-	feat, err := parseFeatures("gangs,elastic,running,releasing,minruntime,quotas,priorities,nonpreemptible")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cli := arbiterCLI(t)
-	c := generateCluster(265, feat)
+	c, cli, resp, arb := evictionFeatureCase(t, 265)
 	req := c.request()
-	resp, err := arbiterjson.Schedule(cli, req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	arb, err := c.arbiterOutcome(resp)
-	if err != nil {
-		t.Fatal(err)
-	}
 	_, _, free := c.victimlessVariants(cli, req, resp, arb)
 	partial, err := c.partialVictims()
 	if err != nil || !free["j11"] || !partial["j00"] {
