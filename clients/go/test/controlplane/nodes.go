@@ -65,8 +65,9 @@ type AuditEvent struct {
 	User        string // who asked
 	Namespace   string
 	Pod         string
-	Subresource string // "binding" or "eviction"
-	Code        int    // the HTTP status answered: 201 done, 409 conflict, 429 refused by a budget
+	Subresource string    // "binding" or "eviction"
+	Code        int       // the HTTP status answered: 201 done, 409 conflict, 429 refused by a budget
+	Received    time.Time // when the API server received the request
 }
 
 // Audit reads every binding and eviction answered so far, in order.
@@ -84,8 +85,9 @@ func (cp *ControlPlane) Audit() ([]AuditEvent, error) {
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
 		var e struct {
-			Stage string `json:"stage"`
-			User  struct {
+			Stage    string    `json:"stage"`
+			Received time.Time `json:"requestReceivedTimestamp"`
+			User     struct {
 				Username string `json:"username"`
 			} `json:"user"`
 			ObjectRef struct {
@@ -105,7 +107,7 @@ func (cp *ControlPlane) Audit() ([]AuditEvent, error) {
 		}
 		out = append(out, AuditEvent{
 			User: e.User.Username, Namespace: e.ObjectRef.Namespace, Pod: e.ObjectRef.Name,
-			Subresource: e.ObjectRef.Subresource, Code: e.ResponseStatus.Code,
+			Subresource: e.ObjectRef.Subresource, Code: e.ResponseStatus.Code, Received: e.Received,
 		})
 	}
 	return out, sc.Err()
