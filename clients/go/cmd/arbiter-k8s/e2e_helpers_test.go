@@ -461,22 +461,24 @@ func (b bindingLog) checkEachBoundOnce(t *testing.T, names []string, users ...st
 }
 
 // checkEachBoundOnceAcrossKill is checkEachBoundOnce for a run in which a scheduler was killed
-// at killed. A binding the API server received before the kill and could not finish because its
-// client went away is answered 504 or 500 (the write's context was cancelled), which is allowed
-// and logged. Any such answer to a request received after the kill is an error, and every pod
-// still needs exactly one success.
-func (b bindingLog) checkEachBoundOnceAcrossKill(t *testing.T, names []string, killed time.Time, users ...string) int {
+// and another process started at restarted. A binding of the killed process that its death cut
+// off is answered 504 or 500 (the write's context was cancelled), which is allowed and logged.
+// Only the killed process can have sent a request the API server received before restarted (a
+// request sent just before the kill may be read from its socket a moment after it), so such an
+// answer to a request received later is an error. Every pod still needs exactly one success.
+func (b bindingLog) checkEachBoundOnceAcrossKill(t *testing.T, names []string, restarted time.Time, users ...string) int {
 	t.Helper()
-	return b.checkBoundOnce(t, names, killed, users...)
+	return b.checkBoundOnce(t, names, restarted, users...)
 }
 
-// inFlightAtKill tells whether e is a binding cut off by the kill at killed (zero: no kill).
-func inFlightAtKill(e controlplane.AuditEvent, killed time.Time) bool {
+// cutByKill tells whether e is a binding cut off by a kill, received before restarted (zero:
+// no kill).
+func cutByKill(e controlplane.AuditEvent, restarted time.Time) bool {
 	cut := e.Code == http.StatusGatewayTimeout || e.Code == http.StatusInternalServerError
-	return cut && !killed.IsZero() && !e.Received.After(killed)
+	return cut && !restarted.IsZero() && e.Received.Before(restarted)
 }
 
-func (b bindingLog) checkBoundOnce(t *testing.T, names []string, killed time.Time, users ...string) int {
+func (b bindingLog) checkBoundOnce(t *testing.T, names []string, restarted time.Time, users ...string) int {
 	t.Helper()
 	allowed := map[string]bool{}
 	for _, u := range users {
@@ -492,11 +494,11 @@ func (b bindingLog) checkBoundOnce(t *testing.T, names []string, killed time.Tim
 			case e.Code == http.StatusConflict:
 				conflicts++
 				t.Logf("pod %s: binding by %s answered 409 Conflict (bound already)", p, e.User)
-			case inFlightAtKill(e, killed):
-				t.Logf("pod %s: binding by %s answered %d (received %v before its scheduler was killed)",
-					p, e.User, e.Code, killed.Sub(e.Received).Round(time.Millisecond))
+			case cutByKill(e, restarted):
+				t.Logf("pod %s: binding by %s answered %d (received %v before the restart: cut off by the kill)",
+					p, e.User, e.Code, restarted.Sub(e.Received).Round(time.Millisecond))
 			case e.Code != http.StatusCreated:
-				t.Errorf("pod %s: binding by %s answered %d", p, e.User, e.Code)
+				t.Errorf("pod %s: binding by %s answered %d (received %s)", p, e.User, e.Code, e.Received.Format(time.RFC3339Nano))
 			case !allowed[e.User]:
 				t.Errorf("pod %s was bound by %s, want one of %v", p, e.User, users)
 			}
