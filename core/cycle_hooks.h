@@ -28,7 +28,8 @@ struct CycleHooks {
   // Called just before phase_done for the eviction actions ("consolidate", "reclaim",
   // "preempt") with the victim search's counters, named and in a fixed order: "candidates",
   // "placed", "failed", "tries", "tries_skipped_count", "tries_skipped_quota",
-  // "tries_skipped_repeat", "victims_drawn", "victim_orders". For explaining a slow cycle; they
+  // "tries_skipped_repeat", "tries_cut_short", "victims_drawn", "victim_orders" (then, with GPU
+  // sharing, the device counters). For explaining a slow cycle; they
   // never change an answer.
   std::function<void(std::string_view phase,
                      const std::vector<std::pair<std::string_view, int64_t>>& counters)>
@@ -36,13 +37,14 @@ struct CycleHooks {
   // Runs the victim search (SEMANTICS.md §4.8) in its reference formulation: tries on a node
   // index brought up to date after every change (not a frozen index read through an overlay,
   // Placer::SetOverlay), a fresh victim order drawn for every part (not one sequence per search),
-  // and every pick of a try's order made anew; and a pod that shares GPUs placed by weighing every
-  // feasible node on its own (SEMANTICS.md §4.13.4 as written). Same answers, slower: for the
-  // test that proves the two agree.
+  // every pick of a try's order made anew, and every try run to its end (not stopped once the
+  // victims re-placed before the preemptor have taken the room it needs); and a pod that shares
+  // GPUs placed by weighing every feasible node on its own (SEMANTICS.md §4.13.4 as written). Same
+  // answers, slower: for the test that proves the two agree.
   bool reference_search = false;
-  // Makes every try of the victim search that the room and quota bounds would skip
-  // (core/kai/solver_bounds.h). Same answers, slower: for the test that proves the bounds skip
-  // only tries that would fail.
+  // Makes every try of the victim search that the room and quota bounds would skip, and runs
+  // every try to its end (core/kai/solver_bounds.h). Same answers, slower: for the test that
+  // proves the bounds skip and stop only tries that would fail.
   bool unbounded_search = false;
 
   // CancelledError naming `next_phase` when `cancelled` says so; OK otherwise.

@@ -40,6 +40,8 @@ struct SearchCounters {
   int64_t tries_skipped_count = 0;   // tries skipped: the nodes cannot hold the part (count bound)
   int64_t tries_skipped_quota = 0;   // tries skipped: a §4.4 breach no candidate lifts
   int64_t tries_skipped_repeat = 0;  // tries skipped: the same victims already tried in the part
+  int64_t tries_cut_short = 0;       // tries stopped once the victims re-placed before P left
+                                     // the nodes too little room for the part (among `tries`)
   int64_t victims_drawn = 0;         // eviction units drawn from victim orders
   int64_t victim_orders = 0;         // victim orders built (shared or per preemptor)
 
@@ -51,6 +53,7 @@ struct SearchCounters {
             {"tries_skipped_count", tries_skipped_count},
             {"tries_skipped_quota", tries_skipped_quota},
             {"tries_skipped_repeat", tries_skipped_repeat},
+            {"tries_cut_short", tries_cut_short},
             {"victims_drawn", victims_drawn},
             {"victim_orders", victim_orders}};
   }

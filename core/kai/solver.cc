@@ -5,6 +5,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "core/echoed_name.h"
@@ -258,7 +259,7 @@ void Solver::OrderJobs(const std::vector<int>& groups,
 }
 
 bool Solver::Try(int group, const Unit& unit, int part, const std::vector<EvictionUnit>& victims,
-                 bool keep, Attempt* attempt, int* placed_out) {
+                 bool keep, Attempt* attempt, int* placed_out, const TryRoom* room) {
   WorkingState& state = session_.state();
   CancelPoll& poll = session_.poll();
   int64_t victim_pods = 0;
@@ -287,15 +288,25 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
 
   bool ok = true;
   std::vector<int> moved_groups;
+  // With `room`: the room the victims re-placed before P took; once P is placed, nothing.
+  const TryRoom* tracked = room;
+  int taken = 0;
   // Once P fails the try fails, whatever the jobs after it would do: they are not ordered.
   OrderJobs(groups, requests, [&](int j) {
     const int h = groups[j];
     if (h == group) {
       ok = PlacePreemptor(h, pods[j], requests[j], placed_out);
+      tracked = nullptr;
       return ok;
     }
-    if (action_.ReplacesVictims() && ReplaceVictimGroup(h, pods[j], requests[j])) {
+    if (action_.ReplacesVictims() && ReplaceVictimGroup(h, pods[j], requests[j], tracked, &taken)) {
       moved_groups.push_back(h);
+    }
+    if (tracked != nullptr && tracked->room - taken < part) {
+      // P comes later and cannot fit: re-placing only takes room.
+      ++session_.counters().tries_cut_short;
+      ok = false;
+      return false;
     }
     return true;
   });
@@ -358,13 +369,15 @@ bool Solver::PlacePreemptor(int group, const std::vector<int>& pods,
 }
 
 bool Solver::ReplaceVictimGroup(int group, const std::vector<int>& pods,
-                                const std::vector<double>& requests) {
+                                const std::vector<double>& requests, const TryRoom* room,
+                                int* taken) {
   const Cluster& cluster = session_.cluster();
   WorkingState& state = session_.state();
   CancelPoll& poll = session_.poll();
   const WorkingState::Mark inner = state.Checkpoint();
   bool placed = !CheckQuota(cluster, session_.shares(), state, group, requests.data());
   const int64_t work = PlacementWork(cluster, group);
+  int took = 0;
   for (size_t k = 0; placed && k < pods.size(); ++k) {
     if (poll.Tick(work)) {
       placed = false;
@@ -375,6 +388,7 @@ bool Solver::ReplaceVictimGroup(int group, const std::vector<int>& pods,
       placed = false;
       break;
     }
+    const int before = room != nullptr ? room->bound->PodsNow(choice.node) : 0;
     // A victim re-placed on its own node is restored there (§4.1), as KAI un-evicts it; one
     // that shares only with the same devices (§4.13.5).
     if (choice.node == state.pod_node(pods[k]) && SameDevices(state, pods[k], choice.devices)) {
@@ -382,9 +396,11 @@ bool Solver::ReplaceVictimGroup(int group, const std::vector<int>& pods,
     } else {
       state.Relocate(pods[k], choice.node, &choice.devices);
     }
+    if (room != nullptr) took += before - room->bound->PodsNow(choice.node);
   }
   if (placed) {
     state.Commit(inner);
+    if (taken != nullptr) *taken += took;
   } else {
     state.Rollback(inner);
   }
@@ -683,7 +699,12 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
         ++counters.tries_skipped_repeat;
         continue;
       }
-      const bool fits = Try(group, unit, part, candidate, false, attempt);
+      std::optional<TryRoom> try_room;
+      // The reference search makes every try whole.
+      if (room.TracksTries() && !session_.reference_search())
+        try_room = TryRoom{&room, room.Room(node, draws.IndicesOn(node), fresh)};
+      const bool fits = Try(group, unit, part, candidate, false, attempt, nullptr,
+                            try_room ? &*try_room : nullptr);
       if (poll.cancelled()) return false;
       if (fits) {
         *chosen = std::move(candidate);

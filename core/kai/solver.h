@@ -31,6 +31,7 @@
 namespace arbiter::kai {
 
 class DrawSequence;  // solver.cc: the units a search's parts draw, drawn once
+class RoomBound;     // solver_bounds.h: the room a part could find
 
 class Solver {
  public:
@@ -64,11 +65,21 @@ class Solver {
   const std::vector<double>& start_allocated_np() const { return start_allocated_np_; }
 
  private:
+  // The room a try starts with, for stopping it early: `room` bounds from above the part's pods
+  // that fit, summed over the nodes with each node's count capped at the part (RoomBound::Room),
+  // once the try's victims are evicted; `bound` counts a node's pods (RoomBound::PodsNow).
+  struct TryRoom {
+    const RoomBound* bound;
+    int room;
+  };
   // One try with the first `part` pods of `unit` and victims `victims`; keeps the state when
   // `keep`, else rolls back. Fills `attempt` on success. `placed_out`, when given, is increased
-  // by the number of P's pods placed before the try ended (P's quota check failing: none).
+  // by the number of P's pods placed before the try ended (P's quota check failing: none). With
+  // `room`, the try stops, failing, once the victims re-placed before P have taken so much of it
+  // that the part cannot fit: each pod re-placed lowers its node's count by what PodsNow reads
+  // before and after it, and nothing in a try adds room after the evictions, so P would fail.
   bool Try(int group, const Unit& unit, int part, const std::vector<EvictionUnit>& victims,
-           bool keep, Attempt* attempt, int* placed_out = nullptr);
+           bool keep, Attempt* attempt, int* placed_out = nullptr, const TryRoom* room = nullptr);
   // The steps of Try, in order. GatherJobs: the try's jobs, P with the first `part` pods of
   // `unit` and then each victim group with its pods of `victims` (first draw order); each job's
   // pods in pod order and their summed requests.
@@ -82,8 +93,10 @@ class Solver {
                       int* placed_out);
   // A victim group's job: its `pods` of S re-placed as one unit (§4.4, pipelined) in a statement
   // of its own, kept only when every pod found a node. Returns whether the group was moved.
+  // With `room`, adds to `*taken` the room the kept pods took (TryRoom).
   bool ReplaceVictimGroup(int group, const std::vector<int>& pods,
-                          const std::vector<double>& requests);
+                          const std::vector<double>& requests, const TryRoom* room = nullptr,
+                          int* taken = nullptr);
   // After P's job placed: fills `attempt`, then rejects the try when a group min-runtime
   // protects, evicted and not moved, is left below g active pods, else asks the action.
   bool JudgeAttempt(int group, const Unit& unit, const std::vector<EvictionUnit>& victims,

@@ -288,13 +288,31 @@ bool RoomBound::MayHold(int node, const std::vector<int>& indices,
                         const std::vector<const EvictionUnit*>& fresh) {
   if (!counted_) return true;
   if (base_total_ >= part_) return true;  // the count does not rule it out
+  return Total(node, indices, fresh, /*whole=*/false) >= part_;
+}
+
+int RoomBound::PodsNow(int node) const {
+  const WorkingState& state = session_.state();
+  const int rn_count = session_.cluster().num_node_resources();
+  now_row_.resize(static_cast<size_t>(rn_count));
+  for (int k = 0; k < rn_count; ++k) now_row_[k] = state.free(node, k);
+  return PodsOn(node, now_row_.data());
+}
+
+int RoomBound::Room(int node, const std::vector<int>& indices,
+                    const std::vector<const EvictionUnit*>& fresh) {
+  return Total(node, indices, fresh, /*whole=*/true);
+}
+
+int RoomBound::Total(int node, const std::vector<int>& indices,
+                     const std::vector<const EvictionUnit*>& fresh, bool whole) {
   const int rn_count = session_.cluster().num_node_resources();
   // On `node` itself, every drawn victim with a pod there is in `fresh`: its room is the base
   // plus everything drawn there, kept up to date by AddDrawn. (An infeasible node counts 0 pods,
   // in the base too.)
   int total = base_total_ - base_count_[node] + PodsOn(node, &drawn_free_[node * rn_count]);
   // Gains are never negative: once the count reaches the part, the other nodes cannot undo it.
-  if (total >= part_) return true;
+  if (!whole && total >= part_) return total;
   // The other nodes of `fresh` (victims with pods on several nodes) gain only those victims'
   // pods there: each such node's room is the base plus those pods, summed in a row per node (in
   // draw order, then pod order), kept for `node` and extended as its fresh victims grow.
@@ -302,7 +320,7 @@ bool RoomBound::MayHold(int node, const std::vector<int>& indices,
   OtherRows& rows = it->second;
   if (added) rows.units = base_units_;
   Fold(node, indices, fresh, &rows);
-  return total + rows.gain >= part_;
+  return total + rows.gain;
 }
 
 void RoomBound::Fold(int node, const std::vector<int>& indices,

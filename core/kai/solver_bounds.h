@@ -57,6 +57,18 @@ class RoomBound {
   bool MayHold(int node, const std::vector<int>& indices,
                const std::vector<const EvictionUnit*>& fresh);
 
+  // Whether the bound counts the room of a try as it goes (Room, PodsNow): a part of identical
+  // pods that do not share GPUs.
+  bool TracksTries() const { return counted_ && !sharing_; }
+  // With TracksTries: Σ over nodes of the part's pods that fit, each node's count capped at the
+  // part, once R and `fresh` are evicted (arguments as for MayHold): at least the same sum on the
+  // state of the try on `node` before anything is re-placed.
+  int Room(int node, const std::vector<int>& indices,
+           const std::vector<const EvictionUnit*>& fresh);
+  // With TracksTries: the part's pods that fit on `node` in the state as it is now, capped at
+  // the part (0 where the pod may not go). O(R_n).
+  int PodsNow(int node) const;
+
  private:
   // Sets with_all_victims_ from the base: the pods that fit once every eligible victim (not in
   // R: `chosen_pods`) is evicted too, or any count of at least the part once it is reached.
@@ -103,6 +115,9 @@ class RoomBound {
     std::vector<int> rows;  // its rows (indices), one per other node
     DrawnUnits units;       // per device: the units of R and of n's folded victims on it
   };
+  // The count of Room on `node`; unless `whole`, it may stop as soon as it reaches the part.
+  int Total(int node, const std::vector<int>& indices,
+            const std::vector<const EvictionUnit*>& fresh, bool whole);
   // Folds n's fresh victims from rows.folded on into its rows and brings rows.gain up to date.
   void Fold(int node, const std::vector<int>& indices,
             const std::vector<const EvictionUnit*>& fresh, OtherRows* rows);
@@ -110,6 +125,7 @@ class RoomBound {
   std::vector<double> row_free_;                   // rows × R_n
   std::vector<int> row_node_;                      // per row: its node
   std::vector<int> row_count_;                     // per row: PodsOn of it, as counted last
+  mutable std::vector<double> now_row_;            // PodsNow's row (R_n)
 };
 
 // Evictions lower a queue's allocation only inside its subtree, and never its non-preemptible

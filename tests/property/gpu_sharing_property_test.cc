@@ -323,21 +323,25 @@ TEST(GpuSharingProperty, FastPlacementAgreesWithTheReferenceScan) {
   }
 }
 
-// The room bound counts a device's GPU for the pool only once every unit on it is evicted, and
-// the quota bound skips tries no victim set can lift (core/kai/solver_bounds.h): with every try
-// made instead, the answers are the same, so the bounds skipped only tries that would fail.
+// The room bound counts a device's GPU for the pool only once every unit on it is evicted, the
+// quota bound skips tries no victim set can lift, and a try stops once the victims re-placed
+// before the preemptor leave too little room for its part (core/kai/solver_bounds.h,
+// Solver::Try): with every try made and run to its end instead, the answers are the same, so
+// the bounds skipped and stopped only tries that would fail.
 TEST(GpuSharingProperty, SearchBoundsSkipOnlyTriesThatFail) {
   int64_t skipped = 0;
+  int64_t cut_short = 0;
   for (int index = 1; index < kCases; index += 2) {
     const GeneratorOptions options = SharingCase(index);
     generator::GeneratedRequest request = generator::Generate(options);
     const Policy policy = CasePolicy(index, request.policy);
     CycleHooks bounded;
     bounded.phase_counters =
-        [&skipped](std::string_view,
-                   const std::vector<std::pair<std::string_view, int64_t>>& counters) {
+        [&skipped, &cut_short](std::string_view,
+                               const std::vector<std::pair<std::string_view, int64_t>>& counters) {
           for (const auto& [name, value] : counters) {
             if (name == "tries_skipped_count" || name == "tries_skipped_quota") skipped += value;
+            if (name == "tries_cut_short") cut_short += value;
           }
         };
     CycleHooks unbounded;
@@ -347,8 +351,9 @@ TEST(GpuSharingProperty, SearchBoundsSkipOnlyTriesThatFail) {
     ASSERT_TRUE(fast.ok() && every_try.ok()) << DescribeCase(index, options);
     EXPECT_EQ(DiffResults(*fast, *every_try), "") << DescribeCase(index, options);
   }
-  // The comparison means something only when the bounds skip tries.
+  // The comparison means something only when the bounds skip tries and stop some.
   EXPECT_GT(skipped, 0);
+  EXPECT_GT(cut_short, 0);
 }
 
 }  // namespace

@@ -3,14 +3,18 @@
 // placement and roll-back; it draws each search's victim sequence once for all its parts, and
 // picks a try's jobs incrementally (core/kai/solver.cc). The reference formulation
 // (CycleHooks::reference_search) re-keys the index, draws a fresh order for every part and makes
-// every pick of a try's order anew. The two must give the same answers, byte for byte: this test
-// runs both over generated KAI requests and compares them.
+// every pick of a try's order anew, and runs every try to its end (the search stops a try once
+// the victims re-placed before the preemptor leave too little room). The two must give the same
+// answers, byte for byte: this test runs both over generated KAI requests and compares them.
 //
 // `make test` runs 400 cases; ARBITER_SEARCH_CASES=N runs N (docs/benchmarks.md gives the
 // command for the long run, thousands of cases).
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "clients/generator/random.h"
@@ -53,7 +57,8 @@ Policy CasePolicy(uint64_t index, Policy policy) {
 
 TEST(SearchDifferential, TheFrozenIndexSearchAnswersAsTheReferenceSearch) {
   const int cases = Cases();
-  int evicting = 0;  // cases whose answer evicts or moves: the tries decided something
+  int evicting = 0;       // cases whose answer evicts or moves: the tries decided something
+  int64_t cut_short = 0;  // tries the frozen search stopped early (the reference runs each whole)
   for (int i = 0; i < cases; ++i) {
     const uint64_t index = static_cast<uint64_t>(i);
     const generator::GeneratorOptions options = PropertyCaseOptions(index, GeneratorModel::kKai);
@@ -63,7 +68,15 @@ TEST(SearchDifferential, TheFrozenIndexSearchAnswersAsTheReferenceSearch) {
     reference_hooks.reference_search = true;
     const absl::StatusOr<ScheduleResult> reference =
         Schedule(request.snapshot, policy, reference_hooks);
-    const absl::StatusOr<ScheduleResult> frozen = Schedule(request.snapshot, policy);
+    CycleHooks hooks;
+    hooks.phase_counters = [&cut_short](
+                               std::string_view,
+                               const std::vector<std::pair<std::string_view, int64_t>>& counters) {
+      for (const auto& [name, value] : counters) {
+        if (name == "tries_cut_short") cut_short += value;
+      }
+    };
+    const absl::StatusOr<ScheduleResult> frozen = Schedule(request.snapshot, policy, hooks);
     const std::string what = DescribeCase(index, options);
     ASSERT_EQ(reference.ok(), frozen.ok()) << what;
     if (!reference.ok()) {
@@ -76,7 +89,9 @@ TEST(SearchDifferential, TheFrozenIndexSearchAnswersAsTheReferenceSearch) {
   }
   // The comparison means something only where the search ran tries that decided an answer.
   EXPECT_GE(evicting, cases / 4) << "cases whose answer evicts: " << evicting << " of " << cases;
+  EXPECT_GT(cut_short, 0);
   RecordProperty("evicting_cases", evicting);
+  RecordProperty("tries_cut_short", static_cast<int>(cut_short));
 }
 
 }  // namespace
