@@ -681,7 +681,14 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
     // try(R plus the drawn units with a pod on n), for each node n of the drawn unit's pods.
     for (int node : nodes) {
       draws.On(node, &fresh);
-      if (!room.MayHold(node, draws.IndicesOn(node), fresh)) {
+      // A try that goes on counts its room as it re-places victims (TryRoom); that count, taken
+      // whole, is also the skip test (Room < part exactly when MayHold fails). The reference
+      // search makes every try whole.
+      std::optional<TryRoom> try_room;
+      if (room.TracksTries() && !session_.reference_search()) {
+        try_room = TryRoom{&room, room.Room(node, draws.IndicesOn(node), fresh)};
+      }
+      if (try_room ? try_room->room < part : !room.MayHold(node, draws.IndicesOn(node), fresh)) {
         ++counters.tries_skipped_count;
         continue;
       }
@@ -699,10 +706,6 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
         ++counters.tries_skipped_repeat;
         continue;
       }
-      std::optional<TryRoom> try_room;
-      // The reference search makes every try whole.
-      if (room.TracksTries() && !session_.reference_search())
-        try_room = TryRoom{&room, room.Room(node, draws.IndicesOn(node), fresh)};
       const bool fits = Try(group, unit, part, candidate, false, attempt, nullptr,
                             try_room ? &*try_room : nullptr);
       if (poll.cancelled()) return false;

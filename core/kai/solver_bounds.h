@@ -62,7 +62,8 @@ class RoomBound {
   bool TracksTries() const { return counted_ && !sharing_; }
   // With TracksTries: Σ over nodes of the part's pods that fit, each node's count capped at the
   // part, once R and `fresh` are evicted (arguments as for MayHold): at least the same sum on the
-  // state of the try on `node` before anything is re-placed.
+  // state of the try on `node` before anything is re-placed, and below the part exactly when
+  // MayHold is false (it is never below the base's count).
   int Room(int node, const std::vector<int>& indices,
            const std::vector<const EvictionUnit*>& fresh);
   // With TracksTries: the part's pods that fit on `node` in the state as it is now, capped at
