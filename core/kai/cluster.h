@@ -52,6 +52,8 @@ struct ClusterGroup {
   // §4.7, the earliest start among the RUNNING pods.
   int earliest_start_pod = -1;
   bool ready() const { return non_releasing >= gang; }
+  // §0: elastic iff it has more than g non-RELEASING pods, whether or not they run.
+  bool elastic() const { return non_releasing > gang; }
 };
 
 struct ClusterPod {

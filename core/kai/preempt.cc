@@ -33,9 +33,9 @@ class PreemptAction final : public EvictionAction {
   EvictionReason reason() const override { return EvictionReason::kPriorityPreemption; }
   bool MayEvict(int preemptor, int victim) const override {
     if (!MayEvictIgnoringMinRuntime(preemptor, victim)) return false;
-    // A protected group is a victim only while elastic (it may shrink to g, §4.7).
-    const bool elastic = session_.state().active(victim) > cluster_.group(victim).gang;
-    return elastic || !IsProtected(preemptor, victim);
+    // A protected group is a victim only if elastic (§0: more than g pods not RELEASING), and
+    // then a scenario must leave it g active pods (§4.7, the solver's validation).
+    return cluster_.group(victim).elastic() || !IsProtected(preemptor, victim);
   }
   bool MayEvictIgnoringMinRuntime(int preemptor, int victim) const override {
     if (cluster_.group(victim).queue != cluster_.group(preemptor).queue) return false;  // same leaf

@@ -215,9 +215,9 @@ class ReclaimAction final : public EvictionAction {
   }
   bool MayEvict(int preemptor, int victim) const override {
     if (!MayEvictIgnoringMinRuntime(preemptor, victim)) return false;
-    // A protected group is a victim only while elastic (it may shrink to g, §4.7).
-    const bool elastic = session_.state().active(victim) > cluster_.group(victim).gang;
-    return elastic || !IsProtected(preemptor, victim);
+    // A protected group is a victim only if elastic (§0: more than g pods not RELEASING), and
+    // then a scenario must leave it g active pods (§4.7, the solver's validation).
+    return cluster_.group(victim).elastic() || !IsProtected(preemptor, victim);
   }
   bool MayEvictIgnoringMinRuntime(int preemptor, int victim) const override {
     return cluster_.group(victim).queue != cluster_.group(preemptor).queue;
@@ -314,7 +314,7 @@ void ReclaimAction::PrepareSharedOrder(int preemptor, VictimOrder& order) const 
   for (int g : protectable_) {
     const ClusterGroup& info = cluster_.group(g);
     if (info.queue == leaf || state.running(g) == 0) continue;
-    if (state.active(g) > info.gang) continue;  // elastic: may shrink to g (§4.7)
+    if (info.elastic()) continue;  // §0: may shrink to g (§4.7), however many pods run
     if (Protected(session_, g, ReclaimMinRuntime(session_, leaf, info.queue))) {
       order.ExcludeGroup(g);
     }

@@ -163,6 +163,25 @@ inline SnapshotBuilder GangHoldsTheNode() {
   return b;
 }
 
+// Two victims of `queue` on n1 (which the caller adds), one GPU each: "small" (priority 10, g = 1,
+// its one RUNNING pod started at `small_started`, two more PENDING: elastic by §0 with only its
+// gang running) and "wide" (priority 20, g = 1, started at 0).
+inline SnapshotBuilder& SmallAndWideOnN1(SnapshotBuilder& b, const std::string& queue,
+                                         int64_t small_started) {
+  b.Group("small", queue)
+      .Priority(10)
+      .MinMember(1)
+      .RunningPods(1, Gpu(1), "n1")
+      .Started(small_started)
+      .Pods(2, Gpu(1))
+      .Group("wide", queue)
+      .Priority(20)
+      .MinMember(1)
+      .RunningPods(1, Gpu(1), "n1")
+      .Started(0);
+  return b;
+}
+
 // The same node held by a non-preemptible borrower in team-b (four 2-GPU pods).
 inline SnapshotBuilder NonPreemptibleBorrower() {
   SnapshotBuilder b;

@@ -144,6 +144,26 @@ TEST(Preempt, MinRuntimeReasonSaysUntilWhen) {
                         "preempt_min_runtime until 1970-01-01T00:05:00Z"));
 }
 
+// §0 and §4.7: a group with more than g non-RELEASING pods is elastic while only g run, so a
+// protected one is a victim that a scenario must leave g active pods: "small" is drawn first and
+// taken by every try on n1, so "high" stays pending; once small's min-runtime is over it goes.
+TEST(Preempt, MinRuntimeElasticWithOnlyItsGangRunningIsAVictimThatMustKeepIt) {
+  auto snapshot = [](int64_t small_started) {
+    SnapshotBuilder b;
+    b.Now(1000).Node("n1", Gpu(2)).Queue("team").PreemptMinRuntime(600);
+    return ::arbiter::testing::SmallAndWideOnN1(b, "team", small_started)
+        .Group("high", "team")
+        .Priority(50)
+        .Pods(1, Gpu(1))
+        .Build();
+  };
+  const Policy policy = PolicyWith({Action::kAllocate, Action::kPreempt});
+  EXPECT_THAT(::arbiter::testing::RunCycle(snapshot(900), policy).evictions, IsEmpty());
+  ScheduleResult result = ::arbiter::testing::RunCycle(snapshot(0), policy);
+  ASSERT_EQ(result.evictions.size(), 1u);
+  EXPECT_EQ(result.evictions[0].pod, "small-0");
+}
+
 // §4.7: start(G) is the earliest start among G's RUNNING pods. low's RELEASING pod started at 0,
 // its RUNNING pod at 90: with a preempt min-runtime of 50 at time 100, low is protected until 140
 // and stays; counting the RELEASING pod's start would leave it unprotected and evicted.

@@ -25,7 +25,9 @@ using ::arbiter::testing::Pending;
 using ::arbiter::testing::PendingMessage;
 using ::arbiter::testing::PolicyWith;
 using ::arbiter::testing::RunCycle;
+using ::arbiter::testing::SmallAndWideOnN1;
 using ::arbiter::testing::SnapshotBuilder;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -290,6 +292,37 @@ TEST(Reclaim, MinRuntimeProtectsAGang) {
                         "reclaim_min_runtime until 1970-01-01T00:25:00Z"));
   s.now = Timestamp{1600, 0};  // the runtime is over
   EXPECT_EQ(RunCycle(s, AllocateReclaim()).evictions.size(), 4u);
+}
+
+// §0 and §4.7: a group is elastic when it has more than g non-RELEASING pods, also while only g
+// of them run. Protected by min-runtime, such a group is still a victim, and a scenario that takes
+// it below g is invalid: "small" (one of its three pods running) is drawn first, and every try
+// on n1 evicts it, so the job stays pending. (Judging elasticity on the running pods alone made
+// "small" no victim and evicted "wide" for the job; seed 712 of the differential's eviction
+// features, where KAI leaves the job pending.)
+TEST(Reclaim, MinRuntimeElasticWithOnlyItsGangRunningIsAVictimThatMustKeepIt) {
+  auto snapshot = [](int64_t small_started) {
+    SnapshotBuilder b;
+    b.Now(1000)
+        .Node("n1", Gpu(2))
+        .Queue("team-a")
+        .Deserved(Gpu(2))
+        .Queue("team-b")
+        .Deserved(Gpu(0))
+        .ReclaimMinRuntime(600);
+    return SmallAndWideOnN1(b, "team-b", small_started)
+        .Group("job", "team-a")
+        .Pods(1, Gpu(1))
+        .Build();
+  };
+  ScheduleResult result = RunCycle(snapshot(900), AllocateReclaim());
+  EXPECT_THAT(result.evictions, IsEmpty());
+  EXPECT_THAT(Pending(result), Contains("job:insufficient-resources"));
+  // Once small's min-runtime is over, it is the first victim and goes alone.
+  result = RunCycle(snapshot(0), AllocateReclaim());
+  ASSERT_EQ(result.evictions.size(), 1u);
+  EXPECT_EQ(result.evictions[0].pod, "small-0");
+  EXPECT_THAT(Bindings(result), ElementsAre("job-0@n1+"));
 }
 
 // The min-runtime reason names the latest end among the victims the unit needs: two gangs that
