@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/actions/utils"
 )
 
 // A cluster is one generated KAI scheduling snapshot for the decision comparison: nodes,
@@ -169,6 +171,9 @@ type cluster struct {
 	// rebuilt: KAI's eviction actions as the rules of decision_rules_evict.go rebuild them (the
 	// zero value: KAI's own).
 	rebuilt rebuiltActions
+	// victimOrder: the victim queue the rebuilt reclaim or preempt draws from at the moment
+	// (kai-victim-queue-order reads the jobs drawn so far from it).
+	victimOrder *utils.JobsOrderByQueues
 }
 
 // generateCluster builds the cluster of a seed: one to eight nodes, one or two departments with

@@ -5,8 +5,10 @@ import (
 	"maps"
 	"math/bits"
 	"math/rand/v2"
+	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/mock/gomock"
@@ -56,8 +58,11 @@ const ruleReplacementOrder = "kai-replacement-order"
 // (kai-eviction-once), a scenario's jobs ordered among themselves (kai-replacement-order), every
 // node handed to the solver (kai-feasible-nodes), the validators given the victims of the node
 // tested (kai-validator-drawn-victims), the min-runtime check counting active pods only
-// (kai-min-runtime-releasing).
-type rebuiltActions struct{ reenter, involved, allNodes, testedVictims, activeGang bool }
+// (kai-min-runtime-releasing), the victim queue ordered as SEMANTICS §4.7 orders victims
+// (kai-victim-queue-order).
+type rebuiltActions struct {
+	reenter, involved, allNodes, testedVictims, activeGang, specVictimOrder bool
+}
 
 // rules names the rules of the changes.
 func (r rebuiltActions) rules() []string {
@@ -66,7 +71,7 @@ func (r rebuiltActions) rules() []string {
 		on   bool
 		name string
 	}{{r.reenter, ruleEvictionOnce}, {r.involved, ruleReplacementOrder}, {r.allNodes, ruleFeasibleNodes}, {r.testedVictims, ruleValidatorDrawnVictims},
-		{r.activeGang, ruleMinRuntimeReleasing}} {
+		{r.activeGang, ruleMinRuntimeReleasing}, {r.specVictimOrder, ruleVictimQueueOrder}} {
 		if n.on {
 			names = append(names, n.name)
 		}
@@ -78,30 +83,49 @@ func (r rebuiltActions) rules() []string {
 // changes, one change first, then two, and so on.
 var evictionVariants = func() []rebuiltActions {
 	var out []rebuiltActions
-	for size := 1; size <= 5; size++ {
-		for mask := 1; mask < 32; mask++ {
+	for size := 1; size <= 6; size++ {
+		for mask := 1; mask < 64; mask++ {
 			if bits.OnesCount(uint(mask)) == size {
-				out = append(out, rebuiltActions{mask&1 != 0, mask&2 != 0, mask&4 != 0, mask&8 != 0, mask&16 != 0})
+				out = append(out, rebuiltActions{mask&1 != 0, mask&2 != 0, mask&4 != 0, mask&8 != 0, mask&16 != 0, mask&32 != 0})
 			}
 		}
 	}
 	return out
 }()
 
-// explainEviction returns the rules of the rebuilt eviction actions whose KAI run, with KAI's
-// allocate or with the eager one of kai-lazy-order, gives arbiter's answer.
+// explainEviction returns the rules of the first rebuilt eviction actions (in the order of
+// evictionVariants, KAI's allocate before the eager one of kai-lazy-order) whose KAI run gives
+// arbiter's answer. The runs are made explainBatch at a time, concurrently (a session mostly
+// waits for its informers), and the first batch with a match decides: the answer is the one a
+// run one at a time in that order would give.
 func (c *cluster) explainEviction(arb outcome, runs []outcome) []string {
+	type try struct {
+		variant rebuiltActions
+		eager   bool
+	}
+	var tries []try
 	for _, variant := range evictionVariants {
-		for _, eager := range []bool{false, true} {
-			v := c.clone()
-			v.rebuilt = variant
-			out, _, err := v.runKAI(eager)
-			if err != nil {
-				continue
-			}
-			if sameOutcome(out, arb) || sameOutcome(out.withoutNodes(), arb.withoutNodes()) && !allSame(runs) {
-				names := variant.rules()
-				if eager {
+		tries = append(tries, try{variant, false}, try{variant, true})
+	}
+	for first := 0; first < len(tries); first += explainBatch {
+		batch := tries[first:min(first+explainBatch, len(tries))]
+		agrees := make([]bool, len(batch))
+		var wg sync.WaitGroup
+		for i, t := range batch {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				v := c.clone()
+				v.rebuilt = t.variant
+				out, _, err := v.runKAI(t.eager)
+				agrees[i] = err == nil && (sameOutcome(out, arb) || sameOutcome(out.withoutNodes(), arb.withoutNodes()) && !allSame(runs))
+			}()
+		}
+		wg.Wait()
+		for i, t := range batch {
+			if agrees[i] {
+				names := t.variant.rules()
+				if t.eager {
 					names = append(names, ruleLazyOrder)
 				}
 				return names
@@ -110,6 +134,9 @@ func (c *cluster) explainEviction(arb outcome, runs []outcome) []string {
 	}
 	return nil
 }
+
+// explainBatch is how many rebuilt KAI runs explainEviction makes at once.
+const explainBatch = 8
 
 // reenteringEvictions is KAI's reclaim or preempt action (action) with a job pushed back into
 // the order after a committed attempt while it still has tasks to allocate (SEMANTICS §4.3).
@@ -140,7 +167,7 @@ func (c *cluster) reenteringEvictions(ssn *framework.Session, action framework.A
 		if r.involved {
 			aside = setAsideUninvolved(ssn, job)
 		}
-		ok, stmt := c.evictFor(ssn, job, action, r)
+		ok, stmt := c.evictForSurvivingPanic(ssn, job, action, r)
 		maps.Copy(ssn.PodGroupInfos, aside)
 		if !ok {
 			failed.UpdateRepresentative(job)
@@ -175,6 +202,23 @@ func setAsideUninvolved(ssn *framework.Session, p *podgroup_info.PodGroupInfo) m
 	return aside
 }
 
+// evictForSurvivingPanic is evictFor, with an attempt that meets KAI's solver panic
+// (kaiSolverPanic) counted as failed. The panic is raised where a part's scenario builder starts,
+// after the earlier parts' statements were discarded and before the part simulates anything, so
+// the session is as the attempt found it; KAI itself would stop the cycle there (its own runs that
+// meet the panic are left out), and its rebuilt actions go on as though the attempt had failed.
+func (c *cluster) evictForSurvivingPanic(ssn *framework.Session, job *podgroup_info.PodGroupInfo, action framework.ActionType, r rebuiltActions) (ok bool, stmt *framework.Statement) {
+	defer func() {
+		if p := recover(); p != nil {
+			if !kaiSolverPanic(fmt.Errorf("KAI panicked: %v\n%s", p, debug.Stack())) {
+				panic(p)
+			}
+			ok, stmt = false, nil
+		}
+	}()
+	return c.evictFor(ssn, job, action, r)
+}
+
 // evictFor is one attempt of KAI's reclaim or preempt for job (reclaim.go
 // attemptToReclaimForSpecificJob, preempt.go attemptToPreemptForPreemptor).
 func (c *cluster) evictFor(ssn *framework.Session, job *podgroup_info.PodGroupInfo, action framework.ActionType, r rebuiltActions) (bool, *framework.Statement) {
@@ -194,7 +238,7 @@ func (c *cluster) evictFor(ssn *framework.Session, job *podgroup_info.PodGroupIn
 				}
 			}
 			order.InitializeWithJobs(victims)
-			return &order
+			return c.drawingFrom(&order)
 		}, action)
 	} else {
 		tasks := podgroup_info.GetTasksToAllocate(job, ssn.PodSetOrderFn, ssn.TaskOrderFn, false)
@@ -202,10 +246,10 @@ func (c *cluster) evictFor(ssn *framework.Session, job *podgroup_info.PodGroupIn
 			return false, nil
 		}
 		solver = solvers.NewJobsSolver(nodes, c.activeGangCheck(ssn, action, r.activeGang, validator(ssn.PreemptScenarioValidator, r.testedVictims)), func() *utils.JobsOrderByQueues {
-			return utils.GetVictimsQueue(ssn, func(v *podgroup_info.PodGroupInfo) bool {
+			return c.drawingFrom(utils.GetVictimsQueue(ssn, func(v *podgroup_info.PodGroupInfo) bool {
 				return v.IsPreemptibleJob() && v.Priority < job.Priority && v.Queue == job.Queue &&
 					v.UID != job.UID && v.GetActiveAllocatedTasksCount() > 0 && ssn.PreemptVictimFilter(job, v)
-			})
+			}))
 		}, action)
 	}
 	ok, stmt, _ := solver.Solve(ssn, job)
@@ -219,6 +263,7 @@ func (c *cluster) runEvictionAction(ssn *framework.Session, name string) bool {
 	if c.rebuilt == (rebuiltActions{}) {
 		return false
 	}
+	c.victimOrder = nil
 	switch name {
 	case "consolidation":
 		if !c.rebuilt.allNodes {

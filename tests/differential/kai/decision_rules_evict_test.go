@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"slices"
 	"testing"
 
@@ -191,5 +192,62 @@ func TestDecisionMinRuntimeCountsReleasing(t *testing.T) {
 	o := c.checkDecisions(arbiterCLI(t), nil)
 	if o.Failure != "" || !slices.Contains(o.Rules, ruleMinRuntimeReleasing) {
 		t.Errorf("outcome %+v; want rule %s", o, ruleMinRuntimeReleasing)
+	}
+}
+
+// Spec question (l) (seed 200 of the eviction features): reclaim for the elastic j09 (q0) draws,
+// in KAI's victim queue, j10-1 of q2 and then j02-0, and evicts j02-0 and j19-2; SEMANTICS §4.7,
+// with the eviction unit in rules 2, 4 and 5 and the drawn units in rule 5, draws q1's victims
+// first and evicts j12 and j16, moving j19-2 to n3. KAI with its victim queue handed SEMANTICS'
+// arguments (and re-entry, for j09's growth) gives arbiter's answer; the victim order alone
+// leaves j09 a pod short, and re-entry alone meets KAI's solver panic (kaiSolverPanic).
+func TestDecisionVictimQueueOrder(t *testing.T) {
+	c, cli, _, arb := evictionFeatureCase(t, 200)
+	own, _, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own["j02/j02-0"] != "evicted:reclaim" || own["j16/j16-0"] != "running" ||
+		arb["j16/j16-0"] != "evicted:reclaim" || arb["j19/j19-2"] != "moved@n3" {
+		t.Fatalf("not the case of seed 200: KAI %v, arbiter %v", own, arb)
+	}
+	for _, r := range []struct {
+		variant rebuiltActions
+		agrees  bool
+	}{
+		{rebuiltActions{reenter: true}, false},
+		{rebuiltActions{specVictimOrder: true}, false},
+		{rebuiltActions{reenter: true, specVictimOrder: true}, true},
+	} {
+		v := c.clone()
+		v.rebuilt = r.variant
+		out, _, err := v.runKAI(false)
+		if agrees := err == nil && sameOutcome(out, arb); agrees != r.agrees {
+			t.Errorf("KAI rebuilt as %v agrees: %v, want %v (%v)", r.variant.rules(), agrees, r.agrees, err)
+		}
+	}
+	o := c.checkDecisions(cli, nil)
+	if o.Failure != "" || !slices.Contains(o.Rules, ruleVictimQueueOrder) {
+		t.Errorf("outcome %+v; want rule %s", o, ruleVictimQueueOrder)
+	}
+}
+
+// An attempt of the rebuilt eviction actions that meets KAI's solver panic counts as failed
+// (seed 625 of the eviction features): KAI's own runs finish, its preempt rebuilt with the
+// scenario's jobs ordered among themselves (kai-replacement-order) reaches the panic on an
+// elastic preemptor, and surviving it gives arbiter's answer.
+func TestDecisionRebuiltRunSurvivesSolverPanic(t *testing.T) {
+	c, _, _, arb := evictionFeatureCase(t, 625)
+	if _, _, err := c.runKAI(false); err != nil {
+		t.Fatalf("not the case of seed 625: KAI's own run: %v", err)
+	}
+	v := c.clone()
+	v.rebuilt = rebuiltActions{involved: true}
+	out, _, err := v.runKAI(false)
+	if err != nil || !sameOutcome(out, arb) {
+		t.Errorf("KAI rebuilt as %v: %v (%v); want arbiter's %v", v.rebuilt.rules(), out, err, arb)
+	}
+	if !kaiSolverPanic(errors.New("KAI panicked: ...accumulated_scenario_filters.NewIdleGpusFilter(0x0, 0x0?)")) {
+		t.Error("the solver panic is not recognised")
 	}
 }

@@ -191,6 +191,51 @@ func newDecisionCounts() *decisionCounts {
 	return &decisionCounts{classes: map[string]int{}, podsBound: map[string]int{}}
 }
 
+// add adds other's counts to c's.
+func (c *decisionCounts) add(other *decisionCounts) {
+	for k, n := range other.podsBound {
+		c.podsBound[k] += n
+	}
+	for k, n := range other.classes {
+		c.classes[k] += n
+	}
+}
+
+// A seed's cluster, checked.
+type checkedSeed struct {
+	cluster *cluster
+	outcome verdict.Outcome
+	counts  *decisionCounts
+}
+
+// seedsAtOnce is how many seeds runDecisions checks at once: a check mostly waits (for KAI's
+// session informers and for the arbiter process), so a few overlap on two cores.
+const seedsAtOnce = 4
+
+// checkSeedsConcurrently checks the clusters of the run's seeds, seedsAtOnce at a time, and
+// returns one channel per seed, in seed order, that receives its result. The results are read in
+// seed order, so the summary, the kept requests and the shrinking (done by the reader, one seed at
+// a time) are those of a run one seed after another.
+func checkSeedsConcurrently(flags verdict.Flags, feat features) []chan checkedSeed {
+	out := make([]chan checkedSeed, flags.Seeds)
+	slots := make(chan struct{}, seedsAtOnce)
+	for i := range out {
+		out[i] = make(chan checkedSeed, 1)
+	}
+	go func() {
+		for i := range out {
+			slots <- struct{}{}
+			go func() {
+				defer func() { <-slots }()
+				c := generateCluster(flags.First+int64(i), feat)
+				counts := newDecisionCounts()
+				out[i] <- checkedSeed{c, c.checkDecisions(flags.CLI, counts), counts}
+			}()
+		}
+	}()
+	return out
+}
+
 // checkDecisions schedules the cluster on both sides and compares the outcomes.
 func (c *cluster) checkDecisions(cli string, counts *decisionCounts) verdict.Outcome {
 	req := c.request()
@@ -486,13 +531,15 @@ func runDecisions(flags verdict.Flags, feat features) *verdict.Tally {
 	counts := newDecisionCounts()
 	start := time.Now()
 	jobs, pods, leftOut, leftOutTaken, leftOutVictimless, leftOutPartial, leftOutByNode := 0, 0, 0, 0, 0, 0, 0
+	checked := checkSeedsConcurrently(flags, feat)
 	for seed := flags.First; seed < flags.First+flags.Seeds; seed++ {
-		c := generateCluster(seed, feat)
+		done := <-checked[seed-flags.First]
+		c, outcome := done.cluster, done.outcome
+		counts.add(done.counts)
 		jobs += len(c.jobs)
 		for _, j := range c.jobs {
 			pods += len(j.tasks)
 		}
-		outcome := c.checkDecisions(flags.CLI, counts)
 		if outcome.Failure == kaiPanicked.Failure {
 			leftOut++
 			if flags.Verbose {

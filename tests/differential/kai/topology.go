@@ -188,6 +188,10 @@ func (c *cluster) runKAI(eager bool) (out outcome, boundThenTaken []string, err 
 	ssn := test_utils.BuildSession(c.topology(), controller)
 	c.applyTaints(ssn)
 	c.minRuntimesToSession(ssn)
+	c.victimOrder = nil
+	if c.rebuilt.specVictimOrder {
+		c.installSpecVictimOrder(ssn)
+	}
 	type state struct {
 		status pod_status.PodStatus
 		node   string

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"maps"
+	"reflect"
+	"slices"
+	"unsafe"
+
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/actions/utils"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/common_info"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/podgroup_info"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/queue_info"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/resource_info"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/framework"
+)
+
+// ruleVictimQueueOrder, spec question (l): SEMANTICS §4.7 draws victims with every §4.3
+// comparison reversed, each queue carrying its next victim and that victim's eviction unit
+// (rules 2, 4 and 5 add the unit), and rule 5 lowers a queue's allocation by the units already
+// drawn from its subtree. KAI's victim queue (actions/utils/job_order_by_queue.go,
+// buildFuncOrderBetweenQueuesWithJobs and buildFuncOrderBetweenDepartmentsWithJobs with
+// VictimQueue) hands the proportion plugin's queue order no job, so rules 2, 4 and 5 add nothing,
+// and as victims it hands the jobs popped so far from the queue (for a department, from its best
+// queue only) and the queue's next candidate, each with its whole allocation
+// (queue_order.go, calculateDominantResourceShareWithJob). The cluster is scheduled once more by
+// KAI with its reclaim and preempt rebuilt (as for kai-eviction-once) and its queue order handed,
+// for every comparison of a victim queue, what SEMANTICS compares: as the job, the next victim's
+// eviction unit (podgroup_info.GetTasksToEvict); as the victims, the eviction unit of every job
+// popped so far from every leaf of the queue's subtree. Everything else, rules and attributes,
+// is the proportion plugin's own. Arbiter's answer is accepted when it is that run's.
+const ruleVictimQueueOrder = "kai-victim-queue-order"
+
+// drawingFrom records order as the victim queue being drawn from and returns it.
+func (c *cluster) drawingFrom(order *utils.JobsOrderByQueues) *utils.JobsOrderByQueues {
+	c.victimOrder = order
+	return order
+}
+
+// installSpecVictimOrder puts, in front of the session's queue orders, one that answers every
+// comparison of the victim queue c.victimOrder with the arguments SEMANTICS §4.7 compares, and
+// leaves every other comparison to the orders after it.
+func (c *cluster) installSpecVictimOrder(ssn *framework.Session) {
+	next := ssn.QueueOrderFns
+	ssn.QueueOrderFns = append([]framework.CompareQueueFn{func(lQ, rQ *queue_info.QueueInfo,
+		lJob, rJob *podgroup_info.PodGroupInfo, lVictims, rVictims []*podgroup_info.PodGroupInfo) int {
+		if c.victimOrder == nil || len(lVictims) == 0 || len(rVictims) == 0 {
+			return 0
+		}
+		pops := poppedJobs(c.victimOrder)
+		lUnit, lDrawn := specVictimArgs(ssn, lQ, lVictims[len(lVictims)-1], pops)
+		rUnit, rDrawn := specVictimArgs(ssn, rQ, rVictims[len(rVictims)-1], pops)
+		for _, fn := range next {
+			if j := fn(lQ, rQ, lUnit, rUnit, lDrawn, rDrawn); j != 0 {
+				return j
+			}
+		}
+		return 0
+	}}, next...)
+}
+
+// specVictimArgs returns, for queue q whose next victim is next, the job and the victims that
+// make KAI's queue order compare what SEMANTICS §4.7 compares: a job whose tasks to allocate
+// request next's eviction unit, and one job per job popped from a leaf of q's subtree, allocating
+// that job's eviction unit.
+func specVictimArgs(ssn *framework.Session, q *queue_info.QueueInfo, next *podgroup_info.PodGroupInfo,
+	pops map[common_info.QueueID][]*podgroup_info.PodGroupInfo) (*podgroup_info.PodGroupInfo, []*podgroup_info.PodGroupInfo) {
+	unit := next.CloneWithTasks(nil)
+	setTasksToAllocateResource(unit, evictionUnitRequest(ssn, next))
+	drawn := []*podgroup_info.PodGroupInfo{}
+	// Leaves in name order, so that the sums rule 5 makes do not follow Go's map order.
+	for _, leaf := range slices.Sorted(maps.Keys(pops)) {
+		if leaf != q.UID && ssn.Queues[leaf].ParentQueue != q.UID {
+			continue
+		}
+		for _, popped := range pops[leaf] {
+			d := popped.CloneWithTasks(nil)
+			d.Allocated = evictionUnitRequest(ssn, popped)
+			drawn = append(drawn, d)
+		}
+	}
+	return unit, drawn
+}
+
+// evictionUnitRequest sums the requests of job's eviction unit.
+func evictionUnitRequest(ssn *framework.Session, job *podgroup_info.PodGroupInfo) *resource_info.Resource {
+	tasks, _ := podgroup_info.GetTasksToEvict(job, ssn.PodSetOrderFn, ssn.TaskOrderFn)
+	sum := resource_info.EmptyResource()
+	for _, t := range tasks {
+		sum.AddResourceRequirements(t.ResReq)
+	}
+	return sum
+}
+
+// poppedJobs reads the jobs popped so far from a victim queue, per leaf queue (KAI keeps them in
+// an unexported field, queuePopsMap).
+func poppedJobs(order *utils.JobsOrderByQueues) map[common_info.QueueID][]*podgroup_info.PodGroupInfo {
+	f := reflect.ValueOf(order).Elem().FieldByName("queuePopsMap")
+	return *(*map[common_info.QueueID][]*podgroup_info.PodGroupInfo)(unsafe.Pointer(f.UnsafeAddr()))
+}
+
+// setTasksToAllocateResource sets the request KAI's queue order reads as job's tasks to allocate
+// (GetTasksToAllocateInitResource returns it as cached, an unexported field).
+func setTasksToAllocateResource(job *podgroup_info.PodGroupInfo, r *resource_info.Resource) {
+	f := reflect.ValueOf(job).Elem().FieldByName("tasksToAllocateInitResource")
+	*(**resource_info.Resource)(unsafe.Pointer(f.UnsafeAddr())) = r
+}
