@@ -366,7 +366,7 @@ func TestRestartMidCycleLosesNoPodAndBindsNoneTwice(t *testing.T) {
 	restarted := time.Now()
 	c.startReplica(t, "second-run", user, args...)
 	all := append(warm, pods...)
-	c.waitBound(t, all, 45*time.Second)
+	c.waitBoundAcrossKill(t, all, restarted, 45*time.Second)
 	t.Logf("all %d pods bound %v after the restart (the old Lease had to expire first)", len(all), time.Since(restarted).Round(time.Millisecond))
 	b := c.bindings(t)
 	conflicts := b.checkEachBoundOnceAcrossKill(t, all, restarted, user.Name)
