@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/actions/utils"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/common_info"
 )
 
 // A cluster is one generated KAI scheduling snapshot for the decision comparison: nodes,
@@ -174,6 +175,10 @@ type cluster struct {
 	// victimOrder: the victim queue the rebuilt reclaim or preempt draws from at the moment
 	// (kai-victim-queue-order reads the jobs drawn so far from it).
 	victimOrder *utils.JobsOrderByQueues
+	// releasingBefore: during an attempt of the rebuilt reclaim or preempt with whole victims,
+	// the pods that were Releasing when it began (kai-victim-replaced-whole re-places the others
+	// a scenario evicted); nil outside one.
+	releasingBefore map[common_info.PodID]bool
 }
 
 // generateCluster builds the cluster of a seed: one to eight nodes, one or two departments with

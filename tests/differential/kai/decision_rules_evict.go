@@ -59,9 +59,11 @@ const ruleReplacementOrder = "kai-replacement-order"
 // node handed to the solver (kai-feasible-nodes), the validators given the victims of the node
 // tested (kai-validator-drawn-victims), the min-runtime check counting active pods only
 // (kai-min-runtime-releasing), the victim queue ordered as SEMANTICS §4.7 orders victims
-// (kai-victim-queue-order).
+// (kai-victim-queue-order), a victim re-placed with every pod the scenario evicted
+// (kai-victim-replaced-whole), no job placed in the cycle drawn as a victim
+// (kai-bound-not-victim).
 type rebuiltActions struct {
-	reenter, involved, allNodes, testedVictims, activeGang, specVictimOrder bool
+	reenter, involved, allNodes, testedVictims, activeGang, specVictimOrder, wholeVictims, boundNotVictims bool
 }
 
 // rules names the rules of the changes.
@@ -71,7 +73,8 @@ func (r rebuiltActions) rules() []string {
 		on   bool
 		name string
 	}{{r.reenter, ruleEvictionOnce}, {r.involved, ruleReplacementOrder}, {r.allNodes, ruleFeasibleNodes}, {r.testedVictims, ruleValidatorDrawnVictims},
-		{r.activeGang, ruleMinRuntimeReleasing}, {r.specVictimOrder, ruleVictimQueueOrder}} {
+		{r.activeGang, ruleMinRuntimeReleasing}, {r.specVictimOrder, ruleVictimQueueOrder}, {r.wholeVictims, ruleVictimReplacedWhole},
+		{r.boundNotVictims, ruleBoundNotVictim}} {
 		if n.on {
 			names = append(names, n.name)
 		}
@@ -83,10 +86,10 @@ func (r rebuiltActions) rules() []string {
 // changes, one change first, then two, and so on.
 var evictionVariants = func() []rebuiltActions {
 	var out []rebuiltActions
-	for size := 1; size <= 6; size++ {
-		for mask := 1; mask < 64; mask++ {
+	for size := 1; size <= 8; size++ {
+		for mask := 1; mask < 256; mask++ {
 			if bits.OnesCount(uint(mask)) == size {
-				out = append(out, rebuiltActions{mask&1 != 0, mask&2 != 0, mask&4 != 0, mask&8 != 0, mask&16 != 0, mask&32 != 0})
+				out = append(out, rebuiltActions{mask&1 != 0, mask&2 != 0, mask&4 != 0, mask&8 != 0, mask&16 != 0, mask&32 != 0, mask&64 != 0, mask&128 != 0})
 			}
 		}
 	}
@@ -222,6 +225,10 @@ func (c *cluster) evictForSurvivingPanic(ssn *framework.Session, job *podgroup_i
 // evictFor is one attempt of KAI's reclaim or preempt for job (reclaim.go
 // attemptToReclaimForSpecificJob, preempt.go attemptToPreemptForPreemptor).
 func (c *cluster) evictFor(ssn *framework.Session, job *podgroup_info.PodGroupInfo, action framework.ActionType, r rebuiltActions) (bool, *framework.Statement) {
+	if r.wholeVictims {
+		c.beginWholeVictims(ssn)
+		defer c.endWholeVictims()
+	}
 	nodes := solverNodes(ssn, job, r.allNodes)
 	var solver *solvers.JobSolver
 	if action == framework.Reclaim {
@@ -233,7 +240,7 @@ func (c *cluster) evictFor(ssn *framework.Session, job *podgroup_info.PodGroupIn
 			})
 			victims := map[common_info.PodGroupID]*podgroup_info.PodGroupInfo{}
 			for id, v := range ssn.PodGroupInfos {
-				if v.Queue != job.Queue && ssn.ReclaimVictimFilter(job, v) {
+				if v.Queue != job.Queue && ssn.ReclaimVictimFilter(job, v) && !(r.boundNotVictims && c.placedInCycle(v)) {
 					victims[id] = v
 				}
 			}
@@ -248,7 +255,8 @@ func (c *cluster) evictFor(ssn *framework.Session, job *podgroup_info.PodGroupIn
 		solver = solvers.NewJobsSolver(nodes, c.activeGangCheck(ssn, action, r.activeGang, validator(ssn.PreemptScenarioValidator, r.testedVictims)), func() *utils.JobsOrderByQueues {
 			return c.drawingFrom(utils.GetVictimsQueue(ssn, func(v *podgroup_info.PodGroupInfo) bool {
 				return v.IsPreemptibleJob() && v.Priority < job.Priority && v.Queue == job.Queue &&
-					v.UID != job.UID && v.GetActiveAllocatedTasksCount() > 0 && ssn.PreemptVictimFilter(job, v)
+					v.UID != job.UID && v.GetActiveAllocatedTasksCount() > 0 && ssn.PreemptVictimFilter(job, v) &&
+					!(r.boundNotVictims && c.placedInCycle(v))
 			}))
 		}, action)
 	}

@@ -251,3 +251,71 @@ func TestDecisionRebuiltRunSurvivesSolverPanic(t *testing.T) {
 		t.Error("the solver panic is not recognised")
 	}
 }
+
+// Spec question (f) inside a scenario (seed 706 of the eviction features): KAI's preempt evicts
+// j02-0 and pipelines j01's three pods on n1, where arbiter leaves j01 pending and places j05.
+// KAI with its victims re-placed whole, every pod the scenario evicted of them or none, gives
+// arbiter's answer; re-entry alone does not.
+func TestDecisionVictimReplacedWhole(t *testing.T) {
+	c, cli, _, arb := evictionFeatureCase(t, 706)
+	own, _, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own["j02/j02-0"] != "evicted:preempt" || arb["j02/j02-0"] != "running" || arb["j05/j05-0"] != "pipelined@n1" {
+		t.Fatalf("not the case of seed 706: KAI %v, arbiter %v", own, arb)
+	}
+	for _, r := range []struct {
+		variant rebuiltActions
+		agrees  bool
+	}{
+		{rebuiltActions{reenter: true}, false},
+		{rebuiltActions{wholeVictims: true}, true},
+	} {
+		v := c.clone()
+		v.rebuilt = r.variant
+		out, _, err := v.runKAI(false)
+		if agrees := err == nil && sameOutcome(out, arb); agrees != r.agrees {
+			t.Errorf("KAI rebuilt as %v agrees: %v, want %v (%v)", r.variant.rules(), agrees, r.agrees, err)
+		}
+	}
+	o := c.checkDecisions(cli, nil)
+	if o.Failure != "" || !slices.Contains(o.Rules, ruleVictimReplacedWhole) {
+		t.Errorf("outcome %+v; want rule %s", o, ruleVictimReplacedWhole)
+	}
+}
+
+// Spec question (a) as a draw (seed 664 of the eviction features): KAI's victim queue draws a job
+// placed earlier in the cycle, and reclaim pipelines j07-0 on n3 by moving j12-0 to n2, where
+// arbiter places j07-0 on n2 and leaves j12 running. KAI with such jobs never drawn and its victim
+// queue ordered as SEMANTICS §4.7 orders victims (spec question (l)) gives arbiter's answer;
+// either change alone does not.
+func TestDecisionBoundNotVictim(t *testing.T) {
+	c, cli, _, arb := evictionFeatureCase(t, 664)
+	own, _, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own["j12/j12-0"] != "moved@n2" || arb["j12/j12-0"] != "running" || arb["j07/j07-0"] != "pipelined@n2" {
+		t.Fatalf("not the case of seed 664: KAI %v, arbiter %v", own, arb)
+	}
+	for _, r := range []struct {
+		variant rebuiltActions
+		agrees  bool
+	}{
+		{rebuiltActions{boundNotVictims: true}, false},
+		{rebuiltActions{specVictimOrder: true}, false},
+		{rebuiltActions{specVictimOrder: true, boundNotVictims: true}, true},
+	} {
+		v := c.clone()
+		v.rebuilt = r.variant
+		out, _, err := v.runKAI(false)
+		if agrees := err == nil && sameOutcome(out, arb); agrees != r.agrees {
+			t.Errorf("KAI rebuilt as %v agrees: %v, want %v (%v)", r.variant.rules(), agrees, r.agrees, err)
+		}
+	}
+	o := c.checkDecisions(cli, nil)
+	if o.Failure != "" || !slices.Contains(o.Rules, ruleBoundNotVictim) {
+		t.Errorf("outcome %+v; want rule %s", o, ruleBoundNotVictim)
+	}
+}

@@ -192,6 +192,9 @@ func (c *cluster) runKAI(eager bool) (out outcome, boundThenTaken []string, err 
 	if c.rebuilt.specVictimOrder {
 		c.installSpecVictimOrder(ssn)
 	}
+	if c.rebuilt.wholeVictims {
+		c.installWholeVictimReplacement(ssn)
+	}
 	type state struct {
 		status pod_status.PodStatus
 		node   string
