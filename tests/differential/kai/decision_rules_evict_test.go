@@ -211,25 +211,11 @@ func TestDecisionVictimQueueOrder(t *testing.T) {
 		arb["j16/j16-0"] != "evicted:reclaim" || arb["j19/j19-2"] != "moved@n3" {
 		t.Fatalf("not the case of seed 200: KAI %v, arbiter %v", own, arb)
 	}
-	for _, r := range []struct {
-		variant rebuiltActions
-		agrees  bool
-	}{
+	checkRebuiltRuns(t, c, cli, arb, ruleVictimQueueOrder, []rebuiltRun{
 		{rebuiltActions{reenter: true}, false},
 		{rebuiltActions{specVictimOrder: true}, false},
 		{rebuiltActions{reenter: true, specVictimOrder: true}, true},
-	} {
-		v := c.clone()
-		v.rebuilt = r.variant
-		out, _, err := v.runKAI(false)
-		if agrees := err == nil && sameOutcome(out, arb); agrees != r.agrees {
-			t.Errorf("KAI rebuilt as %v agrees: %v, want %v (%v)", r.variant.rules(), agrees, r.agrees, err)
-		}
-	}
-	o := c.checkDecisions(cli, nil)
-	if o.Failure != "" || !slices.Contains(o.Rules, ruleVictimQueueOrder) {
-		t.Errorf("outcome %+v; want rule %s", o, ruleVictimQueueOrder)
-	}
+	})
 }
 
 // An attempt of the rebuilt eviction actions that meets KAI's solver panic counts as failed
@@ -265,24 +251,10 @@ func TestDecisionVictimReplacedWhole(t *testing.T) {
 	if own["j02/j02-0"] != "evicted:preempt" || arb["j02/j02-0"] != "running" || arb["j05/j05-0"] != "pipelined@n1" {
 		t.Fatalf("not the case of seed 706: KAI %v, arbiter %v", own, arb)
 	}
-	for _, r := range []struct {
-		variant rebuiltActions
-		agrees  bool
-	}{
+	checkRebuiltRuns(t, c, cli, arb, ruleVictimReplacedWhole, []rebuiltRun{
 		{rebuiltActions{reenter: true}, false},
 		{rebuiltActions{wholeVictims: true}, true},
-	} {
-		v := c.clone()
-		v.rebuilt = r.variant
-		out, _, err := v.runKAI(false)
-		if agrees := err == nil && sameOutcome(out, arb); agrees != r.agrees {
-			t.Errorf("KAI rebuilt as %v agrees: %v, want %v (%v)", r.variant.rules(), agrees, r.agrees, err)
-		}
-	}
-	o := c.checkDecisions(cli, nil)
-	if o.Failure != "" || !slices.Contains(o.Rules, ruleVictimReplacedWhole) {
-		t.Errorf("outcome %+v; want rule %s", o, ruleVictimReplacedWhole)
-	}
+	})
 }
 
 // Spec question (a) as a draw (seed 664 of the eviction features): KAI's victim queue draws a job
@@ -299,14 +271,24 @@ func TestDecisionBoundNotVictim(t *testing.T) {
 	if own["j12/j12-0"] != "moved@n2" || arb["j12/j12-0"] != "running" || arb["j07/j07-0"] != "pipelined@n2" {
 		t.Fatalf("not the case of seed 664: KAI %v, arbiter %v", own, arb)
 	}
-	for _, r := range []struct {
-		variant rebuiltActions
-		agrees  bool
-	}{
+	checkRebuiltRuns(t, c, cli, arb, ruleBoundNotVictim, []rebuiltRun{
 		{rebuiltActions{boundNotVictims: true}, false},
 		{rebuiltActions{specVictimOrder: true}, false},
 		{rebuiltActions{specVictimOrder: true, boundNotVictims: true}, true},
-	} {
+	})
+}
+
+// rebuiltRun is a rebuilt KAI run and whether it gives arbiter's answer.
+type rebuiltRun struct {
+	variant rebuiltActions
+	agrees  bool
+}
+
+// checkRebuiltRuns runs KAI rebuilt as each of runs on c, checks whether each gives arbiter's
+// answer arb, and checks that the harness accepts the seed under rule.
+func checkRebuiltRuns(t *testing.T, c *cluster, cli string, arb outcome, rule string, runs []rebuiltRun) {
+	t.Helper()
+	for _, r := range runs {
 		v := c.clone()
 		v.rebuilt = r.variant
 		out, _, err := v.runKAI(false)
@@ -315,7 +297,7 @@ func TestDecisionBoundNotVictim(t *testing.T) {
 		}
 	}
 	o := c.checkDecisions(cli, nil)
-	if o.Failure != "" || !slices.Contains(o.Rules, ruleBoundNotVictim) {
-		t.Errorf("outcome %+v; want rule %s", o, ruleBoundNotVictim)
+	if o.Failure != "" || !slices.Contains(o.Rules, rule) {
+		t.Errorf("outcome %+v; want rule %s", o, rule)
 	}
 }
