@@ -15,6 +15,20 @@
 
 namespace arbiter {
 
+// One attempt an action made on a pod group's next unit (CycleHooks::attempt). The views are
+// valid only during the call.
+struct AttemptTrace {
+  std::string_view action;     // "allocate", "consolidate", "reclaim" or "preempt"
+  std::string_view pod_group;  // the group whose unit was tried
+  int pods = 0;                // the unit's pods
+  // "placed"; "pending" (it stays pending after this attempt); "refused" (the action's
+  // precheck turned it away before any search); "fits without victims" (an eviction action
+  // leaves it to ALLOCATE, §4.1)
+  std::string_view outcome;
+  std::vector<std::string_view> evicted;  // pods the attempt evicted, in the order committed
+  std::vector<std::string_view> moved;    // pods the attempt moved to another node
+};
+
 // Hooks a caller may supply; the core calls them between the phases of a call.
 struct CycleHooks {
   // Asked between phases, and inside the long loops of a phase every few milliseconds of work
@@ -46,6 +60,10 @@ struct CycleHooks {
   // every try to its end (core/kai/solver_bounds.h). Same answers, slower: for the test that
   // proves the bounds skip and stop only tries that would fail.
   bool unbounded_search = false;
+  // Called after every attempt of the KAI actions, in the order they were made (SEMANTICS.md
+  // §4.3's order of each action). For following a cycle's decisions one by one, as a scheduler's
+  // log does; it never changes an answer. Unset: nothing is recorded.
+  std::function<void(const AttemptTrace&)> attempt;
 
   // CancelledError naming `next_phase` when `cancelled` says so; OK otherwise.
   absl::Status CheckCancelled(std::string_view next_phase) const {

@@ -51,6 +51,7 @@ int RunDecide(const Args& args, std::ostream& out, std::ostream& err) {
   bool help = false;
   rpc::CommandLine flags;
   DeclareDecideFlags(&flags, &options, &help);
+  options.trace_to = &err;
 
   const std::string usage = UsageIntro(Command::kName);
   ParsedCommand command = ParseCommand(args, flags, help, usage, out);

@@ -62,6 +62,12 @@ absl::StatusOr<typename Call::Response> AnswerInProcess(const typename Call::Req
                              const std::vector<std::pair<std::string_view, int64_t>>& counters) {
     timer->Counters(phase, counters);
   };
+  if (options.trace && options.trace_to != nullptr) {
+    std::ostream* trace = options.trace_to;
+    hooks.attempt = [trace](const AttemptTrace& attempt) {
+      *trace << FormatAttempt(attempt) << '\n';
+    };
+  }
   if (options.deadline_seconds > 0) {
     const Clock::time_point deadline =
         Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -114,6 +120,10 @@ void DeclareDecideFlags(rpc::CommandLine* flags, DecideOptions* options, bool* h
   flags->AddBool("timing", &options->timing,
                  "print on stderr how long each phase took (parse, validate, fair share, each "
                  "action, serialise)");
+  flags->AddBool("trace", &options->trace,
+                 "print on stderr every attempt of the KAI actions in the order they were made: "
+                 "the pod group, the unit's pods, the outcome and the pods it evicted or moved "
+                 "(in-process only)");
   flags->AddDouble("deadline-seconds", "SECONDS", &options->deadline_seconds,
                    "give up after this long (0 = no deadline)");
   flags->AddString("tls-ca", "FILE", &options->tls.ca,
@@ -149,6 +159,9 @@ absl::Status CheckDecideOptions(const DecideOptions& options) {
     return absl::InvalidArgumentError(
         "--tls-ca, --tls-cert, --tls-key and --request-id need --server");
   }
+  if (options.trace && !options.server.empty()) {
+    return absl::InvalidArgumentError("--trace works in-process only: drop --server");
+  }
   if (options.format != "table" && options.format != "json") {
     return absl::InvalidArgumentError(
         absl::StrCat("--format: \"", options.format, "\" is not table or json"));
@@ -164,6 +177,25 @@ absl::StatusOr<v1::FairShareResponse> Answer(const v1::FairShareRequest& request
 absl::StatusOr<v1::ScheduleResponse> Answer(const v1::ScheduleRequest& request,
                                             const DecideOptions& options, PhaseTimer* timer) {
   return AnswerCall<ScheduleCall>(request, options, timer);
+}
+
+std::string FormatAttempt(const AttemptTrace& attempt) {
+  std::string line(attempt.action);
+  line += ' ';
+  line += attempt.pod_group;
+  absl::StrAppend(&line, " (", attempt.pods, attempt.pods == 1 ? " pod): " : " pods): ");
+  line += attempt.outcome;
+  const auto append_pods = [&line](const char* what, const std::vector<std::string_view>& pods) {
+    if (pods.empty()) return;
+    line += what;
+    for (std::string_view pod : pods) {
+      line += ' ';
+      line += pod;
+    }
+  };
+  append_pods("; evicted", attempt.evicted);
+  append_pods("; moved", attempt.moved);
+  return line;
 }
 
 std::string TimingMode(const DecideOptions& options) {

@@ -89,6 +89,7 @@ int RunWhatIf(const Args& args, std::ostream& out, std::ostream& err) {
   flags.AddString("add", "GROUP", &add,
                   "the pod group to try: a PodGroup file, proto3 JSON or .pb (required)");
   DeclareDecideFlags(&flags, &options, &help);
+  options.trace_to = &err;
 
   const std::string usage = UsageIntro();
   ParsedCommand command = ParseCommand(args, flags, help, usage, out);

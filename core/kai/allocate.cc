@@ -49,8 +49,10 @@ void Allocate(Session& session) {
   for (int group = order.Next(); group >= 0; group = order.Next()) {
     // Cancelled: stop between attempts, every statement closed.
     if (session.poll().Tick(PlacementWork(cluster, group))) break;
+    const int pods = static_cast<int>(order.unit(group).pods.size());
     const bool placed = TryUnit(session, group, order.unit(group));
     if (session.poll().cancelled()) break;
+    session.TraceAttempt("allocate", group, pods, placed ? "placed" : "pending");
     order.Update(group, /*keep=*/placed);
   }
   session.set_allocate_ran();

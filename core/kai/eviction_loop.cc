@@ -105,9 +105,11 @@ void RunEvictionAction(Session& session, const EvictionAction& action) {
     // Cancelled: stop between candidates (the solver rolls back its own tries).
     if (poll.Tick(PlacementWork(cluster, group))) break;
     const Unit unit = order.unit(group);
+    const int pods = static_cast<int>(unit.pods.size());
     ++counters.candidates;
     if (std::optional<std::string> skip = action.Precheck(group, unit)) {
       session.reasons().AppendOutcome(group, action.name(), *skip);
+      session.TraceAttempt(action.name(), group, pods, "refused");
       order.Update(group, /*keep=*/false);
       continue;
     }
@@ -123,6 +125,7 @@ void RunEvictionAction(Session& session, const EvictionAction& action) {
     Solver solver(session, order.chain(), action, shared.get(),
                   /*place_without_victims=*/session.allocate_ran());
     victims.clear();
+    const size_t notes_before = session.evictions().size();
     const Solver::Outcome outcome = solver.Solve(group, unit, &victims);
     if (poll.cancelled()) break;  // a failure may only mean "stopped": record nothing
     if (outcome == Solver::Outcome::kPlaced) {
@@ -130,9 +133,11 @@ void RunEvictionAction(Session& session, const EvictionAction& action) {
       if (shared != nullptr) shared->Refresh(solver.touched());
       order.Update(group, /*keep=*/true);
       for (int victim : victims) order.Update(victim, /*keep=*/false);
+      session.TraceAttempt(action.name(), group, pods, "placed", notes_before);
       continue;
     }
     if (outcome == Solver::Outcome::kNeedsNoVictims) {
+      session.TraceAttempt(action.name(), group, pods, "fits without victims");
       order.Update(group, /*keep=*/false);
       continue;
     }
@@ -145,6 +150,7 @@ void RunEvictionAction(Session& session, const EvictionAction& action) {
     session.reasons().RecordOutcome(group, action.name(),
                                     protection.value_or("no set of victims lets it fit"),
                                     ExplainUnitFailure(session, group, unit));
+    session.TraceAttempt(action.name(), group, pods, "pending");
     order.Update(group, /*keep=*/false);
   }
 }

@@ -56,6 +56,7 @@ absl::StatusOr<ScheduleResult> ScheduleKai(const ValidatedSnapshot& request,
   session.set_reference_search(hooks.reference_search);
   session.set_unbounded_search(hooks.unbounded_search);
   session.placer().SetReference(hooks.reference_search);
+  session.set_attempt_hook(&hooks.attempt);
   hooks.PhaseDone("fair_share");
 
   WorkingState::DeviceCounters devices_before;

@@ -1,5 +1,7 @@
 #include "core/kai/session.h"
 
+#include <algorithm>
+
 namespace arbiter::kai {
 
 Session::Session(const KaiFairShare& shares, CancelPoll* poll)
@@ -13,6 +15,22 @@ Session::Session(const KaiFairShare& shares, CancelPoll* poll)
       placer_(std::make_unique<Placer>(cluster_, feasibility_, index_, *state_)),
       reasons_(cluster_.num_groups()) {
   placer_->SetDeviceBinpack(DevicesBinpack(policy_));
+}
+
+void Session::CallAttemptHook(std::string_view action, int group, int pods,
+                              std::string_view outcome, size_t first_note) const {
+  AttemptTrace trace;
+  trace.action = action;
+  trace.pod_group = cluster_.group_name(group);
+  trace.pods = pods;
+  trace.outcome = outcome;
+  for (size_t k = std::min(first_note, evictions_.size()); k < evictions_.size(); ++k) {
+    const int pod = evictions_[k].pod;
+    std::vector<std::string_view>& list =
+        state_->pod_state(pod) == PodState::kMoved ? trace.moved : trace.evicted;
+    list.push_back(cluster_.pod_name(pod));
+  }
+  (*attempt_hook_)(trace);
 }
 
 }  // namespace arbiter::kai

@@ -3,6 +3,9 @@
 // classes, the node index, the working state and the pending reasons.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -10,6 +13,7 @@
 #include <vector>
 
 #include "core/cancel_poll.h"
+#include "core/cycle_hooks.h"
 #include "core/kai/cluster.h"
 #include "core/kai/fair_share_rows.h"
 #include "core/kai/feasibility.h"
@@ -92,11 +96,26 @@ class Session {
   // CycleHooks::unbounded_search: the victim search skips no try by the bounds.
   bool unbounded_search() const { return unbounded_search_; }
   void set_unbounded_search(bool unbounded) { unbounded_search_ = unbounded; }
+  // CycleHooks::attempt: told of every attempt in order (null: nothing is told). The function
+  // must outlive the session.
+  void set_attempt_hook(const std::function<void(const AttemptTrace&)>* hook) {
+    attempt_hook_ = hook != nullptr && *hook ? hook : nullptr;
+  }
+  // Tells the hook of an attempt on `group`'s unit of `pods` pods that ended in `outcome`; the
+  // evictions and moves it committed are the notes from `first_note` on (none by default).
+  // Nothing without a hook.
+  void TraceAttempt(std::string_view action, int group, int pods, std::string_view outcome,
+                    size_t first_note = SIZE_MAX) const {
+    if (attempt_hook_ != nullptr) CallAttemptHook(action, group, pods, outcome, first_note);
+  }
   // The room bounds' base, kept across the searches of the cycle (solver_bounds.h).
   KeptRoom& kept_room() { return kept_room_; }
   RoomScratch& room_scratch() { return room_scratch_; }
 
  private:
+  void CallAttemptHook(std::string_view action, int group, int pods, std::string_view outcome,
+                       size_t first_note) const;
+
   const Policy& policy_;
   const KaiFairShare& shares_;
   CancelPoll never_cancelled_;
@@ -114,6 +133,7 @@ class Session {
   bool unbounded_search_ = false;
   KeptRoom kept_room_;
   RoomScratch room_scratch_;
+  const std::function<void(const AttemptTrace&)>* attempt_hook_ = nullptr;
 };
 
 }  // namespace arbiter::kai

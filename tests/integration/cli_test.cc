@@ -183,12 +183,12 @@ TEST_F(CliTest, HelpListsEveryFlagOfEveryCommand) {
   const ProcessResult result = Cli({"help"});
   ASSERT_EQ(result.exit_code, 0);
   for (const char* flag :
-       {"--format ",     "--server ",   "--timing",          "--deadline-seconds ",
-        "--tls-ca ",     "--tls-cert ", "--tls-key ",        "--tls-server-name ",
-        "--request-id ", "--size ",     "--nodes ",          "--queues ",
-        "--depth ",      "--pods ",     "--seed ",           "--pending-fraction ",
-        "--resources ",  "--model ",    "--reclaim-groups ", "--cohorts ",
-        "--flavors ",    "--out "}) {
+       {"--format ",           "--server ",     "--timing",    "--trace",
+        "--deadline-seconds ", "--tls-ca ",     "--tls-cert ", "--tls-key ",
+        "--tls-server-name ",  "--request-id ", "--size ",     "--nodes ",
+        "--queues ",           "--depth ",      "--pods ",     "--seed ",
+        "--pending-fraction ", "--resources ",  "--model ",    "--reclaim-groups ",
+        "--cohorts ",          "--flavors ",    "--out "}) {
     EXPECT_THAT(result.out, HasSubstr(flag));
   }
   EXPECT_EQ(Cli({"--help"}).out, result.out);
@@ -256,6 +256,21 @@ TEST_F(CliTest, TimingReportsEveryPhaseOnStderr) {
   for (const char* phase : {"parse", "round_trip", "serialise", "total"}) {
     EXPECT_THAT(remote.err, HasSubstr(std::string("  ") + phase + " ")) << phase;
   }
+}
+
+// --trace: every attempt on stderr, in order, and the same answer on stdout; refused with
+// --server, whose calls run elsewhere.
+TEST_F(CliTest, TraceTellsEveryAttemptOnStderr) {
+  const ProcessResult traced = Cli({"schedule", DemoPath(), "--trace"});
+  ASSERT_EQ(traced.exit_code, 0) << traced.err;
+  EXPECT_EQ(traced.out, Cli({"schedule", DemoPath()}).out);
+  EXPECT_THAT(traced.err, ::testing::ContainsRegex("(^|\n)allocate [^ ]+ \\([0-9]+ pods?\\): "
+                                                   "(placed|pending)\n"));
+  EXPECT_THAT(traced.out, ::testing::Not(HasSubstr("allocate ")));
+
+  const ProcessResult remote = Cli({"schedule", DemoPath(), "--trace", "--server", Address()});
+  EXPECT_NE(remote.exit_code, 0);
+  EXPECT_THAT(remote.err, HasSubstr("--trace works in-process only"));
 }
 
 TEST_F(CliTest, GenerateIsDeterministicPerSeed) {

@@ -737,5 +737,53 @@ TEST(SearchCounters, EachEvictionActionReportsWhatItsSearchDid) {
   EXPECT_EQ(reported["preempt"].size(), 10u);
 }
 
+// ---- The attempts, in order (CycleHooks::attempt) ----
+
+// Every attempt is told once, in the order the actions made it, with the pods its commit evicted
+// and no others; the answer is the one computed without the hook. team-a's job fits on n1's
+// free GPUs in ALLOCATE; job-2 does not and reclaims the gang, whose four pods it evicts; `late`
+// (8 GPUs, team-b) is refused by RECLAIM's precheck and finds no victims in PREEMPT, and neither
+// attempt is told job-2's evictions.
+TEST(AttemptTrace, EveryAttemptIsToldInOrderWithWhatItsCommitEvicted) {
+  Snapshot s = SnapshotBuilder()
+                   .Node("n1", Gpu(8))
+                   .Node("n2", Gpu(2))
+                   .Queue("team-a")
+                   .Deserved(Gpu(6))
+                   .Queue("team-b")
+                   .Deserved(Gpu(4))
+                   .Group("gang", "team-b")
+                   .MinMember(4)
+                   .RunningPods(4, Gpu(2), "n1")
+                   .Group("job-1", "team-a")
+                   .Pods(1, Gpu(2))
+                   .Group("job-2", "team-a")
+                   .Pods(1, Gpu(4))
+                   .Group("late", "team-b")
+                   .Pods(1, Gpu(8))
+                   .Build();
+  const Policy policy = PolicyWith({Action::kAllocate, Action::kReclaim, Action::kPreempt});
+  std::vector<std::string> told;
+  CycleHooks hooks;
+  hooks.attempt = [&](const AttemptTrace& attempt) {
+    std::string line =
+        absl::StrCat(std::string(attempt.action), " ", std::string(attempt.pod_group), " ",
+                     attempt.pods, " ", std::string(attempt.outcome));
+    for (std::string_view pod : attempt.evicted) absl::StrAppend(&line, " -", std::string(pod));
+    for (std::string_view pod : attempt.moved) absl::StrAppend(&line, " ~", std::string(pod));
+    told.push_back(line);
+  };
+  absl::StatusOr<ScheduleResult> traced =
+      ::arbiter::testing::ScheduleKaiWithHooks(s, policy, hooks);
+  ASSERT_THAT(traced, IsOk());
+  EXPECT_THAT(told, ElementsAre("allocate job-1 1 placed", "allocate job-2 1 pending",
+                                "allocate late 1 pending",
+                                "reclaim job-2 1 placed -gang-0 -gang-1 -gang-2 -gang-3",
+                                "reclaim late 1 refused", "preempt late 1 pending"));
+  const ScheduleResult plain = RunCycle(s, policy);
+  EXPECT_EQ(Bindings(*traced), Bindings(plain));
+  EXPECT_EQ(traced->evictions.size(), plain.evictions.size());
+}
+
 }  // namespace
 }  // namespace arbiter::kai
