@@ -16,46 +16,59 @@ import (
 // always the group's last RUNNING pods; arbiter's may not be.
 //
 // Decided in code (victimsNotLastPods): a seed whose answers differ is left out when arbiter's
-// answer takes, for one preemptor, pods of a group that are not its last RUNNING pods (among the
-// pods no other preemptor took): a victim set KAI's solver cannot form. A pod re-placed on its
-// own node is dropped from arbiter's answer, so such a pod can hide a victim set that was the
-// group's last pods: the check is a signature of the class, as for (f).
+// answer takes, in one attempt, pods of a group that are not its last RUNNING pods at that
+// attempt (the pods earlier attempts evicted or moved left out; arbiter schedule --trace gives
+// the attempts in order): a victim set KAI's solver cannot form. A pod re-placed on its own node
+// is dropped from arbiter's answer, so such a pod can hide a victim set that was the group's
+// last pods: the check is a signature of the class, as for (f).
 
 // byNodeJobOutcome is the outcome of a seed left out by spec question (h).
 var byNodeJobOutcome = verdict.Outcome{Failure: "arbiter took victim pods that KAI's by-node scenario cannot take alone"}
 
-// victimsNotLastPods reports whether, for some preemptor, arbiter's evictions and moves take pods
-// of a group that are not that group's last RUNNING pods in pod order, leaving out the pods
-// other preemptors took.
-func (c *cluster) victimsNotLastPods(resp *arbiterjson.ScheduleResponse) bool {
-	type pair struct{ preemptor, group string }
-	taken := map[pair]map[string]bool{}
-	takenBy := map[string]string{}
-	for _, e := range resp.Evictions {
-		key := pair{e.PreemptorPodGroup, e.PodGroup}
-		if taken[key] == nil {
-			taken[key] = map[string]bool{}
-		}
-		taken[key][e.Pod] = true
-		takenBy[e.Pod] = e.PreemptorPodGroup
-	}
-	for key, pods := range taken {
-		j := c.job(key.group)
-		if j == nil {
-			continue
-		}
-		seen := false
-		for t, task := range j.tasks {
-			name := podName(j.name, t)
-			if task.state != "Running" || (takenBy[name] != "" && takenBy[name] != key.preemptor) {
-				continue
+// victimsNotLastPods reports whether some attempt of arbiter's cycle (in order) evicted or moved
+// pods of a group that are not that group's last RUNNING pods in pod order among those no
+// earlier attempt took.
+func (c *cluster) victimsNotLastPods(attempts []arbiterjson.Attempt) bool {
+	gone := map[string]bool{} // pods evicted or moved by earlier attempts
+	for _, a := range attempts {
+		taken := map[string]bool{}
+		groups := map[string]bool{}
+		for _, pod := range append(append([]string{}, a.Evicted...), a.Moved...) {
+			taken[pod] = true
+			if j := c.jobOfPod(pod); j != nil {
+				groups[j.name] = true
 			}
-			if pods[name] {
-				seen = true
-			} else if seen {
-				return true
+		}
+		for name := range groups {
+			j := c.job(name)
+			seen := false
+			for t, task := range j.tasks {
+				pod := podName(j.name, t)
+				if task.state != "Running" || gone[pod] {
+					continue
+				}
+				if taken[pod] {
+					seen = true
+				} else if seen {
+					return true
+				}
 			}
+		}
+		for pod := range taken {
+			gone[pod] = true
 		}
 	}
 	return false
+}
+
+// jobOfPod is the job whose pod is named `pod` (job-index), nil when there is none.
+func (c *cluster) jobOfPod(pod string) *cjob {
+	for i := range c.jobs {
+		for t := range c.jobs[i].tasks {
+			if podName(c.jobs[i].name, t) == pod {
+				return &c.jobs[i]
+			}
+		}
+	}
+	return nil
 }

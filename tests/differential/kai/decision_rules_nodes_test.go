@@ -42,18 +42,29 @@ func TestDecisionCaseByNodeVictimJob(t *testing.T) {
 	if !sameOutcome(out, want) {
 		t.Errorf("KAI: %v\nwant %v", out, want)
 	}
-	reclaimed := func(pods ...string) *arbiterjson.ScheduleResponse {
-		r := &arbiterjson.ScheduleResponse{}
-		for _, p := range pods {
-			r.Evictions = append(r.Evictions, arbiterjson.Eviction{PodGroup: "j00", Pod: p, Reason: "FAIR_SHARE_RECLAIM", PreemptorPodGroup: "j03"})
-		}
-		return r
+	reclaim := func(preemptor string, pods ...string) arbiterjson.Attempt {
+		return arbiterjson.Attempt{Action: "reclaim", PodGroup: preemptor, Pods: 1, Outcome: "placed", Evicted: pods}
 	}
-	if !c.victimsNotLastPods(reclaimed("j00-0", "j00-1")) {
+	if !c.victimsNotLastPods([]arbiterjson.Attempt{reclaim("j03", "j00-0", "j00-1")}) {
 		t.Errorf("arbiter's victims j00-0 and j00-1 (j00-2 kept) are not tied to spec question (h)")
 	}
-	if c.victimsNotLastPods(reclaimed("j00-1", "j00-2")) {
+	if c.victimsNotLastPods([]arbiterjson.Attempt{reclaim("j03", "j00-1", "j00-2")}) {
 		t.Errorf("j00's last two pods, a victim set KAI can form, are tied to spec question (h)")
+	}
+	// Seed 1463's order: pods an earlier attempt took are left out, pods a later one takes are not.
+	if c.victimsNotLastPods([]arbiterjson.Attempt{reclaim("j05", "j00-2"), reclaim("j03", "j00-0", "j00-1")}) {
+		t.Errorf("j00-0 and j00-1, j00's last pods once j00-2 was taken before, are tied to spec question (h)")
+	}
+	if !c.victimsNotLastPods([]arbiterjson.Attempt{reclaim("j03", "j00-0", "j00-1"), reclaim("j05", "j00-2")}) {
+		t.Errorf("j00-0 and j00-1, taken while j00-2 still ran, are not tied to spec question (h)")
+	}
+	// The real trace of the case: arbiter's answer takes j00-0 and j00-1 for j03.
+	_, attempts, err := arbiterjson.ScheduleTrace(arbiterCLI(t), c.request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.victimsNotLastPods(attempts) {
+		t.Errorf("arbiter's trace %v is not tied to spec question (h)", attempts)
 	}
 	checkCaseFile(t, c, "kai-by-node-victim-job.json")
 }

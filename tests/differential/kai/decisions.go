@@ -314,8 +314,12 @@ func (c *cluster) checkDecisions(cli string, counts *decisionCounts) verdict.Out
 	if o.Failure != "" && (c.explainPartialVictim(arb, runs) || c.movesKAICannotReplace(resp, arb)) {
 		return partialVictimOutcome
 	}
-	if o.Failure != "" && c.victimsNotLastPods(resp) {
-		return byNodeJobOutcome
+	if o.Failure != "" {
+		if _, attempts, err := arbiterjson.ScheduleTrace(cli, c.request()); err != nil {
+			return verdict.Outcome{Failure: "arbiter --trace: " + err.Error()}
+		} else if c.victimsNotLastPods(attempts) {
+			return byNodeJobOutcome
+		}
 	}
 	if o.Failure != "" && counts != nil {
 		counts.classes[classify(runs[0], arb)]++

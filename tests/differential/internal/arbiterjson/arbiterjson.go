@@ -307,6 +307,68 @@ func Schedule(cli string, req *ScheduleRequest) (*ScheduleResponse, error) {
 	return &resp, nil
 }
 
+// Attempt is one line of `arbiter schedule --trace`: an attempt of a KAI action on a pod
+// group's next unit, in the order the cycle made them, with the pods its commit evicted and moved.
+type Attempt struct {
+	Action   string
+	PodGroup string
+	Pods     int
+	Outcome  string
+	Evicted  []string
+	Moved    []string
+}
+
+// ScheduleTrace is Schedule with --trace: the response and the attempts in order.
+func ScheduleTrace(cli string, req *ScheduleRequest) (*ScheduleResponse, []Attempt, error) {
+	body, err := EncodeSchedule(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	var resp ScheduleResponse
+	stderr, err := runWith(cli, "schedule", body, &resp, "--trace")
+	if err != nil {
+		return nil, nil, err
+	}
+	attempts, err := parseAttempts(stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &resp, attempts, nil
+}
+
+// parseAttempts reads --trace's lines: "ACTION GROUP (N pod[s]): OUTCOME[; evicted P...][; moved P...]".
+func parseAttempts(text string) ([]Attempt, error) {
+	var attempts []Attempt
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		if line == "" {
+			continue
+		}
+		head, rest, ok := strings.Cut(line, "): ")
+		var a Attempt
+		var unit string
+		if ok {
+			_, err := fmt.Sscanf(head, "%s %s (%d %s", &a.Action, &a.PodGroup, &a.Pods, &unit)
+			ok = err == nil
+		}
+		if !ok {
+			return nil, fmt.Errorf("--trace: unreadable line %q", line)
+		}
+		parts := strings.Split(rest, "; ")
+		a.Outcome = parts[0]
+		for _, p := range parts[1:] {
+			if pods, found := strings.CutPrefix(p, "evicted "); found {
+				a.Evicted = strings.Fields(pods)
+			} else if pods, found := strings.CutPrefix(p, "moved "); found {
+				a.Moved = strings.Fields(pods)
+			} else {
+				return nil, fmt.Errorf("--trace: unreadable part %q of line %q", p, line)
+			}
+		}
+		attempts = append(attempts, a)
+	}
+	return attempts, nil
+}
+
 // FairShare runs `cli fairshare - --format json` on the request and returns the response. A
 // non-zero exit (an invalid request, any failure) is an error carrying the CLI's stderr.
 func FairShare(cli string, req *FairShareRequest) (*FairShareResponse, error) {
@@ -323,18 +385,24 @@ func FairShare(cli string, req *FairShareRequest) (*FairShareResponse, error) {
 
 // run feeds body to `cli command - --format json` and reads the JSON answer into resp.
 func run(cli, command string, body []byte, resp any) error {
-	cmd := exec.Command(cli, command, "-", "--format", "json")
+	_, err := runWith(cli, command, body, resp)
+	return err
+}
+
+// runWith is run with extra flags; it returns the CLI's stderr.
+func runWith(cli, command string, body []byte, resp any, flags ...string) (string, error) {
+	cmd := exec.Command(cli, append([]string{command, "-", "--format", "json"}, flags...)...)
 	cmd.Stdin = bytes.NewReader(body)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s %s: %w: %s", cli, command, err, strings.TrimSpace(stderr.String()))
+		return "", fmt.Errorf("%s %s: %w: %s", cli, command, err, strings.TrimSpace(stderr.String()))
 	}
 	if err := json.Unmarshal(stdout.Bytes(), resp); err != nil {
-		return fmt.Errorf("%s %s: reading the response: %w", cli, command, err)
+		return "", fmt.Errorf("%s %s: reading the response: %w", cli, command, err)
 	}
-	return nil
+	return stderr.String(), nil
 }
 
 // ByQueue indexes the response's queue shares by queue name.
