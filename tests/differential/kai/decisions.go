@@ -217,6 +217,14 @@ const seedsAtOnce = 4
 // seed order, so the summary, the kept requests and the shrinking (done by the reader, one seed at
 // a time) are those of a run one seed after another.
 func checkSeedsConcurrently(flags verdict.Flags, feat features) []chan checkedSeed {
+	if flags.Seeds > seedsPerProcess {
+		return checkSeedsInChildren(flags, feat)
+	}
+	return checkSeedsInProcess(flags, feat)
+}
+
+// checkSeedsInProcess is checkSeedsConcurrently in this process.
+func checkSeedsInProcess(flags verdict.Flags, feat features) []chan checkedSeed {
 	out := make([]chan checkedSeed, flags.Seeds)
 	slots := make(chan struct{}, seedsAtOnce)
 	for i := range out {

@@ -26,11 +26,14 @@ func main() {
 	var decisionsOnly bool
 	var featureList string
 	var kaiLog int
+	var worker bool
 	flags := verdict.ParseFlagsWith("kai", func(fs *flag.FlagSet) {
+		fs.BoolVar(&worker, decisionWorkerOn, false, "check the decisions of the seeds and write one JSON line per seed (a run of many seeds starts such child processes)")
 		fs.BoolVar(&decisionsOnly, "decisions-only", false, "run the decision comparison only, not the fair shares")
 		fs.IntVar(&kaiLog, "kai-log", 0, "KAI's log level for its sessions (0 = silent; 5 shows every scenario its solvers try): for reading one seed's divergence")
 		fs.StringVar(&featureList, "features", defaultFeatures, "the decision clusters' features: all, or a comma-separated list of "+strings.Join(featureNames, ", ")+", each optionally prefixed with - (e.g. all,-selectors)")
 	})
+	featureArg = featureList
 	feat, err := parseFeatures(featureList)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kai:", err)
@@ -41,6 +44,13 @@ func main() {
 			fmt.Fprintln(os.Stderr, "kai:", err)
 			os.Exit(2)
 		}
+	}
+	if worker {
+		if err := runDecisionWorker(flags, feat); err != nil {
+			fmt.Fprintln(os.Stderr, "kai:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if decisionsOnly {
 		if len(runDecisions(flags, feat).Failures) > 0 {
