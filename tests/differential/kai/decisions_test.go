@@ -298,3 +298,26 @@ func TestDecisionVictimlessWithReentryAndPartialVictim(t *testing.T) {
 		t.Error("not accepted against the re-entering run")
 	}
 }
+
+// Spec question (n), seed 1372 of the eviction features (cases/kai-victim-queue-pushed-empty.json):
+// reclaim for j12 (q1, two 1-GPU pods) records j02-2 (q2) for its first part. For the second,
+// KAI's scenario builder pops j02, finds its unit recorded and pushes the rest of j02 back
+// (pod_scenario_builder.go, addNextPotentialVictims); q2 had no other victim, so PushJob
+// (actions/utils/job_order_by_queue.go) re-creates q2 and pushes it into d0's queue heap before
+// the job is in it: the comparator finds q2 empty and ranks it below q0, and only the top queue
+// is re-ranked before the next pop. KAI draws q0's j00-0, where SEMANTICS §4.7 draws j02-1 (q2
+// holds 8 GPUs against a fair share of 4, q0 1 against 2): KAI evicts j00-0, arbiter keeps it.
+func TestDecisionCasePushedVictimQueueRankedEmpty(t *testing.T) {
+	c, _, _, arb := evictionFeatureCase(t, 1372)
+	run, _, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run["j00/j00-0"] != "evicted:reclaim" || arb["j00/j00-0"] != "running" {
+		t.Errorf("j00-0: KAI %s, arbiter %s; want KAI evicted:reclaim, arbiter running", run["j00/j00-0"], arb["j00/j00-0"])
+	}
+	if arb["j02/j02-1"] != "evicted:reclaim" {
+		t.Errorf("j02-1: arbiter %s, want evicted:reclaim (drawn before q0's j00)", arb["j02/j02-1"])
+	}
+	checkCaseFile(t, c, "kai-victim-queue-pushed-empty.json")
+}
