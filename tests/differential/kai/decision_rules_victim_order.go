@@ -30,6 +30,20 @@ import (
 // is the proportion plugin's own. Arbiter's answer is accepted when it is that run's.
 const ruleVictimQueueOrder = "kai-victim-queue-order"
 
+// The same rule covers spec question (n): KAI's JobsOrderByQueues.PushJob re-creates a queue that
+// its last pop emptied and pushes it into its department's heap before the pushed-back job is in
+// it, so the heap's comparator finds the queue empty and ranks it below the top; before a pop only
+// the top queue is re-ranked, and only when its own flag is set (getNextQueue). A victim job is
+// pushed back by the scenario builder right after its tasks to evict are chosen
+// (podgroup_info.GetTasksToEvict, which orders them with the session's task order), so the rule's
+// run also marks, whenever the session orders tasks while a victim queue is drawn from, every
+// queue and department of that victim queue for re-ranking (markForReranking): the next pop then
+// re-ranks the top against its children with the pushed-back job in its queue, and draws in the
+// order §4.7 gives.
+
+// rerankingOff leaves markForReranking out (a test shows what it decides).
+var rerankingOff = false
+
 // drawingFrom records order as the victim queue being drawn from and returns it.
 func (c *cluster) drawingFrom(order *utils.JobsOrderByQueues) *utils.JobsOrderByQueues {
 	c.victimOrder = order
@@ -40,6 +54,12 @@ func (c *cluster) drawingFrom(order *utils.JobsOrderByQueues) *utils.JobsOrderBy
 // comparison of the victim queue c.victimOrder with the arguments SEMANTICS §4.7 compares, and
 // leaves every other comparison to the orders after it.
 func (c *cluster) installSpecVictimOrder(ssn *framework.Session) {
+	ssn.TaskOrderFns = append([]common_info.CompareFn{func(l, r interface{}) int {
+		if c.victimOrder != nil && !rerankingOff {
+			markForReranking(c.victimOrder)
+		}
+		return 0
+	}}, ssn.TaskOrderFns...)
 	next := ssn.QueueOrderFns
 	ssn.QueueOrderFns = append([]framework.CompareQueueFn{func(lQ, rQ *queue_info.QueueInfo,
 		lJob, rJob *podgroup_info.PodGroupInfo, lVictims, rVictims []*podgroup_info.PodGroupInfo) int {
@@ -103,4 +123,18 @@ func poppedJobs(order *utils.JobsOrderByQueues) map[common_info.QueueID][]*podgr
 func setTasksToAllocateResource(job *podgroup_info.PodGroupInfo, r *resource_info.Resource) {
 	f := reflect.ValueOf(job).Elem().FieldByName("tasksToAllocateInitResource")
 	*(**resource_info.Resource)(unsafe.Pointer(f.UnsafeAddr())) = r
+}
+
+// markForReranking sets the flag that makes KAI's victim queue re-rank a queue, and a department,
+// when it next finds it on top of its heap (shouldUpdateQueueShare, unexported), on every queue
+// and department of order.
+func markForReranking(order *utils.JobsOrderByQueues) {
+	v := reflect.ValueOf(order).Elem()
+	for _, field := range []string{"queueIdToQueueMetadata", "departmentIdToDepartmentMetadata"} {
+		m := v.FieldByName(field)
+		for _, key := range m.MapKeys() {
+			flag := m.MapIndex(key).Elem().FieldByName("shouldUpdateQueueShare")
+			*(*bool)(unsafe.Pointer(flag.UnsafeAddr())) = true
+		}
+	}
 }

@@ -307,6 +307,9 @@ func TestDecisionVictimlessWithReentryAndPartialVictim(t *testing.T) {
 // the job is in it: the comparator finds q2 empty and ranks it below q0, and only the top queue
 // is re-ranked before the next pop. KAI draws q0's j00-0, where SEMANTICS §4.7 draws j02-1 (q2
 // holds 8 GPUs against a fair share of 4, q0 1 against 2): KAI evicts j00-0, arbiter keeps it.
+// KAI's rebuilt reclaim and preempt with re-entry and the victim queue of kai-victim-queue-order,
+// which re-ranks the queues before every pop (markForReranking), give arbiter's answer; without
+// the re-ranking they do not.
 func TestDecisionCasePushedVictimQueueRankedEmpty(t *testing.T) {
 	c, _, _, arb := evictionFeatureCase(t, 1372)
 	run, _, err := c.runKAI(false)
@@ -318,6 +321,24 @@ func TestDecisionCasePushedVictimQueueRankedEmpty(t *testing.T) {
 	}
 	if arb["j02/j02-1"] != "evicted:reclaim" {
 		t.Errorf("j02-1: arbiter %s, want evicted:reclaim (drawn before q0's j00)", arb["j02/j02-1"])
+	}
+	v := c.clone()
+	v.rebuilt = rebuiltActions{reenter: true, specVictimOrder: true}
+	fixed, _, err := v.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameOutcome(fixed, arb) {
+		t.Errorf("KAI with %v differs from arbiter: %v", v.rebuilt.rules(), diffKeys(fixed, arb))
+	}
+	rerankingOff = true
+	defer func() { rerankingOff = false }()
+	unfixed, _, err := v.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unfixed["j00/j00-0"] != "evicted:reclaim" {
+		t.Errorf("without the re-ranking, KAI's rebuilt run leaves j00-0 %s; want evicted:reclaim", unfixed["j00/j00-0"])
 	}
 	checkCaseFile(t, c, "kai-victim-queue-pushed-empty.json")
 }
