@@ -217,7 +217,7 @@ const seedsAtOnce = 4
 // seed order, so the summary, the kept requests and the shrinking (done by the reader, one seed at
 // a time) are those of a run one seed after another.
 func checkSeedsConcurrently(flags verdict.Flags, feat features) []chan checkedSeed {
-	if flags.Seeds > seedsPerProcess {
+	if flags.Seeds > inProcessSeeds {
 		return checkSeedsInChildren(flags, feat)
 	}
 	return checkSeedsInProcess(flags, feat)
