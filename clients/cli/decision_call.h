@@ -32,8 +32,7 @@ struct DecideOptions {
 };
 
 // Declares --format, --server, --timing, --trace, --deadline-seconds, --tls-ca, --tls-cert,
-// --tls-key,
-// --tls-server-name, --request-id and --help, bound to `options` and `help`.
+// --tls-key, --tls-server-name, --request-id and --help, bound to `options` and `help`.
 void DeclareDecideFlags(rpc::CommandLine* flags, DecideOptions* options, bool* help);
 
 // The checks that span flags, after parsing: the TLS flags and --request-id need --server,

@@ -52,7 +52,9 @@ void Allocate(Session& session) {
     const int pods = static_cast<int>(order.unit(group).pods.size());
     const bool placed = TryUnit(session, group, order.unit(group));
     if (session.poll().cancelled()) break;
-    session.TraceAttempt("allocate", group, pods, placed ? "placed" : "pending");
+    // ALLOCATE evicts nothing: no note is the attempt's.
+    session.TraceAttempt("allocate", group, pods, placed ? "placed" : "pending",
+                         session.evictions().size());
     order.Update(group, /*keep=*/placed);
   }
   session.set_allocate_ran();

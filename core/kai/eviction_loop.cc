@@ -106,10 +106,11 @@ void RunEvictionAction(Session& session, const EvictionAction& action) {
     if (poll.Tick(PlacementWork(cluster, group))) break;
     const Unit unit = order.unit(group);
     const int pods = static_cast<int>(unit.pods.size());
+    const size_t notes_before = session.evictions().size();  // the notes this attempt adds
     ++counters.candidates;
     if (std::optional<std::string> skip = action.Precheck(group, unit)) {
       session.reasons().AppendOutcome(group, action.name(), *skip);
-      session.TraceAttempt(action.name(), group, pods, "refused");
+      session.TraceAttempt(action.name(), group, pods, "refused", notes_before);
       order.Update(group, /*keep=*/false);
       continue;
     }
@@ -125,7 +126,6 @@ void RunEvictionAction(Session& session, const EvictionAction& action) {
     Solver solver(session, order.chain(), action, shared.get(),
                   /*place_without_victims=*/session.allocate_ran());
     victims.clear();
-    const size_t notes_before = session.evictions().size();
     const Solver::Outcome outcome = solver.Solve(group, unit, &victims);
     if (poll.cancelled()) break;  // a failure may only mean "stopped": record nothing
     if (outcome == Solver::Outcome::kPlaced) {
@@ -137,7 +137,7 @@ void RunEvictionAction(Session& session, const EvictionAction& action) {
       continue;
     }
     if (outcome == Solver::Outcome::kNeedsNoVictims) {
-      session.TraceAttempt(action.name(), group, pods, "fits without victims");
+      session.TraceAttempt(action.name(), group, pods, "fits without victims", notes_before);
       order.Update(group, /*keep=*/false);
       continue;
     }
@@ -150,7 +150,7 @@ void RunEvictionAction(Session& session, const EvictionAction& action) {
     session.reasons().RecordOutcome(group, action.name(),
                                     protection.value_or("no set of victims lets it fit"),
                                     ExplainUnitFailure(session, group, unit));
-    session.TraceAttempt(action.name(), group, pods, "pending");
+    session.TraceAttempt(action.name(), group, pods, "pending", notes_before);
     order.Update(group, /*keep=*/false);
   }
 }

@@ -1,7 +1,5 @@
 #include "core/kai/session.h"
 
-#include <algorithm>
-
 namespace arbiter::kai {
 
 Session::Session(const KaiFairShare& shares, CancelPoll* poll)
@@ -24,7 +22,7 @@ void Session::CallAttemptHook(std::string_view action, int group, int pods,
   trace.pod_group = cluster_.group_name(group);
   trace.pods = pods;
   trace.outcome = outcome;
-  for (size_t k = std::min(first_note, evictions_.size()); k < evictions_.size(); ++k) {
+  for (size_t k = first_note; k < evictions_.size(); ++k) {
     const int pod = evictions_[k].pod;
     std::vector<std::string_view>& list =
         state_->pod_state(pod) == PodState::kMoved ? trace.moved : trace.evicted;

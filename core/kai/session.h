@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -102,10 +101,10 @@ class Session {
     attempt_hook_ = hook != nullptr && *hook ? hook : nullptr;
   }
   // Tells the hook of an attempt on `group`'s unit of `pods` pods that ended in `outcome`; the
-  // evictions and moves it committed are the notes from `first_note` on (none by default).
-  // Nothing without a hook.
+  // evictions and moves it committed are the notes from `first_note` on (evictions().size()
+  // before the attempt). Nothing without a hook.
   void TraceAttempt(std::string_view action, int group, int pods, std::string_view outcome,
-                    size_t first_note = SIZE_MAX) const {
+                    size_t first_note) const {
     if (attempt_hook_ != nullptr) CallAttemptHook(action, group, pods, outcome, first_note);
   }
   // The room bounds' base, kept across the searches of the cycle (solver_bounds.h).
