@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"arbiter.dev/tests/differential/internal/arbiterjson"
 	"arbiter.dev/tests/differential/internal/verdict"
 )
@@ -35,8 +37,8 @@ func (c *cluster) victimsNotLastPods(attempts []arbiterjson.Attempt) bool {
 		groups := map[string]bool{}
 		for _, pod := range append(append([]string{}, a.Evicted...), a.Moved...) {
 			taken[pod] = true
-			if j := c.jobOfPod(pod); j != nil {
-				groups[j.name] = true
+			if i := strings.LastIndexByte(pod, '-'); i > 0 && c.job(pod[:i]) != nil {
+				groups[pod[:i]] = true // podName: job-index
 			}
 		}
 		for name := range groups {
@@ -59,16 +61,4 @@ func (c *cluster) victimsNotLastPods(attempts []arbiterjson.Attempt) bool {
 		}
 	}
 	return false
-}
-
-// jobOfPod is the job whose pod is named `pod` (job-index), nil when there is none.
-func (c *cluster) jobOfPod(pod string) *cjob {
-	for i := range c.jobs {
-		for t := range c.jobs[i].tasks {
-			if podName(c.jobs[i].name, t) == pod {
-				return &c.jobs[i]
-			}
-		}
-	}
-	return nil
 }
