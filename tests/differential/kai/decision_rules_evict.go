@@ -63,7 +63,7 @@ const ruleReplacementOrder = "kai-replacement-order"
 // (kai-victim-replaced-whole), no job placed in the cycle drawn as a victim
 // (kai-bound-not-victim).
 type rebuiltActions struct {
-	reenter, involved, allNodes, testedVictims, activeGang, specVictimOrder, wholeVictims, boundNotVictims bool
+	reenter, involved, allNodes, testedVictims, activeGang, specVictimOrder, wholeVictims, boundNotVictims, nodeVictimSets bool
 }
 
 // rules names the rules of the changes.
@@ -74,7 +74,7 @@ func (r rebuiltActions) rules() []string {
 		name string
 	}{{r.reenter, ruleEvictionOnce}, {r.involved, ruleReplacementOrder}, {r.allNodes, ruleFeasibleNodes}, {r.testedVictims, ruleValidatorDrawnVictims},
 		{r.activeGang, ruleMinRuntimeReleasing}, {r.specVictimOrder, ruleVictimQueueOrder}, {r.wholeVictims, ruleVictimReplacedWhole},
-		{r.boundNotVictims, ruleBoundNotVictim}} {
+		{r.boundNotVictims, ruleBoundNotVictim}, {r.nodeVictimSets, ruleNodeVictimSets}} {
 		if n.on {
 			names = append(names, n.name)
 		}
@@ -86,10 +86,10 @@ func (r rebuiltActions) rules() []string {
 // changes, one change first, then two, and so on.
 var evictionVariants = func() []rebuiltActions {
 	var out []rebuiltActions
-	for size := 1; size <= 8; size++ {
-		for mask := 1; mask < 256; mask++ {
+	for size := 1; size <= 9; size++ {
+		for mask := 1; mask < 512; mask++ {
 			if bits.OnesCount(uint(mask)) == size {
-				out = append(out, rebuiltActions{mask&1 != 0, mask&2 != 0, mask&4 != 0, mask&8 != 0, mask&16 != 0, mask&32 != 0, mask&64 != 0, mask&128 != 0})
+				out = append(out, rebuiltActions{mask&1 != 0, mask&2 != 0, mask&4 != 0, mask&8 != 0, mask&16 != 0, mask&32 != 0, mask&64 != 0, mask&128 != 0, mask&256 != 0})
 			}
 		}
 	}
@@ -233,7 +233,7 @@ func (c *cluster) evictFor(ssn *framework.Session, job *podgroup_info.PodGroupIn
 	var solver *solvers.JobSolver
 	if action == framework.Reclaim {
 		ssn.OnJobSolutionStart()
-		solver = solvers.NewJobsSolver(nodes, c.activeGangCheck(ssn, action, r.activeGang, validator(ssn.ReclaimScenarioValidatorFn, r.testedVictims)), func() *utils.JobsOrderByQueues {
+		solver = solvers.NewJobsSolver(nodes, nodeVictimSetCheck(ssn, r.nodeVictimSets, c.activeGangCheck(ssn, action, r.activeGang, validator(ssn.ReclaimScenarioValidatorFn, r.testedVictims))), func() *utils.JobsOrderByQueues {
 			order := utils.NewJobsOrderByQueues(ssn, utils.JobsOrderInitOptions{
 				FilterNonPreemptible: true, FilterNonActiveAllocated: true, VictimQueue: true,
 				MaxJobsQueueDepth: scheduler_util.QueueCapacityInfinite,
@@ -252,7 +252,7 @@ func (c *cluster) evictFor(ssn *framework.Session, job *podgroup_info.PodGroupIn
 		if !ssn.IsNonPreemptibleJobOverQueueQuotaFn(job, tasks).IsSchedulable {
 			return false, nil
 		}
-		solver = solvers.NewJobsSolver(nodes, c.activeGangCheck(ssn, action, r.activeGang, validator(ssn.PreemptScenarioValidator, r.testedVictims)), func() *utils.JobsOrderByQueues {
+		solver = solvers.NewJobsSolver(nodes, nodeVictimSetCheck(ssn, r.nodeVictimSets, c.activeGangCheck(ssn, action, r.activeGang, validator(ssn.PreemptScenarioValidator, r.testedVictims))), func() *utils.JobsOrderByQueues {
 			return c.drawingFrom(utils.GetVictimsQueue(ssn, func(v *podgroup_info.PodGroupInfo) bool {
 				return v.IsPreemptibleJob() && v.Priority < job.Priority && v.Queue == job.Queue &&
 					v.UID != job.UID && v.GetActiveAllocatedTasksCount() > 0 && ssn.PreemptVictimFilter(job, v) &&

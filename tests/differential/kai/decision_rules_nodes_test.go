@@ -227,3 +227,29 @@ func onlyRule(names []string, want string) bool {
 	allowed := []string{want, ruleLazyOrder, ruleEvictionOnce, ruleReplacementOrder, ruleFeasibleNodes, ruleValidatorDrawnVictims}
 	return slices.Contains(names, want) && !slices.ContainsFunc(names, func(n string) bool { return !slices.Contains(allowed, n) })
 }
+
+// Spec question (h) in a quota form (seed 1975 of the eviction features): preempt for the gang
+// j04 (q1, two pods of 2 GPUs) must bring q1 from 10 GPUs under its limit of 9. KAI's node tests
+// take every drawn pod of j02 and j05, on four nodes, and pipeline j04; §4.8's tries take the
+// drawn units on one node, never lift the limit, and j04 stays pending. KAI with its node tests
+// held to §4.8's sets (ruleNodeVictimSets) gives arbiter's answer; re-entry alone does not.
+func TestDecisionCaseNodeVictimSets(t *testing.T) {
+	c, cli, _, arb := evictionFeatureCase(t, 1975)
+	own, _, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pod := range []string{"j02/j02-0", "j02/j02-2", "j05/j05-0", "j05/j05-2"} {
+		if own[pod] != "evicted:preempt" || arb[pod] != "running" {
+			t.Errorf("%s: KAI %s, arbiter %s; want evicted:preempt and running", pod, own[pod], arb[pod])
+		}
+	}
+	if arb["j04/j04-0"] != "pending" || own["j04/j04-0"] == "pending" {
+		t.Errorf("j04-0: KAI %s, arbiter %s; want KAI placed, arbiter pending", own["j04/j04-0"], arb["j04/j04-0"])
+	}
+	checkRebuiltRuns(t, c, cli, arb, ruleNodeVictimSets, []rebuiltRun{
+		{rebuiltActions{reenter: true}, false},
+		{rebuiltActions{nodeVictimSets: true}, true},
+	})
+	checkCaseFile(t, c, "kai-node-victim-sets.json")
+}
