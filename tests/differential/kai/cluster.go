@@ -172,6 +172,9 @@ type cluster struct {
 	// rebuilt: KAI's eviction actions as the rules of decision_rules_evict.go rebuild them (the
 	// zero value: KAI's own).
 	rebuilt rebuiltActions
+	// overdrawnIdle: KAI's node scores corrected for releasing capacity overdrawn by pipelining
+	// (kai-overdrawn-idle).
+	overdrawnIdle bool
 	// victimOrder: the victim queue the rebuilt reclaim or preempt draws from at the moment
 	// (kai-victim-queue-order reads the jobs drawn so far from it).
 	victimOrder *utils.JobsOrderByQueues

@@ -18,9 +18,22 @@ const (
 
 // explainDecision returns the rules that explain a divergence, or none.
 func (c *cluster) explainDecision(arb outcome, runs []outcome) []string {
+	agrees := func(out outcome, err error) bool {
+		return err == nil && (sameOutcome(out, arb) || sameOutcome(out.withoutNodes(), arb.withoutNodes()) && !allSame(runs))
+	}
 	eager, _, err := c.runKAI(true)
-	if err == nil && (sameOutcome(eager, arb) || sameOutcome(eager.withoutNodes(), arb.withoutNodes()) && !allSame(runs)) {
+	if agrees(eager, err) {
 		return []string{ruleLazyOrder}
+	}
+	v := c.clone()
+	v.overdrawnIdle = true
+	for _, withEager := range []bool{false, true} {
+		if out, _, err := v.runKAI(withEager); agrees(out, err) {
+			if withEager {
+				return []string{ruleOverdrawnIdle, ruleLazyOrder}
+			}
+			return []string{ruleOverdrawnIdle}
+		}
 	}
 	return nil
 }

@@ -195,6 +195,9 @@ func (c *cluster) runKAI(eager bool) (out outcome, boundThenTaken []string, err 
 	if c.rebuilt.wholeVictims {
 		c.installWholeVictimReplacement(ssn)
 	}
+	if c.overdrawnIdle {
+		installOverdrawnIdle(ssn)
+	}
 	type state struct {
 		status pod_status.PodStatus
 		node   string
