@@ -97,18 +97,28 @@ var evictionVariants = func() []rebuiltActions {
 }()
 
 // explainEviction returns the rules of the first rebuilt eviction actions (in the order of
-// evictionVariants, KAI's allocate before the eager one of kai-lazy-order) whose KAI run gives
-// arbiter's answer. The runs are made explainBatch at a time, concurrently (a session mostly
+// evictionVariants, KAI's allocate before the eager one of kai-lazy-order; then the variants of
+// up to two changes with kai-overdrawn-idle's corrected idle) whose KAI run gives arbiter's
+// answer. The runs are made explainBatch at a time, concurrently (a session mostly
 // waits for its informers), and the first batch with a match decides: the answer is the one a
 // run one at a time in that order would give.
 func (c *cluster) explainEviction(arb outcome, runs []outcome) []string {
 	type try struct {
-		variant rebuiltActions
-		eager   bool
+		variant   rebuiltActions
+		eager     bool
+		overdrawn bool
 	}
 	var tries []try
 	for _, variant := range evictionVariants {
-		tries = append(tries, try{variant, false}, try{variant, true})
+		tries = append(tries, try{variant, false, false}, try{variant, true, false})
+	}
+	// Spec question (m) (kai-overdrawn-idle) with up to two of the changes: a cycle that
+	// pipelines past a node's releasing amount in allocate meets the eviction actions' classes
+	// afterwards (seed 1963: with kai-bound-not-victim).
+	for _, variant := range evictionVariants {
+		if len(variant.rules()) <= 2 {
+			tries = append(tries, try{variant, false, true}, try{variant, true, true})
+		}
 	}
 	for first := 0; first < len(tries); first += explainBatch {
 		batch := tries[first:min(first+explainBatch, len(tries))]
@@ -120,6 +130,7 @@ func (c *cluster) explainEviction(arb outcome, runs []outcome) []string {
 				defer wg.Done()
 				v := c.clone()
 				v.rebuilt = t.variant
+				v.overdrawnIdle = t.overdrawn
 				out, _, err := v.runKAI(t.eager)
 				agrees[i] = err == nil && (sameOutcome(out, arb) || sameOutcome(out.withoutNodes(), arb.withoutNodes()) && !allSame(runs))
 			}()
@@ -130,6 +141,9 @@ func (c *cluster) explainEviction(arb outcome, runs []outcome) []string {
 				names := t.variant.rules()
 				if t.eager {
 					names = append(names, ruleLazyOrder)
+				}
+				if t.overdrawn {
+					names = append(names, ruleOverdrawnIdle)
 				}
 				return names
 			}

@@ -35,3 +35,34 @@ func TestDecisionCaseOverdrawnIdle(t *testing.T) {
 	}
 	checkCaseFile(t, c, "kai-overdrawn-idle.json")
 }
+
+// (m) with (a) as a draw (seed 1963 of the eviction features): allocate pipelines j12-0 on n3 past
+// its releasing amount, and reclaim for j19 draws j15, pipelined by allocate, as a recorded victim.
+// KAI pipelines j19-0 on n3 ("fits now" on KAI's idle) and j19-1 on n2, arbiter the other way
+// round. Neither change alone gives arbiter's answer; both together do.
+func TestDecisionOverdrawnIdleWithBoundNotVictim(t *testing.T) {
+	c, cli, _, arb := evictionFeatureCase(t, 1963)
+	if arb["j19/j19-0"] != "pipelined@n2" || arb["j19/j19-1"] != "pipelined@n3" {
+		t.Fatalf("not the case of seed 1963: arbiter %v", arb)
+	}
+	for _, r := range []struct {
+		variant   rebuiltActions
+		overdrawn bool
+		agrees    bool
+	}{
+		{rebuiltActions{}, true, false},
+		{rebuiltActions{boundNotVictims: true}, false, false},
+		{rebuiltActions{boundNotVictims: true}, true, true},
+	} {
+		v := c.clone()
+		v.rebuilt, v.overdrawnIdle = r.variant, r.overdrawn
+		out, _, err := v.runKAI(false)
+		if agrees := err == nil && sameOutcome(out, arb); agrees != r.agrees {
+			t.Errorf("KAI rebuilt as %v, idle corrected %v, agrees: %v, want %v (%v)", r.variant.rules(), r.overdrawn, agrees, r.agrees, err)
+		}
+	}
+	o := c.checkDecisions(cli, nil)
+	if o.Failure != "" || !slices.Contains(o.Rules, ruleOverdrawnIdle) || !slices.Contains(o.Rules, ruleBoundNotVictim) {
+		t.Errorf("outcome %+v; want rules %s and %s", o, ruleOverdrawnIdle, ruleBoundNotVictim)
+	}
+}
