@@ -175,6 +175,8 @@ type cluster struct {
 	// overdrawnIdle: KAI's node scores corrected for releasing capacity overdrawn by pipelining
 	// (kai-overdrawn-idle).
 	overdrawnIdle bool
+	// deallocated: when set, KAI's deallocations per pod are counted into it (spec question (o)).
+	deallocated deallocations
 	// victimOrder: the victim queue the rebuilt reclaim or preempt draws from at the moment
 	// (kai-victim-queue-order reads the jobs drawn so far from it).
 	victimOrder *utils.JobsOrderByQueues

@@ -322,6 +322,9 @@ func (c *cluster) checkDecisions(cli string, counts *decisionCounts) verdict.Out
 	if o.Failure != "" && (c.explainPartialVictim(arb, runs) || c.movesKAICannotReplace(resp, arb)) {
 		return partialVictimOutcome
 	}
+	if o.Failure != "" && c.kaiEvictsTwice() {
+		return doubleEvictionOutcome
+	}
 	if o.Failure != "" {
 		if _, attempts, err := arbiterjson.ScheduleTrace(cli, c.request()); err != nil {
 			return verdict.Outcome{Failure: "arbiter --trace: " + err.Error()}
@@ -342,7 +345,7 @@ var kaiPanicked = verdict.Outcome{Failure: "KAI panicked"}
 func isFailure(o verdict.Outcome) bool {
 	return o.Failure != "" && o.Failure != kaiPanicked.Failure && o.Failure != boundThenTakenOutcome.Failure &&
 		o.Failure != victimlessOutcome.Failure && o.Failure != partialVictimOutcome.Failure &&
-		o.Failure != byNodeJobOutcome.Failure
+		o.Failure != byNodeJobOutcome.Failure && o.Failure != doubleEvictionOutcome.Failure
 }
 
 // victimlessOutcome is the outcome of a cluster on which arbiter and KAI differ only because an
@@ -542,7 +545,7 @@ func runDecisions(flags verdict.Flags, feat features) *verdict.Tally {
 	tally := verdict.NewTally("KAI decisions vs github.com/NVIDIA/KAI-scheduler v0.12.0 actions")
 	counts := newDecisionCounts()
 	start := time.Now()
-	jobs, pods, leftOut, leftOutTaken, leftOutVictimless, leftOutPartial, leftOutByNode := 0, 0, 0, 0, 0, 0, 0
+	jobs, pods, leftOut, leftOutTaken, leftOutVictimless, leftOutPartial, leftOutByNode, leftOutTwice := 0, 0, 0, 0, 0, 0, 0, 0
 	checked := checkSeedsConcurrently(flags, feat)
 	for seed := flags.First; seed < flags.First+flags.Seeds; seed++ {
 		done := <-checked[seed-flags.First]
@@ -577,6 +580,13 @@ func runDecisions(flags verdict.Flags, feat features) *verdict.Tally {
 			}
 			continue
 		}
+		if outcome.Failure == doubleEvictionOutcome.Failure {
+			leftOutTwice++
+			if flags.Verbose {
+				fmt.Printf("seed %d: left out (KAI evicts a victim twice and lowers its queue twice)\n", seed)
+			}
+			continue
+		}
 		if outcome.Failure == boundThenTakenOutcome.Failure {
 			leftOutTaken++
 			if flags.Verbose {
@@ -604,6 +614,7 @@ func runDecisions(flags verdict.Flags, feat features) *verdict.Tally {
 	tally.Units["left out: arbiter places pods without victims in an eviction action"] = leftOutVictimless
 	tally.Units["left out: KAI re-places only part of a victim's evicted pods"] = leftOutPartial
 	tally.Units["left out: arbiter's victims of a group are not its last pods (KAI's by-node scenario)"] = leftOutByNode
+	tally.Units["left out: KAI evicts a victim twice and lowers its queue twice"] = leftOutTwice
 	tally.Units["jobs compared"] = jobs
 	tally.Units["pods compared"] = pods
 	for kind, n := range counts.podsBound {

@@ -198,6 +198,9 @@ func (c *cluster) runKAI(eager bool) (out outcome, boundThenTaken []string, err 
 	if c.overdrawnIdle {
 		installOverdrawnIdle(ssn)
 	}
+	if c.deallocated != nil {
+		installDeallocationCount(ssn, c.deallocated)
+	}
 	type state struct {
 		status pod_status.PodStatus
 		node   string
