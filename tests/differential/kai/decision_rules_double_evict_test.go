@@ -32,6 +32,7 @@ func TestDecisionKAIEvictsTwice(t *testing.T) {
 	if !c.kaiEvictsTwice() {
 		t.Errorf("kaiEvictsTwice: false on seed 1759")
 	}
+	checkCaseFile(t, c, "kai-double-eviction.json")
 	other, _, _, _ := evictionFeatureCase(t, 1057)
 	if other.kaiEvictsTwice() {
 		t.Errorf("kaiEvictsTwice: true on seed 1057, which evicts each victim once")
