@@ -7,11 +7,7 @@ import "testing"
 // twice for each, and KAI's reclaim later pipelines j07-2 within q1's limit, where for SEMANTICS
 // q1 holds 7 of its 7 GPUs. The deallocation count sees it; a seed without it (1057) shows none.
 func TestDecisionKAIEvictsTwice(t *testing.T) {
-	c, _, _, arb := evictionFeatureCase(t, 1759)
-	own, _, err := c.runKAI(false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _, arb, own := evictionFeatureCaseAndKAI(t, 1759)
 	if own["j07/j07-2"] != "pipelined@n2" || arb["j07/j07-2"] != "pending" {
 		t.Fatalf("not the case of seed 1759: j07-2 KAI %s, arbiter %s", own["j07/j07-2"], arb["j07/j07-2"])
 	}

@@ -234,11 +234,7 @@ func onlyRule(names []string, want string) bool {
 // drawn units on one node, never lift the limit, and j04 stays pending. KAI with its node tests
 // held to §4.8's sets (ruleNodeVictimSets) gives arbiter's answer; re-entry alone does not.
 func TestDecisionCaseNodeVictimSets(t *testing.T) {
-	c, cli, _, arb := evictionFeatureCase(t, 1975)
-	own, _, err := c.runKAI(false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, cli, arb, own := evictionFeatureCaseAndKAI(t, 1975)
 	for _, pod := range []string{"j02/j02-0", "j02/j02-2", "j05/j05-0", "j05/j05-2"} {
 		if own[pod] != "evicted:preempt" || arb[pod] != "running" {
 			t.Errorf("%s: KAI %s, arbiter %s; want evicted:preempt and running", pod, own[pod], arb[pod])

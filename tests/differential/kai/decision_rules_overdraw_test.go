@@ -12,11 +12,7 @@ import (
 // j14-1 onto n2. KAI with its idle corrected by the shortfalls of its pipelinings gives
 // arbiter's answer.
 func TestDecisionCaseOverdrawnIdle(t *testing.T) {
-	c, cli, _, arb := evictionFeatureCase(t, 1057)
-	own, _, err := c.runKAI(false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, cli, arb, own := evictionFeatureCaseAndKAI(t, 1057)
 	if own["j14/j14-0"] != "pipelined@n2" || arb["j14/j14-0"] != "pipelined@n0" {
 		t.Fatalf("not the case of seed 1057: j14-0 KAI %s, arbiter %s", own["j14/j14-0"], arb["j14/j14-0"])
 	}

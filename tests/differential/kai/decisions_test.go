@@ -200,6 +200,17 @@ func evictionFeatureCase(t *testing.T, seed int64) (*cluster, string, *arbiterjs
 	return c, cli, resp, arb
 }
 
+// evictionFeatureCaseAndKAI is evictionFeatureCase with KAI's own run of the cluster.
+func evictionFeatureCaseAndKAI(t *testing.T, seed int64) (c *cluster, cli string, arb, own outcome) {
+	t.Helper()
+	c, cli, _, arb = evictionFeatureCase(t, seed)
+	own, _, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, cli, arb, own
+}
+
 // (b)'s two forms in one cycle (seed 31 of the eviction features): arbiter's preempt places j06,
 // j09 and j18 on room j11's preemption freed, without victims; KAI's solver leaves j09 and j18
 // pending (no victim to simulate) and moves j10 to place j06 (a victim drawn, then re-placed
@@ -311,11 +322,7 @@ func TestDecisionVictimlessWithReentryAndPartialVictim(t *testing.T) {
 // which re-ranks the queues before every pop (markForReranking), give arbiter's answer; without
 // the re-ranking they do not.
 func TestDecisionCasePushedVictimQueueRankedEmpty(t *testing.T) {
-	c, _, _, arb := evictionFeatureCase(t, 1372)
-	run, _, err := c.runKAI(false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _, arb, run := evictionFeatureCaseAndKAI(t, 1372)
 	if run["j00/j00-0"] != "evicted:reclaim" || arb["j00/j00-0"] != "running" {
 		t.Errorf("j00-0: KAI %s, arbiter %s; want KAI evicted:reclaim, arbiter running", run["j00/j00-0"], arb["j00/j00-0"])
 	}
