@@ -916,14 +916,32 @@ func pin(req *arbiterjson.ScheduleRequest, pins map[string]string) {
 // (seed 243: with re-entry, reclaim moves j04-1 from n1 to n0 to place j06-2 on n1, then evicts
 // it from n0 for j08; arbiter places j06-2 on n0 and j08-0 on n1, every pod's fate the same).
 func (c *cluster) rebuiltRunTakesAndAgrees(arb outcome) bool {
-	for _, variant := range evictionVariants {
-		for _, eager := range []bool{false, true} {
-			v := c.clone()
-			v.rebuilt = variant
-			out, taken, err := v.runKAI(eager)
-			if err == nil && len(taken) > 0 && sameOutcome(out.withoutNodes(), arb.withoutNodes()) {
-				return true
-			}
+	return anyInBatches(2*len(evictionVariants), func(i int) bool {
+		v := c.clone()
+		v.rebuilt = evictionVariants[i/2]
+		out, taken, err := v.runKAI(i%2 == 1)
+		return err == nil && len(taken) > 0 && sameOutcome(out.withoutNodes(), arb.withoutNodes())
+	})
+}
+
+// anyInBatches reports whether check holds for some i in [0, n), checking explainBatch at a
+// time concurrently (each check mostly waits for a KAI session's informers) and stopping after
+// the first batch where one holds.
+func anyInBatches(n int, check func(i int) bool) bool {
+	for first := 0; first < n; first += explainBatch {
+		last := min(first+explainBatch, n)
+		held := make([]bool, last-first)
+		var wg sync.WaitGroup
+		for i := first; i < last; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				held[i-first] = check(i)
+			}()
+		}
+		wg.Wait()
+		if slices.Contains(held, true) {
+			return true
 		}
 	}
 	return false
@@ -946,16 +964,16 @@ func (c *cluster) victimlessRerunOnRebuilt(cli string, resp *arbiterjson.Schedul
 	if err != nil {
 		return false
 	}
+	var variants []rebuiltActions
 	for _, variant := range evictionVariants {
-		if !variant.reenter {
-			continue
-		}
-		v := c.clone()
-		v.rebuilt = variant
-		out, _, err := v.runKAI(false)
-		if err == nil && c.victimlessRerunAgreesWith(cli, resp, arb, out, free, partial) {
-			return true
+		if variant.reenter {
+			variants = append(variants, variant)
 		}
 	}
-	return false
+	return anyInBatches(len(variants), func(i int) bool {
+		v := c.clone()
+		v.rebuilt = variants[i]
+		out, _, err := v.runKAI(false)
+		return err == nil && c.victimlessRerunAgreesWith(cli, resp, arb, out, free, partial)
+	})
 }
