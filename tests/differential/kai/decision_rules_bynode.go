@@ -79,8 +79,8 @@ func (c *cluster) victimsNotLastPods(attempts []arbiterjson.Attempt) bool {
 // last. KAI cannot try §4.8's smaller set in their place (that would need its scenario rebuilt),
 // so the check only decides seeds where every such set fails in arbiter too (seed 1975: preempt
 // for the gang j04 frees enough of q1's GPU limit only with every drawn pod of j02 and j05, on
-// four nodes). arbiter's answer is accepted when it is that run's, alone or with the other
-// changes.
+// four nodes). arbiter's answer is accepted when it is that run's, alone or with up to two of
+// the other changes (evictionVariants).
 const ruleNodeVictimSets = "kai-node-victim-sets"
 
 // nodeVictimSetCheck returns fn, or, with on, fn and the check of ruleNodeVictimSets: the
