@@ -177,6 +177,9 @@ type cluster struct {
 	overdrawnIdle bool
 	// deallocated: when set, KAI's deallocations per pod are counted into it (spec question (o)).
 	deallocated deallocations
+	// placedTaken: when set, KAI's pods placed and then taken in the cycle are recorded into it
+	// (spec question (a) within one action).
+	placedTaken placedThenTaken
 	// victimOrder: the victim queue the rebuilt reclaim or preempt draws from at the moment
 	// (kai-victim-queue-order reads the jobs drawn so far from it).
 	victimOrder *utils.JobsOrderByQueues

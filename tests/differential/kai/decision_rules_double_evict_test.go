@@ -34,3 +34,28 @@ func TestDecisionKAIEvictsTwice(t *testing.T) {
 		t.Errorf("kaiEvictsTwice: true on seed 1057, which evicts each victim once")
 	}
 }
+
+// Spec question (a) within one action (seed 1818 of the eviction features): KAI's reclaim
+// pipelines j05 on n5, n6 and n1, as arbiter does, then moves all three pods to n1, n1 and n3 for
+// j04 in the same action. The pods read after every action do not show it; the event handler does.
+func TestDecisionKAITakesPodPlacedInTheSameAction(t *testing.T) {
+	c, _, arb, own := evictionFeatureCaseAndKAI(t, 1818)
+	if own["j05/j05-0"] != "pipelined@n1" || arb["j05/j05-0"] != "pipelined@n5" {
+		t.Fatalf("not the case of seed 1818: j05-0 KAI %s, arbiter %s", own["j05/j05-0"], arb["j05/j05-0"])
+	}
+	v := c.clone()
+	v.placedTaken = placedThenTaken{}
+	if _, _, err := v.runKAI(false); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.placedTaken) != 3 || v.placedTaken["j05-0"] != "n5" || v.placedTaken["j05-1"] != "n6" || v.placedTaken["j05-2"] != "n1" {
+		t.Errorf("pods placed then taken: %v; want j05-0, j05-1 and j05-2 from n5, n6 and n1", v.placedTaken)
+	}
+	if o := c.checkDecisions(arbiterCLI(t), nil); o.Failure != boundThenTakenOutcome.Failure {
+		t.Errorf("outcome %+v; want the seed left out as (a)", o)
+	}
+	other, _, _, _ := evictionFeatureCase(t, 1057)
+	if other.kaiTakesPlacedPods() {
+		t.Errorf("kaiTakesPlacedPods: true on seed 1057, which takes no pod it placed")
+	}
+}

@@ -291,6 +291,9 @@ func (c *cluster) checkDecisions(cli string, counts *decisionCounts) verdict.Out
 	if o.Failure != "" && slices.ContainsFunc(taken, func(t []string) bool { return len(t) > 0 }) {
 		return boundThenTakenOutcome
 	}
+	if o.Failure != "" && c.kaiTakesPlacedPods() {
+		return boundThenTakenOutcome
+	}
 	if o.Failure != "" && c.rebuiltRunTakesAndAgrees(arb) {
 		return boundThenTakenOutcome
 	}

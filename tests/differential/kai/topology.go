@@ -201,6 +201,17 @@ func (c *cluster) runKAI(eager bool) (out outcome, boundThenTaken []string, err 
 	if c.deallocated != nil {
 		installDeallocationCount(ssn, c.deallocated)
 	}
+	if c.placedTaken != nil {
+		pending := map[common_info.PodID]bool{}
+		for _, j := range c.jobs {
+			for i, t := range j.tasks {
+				if t.state == "Pending" {
+					pending[common_info.PodID(podName(j.name, i))] = true
+				}
+			}
+		}
+		installPlacedThenTaken(ssn, c.placedTaken, pending)
+	}
 	type state struct {
 		status pod_status.PodStatus
 		node   string
