@@ -175,11 +175,9 @@ type cluster struct {
 	// overdrawnIdle: KAI's node scores corrected for releasing capacity overdrawn by pipelining
 	// (kai-overdrawn-idle).
 	overdrawnIdle bool
-	// deallocated: when set, KAI's deallocations per pod are counted into it (spec question (o)).
-	deallocated deallocations
-	// placedTaken: when set, KAI's pods placed and then taken in the cycle are recorded into it
-	// (spec question (a) within one action).
-	placedTaken placedThenTaken
+	// observed: when set, KAI's deallocations and the pods it places then takes are recorded
+	// into it (spec questions (o) and (a); observeKAI).
+	observed *kaiObservation
 	// victimOrder: the victim queue the rebuilt reclaim or preempt draws from at the moment
 	// (kai-victim-queue-order reads the jobs drawn so far from it).
 	victimOrder *utils.JobsOrderByQueues

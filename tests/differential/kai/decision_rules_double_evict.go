@@ -20,7 +20,7 @@ import (
 // and q1's allocation drops from 11 GPUs to 5 for four pods of one GPU; KAI's reclaim then
 // pipelines j07-2 in q1 within its limit of 7, where for SEMANTICS §4.4 q1 holds 7 and j07
 // stays pending). SEMANTICS counts a queue's allocation from its pods. Decided in code
-// (kaiEvictsTwice): a seed whose answers differ is left out when KAI's cycle, run once more with
+// (observeKAI, deallocations.evictsTwice): a seed whose answers differ is left out when KAI's cycle, run once more with
 // its deallocations counted per pod, ends with a pod deallocated more often than re-allocated by
 // two or more: a queue allocation no cluster state gives.
 var doubleEvictionOutcome = verdict.Outcome{Failure: "KAI evicted a victim twice and lowered its queue twice"}
@@ -45,15 +45,9 @@ func installDeallocationCount(ssn *framework.Session, d deallocations) {
 	})
 }
 
-// kaiEvictsTwice reports whether KAI's own cycle on the cluster ends with a pod whose
-// evictions lowered its queue's allocation twice or more.
-func (c *cluster) kaiEvictsTwice() bool {
-	v := c.clone()
-	v.deallocated = deallocations{}
-	if _, _, err := v.runKAI(false); err != nil {
-		return false
-	}
-	for _, n := range v.deallocated {
+// evictsTwice reports whether some pod's evictions lowered its queue's allocation twice or more.
+func (d deallocations) evictsTwice() bool {
+	for _, n := range d {
 		if n >= 2 {
 			return true
 		}
@@ -86,13 +80,20 @@ func installPlacedThenTaken(ssn *framework.Session, p placedThenTaken, pending m
 	})
 }
 
-// kaiTakesPlacedPods reports whether KAI's own cycle on the cluster ends with a pod moved or
-// evicted after KAI placed it in the same cycle (placedThenTaken).
-func (c *cluster) kaiTakesPlacedPods() bool {
+// kaiObservation is what the event handlers saw of one KAI cycle on the cluster: the
+// deallocations per pod (spec question (o)) and the pods placed then taken (spec question (a)).
+type kaiObservation struct {
+	deallocated deallocations
+	placedTaken placedThenTaken
+}
+
+// observeKAI runs KAI's own cycle on the cluster once with both event handlers installed; nil
+// when the run fails.
+func (c *cluster) observeKAI() *kaiObservation {
 	v := c.clone()
-	v.placedTaken = placedThenTaken{}
+	v.observed = &kaiObservation{deallocations{}, placedThenTaken{}}
 	if _, _, err := v.runKAI(false); err != nil {
-		return false
+		return nil
 	}
-	return len(v.placedTaken) > 0
+	return v.observed
 }

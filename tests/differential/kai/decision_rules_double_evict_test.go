@@ -11,27 +11,26 @@ func TestDecisionKAIEvictsTwice(t *testing.T) {
 	if own["j07/j07-2"] != "pipelined@n2" || arb["j07/j07-2"] != "pending" {
 		t.Fatalf("not the case of seed 1759: j07-2 KAI %s, arbiter %s", own["j07/j07-2"], arb["j07/j07-2"])
 	}
-	v := c.clone()
-	v.deallocated = deallocations{}
-	if _, _, err := v.runKAI(false); err != nil {
-		t.Fatal(err)
+	seen := c.observeKAI()
+	if seen == nil {
+		t.Fatal("KAI's observed run failed")
 	}
 	twice := 0
-	for _, n := range v.deallocated {
+	for _, n := range seen.deallocated {
 		if n >= 2 {
 			twice++
 		}
 	}
 	if twice != 2 {
-		t.Errorf("pods deallocated twice: %d (%v); want 2 (j00-3 and j00-2)", twice, v.deallocated)
+		t.Errorf("pods deallocated twice: %d (%v); want 2 (j00-3 and j00-2)", twice, seen.deallocated)
 	}
-	if !c.kaiEvictsTwice() {
-		t.Errorf("kaiEvictsTwice: false on seed 1759")
+	if !seen.deallocated.evictsTwice() {
+		t.Errorf("evictsTwice: false on seed 1759")
 	}
 	checkCaseFile(t, c, "kai-double-eviction.json")
 	other, _, _, _ := evictionFeatureCase(t, 1057)
-	if other.kaiEvictsTwice() {
-		t.Errorf("kaiEvictsTwice: true on seed 1057, which evicts each victim once")
+	if seen := other.observeKAI(); seen == nil || seen.deallocated.evictsTwice() {
+		t.Errorf("evictsTwice: true (or the run failed) on seed 1057, which evicts each victim once")
 	}
 }
 
@@ -43,19 +42,18 @@ func TestDecisionKAITakesPodPlacedInTheSameAction(t *testing.T) {
 	if own["j05/j05-0"] != "pipelined@n1" || arb["j05/j05-0"] != "pipelined@n5" {
 		t.Fatalf("not the case of seed 1818: j05-0 KAI %s, arbiter %s", own["j05/j05-0"], arb["j05/j05-0"])
 	}
-	v := c.clone()
-	v.placedTaken = placedThenTaken{}
-	if _, _, err := v.runKAI(false); err != nil {
-		t.Fatal(err)
+	seen := c.observeKAI()
+	if seen == nil {
+		t.Fatal("KAI's observed run failed")
 	}
-	if len(v.placedTaken) != 3 || v.placedTaken["j05-0"] != "n5" || v.placedTaken["j05-1"] != "n6" || v.placedTaken["j05-2"] != "n1" {
-		t.Errorf("pods placed then taken: %v; want j05-0, j05-1 and j05-2 from n5, n6 and n1", v.placedTaken)
+	if p := seen.placedTaken; len(p) != 3 || p["j05-0"] != "n5" || p["j05-1"] != "n6" || p["j05-2"] != "n1" {
+		t.Errorf("pods placed then taken: %v; want j05-0, j05-1 and j05-2 from n5, n6 and n1", p)
 	}
 	if o := c.checkDecisions(arbiterCLI(t), nil); o.Failure != boundThenTakenOutcome.Failure {
 		t.Errorf("outcome %+v; want the seed left out as (a)", o)
 	}
 	other, _, _, _ := evictionFeatureCase(t, 1057)
-	if other.kaiTakesPlacedPods() {
-		t.Errorf("kaiTakesPlacedPods: true on seed 1057, which takes no pod it placed")
+	if seen := other.observeKAI(); seen == nil || len(seen.placedTaken) > 0 {
+		t.Errorf("pods placed then taken (or the run failed) on seed 1057, which takes no pod it placed")
 	}
 }

@@ -291,7 +291,18 @@ func (c *cluster) checkDecisions(cli string, counts *decisionCounts) verdict.Out
 	if o.Failure != "" && slices.ContainsFunc(taken, func(t []string) bool { return len(t) > 0 }) {
 		return boundThenTakenOutcome
 	}
-	if o.Failure != "" && c.kaiTakesPlacedPods() {
+	// One observed KAI run serves both signatures below ((a) within one action, (o)).
+	var seen *kaiObservation
+	observe := func() *kaiObservation {
+		if seen == nil {
+			seen = c.observeKAI()
+			if seen == nil {
+				seen = &kaiObservation{}
+			}
+		}
+		return seen
+	}
+	if o.Failure != "" && len(observe().placedTaken) > 0 {
 		return boundThenTakenOutcome
 	}
 	if o.Failure != "" && c.rebuiltRunTakesAndAgrees(arb) {
@@ -325,7 +336,7 @@ func (c *cluster) checkDecisions(cli string, counts *decisionCounts) verdict.Out
 	if o.Failure != "" && (c.explainPartialVictim(arb, runs) || c.movesKAICannotReplace(resp, arb)) {
 		return partialVictimOutcome
 	}
-	if o.Failure != "" && c.kaiEvictsTwice() {
+	if o.Failure != "" && observe().deallocated.evictsTwice() {
 		return doubleEvictionOutcome
 	}
 	if o.Failure != "" {

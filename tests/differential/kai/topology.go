@@ -198,10 +198,8 @@ func (c *cluster) runKAI(eager bool) (out outcome, boundThenTaken []string, err 
 	if c.overdrawnIdle {
 		installOverdrawnIdle(ssn)
 	}
-	if c.deallocated != nil {
-		installDeallocationCount(ssn, c.deallocated)
-	}
-	if c.placedTaken != nil {
+	if c.observed != nil {
+		installDeallocationCount(ssn, c.observed.deallocated)
 		pending := map[common_info.PodID]bool{}
 		for _, j := range c.jobs {
 			for i, t := range j.tasks {
@@ -210,7 +208,7 @@ func (c *cluster) runKAI(eager bool) (out outcome, boundThenTaken []string, err 
 				}
 			}
 		}
-		installPlacedThenTaken(ssn, c.placedTaken, pending)
+		installPlacedThenTaken(ssn, c.observed.placedTaken, pending)
 	}
 	type state struct {
 		status pod_status.PodStatus
