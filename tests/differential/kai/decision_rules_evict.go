@@ -265,8 +265,11 @@ func (c *cluster) evictFor(ssn *framework.Session, job *podgroup_info.PodGroupIn
 					victims[id] = v
 				}
 			}
+			// The victim queue is registered before its heaps are built, so that the spec's
+			// order (kai-victim-queue-order) answers the comparisons of the build too.
+			c.drawingFrom(&order)
 			order.InitializeWithJobs(victims)
-			return c.drawingFrom(&order)
+			return &order
 		}, action)
 	} else {
 		tasks := podgroup_info.GetTasksToAllocate(job, ssn.PodSetOrderFn, ssn.TaskOrderFn, false)
@@ -274,11 +277,11 @@ func (c *cluster) evictFor(ssn *framework.Session, job *podgroup_info.PodGroupIn
 			return false, nil
 		}
 		solver = solvers.NewJobsSolver(nodes, nodeVictimSetCheck(ssn, r.nodeVictimSets, c.activeGangCheck(ssn, action, r.activeGang, validator(ssn.PreemptScenarioValidator, r.testedVictims))), func() *utils.JobsOrderByQueues {
-			return c.drawingFrom(utils.GetVictimsQueue(ssn, func(v *podgroup_info.PodGroupInfo) bool {
+			return c.victimsQueue(ssn, func(v *podgroup_info.PodGroupInfo) bool {
 				return v.IsPreemptibleJob() && v.Priority < job.Priority && v.Queue == job.Queue &&
 					v.UID != job.UID && v.GetActiveAllocatedTasksCount() > 0 && ssn.PreemptVictimFilter(job, v) &&
 					!(r.boundNotVictims && c.placedInCycle(v))
-			}))
+			})
 		}, action)
 	}
 	ok, stmt, _ := solver.Solve(ssn, job)

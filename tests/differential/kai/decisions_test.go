@@ -349,3 +349,30 @@ func TestDecisionCasePushedVictimQueueRankedEmpty(t *testing.T) {
 	}
 	checkCaseFile(t, c, "kai-victim-queue-pushed-empty.json")
 }
+
+// kai-victim-queue-order must answer the comparisons KAI's victim queue makes while it builds its
+// heaps, not only those of later pops (seed 923 of the eviction features). Reclaim for j14 (q1)
+// may draw from q0 (j00, 4 of its 2 fair-share GPUs), q2 and q3 (j09, 7 of 6); §4.7 draws j00
+// first, KAI's own order j09 (it subtracts each queue's candidate job from its allocation, spec
+// question (l)). With the spec's order answering only the pops, the heap built by KAI's order
+// kept q3 on top, and the rule's run placed j14 on n1 by evicting j09, as KAI's own run does.
+func TestDecisionSpecVictimOrderBuildsTheHeap(t *testing.T) {
+	c, _, arb, own := evictionFeatureCaseAndKAI(t, 923)
+	if own["j14/j14-0"] != "pipelined@n1" || own["j09/j09-0"] != "evicted:reclaim" {
+		t.Fatalf("not the case of seed 923: KAI j14-0 %s, j09-0 %s", own["j14/j14-0"], own["j09/j09-0"])
+	}
+	v := c.clone()
+	v.rebuilt = rebuiltActions{specVictimOrder: true}
+	run, _, err := v.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pod := range []string{"j14/j14-0", "j14/j14-1", "j00/j00-0", "j00/j00-3"} {
+		if run[pod] != arb[pod] {
+			t.Errorf("%s: KAI with %v %s, arbiter %s", pod, v.rebuilt.rules(), run[pod], arb[pod])
+		}
+	}
+	if arb["j14/j14-0"] != "pipelined@n7" || arb["j00/j00-0"] != "evicted:reclaim" {
+		t.Errorf("arbiter: j14-0 %s, j00-0 %s; want pipelined@n7, evicted:reclaim", arb["j14/j14-0"], arb["j00/j00-0"])
+	}
+}
