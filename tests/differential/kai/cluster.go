@@ -178,6 +178,12 @@ type cluster struct {
 	// observed: when set, KAI's deallocations and the pods it places then takes are recorded
 	// into it (spec questions (o) and (a); observeKAI).
 	observed *kaiObservation
+	// heldEvictions: when set, a rebuilt run sets it when its proportion plugin was held to one
+	// count per pod (kai-evicts-twice, installEvictedOnce).
+	heldEvictions *bool
+	// evictedTwice: a rebuilt run leaves the proportion plugin's count as KAI keeps it, evictions
+	// of evicted pods included (without kai-evicts-twice).
+	evictedTwice bool
 	// victimOrder: the victim queue the rebuilt reclaim or preempt draws from at the moment
 	// (kai-victim-queue-order reads the jobs drawn so far from it).
 	victimOrder *utils.JobsOrderByQueues

@@ -1,6 +1,12 @@
 package main
 
 import (
+	"reflect"
+	"runtime"
+	"slices"
+	"strings"
+	"unsafe"
+
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/common_info"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/pod_status"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/framework"
@@ -25,34 +31,92 @@ import (
 // two or more: a queue allocation no cluster state gives.
 var doubleEvictionOutcome = verdict.Outcome{Failure: "KAI evicted a victim twice and lowered its queue twice"}
 
-// deallocations counts, per pod, the deallocations of a session's evictions net of the
-// allocations that undo or re-place them.
+// deallocations holds, per pod a session event touched, what the proportion plugin's queue
+// allocation counts of it: 1 for a pod allocated when its first event came (a deallocation:
+// KAI deallocates only what it counts), 0 for one that was not (an allocation), plus every
+// allocation and less every deallocation since. Rollbacks call the handlers too (an undone
+// eviction allocates, whatever status it restores), so the count follows every statement.
 type deallocations map[common_info.PodID]int
+
+// add counts one event of pod: +1 for an allocation, -1 for a deallocation.
+func (d deallocations) add(pod common_info.PodID, delta int) {
+	n, seen := d[pod]
+	if !seen && delta < 0 {
+		n = 1
+	}
+	d[pod] = n + delta
+}
 
 // installDeallocationCount adds an event handler counting into d.
 func installDeallocationCount(ssn *framework.Session, d deallocations) {
 	ssn.AddEventHandler(&framework.EventHandler{
-		DeallocateFunc: func(e *framework.Event) {
-			if e.Task.Status == pod_status.Releasing {
-				d[e.Task.UID]++
-			}
-		},
-		AllocateFunc: func(e *framework.Event) {
-			if d[e.Task.UID] > 0 && e.Task.Status != pod_status.Releasing {
-				d[e.Task.UID]--
-			}
-		},
+		DeallocateFunc: func(e *framework.Event) { d.add(e.Task.UID, -1) },
+		AllocateFunc:   func(e *framework.Event) { d.add(e.Task.UID, +1) },
 	})
 }
 
-// evictsTwice reports whether some pod's evictions lowered its queue's allocation twice or more.
-func (d deallocations) evictsTwice() bool {
-	for _, n := range d {
-		if n >= 2 {
-			return true
+// lowered names the pods whose queue counts less than nothing of them: deallocated more often
+// than allocated, beyond the allocation they started with.
+func (d deallocations) lowered() []common_info.PodID {
+	var pods []common_info.PodID
+	for pod, n := range d {
+		if n < 0 {
+			pods = append(pods, pod)
 		}
 	}
-	return false
+	slices.Sort(pods)
+	return pods
+}
+
+// evictsTwice reports whether some pod's evictions lowered its queue's allocation twice or more.
+func (d deallocations) evictsTwice() bool { return len(d.lowered()) > 0 }
+
+// ruleEvictsTwice: spec question (o) in the rebuilt runs. Every rebuilt eviction action
+// (decision_rules_evict.go) runs with the proportion plugin's event handlers held to what SEMANTICS
+// counts, a queue allocation made of its pods: each pod counts between zero and once, whatever
+// KAI's node tests evict a second time (installEvictedOnce). An agreement of a rebuilt run in
+// which the hold changed the plugin's count, and which without the hold does not agree, is
+// reported with this rule too (seed 406 of the
+// eviction features: reclaim for the gang j10 records j03-3 and j03-2, its third part's test of
+// n0 evicts them again, q0 drops to 2 GPUs against its 4 pods', and j03 is then ordered before
+// j10 and re-placed, where for SEMANTICS q0 holds 4 and j10 is placed first).
+const ruleEvictsTwice = "kai-evicts-twice"
+
+// installEvictedOnce wraps the proportion plugin's allocate and deallocate handlers so that the
+// plugin sees each pod counted at most once and never below zero: the handlers are called only
+// when that clamped count changes. held, when not nil, is set when a call was held back.
+func installEvictedOnce(ssn *framework.Session, held *bool) {
+	handlers := *(*[]*framework.EventHandler)(unsafe.Pointer(reflect.ValueOf(ssn).Elem().FieldByName("eventHandlers").UnsafeAddr()))
+	counts := deallocations{}
+	clamp := func(n int) int { return max(0, min(1, n)) }
+	found := false
+	for _, eh := range handlers {
+		if eh.AllocateFunc == nil || !strings.Contains(runtime.FuncForPC(reflect.ValueOf(eh.AllocateFunc).Pointer()).Name(), "/plugins/proportion.") {
+			continue
+		}
+		allocate, deallocate := eh.AllocateFunc, eh.DeallocateFunc
+		step := func(e *framework.Event, delta int) {
+			before, seen := counts[e.Task.UID]
+			if !seen && delta < 0 {
+				before = 1
+			}
+			counts.add(e.Task.UID, delta)
+			switch after := counts[e.Task.UID]; {
+			case clamp(after) > clamp(before):
+				allocate(e)
+			case clamp(after) < clamp(before):
+				deallocate(e)
+			case held != nil:
+				*held = true
+			}
+		}
+		eh.AllocateFunc = func(e *framework.Event) { step(e, +1) }
+		eh.DeallocateFunc = func(e *framework.Event) { step(e, -1) }
+		found = true
+	}
+	if !found {
+		panic("installEvictedOnce: no event handler of the proportion plugin in the session")
+	}
 }
 
 // placedThenTaken records, per pod PENDING in the snapshot, the node it was on when a statement

@@ -130,6 +130,7 @@ func (c *cluster) explainEviction(arb outcome, runs []outcome) []string {
 	for first := 0; first < len(tries); first += explainBatch {
 		batch := tries[first:min(first+explainBatch, len(tries))]
 		agrees := make([]bool, len(batch))
+		held := make([]bool, len(batch))
 		var wg sync.WaitGroup
 		for i, t := range batch {
 			wg.Add(1)
@@ -138,6 +139,7 @@ func (c *cluster) explainEviction(arb outcome, runs []outcome) []string {
 				v := c.clone()
 				v.rebuilt = t.variant
 				v.overdrawnIdle = t.overdrawn
+				v.heldEvictions = &held[i]
 				out, _, err := v.runKAI(t.eager)
 				agrees[i] = err == nil && (sameOutcome(out, arb) || sameOutcome(out.withoutNodes(), arb.withoutNodes()) && !allSame(runs))
 			}()
@@ -146,6 +148,9 @@ func (c *cluster) explainEviction(arb outcome, runs []outcome) []string {
 		for i, t := range batch {
 			if agrees[i] {
 				names := t.variant.rules()
+				if held[i] && !c.agreesEvictedTwice(t.variant, t.eager, t.overdrawn, arb, runs) {
+					names = append(names, ruleEvictsTwice)
+				}
 				if t.eager {
 					names = append(names, ruleLazyOrder)
 				}
@@ -157,6 +162,16 @@ func (c *cluster) explainEviction(arb outcome, runs []outcome) []string {
 		}
 	}
 	return nil
+}
+
+// agreesEvictedTwice reports whether the rebuilt run variant (with eager and overdrawn as in
+// explainEviction) agrees with arb also when its proportion plugin counts as KAI's does, evictions
+// of evicted pods included: if not, the agreement needs kai-evicts-twice.
+func (c *cluster) agreesEvictedTwice(variant rebuiltActions, eager, overdrawn bool, arb outcome, runs []outcome) bool {
+	v := c.clone()
+	v.rebuilt, v.overdrawnIdle, v.evictedTwice = variant, overdrawn, true
+	out, _, err := v.runKAI(eager)
+	return err == nil && (sameOutcome(out, arb) || sameOutcome(out.withoutNodes(), arb.withoutNodes()) && !allSame(runs))
 }
 
 // explainBatch is how many rebuilt KAI runs explainEviction makes at once.

@@ -241,7 +241,9 @@ func TestDecisionRebuiltRunSurvivesSolverPanic(t *testing.T) {
 // Spec question (f) inside a scenario (seed 706 of the eviction features): KAI's preempt evicts
 // j02-0 and pipelines j01's three pods on n1, where arbiter leaves j01 pending and places j05.
 // KAI with its victims re-placed whole, every pod the scenario evicted of them or none, gives
-// arbiter's answer; re-entry alone does not.
+// arbiter's answer. So does re-entry with the proportion plugin held to one count per pod
+// (spec question (o): a node test evicts the recorded j02 pods a second time, and q0 then seems
+// to have room for j01 within its limit); re-entry alone, counting as KAI does, does not.
 func TestDecisionVictimReplacedWhole(t *testing.T) {
 	c, cli, _, arb := evictionFeatureCase(t, 706)
 	own, _, err := c.runKAI(false)
@@ -252,9 +254,14 @@ func TestDecisionVictimReplacedWhole(t *testing.T) {
 		t.Fatalf("not the case of seed 706: KAI %v, arbiter %v", own, arb)
 	}
 	checkRebuiltRuns(t, c, cli, arb, ruleVictimReplacedWhole, []rebuiltRun{
-		{rebuiltActions{reenter: true}, false},
+		{rebuiltActions{reenter: true}, true},
 		{rebuiltActions{wholeVictims: true}, true},
-	})
+	}, ruleEvictsTwice)
+	v := c.clone()
+	v.rebuilt, v.evictedTwice = rebuiltActions{reenter: true}, true
+	if out, _, err := v.runKAI(false); err != nil || sameOutcome(out, arb) {
+		t.Errorf("KAI rebuilt as %v, counting as KAI does, agrees with arbiter (%v); want a difference", v.rebuilt.rules(), err)
+	}
 }
 
 // Spec question (a) as a draw (seed 664 of the eviction features): KAI's victim queue draws a job

@@ -318,9 +318,12 @@ func TestDecisionVictimlessWithReentryAndPartialVictim(t *testing.T) {
 // the job is in it: the comparator finds q2 empty and ranks it below q0, and only the top queue
 // is re-ranked before the next pop. KAI draws q0's j00-0, where SEMANTICS §4.7 draws j02-1 (q2
 // holds 8 GPUs against a fair share of 4, q0 1 against 2): KAI evicts j00-0, arbiter keeps it.
-// KAI's rebuilt reclaim and preempt with re-entry and the victim queue of kai-victim-queue-order,
-// which re-ranks the queues before every pop (markForReranking), give arbiter's answer; without
-// the re-ranking they do not.
+// KAI's rebuilt reclaim and preempt with re-entry, the min-runtime check on active pods and the
+// victim queue of kai-victim-queue-order, which re-ranks the queues before every pop
+// (markForReranking), give arbiter's answer; without the re-ranking they do not. (The part-two
+// node test also evicts the recorded j02-2 a second time: counted as KAI counts, re-entry and
+// the victim queue alone gave arbiter's answer; held to one count per pod, as every rebuilt run
+// is, they need the min-runtime change too.)
 func TestDecisionCasePushedVictimQueueRankedEmpty(t *testing.T) {
 	c, _, arb, run := evictionFeatureCaseAndKAI(t, 1372)
 	if run["j00/j00-0"] != "evicted:reclaim" || arb["j00/j00-0"] != "running" {
@@ -330,7 +333,7 @@ func TestDecisionCasePushedVictimQueueRankedEmpty(t *testing.T) {
 		t.Errorf("j02-1: arbiter %s, want evicted:reclaim (drawn before q0's j00)", arb["j02/j02-1"])
 	}
 	v := c.clone()
-	v.rebuilt = rebuiltActions{reenter: true, specVictimOrder: true}
+	v.rebuilt = rebuiltActions{reenter: true, activeGang: true, specVictimOrder: true}
 	fixed, _, err := v.runKAI(false)
 	if err != nil {
 		t.Fatal(err)

@@ -198,6 +198,9 @@ func (c *cluster) runKAI(eager bool) (out outcome, boundThenTaken []string, err 
 	if c.overdrawnIdle {
 		installOverdrawnIdle(ssn)
 	}
+	if c.rebuilt != (rebuiltActions{}) && !c.evictedTwice {
+		installEvictedOnce(ssn, c.heldEvictions)
+	}
 	if c.observed != nil {
 		installDeallocationCount(ssn, c.observed.deallocated)
 		pending := map[common_info.PodID]bool{}
