@@ -87,25 +87,15 @@ func TestDecisionCaseEvictedOnce(t *testing.T) {
 	if own["j10/j10-0"] != "pending" || arb["j10/j10-0"] != "pipelined@n0" {
 		t.Fatalf("not the case of seed 406: j10-0 KAI %s, arbiter %s", own["j10/j10-0"], arb["j10/j10-0"])
 	}
-	v := c.clone()
-	v.rebuilt = rebuiltActions{boundNotVictims: true}
+	variant := rebuiltActions{boundNotVictims: true}
 	held := false
-	v.heldEvictions = &held
-	run, _, err := v.runKAI(false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !sameOutcome(run, arb) {
-		t.Errorf("KAI with %v held to one count per pod differs from arbiter: %v", v.rebuilt.rules(), diffKeys(run, arb))
+	if run := runRebuilt(t, c, variant, func(v *cluster) { v.heldEvictions = &held }); !sameOutcome(run, arb) {
+		t.Errorf("KAI with %v held to one count per pod differs from arbiter: %v", variant.rules(), diffKeys(run, arb))
 	}
 	if !held {
 		t.Errorf("the hold never held back a handler call")
 	}
-	v.evictedTwice = true
-	unheld, _, err := v.runKAI(false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	unheld := runRebuilt(t, c, variant, func(v *cluster) { v.evictedTwice = true })
 	if unheld["j10/j10-0"] != "pending" || unheld["j03/j03-1"] != "running" {
 		t.Errorf("without the hold: j10-0 %s, j03-1 %s; want pending, running", unheld["j10/j10-0"], unheld["j03/j03-1"])
 	}

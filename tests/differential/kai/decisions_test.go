@@ -200,6 +200,22 @@ func evictionFeatureCase(t *testing.T, seed int64) (*cluster, string, *arbiterjs
 	return c, cli, resp, arb
 }
 
+// runRebuilt runs KAI once on c with its eviction actions rebuilt as variant, after set (when
+// not nil) has adjusted the copy it runs.
+func runRebuilt(t *testing.T, c *cluster, variant rebuiltActions, set func(*cluster)) outcome {
+	t.Helper()
+	v := c.clone()
+	v.rebuilt = variant
+	if set != nil {
+		set(v)
+	}
+	out, _, err := v.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // evictionFeatureCaseAndKAI is evictionFeatureCase with KAI's own run of the cluster.
 func evictionFeatureCaseAndKAI(t *testing.T, seed int64) (c *cluster, cli string, arb, own outcome) {
 	t.Helper()
@@ -364,15 +380,11 @@ func TestDecisionSpecVictimOrderBuildsTheHeap(t *testing.T) {
 	if own["j14/j14-0"] != "pipelined@n1" || own["j09/j09-0"] != "evicted:reclaim" {
 		t.Fatalf("not the case of seed 923: KAI j14-0 %s, j09-0 %s", own["j14/j14-0"], own["j09/j09-0"])
 	}
-	v := c.clone()
-	v.rebuilt = rebuiltActions{specVictimOrder: true}
-	run, _, err := v.runKAI(false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	variant := rebuiltActions{specVictimOrder: true}
+	run := runRebuilt(t, c, variant, nil)
 	for _, pod := range []string{"j14/j14-0", "j14/j14-1", "j00/j00-0", "j00/j00-3"} {
 		if run[pod] != arb[pod] {
-			t.Errorf("%s: KAI with %v %s, arbiter %s", pod, v.rebuilt.rules(), run[pod], arb[pod])
+			t.Errorf("%s: KAI with %v %s, arbiter %s", pod, variant.rules(), run[pod], arb[pod])
 		}
 	}
 	if arb["j14/j14-0"] != "pipelined@n7" || arb["j00/j00-0"] != "evicted:reclaim" {
