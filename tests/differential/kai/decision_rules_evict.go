@@ -61,10 +61,25 @@ const ruleReplacementOrder = "kai-replacement-order"
 // (kai-min-runtime-releasing), the victim queue ordered as SEMANTICS §4.7 orders victims
 // (kai-victim-queue-order), a victim re-placed with every pod the scenario evicted
 // (kai-victim-replaced-whole), no job placed in the cycle drawn as a victim
-// (kai-bound-not-victim).
+// (kai-bound-not-victim), the node tests held to SEMANTICS' victim sets (kai-node-victim-sets),
+// a unit placed without victims where it fits so (kai-victimless-placement).
 type rebuiltActions struct {
-	reenter, involved, allNodes, testedVictims, activeGang, specVictimOrder, wholeVictims, boundNotVictims, nodeVictimSets bool
+	reenter, involved, allNodes, testedVictims, activeGang, specVictimOrder, wholeVictims, boundNotVictims, nodeVictimSets, victimless bool
 }
+
+// ruleVictimlessPlacement, spec question (b) for a whole unit: SEMANTICS §4.8 tries every part
+// with the recorded victims first, "also when R = ∅", so a unit that fits with no victim is placed
+// (pipelined) and nobody is evicted. KAI's byPodSolver simulates nothing for a scenario without
+// potential and recorded victims (actions/common/solvers/by_pod_solver.go, lines 77-97), so such a
+// unit stays pending, or is placed only through a victim drawn and then re-placed. The rebuilt
+// reclaim and preempt of this change first place the job's tasks to allocate with KAI's own
+// common.AllocateJob, pipelined, in a statement of their own, after the action's checks and
+// before the solver; only when that fails does the solver run. (A unit whose first parts fit
+// without victims and whose last part needs one is the victim form, kai-victimless-first-parts.)
+// Seed 1490 of the eviction features: arbiter's preempt places j04-1 without victims on the GPU
+// reclaim freed on n3, then evicts j18-0 for j07; KAI leaves j04-1 pending and, for j07, draws
+// j18-0 and moves it to n3.
+const ruleVictimlessPlacement = "kai-victimless-placement"
 
 // rules names the rules of the changes.
 func (r rebuiltActions) rules() []string {
@@ -74,7 +89,7 @@ func (r rebuiltActions) rules() []string {
 		name string
 	}{{r.reenter, ruleEvictionOnce}, {r.involved, ruleReplacementOrder}, {r.allNodes, ruleFeasibleNodes}, {r.testedVictims, ruleValidatorDrawnVictims},
 		{r.activeGang, ruleMinRuntimeReleasing}, {r.specVictimOrder, ruleVictimQueueOrder}, {r.wholeVictims, ruleVictimReplacedWhole},
-		{r.boundNotVictims, ruleBoundNotVictim}, {r.nodeVictimSets, ruleNodeVictimSets}} {
+		{r.boundNotVictims, ruleBoundNotVictim}, {r.nodeVictimSets, ruleNodeVictimSets}, {r.victimless, ruleVictimlessPlacement}} {
 		if n.on {
 			names = append(names, n.name)
 		}
@@ -83,25 +98,31 @@ func (r rebuiltActions) rules() []string {
 }
 
 // evictionVariants are the rebuilt eviction actions the rules try: every combination of the
-// first eight changes, and kai-node-victim-sets alone or with up to two of them (a seed that
-// needs none of them makes every run, and each session KAI's test utilities build keeps its
-// memory until the process ends: all 511 combinations doubled a 150-seed run's time and memory);
-// one change first, then two, and so on.
+// first eight changes, and kai-node-victim-sets and kai-victimless-placement alone or with up to
+// two other changes (a seed that needs none of them makes every run, and each session KAI's test
+// utilities build keeps its memory until the process ends: all 511 combinations of nine changes
+// doubled a 150-seed run's time and memory); one change first, then two, and so on.
 var evictionVariants = func() []rebuiltActions {
-	const nodeVictimSetsBit, nodeVictimSetsMost = 256, 3
+	const lateBits, lateMost = 256 | 512, 3
 	var out []rebuiltActions
-	for size := 1; size <= 9; size++ {
-		for mask := 1; mask < 512; mask++ {
-			if mask&nodeVictimSetsBit != 0 && size > nodeVictimSetsMost {
+	for size := 1; size <= 10; size++ {
+		for mask := 1; mask < 1024; mask++ {
+			if mask&lateBits != 0 && size > lateMost {
 				continue
 			}
 			if bits.OnesCount(uint(mask)) == size {
-				out = append(out, rebuiltActions{mask&1 != 0, mask&2 != 0, mask&4 != 0, mask&8 != 0, mask&16 != 0, mask&32 != 0, mask&64 != 0, mask&128 != 0, mask&256 != 0})
+				out = append(out, rebuiltFromMask(mask))
 			}
 		}
 	}
 	return out
 }()
+
+// rebuiltFromMask: bit i of mask turns on the i-th change of rebuiltActions, in field order.
+func rebuiltFromMask(mask int) rebuiltActions {
+	on := func(i int) bool { return mask&(1<<i) != 0 }
+	return rebuiltActions{on(0), on(1), on(2), on(3), on(4), on(5), on(6), on(7), on(8), on(9)}
+}
 
 // explainEviction returns the rules of the first rebuilt eviction actions (in the order of
 // evictionVariants, KAI's allocate before the eager one of kai-lazy-order; then the variants of
@@ -298,6 +319,13 @@ func (c *cluster) evictFor(ssn *framework.Session, job *podgroup_info.PodGroupIn
 					!(r.boundNotVictims && c.placedInCycle(v))
 			})
 		}, action)
+	}
+	if r.victimless {
+		stmt := ssn.Statement()
+		if common.AllocateJob(ssn, stmt, slices.Collect(maps.Values(ssn.Nodes)), job, true) {
+			return true, stmt
+		}
+		stmt.Discard()
 	}
 	ok, stmt, _ := solver.Solve(ssn, job)
 	return ok, stmt

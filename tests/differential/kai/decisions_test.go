@@ -391,3 +391,29 @@ func TestDecisionSpecVictimOrderBuildsTheHeap(t *testing.T) {
 		t.Errorf("arbiter: j14-0 %s, j00-0 %s; want pipelined@n7, evicted:reclaim", arb["j14/j14-0"], arb["j00/j00-0"])
 	}
 }
+
+// kai-victimless-placement (spec question (b) for a whole unit; seed 1490 of the eviction
+// features): reclaim evicts j17-2 on n3 for j07; arbiter's preempt then places j04-1 on n3's freed
+// GPU without victims (§4.8 tries R = ∅ first) and evicts j18-0 for j07's next pod. KAI's solver
+// simulates nothing without a victim: j04-1 stays pending, and for j07 KAI draws j18-0 and moves it
+// to n3. Three forms of (b) in one cycle, which the checks that ask arbiter again do not follow;
+// KAI with its reclaim and preempt placing a unit that fits without victims first gives arbiter's
+// answer.
+func TestDecisionCaseVictimlessPlacement(t *testing.T) {
+	c, cli, arb, own := evictionFeatureCaseAndKAI(t, 1490)
+	if own["j04/j04-1"] != "pending" || own["j18/j18-0"] != "moved@n3" ||
+		arb["j04/j04-1"] != "pipelined@n3" || arb["j18/j18-0"] != "evicted:preempt" {
+		t.Fatalf("not the case of seed 1490: KAI j04-1 %s, j18-0 %s; arbiter %s, %s",
+			own["j04/j04-1"], own["j18/j18-0"], arb["j04/j04-1"], arb["j18/j18-0"])
+	}
+	if run := runRebuilt(t, c, rebuiltActions{victimless: true}, nil); !sameOutcome(run, arb) {
+		t.Errorf("KAI placing victimless units differs from arbiter: %v", diffKeys(run, arb))
+	}
+	if run := runRebuilt(t, c, rebuiltActions{reenter: true}, nil); sameOutcome(run, arb) {
+		t.Errorf("KAI with re-entry alone agrees; want a difference")
+	}
+	if o := c.checkDecisions(cli, nil); o.Failure != "" || !slices.Equal(o.Rules, []string{ruleVictimlessPlacement}) {
+		t.Errorf("outcome %+v; want rule %s", o, ruleVictimlessPlacement)
+	}
+	checkCaseFile(t, c, "kai-victimless-placement.json")
+}
