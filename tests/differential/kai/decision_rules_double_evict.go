@@ -38,13 +38,15 @@ var doubleEvictionOutcome = verdict.Outcome{Failure: "KAI evicted a victim twice
 // eviction allocates, whatever status it restores), so the count follows every statement.
 type deallocations map[common_info.PodID]int
 
-// add counts one event of pod: +1 for an allocation, -1 for a deallocation.
-func (d deallocations) add(pod common_info.PodID, delta int) {
-	n, seen := d[pod]
+// add counts one event of pod, +1 for an allocation, -1 for a deallocation, and returns the
+// pod's count before and after it.
+func (d deallocations) add(pod common_info.PodID, delta int) (before, after int) {
+	before, seen := d[pod]
 	if !seen && delta < 0 {
-		n = 1
+		before = 1
 	}
-	d[pod] = n + delta
+	d[pod] = before + delta
+	return before, before + delta
 }
 
 // installDeallocationCount adds an event handler counting into d.
@@ -96,12 +98,7 @@ func installEvictedOnce(ssn *framework.Session, held *bool) {
 		}
 		allocate, deallocate := eh.AllocateFunc, eh.DeallocateFunc
 		step := func(e *framework.Event, delta int) {
-			before, seen := counts[e.Task.UID]
-			if !seen && delta < 0 {
-				before = 1
-			}
-			counts.add(e.Task.UID, delta)
-			switch after := counts[e.Task.UID]; {
+			switch before, after := counts.add(e.Task.UID, delta); {
 			case clamp(after) > clamp(before):
 				allocate(e)
 			case clamp(after) < clamp(before):

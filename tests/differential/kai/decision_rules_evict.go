@@ -131,21 +131,16 @@ func rebuiltFromMask(mask int) rebuiltActions {
 // waits for its informers), and the first batch with a match decides: the answer is the one a
 // run one at a time in that order would give.
 func (c *cluster) explainEviction(arb outcome, runs []outcome) []string {
-	type try struct {
-		variant   rebuiltActions
-		eager     bool
-		overdrawn bool
-	}
-	var tries []try
+	var tries []rebuiltTry
 	for _, variant := range evictionVariants {
-		tries = append(tries, try{variant, false, false}, try{variant, true, false})
+		tries = append(tries, rebuiltTry{variant, false, false}, rebuiltTry{variant, true, false})
 	}
 	// Spec question (m) (kai-overdrawn-idle) with up to two of the changes: a cycle that
 	// pipelines past a node's releasing amount in allocate meets the eviction actions' classes
 	// afterwards (seed 1963: with kai-bound-not-victim).
 	for _, variant := range evictionVariants {
 		if len(variant.rules()) <= 2 {
-			tries = append(tries, try{variant, false, true}, try{variant, true, true})
+			tries = append(tries, rebuiltTry{variant, false, true}, rebuiltTry{variant, true, true})
 		}
 	}
 	for first := 0; first < len(tries); first += explainBatch {
@@ -157,19 +152,14 @@ func (c *cluster) explainEviction(arb outcome, runs []outcome) []string {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				v := c.clone()
-				v.rebuilt = t.variant
-				v.overdrawnIdle = t.overdrawn
-				v.heldEvictions = &held[i]
-				out, _, err := v.runKAI(t.eager)
-				agrees[i] = err == nil && (sameOutcome(out, arb) || sameOutcome(out.withoutNodes(), arb.withoutNodes()) && !allSame(runs))
+				agrees[i] = c.tryAgrees(t, false, &held[i], arb, runs)
 			}()
 		}
 		wg.Wait()
 		for i, t := range batch {
 			if agrees[i] {
 				names := t.variant.rules()
-				if held[i] && !c.agreesEvictedTwice(t.variant, t.eager, t.overdrawn, arb, runs) {
+				if held[i] && !c.tryAgrees(t, true, nil, arb, runs) {
 					names = append(names, ruleEvictsTwice)
 				}
 				if t.eager {
@@ -185,13 +175,22 @@ func (c *cluster) explainEviction(arb outcome, runs []outcome) []string {
 	return nil
 }
 
-// agreesEvictedTwice reports whether the rebuilt run variant (with eager and overdrawn as in
-// explainEviction) agrees with arb also when its proportion plugin counts as KAI's does, evictions
-// of evicted pods included: if not, the agreement needs kai-evicts-twice.
-func (c *cluster) agreesEvictedTwice(variant rebuiltActions, eager, overdrawn bool, arb outcome, runs []outcome) bool {
+// rebuiltTry is one KAI run explainEviction makes: the rebuilt eviction actions of variant, with
+// the eager allocate of kai-lazy-order or KAI's own, with or without kai-overdrawn-idle's idle.
+type rebuiltTry struct {
+	variant   rebuiltActions
+	eager     bool
+	overdrawn bool
+}
+
+// tryAgrees runs t and reports whether it gives arb (or differs only in nodes where KAI's own
+// runs differ among themselves). With evictedTwice the proportion plugin counts as KAI's does,
+// evictions of evicted pods included; else held, when not nil, is set where the hold of
+// kai-evicts-twice held back a call.
+func (c *cluster) tryAgrees(t rebuiltTry, evictedTwice bool, held *bool, arb outcome, runs []outcome) bool {
 	v := c.clone()
-	v.rebuilt, v.overdrawnIdle, v.evictedTwice = variant, overdrawn, true
-	out, _, err := v.runKAI(eager)
+	v.rebuilt, v.overdrawnIdle, v.evictedTwice, v.heldEvictions = t.variant, t.overdrawn, evictedTwice, held
+	out, _, err := v.runKAI(t.eager)
 	return err == nil && (sameOutcome(out, arb) || sameOutcome(out.withoutNodes(), arb.withoutNodes()) && !allSame(runs))
 }
 
@@ -291,21 +290,20 @@ func (c *cluster) evictFor(ssn *framework.Session, job *podgroup_info.PodGroupIn
 	if action == framework.Reclaim {
 		ssn.OnJobSolutionStart()
 		solver = solvers.NewJobsSolver(nodes, nodeVictimSetCheck(ssn, r.nodeVictimSets, c.activeGangCheck(ssn, action, r.activeGang, validator(ssn.ReclaimScenarioValidatorFn, r.testedVictims))), func() *utils.JobsOrderByQueues {
-			order := utils.NewJobsOrderByQueues(ssn, utils.JobsOrderInitOptions{
-				FilterNonPreemptible: true, FilterNonActiveAllocated: true, VictimQueue: true,
-				MaxJobsQueueDepth: scheduler_util.QueueCapacityInfinite,
-			})
-			victims := map[common_info.PodGroupID]*podgroup_info.PodGroupInfo{}
-			for id, v := range ssn.PodGroupInfos {
-				if v.Queue != job.Queue && ssn.ReclaimVictimFilter(job, v) && !(r.boundNotVictims && c.placedInCycle(v)) {
-					victims[id] = v
+			return c.drawingFromBuilt(ssn, func() *utils.JobsOrderByQueues {
+				order := utils.NewJobsOrderByQueues(ssn, utils.JobsOrderInitOptions{
+					FilterNonPreemptible: true, FilterNonActiveAllocated: true, VictimQueue: true,
+					MaxJobsQueueDepth: scheduler_util.QueueCapacityInfinite,
+				})
+				victims := map[common_info.PodGroupID]*podgroup_info.PodGroupInfo{}
+				for id, v := range ssn.PodGroupInfos {
+					if v.Queue != job.Queue && ssn.ReclaimVictimFilter(job, v) && !(r.boundNotVictims && c.placedInCycle(v)) {
+						victims[id] = v
+					}
 				}
-			}
-			// The victim queue is registered before its heaps are built, so that the spec's
-			// order (kai-victim-queue-order) answers the comparisons of the build too.
-			c.drawingFrom(&order)
-			order.InitializeWithJobs(victims)
-			return &order
+				order.InitializeWithJobs(victims)
+				return &order
+			})
 		}, action)
 	} else {
 		tasks := podgroup_info.GetTasksToAllocate(job, ssn.PodSetOrderFn, ssn.TaskOrderFn, false)
@@ -313,10 +311,12 @@ func (c *cluster) evictFor(ssn *framework.Session, job *podgroup_info.PodGroupIn
 			return false, nil
 		}
 		solver = solvers.NewJobsSolver(nodes, nodeVictimSetCheck(ssn, r.nodeVictimSets, c.activeGangCheck(ssn, action, r.activeGang, validator(ssn.PreemptScenarioValidator, r.testedVictims))), func() *utils.JobsOrderByQueues {
-			return c.victimsQueue(ssn, func(v *podgroup_info.PodGroupInfo) bool {
-				return v.IsPreemptibleJob() && v.Priority < job.Priority && v.Queue == job.Queue &&
-					v.UID != job.UID && v.GetActiveAllocatedTasksCount() > 0 && ssn.PreemptVictimFilter(job, v) &&
-					!(r.boundNotVictims && c.placedInCycle(v))
+			return c.drawingFromBuilt(ssn, func() *utils.JobsOrderByQueues {
+				return utils.GetVictimsQueue(ssn, func(v *podgroup_info.PodGroupInfo) bool {
+					return v.IsPreemptibleJob() && v.Priority < job.Priority && v.Queue == job.Queue &&
+						v.UID != job.UID && v.GetActiveAllocatedTasksCount() > 0 && ssn.PreemptVictimFilter(job, v) &&
+						!(r.boundNotVictims && c.placedInCycle(v))
+				})
 			})
 		}, action)
 	}

@@ -8,12 +8,10 @@ import (
 
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/actions/utils"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/common_info"
-	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/pod_status"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/podgroup_info"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/queue_info"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/resource_info"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/framework"
-	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/scheduler_util"
 )
 
 // ruleVictimQueueOrder, spec question (l): SEMANTICS §4.7 draws victims with every §4.3
@@ -52,34 +50,14 @@ func (c *cluster) drawingFrom(order *utils.JobsOrderByQueues) *utils.JobsOrderBy
 	return order
 }
 
-// victimsQueue is KAI's preempt victim queue (actions/utils/action.go, GetVictimsQueue: the jobs
-// with a live pod, on a node of the session where it has one, that filter accepts), registered
-// as the one drawn from before its heaps are built, so that the spec's order answers the
-// comparisons of the build too.
-func (c *cluster) victimsQueue(ssn *framework.Session, filter func(*podgroup_info.PodGroupInfo) bool) *utils.JobsOrderByQueues {
-	preemptees := map[common_info.PodGroupID]*podgroup_info.PodGroupInfo{}
-	for id, job := range ssn.PodGroupInfos {
-		alive := false
-		for _, task := range job.GetAllPodsMap() {
-			if !pod_status.IsAliveStatus(task.Status) {
-				continue
-			}
-			if _, found := ssn.Nodes[task.NodeName]; task.NodeName != "" && !found {
-				continue
-			}
-			alive = true
-		}
-		if alive && filter(job) {
-			preemptees[id] = job
-		}
-	}
-	order := utils.NewJobsOrderByQueues(ssn, utils.JobsOrderInitOptions{
-		VictimQueue:       true,
-		MaxJobsQueueDepth: scheduler_util.QueueCapacityInfinite,
-	})
-	c.drawingFrom(&order)
-	order.InitializeWithJobs(preemptees)
-	return &order
+// drawingFromBuilt returns the victim queue build makes, registered as the one drawn from; while
+// build runs, an empty victim queue stands in for it, so that the spec's order answers the
+// comparisons of the build as well (nothing is popped before the build ends, and that is all the
+// order reads of the queue it is registered with).
+func (c *cluster) drawingFromBuilt(ssn *framework.Session, build func() *utils.JobsOrderByQueues) *utils.JobsOrderByQueues {
+	building := utils.NewJobsOrderByQueues(ssn, utils.JobsOrderInitOptions{VictimQueue: true})
+	c.drawingFrom(&building)
+	return c.drawingFrom(build())
 }
 
 // installSpecVictimOrder puts, in front of the session's queue orders, one that answers every
