@@ -27,6 +27,9 @@ struct AttemptTrace {
   std::string_view outcome;
   std::vector<std::string_view> evicted;  // pods the attempt evicted, in the order committed
   std::vector<std::string_view> moved;    // pods the attempt moved to another node
+  // Victim pods the attempt's solution took and re-placed on their own node (§4.8): restored,
+  // so in neither list of the answer, yet part of the victim set the search tried.
+  std::vector<std::string_view> restored;
 };
 
 // Hooks a caller may supply; the core calls them between the phases of a call.

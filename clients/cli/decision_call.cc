@@ -122,8 +122,8 @@ void DeclareDecideFlags(rpc::CommandLine* flags, DecideOptions* options, bool* h
                  "action, serialise)");
   flags->AddBool("trace", &options->trace,
                  "print on stderr every attempt of the KAI actions in the order they were made: "
-                 "the pod group, the unit's pods, the outcome and the pods it evicted or moved "
-                 "(in-process only)");
+                 "the pod group, the unit's pods, the outcome, the pods it evicted or moved, and "
+                 "the victims it tried and restored on their own node (in-process only)");
   flags->AddDouble("deadline-seconds", "SECONDS", &options->deadline_seconds,
                    "give up after this long (0 = no deadline)");
   flags->AddString("tls-ca", "FILE", &options->tls.ca,
@@ -195,6 +195,7 @@ std::string FormatAttempt(const AttemptTrace& attempt) {
   };
   append_pods("; evicted", attempt.evicted);
   append_pods("; moved", attempt.moved);
+  append_pods("; restored", attempt.restored);
   return line;
 }
 

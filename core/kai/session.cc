@@ -16,7 +16,8 @@ Session::Session(const KaiFairShare& shares, CancelPoll* poll)
 }
 
 void Session::CallAttemptHook(std::string_view action, int group, int pods,
-                              std::string_view outcome, size_t first_note) const {
+                              std::string_view outcome, size_t first_note,
+                              const std::vector<int>* restored) const {
   AttemptTrace trace;
   trace.action = action;
   trace.pod_group = cluster_.group_name(group);
@@ -27,6 +28,9 @@ void Session::CallAttemptHook(std::string_view action, int group, int pods,
     std::vector<std::string_view>& list =
         state_->pod_state(pod) == PodState::kMoved ? trace.moved : trace.evicted;
     list.push_back(cluster_.pod_name(pod));
+  }
+  if (restored != nullptr) {
+    for (int pod : *restored) trace.restored.push_back(cluster_.pod_name(pod));
   }
   (*attempt_hook_)(trace);
 }

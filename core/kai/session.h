@@ -102,10 +102,13 @@ class Session {
   }
   // Tells the hook of an attempt on `group`'s unit of `pods` pods that ended in `outcome`; the
   // evictions and moves it committed are the notes from `first_note` on (evictions().size()
-  // before the attempt). Nothing without a hook.
+  // before the attempt), and `restored` (may be null) the victim pods its solution restored on
+  // their own node. Nothing without a hook.
   void TraceAttempt(std::string_view action, int group, int pods, std::string_view outcome,
-                    size_t first_note) const {
-    if (attempt_hook_ != nullptr) CallAttemptHook(action, group, pods, outcome, first_note);
+                    size_t first_note, const std::vector<int>* restored = nullptr) const {
+    if (attempt_hook_ != nullptr) {
+      CallAttemptHook(action, group, pods, outcome, first_note, restored);
+    }
   }
   // The room bounds' base, kept across the searches of the cycle (solver_bounds.h).
   KeptRoom& kept_room() { return kept_room_; }
@@ -113,7 +116,7 @@ class Session {
 
  private:
   void CallAttemptHook(std::string_view action, int group, int pods, std::string_view outcome,
-                       size_t first_note) const;
+                       size_t first_note, const std::vector<int>* restored) const;
 
   const Policy& policy_;
   const KaiFairShare& shares_;

@@ -769,13 +769,17 @@ void Solver::RecordEvictions(int group, const Attempt& attempt, std::vector<int>
   const WorkingState& state = session_.state();
   touched_.assign(1, group);
   for (const EvictionUnit& victim : attempt.victims) touched_.push_back(victim.group);
+  restored_.clear();
 
   std::vector<EvictionNote>& notes = session_.evictions();
   for (size_t k = 0; k < attempt.victims.size(); ++k) {
     const EvictionUnit& victim = attempt.victims[k];
     bool touched = false;  // some pod of the victim was evicted or moved, not restored
     for (int pod : victim.pods) {
-      if (state.pod_state(pod) == PodState::kRunning) continue;  // restored on its own node
+      if (state.pod_state(pod) == PodState::kRunning) {  // restored on its own node
+        restored_.push_back(pod);
+        continue;
+      }
       touched = true;
       if (attempt.moved[k]) {
         notes.push_back(

@@ -59,6 +59,9 @@ class Solver {
   // After kPlaced: the groups whose state the committed solution changed (the preemptor and
   // every victim group, restored ones included), in no particular order.
   const std::vector<int>& touched() const { return touched_; }
+  // After kPlaced: the victim pods the committed solution re-placed on their own node (restored,
+  // so in no eviction note), in the order of its victims.
+  const std::vector<int>& restored() const { return restored_; }
 
   // Allocations of every queue at the start of the current Solve (queues × R), for validators.
   const std::vector<double>& start_allocated() const { return start_allocated_; }
@@ -144,6 +147,7 @@ class Solver {
   std::vector<double> start_allocated_;
   std::vector<double> start_allocated_np_;
   std::vector<int> touched_;
+  std::vector<int> restored_;
 };
 
 }  // namespace arbiter::kai

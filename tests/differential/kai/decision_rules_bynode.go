@@ -29,22 +29,24 @@ import (
 // Decided in code (victimsNotLastPods): a seed whose answers differ is left out when arbiter's
 // answer takes, in one attempt, pods of a group that are not its last RUNNING pods at that
 // attempt (the pods earlier attempts evicted or moved left out; arbiter schedule --trace gives
-// the attempts in order): a victim set KAI's solver cannot form. A pod re-placed on its own node
-// is dropped from arbiter's answer, so such a pod can hide a victim set that was the group's
-// last pods: the check is a signature of the class, as for (f).
+// the attempts in order): a victim set KAI's solver cannot form. A victim re-placed on its own
+// node is dropped from arbiter's answer but named by the trace as restored, and counts as taken
+// (seed 601 of every feature: reclaim for j05 takes j08-0 and j01 on n1, evicts j01 and restores
+// j08-0, while j08-1 and j08-2, drawn before, run on n0; KAI's test of n1 takes all three of j08's
+// pods and fails its fair-share check). The check is a signature of the class, as for (f).
 
 // byNodeJobOutcome is the outcome of a seed left out by spec question (h).
 var byNodeJobOutcome = verdict.Outcome{Failure: "arbiter took victim pods that KAI's by-node scenario cannot take alone"}
 
-// victimsNotLastPods reports whether some attempt of arbiter's cycle (in order) evicted or moved
-// pods of a group that are not that group's last RUNNING pods in pod order among those no
-// earlier attempt took.
+// victimsNotLastPods reports whether some attempt of arbiter's cycle (in order) took, as victims
+// evicted, moved or restored, pods of a group that are not that group's last RUNNING pods in pod
+// order among those no earlier attempt evicted or moved.
 func (c *cluster) victimsNotLastPods(attempts []arbiterjson.Attempt) bool {
 	gone := map[string]bool{} // pods evicted or moved by earlier attempts
 	for _, a := range attempts {
 		taken := map[string]bool{}
 		groups := map[string]bool{}
-		for _, pod := range append(append([]string{}, a.Evicted...), a.Moved...) {
+		for _, pod := range slices.Concat(a.Evicted, a.Moved, a.Restored) {
 			taken[pod] = true
 			if i := strings.LastIndexByte(pod, '-'); i > 0 && c.job(pod[:i]) != nil {
 				groups[pod[:i]] = true // podName: job-index
@@ -65,8 +67,8 @@ func (c *cluster) victimsNotLastPods(attempts []arbiterjson.Attempt) bool {
 				}
 			}
 		}
-		for pod := range taken {
-			gone[pod] = true
+		for _, pod := range slices.Concat(a.Evicted, a.Moved) {
+			gone[pod] = true // a restored pod runs on
 		}
 	}
 	return false

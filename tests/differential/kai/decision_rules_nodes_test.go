@@ -58,6 +58,19 @@ func TestDecisionCaseByNodeVictimJob(t *testing.T) {
 	if !c.victimsNotLastPods([]arbiterjson.Attempt{reclaim("j03", "j00-0", "j00-1"), reclaim("j05", "j00-2")}) {
 		t.Errorf("j00-0 and j00-1, taken while j00-2 still ran, are not tied to spec question (h)")
 	}
+	// A victim restored on its own node counts as taken (seed 601 of every feature), but runs on:
+	// a later attempt may take it as one of the group's last pods.
+	restoring := func(preemptor string, restored ...string) arbiterjson.Attempt {
+		a := reclaim(preemptor)
+		a.Restored = restored
+		return a
+	}
+	if !c.victimsNotLastPods([]arbiterjson.Attempt{restoring("j03", "j00-0")}) {
+		t.Errorf("j00-0, taken and restored while j00-1 and j00-2 ran, is not tied to spec question (h)")
+	}
+	if c.victimsNotLastPods([]arbiterjson.Attempt{restoring("j03", "j00-2"), reclaim("j05", "j00-1", "j00-2")}) {
+		t.Errorf("j00-2, restored, then taken again with j00-1 (the last two pods), is tied to spec question (h)")
+	}
 	// The real trace of the case: arbiter's answer takes j00-0 and j00-1 for j03.
 	_, attempts, err := arbiterjson.ScheduleTrace(arbiterCLI(t), c.request())
 	if err != nil {
@@ -248,4 +261,48 @@ func TestDecisionCaseNodeVictimSets(t *testing.T) {
 		{rebuiltActions{nodeVictimSets: true}, true},
 	})
 	checkCaseFile(t, c, "kai-node-victim-sets.json")
+}
+
+// Spec question (h) hidden by a restored victim (seed 601 of every feature): reclaim for j05 (q2,
+// three pods of 1 GPU) tries n1 with the drawn units there, j08-0 and the gang j01, evicts j01
+// and restores j08-0 on n1, so the answer names only j01, the group's last pods. j08-1 and j08-2,
+// drawn before on n0, run on. KAI's test of n1 takes every drawn pod of j08 as well, and its
+// fair-share check fails once q1 is at its share, so j05 stays pending. The trace names j08-0 as
+// restored, and the signature ties the seed to (h).
+func TestDecisionCaseByNodeRestoredVictim(t *testing.T) {
+	c := generateCluster(601, allFeatures)
+	cli := arbiterCLI(t)
+	resp, attempts, err := arbiterjson.ScheduleTrace(cli, c.request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	arb, err := c.arbiterOutcome(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, _, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pod := range []string{"j01/j01-0", "j01/j01-1", "j01/j01-2"} {
+		if arb[pod] != "evicted:reclaim" || own[pod] != "running" {
+			t.Errorf("%s: KAI %s, arbiter %s; want running and evicted:reclaim", pod, own[pod], arb[pod])
+		}
+	}
+	if arb["j08/j08-0"] != "running" || own["j05/j05-0"] != "pending" {
+		t.Errorf("j08-0 arbiter %s, j05-0 KAI %s; want running and pending", arb["j08/j08-0"], own["j05/j05-0"])
+	}
+	var restored []string
+	for _, a := range attempts {
+		if a.PodGroup == "j05" && a.Action == "reclaim" && len(a.Evicted) > 0 {
+			restored = a.Restored
+		}
+	}
+	if !slices.Equal(restored, []string{"j08-0"}) {
+		t.Errorf("reclaim for j05 restored %v, want [j08-0]", restored)
+	}
+	if !c.victimsNotLastPods(attempts) {
+		t.Errorf("arbiter's trace %v is not tied to spec question (h)", attempts)
+	}
+	checkCaseFile(t, c, "kai-by-node-restored-victim.json")
 }

@@ -785,5 +785,39 @@ TEST(AttemptTrace, EveryAttemptIsToldInOrderWithWhatItsCommitEvicted) {
   EXPECT_EQ(traced->evictions.size(), plain.evictions.size());
 }
 
+// A victim the solution re-placed on its own node is in neither list of the answer; the attempt
+// names it as restored, so the victim set the search took can be read back. The case of
+// RestoredVictim above: preempt for high takes v1 and v2, evicts v2 and restores v1.
+TEST(AttemptTrace, AVictimRestoredOnItsOwnNodeIsToldAsRestored) {
+  Snapshot s = SnapshotBuilder()
+                   .Node("n1", Gpu(3))
+                   .Queue("team")
+                   .Group("v1", "team")
+                   .Priority(0)
+                   .RunningPods(1, Gpu(1), "n1")
+                   .Group("v2", "team")
+                   .Priority(1)
+                   .RunningPods(1, Gpu(2), "n1")
+                   .Group("high", "team")
+                   .Priority(10)
+                   .Pods(1, Gpu(2))
+                   .Build();
+  std::vector<std::string> told;
+  CycleHooks hooks;
+  hooks.attempt = [&](const AttemptTrace& attempt) {
+    std::string line = absl::StrCat(std::string(attempt.action), " ",
+                                    std::string(attempt.pod_group), " ", std::string(attempt.outcome));
+    for (std::string_view pod : attempt.evicted) absl::StrAppend(&line, " -", std::string(pod));
+    for (std::string_view pod : attempt.moved) absl::StrAppend(&line, " ~", std::string(pod));
+    for (std::string_view pod : attempt.restored) absl::StrAppend(&line, " =", std::string(pod));
+    told.push_back(line);
+  };
+  absl::StatusOr<ScheduleResult> traced = ::arbiter::testing::ScheduleKaiWithHooks(
+      s, PolicyWith({Action::kAllocate, Action::kPreempt}), hooks);
+  ASSERT_THAT(traced, IsOk());
+  EXPECT_THAT(told, ElementsAre("allocate high pending", "preempt high placed -v2-0 =v1-0"));
+  EXPECT_THAT(EvictionsFor(*traced), ElementsAre("v2-0@n1 for high"));
+}
+
 }  // namespace
 }  // namespace arbiter::kai

@@ -308,7 +308,8 @@ func Schedule(cli string, req *ScheduleRequest) (*ScheduleResponse, error) {
 }
 
 // Attempt is one line of `arbiter schedule --trace`: an attempt of a KAI action on a pod
-// group's next unit, in the order the cycle made them, with the pods its commit evicted and moved.
+// group's next unit, in the order the cycle made them, with the pods its commit evicted and
+// moved, and the victims its solution restored on their own node (in no list of the answer).
 type Attempt struct {
 	Action   string
 	PodGroup string
@@ -316,6 +317,7 @@ type Attempt struct {
 	Outcome  string
 	Evicted  []string
 	Moved    []string
+	Restored []string
 }
 
 // ScheduleTrace is Schedule with --trace: the response and the attempts in order.
@@ -336,7 +338,8 @@ func ScheduleTrace(cli string, req *ScheduleRequest) (*ScheduleResponse, []Attem
 	return &resp, attempts, nil
 }
 
-// parseAttempts reads --trace's lines: "ACTION GROUP (N pod[s]): OUTCOME[; evicted P...][; moved P...]".
+// parseAttempts reads --trace's lines: "ACTION GROUP (N pod[s]): OUTCOME[; evicted P...][; moved
+// P...][; restored P...]".
 func parseAttempts(text string) ([]Attempt, error) {
 	var attempts []Attempt
 	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
@@ -360,6 +363,8 @@ func parseAttempts(text string) ([]Attempt, error) {
 				a.Evicted = strings.Fields(pods)
 			} else if pods, found := strings.CutPrefix(p, "moved "); found {
 				a.Moved = strings.Fields(pods)
+			} else if pods, found := strings.CutPrefix(p, "restored "); found {
+				a.Restored = strings.Fields(pods)
 			} else {
 				return nil, fmt.Errorf("--trace: unreadable part %q of line %q", p, line)
 			}
