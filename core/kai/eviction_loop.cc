@@ -133,8 +133,7 @@ void RunEvictionAction(Session& session, const EvictionAction& action) {
       if (shared != nullptr) shared->Refresh(solver.touched());
       order.Update(group, /*keep=*/true);
       for (int victim : victims) order.Update(victim, /*keep=*/false);
-      session.TraceAttempt(action.name(), group, pods, "placed", notes_before,
-                           &solver.restored());
+      session.TraceAttempt(action.name(), group, pods, "placed", notes_before, &solver.restored());
       continue;
     }
     if (outcome == Solver::Outcome::kNeedsNoVictims) {

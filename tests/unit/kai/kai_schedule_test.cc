@@ -805,8 +805,9 @@ TEST(AttemptTrace, AVictimRestoredOnItsOwnNodeIsToldAsRestored) {
   std::vector<std::string> told;
   CycleHooks hooks;
   hooks.attempt = [&](const AttemptTrace& attempt) {
-    std::string line = absl::StrCat(std::string(attempt.action), " ",
-                                    std::string(attempt.pod_group), " ", std::string(attempt.outcome));
+    std::string line =
+        absl::StrCat(std::string(attempt.action), " ", std::string(attempt.pod_group), " ",
+                     std::string(attempt.outcome));
     for (std::string_view pod : attempt.evicted) absl::StrAppend(&line, " -", std::string(pod));
     for (std::string_view pod : attempt.moved) absl::StrAppend(&line, " ~", std::string(pod));
     for (std::string_view pod : attempt.restored) absl::StrAppend(&line, " =", std::string(pod));
