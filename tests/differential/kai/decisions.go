@@ -585,6 +585,9 @@ func runDecisions(flags verdict.Flags, feat features) *verdict.Tally {
 		}
 		if outcome.Failure == partialVictimOutcome.Failure {
 			leftOutPartial++
+			if flags.Verbose {
+				fmt.Printf("seed %d: left out (KAI re-places only part of a victim's evicted pods)\n", seed)
+			}
 			continue
 		}
 		if outcome.Failure == byNodeJobOutcome.Failure {
