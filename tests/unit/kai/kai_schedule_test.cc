@@ -567,25 +567,26 @@ TEST(PipelinedClaim, AGangPipelinedAsAWholeLeavesIdleCapacityToTheNextJob) {
 // both. high takes v2's GPUs; v1 is re-placed on n1, its own node, so it is restored: RUNNING
 // there, not in the answer, and a victim again. "later" then preempts it. (Regression: v1 stayed
 // "moved" in the working state, was never a victim again, and "later" stayed pending.)
+SnapshotBuilder HighOverTwoVictims() {
+  SnapshotBuilder b;
+  b.Node("n1", Gpu(3))
+      .Queue("team")
+      .Group("v1", "team")
+      .Priority(0)
+      .RunningPods(1, Gpu(1), "n1")
+      .Group("v2", "team")
+      .Priority(1)
+      .RunningPods(1, Gpu(2), "n1")
+      .Group("high", "team")
+      .Priority(10)
+      .Created(10)
+      .Pods(1, Gpu(2));
+  return b;
+}
+
 TEST(RestoredVictim, AVictimReplacedOnItsOwnNodeIsRestoredAndCanBeEvictedLater) {
-  Snapshot s = SnapshotBuilder()
-                   .Node("n1", Gpu(3))
-                   .Queue("team")
-                   .Group("v1", "team")
-                   .Priority(0)
-                   .RunningPods(1, Gpu(1), "n1")
-                   .Group("v2", "team")
-                   .Priority(1)
-                   .RunningPods(1, Gpu(2), "n1")
-                   .Group("high", "team")
-                   .Priority(10)
-                   .Created(10)
-                   .Pods(1, Gpu(2))
-                   .Group("later", "team")
-                   .Priority(10)
-                   .Created(20)
-                   .Pods(1, Gpu(1))
-                   .Build();
+  Snapshot s =
+      HighOverTwoVictims().Group("later", "team").Priority(10).Created(20).Pods(1, Gpu(1)).Build();
   ScheduleResult result = RunCycle(s, PolicyWith({Action::kAllocate, Action::kPreempt}));
   EXPECT_THAT(Bindings(result), ElementsAre("high-0@n1+", "later-0@n1+"));
   EXPECT_THAT(EvictionsFor(result), ElementsAre("v1-0@n1 for later", "v2-0@n1 for high"));
@@ -789,19 +790,7 @@ TEST(AttemptTrace, EveryAttemptIsToldInOrderWithWhatItsCommitEvicted) {
 // names it as restored, so the victim set the search took can be read back. The case of
 // RestoredVictim above: preempt for high takes v1 and v2, evicts v2 and restores v1.
 TEST(AttemptTrace, AVictimRestoredOnItsOwnNodeIsToldAsRestored) {
-  Snapshot s = SnapshotBuilder()
-                   .Node("n1", Gpu(3))
-                   .Queue("team")
-                   .Group("v1", "team")
-                   .Priority(0)
-                   .RunningPods(1, Gpu(1), "n1")
-                   .Group("v2", "team")
-                   .Priority(1)
-                   .RunningPods(1, Gpu(2), "n1")
-                   .Group("high", "team")
-                   .Priority(10)
-                   .Pods(1, Gpu(2))
-                   .Build();
+  Snapshot s = HighOverTwoVictims().Build();
   std::vector<std::string> told;
   CycleHooks hooks;
   hooks.attempt = [&](const AttemptTrace& attempt) {
