@@ -19,6 +19,7 @@ import (
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/actions/utils"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/common_info"
+	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/pod_info"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/pod_status"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/api/podgroup_info"
 	"github.com/NVIDIA/KAI-scheduler/pkg/scheduler/framework"
@@ -62,9 +63,10 @@ const ruleReplacementOrder = "kai-replacement-order"
 // (kai-victim-queue-order), a victim re-placed with every pod the scenario evicted
 // (kai-victim-replaced-whole), no job placed in the cycle drawn as a victim
 // (kai-bound-not-victim), the node tests held to SEMANTICS' victim sets (kai-node-victim-sets),
-// a unit placed without victims where it fits so (kai-victimless-placement).
+// a unit placed without victims where it fits so (kai-victimless-placement), the first parts of
+// a unit placed without victims where they fit so (kai-victimless-first-parts).
 type rebuiltActions struct {
-	reenter, involved, allNodes, testedVictims, activeGang, specVictimOrder, wholeVictims, boundNotVictims, nodeVictimSets, victimless bool
+	reenter, involved, allNodes, testedVictims, activeGang, specVictimOrder, wholeVictims, boundNotVictims, nodeVictimSets, victimless, victimlessParts bool
 }
 
 // ruleVictimlessPlacement, spec question (b) for a whole unit: SEMANTICS §4.8 tries every part
@@ -89,7 +91,8 @@ func (r rebuiltActions) rules() []string {
 		name string
 	}{{r.reenter, ruleEvictionOnce}, {r.involved, ruleReplacementOrder}, {r.allNodes, ruleFeasibleNodes}, {r.testedVictims, ruleValidatorDrawnVictims},
 		{r.activeGang, ruleMinRuntimeReleasing}, {r.specVictimOrder, ruleVictimQueueOrder}, {r.wholeVictims, ruleVictimReplacedWhole},
-		{r.boundNotVictims, ruleBoundNotVictim}, {r.nodeVictimSets, ruleNodeVictimSets}, {r.victimless, ruleVictimlessPlacement}} {
+		{r.boundNotVictims, ruleBoundNotVictim}, {r.nodeVictimSets, ruleNodeVictimSets}, {r.victimless, ruleVictimlessPlacement},
+		{r.victimlessParts, ruleVictimlessFirstParts}} {
 		if n.on {
 			names = append(names, n.name)
 		}
@@ -98,15 +101,16 @@ func (r rebuiltActions) rules() []string {
 }
 
 // evictionVariants are the rebuilt eviction actions the rules try: every combination of the
-// first eight changes, and kai-node-victim-sets and kai-victimless-placement alone or with up to
-// two other changes (a seed that needs none of them makes every run, and each session KAI's test
-// utilities build keeps its memory until the process ends: all 511 combinations of nine changes
-// doubled a 150-seed run's time and memory); one change first, then two, and so on.
+// first eight changes, and kai-node-victim-sets, kai-victimless-placement and
+// kai-victimless-first-parts alone or with up to two other changes (a seed that needs none of
+// them makes every run, and each session KAI's test utilities build keeps its memory until the
+// process ends: all 511 combinations of nine changes doubled a 150-seed run's time and memory);
+// one change first, then two, and so on.
 var evictionVariants = func() []rebuiltActions {
-	const lateBits, lateMost = 256 | 512, 3
+	const lateBits, lateMost = 256 | 512 | 1024, 3
 	var out []rebuiltActions
-	for size := 1; size <= 10; size++ {
-		for mask := 1; mask < 1024; mask++ {
+	for size := 1; size <= 11; size++ {
+		for mask := 1; mask < 2048; mask++ {
 			if mask&lateBits != 0 && size > lateMost {
 				continue
 			}
@@ -121,7 +125,7 @@ var evictionVariants = func() []rebuiltActions {
 // rebuiltFromMask: bit i of mask turns on the i-th change of rebuiltActions, in field order.
 func rebuiltFromMask(mask int) rebuiltActions {
 	on := func(i int) bool { return mask&(1<<i) != 0 }
-	return rebuiltActions{on(0), on(1), on(2), on(3), on(4), on(5), on(6), on(7), on(8), on(9)}
+	return rebuiltActions{on(0), on(1), on(2), on(3), on(4), on(5), on(6), on(7), on(8), on(9), on(10)}
 }
 
 // explainEviction returns the rules of the first rebuilt eviction actions (in the order of
@@ -327,8 +331,71 @@ func (c *cluster) evictFor(ssn *framework.Session, job *podgroup_info.PodGroupIn
 		}
 		stmt.Discard()
 	}
+	return solveAfterVictimlessParts(ssn, job, r.victimlessParts, solver)
+}
+
+// solveAfterVictimlessParts runs solver for job. For rule kai-victimless-first-parts (parts), it
+// first pipelines, in a statement of its own, the longest first part of job's tasks to allocate
+// that fits without victims (KAI's AllocateJob, on every node, for the part's representative as
+// the solver builds it); the whole unit placed so needs no solver, and otherwise the solver runs
+// for the tasks left. The returned statement holds the part's placements, the solver's own
+// statement committed before it; on failure both are discarded.
+func solveAfterVictimlessParts(ssn *framework.Session, job *podgroup_info.PodGroupInfo, parts bool, solver *solvers.JobSolver) (bool, *framework.Statement) {
+	var pre *framework.Statement
+	if parts {
+		tasks := podgroup_info.GetTasksToAllocate(job, ssn.PodSetOrderFn, ssn.TaskOrderFn, false)
+		nodes := slices.Collect(maps.Values(ssn.Nodes))
+		fits := 0
+		for k := 1; k <= len(tasks); k++ {
+			stmt := ssn.Statement()
+			ok := common.AllocateJob(ssn, stmt, nodes, partRepresentative(job, tasks[:k]), true)
+			stmt.Discard()
+			if !ok {
+				break
+			}
+			fits = k
+		}
+		if fits > 0 {
+			pre = ssn.Statement()
+			if !common.AllocateJob(ssn, pre, nodes, partRepresentative(job, tasks[:fits]), true) {
+				pre.Discard()
+				pre = nil
+			} else if fits == len(tasks) {
+				return true, pre
+			}
+		}
+	}
 	ok, stmt, _ := solver.Solve(ssn, job)
-	return ok, stmt
+	if pre == nil {
+		return ok, stmt
+	}
+	if !ok {
+		pre.Discard()
+		return false, nil
+	}
+	_ = stmt.Commit()
+	return true, pre
+}
+
+// partRepresentative is the job KAI's solver places for a part of job's tasks
+// (job_solver.go, getPartialJobRepresentative): job with those tasks, each sub-group's
+// min-available the part's pods in it.
+func partRepresentative(job *podgroup_info.PodGroupInfo, tasks []*pod_info.PodInfo) *podgroup_info.PodGroupInfo {
+	rep := job.CloneWithTasks(tasks)
+	counts := map[string]int32{}
+	for _, t := range tasks {
+		if _, found := rep.GetSubGroups()[t.SubGroupName]; found {
+			counts[t.SubGroupName]++
+		} else {
+			counts[podgroup_info.DefaultSubGroup]++
+		}
+	}
+	for name, n := range counts {
+		if sg, found := rep.GetSubGroups()[name]; found {
+			sg.SetMinAvailable(n)
+		}
+	}
+	return rep
 }
 
 // runEvictionAction runs a consolidation, reclaim or preempt action of the cycle as rebuilt for
@@ -341,10 +408,10 @@ func (c *cluster) runEvictionAction(ssn *framework.Session, name string) bool {
 	c.victimOrder = nil
 	switch name {
 	case "consolidation":
-		if !c.rebuilt.allNodes {
+		if !c.rebuilt.allNodes && !c.rebuilt.boundNotVictims && !c.rebuilt.specVictimOrder && !c.rebuilt.victimlessParts {
 			return false
 		}
-		consolidateOnAllNodes(ssn)
+		c.consolidate(ssn, c.rebuilt)
 	case "reclaim":
 		c.reenteringEvictions(ssn, framework.Reclaim, c.rebuilt)
 	case "preempt":

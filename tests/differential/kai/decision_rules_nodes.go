@@ -25,7 +25,7 @@ import (
 // (a cpu-only pod to a GPU-less node, seed 136) is re-placed on its own node or evicted instead.
 // The cluster is scheduled once more by KAI with the three actions rebuilt around KAI's own
 // calls, handing the solver every node of the session (solverNodes,
-// consolidateOnAllNodes, and the rebuilt reclaim and preempt of kai-eviction-once); arbiter's
+// the rebuilt consolidation, and the rebuilt reclaim and preempt of kai-eviction-once); arbiter's
 // answer is accepted when it is that run's.
 const ruleFeasibleNodes = "kai-feasible-nodes"
 
@@ -39,13 +39,18 @@ func solverNodes(ssn *framework.Session, job *podgroup_info.PodGroupInfo, allNod
 	return common.FeasibleNodesForJob(nodes, job)
 }
 
-// consolidateOnAllNodes is KAI's consolidation action (consolidation.go, Execute and
-// attemptToConsolidatePreemptor) with every node handed to the solver. Everything else is
-// KAI's: the order of the candidates, the GPU check before an attempt, the victim queue, the
-// solver and the commit. The validator and the victim filter are those of consolidation.go
-// (allPodsReallocated, buildPreemptibleFilterFunc; unexported there), with no limit on the
-// number of victims (KAI's test sessions set none).
-func consolidateOnAllNodes(ssn *framework.Session) {
+// consolidate is KAI's consolidation action (consolidation.go, Execute and
+// attemptToConsolidatePreemptor) as the rules change it: every node handed to the solver
+// (kai-feasible-nodes), no job placed in the cycle drawn as a victim (kai-bound-not-victim), and
+// the victim queue ordered as SEMANTICS §4.7 orders victims (kai-victim-queue-order: the queue is
+// registered as the one drawn from, which the spec's order reads only when the rule installed it),
+// and the first parts of a unit placed without victims where they fit so
+// (kai-victimless-first-parts).
+// Everything else is KAI's: the order of the candidates, the GPU check before an attempt, the
+// victim queue, the solver and the commit. The validator and the victim filter are those of
+// consolidation.go (allPodsReallocated, buildPreemptibleFilterFunc; unexported there), with no
+// limit on the number of victims (KAI's test sessions set none).
+func (c *cluster) consolidate(ssn *framework.Session, r rebuiltActions) {
 	if ssn.GetMaxNumberConsolidationPreemptees() == 0 {
 		return
 	}
@@ -66,12 +71,15 @@ func consolidateOnAllNodes(ssn *framework.Session) {
 			failed.UpdateRepresentative(job)
 			continue
 		}
-		solver := solvers.NewJobsSolver(solverNodes(ssn, job, true), everyVictimReplaced, func() *utils.JobsOrderByQueues {
-			return utils.GetVictimsQueue(ssn, func(v *podgroup_info.PodGroupInfo) bool {
-				return v.IsPreemptibleJob() && v.UID != job.UID && v.GetActiveAllocatedTasksCount() > 0
+		solver := solvers.NewJobsSolver(solverNodes(ssn, job, r.allNodes), everyVictimReplaced, func() *utils.JobsOrderByQueues {
+			return c.drawingFromBuilt(ssn, func() *utils.JobsOrderByQueues {
+				return utils.GetVictimsQueue(ssn, func(v *podgroup_info.PodGroupInfo) bool {
+					return v.IsPreemptibleJob() && v.UID != job.UID && v.GetActiveAllocatedTasksCount() > 0 &&
+						!(r.boundNotVictims && c.placedInCycle(v))
+				})
 			})
 		}, framework.Consolidation)
-		ok, stmt, _ := solver.Solve(ssn, job)
+		ok, stmt := solveAfterVictimlessParts(ssn, job, r.victimlessParts, solver)
 		if !ok {
 			failed.UpdateRepresentative(job)
 			continue

@@ -52,7 +52,11 @@ const (
 	// (job_solver.go:55-66; solvePartialJob, 105-117). Checked by scheduling, with KAI, the
 	// cluster in which the preemptor's first k pods already run where arbiter put them (each
 	// fitting there on free capacity): the rule applies when that run, the k pods read as
-	// pipelined, is arbiter's answer.
+	// pipelined, is arbiter's answer. Where the room for those pods is made earlier in the same
+	// cycle, the check is a change of KAI's rebuilt eviction actions instead
+	// (solveAfterVictimlessParts): before the solver, the longest first part of the unit that
+	// fits without victims is pipelined, and the solver runs for the rest (seed 1366 of every
+	// feature, in consolidation).
 	ruleVictimlessFirstParts = "kai-victimless-first-parts"
 	// rulePreemptorRepresentative, spec question (e): SEMANTICS §4.8 re-places the preemptor and
 	// the victims of a scenario in §4.3 order on the simulated state, the preemptor ranked by
@@ -245,8 +249,8 @@ func (c *cluster) explainPlacement(cli string, resp *arbiterjson.ScheduleRespons
 		if err != nil || sameOutcome(o, arb) {
 			return nil
 		}
-		if !isFailure(judge(c, o, runs)) {
-			return names
+		if v := judge(c, o, runs); !isFailure(v) {
+			return append(slices.Clone(names), v.Rules...)
 		}
 		if rep != nil && sameOutcome(o, rep) {
 			return append(slices.Clone(names), rulePreemptorRepresentative)

@@ -211,3 +211,86 @@ func parseTime(s string) time.Time {
 	t, _ := time.Parse(time.RFC3339, s)
 	return t
 }
+
+// Spec question (a) as a draw in consolidation (seed 876 of every feature, PreferNoSchedule
+// taints dropped from arbiter's request as rule prefer-no-schedule-band does): arbiter's
+// consolidation for j17 tries n6 with j08-0 and the gang j16, restores j08-0, moves j16's pods
+// to n1 and n3 and pipelines j17 on n6. KAI's consolidation victim queue draws jobs allocate
+// bound a moment earlier, and j17 stays pending. KAI with consolidation, reclaim and preempt
+// never drawing a job placed in the cycle gives arbiter's answer; before consolidation was
+// rebuilt for the rule, that run kept KAI's own consolidation and differed in these three pods.
+func TestDecisionCaseConsolidationBoundNotVictim(t *testing.T) {
+	c := generateCluster(876, allFeatures)
+	req := c.request()
+	dropPreferNoSchedule(req)
+	resp, err := arbiterjson.Schedule(arbiterCLI(t), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arb, err := c.arbiterOutcome(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, _, err := c.runKAI(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"j16/j16-0: KAI running, arbiter moved@n1",
+		"j16/j16-1: KAI running, arbiter moved@n3",
+		"j17/j17-0: KAI pending, arbiter pipelined@n6",
+	}
+	if d := diffOutcome(own, arb); !slices.Equal(d, want) {
+		t.Fatalf("KAI's own run against arbiter: %v; want %v", d, want)
+	}
+	for _, r := range []rebuiltRun{
+		{rebuiltActions{boundNotVictims: true}, true},
+		{rebuiltActions{allNodes: true, boundNotVictims: true}, true},
+		{rebuiltActions{reenter: true}, false},
+		{rebuiltActions{allNodes: true}, false},
+	} {
+		out := runRebuilt(t, c, r.variant, nil)
+		if agrees := sameOutcome(out, arb); agrees != r.agrees {
+			t.Errorf("KAI rebuilt as %v agrees: %v, want %v (%v)", r.variant.rules(), agrees, r.agrees, diffOutcome(out, arb))
+		}
+	}
+	checkCaseFile(t, c, "kai-consolidation-bound-drawn.json")
+}
+
+// Spec question (b) in its victim form, in consolidation, with (i) and (l) (seed 1366 of every
+// feature): arbiter's consolidation for j06 moves j00 from n1 to n0 and pipelines j06-3 on n1; for
+// the gang j09 it pipelines j09-0 on n1 without victims (the room j06's consolidation left there)
+// and then moves j01 from n3 to n4 for j09-1. KAI draws j01 first for j06 (its victim queue
+// compares queues without the units, (l)), and for j09 it draws a victim for the first pod already
+// ((b)); its solver also skips nodes without free GPUs ((i)). KAI with its consolidation, reclaim
+// and preempt given every node, the victim queue of §4.7 and the first parts placed without
+// victims gives arbiter's answer; no two of the three changes do.
+func TestDecisionCaseConsolidationVictimlessFirstParts(t *testing.T) {
+	c := generateCluster(1366, allFeatures)
+	resp, err := arbiterjson.Schedule(arbiterCLI(t), c.request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	arb, err := c.arbiterOutcome(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if arb["j06/j06-3"] != "pipelined@n1" || arb["j00/j00-0"] != "moved@n0" || arb["j09/j09-0"] != "pipelined@n1" ||
+		arb["j09/j09-1"] != "pipelined@n3" || arb["j01/j01-0"] != "moved@n4" {
+		t.Fatalf("not the case of seed 1366: arbiter %v", arb)
+	}
+	all := rebuiltActions{allNodes: true, specVictimOrder: true, victimlessParts: true}
+	for _, r := range []rebuiltRun{
+		{rebuiltActions{}, false},
+		{rebuiltActions{allNodes: true, specVictimOrder: true}, false},
+		{rebuiltActions{allNodes: true, victimlessParts: true}, false},
+		{rebuiltActions{specVictimOrder: true, victimlessParts: true}, false},
+		{all, true},
+	} {
+		out := runRebuilt(t, c, r.variant, nil)
+		if agrees := sameOutcome(out, arb); agrees != r.agrees {
+			t.Errorf("KAI rebuilt as %v agrees: %v, want %v (%v)", r.variant.rules(), agrees, r.agrees, diffOutcome(out, arb))
+		}
+	}
+	checkCaseFile(t, c, "kai-consolidation-victimless-first-parts.json")
+}

@@ -94,10 +94,11 @@ func setTasksToAllocate(job *podgroup_info.PodGroupInfo, tasks []*pod_info.PodIn
 // (spec question (j)): in seed 406, allocate binds the elastic j08, which the commit makes
 // min-runtime-protected, and reclaim for j10 draws j08's two pods first, so every scenario
 // would leave j08 below its gang and j10 stays pending, where arbiter evicts j03's pods on n0.
-// The cluster is scheduled once more by KAI with its reclaim and preempt rebuilt (as for
-// kai-eviction-once) and their victim filters also refusing every job with a pod placed in the
-// cycle (Allocated, Pipelined, Binding or Bound); arbiter's answer is accepted when it is that
-// run's.
+// The cluster is scheduled once more by KAI with its consolidation, reclaim and preempt rebuilt
+// (as for kai-eviction-once) and their victim filters also refusing every job with a pod placed
+// in the cycle (Allocated, Pipelined, Binding or Bound); arbiter's answer is accepted when it is
+// that run's. Consolidation draws such jobs too (seed 876 of every feature: its victim queue
+// draws jobs allocate bound, and j17 stays pending where arbiter moves the gang j16 for it).
 const ruleBoundNotVictim = "kai-bound-not-victim"
 
 // placedInCycle reports whether a pod of job was placed in this cycle: bound, moved, or
