@@ -211,6 +211,13 @@ func (c *cluster) reenteringEvictions(ssn *framework.Session, action framework.A
 	})
 	order.InitializeWithJobs(ssn.PodGroupInfos)
 	failedByQueue := map[common_info.QueueID]*common.MinimalJobRepresentatives{}
+	// Every committed attempt places at least one more pod, so a job is pushed back at most once
+	// per pod of the session; more pushes mean a rebuilt change placed nothing and loops (the run
+	// then fails, through runKAI's recover, instead of hanging).
+	pushes, pods := 0, 0
+	for _, job := range ssn.PodGroupInfos {
+		pods += len(job.GetAllPodsMap())
+	}
 	for !order.IsEmpty() {
 		job := order.PopNextJob()
 		if action == framework.Reclaim && !ssn.CanReclaimResources(job) {
@@ -237,6 +244,9 @@ func (c *cluster) reenteringEvictions(ssn *framework.Session, action framework.A
 			continue
 		}
 		if stmt.Commit() == nil && r.reenter && podgroup_info.HasTasksToAllocate(job, true) {
+			if pushes++; pushes > pods {
+				panic(fmt.Sprintf("rebuilt %s: job %s pushed back %d times without placing a pod", action, job.Name, pushes))
+			}
 			order.PushJob(job)
 		}
 	}
@@ -346,7 +356,9 @@ func solveAfterVictimlessParts(ssn *framework.Session, job *podgroup_info.PodGro
 		tasks := podgroup_info.GetTasksToAllocate(job, ssn.PodSetOrderFn, ssn.TaskOrderFn, false)
 		nodes := slices.Collect(maps.Values(ssn.Nodes))
 		fits := 0
-		for k := 1; k <= len(tasks); k++ {
+		// Pending tasks only: a task KAI counts as to allocate while releasing (a virtual status)
+		// is not in SEMANTICS' unit.
+		for k := 1; k <= len(tasks) && tasks[k-1].Status == pod_status.Pending; k++ {
 			stmt := ssn.Statement()
 			ok := common.AllocateJob(ssn, stmt, nodes, partRepresentative(job, tasks[:k]), true)
 			stmt.Discard()
@@ -356,8 +368,12 @@ func solveAfterVictimlessParts(ssn *framework.Session, job *podgroup_info.PodGro
 			fits = k
 		}
 		if fits > 0 {
+			before := job.GetNumActiveUsedTasks()
 			pre = ssn.Statement()
-			if !common.AllocateJob(ssn, pre, nodes, partRepresentative(job, tasks[:fits]), true) {
+			if !common.AllocateJob(ssn, pre, nodes, partRepresentative(job, tasks[:fits]), true) ||
+				job.GetNumActiveUsedTasks() <= before {
+				// Placed nothing new (KAI's solver too counts only a solution that adds active
+				// tasks).
 				pre.Discard()
 				pre = nil
 			} else if fits == len(tasks) {
