@@ -286,6 +286,20 @@ func TestDecisionBoundNotVictim(t *testing.T) {
 	}, ruleNodeVictimSets)
 }
 
+// checkRebuiltAgreement runs KAI rebuilt as each of runs on c and checks whether each gives
+// arbiter's answer arb.
+func checkRebuiltAgreement(t *testing.T, c *cluster, arb outcome, runs []rebuiltRun) {
+	t.Helper()
+	for _, r := range runs {
+		v := c.clone()
+		v.rebuilt = r.variant
+		out, _, err := v.runKAI(false)
+		if agrees := err == nil && sameOutcome(out, arb); agrees != r.agrees {
+			t.Errorf("KAI rebuilt as %v agrees: %v, want %v (%v; %v)", r.variant.rules(), agrees, r.agrees, err, diffOutcome(out, arb))
+		}
+	}
+}
+
 // rebuiltRun is a rebuilt KAI run and whether it gives arbiter's answer.
 type rebuiltRun struct {
 	variant rebuiltActions
@@ -297,14 +311,7 @@ type rebuiltRun struct {
 // where another rule's run may agree first, depending on KAI's map order).
 func checkRebuiltRuns(t *testing.T, c *cluster, cli string, arb outcome, rule string, runs []rebuiltRun, also ...string) {
 	t.Helper()
-	for _, r := range runs {
-		v := c.clone()
-		v.rebuilt = r.variant
-		out, _, err := v.runKAI(false)
-		if agrees := err == nil && sameOutcome(out, arb); agrees != r.agrees {
-			t.Errorf("KAI rebuilt as %v agrees: %v, want %v (%v)", r.variant.rules(), agrees, r.agrees, err)
-		}
-	}
+	checkRebuiltAgreement(t, c, arb, runs)
 	o := c.checkDecisions(cli, nil)
 	if o.Failure != "" || !slices.ContainsFunc(append([]string{rule}, also...), func(r string) bool { return slices.Contains(o.Rules, r) }) {
 		t.Errorf("outcome %+v; want rule %s (or one of %v)", o, rule, also)

@@ -221,20 +221,7 @@ func parseTime(s string) time.Time {
 // rebuilt for the rule, that run kept KAI's own consolidation and differed in these three pods.
 func TestDecisionCaseConsolidationBoundNotVictim(t *testing.T) {
 	c := generateCluster(876, allFeatures)
-	req := c.request()
-	dropPreferNoSchedule(req)
-	resp, err := arbiterjson.Schedule(arbiterCLI(t), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	arb, err := c.arbiterOutcome(resp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	own, _, err := c.runKAI(false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	arb, own := arbiterAndKAI(t, c, dropPreferNoSchedule)
 	want := []string{
 		"j16/j16-0: KAI running, arbiter moved@n1",
 		"j16/j16-1: KAI running, arbiter moved@n3",
@@ -243,18 +230,34 @@ func TestDecisionCaseConsolidationBoundNotVictim(t *testing.T) {
 	if d := diffOutcome(own, arb); !slices.Equal(d, want) {
 		t.Fatalf("KAI's own run against arbiter: %v; want %v", d, want)
 	}
-	for _, r := range []rebuiltRun{
+	checkRebuiltAgreement(t, c, arb, []rebuiltRun{
 		{rebuiltActions{boundNotVictims: true}, true},
 		{rebuiltActions{allNodes: true, boundNotVictims: true}, true},
 		{rebuiltActions{reenter: true}, false},
 		{rebuiltActions{allNodes: true}, false},
-	} {
-		out := runRebuilt(t, c, r.variant, nil)
-		if agrees := sameOutcome(out, arb); agrees != r.agrees {
-			t.Errorf("KAI rebuilt as %v agrees: %v, want %v (%v)", r.variant.rules(), agrees, r.agrees, diffOutcome(out, arb))
-		}
-	}
+	})
 	checkCaseFile(t, c, "kai-consolidation-bound-drawn.json")
+}
+
+// arbiterAndKAI returns arbiter's answer to c's request, after edit (when not nil), and KAI's own
+// run of c.
+func arbiterAndKAI(t *testing.T, c *cluster, edit func(*arbiterjson.ScheduleRequest)) (arb, own outcome) {
+	t.Helper()
+	req := c.request()
+	if edit != nil {
+		edit(req)
+	}
+	resp, err := arbiterjson.Schedule(arbiterCLI(t), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if arb, err = c.arbiterOutcome(resp); err != nil {
+		t.Fatal(err)
+	}
+	if own, _, err = c.runKAI(false); err != nil {
+		t.Fatal(err)
+	}
+	return arb, own
 }
 
 // Spec question (b) in its victim form, in consolidation, with (i) and (l) (seed 1366 of every
@@ -267,30 +270,16 @@ func TestDecisionCaseConsolidationBoundNotVictim(t *testing.T) {
 // victims gives arbiter's answer; no two of the three changes do.
 func TestDecisionCaseConsolidationVictimlessFirstParts(t *testing.T) {
 	c := generateCluster(1366, allFeatures)
-	resp, err := arbiterjson.Schedule(arbiterCLI(t), c.request())
-	if err != nil {
-		t.Fatal(err)
-	}
-	arb, err := c.arbiterOutcome(resp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	arb, own := arbiterAndKAI(t, c, nil)
 	if arb["j06/j06-3"] != "pipelined@n1" || arb["j00/j00-0"] != "moved@n0" || arb["j09/j09-0"] != "pipelined@n1" ||
-		arb["j09/j09-1"] != "pipelined@n3" || arb["j01/j01-0"] != "moved@n4" {
-		t.Fatalf("not the case of seed 1366: arbiter %v", arb)
+		arb["j09/j09-1"] != "pipelined@n3" || arb["j01/j01-0"] != "moved@n4" || sameOutcome(own, arb) {
+		t.Fatalf("not the case of seed 1366: arbiter %v, KAI %v", arb, own)
 	}
-	all := rebuiltActions{allNodes: true, specVictimOrder: true, victimlessParts: true}
-	for _, r := range []rebuiltRun{
-		{rebuiltActions{}, false},
+	checkRebuiltAgreement(t, c, arb, []rebuiltRun{
 		{rebuiltActions{allNodes: true, specVictimOrder: true}, false},
 		{rebuiltActions{allNodes: true, victimlessParts: true}, false},
 		{rebuiltActions{specVictimOrder: true, victimlessParts: true}, false},
-		{all, true},
-	} {
-		out := runRebuilt(t, c, r.variant, nil)
-		if agrees := sameOutcome(out, arb); agrees != r.agrees {
-			t.Errorf("KAI rebuilt as %v agrees: %v, want %v (%v)", r.variant.rules(), agrees, r.agrees, diffOutcome(out, arb))
-		}
-	}
+		{rebuiltActions{allNodes: true, specVictimOrder: true, victimlessParts: true}, true},
+	})
 	checkCaseFile(t, c, "kai-consolidation-victimless-first-parts.json")
 }
