@@ -83,6 +83,12 @@ type rebuiltActions struct {
 // j18-0 and moves it to n3.
 const ruleVictimlessPlacement = "kai-victimless-placement"
 
+// changesConsolidation reports whether one of the changes applies to consolidation (the others
+// are changes of reclaim and preempt only), so that the cycle runs the rebuilt consolidation.
+func (r rebuiltActions) changesConsolidation() bool {
+	return r.allNodes || r.boundNotVictims || r.specVictimOrder || r.victimlessParts
+}
+
 // rules names the rules of the changes.
 func (r rebuiltActions) rules() []string {
 	var names []string
@@ -424,7 +430,7 @@ func (c *cluster) runEvictionAction(ssn *framework.Session, name string) bool {
 	c.victimOrder = nil
 	switch name {
 	case "consolidation":
-		if !c.rebuilt.allNodes && !c.rebuilt.boundNotVictims && !c.rebuilt.specVictimOrder && !c.rebuilt.victimlessParts {
+		if !c.rebuilt.changesConsolidation() {
 			return false
 		}
 		c.consolidate(ssn, c.rebuilt)
