@@ -1,6 +1,7 @@
 #include "core/kai/capacity_tree.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/container/inlined_vector.h"
 
@@ -21,8 +22,9 @@ uint32_t Mix(uint32_t x) {
 
 uint32_t CapacityTree::Priority(int slot) { return Mix(static_cast<uint32_t>(slot) + 0x9e3779b9U); }
 
-void CapacityTree::Init(const std::vector<int>& members, int resources) {
+void CapacityTree::Init(const std::vector<int>& members, int resources, Pair pair) {
   r_ = resources;
+  pair_ = pair;
   root_ = -1;
   members_ = members;
   const size_t n = members.size();
@@ -32,28 +34,45 @@ void CapacityTree::Init(const std::vector<int>& members, int resources) {
   left_.assign(n, -1);
   right_.assign(n, -1);
   present_.assign(n, false);
-  values_.assign(n * 2 * r_, 0.0);
-  maxima_.assign(n * 2 * r_, 0.0);
+  values_.assign(n * width(), 0.0);
+  maxima_.assign(n * width(), 0.0);
   min_key_.assign(n, 0.0);
   max_key_.assign(n, 0.0);
   min_slot_.assign(n, -1);
   max_slot_.assign(n, -1);
 }
 
-void CapacityTree::Pull(int t) {
-  const int w = 2 * r_;
+double CapacityTree::Joint(const double* amounts) const {
+  if (pair_.a < 0) return 0;
+  return std::min(pair_.weight_a * amounts[pair_.a], pair_.weight_b * amounts[pair_.b]);
+}
+
+bool CapacityTree::Pull(int t) {
+  const int w = width();
   double* maxima = maxima_.data() + (t * w);
   const double* values = values_.data() + (t * w);
-  std::copy(values, values + w, maxima);
-  min_key_[t] = left_[t] >= 0 ? min_key_[left_[t]] : keys_[t];
-  max_key_[t] = right_[t] >= 0 ? max_key_[right_[t]] : keys_[t];
-  min_slot_[t] = left_[t] >= 0 ? min_slot_[left_[t]] : t;
-  max_slot_[t] = right_[t] >= 0 ? max_slot_[right_[t]] : t;
-  for (int child : {left_[t], right_[t]}) {
-    if (child < 0) continue;
-    const double* sub = maxima_.data() + (child * w);
-    for (int i = 0; i < w; ++i) maxima[i] = std::max(maxima[i], sub[i]);
+  const int left = left_[t];
+  const int right = right_[t];
+  // A missing child reads as the member's own values, which the maximum takes anyway.
+  const double* of_left = left >= 0 ? maxima_.data() + (left * w) : values;
+  const double* of_right = right >= 0 ? maxima_.data() + (right * w) : values;
+  bool changed = false;
+  for (int i = 0; i < w; ++i) {
+    const double m = std::max(values[i], std::max(of_left[i], of_right[i]));
+    changed |= m != maxima[i];
+    maxima[i] = m;
   }
+  const double min_key = left >= 0 ? min_key_[left] : keys_[t];
+  const double max_key = right >= 0 ? max_key_[right] : keys_[t];
+  const int min_slot = left >= 0 ? min_slot_[left] : t;
+  const int max_slot = right >= 0 ? max_slot_[right] : t;
+  changed |= min_key != min_key_[t] || max_key != max_key_[t] || min_slot != min_slot_[t] ||
+             max_slot != max_slot_[t];
+  min_key_[t] = min_key;
+  max_key_[t] = max_key;
+  min_slot_[t] = min_slot;
+  max_slot_[t] = max_slot;
+  return changed;
 }
 
 // The treap's operations walk down with explicit paths and pull the maxima up afterwards,
@@ -123,12 +142,52 @@ int CapacityTree::Erase(int t, int slot) {
   return root;
 }
 
-void CapacityTree::Set(int slot, double key, const double* idle, const double* free) {
-  if (present_[slot]) root_ = Erase(root_, slot);
+bool CapacityTree::SetInPlace(int slot, double key, const double* idle, const double* free) {
+  // The path from the root to `slot`, and its neighbours in (key, node) order: the treap's shape
+  // depends only on the members' order and priorities, so while the new key keeps `slot` between
+  // the same two neighbours, only the maxima on the path change.
+  split_path_.clear();
+  int before = -1;  // the nearest ancestor that precedes slot
+  int after = -1;   // the nearest ancestor that follows it
+  for (int t = root_; t != slot;) {
+    split_path_.push_back(t);
+    if (Before(slot, keys_[t], members_[t])) {
+      after = t;
+      t = left_[t];
+    } else {
+      before = t;
+      t = right_[t];
+    }
+  }
+  if (left_[slot] >= 0) before = max_slot_[left_[slot]];
+  if (right_[slot] >= 0) after = min_slot_[right_[slot]];
+  const int node = members_[slot];
+  if (before >= 0 && !Before(before, key, node)) return false;
+  if (after >= 0 && Before(after, key, node)) return false;
   keys_[slot] = key;
-  double* values = values_.data() + (slot * 2 * r_);
+  StoreValues(slot, idle, free);
+  // A summary that comes out as it was leaves every summary above it as it was.
+  if (!Pull(slot)) return true;
+  for (auto it = split_path_.rbegin(); it != split_path_.rend() && Pull(*it); ++it) {
+  }
+  return true;
+}
+
+void CapacityTree::StoreValues(int slot, const double* idle, const double* free) {
+  double* values = values_.data() + (slot * width());
   std::copy(idle, idle + r_, values);
   std::copy(free, free + r_, values + r_);
+  values[2 * r_] = Joint(idle);
+  values[2 * r_ + 1] = Joint(free);
+}
+
+void CapacityTree::Set(int slot, double key, const double* idle, const double* free) {
+  if (present_[slot]) {
+    if (SetInPlace(slot, key, idle, free)) return;
+    root_ = Erase(root_, slot);
+  }
+  keys_[slot] = key;
+  StoreValues(slot, idle, free);
   left_[slot] = right_[slot] = -1;
   Pull(slot);
   int left = -1, right = -1;
@@ -137,16 +196,24 @@ void CapacityTree::Set(int slot, double key, const double* idle, const double* f
   present_[slot] = true;
 }
 
-bool CapacityTree::MayHold(int t, const double* requests, bool now) const {
-  const double* maxima = maxima_.data() + (t * 2 * r_ + (now ? 0 : r_));
+double CapacityTree::JointRequest(const double* requests) const {
+  if (pair_.a < 0 || !(requests[pair_.a] > 0) || !(requests[pair_.b] > 0)) return -std::numeric_limits<double>::infinity();
+  return Joint(requests);
+}
+
+bool CapacityTree::MayHold(int t, const double* requests, bool now, double joint) const {
+  const double* maxima = maxima_.data() + (t * width());
+  const double* amounts = maxima + (now ? 0 : r_);
   for (int r = 0; r < r_; ++r) {
-    if (requests[r] > 0 && !(requests[r] <= maxima[r])) return false;
+    if (requests[r] > 0 && !(requests[r] <= amounts[r])) return false;
   }
-  return true;
+  // A member that holds the pod has both amounts at least the pod's, so its joint amount is at
+  // least the pod's (multiplying by a positive weight and taking a minimum keep the order).
+  return joint <= maxima[2 * r_ + (now ? 0 : 1)];
 }
 
 bool CapacityTree::Holds(int t, const double* requests, bool now) const {
-  const double* values = values_.data() + (t * 2 * r_ + (now ? 0 : r_));
+  const double* values = values_.data() + (t * width() + (now ? 0 : r_));
   for (int r = 0; r < r_; ++r) {
     if (requests[r] > 0 && !(requests[r] <= values[r])) return false;
   }
@@ -155,12 +222,13 @@ bool CapacityTree::Holds(int t, const double* requests, bool now) const {
 
 int CapacityTree::Find(int t, double bound_key, int bound_node, double max_key,
                        const double* requests, bool now) const {
+  const double joint = JointRequest(requests);
   // An in-order walk that skips subtrees that cannot hold the pod and those before the bound;
   // `pending` holds the nodes whose left subtree is being walked, nearest last.
   absl::InlinedVector<int, 64> pending;
   while (true) {
     while (t >= 0) {
-      if (!MayHold(t, requests, now)) break;   // nothing in t's subtree holds the pod
+      if (!MayHold(t, requests, now, joint)) break;   // nothing in t's subtree holds the pod
       if (Before(t, bound_key, bound_node)) {  // t and its left subtree are before the bound
         t = right_[t];
         continue;

@@ -10,14 +10,27 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace arbiter::kai {
 
 class CapacityTree {
  public:
+  // A pair of resources whose joint amount the tree also keeps per subtree: the largest, over
+  // the subtree's members, of min(weight_a · amount_a, weight_b · amount_b), idle and free. A pod
+  // that asks for both fits on a member only if that member's joint amount reaches the pod's, so
+  // a subtree whose members each lack one of the two (some a, others b) is passed over although
+  // its per-resource maxima are large enough. Weights are positive; a = -1 keeps no pair.
+  struct Pair {
+    int a = -1;
+    int b = -1;
+    double weight_a = 1;
+    double weight_b = 1;
+  };
   // `members` are global node indices; `resources` is |R|.
-  void Init(const std::vector<int>& members, int resources);
+  void Init(const std::vector<int>& members, int resources) { Init(members, resources, Pair()); }
+  void Init(const std::vector<int>& members, int resources, Pair pair);
 
   bool empty() const { return root_ < 0; }
   int size() const { return static_cast<int>(members_.size()); }
@@ -56,9 +69,17 @@ class CapacityTree {
   bool Before(int a, double key, int node) const {
     return keys_[a] != key ? keys_[a] < key : members_[a] < node;
   }
-  bool MayHold(int t, const double* requests, bool now) const;
+  // Set's quick path: true when `slot` keeps its place in the order, updated where it is.
+  bool SetInPlace(int slot, double key, const double* idle, const double* free);
+  void StoreValues(int slot, const double* idle, const double* free);
+  // The pod's joint amount of the pair, or -infinity when the tree keeps no pair or the pod does
+  // not ask for both.
+  double JointRequest(const double* requests) const;
+  // False when no member of t's subtree can hold the pod; `joint` is JointRequest(requests).
+  bool MayHold(int t, const double* requests, bool now, double joint) const;
   bool Holds(int t, const double* requests, bool now) const;
-  void Pull(int t);
+  // Recomputes t's subtree summaries from its children's; true when one of them changed.
+  bool Pull(int t);
   void PullPath(const std::vector<int>& path);                     // deepest node last in `path`
   void Split(int t, double key, int node, int* left, int* right);  // left: < (key, node)
   int Merge(int a, int b);
@@ -66,15 +87,20 @@ class CapacityTree {
   int Find(int t, double bound_key, int bound_node, double max_key, const double* requests,
            bool now) const;
 
+  // The values per slot: idle (R), free (R), then the pair's joint idle and free amounts.
+  int width() const { return 2 * r_ + 2; }
+  double Joint(const double* amounts) const;
+
   int r_ = 0;
+  Pair pair_;
   int root_ = -1;
   std::vector<int> members_;
   std::vector<double> keys_;
   std::vector<uint32_t> priority_;
   std::vector<int> left_, right_;
   std::vector<bool> present_;
-  std::vector<double> values_;   // slot × 2R: idle, then free
-  std::vector<double> maxima_;   // slot × 2R: subtree maxima of the same
+  std::vector<double> values_;   // slot × width(): idle, free, joint idle, joint free
+  std::vector<double> maxima_;   // slot × width(): subtree maxima of the same
   std::vector<double> min_key_;  // per slot: the subtree's smallest and largest keys
   std::vector<double> max_key_;
   std::vector<int> min_slot_;  // per slot: the subtree's first and last members

@@ -1,6 +1,7 @@
 #include "core/kai/node_index.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -11,6 +12,27 @@ namespace {
 // `k` is a position in R_n (-1: a resource no node has).
 double AllocatableOf(const Cluster& cluster, int node, int k) {
   return k < 0 ? 0.0 : cluster.allocatable(node)[k];
+}
+
+// cpu and memory, each weighed by the inverse of its mean allocatable over `members`, so that the
+// joint amount compares the two as shares of a typical member. No pair when either is missing.
+CapacityTree::Pair JointPair(const Cluster& cluster, const std::vector<int>& members, int cpu,
+                             int memory) {
+  if (cpu < 0 || memory < 0 || members.empty()) return {};
+  double sum_cpu = 0;
+  double sum_memory = 0;
+  for (int node : members) {
+    sum_cpu += cluster.allocatable(node)[cpu];
+    sum_memory += cluster.allocatable(node)[memory];
+  }
+  const double weight_cpu = static_cast<double>(members.size()) / sum_cpu;
+  const double weight_memory = static_cast<double>(members.size()) / sum_memory;
+  // Sums that overflow give weight 0, which would keep a pair that rules nothing out.
+  if (!(weight_cpu > 0) || !(weight_memory > 0) || !std::isfinite(weight_cpu) ||
+      !std::isfinite(weight_memory)) {
+    return {};
+  }
+  return CapacityTree::Pair{cpu, memory, weight_cpu, weight_memory};
 }
 
 }  // namespace
@@ -56,7 +78,11 @@ NodeIndex::NodeIndex(const Cluster& cluster, const Feasibility& feasibility, Pla
       zero_nodes_[cpu_tree].push_back(n);  // n ascends, so the list is in name order
     }
   }
-  for (size_t t = 0; t < trees_.size(); ++t) trees_[t].Init(members[t], r_);
+  const int cpu = cluster.node_cpu();
+  const int memory = cluster.NodeSpaceOf(cluster.resources().Find("memory"));
+  for (size_t t = 0; t < trees_.size(); ++t) {
+    trees_[t].Init(members[t], r_, JointPair(cluster, members[t], cpu, memory));
+  }
 }
 
 double NodeIndex::Key(double free, double allocatable) const {
