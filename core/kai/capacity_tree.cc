@@ -138,8 +138,29 @@ int CapacityTree::Erase(int t, int slot) {
     hole = Before(slot, keys_[at], members_[at]) ? &left_[at] : &right_[at];
   }
   if (*hole == slot) *hole = Merge(left_[slot], right_[slot]);
-  PullPath(split_path_);
+  PullUp(split_path_);
   return root;
+}
+
+void CapacityTree::Insert(int slot) {
+  // Down from the root past the members of higher priority, then `slot` takes the place of the
+  // subtree there, split around it: the treap Split and Merge would build, pulling only the path.
+  insert_path_.clear();
+  int* hole = &root_;
+  while (*hole >= 0 && priority_[*hole] > priority_[slot]) {
+    const int at = *hole;
+    insert_path_.push_back(at);
+    hole = Before(slot, keys_[at], members_[at]) ? &left_[at] : &right_[at];
+  }
+  Split(*hole, keys_[slot], members_[slot], &left_[slot], &right_[slot]);
+  Pull(slot);
+  *hole = slot;
+  PullUp(insert_path_);
+}
+
+void CapacityTree::PullUp(const std::vector<int>& path) {
+  for (auto it = path.rbegin(); it != path.rend() && Pull(*it); ++it) {
+  }
 }
 
 bool CapacityTree::SetInPlace(int slot, double key, const double* idle, const double* free) {
@@ -166,10 +187,7 @@ bool CapacityTree::SetInPlace(int slot, double key, const double* idle, const do
   if (after >= 0 && Before(after, key, node)) return false;
   keys_[slot] = key;
   StoreValues(slot, idle, free);
-  // A summary that comes out as it was leaves every summary above it as it was.
-  if (!Pull(slot)) return true;
-  for (auto it = split_path_.rbegin(); it != split_path_.rend() && Pull(*it); ++it) {
-  }
+  if (Pull(slot)) PullUp(split_path_);
   return true;
 }
 
@@ -188,16 +206,13 @@ void CapacityTree::Set(int slot, double key, const double* idle, const double* f
   }
   keys_[slot] = key;
   StoreValues(slot, idle, free);
-  left_[slot] = right_[slot] = -1;
-  Pull(slot);
-  int left = -1, right = -1;
-  Split(root_, key, members_[slot], &left, &right);
-  root_ = Merge(Merge(left, slot), right);
+  Insert(slot);
   present_[slot] = true;
 }
 
 double CapacityTree::JointRequest(const double* requests) const {
-  if (pair_.a < 0 || !(requests[pair_.a] > 0) || !(requests[pair_.b] > 0)) return -std::numeric_limits<double>::infinity();
+  if (pair_.a < 0 || !(requests[pair_.a] > 0) || !(requests[pair_.b] > 0))
+    return -std::numeric_limits<double>::infinity();
   return Joint(requests);
 }
 
@@ -228,8 +243,8 @@ int CapacityTree::Find(int t, double bound_key, int bound_node, double max_key,
   absl::InlinedVector<int, 64> pending;
   while (true) {
     while (t >= 0) {
-      if (!MayHold(t, requests, now, joint)) break;   // nothing in t's subtree holds the pod
-      if (Before(t, bound_key, bound_node)) {  // t and its left subtree are before the bound
+      if (!MayHold(t, requests, now, joint)) break;  // nothing in t's subtree holds the pod
+      if (Before(t, bound_key, bound_node)) {        // t and its left subtree are before the bound
         t = right_[t];
         continue;
       }

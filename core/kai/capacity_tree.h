@@ -80,7 +80,11 @@ class CapacityTree {
   bool Holds(int t, const double* requests, bool now) const;
   // Recomputes t's subtree summaries from its children's; true when one of them changed.
   bool Pull(int t);
-  void PullPath(const std::vector<int>& path);                     // deepest node last in `path`
+  void PullPath(const std::vector<int>& path);  // deepest node last in `path`
+  // PullPath for a path below which one subtree changed: stops at the first summary that comes
+  // out as it was, since every summary above it then is as it was too.
+  void PullUp(const std::vector<int>& path);
+  void Insert(int slot);  // slot absent, with its key and values set
   void Split(int t, double key, int node, int* left, int* right);  // left: < (key, node)
   int Merge(int a, int b);
   int Erase(int t, int slot);
@@ -105,8 +109,9 @@ class CapacityTree {
   std::vector<double> max_key_;
   std::vector<int> min_slot_;  // per slot: the subtree's first and last members
   std::vector<int> max_slot_;
-  std::vector<int> split_path_;  // scratch of Split and Erase
-  std::vector<int> merge_path_;  // scratch of Merge
+  std::vector<int> split_path_;   // scratch of Split and Erase
+  std::vector<int> merge_path_;   // scratch of Merge
+  std::vector<int> insert_path_;  // scratch of Insert
 };
 
 }  // namespace arbiter::kai
