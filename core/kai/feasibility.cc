@@ -14,11 +14,24 @@ constexpr std::string_view kNoSchedule = "NoSchedule";
 constexpr std::string_view kPreferNoSchedule = "PreferNoSchedule";
 constexpr std::string_view kNoExecute = "NoExecute";
 
-// Length-prefixed, so that no two different inputs encode the same.
+// Length-prefixed (the length's bytes as they are in memory), so that no two different inputs
+// encode the same.
 void Append(std::string& out, std::string_view text) {
-  out += std::to_string(text.size());
-  out += ':';
+  const size_t size = text.size();
+  out.append(reinterpret_cast<const char*>(&size), sizeof(size));
   out += text;
+}
+
+bool SameToleration(const Toleration& a, const Toleration& b) {
+  return a.key == b.key && a.op == b.op && a.value == b.value && a.effect == b.effect;
+}
+
+// Whether two pods ask the same of a node's labels and taints, written the same way: then they
+// have the same key, and so the same signature. (Pods of one group usually do.)
+bool SameConstraints(const Pod& a, const Pod& b) {
+  return a.node_selector == b.node_selector &&
+         std::equal(a.tolerations.begin(), a.tolerations.end(), b.tolerations.begin(),
+                    b.tolerations.end(), SameToleration);
 }
 
 std::string NodeKey(const Node& node, const std::set<std::string>& selector_keys) {
@@ -111,6 +124,10 @@ Feasibility::Feasibility(const Cluster& cluster, CancelPoll* poll) {
     }
     if (pod.node_selector.empty() && pod.tolerations.empty() && plain >= 0) {
       pod_signature_[p] = plain;
+      continue;
+    }
+    if (p > 0 && SameConstraints(pod, *cluster.pod(p - 1).pod)) {
+      pod_signature_[p] = pod_signature_[p - 1];
       continue;
     }
     auto [it, inserted] =
