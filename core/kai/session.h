@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 #include "core/cancel_poll.h"
 #include "core/cycle_hooks.h"
 #include "core/kai/cluster.h"
+#include "core/kai/eviction_unit.h"
 #include "core/kai/fair_share_rows.h"
 #include "core/kai/feasibility.h"
 #include "core/kai/kept_room.h"
@@ -113,6 +115,24 @@ class Session {
   // The room bounds' base, kept across the searches of the cycle (solver_bounds.h).
   KeptRoom& kept_room() { return kept_room_; }
   RoomScratch& room_scratch() { return room_scratch_; }
+  // The victim search's per-part scratch (Solver::FindVictimsForPart), shared by the cycle's
+  // searches so that a part allocates nothing per node or group: per node, the indices of the
+  // drawn units with a pod on it; per group, whether it is among the part's victim groups. Each
+  // part leaves them as it found them (every list empty, every mark false).
+  struct DrawScratch {
+    std::vector<std::vector<int>> on_node;
+    std::vector<char> group_seen;
+  };
+  // The units of the search's draw sequence (solver.cc, DrawSequence): kept across searches, so
+  // that a unit drawn is copied into an element that already has room for its pods. One
+  // sequence at a time uses it (`in_use`); a deque, so that the addresses of the units already
+  // drawn stay as it grows.
+  struct SequenceUnits {
+    std::deque<EvictionUnit> units;
+    bool in_use = false;
+  };
+  SequenceUnits& sequence_units() { return sequence_units_; }
+  DrawScratch& draw_scratch() { return draw_scratch_; }
 
  private:
   void CallAttemptHook(std::string_view action, int group, int pods, std::string_view outcome,
@@ -135,6 +155,8 @@ class Session {
   bool unbounded_search_ = false;
   KeptRoom kept_room_;
   RoomScratch room_scratch_;
+  DrawScratch draw_scratch_;
+  SequenceUnits sequence_units_;
   const std::function<void(const AttemptTrace&)>* attempt_hook_ = nullptr;
 };
 

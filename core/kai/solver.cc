@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -517,7 +518,16 @@ class DrawSequence {
         action_(action),
         shared_(shared),
         group_(group),
-        eligible_(std::move(eligible)) {}
+        eligible_(std::move(eligible)),
+        units_(session.sequence_units()) {
+    assert(!units_.in_use);  // one sequence at a time: searches do not nest
+    units_.in_use = true;
+  }
+  ~DrawSequence() {
+    // The order first: a shared one is reset before the next sequence draws from it.
+    order_.reset();
+    units_.in_use = false;
+  }
   DrawSequence(const DrawSequence&) = delete;
   DrawSequence& operator=(const DrawSequence&) = delete;
 
@@ -531,16 +541,18 @@ class DrawSequence {
                                                   eligible_, none);
       if (session_.poll().cancelled()) exhausted_ = true;
     }
-    while (i >= units_.size()) {
+    std::deque<EvictionUnit>& units = units_.units;
+    while (i >= drawn_) {
       if (exhausted_) return false;
-      EvictionUnit next;
-      if (!(*order_)->Next(&next)) {
+      if (drawn_ == units.size()) units.emplace_back();
+      // Copied into an element kept from an earlier search, which has room for its pods.
+      if (!(*order_)->Next(&units[drawn_])) {
         exhausted_ = true;
         return false;
       }
-      units_.push_back(std::move(next));
+      ++drawn_;
     }
-    *unit = &units_[i];
+    *unit = &units[i];
     return true;
   }
 
@@ -552,39 +564,53 @@ class DrawSequence {
   int group_;
   std::function<bool(int)> eligible_;
   std::unique_ptr<FreshVictimOrder> order_;
-  std::deque<EvictionUnit> units_;  // stable addresses while it grows
+  Session::SequenceUnits& units_;  // the first drawn_ are this sequence's
+  size_t drawn_ = 0;
   bool exhausted_ = false;
 };
 
 namespace {
 
 // The victims drawn for one part: in draw order, by node, and the groups they and R come from,
-// for the cap on victim groups.
+// for the cap on victim groups. The units are those of the search's sequence (whose addresses do
+// not change while it grows); the per-node lists and group marks are the solver's scratch, left
+// empty and false again when the part ends.
 class Draws {
  public:
-  // `max_groups` -1: no cap.
-  Draws(int group_count, int node_count, const std::vector<EvictionUnit>& chosen, int max_groups)
-      : on_node_(node_count), group_seen_(group_count, false), max_groups_(max_groups) {
+  // `max_groups` -1: no cap. `on_node` (num_nodes lists, each empty) and `group_seen` (num_groups
+  // marks, each false) are borrowed until the destructor.
+  Draws(std::vector<std::vector<int>>& on_node, std::vector<char>& group_seen,
+        const std::vector<EvictionUnit>& chosen, int max_groups)
+      : on_node_(on_node), group_seen_(group_seen), max_groups_(max_groups) {
     for (const EvictionUnit& unit : chosen) Count(unit.group);
   }
+  ~Draws() {
+    for (int node : nodes_used_) on_node_[node].clear();
+    for (int group : groups_) group_seen_[group] = false;
+  }
+  Draws(const Draws&) = delete;
+  Draws& operator=(const Draws&) = delete;
 
   // Counts `group` among the victim groups; false when it is a new one and the cap is reached.
   bool Admits(int group) {
     if (group_seen_[group]) return true;
-    if (max_groups_ >= 0 && groups_seen_ >= max_groups_) return false;
+    if (max_groups_ >= 0 && static_cast<int>(groups_.size()) >= max_groups_) return false;
     Count(group);
     return true;
   }
-  // Adds the drawn `unit`, whose pods are on `nodes`.
+  // Adds the drawn `unit` (an element of the search's sequence), whose pods are on `nodes`.
   void Add(const EvictionUnit& unit, const std::vector<int>& nodes) {
     const int index = static_cast<int>(drawn_.size());
-    drawn_.push_back(unit);
-    for (int node : nodes) on_node_[node].push_back(index);
+    drawn_.push_back(&unit);
+    for (int node : nodes) {
+      if (on_node_[node].empty()) nodes_used_.push_back(node);
+      on_node_[node].push_back(index);
+    }
   }
   // Sets `fresh` to the drawn units with a pod on `node`, in draw order.
   void On(int node, std::vector<const EvictionUnit*>* fresh) const {
     fresh->clear();
-    for (int k : on_node_[node]) fresh->push_back(&drawn_[k]);
+    for (int k : on_node_[node]) fresh->push_back(drawn_[k]);
   }
   // The indices (draw order) of the drawn units with a pod on `node`.
   const std::vector<int>& IndicesOn(int node) const { return on_node_[node]; }
@@ -593,13 +619,14 @@ class Draws {
   void Count(int group) {
     if (group_seen_[group]) return;
     group_seen_[group] = true;
-    ++groups_seen_;
+    groups_.push_back(group);
   }
 
-  std::vector<EvictionUnit> drawn_;
-  std::vector<std::vector<int>> on_node_;  // per node: indices into drawn_, draw order
-  std::vector<bool> group_seen_;
-  int groups_seen_ = 0;
+  std::vector<const EvictionUnit*> drawn_;
+  std::vector<std::vector<int>>& on_node_;  // per node: indices into drawn_, draw order
+  std::vector<char>& group_seen_;
+  std::vector<int> nodes_used_;  // the nodes with a nonempty list
+  std::vector<int> groups_;      // the groups marked seen
   int max_groups_;
 };
 
@@ -654,7 +681,10 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
   if (!quota.AnyVictimSetMayLift(eligible)) return false;
 
   const std::vector<int> recorded = FirstPods(*chosen);
-  Draws draws(cluster.num_groups(), cluster.num_nodes(), *chosen, action_.max_victim_groups());
+  Session::DrawScratch& scratch = session_.draw_scratch();
+  scratch.on_node.resize(cluster.num_nodes());
+  scratch.group_seen.resize(cluster.num_groups(), false);
+  Draws draws(scratch.on_node, scratch.group_seen, *chosen, action_.max_victim_groups());
   // The victim sets tried after the current draw, each as the draw indices of its drawn units.
   std::vector<const std::vector<int>*> tried;
   const EvictionUnit* drawn = nullptr;
@@ -696,8 +726,11 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
         ++counters.tries_skipped_quota;
         continue;
       }
-      std::vector<EvictionUnit> candidate = *chosen;
-      for (const EvictionUnit* victim : fresh) candidate.push_back(*victim);
+      // R, then the drawn units on the node; the scratch's elements keep their pod arrays.
+      std::vector<EvictionUnit>& candidate = candidate_;
+      candidate.resize(chosen->size() + fresh.size());
+      std::copy(chosen->begin(), chosen->end(), candidate.begin());
+      for (size_t k = 0; k < fresh.size(); ++k) candidate[chosen->size() + k] = *fresh[k];
       if (!quota.LiftedBy(candidate)) {
         ++counters.tries_skipped_quota;
         continue;
@@ -710,7 +743,7 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
                             try_room ? &*try_room : nullptr);
       if (poll.cancelled()) return false;
       if (fits) {
-        *chosen = std::move(candidate);
+        *chosen = candidate;
         return true;
       }
     }

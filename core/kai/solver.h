@@ -148,6 +148,9 @@ class Solver {
   std::vector<double> start_allocated_np_;
   std::vector<int> touched_;
   std::vector<int> restored_;
+  // The victim set of a try (FindVictimsForPart): its elements keep their pod arrays from one try
+  // to the next.
+  std::vector<EvictionUnit> candidate_;
 };
 
 }  // namespace arbiter::kai

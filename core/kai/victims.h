@@ -18,15 +18,11 @@
 #include <set>
 #include <vector>
 
+#include "core/kai/eviction_unit.h"
 #include "core/kai/queue_order.h"
 #include "core/kai/session.h"
 
 namespace arbiter::kai {
-
-struct EvictionUnit {
-  int group = -1;
-  std::vector<int> pods;  // RUNNING pods, pod order
-};
 
 // min-runtime (§4.7): start(G) is the earliest start_time among G's RUNNING pods that have one;
 // G is protected for `duration` iff start(G) exists and now < start(G) + duration.
