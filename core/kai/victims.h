@@ -114,20 +114,20 @@ class VictimOrder {
   std::function<bool(int group)> eligible_filter_;
   int r_;
   std::vector<int> drawn_pods_;  // per group: RUNNING pods drawn so far
-  std::vector<bool> pod_drawn_;
-  std::vector<bool> pod_recorded_;   // R: drawn in their turn, never yielded
+  std::vector<char> pod_drawn_;
+  std::vector<char> pod_recorded_;   // R: drawn in their turn, never yielded
   std::vector<int> recorded_pods_;   // the pods marked in pod_recorded_, for Reset
   std::vector<double> drawn_;        // per queue × R: requests drawn from the subtree
   std::vector<EvictionUnit> units_;  // per group
   std::vector<std::vector<double>> unit_requests_;  // per group
-  std::vector<bool> eligible_;
+  std::vector<char> eligible_;
   std::vector<JobSet> jobs_;  // per leaf
-  std::vector<bool> job_listed_;
+  std::vector<char> job_listed_;
   std::vector<JobSet::iterator> job_it_;  // per group
   std::vector<ChildSet> children_;        // per non-leaf
   ChildSet roots_;
   std::vector<int> best_;  // per queue: the group its subtree gives next
-  std::vector<bool> queue_listed_;
+  std::vector<char> queue_listed_;
   std::vector<ChildSet::iterator> queue_it_;
   std::vector<double> scratch_;
   std::vector<int> touched_;   // groups drawn from since construction
