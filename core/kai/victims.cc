@@ -289,7 +289,8 @@ void VictimOrder::Reset() {
   const QueueTree& tree = cluster.tree();
   // Cancelled: stop; the order is not used again (the action stops too).
   CancelPoll& poll = session_.poll();
-  std::vector<int> groups = touched_;
+  std::vector<int>& groups = reset_groups_;
+  groups.assign(touched_.begin(), touched_.end());
   for (int group : touched_) {
     const ClusterGroup& info = cluster.group(group);
     for (int p = info.first_pod; p < info.first_pod + info.pod_count; ++p) pod_drawn_[p] = false;
@@ -309,7 +310,7 @@ void VictimOrder::Reset() {
   if (poll.Tick(1 + static_cast<int64_t>(groups.size()))) return;
   // Each group and each queue above them is re-keyed once, however often it was drawn from: the
   // keys are those of the undrawn state either way.
-  RekeyGroupsAndQueues(std::move(groups));
+  RekeyGroupsAndQueues(groups);
 }
 
 void VictimOrder::Refresh(const std::vector<int>& groups) {
@@ -317,22 +318,35 @@ void VictimOrder::Refresh(const std::vector<int>& groups) {
   RekeyGroupsAndQueues(groups);
 }
 
-void VictimOrder::RekeyGroupsAndQueues(std::vector<int> groups) {
+void VictimOrder::RekeyGroupsAndQueues(const std::vector<int>& groups) {
   const Cluster& cluster = session_.cluster();
   const QueueTree& tree = cluster.tree();
-  std::sort(groups.begin(), groups.end());
-  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
-  std::vector<std::pair<int, int>> queues;  // (-depth, queue): deepest first
+  group_marked_.resize(cluster.num_groups(), 0);
+  queue_marked_.resize(tree.size(), 0);
+  size_t queues = 0;
   for (int group : groups) {
+    if (group_marked_[group]) continue;
+    group_marked_[group] = 1;
     RekeyJob(group);
     for (int q = cluster.group(group).queue; q >= 0; q = tree.parent(q)) {
-      queues.emplace_back(-tree.entry(q).depth, q);
+      if (queue_marked_[q]) break;  // so are the queues above it
+      queue_marked_[q] = 1;
+      const size_t depth = static_cast<size_t>(tree.entry(q).depth);
+      if (queues_by_depth_.size() <= depth) queues_by_depth_.resize(depth + 1);
+      queues_by_depth_[depth].push_back(q);
+      ++queues;
     }
   }
-  std::sort(queues.begin(), queues.end());
-  queues.erase(std::unique(queues.begin(), queues.end()), queues.end());
-  session_.poll().Tick(1 + static_cast<int64_t>(queues.size()));
-  for (const auto& [depth, queue] : queues) Rekey(queue);
+  for (int group : groups) group_marked_[group] = 0;
+  session_.poll().Tick(1 + static_cast<int64_t>(queues));
+  // Deepest first: a queue's key reads the best of its children.
+  for (auto level = queues_by_depth_.rbegin(); level != queues_by_depth_.rend(); ++level) {
+    for (int queue : *level) {
+      queue_marked_[queue] = 0;
+      Rekey(queue);
+    }
+    level->clear();
+  }
 }
 
 }  // namespace arbiter::kai

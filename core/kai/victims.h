@@ -102,7 +102,9 @@ class VictimOrder {
   void Rekey(int queue);
   // Re-keys `groups` (each once, however often listed), then every queue above them once,
   // deepest first.
-  void RekeyGroupsAndQueues(std::vector<int> groups);
+  // Re-keys each of `groups` (repeats allowed) once, then each queue above them once, deepest
+  // first. Leaves `groups` as it was.
+  void RekeyGroupsAndQueues(const std::vector<int>& groups);
   int LastServed(const ChildSet& set) const;
   ChildSet& Container(int queue);
 
@@ -132,6 +134,11 @@ class VictimOrder {
   std::vector<double> scratch_;
   std::vector<int> touched_;   // groups drawn from since construction
   std::vector<int> excluded_;  // groups taken out by ExcludeLeaf
+  // Scratch of RekeyGroupsAndQueues: marks (all 0 between calls) and the queues by depth.
+  std::vector<char> group_marked_;
+  std::vector<char> queue_marked_;
+  std::vector<std::vector<int>> queues_by_depth_;
+  std::vector<int> reset_groups_;
 };
 
 }  // namespace arbiter::kai
