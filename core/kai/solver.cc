@@ -577,11 +577,12 @@ namespace {
 // empty and false again when the part ends.
 class Draws {
  public:
-  // `max_groups` -1: no cap. `on_node` (num_nodes lists, each empty) and `group_seen` (num_groups
-  // marks, each false) are borrowed until the destructor.
-  Draws(std::vector<std::vector<int>>& on_node, std::vector<char>& group_seen,
+  // `max_groups` -1: no cap. The scratch's lists and marks are borrowed until the destructor.
+  Draws(const Cluster& cluster, Session::DrawScratch& scratch,
         const std::vector<EvictionUnit>& chosen, int max_groups)
-      : on_node_(on_node), group_seen_(group_seen), max_groups_(max_groups) {
+      : on_node_(scratch.on_node), group_seen_(scratch.group_seen), max_groups_(max_groups) {
+    on_node_.resize(cluster.num_nodes());
+    group_seen_.resize(cluster.num_groups(), 0);
     for (const EvictionUnit& unit : chosen) Count(unit.group);
   }
   ~Draws() {
@@ -666,6 +667,15 @@ bool RepeatsATry(const std::vector<int>& indices, std::vector<const std::vector<
 
 }  // namespace
 
+const std::vector<EvictionUnit>& Solver::Candidate(const std::vector<EvictionUnit>& chosen,
+                                                   const std::vector<const EvictionUnit*>& fresh) {
+  // The scratch's elements keep their pod arrays from one try to the next.
+  candidate_.resize(chosen.size() + fresh.size());
+  std::copy(chosen.begin(), chosen.end(), candidate_.begin());
+  for (size_t k = 0; k < fresh.size(); ++k) candidate_[chosen.size() + k] = *fresh[k];
+  return candidate_;
+}
+
 bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSequence* sequence,
                                 std::vector<EvictionUnit>* chosen, Attempt* attempt) {
   const Cluster& cluster = session_.cluster();
@@ -681,10 +691,7 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
   if (!quota.AnyVictimSetMayLift(eligible)) return false;
 
   const std::vector<int> recorded = FirstPods(*chosen);
-  Session::DrawScratch& scratch = session_.draw_scratch();
-  scratch.on_node.resize(cluster.num_nodes());
-  scratch.group_seen.resize(cluster.num_groups(), false);
-  Draws draws(scratch.on_node, scratch.group_seen, *chosen, action_.max_victim_groups());
+  Draws draws(cluster, session_.draw_scratch(), *chosen, action_.max_victim_groups());
   // The victim sets tried after the current draw, each as the draw indices of its drawn units.
   std::vector<const std::vector<int>*> tried;
   const EvictionUnit* drawn = nullptr;
@@ -726,11 +733,7 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
         ++counters.tries_skipped_quota;
         continue;
       }
-      // R, then the drawn units on the node; the scratch's elements keep their pod arrays.
-      std::vector<EvictionUnit>& candidate = candidate_;
-      candidate.resize(chosen->size() + fresh.size());
-      std::copy(chosen->begin(), chosen->end(), candidate.begin());
-      for (size_t k = 0; k < fresh.size(); ++k) candidate[chosen->size() + k] = *fresh[k];
+      const std::vector<EvictionUnit>& candidate = Candidate(*chosen, fresh);
       if (!quota.LiftedBy(candidate)) {
         ++counters.tries_skipped_quota;
         continue;

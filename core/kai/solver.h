@@ -117,6 +117,9 @@ class Solver {
   // drawn set fits or the call is cancelled. Tries the bounds rule out are skipped.
   bool FindVictimsForPart(int group, const Unit& unit, int part, DrawSequence* sequence,
                           std::vector<EvictionUnit>* chosen, Attempt* attempt);
+  // A try's victim set: R (`chosen`), then the drawn units `fresh`, in the solver's scratch.
+  const std::vector<EvictionUnit>& Candidate(const std::vector<EvictionUnit>& chosen,
+                                             const std::vector<const EvictionUnit*>& fresh);
   // After the committed try: the eviction notes of every victim pod evicted or moved, and the
   // victim groups touched in `victims_out`.
   void RecordEvictions(int group, const Attempt& attempt, std::vector<int>* victims_out);
