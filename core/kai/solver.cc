@@ -120,21 +120,22 @@ bool SameDevices(const WorkingState& state, int pod, const DeviceChoice& choice)
 // the tie-break, and the top level folds the roots the same way. O(depth · children) per job.
 class JobPicker {
  public:
-  JobPicker(const QueueTree& tree, const QueueChain& chain,
+  // Jobs 0 .. jobs - 1 of `paths`, `keys` and `job_keys` (which may hold more).
+  JobPicker(const QueueTree& tree, const QueueChain& chain, size_t jobs,
             const std::vector<std::vector<int>>& paths,
             const std::vector<std::vector<ChainKey>>& keys, const std::vector<JobKey>& job_keys)
       : tree_(tree), chain_(chain), keys_(keys), job_keys_(job_keys) {
-    for (const std::vector<int>& path : paths)
-      queues_.insert(queues_.end(), path.begin(), path.end());
+    for (size_t j = 0; j < jobs; ++j)
+      queues_.insert(queues_.end(), paths[j].begin(), paths[j].end());
     std::sort(queues_.begin(), queues_.end());
     queues_.erase(std::unique(queues_.begin(), queues_.end()), queues_.end());
     members_.resize(queues_.size());
     pick_.assign(queues_.size(), -1);
-    alive_.assign(paths.size(), true);
+    alive_.assign(jobs, true);
     // Members in index order: a leaf's jobs, a queue's children (queues_ is sorted, so slot
     // order is index order). Queues are named by their slots from here on.
-    path_slots_.resize(paths.size());
-    for (size_t j = 0; j < paths.size(); ++j) {
+    path_slots_.resize(jobs);
+    for (size_t j = 0; j < jobs; ++j) {
       for (int queue : paths[j]) path_slots_[j].push_back(static_cast<int>(Slot(queue)));
       members_[path_slots_[j].back()].push_back(static_cast<int>(j));
     }
@@ -220,9 +221,19 @@ void Solver::OrderJobs(const std::vector<int>& groups,
                        const std::vector<std::vector<double>>& requests,
                        const std::function<bool(int job)>& visit) {
   const Cluster& cluster = session_.cluster();
+  const size_t jobs = groups.size();
+  // The solver's scratch, grown and never shrunk, so that a try allocates no path or key rows:
+  // only the first `jobs` of each are this call's.
+  std::vector<std::vector<int>>& paths = order_paths_;
+  std::vector<std::vector<ChainKey>>& keys = order_keys_;
+  std::vector<JobKey>& job_keys = order_job_keys_;
+  if (paths.size() < jobs) {
+    paths.resize(jobs);
+    keys.resize(jobs);
+    job_keys.resize(jobs);
+  }
   // Each job's queues from its root down to its leaf.
-  std::vector<std::vector<int>> paths(groups.size());
-  for (size_t j = 0; j < groups.size(); ++j) {
+  for (size_t j = 0; j < jobs; ++j) {
     cluster.tree().PathToRoot(cluster.group(groups[j]).queue, &paths[j]);
     std::reverse(paths[j].begin(), paths[j].end());
   }
@@ -231,9 +242,8 @@ void Solver::OrderJobs(const std::vector<int>& groups,
   // key with a job's unit does not depend on the other jobs, so computing each once up front gives
   // the keys a full ordering before any visit would compare.
   const WorkingState& state = session_.state();
-  std::vector<std::vector<ChainKey>> keys(groups.size());
-  std::vector<JobKey> job_keys(groups.size());
-  for (size_t j = 0; j < groups.size(); ++j) {
+  for (size_t j = 0; j < jobs; ++j) {
+    keys[j].clear();
     for (int queue : paths[j]) {
       keys[j].push_back(chain_.Key(queue, state.allocated(queue), requests[j].data()));
     }
@@ -243,8 +253,8 @@ void Solver::OrderJobs(const std::vector<int>& groups,
   // search always picks afresh.
   constexpr size_t kPickerFrom = 6;
   if (session_.reference_search() || groups.size() < kPickerFrom) {
-    std::vector<int> remaining(groups.size());
-    for (size_t j = 0; j < groups.size(); ++j) remaining[j] = static_cast<int>(j);
+    std::vector<int> remaining(jobs);
+    for (size_t j = 0; j < jobs; ++j) remaining[j] = static_cast<int>(j);
     while (!remaining.empty()) {
       const int best = BestJob(remaining, paths, keys, job_keys);
       if (!visit(best)) return;
@@ -252,7 +262,7 @@ void Solver::OrderJobs(const std::vector<int>& groups,
     }
     return;
   }
-  JobPicker picker(cluster.tree(), chain_, paths, keys, job_keys);
+  JobPicker picker(cluster.tree(), chain_, jobs, paths, keys, job_keys);
   for (int best = picker.Best(); best >= 0; best = picker.Best()) {
     if (!visit(best)) return;
     picker.Remove(best);

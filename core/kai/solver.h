@@ -154,6 +154,10 @@ class Solver {
   // The victim set of a try (FindVictimsForPart): its elements keep their pod arrays from one try
   // to the next.
   std::vector<EvictionUnit> candidate_;
+  // OrderJobs' rows (per job: its path, its chain keys, its job key), grown and never shrunk.
+  std::vector<std::vector<int>> order_paths_;
+  std::vector<std::vector<ChainKey>> order_keys_;
+  std::vector<JobKey> order_job_keys_;
 };
 
 }  // namespace arbiter::kai
