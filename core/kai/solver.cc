@@ -583,8 +583,8 @@ namespace {
 
 // The victims drawn for one part: in draw order, by node, and the groups they and R come from,
 // for the cap on victim groups. The units are those of the search's sequence (whose addresses do
-// not change while it grows); the per-node lists and group marks are the solver's scratch, left
-// empty and false again when the part ends.
+// not change while it grows); the per-node lists and group marks are the session's scratch
+// (Session::DrawScratch), left empty and unmarked again when the part ends.
 class Draws {
  public:
   // `max_groups` -1: no cap. The scratch's lists and marks are borrowed until the destructor.
@@ -597,7 +597,7 @@ class Draws {
   }
   ~Draws() {
     for (int node : nodes_used_) on_node_[node].clear();
-    for (int group : groups_) group_seen_[group] = false;
+    for (int group : groups_) group_seen_[group] = 0;
   }
   Draws(const Draws&) = delete;
   Draws& operator=(const Draws&) = delete;
@@ -629,7 +629,7 @@ class Draws {
  private:
   void Count(int group) {
     if (group_seen_[group]) return;
-    group_seen_[group] = true;
+    group_seen_[group] = 1;
     groups_.push_back(group);
   }
 
