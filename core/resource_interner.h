@@ -30,6 +30,8 @@ class ResourceInterner {
     hint = id + 1;
     return id;
   }
+  // A temporary (a literal's std::string among them) would leave a dangling pointer behind.
+  int Intern(std::string&& name, int& hint) = delete;
 
   // The id of `name`, or -1 when it was never interned; `hint` as for Intern.
   int Find(const std::string& name, int& hint) const {

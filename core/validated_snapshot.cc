@@ -155,7 +155,7 @@ class ValidatedSnapshot::Builder {
   Range ReadSharing(const Pod& pod, size_t number, const std::vector<int32_t>& ids,
                     size_t& cursor) {
     int hint = 0;
-    const int gpu = interner_.Intern(kGpuResource, hint);
+    const int gpu = interner_.Intern(gpu_resource_, hint);
     const double amount = SharedGpuAmount(pod, number);
     Range range;
     range.begin = static_cast<uint32_t>(out_.amounts_.size());
@@ -239,6 +239,8 @@ class ValidatedSnapshot::Builder {
   const Snapshot& snapshot_;
   RequestIndex& index_;
   ValidatedSnapshot& out_;
+  // G's name for the pods that share: the interner keeps a pointer to it, so it lives as long.
+  const std::string gpu_resource_ = kGpuResource;
   ResourceInterner interner_;
   std::vector<int> position_;            // by id of interner_: the index in R, once R is known
   std::vector<double> device_memories_;  // the nodes' positive gpu_device_memory, ascending

@@ -77,6 +77,29 @@ TEST(ValidatedSnapshotTest, InternsTheResourceSetInNameOrderAndEveryMapAsAscendi
   EXPECT_THAT(Named(*request, request->usage_capacity()), ElementsAre(P{"cpu", 100}));
 }
 
+// §4.13.1: a pod that shares asks G = amt(p) even when no map of the request names G. The name
+// interned for it must outlive the interner (it once pointed at a temporary: found by the fuzzer,
+// tests/fuzz/corpus/regression-sharing-gpu-name.pb).
+TEST(ValidatedSnapshotTest, ASharingPodNamesGpuInRWhenNoMapDoes) {
+  Snapshot s = SnapshotBuilder()
+                   .Node("n1", {{"cpu", 8}})
+                   .Queue("a")
+                   .Group("g", "a")
+                   .Pods(2, {{"cpu", 1}})
+                   .Build();
+  s.pod_groups[0].pods[0].gpu_fraction = 0.5;
+  s.pod_groups[0].pods[1].gpu_fraction = 0.25;
+  s.pod_groups[0].pods[1].gpu_fraction_devices = 2;
+  const absl::StatusOr<ValidatedSnapshot> request =
+      ValidatedSnapshot::Validate(s, Policy{}, RequestKind::kSchedule);
+  ASSERT_THAT(request, IsOk());
+  EXPECT_THAT(request->resources().names(), ElementsAre("cpu", "nvidia.com/gpu"));
+  EXPECT_THAT(Named(*request, request->requests(0)),
+              ElementsAre(P{"cpu", 1}, P{"nvidia.com/gpu", 0.5}));
+  EXPECT_THAT(Named(*request, request->requests(1)),
+              ElementsAre(P{"cpu", 1}, P{"nvidia.com/gpu", 0.5}));
+}
+
 TEST(ValidatedSnapshotTest, NumbersPodsFlatAndKeepsNameOrdersAndIndices) {
   const Snapshot s = Unordered();
   const absl::StatusOr<ValidatedSnapshot> request =

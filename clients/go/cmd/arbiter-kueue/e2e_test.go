@@ -552,7 +552,7 @@ func TestRealTimeAwareCheckAlternatesTheClusterQueuesAndHandsItsLedgerToTheNextL
 	const jobs = 3
 	storyOneOnKueue(t, r, jobs, 2*time.Second)
 	stopLeader, _ := r.startCheck(t, bin, 1)
-	waitFor(t, "three jobs admitted", 2*time.Minute, func() bool { return len(r.admissionOrder(t)) >= 3 })
+	waitFor(t, "three jobs admitted", 3*time.Minute, func() bool { return len(r.admissionOrder(t)) >= 3 })
 	// A second replica waits for the Lease and decides nothing meanwhile.
 	_, followerLog := r.startCheck(t, bin, 1)
 	time.Sleep(2 * time.Second)
