@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "core/name_order.h"
 
 namespace arbiter {
 
@@ -28,12 +29,8 @@ QueueTree QueueTree::Build(const Snapshot& snapshot, const std::vector<int>& par
   tree.entries_.resize(n);
   std::vector<int> sorted(n);
   for (int i = 0; i < n; ++i) sorted[i] = i;
-  const auto by_name = [&](int a, int b) {
-    return snapshot.queues[a].name < snapshot.queues[b].name;
-  };
-  if (!std::is_sorted(sorted.begin(), sorted.end(), by_name)) {
-    std::sort(sorted.begin(), sorted.end(), by_name);
-  }
+  SortByName(sorted.begin(), sorted.end(),
+             [&](int i) -> const std::string& { return snapshot.queues[i].name; });
   tree.from_input_.resize(n);
   for (int i = 0; i < n; ++i) {
     tree.entries_[i].queue = &snapshot.queues[sorted[i]];

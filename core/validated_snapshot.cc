@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "core/name_order.h"
 #include "core/resource_interner.h"
 #include "core/status_macros.h"
 
@@ -15,9 +16,7 @@ template <typename NameOf>
 void AppendByName(size_t n, NameOf name_of, std::vector<int>& out) {
   const size_t first = out.size();
   for (size_t i = 0; i < n; ++i) out.push_back(static_cast<int>(i));
-  const auto by_name = [&](int a, int b) { return name_of(a) < name_of(b); };
-  const auto begin = out.begin() + static_cast<std::ptrdiff_t>(first);
-  if (!std::is_sorted(begin, out.end(), by_name)) std::sort(begin, out.end(), by_name);
+  SortByName(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(), name_of);
 }
 
 template <typename NameOf>
