@@ -50,8 +50,20 @@ void SortByName(Iterator begin, Iterator end, NameOf name_of) {
   };
   std::vector<Run> runs = {{0, n, 0}};
   while (!runs.empty()) {
-    const Run run = runs.back();
+    Run run = runs.back();
     runs.pop_back();
+    // Past the bytes all the run's names share (a long common prefix costs one pass, not a digit
+    // sort per 8 bytes of it).
+    const std::string_view lead = name(keyed[run.begin].index);
+    size_t common = lead.size();
+    for (size_t i = run.begin + 1; i < run.end && common > run.offset; ++i) {
+      const std::string_view s = name(keyed[i].index);
+      const size_t limit = std::min(common, s.size());
+      size_t k = run.offset;
+      while (k < limit && lead[k] == s[k]) ++k;
+      common = k;
+    }
+    run.offset = std::max(run.offset, common);
     bool all_end = true;  // every name of the run ends within this digit
     for (size_t i = run.begin; i < run.end; ++i) {
       const std::string_view s = name(keyed[i].index);
