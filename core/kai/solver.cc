@@ -252,7 +252,7 @@ void Solver::OrderJobs(const std::vector<int>& groups,
   // A few jobs are ordered faster by fresh picks than by building the picker; the reference
   // search always picks afresh.
   constexpr size_t kPickerFrom = 6;
-  if (session_.reference_search() || groups.size() < kPickerFrom) {
+  if (session_.reference_search() || jobs < kPickerFrom) {
     std::vector<int> remaining(jobs);
     for (size_t j = 0; j < jobs; ++j) remaining[j] = static_cast<int>(j);
     while (!remaining.empty()) {

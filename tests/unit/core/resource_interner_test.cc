@@ -1,12 +1,31 @@
 #include "core/resource_interner.h"
 
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
 
 namespace arbiter {
 namespace {
+
+// Whether Intern accepts a name of type T (false when the call would not compile).
+template <typename T, typename = void>
+struct Internable : std::false_type {};
+template <typename T>
+struct Internable<T, std::void_t<decltype(std::declval<ResourceInterner&>().Intern(
+                         std::declval<T>(), std::declval<int&>()))>> : std::true_type {};
+
+// The interner keeps a pointer to each name: a temporary (a literal's std::string among them)
+// would leave it dangling, as the GPU name of a sharing pod once did, so such calls do not compile.
+TEST(ResourceInternerTest, RefusesNamesThatDoNotOutliveIt) {
+  static_assert(Internable<const std::string&>::value);
+  static_assert(Internable<std::string&>::value);
+  static_assert(!Internable<std::string&&>::value);
+  static_assert(!Internable<const char*>::value);
+  static_assert(!Internable<const char(&)[4]>::value);
+}
 
 TEST(ResourceInternerTest, GivesIdsInTheOrderNamesAreFirstMet) {
   const std::vector<std::string> first = {"cpu", "memory"};
