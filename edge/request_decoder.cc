@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/node_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -89,6 +90,10 @@ class Decoder : private WireReader {
   bool Charge(int64_t bytes) {
     decoded_bytes_ += bytes;
     if (decoded_bytes_ <= limits_.max_decoded_bytes) return true;
+    return OverBudget();
+  }
+  // Charge's refusal, out of the line every string and element takes.
+  ABSL_ATTRIBUTE_NOINLINE bool OverBudget() {
     return Stop(absl::ResourceExhaustedError(
         absl::StrCat(Path(), ": the decoded request needs more than ", limits_.max_decoded_bytes,
                      " bytes of memory; this server accepts at most ", limits_.max_decoded_bytes,
@@ -157,6 +162,10 @@ class Decoder : private WireReader {
   // A string's length against --max-name-bytes, before it is copied.
   bool NameFits(uint32_t length, std::string_view field) {
     if (static_cast<int64_t>(length) <= limits_.max_name_bytes) return true;
+    return NameTooLong(length, field);
+  }
+  // NameFits' refusal, out of the line every string takes.
+  ABSL_ATTRIBUTE_NOINLINE bool NameTooLong(uint32_t length, std::string_view field) {
     return Stop(absl::InvalidArgumentError(
         absl::StrCat(Path(field), ": ", length,
                      " bytes; this server accepts names, keys and "

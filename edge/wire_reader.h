@@ -4,19 +4,24 @@
 // of arbiter.v1; the decoder gives it the field map.
 //
 // Followed as protobuf's parser follows it: a tag is a varint of at most 5 bytes; a length at
-// most 5 bytes, below 2 GiB and within its message; field number 0, a stray end-group tag and
-// wire types 6 and 7 are refused; nesting (messages and groups) stops at 100 levels; a known
-// field number with an unexpected wire type is the handler's to call unknown, and is skipped.
+// most 5 bytes, below 2 GiB and within its message; any other varint at most 10 bytes (bits past
+// the 64th dropped); field number 0, a stray end-group tag and wire types 6 and 7 are refused;
+// nesting (messages and groups) stops at 100 levels; a known field number with an unexpected
+// wire type is the handler's to call unknown, and is skipped. Nothing is read past the end of the
+// current message (its limit).
+//
+// The input is one array, so the reader is two pointers into it: where it is and the current
+// limit (protobuf's CodedInputStream, which it read through before, costs a call per field).
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include "google/protobuf/io/coded_stream.h"
 
 namespace arbiter::edge {
 
@@ -41,14 +46,25 @@ enum class Step {
 // Whether `text` is valid UTF-8 (RFC 3629: no overlong forms, no surrogates, at most U+10FFFF).
 bool IsValidUtf8(std::string_view text);
 
+// Whether every byte of `text` is below 0x80 (ASCII, so valid UTF-8): the common case, checked in
+// line eight bytes at a time before IsValidUtf8 is called.
+inline bool IsAscii(const char* text, size_t size) {
+  uint64_t high = 0;
+  size_t i = 0;
+  for (; size - i >= 8; i += 8) {
+    uint64_t word = 0;
+    std::memcpy(&word, text + i, sizeof(word));
+    high |= word;
+  }
+  for (; i < size; ++i) high |= static_cast<unsigned char>(text[i]);
+  return (high & 0x8080808080808080ULL) == 0;
+}
+
 class WireReader {
  public:
   // Reads `bytes`, which must outlive the reader and be at most 2 GiB.
   explicit WireReader(std::string_view bytes)
-      : in_(reinterpret_cast<const uint8_t*>(bytes.data()), static_cast<int>(bytes.size())) {
-    // A limit at the end of the input, so that BytesUntilLimit always says what is left.
-    in_.PushLimit(static_cast<int>(bytes.size()));
-  }
+      : at_(reinterpret_cast<const uint8_t*>(bytes.data())), limit_(at_ + bytes.size()) {}
 
   // ---- Framing ----
 
@@ -56,7 +72,7 @@ class WireReader {
   // when a field is bad or the fields do not end exactly at the limit.
   template <typename Handler>
   bool Fields(Handler&& handler) {
-    while (in_.BytesUntilLimit() > 0) {
+    while (at_ < limit_) {
       uint32_t tag = 0;
       if (!ReadTag(&tag) || tag == 0) return false;  // a zero or malformed tag
       const uint32_t number = tag >> 3;
@@ -81,16 +97,13 @@ class WireReader {
     uint32_t length = 0;
     if (!ReadLength(&length)) return Step::kBad;
     if (++depth_ > kMaxDepth) return Step::kBad;
-    const google::protobuf::io::CodedInputStream::Limit limit =
-        in_.PushLimit(static_cast<int>(length));
-    const bool read = body();
-    in_.PopLimit(limit);
+    const bool read = Within(length, body);
     --depth_;
     return read ? Step::kRead : Step::kBad;
   }
 
   // A tag as protobuf's message parser reads it: a varint of at most 5 bytes, keeping its low 32
-  // bits. (CodedInputStream::ReadTag takes up to 10 bytes, which the parser rejects.)
+  // bits (a longer one the parser rejects).
   bool ReadTag(uint32_t* tag) {
     uint64_t value = 0;
     int bytes = 0;
@@ -107,43 +120,29 @@ class WireReader {
     if (!ReadShortVarint(&value, &bytes)) return false;
     if (bytes == 5 && (value >> 28) >= 8) return false;
     *length = static_cast<uint32_t>(value);
-    return static_cast<int64_t>(value) <= static_cast<int64_t>(in_.BytesUntilLimit());
+    return value <= Left();
   }
 
   // A varint of at most 5 bytes before the current limit; `bytes` is how many it took.
-  bool ReadShortVarint(uint64_t* value, int* bytes) {
-    const void* data = nullptr;
-    int size = 0;
-    if (!in_.GetDirectBufferPointer(&data, &size)) return false;
-    const uint8_t* p = static_cast<const uint8_t*>(data);
-    *value = 0;
-    for (int i = 0; i < 5 && i < size; ++i) {
-      *value |= static_cast<uint64_t>(p[i] & 0x7f) << (7 * i);
-      if (p[i] < 0x80) {
-        *bytes = i + 1;
-        return in_.Skip(i + 1);
-      }
-    }
-    return false;
-  }
+  bool ReadShortVarint(uint64_t* value, int* bytes) { return ReadVarint(5, value, bytes); }
 
   // Skips an unknown field whose tag was just read.
   bool Skip(uint32_t number, int wire) {
     switch (wire) {
       case kVarint: {
         uint64_t ignored = 0;
-        return in_.ReadVarint64(&ignored);
+        return Varint(&ignored);
       }
       case kFixed64:
-        return in_.Skip(8);
+        return SkipBytes(8);
       case kLength: {
         uint32_t length = 0;
-        return ReadLength(&length) && in_.Skip(static_cast<int>(length));
+        return ReadLength(&length) && SkipBytes(length);
       }
       case kStartGroup:
         return SkipGroup(number);
       case kFixed32:
-        return in_.Skip(4);
+        return SkipBytes(4);
       default:
         return false;
     }
@@ -169,28 +168,29 @@ class WireReader {
 
   // `length` bytes (already read with ReadLength) as a string, which must be valid UTF-8.
   Step ReadUtf8(uint32_t length, std::string* out) {
-    // The input is one array, so the stream's buffer holds everything up to the limit: copy
-    // from it directly (ReadString would zero-fill the string before copying).
-    const void* data = nullptr;
-    int available = 0;
-    if (!in_.GetDirectBufferPointer(&data, &available) ||
-        static_cast<int64_t>(available) < static_cast<int64_t>(length)) {
-      if (!in_.ReadString(out, static_cast<int>(length))) return Step::kBad;
-    } else {
-      out->assign(static_cast<const char*>(data), length);
-      in_.Skip(static_cast<int>(length));
-    }
-    return IsValidUtf8(*out) ? Step::kRead : Step::kBad;
+    if (length > Left()) return Step::kBad;
+    const char* text = reinterpret_cast<const char*>(at_);
+    if (!IsAscii(text, length) && !IsValidUtf8(std::string_view(text, length))) return Step::kBad;
+    out->assign(text, length);
+    at_ += length;
+    return Step::kRead;
   }
 
+  // A fixed64, little-endian on the wire whatever the machine's order.
   Step Double(double* out) {
+    if (Left() < 8) return Step::kBad;
     uint64_t bits = 0;
-    if (!in_.ReadLittleEndian64(&bits)) return Step::kBad;
+    for (int i = 7; i >= 0; --i) bits = (bits << 8) | at_[i];
+    at_ += 8;
     std::memcpy(out, &bits, sizeof(*out));
     return Step::kRead;
   }
 
-  bool Varint(uint64_t* value) { return in_.ReadVarint64(value); }
+  // A varint of at most 10 bytes, as protobuf reads one (bits past the 64th are dropped).
+  bool Varint(uint64_t* value) {
+    int bytes = 0;
+    return ReadVarint(10, value, &bytes);
+  }
 
   Step Int32(int32_t* out) {
     uint64_t value = 0;
@@ -241,11 +241,8 @@ class WireReader {
 
   // The bytes that the stream can hand out directly, up to the current limit (all of them, as
   // the input is one array).
-  std::string_view Ahead() {
-    const void* data = nullptr;
-    int size = 0;
-    if (!in_.GetDirectBufferPointer(&data, &size)) return {};
-    return std::string_view(static_cast<const char*>(data), static_cast<size_t>(size));
+  std::string_view Ahead() const {
+    return std::string_view(reinterpret_cast<const char*>(at_), Left());
   }
 
   // How many times each field number below kCounted occurs among the fields ahead, up to the
@@ -296,24 +293,57 @@ class WireReader {
     return false;
   }
 
-  // Runs `body` (which reads up to the limit) within the next `length` bytes.
+  // Runs `body` (which reads up to the limit) within the next `length` bytes (at most to the
+  // current limit), then restores the limit.
   template <typename Body>
   bool Within(uint32_t length, Body&& body) {
-    const google::protobuf::io::CodedInputStream::Limit limit =
-        in_.PushLimit(static_cast<int>(length));
+    const uint8_t* const outer = limit_;
+    limit_ = at_ + std::min<size_t>(length, Left());
     const bool read = body();
-    in_.PopLimit(limit);
+    limit_ = outer;
     return read;
   }
 
   // Whether the current message (or packed run) has no bytes left.
-  bool AtLimit() { return in_.BytesUntilLimit() <= 0; }
+  bool AtLimit() const { return at_ >= limit_; }
 
   // Skips `bytes` bytes that a look at Ahead() has already read.
-  void Advance(int bytes) { in_.Skip(bytes); }
+  void Advance(int bytes) { at_ += std::min<size_t>(static_cast<size_t>(bytes), Left()); }
 
  private:
-  google::protobuf::io::CodedInputStream in_;
+  // The bytes left before the current limit.
+  size_t Left() const { return static_cast<size_t>(limit_ - at_); }
+
+  // Skips `count` bytes; false (at the limit) when fewer are left.
+  bool SkipBytes(uint64_t count) {
+    if (count > Left()) {
+      at_ = limit_;
+      return false;
+    }
+    at_ += count;
+    return true;
+  }
+
+  // A varint of at most `most` bytes before the current limit; `bytes` is how many it took.
+  bool ReadVarint(int most, uint64_t* value, int* bytes) {
+    const size_t left = Left();
+    uint64_t result = 0;
+    for (int i = 0; i < most && static_cast<size_t>(i) < left; ++i) {
+      const uint8_t byte = at_[i];
+      result |= static_cast<uint64_t>(byte & 0x7f) << (7 * i);
+      if (byte < 0x80) {
+        *value = result;
+        *bytes = i + 1;
+        at_ += i + 1;
+        return true;
+      }
+    }
+    *value = 0;
+    return false;
+  }
+
+  const uint8_t* at_;     // the next byte to read
+  const uint8_t* limit_;  // the end of the current message (or packed run)
   int depth_ = 0;
 };
 

@@ -24,34 +24,41 @@ ScheduleResult BuildResponse(Session& session) {
   const Cluster& cluster = session.cluster();
   const WorkingState& state = session.state();
   ScheduleResult result;
-  for (int pod = 0; pod < cluster.num_pods(); ++pod) {
-    const PodState pod_state = state.pod_state(pod);
-    const int group = cluster.pod(pod).group;
-    if (pod_state == PodState::kBound) {
-      result.bindings.push_back(Binding{cluster.group_name(group), cluster.pod_name(pod),
-                                        cluster.node_name(state.pod_node(pod)),
-                                        state.after_evictions(pod), DeviceKeys(state, pod)});
-    }
+  // The cluster lays pods out by pod group name, then by pod name, so pod order is the answer's
+  // (pod_group, pod) order: bindings and evictions are listed by their pods' indices, with no
+  // comparison of names. A bound pod is bound once; a moved pod has one note.
+  const std::vector<EvictionNote>& notes = session.evictions();
+  std::vector<int> moved;  // pods moved in this response, in pod order
+  for (const EvictionNote& note : notes) {
+    if (state.pod_state(note.pod) == PodState::kMoved) moved.push_back(note.pod);
   }
-  for (const EvictionNote& note : session.evictions()) {
-    const int pod = note.pod;
-    const int group = cluster.pod(pod).group;
-    const int original = cluster.pod(pod).node;
-    if (state.pod_state(pod) == PodState::kMoved) {
-      result.bindings.push_back(Binding{cluster.group_name(group), cluster.pod_name(pod),
-                                        cluster.node_name(state.pod_node(pod)), true,
-                                        DeviceKeys(state, pod)});
-    }
-    result.evictions.push_back(Eviction{
-        cluster.group_name(group), cluster.pod_name(pod), cluster.node_name(original), note.reason,
-        note.preemptor < 0 ? "" : cluster.group_name(note.preemptor), note.message});
-  }
-  // Bindings of moved pods were appended after the others: restore (pod_group, pod) order.
-  auto by_pod = [](const auto& a, const auto& b) {
-    return a.pod_group != b.pod_group ? a.pod_group < b.pod_group : a.pod < b.pod;
+  std::sort(moved.begin(), moved.end());
+  auto bind = [&](int pod, bool after_evictions) {
+    result.bindings.push_back(Binding{cluster.group_name(cluster.pod(pod).group),
+                                      cluster.pod_name(pod), cluster.node_name(state.pod_node(pod)),
+                                      after_evictions, DeviceKeys(state, pod)});
   };
-  std::sort(result.bindings.begin(), result.bindings.end(), by_pod);
-  std::sort(result.evictions.begin(), result.evictions.end(), by_pod);
+  size_t next_moved = 0;
+  for (int pod = 0; pod < cluster.num_pods(); ++pod) {
+    for (; next_moved < moved.size() && moved[next_moved] < pod; ++next_moved) {
+      bind(moved[next_moved], true);
+    }
+    if (state.pod_state(pod) == PodState::kBound) bind(pod, state.after_evictions(pod));
+  }
+  for (; next_moved < moved.size(); ++next_moved) bind(moved[next_moved], true);
+
+  std::vector<size_t> by_pod(notes.size());
+  for (size_t k = 0; k < notes.size(); ++k) by_pod[k] = k;
+  std::sort(by_pod.begin(), by_pod.end(),
+            [&](size_t a, size_t b) { return notes[a].pod < notes[b].pod; });
+  for (size_t k : by_pod) {
+    const EvictionNote& note = notes[k];
+    const int pod = note.pod;
+    result.evictions.push_back(
+        Eviction{cluster.group_name(cluster.pod(pod).group), cluster.pod_name(pod),
+                 cluster.node_name(cluster.pod(pod).node), note.reason,
+                 note.preemptor < 0 ? "" : cluster.group_name(note.preemptor), note.message});
+  }
 
   for (int group = 0; group < cluster.num_groups(); ++group) {
     const ClusterGroup& info = cluster.group(group);

@@ -130,6 +130,25 @@ TEST(IsValidUtf8, FollowsRfc3629) {
   EXPECT_FALSE(IsValidUtf8("\xff"));
 }
 
+TEST(IsAscii, SeesAHighByteInEveryWordAndInTheTail) {
+  EXPECT_TRUE(IsAscii("", 0));
+  // Every length up to three words, with a byte of 0x80 or more at each position in turn.
+  for (size_t size = 1; size <= 24; ++size) {
+    std::string text(size, 'a');
+    EXPECT_TRUE(IsAscii(text.data(), size)) << size;
+    for (size_t at = 0; at < size; ++at) {
+      for (const char high : {'\x80', '\xc3', '\xff'}) {
+        std::string marked = text;
+        marked[at] = high;
+        EXPECT_FALSE(IsAscii(marked.data(), size)) << size << " " << at;
+      }
+    }
+  }
+  // Only the bytes in range count.
+  const std::string tail = "abc\xff";
+  EXPECT_TRUE(IsAscii(tail.data(), 3));
+}
+
 TEST(DecodeRequest, TheExamplesAndScenariosDecodeAsProtobufDecodesThem) {
   ASSERT_TRUE(ExpectSameAsProtobuf(DemoBytes(), "examples/demo.json"));
   int scenarios = 0;
