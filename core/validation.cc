@@ -831,8 +831,9 @@ absl::Status CheckSharingAmounts(const AtField& at_field, const Pod& pod,
     return Invalid(at_field("gpu_fraction_devices"),
                    "set on a pod that does not share a GPU (set gpu_fraction or gpu_memory)");
   }
+  if (!Shares(pod)) return absl::OkStatus();
   const auto gpu = pod.requests.find(kGpuResource);
-  if (Shares(pod) && gpu != pod.requests.end() && gpu->second > 0) {
+  if (gpu != pod.requests.end() && gpu->second > 0) {
     // The path names the map key, as every other requests check does (§1).
     return Invalid(absl::StrCat(at_field("requests"), Key(kGpuResource)),
                    absl::StrCat("must be absent or 0 on a pod that shares a GPU (gpu_fraction or "
@@ -970,8 +971,15 @@ int EarlierPodNamed(const std::vector<Pod>& pods, size_t j,
                     absl::flat_hash_map<absl::string_view, int>& seen) {
   constexpr size_t kPairwiseLimit = 16;  // small groups: compare pairwise, no hashing
   if (pods.size() <= kPairwiseLimit) {
+    // The names of a group's pods mostly differ only at their ends: compare the last byte
+    // before the whole name.
+    const std::string& name = pods[j].name;
     for (size_t k = 0; k < j; ++k) {
-      if (pods[k].name == pods[j].name) return static_cast<int>(k);
+      const std::string& other = pods[k].name;
+      if (other.size() == name.size() && (name.empty() || other.back() == name.back()) &&
+          other == name) {
+        return static_cast<int>(k);
+      }
     }
     return -1;
   }

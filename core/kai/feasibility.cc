@@ -1,6 +1,7 @@
 #include "core/kai/feasibility.h"
 
 #include <algorithm>
+#include <array>
 #include <set>
 #include <string_view>
 #include <tuple>
@@ -34,8 +35,9 @@ bool SameConstraints(const Pod& a, const Pod& b) {
                     b.tolerations.end(), SameToleration);
 }
 
-std::string NodeKey(const Node& node, const std::set<std::string>& selector_keys) {
-  std::string key = node.unschedulable ? "U" : "S";
+// Writes the node's key into `key` (cleared first; its capacity is reused from node to node).
+void NodeKey(const Node& node, const std::set<std::string>& selector_keys, std::string& key) {
+  key.assign(node.unschedulable ? "U" : "S");
   for (const std::string& label : selector_keys) {
     auto it = node.labels.find(label);
     if (it == node.labels.end()) {
@@ -53,7 +55,6 @@ std::string NodeKey(const Node& node, const std::set<std::string>& selector_keys
     Append(key, v);
     Append(key, e);
   }
-  return key;
 }
 
 std::string PodKey(const Pod& pod) {
@@ -96,11 +97,15 @@ Feasibility::Feasibility(const Cluster& cluster, CancelPoll* poll) {
 
   absl::flat_hash_map<std::string, int> class_index;
   node_class_.resize(cluster.num_nodes());
+  std::string key;
   for (int n = 0; n < cluster.num_nodes(); ++n) {
     const Node& node = *cluster.node(n).node;
-    auto [it, inserted] =
-        class_index.emplace(NodeKey(node, selector_keys), static_cast<int>(classes_.size()));
-    if (inserted) classes_.push_back(NodeClass{&node, {}});
+    NodeKey(node, selector_keys, key);
+    auto it = class_index.find(key);
+    if (it == class_index.end()) {
+      it = class_index.emplace(key, static_cast<int>(classes_.size())).first;
+      classes_.push_back(NodeClass{&node, {}});
+    }
     classes_[it->second].nodes.push_back(n);
     node_class_[n] = it->second;
     if (n + 1 < cluster.num_nodes() && cancel.Tick()) {
@@ -115,6 +120,7 @@ Feasibility::Feasibility(const Cluster& cluster, CancelPoll* poll) {
   absl::flat_hash_map<std::string, int> signature_index;
   pod_signature_.resize(cluster.num_pods());
   int plain = -1;  // the signature without selector or tolerations, the common case
+  std::array<int, 4> recent = {-1, -1, -1, -1};  // the signatures last looked up, newest first
   for (int p = 0; p < cluster.num_pods(); ++p) {
     const Pod& pod = *cluster.pod(p).pod;
     if (p > 0 && cancel.Tick()) {
@@ -126,14 +132,25 @@ Feasibility::Feasibility(const Cluster& cluster, CancelPoll* poll) {
       pod_signature_[p] = plain;
       continue;
     }
+    // A pod that asks what a recent one asked has its signature: the previous pod (its group's
+    // pods usually agree) or the last few signatures found (the first pods of other groups).
     if (p > 0 && SameConstraints(pod, *cluster.pod(p - 1).pod)) {
       pod_signature_[p] = pod_signature_[p - 1];
+      continue;
+    }
+    const int* known = std::find_if(recent.begin(), recent.end(), [&](int signature) {
+      return signature >= 0 && SameConstraints(pod, *signatures_[signature].example);
+    });
+    if (known != recent.end()) {
+      pod_signature_[p] = *known;
       continue;
     }
     auto [it, inserted] =
         signature_index.emplace(PodKey(pod), static_cast<int>(signatures_.size()));
     if (inserted) signatures_.push_back(Signature{&pod, false, 0, {}});
     pod_signature_[p] = it->second;
+    std::rotate(recent.begin(), recent.end() - 1, recent.end());
+    recent.front() = it->second;
     if (pod.node_selector.empty() && pod.tolerations.empty()) plain = it->second;
   }
 }
