@@ -276,7 +276,7 @@ class Decoder : private WireReader {
       if (length < 0x80 && ahead[1] == '\x0a' && key_length < 0x80 && length == 11 + key_length &&
           ahead.size() >= 1u + length && ahead[3 + key_length] == '\x11') {
         const std::string_view key = ahead.substr(3, key_length);
-        if (!IsValidUtf8(key)) return Step::kBad;
+        if (!Utf8(key)) return Step::kBad;
         if (!NameFits(key_length, field) || !KnownResource(key, field) ||
             !Charge(HeapBytes(key.size())) || !Room(map)) {
           return Step::kBad;
@@ -342,7 +342,7 @@ class Decoder : private WireReader {
             ahead.size() >= 1u + length) {
           const std::string_view key = ahead.substr(3, key_length);
           const std::string_view value = ahead.substr(5 + key_length, value_length);
-          if (!IsValidUtf8(key) || !IsValidUtf8(value)) return Step::kBad;
+          if (!Utf8(key) || !Utf8(value)) return Step::kBad;
           if (!NameFits(key_length, field) || !NameFits(value_length, field) ||
               !Charge(HeapBytes(key.size()) + HeapBytes(value.size())) || !Room(map)) {
             return Step::kBad;

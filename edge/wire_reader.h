@@ -60,6 +60,11 @@ inline bool IsAscii(const char* text, size_t size) {
   return (high & 0x8080808080808080ULL) == 0;
 }
 
+// Whether `text` is valid UTF-8, ASCII checked in line first.
+inline bool Utf8(std::string_view text) {
+  return IsAscii(text.data(), text.size()) || IsValidUtf8(text);
+}
+
 class WireReader {
  public:
   // Reads `bytes`, which must outlive the reader and be at most 2 GiB.
@@ -170,7 +175,7 @@ class WireReader {
   Step ReadUtf8(uint32_t length, std::string* out) {
     if (length > Left()) return Step::kBad;
     const char* text = reinterpret_cast<const char*>(at_);
-    if (!IsAscii(text, length) && !IsValidUtf8(std::string_view(text, length))) return Step::kBad;
+    if (!Utf8(std::string_view(text, length))) return Step::kBad;
     out->assign(text, length);
     at_ += length;
     return Step::kRead;
