@@ -76,13 +76,12 @@ class ValidatedSnapshot::Builder {
   }
 
  private:
-  // The entries of every map Build reads, so that the runs' array is allocated once.
+  // The entries of every map Build reads, so that the runs' array is allocated once. The nodes'
+  // and pods' entries are those whose ids validation recorded, and a sharing pod's G one more,
+  // so the pods are not walked again.
   size_t CountAmounts() const {
-    size_t count = snapshot_.capacity.size() + snapshot_.usage_capacity.size();
-    for (const Node& node : snapshot_.nodes) count += node.allocatable.size();
-    for (const PodGroup& group : snapshot_.pod_groups) {
-      for (const Pod& pod : group.pods) count += pod.requests.size() + (Shares(pod) ? 1 : 0);
-    }
+    size_t count = snapshot_.capacity.size() + snapshot_.usage_capacity.size() +
+                   index_.allocatable_ids.size() + index_.request_ids.size() + index_.sharing_pods;
     for (const Queue& queue : snapshot_.queues) {
       count += queue.deserved.size() + queue.limit.size() + queue.over_quota_weight.size() +
                queue.borrowing_limit.size() + queue.lending_limit.size();

@@ -1171,6 +1171,7 @@ absl::Status CheckPodGroups(const Snapshot& snapshot, bool kueue, const QueueInd
       int node = -1;
       RETURN_IF_ERROR(CheckPod(i, j, pod, nodes_by_name, node));
       RETURN_IF_ERROR(CheckPodSharing(i, j, pod, snapshot, kueue, node, bounds));
+      if (Shares(pod)) ++index.sharing_pods;
       index.pod_node.push_back(node);
       if (sum_error.ok()) {
         sum_error = sums.Add(

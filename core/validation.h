@@ -52,6 +52,8 @@ struct RequestIndex {
   // of every pod's requests (pods numbered flat), entries in key order.
   std::vector<int32_t> allocatable_ids;
   std::vector<int32_t> request_ids;
+  // The pods that share a GPU (§4.13): each has one entry more in the model's runs.
+  size_t sharing_pods = 0;
 };
 
 // OK, or InvalidArgument whose message starts with the field path of the first offence in the
