@@ -244,8 +244,7 @@ class WireReader {
 
   // ---- Looking ahead ----
 
-  // The bytes that the stream can hand out directly, up to the current limit (all of them, as
-  // the input is one array).
+  // The bytes left up to the current limit.
   std::string_view Ahead() const {
     return std::string_view(reinterpret_cast<const char*>(at_), Left());
   }
