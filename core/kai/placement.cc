@@ -201,13 +201,18 @@ void Placer::KeyRange(size_t slot, const std::vector<BandGroup>& groups, int res
   if (ranges_.size() < bands_.size()) ranges_.resize(bands_.size());
   KeyRangeOfEntries& range = ranges_[slot];
   if (!range.known || range.version != index_.version()) {
-    range = KeyRangeOfEntries{};
+    // A slot's bands never change, so its trees are listed once; the ends are found anew.
+    const bool listed = range.known;
     range.known = true;
     range.version = index_.version();
+    range.min = kInfinity;
+    range.max = -kInfinity;
+    range.min_node = -1;
+    range.max_node = -1;
     for (const BandGroup& group : groups) {
       for (const BucketRef& ref : group.buckets) {
         const CapacityTree& tree = index_.tree(ref.node_class, ref.bucket);
-        range.trees.push_back(NodeIndex::TreeId(ref.node_class, ref.bucket));
+        if (!listed) range.trees.push_back(NodeIndex::TreeId(ref.node_class, ref.bucket));
         if (tree.empty()) continue;
         if (tree.MinKey() < range.min) {
           range.min = tree.MinKey();
@@ -219,7 +224,7 @@ void Placer::KeyRange(size_t slot, const std::vector<BandGroup>& groups, int res
         }
       }
     }
-    std::sort(range.trees.begin(), range.trees.end());
+    if (!listed) std::sort(range.trees.begin(), range.trees.end());
   }
   *min = std::min(*min, range.min);
   *max = std::max(*max, range.max);
