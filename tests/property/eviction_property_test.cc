@@ -131,6 +131,32 @@ TEST(EvictionProperty, NoMinRuntimeProtectedPodEvicted) {
                                    << " cases evict by reclaim or preemption under a min-runtime";
 }
 
+// §6: bindings (moved pods among them) and evictions are listed by (pod_group, pod), each pod
+// once. The KAI answer lists them by pod index, which is this order only because the cluster lays
+// pods out by pod group name, then pod name; this checks it on answers that bind, move and evict.
+TEST(EvictionProperty, BindingsAndEvictionsAreInPodOrder) {
+  auto in_order = [](const auto& list) {
+    for (size_t k = 1; k < list.size(); ++k) {
+      const auto& a = list[k - 1];
+      const auto& b = list[k];
+      if (!(a.pod_group < b.pod_group || (a.pod_group == b.pod_group && a.pod < b.pod))) {
+        return false;
+      }
+    }
+    return true;
+  };
+  int moving = 0;  // answers with a moved pod among their bindings
+  for (const PropertyRun& run : Runs()) {
+    if (!run.first.ok()) continue;
+    EXPECT_TRUE(in_order(run.first->bindings)) << run.description;
+    EXPECT_TRUE(in_order(run.first->evictions)) << run.description;
+    moving +=
+        std::any_of(run.first->evictions.begin(), run.first->evictions.end(),
+                    [](const Eviction& e) { return e.reason == EvictionReason::kConsolidation; });
+  }
+  EXPECT_GE(moving, 1) << "no answer moved a pod";
+}
+
 // §4.8: every eviction makes room for a preemptor whose unit is bound in the same response.
 TEST(EvictionProperty, EveryEvictionsPreemptorIsBound) {
   for (const PropertyRun& run : Runs()) {
