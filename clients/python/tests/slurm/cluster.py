@@ -268,10 +268,29 @@ class SlurmCluster:
             listed = self.run("squeue", "--noheader", "--states=R,CG,CF,S,ST",
                               "--format=%i", check=False)
             if listed.returncode == 0 and not listed.stdout.split() and not self.steps():
+                self._end_strays()
                 return
             time.sleep(0.2)
         raise RuntimeError(f"Slurm test cluster {self.root}: jobs or steps still running "
                            f"{timeout:g}s after scancel: {self._describe(self.steps())}")
+
+    def _end_strays(self) -> None:
+        """Kills the job processes that outlive their job. ``proctrack/linuxproc`` (this cluster
+        cannot use cgroups) finds a step's processes by walking down from its slurmstepd, so a
+        child re-parented when its batch shell was signalled first (a script's ``sleep``) is
+        not signalled and runs to its end. Slurm has ended every job and step by now; what is
+        left with a job id in its environment belongs to none of them."""
+        marker = b"SLURM_JOB_ID="
+        strays = [pid for pid in self.leftover_processes()
+                  if any(entry.startswith(marker) for entry in _environ(pid))]
+        for pid in strays:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        deadline = time.monotonic() + 5
+        while any(_alive(pid) for pid in strays) and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def steps(self) -> list[int]:
         """The slurmstepd processes of this cluster's jobs."""
@@ -285,11 +304,7 @@ class SlurmCluster:
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit() or int(entry.name) == os.getpid():
                 continue
-            try:
-                environ = (entry / "environ").read_bytes()
-            except OSError:  # gone, or not ours to read
-                continue
-            if marker in environ.split(b"\0"):
+            if marker in _environ(int(entry.name)):
                 pids.append(int(entry.name))
         return pids
 
@@ -418,10 +433,12 @@ class SlurmCluster:
 
     def submit(self, account: str, nodes: int = 1, gpus: int = 1, requeue: bool = True,
                cpus: int = 1, seconds: int = 600, partition: str = "gpu",
-               extra: tuple[str, ...] = (), user: str | None = None) -> int:
-        """Submits a batch job that sleeps, as root or as ``user``; returns its id."""
+               extra: tuple[str, ...] = (), user: str | None = None,
+               script_body: str | None = None) -> int:
+        """Submits a batch job that sleeps (or runs ``script_body``), as root or as ``user``;
+        returns its id."""
         script = self.root / f"job-{time.monotonic_ns()}.sh"
-        script.write_text(f"#!/bin/bash\nsleep {seconds}\n")
+        script.write_text("#!/bin/bash\n" + (script_body or f"sleep {seconds}\n"))
         script.chmod(0o755)
         args = ["sbatch", "--parsable", f"--account={account}", f"--partition={partition}",
                 f"--nodes={nodes}", f"--ntasks-per-node=1", f"--cpus-per-task={cpus}",
@@ -472,3 +489,21 @@ def _name(pid: int) -> str:
         return Path(f"/proc/{pid}/comm").read_text().strip()
     except OSError:
         return "?"
+
+
+def _environ(pid: int) -> list[bytes]:
+    """The environment of process ``pid``, one ``NAME=value`` entry each; empty when it is gone
+    or not ours to read."""
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return []
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie, waiting for its parent, does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
