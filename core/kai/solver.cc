@@ -120,25 +120,43 @@ bool SameDevices(const WorkingState& state, int pod, const DeviceChoice& choice)
 // the tie-break, and the top level folds the roots the same way. O(depth · children) per job.
 class JobPicker {
  public:
-  // Jobs 0 .. jobs - 1 of `paths`, `keys` and `job_keys` (which may hold more).
+  using Scratch = Solver::PickerScratch;
+  // Jobs 0 .. jobs - 1 of `paths`, `keys` and `job_keys` (which may hold more). The picker's
+  // rows live in `scratch`, grown and never shrunk, so that building one allocates nothing once
+  // a search has built a picker as large.
   JobPicker(const QueueTree& tree, const QueueChain& chain, size_t jobs,
             const std::vector<std::vector<int>>& paths,
-            const std::vector<std::vector<ChainKey>>& keys, const std::vector<JobKey>& job_keys)
-      : tree_(tree), chain_(chain), keys_(keys), job_keys_(job_keys) {
+            const std::vector<std::vector<ChainKey>>& keys, const std::vector<JobKey>& job_keys,
+            Scratch& scratch)
+      : tree_(tree),
+        chain_(chain),
+        keys_(keys),
+        job_keys_(job_keys),
+        queues_(scratch.queues),
+        path_slots_(scratch.path_slots),
+        members_(scratch.members),
+        pick_(scratch.pick),
+        roots_(scratch.roots),
+        alive_(scratch.alive) {
+    queues_.clear();
     for (size_t j = 0; j < jobs; ++j)
       queues_.insert(queues_.end(), paths[j].begin(), paths[j].end());
     std::sort(queues_.begin(), queues_.end());
     queues_.erase(std::unique(queues_.begin(), queues_.end()), queues_.end());
-    members_.resize(queues_.size());
+    if (members_.size() < queues_.size()) members_.resize(queues_.size());
+    for (size_t slot = 0; slot < queues_.size(); ++slot) members_[slot].clear();
     pick_.assign(queues_.size(), -1);
-    alive_.assign(jobs, true);
+    alive_.assign(jobs, 1);
     // Members in index order: a leaf's jobs, a queue's children (queues_ is sorted, so slot
     // order is index order). Queues are named by their slots from here on.
-    path_slots_.resize(jobs);
+    if (path_slots_.size() < jobs) path_slots_.resize(jobs);
     for (size_t j = 0; j < jobs; ++j) {
-      for (int queue : paths[j]) path_slots_[j].push_back(static_cast<int>(Slot(queue)));
-      members_[path_slots_[j].back()].push_back(static_cast<int>(j));
+      std::vector<int>& slots = path_slots_[j];
+      slots.clear();
+      for (int queue : paths[j]) slots.push_back(static_cast<int>(Slot(queue)));
+      members_[slots.back()].push_back(static_cast<int>(j));
     }
+    roots_.clear();
     for (size_t slot = 0; slot < queues_.size(); ++slot) {
       const int parent = tree_.parent(queues_[slot]);
       if (parent < 0) {
@@ -147,7 +165,8 @@ class JobPicker {
         members_[Slot(parent)].push_back(static_cast<int>(slot));
       }
     }
-    std::vector<std::pair<int, int>> by_depth;  // (-depth, slot)
+    std::vector<std::pair<int, int>>& by_depth = scratch.by_depth;  // (-depth, slot)
+    by_depth.clear();
     for (size_t slot = 0; slot < queues_.size(); ++slot) {
       by_depth.emplace_back(-tree_.entry(queues_[slot]).depth, static_cast<int>(slot));
     }
@@ -160,7 +179,7 @@ class JobPicker {
   int Best() const { return top_; }
   // Takes `job` out and re-picks the queues on its path.
   void Remove(int job) {
-    alive_[job] = false;
+    alive_[job] = 0;
     const std::vector<int>& path = path_slots_[job];
     for (size_t d = path.size(); d-- > 0;) Repick(path[d]);
     top_ = Fold(roots_);
@@ -206,12 +225,12 @@ class JobPicker {
   const QueueChain& chain_;
   const std::vector<std::vector<ChainKey>>& keys_;
   const std::vector<JobKey>& job_keys_;
-  std::vector<int> queues_;                   // the queues on the jobs' paths, ascending
-  std::vector<std::vector<int>> path_slots_;  // per job: the slots of its path's queues
-  std::vector<std::vector<int>> members_;     // per slot: its jobs (leaf) or its children's slots
-  std::vector<int> pick_;                     // per slot: its current pick, -1 when none is left
-  std::vector<int> roots_;                    // the slots of the top-level queues, ascending
-  std::vector<bool> alive_;                   // per job: not yet taken out
+  std::vector<int>& queues_;                   // the queues on the jobs' paths, ascending
+  std::vector<std::vector<int>>& path_slots_;  // per job: the slots of its path's queues
+  std::vector<std::vector<int>>& members_;     // per slot: its jobs (leaf) or its children's slots
+  std::vector<int>& pick_;                     // per slot: its current pick, -1 when none is left
+  std::vector<int>& roots_;                    // the slots of the top-level queues, ascending
+  std::vector<char>& alive_;                   // per job: not yet taken out
   int top_ = -1;
 };
 
@@ -262,7 +281,7 @@ void Solver::OrderJobs(const std::vector<int>& groups,
     }
     return;
   }
-  JobPicker picker(cluster.tree(), chain_, jobs, paths, keys, job_keys);
+  JobPicker picker(cluster.tree(), chain_, jobs, paths, keys, job_keys, picker_scratch_);
   for (int best = picker.Best(); best >= 0; best = picker.Best()) {
     if (!visit(best)) return;
     picker.Remove(best);
@@ -279,7 +298,8 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
   if (poll.Tick(1 + victim_pods)) return false;  // cancelled: before anything changes
   ++session_.counters().tries;
   // Min-runtime protection is judged on the pods RUNNING before the try.
-  std::vector<int> protected_groups;
+  std::vector<int>& protected_groups = try_scratch_.protected_groups;
+  protected_groups.clear();
   for (const EvictionUnit& victim : victims) {
     if (action_.IsProtected(group, victim.group)) protected_groups.push_back(victim.group);
   }
@@ -292,13 +312,15 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
   for (const EvictionUnit& victim : victims) {
     for (int pod : victim.pods) state.Evict(pod);
   }
-  std::vector<int> groups;
-  std::vector<std::vector<int>> pods;
-  std::vector<std::vector<double>> requests;
+  // The try's jobs, in the solver's scratch: the first groups.size() rows of pods and requests.
+  std::vector<int>& groups = try_scratch_.groups;
+  std::vector<std::vector<int>>& pods = try_scratch_.pods;
+  std::vector<std::vector<double>>& requests = try_scratch_.requests;
   GatherJobs(group, unit, part, victims, &groups, &pods, &requests);
 
   bool ok = true;
-  std::vector<int> moved_groups;
+  std::vector<int>& moved_groups = try_scratch_.moved_groups;
+  moved_groups.clear();
   // With `room`: the room the victims re-placed before P took; once P is placed, nothing.
   const TryRoom* tracked = room;
   int taken = 0;
@@ -342,23 +364,28 @@ void Solver::GatherJobs(int group, const Unit& unit, int part,
   const Cluster& cluster = session_.cluster();
   std::vector<int>& groups = *groups_out;
   std::vector<std::vector<int>>& pods = *pods_out;
-  // The jobs: P with `part`, then each victim group with its pods of S.
-  groups = {group};
-  pods = {std::vector<int>(unit.pods.begin(), unit.pods.begin() + part)};
+  // The jobs: P with `part`, then each victim group with its pods of S. `pods` and `requests`
+  // keep their rows from one try to the next: row j is job j's, the rows past the jobs are stale.
+  groups.assign(1, group);
+  if (pods.empty()) pods.resize(1);
+  pods[0].assign(unit.pods.begin(), unit.pods.begin() + part);
   for (const EvictionUnit& victim : victims) {
     auto it = std::find(groups.begin(), groups.end(), victim.group);
     if (it == groups.end()) {
       groups.push_back(victim.group);
-      pods.emplace_back();
+      if (pods.size() < groups.size()) pods.resize(groups.size());
+      pods[groups.size() - 1].clear();
       it = groups.end() - 1;
     }
     std::vector<int>& list = pods[it - groups.begin()];
     list.insert(list.end(), victim.pods.begin(), victim.pods.end());
   }
   std::vector<std::vector<double>>& requests = *requests_out;
-  for (std::vector<int>& list : pods) {
+  if (requests.size() < groups.size()) requests.resize(groups.size());
+  for (size_t j = 0; j < groups.size(); ++j) {
+    std::vector<int>& list = pods[j];
     std::sort(list.begin(), list.end());  // pod order
-    requests.push_back(SumRequests(cluster, list.data(), static_cast<int>(list.size())));
+    SumRequestsInto(cluster, list.data(), static_cast<int>(list.size()), &requests[j]);
   }
 }
 

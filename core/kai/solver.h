@@ -35,6 +35,18 @@ class RoomBound;     // solver_bounds.h: the room a part could find
 
 class Solver {
  public:
+  // The rows of OrderJobs' incremental picker (solver.cc), kept by the solver from one try to
+  // the next; only the picker reads them.
+  struct PickerScratch {
+    std::vector<int> queues;
+    std::vector<std::vector<int>> path_slots;
+    std::vector<std::vector<int>> members;
+    std::vector<int> pick;
+    std::vector<int> roots;
+    std::vector<char> alive;
+    std::vector<std::pair<int, int>> by_depth;
+  };
+
   // Searches victims by `action`'s rules. `chain` and `action` must outlive the solver.
   // `shared_order`: when the action shares its victim order (SharesVictimOrder), that order,
   // built with eligibility independent of the preemptor on the current state; the solver turns
@@ -85,7 +97,8 @@ class Solver {
            bool keep, Attempt* attempt, int* placed_out = nullptr, const TryRoom* room = nullptr);
   // The steps of Try, in order. GatherJobs: the try's jobs, P with the first `part` pods of
   // `unit` and then each victim group with its pods of `victims` (first draw order); each job's
-  // pods in pod order and their summed requests.
+  // pods in pod order and their summed requests (rows 0 .. jobs - 1 of `pods_out` and
+  // `requests_out`, which may hold more).
   void GatherJobs(int group, const Unit& unit, int part, const std::vector<EvictionUnit>& victims,
                   std::vector<int>* groups_out, std::vector<std::vector<int>>* pods_out,
                   std::vector<std::vector<double>>* requests_out) const;
@@ -158,6 +171,17 @@ class Solver {
   std::vector<std::vector<int>> order_paths_;
   std::vector<std::vector<ChainKey>> order_keys_;
   std::vector<JobKey> order_job_keys_;
+  PickerScratch picker_scratch_;
+  // A try's rows (Try, GatherJobs), kept from one try to the next: `pods` and `requests` have a
+  // row per job of the current try (the first groups.size()) and stale rows past them.
+  struct TryScratch {
+    std::vector<int> groups;
+    std::vector<std::vector<int>> pods;
+    std::vector<std::vector<double>> requests;
+    std::vector<int> protected_groups;
+    std::vector<int> moved_groups;
+  };
+  TryScratch try_scratch_;
 };
 
 }  // namespace arbiter::kai

@@ -8,12 +8,18 @@
 namespace arbiter::kai {
 
 std::vector<double> SumRequests(const Cluster& cluster, const int* pods, int count) {
-  std::vector<double> sum(cluster.num_resources(), 0.0);
+  std::vector<double> sum;
+  SumRequestsInto(cluster, pods, count, &sum);
+  return sum;
+}
+
+void SumRequestsInto(const Cluster& cluster, const int* pods, int count, std::vector<double>* sum) {
+  sum->assign(cluster.num_resources(), 0.0);
+  double* out = sum->data();
   for (int i = 0; i < count; ++i) {
     const double* requests = cluster.requests(pods[i]);
-    for (int r = 0; r < cluster.num_resources(); ++r) sum[r] += requests[r];
+    for (int r = 0; r < cluster.num_resources(); ++r) out[r] += requests[r];
   }
-  return sum;
 }
 
 namespace {

@@ -24,6 +24,8 @@ using DrawnUnits = std::unordered_map<int, int64_t>;
 
 // Σ of the requests (over R) of the `count` pods at `pods`, summed in that order.
 std::vector<double> SumRequests(const Cluster& cluster, const int* pods, int count);
+// The same sum written into `sum` (resized to R), which keeps its storage.
+void SumRequestsInto(const Cluster& cluster, const int* pods, int count, std::vector<double>* sum);
 
 // For a part of identical pods, k pods fit only if the nodes can hold k of them counted node by
 // node: an upper bound, since re-placed victims only take room. The bound counts that room once R
