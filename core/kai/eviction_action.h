@@ -52,6 +52,9 @@ class EvictionAction {
   virtual bool ReplacesVictims() const { return true; }
   // The most victim groups one solution may take; -1: no cap.
   virtual int max_victim_groups() const { return -1; }
+  // Whether every victim the filter accepts lies in the preemptor's leaf (PREEMPT): a hint to the
+  // room bound about how few the victims are, which moves no answer.
+  virtual bool VictimsInOwnLeaf() const { return false; }
   // The action's victim filter: whether `preemptor` may take `victim`, on top of the generic
   // rules of §4.7 (min-runtime included, which the generic rules leave to the action).
   virtual bool MayEvict(int preemptor, int victim) const = 0;

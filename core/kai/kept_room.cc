@@ -55,6 +55,31 @@ const KeptRoom::Counts& KeptRoom::CountsFor(const WorkingState& state, const Pro
   return counts;
 }
 
+void KeptRoom::BuildVictimNodes(const Cluster& cluster) {
+  victims_first_.assign(cluster.num_nodes() + 1, 0);
+  auto listed = [&](int p) {
+    const ClusterPod& pod = cluster.pod(p);
+    return pod.phase == PodPhase::kRunning && pod.node >= 0 && cluster.group(pod.group).preemptible;
+  };
+  for (int p = 0; p < cluster.num_pods(); ++p) {
+    if (listed(p)) ++victims_first_[cluster.pod(p).node + 1];
+  }
+  for (int n = 0; n < cluster.num_nodes(); ++n) victims_first_[n + 1] += victims_first_[n];
+  victims_on_.resize(victims_first_.back());
+  std::vector<int> next(victims_first_.begin(), victims_first_.end() - 1);
+  for (int p = 0; p < cluster.num_pods(); ++p) {
+    if (listed(p)) victims_on_[next[cluster.pod(p).node]++] = p;
+  }
+  node_next_.assign(cluster.num_nodes(), -1);
+  node_head_ = -1;
+  int last = -1;
+  for (int n = 0; n < cluster.num_nodes(); ++n) {
+    if (victims_first_[n] == victims_first_[n + 1]) continue;
+    (last < 0 ? node_head_ : node_next_[last]) = n;
+    last = n;
+  }
+}
+
 void KeptRoom::BuildCandidates(const Cluster& cluster) {
   next_.assign(cluster.num_groups(), -1);
   head_ = -1;

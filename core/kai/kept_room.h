@@ -11,11 +11,12 @@
 #include <memory>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "core/kai/working_state.h"
 
 namespace arbiter::kai {
 
-// Scratch rows of free room per node that RoomBound::CountWithAllVictims reuses from one call to
+// Scratch rows of free room per node that RoomBound::CountGroupByGroup reuses from one call to
 // the next, valid where their stamp is current (RoomBound::Fold stamps its row slots the same way).
 // Owned by the session, so that every bound of the cycle shares it (each call leaves it ready for
 // the next).
@@ -23,11 +24,16 @@ struct RoomScratch {
   std::vector<uint64_t> stamp;  // per node
   std::unique_ptr<double[]> free;
   uint64_t current = 0;
-  std::vector<int> nodes;  // the nodes with a current row
-  std::vector<int> count;  // per node: the pods counted in its row (RoomBound::CountWithAllVictims)
-  std::vector<char> dirty;      // per node: to be counted again; all 0 between calls
+  std::vector<int> nodes;   // the nodes with a current row
+  std::vector<int> count;   // per node: the pods counted in its row (RoomBound::CountGroupByGroup)
+  std::vector<char> dirty;  // per node: to be counted again; all 0 between calls
   std::vector<char> in_chosen;  // per pod: in R (CountWithAllVictims); all 0 between calls
-  std::vector<int> slot;        // per node: a row index (RoomBound::Fold), where stamped
+  // RoomBound::CountNodeByNode: per group, whether it may be a victim, where stamped current;
+  // and the row of the node it counts.
+  std::vector<uint64_t> group_stamp;
+  std::vector<char> group_ok;
+  std::vector<double> row;
+  std::vector<int> slot;  // per node: a row index (RoomBound::Fold), where stamped
 };
 
 class KeptRoom {
@@ -57,6 +63,35 @@ class KeptRoom {
   // profile is asked for (or after it was dropped: a few profiles are kept, the least recently
   // asked dropped first), else only the nodes changed since it was last asked for.
   const Counts& CountsFor(const WorkingState& state, const Profile& profile, const CountFn& count);
+
+  // Visits, in index order, a superset of the nodes with a pod that may be a victim now, each
+  // with its pods RUNNING in the input whose group is preemptible, in pod order (every pod that
+  // may be a victim there, since a RUNNING pod is on its input node: PodState::kRunning), until
+  // `visit(node, pods, &none_running)` returns false. A node whose visit sets `none_running`
+  // (none of its pods is RUNNING) with no statement open leaves the list for good: between two
+  // such points RUNNING only falls, since a pod is restored (WorkingState::Restore) only in the
+  // statement that evicted it (the victims of a try, Solver::ReplaceVictimGroup), rollbacks
+  // undoing only what their statement did. O(pods) the first time, then O(the nodes passed over).
+  template <typename Visit>
+  void WalkVictimNodes(const WorkingState& state, Visit&& visit) {
+    if (victims_first_.empty()) BuildVictimNodes(state.cluster());
+    const bool may_drop = !state.in_statement();
+    int previous = -1;
+    for (int n = node_head_; n >= 0;) {
+      const int next = node_next_[n];
+      bool none_running = false;
+      const absl::Span<const int> pods = absl::MakeConstSpan(
+          victims_on_.data() + victims_first_[n], victims_first_[n + 1] - victims_first_[n]);
+      const bool go_on = visit(n, pods, &none_running);
+      if (may_drop && none_running) {
+        (previous < 0 ? node_head_ : node_next_[previous]) = next;  // unlinked
+      } else {
+        previous = n;
+      }
+      if (!go_on) return;
+      n = next;
+    }
+  }
 
   // Visits, in group order, a superset of the groups that may be victims now: preemptible, with
   // RUNNING pods, none bound or moved (`visit` checks each again), until `visit` returns false.
@@ -97,11 +132,19 @@ class KeptRoom {
   std::vector<double> free_;
   std::vector<Entry> entries_;
   // Links the preemptible groups, in group order, into the list of candidates.
+  // Links the preemptible groups, in group order, into the list of candidates.
   void BuildCandidates(const Cluster& cluster);
+  // Lists every node with a pod RUNNING in the input of a preemptible group, and their pods.
+  void BuildVictimNodes(const Cluster& cluster);
 
   bool candidates_valid_ = false;
-  int head_ = -1;          // the first candidate, -1: none
-  std::vector<int> next_;  // per group: the next candidate after it, -1: none
+  int head_ = -1;               // the first candidate, -1: none
+  std::vector<int> next_;       // per group: the next candidate after it, -1: none
+  int node_head_ = -1;          // the first node listed, -1: none
+  std::vector<int> node_next_;  // per node: the next node listed after it, -1: none
+  // Node n's pods (WalkVictimNodes) are victims_on_[victims_first_[n], victims_first_[n + 1]).
+  std::vector<int> victims_first_;
+  std::vector<int> victims_on_;
   uint64_t asked_ = 0;
 };
 

@@ -31,6 +31,7 @@ class PreemptAction final : public EvictionAction {
   std::optional<std::string> Precheck(int group, const Unit& unit) const override;
 
   EvictionReason reason() const override { return EvictionReason::kPriorityPreemption; }
+  bool VictimsInOwnLeaf() const override { return true; }
   bool MayEvict(int preemptor, int victim) const override {
     if (!MayEvictIgnoringMinRuntime(preemptor, victim)) return false;
     // A protected group is a victim only if elastic (§0: more than g pods not RELEASING), and

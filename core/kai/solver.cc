@@ -721,7 +721,8 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
   const std::function<bool(int)> eligible = [this, group](int g) { return MayEvict(group, g); };
   // Give up at once when no victim set can make the room or lift the quota breach; below, skip
   // the tries either bound rules out (solver_bounds.h).
-  RoomBound room(session_, unit, part, *chosen, eligible, &session_.room_scratch());
+  RoomBound room(session_, unit, part, *chosen, eligible, &session_.room_scratch(),
+                 action_.VictimsInOwnLeaf());
   if (poll.Tick(cluster.num_nodes() + cluster.num_pods())) return false;
   if (!room.AnyVictimSetMayHold()) return false;
   const QuotaBound quota(session_, group, unit, part, *chosen);

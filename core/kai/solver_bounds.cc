@@ -83,7 +83,8 @@ int PodsThatFit(const double* node_requests, bool off_nodes, const double* free,
 
 RoomBound::RoomBound(Session& session, const Unit& unit, int part,
                      const std::vector<EvictionUnit>& chosen,
-                     const std::function<bool(int group)>& eligible, RoomScratch* scratch)
+                     const std::function<bool(int group)>& eligible, RoomScratch* scratch,
+                     bool one_leaf)
     : session_(session), scratch_(*scratch), part_(part) {
   const Cluster& cluster = session_.cluster();
   const WorkingState& state = session_.state();
@@ -132,7 +133,7 @@ RoomBound::RoomBound(Session& session, const Unit& unit, int part,
     base_total_ += count - base_count_[n];
     base_count_[n] = count;
   }
-  CountWithAllVictims(eligible, chosen_pods);
+  CountWithAllVictims(eligible, chosen_pods, one_leaf);
   drawn_free_ = base_free_;
   drawn_units_ = base_units_;
   drawn_count_ = base_count_;
@@ -190,22 +191,33 @@ std::vector<int> RoomBound::AddDeviceRoom() {
   return device_nodes;
 }
 
+// The count is only compared with the part (AnyVictimSetMayHold), and it only grows as victims
+// are added: PodsOn never decreases when free room grows, since requests are not negative. So it
+// may stop once it reaches the part: the full count would too. Both walks add the same victims
+// onto the same base rows, each node's in pod order (pods are numbered through the groups in
+// group order), so every row, its count and its devices' evicted units come out the same, and
+// when the part is not reached either gives the full count. They differ in what they pass over.
 void RoomBound::CountWithAllVictims(const std::function<bool(int group)>& eligible,
-                                    const std::vector<int>& chosen_pods) {
-  // The count is only compared with the part (AnyVictimSetMayHold), and it only grows as victims
-  // are added: PodsOn never decreases when free room grows, since requests are not negative. So
-  // the victims are added group by group, the nodes they touch re-counted after the 1st, 2nd,
-  // 4th, ... 64th group and at the end, and the count stops once it reaches the part: the full
-  // count would too. When it does not, every victim is added, in the same order (group, then pod
-  // order) onto the same base, and the count is the full one. A touched node's row starts from
-  // its base row in the scratch.
-  const Cluster& cluster = session_.cluster();
-  const WorkingState& state = session_.state();
-  const int rn_count = cluster.num_node_resources();
+                                    const std::vector<int>& chosen_pods, bool one_leaf) {
   with_all_victims_ = base_total_;
   if (with_all_victims_ >= part_) return;
   PrepareScratch();
   for (int p : chosen_pods) scratch_.in_chosen[p] = 1;  // cleared below
+  if (one_leaf) {
+    CountGroupByGroup(eligible);
+  } else {
+    CountNodeByNode(eligible);
+  }
+  for (int p : chosen_pods) scratch_.in_chosen[p] = 0;
+}
+
+void RoomBound::CountGroupByGroup(const std::function<bool(int group)>& eligible) {
+  // Victims are added group by group, the nodes they touch re-counted after the 1st, 2nd, 4th,
+  // ... 64th group and at the end. A touched node's row starts from its base row in the scratch.
+  // It passes over the groups that may not be victims without reading their pods.
+  const Cluster& cluster = session_.cluster();
+  const WorkingState& state = session_.state();
+  const int rn_count = cluster.num_node_resources();
   ++scratch_.current;
   std::vector<int>& dirty_nodes = scratch_.nodes;
   dirty_nodes.clear();
@@ -247,7 +259,53 @@ void RoomBound::CountWithAllVictims(const std::function<bool(int group)>& eligib
     return !(added <= 64 && (added & (added - 1)) == 0 && recount());
   });
   recount();
-  for (int p : chosen_pods) scratch_.in_chosen[p] = 0;
+}
+
+void RoomBound::CountNodeByNode(const std::function<bool(int group)>& eligible) {
+  // Nodes are visited in index order, each node's victims added to its base row at once, so the
+  // count stops at the first nodes that hold the part once emptied. A node where the part may
+  // not go counts none whatever is evicted, and is passed over.
+  const Cluster& cluster = session_.cluster();
+  const WorkingState& state = session_.state();
+  const Feasibility& feasibility = session_.feasibility();
+  const int rn_count = cluster.num_node_resources();
+  const uint64_t stamp = ++scratch_.current;
+  // Whether group g may be a victim now (preemptible, RUNNING pods, none bound or moved, and
+  // `eligible`), asked once per group in this count.
+  auto may_be_victim = [&](int g) {
+    if (scratch_.group_stamp[g] != stamp) {
+      scratch_.group_stamp[g] = stamp;
+      scratch_.group_ok[g] = cluster.group(g).preemptible && state.running(g) > 0 &&
+                             state.bound(g) == 0 && state.moved(g) == 0 && eligible(g);
+    }
+    return scratch_.group_ok[g] != 0;
+  };
+  DrawnUnits all_units = base_units_;
+  std::vector<double>& row = scratch_.row;
+  row.resize(rn_count);
+  session_.kept_room().WalkVictimNodes(state, [&](int node, absl::Span<const int> pods,
+                                                  bool* none_running) {
+    if (cluster.node(node).node->unschedulable || !feasible_class_[feasibility.node_class(node)]) {
+      return true;
+    }
+    bool running = false;
+    bool added = false;
+    for (int p : pods) {
+      if (state.pod_state(p) != PodState::kRunning) continue;
+      running = true;
+      if (scratch_.in_chosen[p] != 0 || !may_be_victim(cluster.pod(p).group)) continue;
+      if (!added) {
+        std::copy(&base_free_[node * rn_count], &base_free_[node * rn_count] + rn_count,
+                  row.begin());
+        added = true;
+      }
+      AddVictimRoom(state, p, sharing_, &all_units, row.data());
+    }
+    *none_running = !running;
+    if (!added) return true;
+    with_all_victims_ += PodsOn(node, row.data()) - base_count_[node];
+    return with_all_victims_ < part_;
+  });
 }
 
 void RoomBound::PrepareScratch() {
@@ -260,6 +318,8 @@ void RoomBound::PrepareScratch() {
   scratch_.dirty.assign(nodes, 0);
   scratch_.slot.assign(nodes, 0);
   scratch_.in_chosen.assign(session_.cluster().num_pods(), 0);
+  scratch_.group_stamp.assign(session_.cluster().num_groups(), 0);
+  scratch_.group_ok.assign(session_.cluster().num_groups(), 0);
   scratch_.current = 0;
 }
 

@@ -38,8 +38,11 @@ class RoomBound {
   // every eligible victim (a preemptible group with RUNNING pods, none bound or moved, accepted
   // by `eligible`) is evicted too. `session` and `scratch` outlive the bound.
   // O(nodes · R_n + pods).
+  // `one_leaf`: every eligible victim lies in the preemptor's leaf (PREEMPT); it decides only
+  // how the count with every victim walks.
   RoomBound(Session& session, const Unit& unit, int part, const std::vector<EvictionUnit>& chosen,
-            const std::function<bool(int group)>& eligible, RoomScratch* scratch);
+            const std::function<bool(int group)>& eligible, RoomScratch* scratch,
+            bool one_leaf = false);
 
   // False when evicting every eligible victim could not make the room: no try can place the part.
   bool AnyVictimSetMayHold() const { return !counted_ || with_all_victims_ >= part_; }
@@ -75,8 +78,12 @@ class RoomBound {
  private:
   // Sets with_all_victims_ from the base: the pods that fit once every eligible victim (not in
   // R: `chosen_pods`) is evicted too, or any count of at least the part once it is reached.
+  // `one_leaf`: the victims lie in the preemptor's leaf, few among the groups, so the count walks
+  // the groups (CountGroupByGroup); otherwise it walks the nodes (CountNodeByNode).
   void CountWithAllVictims(const std::function<bool(int group)>& eligible,
-                           const std::vector<int>& chosen_pods);
+                           const std::vector<int>& chosen_pods, bool one_leaf);
+  void CountGroupByGroup(const std::function<bool(int group)>& eligible);
+  void CountNodeByNode(const std::function<bool(int group)>& eligible);
   // Whether the first `part` pods of `unit` are identical and request something (a part that
   // shares: the same share of the same devices), so that a count bounds them; sets sharing_.
   bool Countable(const Unit& unit, int part);

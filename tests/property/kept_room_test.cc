@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "clients/generator/random.h"
 #include "core/kai/kai_fair_share.h"
 #include "core/kai/session.h"
@@ -199,6 +201,79 @@ TEST(KeptRoom, VictimCandidatesCoverEveryPossibleVictimAfterCommitsAndRollbacks)
   }
   // The list means something only when groups leave it.
   EXPECT_GE(shrunk, kCases / 4);
+}
+
+// The kept list of nodes with possible victims, walked whole: each node with its pods. Each
+// visit says whether none of the node's pods runs, as RoomBound's does.
+std::vector<std::pair<int, std::vector<int>>> VictimNodes(Session& session) {
+  const WorkingState& state = session.state();
+  std::vector<std::pair<int, std::vector<int>>> list;
+  session.kept_room().WalkVictimNodes(
+      state, [&](int node, absl::Span<const int> pods, bool* none_running) {
+        list.emplace_back(node, std::vector<int>(pods.begin(), pods.end()));
+        *none_running = std::none_of(pods.begin(), pods.end(), [&](int p) {
+          return state.pod_state(p) == PodState::kRunning;
+        });
+        return true;
+      });
+  return list;
+}
+
+// Every pod that may be a victim now (RUNNING, of a preemptible group) is listed under its node,
+// the nodes ascending and each node's pods in pod order.
+void ExpectVictimNodesCover(Session& session) {
+  const kai::Cluster& cluster = session.cluster();
+  const WorkingState& state = session.state();
+  const std::vector<std::pair<int, std::vector<int>>> list = VictimNodes(session);
+  std::vector<int> nodes;
+  for (const auto& [node, pods] : list) {
+    ASSERT_TRUE(std::is_sorted(pods.begin(), pods.end())) << "node " << node;
+    nodes.push_back(node);
+  }
+  ASSERT_TRUE(std::is_sorted(nodes.begin(), nodes.end()));
+  for (int p = 0; p < cluster.num_pods(); ++p) {
+    if (state.pod_state(p) != PodState::kRunning ||
+        !cluster.group(cluster.pod(p).group).preemptible) {
+      continue;
+    }
+    const auto at = std::lower_bound(nodes.begin(), nodes.end(), state.pod_node(p));
+    ASSERT_TRUE(at != nodes.end() && *at == state.pod_node(p)) << "pod " << p;
+    const std::vector<int>& pods = list[at - nodes.begin()].second;
+    ASSERT_TRUE(std::binary_search(pods.begin(), pods.end(), p)) << "pod " << p;
+  }
+}
+
+TEST(KeptRoom, VictimNodesCoverEveryPossibleVictimAfterCommitsAndRollbacks) {
+  int shrunk = 0;
+  for (uint64_t index = 0; index < kCases; ++index) {
+    const generator::GeneratorOptions options = PropertyCaseOptions(index, GeneratorModel::kKai);
+    const generator::GeneratedRequest request = generator::Generate(options);
+    const ValidatedSnapshot validated = MustValidate(request.snapshot, request.policy);
+    const kai::KaiFairShare shares = kai::ComputeKaiFairShare(validated);
+    Session session(shares);
+    const kai::Cluster& cluster = session.cluster();
+    if (cluster.num_nodes() == 0 || cluster.num_pods() == 0 || cluster.num_groups() == 0) continue;
+    WorkingState& state = session.state();
+    generator::Rng rng(index * 6151 + 11);
+    const size_t first = VictimNodes(session).size();
+    for (int round = 0; round < kRoundsPerCase; ++round) {
+      const WorkingState::Mark mark = state.Checkpoint();
+      TryLike(session, rng);
+      ExpectVictimNodesCover(session);  // read inside the statement: nothing leaves
+      const WorkingState::Mark inner = state.Checkpoint();
+      TryLike(session, rng);
+      state.Rollback(inner);
+      if (rng.Below(2) == 0) {
+        state.Commit(mark);
+      } else {
+        state.Rollback(mark);
+      }
+      ExpectVictimNodesCover(session);
+    }
+    if (VictimNodes(session).size() < first) ++shrunk;
+  }
+  // The list means something only when nodes leave it.
+  EXPECT_GE(shrunk, kCases / 8);
 }
 
 }  // namespace
