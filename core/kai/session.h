@@ -133,6 +133,15 @@ class Session {
   };
   SequenceUnits& sequence_units() { return sequence_units_; }
   DrawScratch& draw_scratch() { return draw_scratch_; }
+  // Per group, whether min-runtime protects it from a victim search's preemptor on the state the
+  // search starts from (Solver::Protects), valid where its stamp is the search's epoch: every
+  // try of a search starts from that state, and the search commits nothing.
+  struct VerdictScratch {
+    std::vector<uint64_t> stamp;
+    std::vector<int8_t> protects;
+    uint64_t epoch = 0;
+  };
+  VerdictScratch& verdict_scratch() { return verdict_scratch_; }
 
  private:
   void CallAttemptHook(std::string_view action, int group, int pods, std::string_view outcome,
@@ -157,6 +166,7 @@ class Session {
   RoomScratch room_scratch_;
   DrawScratch draw_scratch_;
   SequenceUnits sequence_units_;
+  VerdictScratch verdict_scratch_;
   const std::function<void(const AttemptTrace&)>* attempt_hook_ = nullptr;
 };
 

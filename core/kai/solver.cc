@@ -301,7 +301,7 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
   std::vector<int>& protected_groups = try_scratch_.protected_groups;
   protected_groups.clear();
   for (const EvictionUnit& victim : victims) {
-    if (action_.IsProtected(group, victim.group)) protected_groups.push_back(victim.group);
+    if (Protects(group, victim.group)) protected_groups.push_back(victim.group);
   }
   // The try reads the node index frozen, through the placer's overlay: its changes, rolled back
   // (or committed) at the end, never re-key a tree.
@@ -804,7 +804,29 @@ Solver::Outcome Solver::Solve(int group, const Unit& unit, std::vector<int>* vic
   return Outcome::kPlaced;
 }
 
+void Solver::StartVerdicts() {
+  Session::VerdictScratch& verdicts = session_.verdict_scratch();
+  const size_t groups = static_cast<size_t>(session_.cluster().num_groups());
+  if (verdicts.stamp.size() != groups) {
+    verdicts.stamp.assign(groups, 0);
+    verdicts.protects.assign(groups, 0);
+  }
+  ++verdicts.epoch;
+}
+
+// Whether min-runtime protects `victim`: 0 until asked in the current search, then 1 (no) or
+// 2 (yes).
+bool Solver::Protects(int preemptor, int victim) const {
+  Session::VerdictScratch& verdicts = session_.verdict_scratch();
+  if (verdicts.stamp[victim] != verdicts.epoch) {
+    verdicts.stamp[victim] = verdicts.epoch;
+    verdicts.protects[victim] = action_.IsProtected(preemptor, victim) ? 2 : 1;
+  }
+  return verdicts.protects[victim] == 2;
+}
+
 Solver::Outcome Solver::Search(int group, const Unit& unit, std::vector<EvictionUnit>* chosen_out) {
+  StartVerdicts();
   RecordStartAllocations();
   // Cancelled (here or in a try): every statement is closed, the state is as it was; the caller
   // sees kFailed and, checking the poll, records nothing.

@@ -154,6 +154,12 @@ class Solver {
   bool MayEvict(int preemptor, int victim) const {
     return victim != preemptor && action_.MayEvict(preemptor, victim);
   }
+  // Whether min-runtime protects `victim` from `preemptor` (EvictionAction::IsProtected) on the
+  // state the search started from; asked of the action once per group in a search
+  // (Session::VerdictScratch), `preemptor` being the search's.
+  bool Protects(int preemptor, int victim) const;
+  // Starts the verdicts of a new search: none known.
+  void StartVerdicts();
 
   Session& session_;
   const QueueChain& chain_;
