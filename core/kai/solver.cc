@@ -817,6 +817,9 @@ void Solver::StartVerdicts() {
 // Whether min-runtime protects `victim`: 0 until asked in the current search, then 1 (no) or
 // 2 (yes).
 bool Solver::Protects(int preemptor, int victim) const {
+  // The reference search asks every time, so the differential test compares the kept verdicts
+  // with fresh ones.
+  if (session_.reference_search()) return action_.IsProtected(preemptor, victim);
   Session::VerdictScratch& verdicts = session_.verdict_scratch();
   if (verdicts.stamp[victim] != verdicts.epoch) {
     verdicts.stamp[victim] = verdicts.epoch;

@@ -17,6 +17,7 @@ namespace {
 using ::arbiter::testing::Bindings;
 using ::arbiter::testing::CaseName;
 using ::arbiter::testing::EvictionCase;
+using ::arbiter::testing::Evictions;
 using ::arbiter::testing::ExpectDecisions;
 using ::arbiter::testing::GangHoldsTheNode;
 using ::arbiter::testing::Gpu;
@@ -323,6 +324,50 @@ TEST(Reclaim, MinRuntimeElasticWithOnlyItsGangRunningIsAVictimThatMustKeepIt) {
   ASSERT_EQ(result.evictions.size(), 1u);
   EXPECT_EQ(result.evictions[0].pod, "small-0");
   EXPECT_THAT(Bindings(result), ElementsAre("job-0@n1+"));
+}
+
+// §4.7: reclaim min-runtime is read at the child of the two leaves' lowest common ancestor on the
+// victim's side, so one victim may be protected from one reclaimer and not from another in the
+// same cycle. "small" (elastic, its one RUNNING pod started at 900) and "wide" (g = 1, started at
+// 900) run in org/team-b. From "outsider" (a top-level queue) the child is org, protected for
+// 600 s: small may not lose its last pod and wide is no victim, so outsider (first in §4.3
+// order: org is over its share) stays pending. From "insider" (org/team-c) the child is team-b,
+// whose 0 s protects nothing: small goes. The solver keeps each search's protection verdicts;
+// one kept from outsider's search would keep small from insider.
+TEST(Reclaim, MinRuntimeProtectionIsJudgedForEachReclaimer) {
+  Snapshot s = SnapshotBuilder()
+                   .Now(1000)
+                   .Node("n1", Gpu(2))
+                   .Queue("outsider-team")
+                   .Deserved(Gpu(1))
+                   .Queue("org")
+                   .Deserved(Gpu(1))
+                   .ReclaimMinRuntime(600)
+                   .Queue("team-b", "org")
+                   .Deserved(Gpu(0))
+                   .ReclaimMinRuntime(0)
+                   .Queue("team-c", "org")
+                   .Deserved(Gpu(1))
+                   .Group("small", "team-b")
+                   .Priority(10)
+                   .MinMember(1)
+                   .RunningPods(1, Gpu(1), "n1")
+                   .Started(900)
+                   .Pods(2, Gpu(1))
+                   .Group("wide", "team-b")
+                   .Priority(20)
+                   .MinMember(1)
+                   .RunningPods(1, Gpu(1), "n1")
+                   .Started(900)
+                   .Group("outsider", "outsider-team")
+                   .Pods(1, Gpu(1))
+                   .Group("insider", "team-c")
+                   .Pods(1, Gpu(1))
+                   .Build();
+  const ScheduleResult result = RunCycle(s, AllocateReclaim());
+  EXPECT_THAT(Evictions(result), ElementsAre("small-0@n1 FAIR_SHARE_RECLAIM for insider"));
+  EXPECT_THAT(Bindings(result), ElementsAre("insider-0@n1+"));
+  EXPECT_THAT(Pending(result), Contains("outsider:insufficient-resources"));
 }
 
 // The min-runtime reason names the latest end among the victims the unit needs: two gangs that
