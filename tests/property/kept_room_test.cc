@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "core/kai/session.h"
 #include "core/validation.h"
 #include "gtest/gtest.h"
+#include "tests/property/kai_case.h"
 #include "tests/property/property_support.h"
 #include "tests/property/state_mutation.h"
 #include "tests/support/validated.h"
@@ -72,11 +74,8 @@ void ExpectKeptEqualsFresh(Session& session, const KeptRoom::Profile& profile) {
 TEST(KeptRoom, EqualsAFreshCountAfterRandomCommitsAndRollbacks) {
   int compared = 0;
   for (uint64_t index = 0; index < kCases; ++index) {
-    const generator::GeneratorOptions options = PropertyCaseOptions(index, GeneratorModel::kKai);
-    const generator::GeneratedRequest request = generator::Generate(options);
-    const ValidatedSnapshot validated = MustValidate(request.snapshot, request.policy);
-    const kai::KaiFairShare shares = kai::ComputeKaiFairShare(validated);
-    Session session(shares);
+    KaiCase c(index);
+    Session& session = c.session;
     const kai::Cluster& cluster = session.cluster();
     if (cluster.num_nodes() == 0 || cluster.num_pods() == 0) continue;
     WorkingState& state = session.state();
@@ -170,23 +169,24 @@ void ExpectCandidatesCover(Session& session) {
   }
 }
 
-TEST(KeptRoom, VictimCandidatesCoverEveryPossibleVictimAfterCommitsAndRollbacks) {
+// Runs tries (TryLike) in statements on every case, committed or rolled back, an inner one always
+// rolled back, and calls `expect_cover` inside the statement and after it. Returns how many cases
+// ended with a shorter list, by `listed`, than they started with.
+int CasesWhoseListShrank(const std::function<size_t(Session&)>& listed,
+                         const std::function<void(Session&)>& expect_cover) {
   int shrunk = 0;
   for (uint64_t index = 0; index < kCases; ++index) {
-    const generator::GeneratorOptions options = PropertyCaseOptions(index, GeneratorModel::kKai);
-    const generator::GeneratedRequest request = generator::Generate(options);
-    const ValidatedSnapshot validated = MustValidate(request.snapshot, request.policy);
-    const kai::KaiFairShare shares = kai::ComputeKaiFairShare(validated);
-    Session session(shares);
+    KaiCase c(index);
+    Session& session = c.session;
     const kai::Cluster& cluster = session.cluster();
     if (cluster.num_nodes() == 0 || cluster.num_pods() == 0 || cluster.num_groups() == 0) continue;
     WorkingState& state = session.state();
     generator::Rng rng(index * 6151 + 11);
-    const size_t first = Candidates(session).size();
+    const size_t first = listed(session);
     for (int round = 0; round < kRoundsPerCase; ++round) {
       const WorkingState::Mark mark = state.Checkpoint();
       TryLike(session, rng);
-      ExpectCandidatesCover(session);  // read inside the statement: nothing leaves
+      expect_cover(session);  // read inside the statement: nothing leaves
       const WorkingState::Mark inner = state.Checkpoint();
       TryLike(session, rng);
       state.Rollback(inner);
@@ -195,10 +195,16 @@ TEST(KeptRoom, VictimCandidatesCoverEveryPossibleVictimAfterCommitsAndRollbacks)
       } else {
         state.Rollback(mark);
       }
-      ExpectCandidatesCover(session);
+      expect_cover(session);
     }
-    if (Candidates(session).size() < first) ++shrunk;
+    if (listed(session) < first) ++shrunk;
   }
+  return shrunk;
+}
+
+TEST(KeptRoom, VictimCandidatesCoverEveryPossibleVictimAfterCommitsAndRollbacks) {
+  const int shrunk = CasesWhoseListShrank(
+      [](Session& session) { return Candidates(session).size(); }, ExpectCandidatesCover);
   // The list means something only when groups leave it.
   EXPECT_GE(shrunk, kCases / 4);
 }
@@ -244,34 +250,8 @@ void ExpectVictimNodesCover(Session& session) {
 }
 
 TEST(KeptRoom, VictimNodesCoverEveryPossibleVictimAfterCommitsAndRollbacks) {
-  int shrunk = 0;
-  for (uint64_t index = 0; index < kCases; ++index) {
-    const generator::GeneratorOptions options = PropertyCaseOptions(index, GeneratorModel::kKai);
-    const generator::GeneratedRequest request = generator::Generate(options);
-    const ValidatedSnapshot validated = MustValidate(request.snapshot, request.policy);
-    const kai::KaiFairShare shares = kai::ComputeKaiFairShare(validated);
-    Session session(shares);
-    const kai::Cluster& cluster = session.cluster();
-    if (cluster.num_nodes() == 0 || cluster.num_pods() == 0 || cluster.num_groups() == 0) continue;
-    WorkingState& state = session.state();
-    generator::Rng rng(index * 6151 + 11);
-    const size_t first = VictimNodes(session).size();
-    for (int round = 0; round < kRoundsPerCase; ++round) {
-      const WorkingState::Mark mark = state.Checkpoint();
-      TryLike(session, rng);
-      ExpectVictimNodesCover(session);  // read inside the statement: nothing leaves
-      const WorkingState::Mark inner = state.Checkpoint();
-      TryLike(session, rng);
-      state.Rollback(inner);
-      if (rng.Below(2) == 0) {
-        state.Commit(mark);
-      } else {
-        state.Rollback(mark);
-      }
-      ExpectVictimNodesCover(session);
-    }
-    if (VictimNodes(session).size() < first) ++shrunk;
-  }
+  const int shrunk = CasesWhoseListShrank(
+      [](Session& session) { return VictimNodes(session).size(); }, ExpectVictimNodesCover);
   // The list means something only when nodes leave it.
   EXPECT_GE(shrunk, kCases / 8);
 }

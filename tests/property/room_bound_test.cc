@@ -15,6 +15,7 @@
 #include "core/kai/unit.h"
 #include "core/validation.h"
 #include "gtest/gtest.h"
+#include "tests/property/kai_case.h"
 #include "tests/property/property_support.h"
 #include "tests/support/validated.h"
 
@@ -60,11 +61,8 @@ TEST(RoomBound, KeptRowsOfOtherNodesAnswerAsRowsSummedAfresh) {
   int compared = 0;
   int ruled_out = 0;
   for (uint64_t index = 0; index < kCases; ++index) {
-    const generator::GeneratorOptions options = PropertyCaseOptions(index, GeneratorModel::kKai);
-    const generator::GeneratedRequest request = generator::Generate(options);
-    const ValidatedSnapshot validated = MustValidate(request.snapshot, request.policy);
-    const kai::KaiFairShare shares = kai::ComputeKaiFairShare(validated);
-    Session session(shares);
+    KaiCase c(index);
+    Session& session = c.session;
     const kai::Cluster& cluster = session.cluster();
     const WorkingState& state = session.state();
     const std::vector<EvictionUnit> victims = Victims(session);
@@ -88,7 +86,7 @@ TEST(RoomBound, KeptRowsOfOtherNodesAnswerAsRowsSummedAfresh) {
           RoomBound once(session, unit, part, none, eligible, &session.room_scratch());
           for (size_t e = 0; e <= d; ++e) once.AddDrawn(victims[e], NodesOf(state, victims[e]));
           ASSERT_EQ(answer, once.MayHold(node, on_node[node], fresh))
-              << DescribeCase(index, options) << " group " << g << " draw " << d << " node "
+              << DescribeCase(index, c.options) << " group " << g << " draw " << d << " node "
               << node;
           ++compared;
           if (!answer) ++ruled_out;
@@ -108,11 +106,8 @@ TEST(RoomBound, TheGroupWalkAndTheNodeWalkRuleOutTheSameParts) {
   int compared = 0;
   int ruled_out = 0;
   for (uint64_t index = 0; index < kCases; ++index) {
-    const generator::GeneratorOptions options = PropertyCaseOptions(index, GeneratorModel::kKai);
-    const generator::GeneratedRequest request = generator::Generate(options);
-    const ValidatedSnapshot validated = MustValidate(request.snapshot, request.policy);
-    const kai::KaiFairShare shares = kai::ComputeKaiFairShare(validated);
-    Session session(shares);
+    KaiCase c(index);
+    Session& session = c.session;
     const kai::Cluster& cluster = session.cluster();
     WorkingState& state = session.state();
     generator::Rng rng(index * 7919 + 3);
@@ -138,8 +133,8 @@ TEST(RoomBound, TheGroupWalkAndTheNodeWalkRuleOutTheSameParts) {
               const RoomBound by_nodes(session, unit, part, chosen, eligible,
                                        &session.room_scratch(), /*one_leaf=*/false);
               ASSERT_EQ(by_groups.AnyVictimSetMayHold(), by_nodes.AnyVictimSetMayHold())
-                  << DescribeCase(index, options) << " group " << g << " part " << part << " round "
-                  << round;
+                  << DescribeCase(index, c.options) << " group " << g << " part " << part
+                  << " round " << round;
               ++compared;
               if (!by_nodes.AnyVictimSetMayHold()) ++ruled_out;
             }
@@ -148,7 +143,7 @@ TEST(RoomBound, TheGroupWalkAndTheNodeWalkRuleOutTheSameParts) {
       }
       // Committed evictions (as a solution commits them): RUNNING only falls, so the walks may
       // drop nodes and groups for good.
-      for (int c = 0; c < 6; ++c) {
+      for (int k = 0; k < 6; ++k) {
         const int pod = static_cast<int>(rng.Below(static_cast<uint64_t>(cluster.num_pods())));
         if (state.pod_state(pod) == PodState::kRunning) state.Evict(pod);
       }
