@@ -132,7 +132,6 @@ class KeptRoom {
   std::vector<double> free_;
   std::vector<Entry> entries_;
   // Links the preemptible groups, in group order, into the list of candidates.
-  // Links the preemptible groups, in group order, into the list of candidates.
   void BuildCandidates(const Cluster& cluster);
   // Lists every node with a pod RUNNING in the input of a preemptible group, and their pods.
   void BuildVictimNodes(const Cluster& cluster);
