@@ -68,10 +68,9 @@ class KeptRoom {
   // with its pods RUNNING in the input whose group is preemptible, in pod order (every pod that
   // may be a victim there, since a RUNNING pod is on its input node: PodState::kRunning), until
   // `visit(node, pods, &none_running)` returns false. A node whose visit sets `none_running`
-  // (none of its pods is RUNNING) with no statement open leaves the list for good: between two
-  // such points RUNNING only falls, since a pod is restored (WorkingState::Restore) only in the
-  // statement that evicted it (the victims of a try, Solver::ReplaceVictimGroup), rollbacks
-  // undoing only what their statement did. O(pods) the first time, then O(the nodes passed over).
+  // (none of its pods is RUNNING) with no statement open leaves the list for good, since RUNNING
+  // only falls between two such points (see WalkVictimCandidates). O(pods) the first time, then
+  // O(the nodes passed over).
   template <typename Visit>
   void WalkVictimNodes(const WorkingState& state, Visit&& visit) {
     if (victims_first_.empty()) BuildVictimNodes(state.cluster());

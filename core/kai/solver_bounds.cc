@@ -59,6 +59,13 @@ void AddVictimRoom(const WorkingState& state, int pod, bool sharing, DrawnUnits*
   }
 }
 
+// Whether group g may be a victim now: preemptible, with RUNNING pods, none bound or moved, and
+// accepted by `eligible` (RoomBound's count with every victim).
+bool MayBeVictim(const WorkingState& state, int g, const std::function<bool(int group)>& eligible) {
+  return state.cluster().group(g).preemptible && state.running(g) > 0 && state.bound(g) == 0 &&
+         state.moved(g) == 0 && eligible(g);
+}
+
 // Whether two pods that share ask for the same devices and units on every node.
 bool SameShare(const ClusterPod& a, const ClusterPod& b) {
   return a.gpu_devices == b.gpu_devices && a.gpu_fraction == b.gpu_fraction &&
@@ -235,11 +242,8 @@ void RoomBound::CountGroupByGroup(const std::function<bool(int group)>& eligible
   int added = 0;  // groups added
   // Every group that may be a victim, in group order (the others add nothing).
   session_.kept_room().WalkVictimCandidates(state, [&](int g) {
+    if (!MayBeVictim(state, g, eligible)) return true;
     const ClusterGroup& info = cluster.group(g);
-    if (!info.preemptible || state.running(g) == 0 || state.bound(g) > 0 || state.moved(g) > 0 ||
-        !eligible(g)) {
-      return true;
-    }
     for (int p = info.first_pod; p < info.first_pod + info.pod_count; ++p) {
       if (state.pod_state(p) != PodState::kRunning || scratch_.in_chosen[p] != 0) continue;
       const int node = state.pod_node(p);
@@ -267,45 +271,40 @@ void RoomBound::CountNodeByNode(const std::function<bool(int group)>& eligible) 
   // not go counts none whatever is evicted, and is passed over.
   const Cluster& cluster = session_.cluster();
   const WorkingState& state = session_.state();
-  const Feasibility& feasibility = session_.feasibility();
   const int rn_count = cluster.num_node_resources();
   const uint64_t stamp = ++scratch_.current;
-  // Whether group g may be a victim now (preemptible, RUNNING pods, none bound or moved, and
-  // `eligible`), asked once per group in this count.
+  // MayBeVictim, asked once per group in this count.
   auto may_be_victim = [&](int g) {
     if (scratch_.group_stamp[g] != stamp) {
       scratch_.group_stamp[g] = stamp;
-      scratch_.group_ok[g] = cluster.group(g).preemptible && state.running(g) > 0 &&
-                             state.bound(g) == 0 && state.moved(g) == 0 && eligible(g);
+      scratch_.group_ok[g] = MayBeVictim(state, g, eligible);
     }
     return scratch_.group_ok[g] != 0;
   };
   DrawnUnits all_units = base_units_;
   std::vector<double>& row = scratch_.row;
   row.resize(rn_count);
-  session_.kept_room().WalkVictimNodes(state, [&](int node, absl::Span<const int> pods,
-                                                  bool* none_running) {
-    if (cluster.node(node).node->unschedulable || !feasible_class_[feasibility.node_class(node)]) {
-      return true;
-    }
-    bool running = false;
-    bool added = false;
-    for (int p : pods) {
-      if (state.pod_state(p) != PodState::kRunning) continue;
-      running = true;
-      if (scratch_.in_chosen[p] != 0 || !may_be_victim(cluster.pod(p).group)) continue;
-      if (!added) {
-        std::copy(&base_free_[node * rn_count], &base_free_[node * rn_count] + rn_count,
-                  row.begin());
-        added = true;
-      }
-      AddVictimRoom(state, p, sharing_, &all_units, row.data());
-    }
-    *none_running = !running;
-    if (!added) return true;
-    with_all_victims_ += PodsOn(node, row.data()) - base_count_[node];
-    return with_all_victims_ < part_;
-  });
+  session_.kept_room().WalkVictimNodes(
+      state, [&](int node, absl::Span<const int> pods, bool* none_running) {
+        if (!MayGo(node)) return true;
+        bool running = false;
+        bool added = false;
+        for (int p : pods) {
+          if (state.pod_state(p) != PodState::kRunning) continue;
+          running = true;
+          if (scratch_.in_chosen[p] != 0 || !may_be_victim(cluster.pod(p).group)) continue;
+          if (!added) {
+            std::copy(&base_free_[node * rn_count], &base_free_[node * rn_count] + rn_count,
+                      row.begin());
+            added = true;
+          }
+          AddVictimRoom(state, p, sharing_, &all_units, row.data());
+        }
+        *none_running = !running;
+        if (!added) return true;
+        with_all_victims_ += PodsOn(node, row.data()) - base_count_[node];
+        return with_all_victims_ < part_;
+      });
 }
 
 void RoomBound::PrepareScratch() {
@@ -323,12 +322,14 @@ void RoomBound::PrepareScratch() {
   scratch_.current = 0;
 }
 
+bool RoomBound::MayGo(int node) const {
+  return !session_.cluster().node(node).node->unschedulable &&
+         feasible_class_[session_.feasibility().node_class(node)];
+}
+
 int RoomBound::PodsOn(int node, const double* free) const {
   const Cluster& cluster = session_.cluster();
-  if (cluster.node(node).node->unschedulable ||
-      !feasible_class_[session_.feasibility().node_class(node)]) {
-    return 0;
-  }
+  if (!MayGo(node)) return 0;
   const double* requests = sharing_ ? sharing_requests_.data() : cluster.node_requests(pod_);
   return PodsThatFit(requests, off_nodes_, free, cluster.num_node_resources(), part_);
 }

@@ -92,8 +92,10 @@ class RoomBound {
   std::vector<int> AddDeviceRoom();
   // Sizes the scratch rows to the cluster's nodes the first time.
   void PrepareScratch();
+  // Whether the part's pod may go to `node` (schedulable, selector, taints).
+  bool MayGo(int node) const;
   // How many of the part's pods fit in `free` (R_n values) on `node`: 0 where the pod may not go
-  // (unschedulable, selector, taints), else by PodsThatFit, capped at the part.
+  // (MayGo), else by PodsThatFit, capped at the part.
   int PodsOn(int node, const double* free) const;
 
   Session& session_;
