@@ -109,8 +109,20 @@ const std::vector<Placer::BandGroup>& Placer::Bands(int pod) {
   std::stable_sort(refs.begin(), refs.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
   for (const auto& [band, ref] : refs) {
-    if (groups.empty() || groups.back().band != band) groups.push_back(BandGroup{band, {}});
-    groups.back().buckets.push_back(ref);
+    if (groups.empty() || groups.back().band != band) groups.push_back(BandGroup{band, {}, {}});
+    BandGroup& group = groups.back();
+    if (!index_.zero_nodes(ref.node_class, ref.bucket).empty()) {
+      group.zero_buckets.push_back(static_cast<int>(group.buckets.size()));
+    }
+    group.buckets.push_back(ref);
+  }
+  if (group_of_tree_.size() < bands_.size()) group_of_tree_.resize(bands_.size());
+  std::vector<int>& group_of = group_of_tree_[slot];
+  group_of.assign(index_.num_trees(), -1);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (const BucketRef& ref : groups[g].buckets) {
+      group_of[NodeIndex::TreeId(ref.node_class, ref.bucket)] = static_cast<int>(g);
+    }
   }
   return groups;
 }
@@ -167,6 +179,7 @@ void Placer::SetOverlay(const WorkingState::Mark* base) {
   if (++stale_epoch_ == 0) {  // the stamps wrapped: start them again
     std::fill(stale_stamp_.begin(), stale_stamp_.end(), 0);
     for (StaleKeys& folded : stale_keys_) folded = StaleKeys{};
+    stale_by_group_ = StaleTreesByGroup{};
     stale_epoch_ = 1;
   }
   journal_read_ = base->nodes;
@@ -260,18 +273,35 @@ void Placer::FoldStaleKeys(size_t slot, const KeyRangeOfEntries& range, int reso
     }
     return false;
   };
-  bool again = false;
-  for (size_t i = 0; i < stale_list_.size(); ++i) {
-    const int node = stale_list_[i];
-    if (i < folded.listed && state_.node_stamp(node) <= folded.clock) continue;  // as folded
-    if (!in_range(node)) continue;
+  // Folds `node`'s key in; false when the node holds an end and its key moved inward.
+  const auto fold = [&](int node) {
+    if (!in_range(node)) return true;
     const double key = CurrentKey(node, resource);
     if ((node == folded.min_node && key > folded.min) ||
         (node == folded.max_node && key < folded.max)) {
-      again = true;
-      break;
+      return false;
     }
     folded.Widen(key, node);
+    return true;
+  };
+  bool again = false;
+  const std::vector<int>& journal = state_.node_journal();
+  if (folded.started && folded.breaks == state_.journal_breaks() &&
+      folded.journal <= journal.size()) {
+    // Nothing left the journal since the last fold: the nodes changed since are its new entries
+    // (a node twice, or one also newly listed, folds to the same range).
+    for (size_t i = folded.listed; i < stale_list_.size() && !again; ++i) {
+      again = !fold(stale_list_[i]);
+    }
+    for (size_t i = folded.journal; i < journal.size() && !again; ++i) {
+      if (Stale(journal[i])) again = !fold(journal[i]);
+    }
+  } else {
+    for (size_t i = 0; i < stale_list_.size() && !again; ++i) {
+      const int node = stale_list_[i];
+      if (i < folded.listed && state_.node_stamp(node) <= folded.clock) continue;  // as folded
+      again = !fold(node);
+    }
   }
   if (again) {
     folded.min = kInfinity;
@@ -285,6 +315,9 @@ void Placer::FoldStaleKeys(size_t slot, const KeyRangeOfEntries& range, int reso
   }
   folded.clock = state_.node_clock();
   folded.listed = stale_list_.size();
+  folded.started = true;
+  folded.journal = journal.size();
+  folded.breaks = state_.journal_breaks();
   *min = std::min(*min, folded.min);
   *max = std::max(*max, folded.max);
 }
@@ -318,6 +351,28 @@ void Placer::StaleKeyRange(const std::vector<BandGroup>& groups, int resource, d
         *max = std::max(*max, key);
       }
     }
+  }
+}
+
+void Placer::WeighStaleOfGroup(size_t slot, int group_index, const double* requests, int resource,
+                               bool now, double min, double max, Candidate* best,
+                               double* best_key) {
+  if (overlay_ == nullptr || stale_trees_.empty()) return;
+  StaleTreesByGroup& sorted = stale_by_group_;
+  if (sorted.slot != slot || sorted.epoch != stale_epoch_ || sorted.sorted > stale_trees_.size()) {
+    sorted.slot = slot;
+    sorted.epoch = stale_epoch_;
+    sorted.sorted = 0;
+    sorted.trees.resize(bands_[slot].size());
+    for (std::vector<int>& trees : sorted.trees) trees.clear();
+  }
+  const std::vector<int>& group_of = group_of_tree_[slot];
+  for (; sorted.sorted < stale_trees_.size(); ++sorted.sorted) {
+    const int tree = stale_trees_[sorted.sorted];
+    if (group_of[tree] >= 0) sorted.trees[group_of[tree]].push_back(tree);
+  }
+  for (int tree_id : sorted.trees[group_index]) {
+    WeighStale(tree_id, requests, resource, now, min, max, best, best_key);
   }
 }
 
@@ -450,10 +505,13 @@ Placer::Candidate Placer::SearchGroup(int pod, int group_index, const BandGroup&
       best = SearchTrees(group, requests, resource, now, min, max, /*skip_stale=*/true, &best_key);
     }
   }
-  for (const BucketRef& ref : group.buckets) {
-    const int tree_id = NodeIndex::TreeId(ref.node_class, ref.bucket);
-    WeighStale(tree_id, requests, resource, now, min, max, &best, &best_key);
-    if (index_.spread()) continue;
+  WeighStaleOfGroup(BandsSlot(pod), group_index, requests, resource, now, min, max, &best,
+                    &best_key);
+  if (index_.spread()) return best;
+  // Binpack's nodes without the scoring resource score 0: per bucket, the first in name order
+  // that takes the pod, unless the best so far already beats it (the final best only more so).
+  for (const int b : group.zero_buckets) {
+    const BucketRef& ref = group.buckets[b];
     for (int node : index_.zero_nodes(ref.node_class, ref.bucket)) {
       if (best.node >= 0 && (best.score > 0 || node > best.node)) break;
       if (!Excluded(node) && Fits(node, requests, now)) {

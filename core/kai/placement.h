@@ -94,6 +94,7 @@ class Placer {
   struct BandGroup {
     int band;  // 50 + 10 bands of §4.5
     std::vector<BucketRef> buckets;
+    std::vector<int> zero_buckets;  // the buckets (indices) with nodes in a zero list
   };
   struct Candidate {
     int node = -1;
@@ -150,6 +151,21 @@ class Placer {
   // better of each and `best` (and the key of the best, for binpack).
   void WeighStale(int tree_id, const double* requests, int resource, bool now, double min,
                   double max, Candidate* best, double* best_key) const;
+  // WeighStale over the trees of band group `group_index` of band slot `slot` that have a stale
+  // member. The best of a set of candidates does not depend on the order they are weighed in
+  // (Better is a strict order on (score, node)).
+  void WeighStaleOfGroup(size_t slot, int group_index, const double* requests, int resource,
+                         bool now, double min, double max, Candidate* best, double* best_key);
+  // Overlay: the trees with a stale member, sorted into the band groups of one band slot; kept
+  // while the overlay lasts (its trees with a stale member are only ever added to).
+  struct StaleTreesByGroup {
+    size_t slot = static_cast<size_t>(-1);
+    uint32_t epoch = 0;                   // stale_epoch_ when sorted
+    size_t sorted = 0;                    // the first `sorted` of stale_trees_ are in `trees`
+    std::vector<std::vector<int>> trees;  // per band group
+  };
+  StaleTreesByGroup stale_by_group_;
+  std::vector<std::vector<int>> group_of_tree_;  // per band slot, per tree: its band group or -1
   // one_pod_per_node: the nodes that hold another pod of `pod`'s group in the current state
   // become excluded_ (sorted), and every search skips them.
   void ExcludeGroupNodes(int pod);
@@ -172,7 +188,7 @@ class Placer {
   // nodes), best first, found as needed up to kRanked and remembered per pod, band group and
   // pass while the trees and binpack's score range stay as they were. The first of them that is
   // not stale is the best of the current entries.
-  static constexpr int kRanked = 4;
+  static constexpr int kRanked = 16;
   struct TreeAnswer {
     uint64_t version = 0;  // NodeIndex::version() when found
     double min = 0;
@@ -232,6 +248,9 @@ class Placer {
     int resource = -1;
     uint64_t clock = 0;
     size_t listed = 0;
+    bool started = false;  // folded at least once in this overlay
+    size_t journal = 0;    // the working state's node journal entries when last folded
+    uint64_t breaks = 0;   // and its journal_breaks() then
     double min = std::numeric_limits<double>::infinity();
     double max = -std::numeric_limits<double>::infinity();
     int min_node = -1;

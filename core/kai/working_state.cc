@@ -107,7 +107,11 @@ void WorkingState::TouchNode(int node) {
   node_stamp_[node] = ++node_clock_;
   if (!device_room_.empty()) UpdateDeviceSummary(node);
   // Journaled with or without an index: a rollback re-touches the node, which stamps it again.
-  if (open_statements_ > 0) node_journal_.push_back(node);
+  if (open_statements_ > 0) {
+    node_journal_.push_back(node);
+  } else {
+    ++journal_breaks_;
+  }
   if (index_ == nullptr) return;
   for (int k = 0; k < rn_; ++k) {
     free_scratch_[k] = idle(node, k);
@@ -267,6 +271,7 @@ void WorkingState::Rollback(const Mark& mark) {
   int_journal_.resize(mark.ints);
   int64_journal_.resize(mark.int64s);
   // Re-key the touched nodes from their restored values, without journaling the re-keying.
+  ++journal_breaks_;
   --open_statements_;
   const int saved = open_statements_;
   open_statements_ = 0;
@@ -279,6 +284,7 @@ void WorkingState::Commit(const Mark& mark) {
   (void)mark;
   --open_statements_;
   if (open_statements_ == 0) {
+    ++journal_breaks_;
     double_journal_.clear();
     int_journal_.clear();
     int64_journal_.clear();

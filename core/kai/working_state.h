@@ -201,6 +201,10 @@ class WorkingState {
   // as often as they changed; a statement opened at `mark` changed those from `mark.nodes` on
   // (a node changed and changed back by an inner statement that rolled back is no longer there).
   const std::vector<int>& node_journal() const { return node_journal_; }
+  // Advances whenever a node changes without a journal entry, or journal entries are taken away
+  // (a rollback, or the outermost commit): while it stays, the nodes changed since the journal
+  // had n entries are exactly its entries from n on.
+  uint64_t journal_breaks() const { return journal_breaks_; }
 
  private:
   void SetDouble(double& slot, double value);
@@ -284,6 +288,7 @@ class WorkingState {
 
   uint64_t capacity_epoch_ = 0;
   uint64_t node_clock_ = 0;
+  uint64_t journal_breaks_ = 0;
   std::vector<uint64_t> node_stamp_;  // per node
   // The journal: old values, restored in reverse order on rollback.
   int open_statements_ = 0;
