@@ -179,6 +179,7 @@ void Placer::SetOverlay(const WorkingState::Mark* base) {
   if (++stale_epoch_ == 0) {  // the stamps wrapped: start them again
     std::fill(stale_stamp_.begin(), stale_stamp_.end(), 0);
     for (StaleKeys& folded : stale_keys_) folded = StaleKeys{};
+    for (CurrentEntries& kept : current_entries_) kept = CurrentEntries{};
     stale_by_group_ = StaleTreesByGroup{};
     stale_epoch_ = 1;
   }
@@ -244,11 +245,12 @@ void Placer::KeyRange(size_t slot, const std::vector<BandGroup>& groups, int res
   if (overlay_ == nullptr || stale_list_.empty()) return;
   if ((range.min_node >= 0 && Stale(range.min_node)) ||
       (range.max_node >= 0 && Stale(range.max_node))) {
-    // An end of the entries' range is a stale node's: the range of the current entries, tree by
-    // tree.
+    // An end of the entries' range is a stale node's: the range of the entries whose nodes are
+    // not stale, and the stale members' keys as they are.
     *min = kInfinity;
     *max = -kInfinity;
-    StaleKeyRange(groups, resource, min, max);
+    CurrentEntriesRange(slot, groups, min, max);
+    FoldStaleKeys(slot, range, resource, min, max);
     return;
   }
   // Both ends are current entries, so they are the current entries' ends too; the stale members
@@ -322,36 +324,45 @@ void Placer::FoldStaleKeys(size_t slot, const KeyRangeOfEntries& range, int reso
   *max = std::max(*max, folded.max);
 }
 
-void Placer::StaleKeyRange(const std::vector<BandGroup>& groups, int resource, double* min,
-                           double* max) const {
-  for (const BandGroup& group : groups) {
-    for (const BucketRef& ref : group.buckets) {
-      const CapacityTree& tree = index_.tree(ref.node_class, ref.bucket);
-      if (tree.empty()) continue;
-      const int tree_id = NodeIndex::TreeId(ref.node_class, ref.bucket);
-      if (stale_by_tree_[tree_id].empty()) {
-        *min = std::min(*min, tree.MinKey());
-        *max = std::max(*max, tree.MaxKey());
-        continue;
-      }
-      // The extreme keys among the current entries, then the stale members' keys as they are.
-      CapacityTree::Found first{tree.MinSlot(), tree.MinKey()};
-      while (first.slot >= 0 && Stale(tree.member(first.slot))) {
-        first = tree.FirstFrom(first.key, tree.member(first.slot) + 1);
-      }
-      if (first.slot >= 0) *min = std::min(*min, first.key);
-      CapacityTree::Found last{tree.MaxSlot(), tree.MaxKey()};
-      while (last.slot >= 0 && Stale(tree.member(last.slot))) {
-        last = tree.LastBefore(last.key, tree.member(last.slot));
-      }
-      if (last.slot >= 0) *max = std::max(*max, last.key);
-      for (int node : stale_by_tree_[tree_id]) {
-        const double key = CurrentKey(node, resource);
-        *min = std::min(*min, key);
-        *max = std::max(*max, key);
+void Placer::CurrentEntriesRange(size_t slot, const std::vector<BandGroup>& groups, double* min,
+                                 double* max) {
+  if (current_entries_.size() < bands_.size()) current_entries_.resize(bands_.size());
+  CurrentEntries& kept = current_entries_[slot];
+  bool again = kept.epoch != stale_epoch_;
+  // The trees do not change in an overlay and stale nodes are only added: the range holds until
+  // a node holding an end becomes stale.
+  for (size_t i = kept.listed; i < stale_list_.size() && !again; ++i) {
+    again = stale_list_[i] == kept.min_node || stale_list_[i] == kept.max_node;
+  }
+  if (again) {
+    kept = CurrentEntries{};
+    kept.epoch = stale_epoch_;
+    for (const BandGroup& group : groups) {
+      for (const BucketRef& ref : group.buckets) {
+        const CapacityTree& tree = index_.tree(ref.node_class, ref.bucket);
+        if (tree.empty()) continue;
+        CapacityTree::Found first{tree.MinSlot(), tree.MinKey()};
+        while (first.slot >= 0 && Stale(tree.member(first.slot))) {
+          first = tree.FirstFrom(first.key, tree.member(first.slot) + 1);
+        }
+        if (first.slot >= 0 && (kept.min_node < 0 || first.key < kept.min)) {
+          kept.min = first.key;
+          kept.min_node = tree.member(first.slot);
+        }
+        CapacityTree::Found last{tree.MaxSlot(), tree.MaxKey()};
+        while (last.slot >= 0 && Stale(tree.member(last.slot))) {
+          last = tree.LastBefore(last.key, tree.member(last.slot));
+        }
+        if (last.slot >= 0 && (kept.max_node < 0 || last.key > kept.max)) {
+          kept.max = last.key;
+          kept.max_node = tree.member(last.slot);
+        }
       }
     }
   }
+  kept.listed = stale_list_.size();
+  *min = std::min(*min, kept.min);
+  *max = std::max(*max, kept.max);
 }
 
 void Placer::WeighStaleOfGroup(size_t slot, int group_index, const double* requests, int resource,

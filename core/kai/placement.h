@@ -144,9 +144,11 @@ class Placer {
   // as they are; O(trees) when a stale node holds an end of the range.
   void KeyRange(size_t slot, const std::vector<BandGroup>& groups, int resource, double* min,
                 double* max);
-  // The same, tree by tree: the ends of each tree's current entries and its stale members' keys.
-  void StaleKeyRange(const std::vector<BandGroup>& groups, int resource, double* min,
-                     double* max) const;
+  // The range of the keys of the entries of `slot`'s trees (those of `groups`) whose nodes are
+  // not stale, as the trees hold them, widening [min, max]. Kept per slot while the overlay lasts
+  // and found again only when a node holding an end has become stale since.
+  void CurrentEntriesRange(size_t slot, const std::vector<BandGroup>& groups, double* min,
+                           double* max);
   // Overlay: weighs the stale members of tree `tree_id` that can take the pod, keeping the
   // better of each and `best` (and the key of the best, for binpack).
   void WeighStale(int tree_id, const double* requests, int resource, bool now, double min,
@@ -240,6 +242,17 @@ class Placer {
     std::vector<int> trees;  // the slot's trees, ascending (as many as its bands' buckets)
   };
   std::vector<KeyRangeOfEntries> ranges_;
+  // Per band slot, in the current overlay: CurrentEntriesRange's range, with a member holding
+  // each end, as of the first `listed` stale nodes.
+  struct CurrentEntries {
+    uint32_t epoch = 0;  // stale_epoch_ when found; another overlay finds it afresh
+    size_t listed = 0;
+    double min = std::numeric_limits<double>::infinity();
+    double max = -std::numeric_limits<double>::infinity();
+    int min_node = -1;
+    int max_node = -1;
+  };
+  std::vector<CurrentEntries> current_entries_;
   // Per band slot, in the current overlay: the smallest and largest current keys of the stale
   // members of its trees (a node holding each), as of node clock `clock` with the first `listed`
   // stale nodes weighed.
