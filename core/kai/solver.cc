@@ -306,7 +306,7 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
   // The try reads the node index frozen, through the placer's overlay: its changes, rolled back
   // (or committed) at the end, never re-key a tree.
   const bool overlay = !session_.reference_search();
-  if (overlay) session_.index().Freeze();
+  if (overlay) state.FreezeIndex();
   const WorkingState::Mark mark = state.Checkpoint();
   if (overlay) session_.placer().SetOverlay(&mark);
   for (const EvictionUnit& victim : victims) {
@@ -352,7 +352,7 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
   }
   if (overlay) {
     session_.placer().SetOverlay(nullptr);
-    session_.index().Thaw();
+    state.ThawIndex();
   }
   return ok;
 }

@@ -113,11 +113,40 @@ void WorkingState::TouchNode(int node) {
     ++journal_breaks_;
   }
   if (index_ == nullptr) return;
+  if (index_frozen_) {
+    if (!noted_[node]) {
+      noted_[node] = 1;
+      noted_nodes_.push_back(node);
+    }
+    return;
+  }
   for (int k = 0; k < rn_; ++k) {
     free_scratch_[k] = idle(node, k);
     free_scratch_[rn_ + k] = free(node, k);
   }
   index_->Update(node, free_scratch_.data(), free_scratch_.data() + rn_);
+}
+
+void WorkingState::FreezeIndex() {
+  if (index_ == nullptr) return;
+  index_->Freeze();
+  index_frozen_ = true;
+  if (noted_.empty()) noted_.assign(cluster_.num_nodes(), 0);
+}
+
+void WorkingState::ThawIndex() {
+  if (index_ == nullptr) return;
+  index_frozen_ = false;
+  index_->Thaw();
+  for (int node : noted_nodes_) {
+    noted_[node] = 0;
+    for (int k = 0; k < rn_; ++k) {
+      free_scratch_[k] = idle(node, k);
+      free_scratch_[rn_ + k] = free(node, k);
+    }
+    index_->Update(node, free_scratch_.data(), free_scratch_.data() + rn_);
+  }
+  noted_nodes_.clear();
 }
 
 void WorkingState::AddToQueues(int group, const double* requests, double sign) {

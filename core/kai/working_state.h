@@ -166,6 +166,14 @@ class WorkingState {
   // the node that its release had made room for takes the shortfall from idle instead.
   void Restore(int pod);
 
+  // ---- The node index, frozen ----
+  // Freezes the index (NodeIndex::Freeze): until ThawIndex, a node that changes is only noted,
+  // and ThawIndex hands each noted node's amounts to the index once (NodeIndex::Update), instead
+  // of at every change: a try changes its nodes many times and rolls them back. The index reads
+  // no update while frozen, so what it answers is the same.
+  void FreezeIndex();
+  void ThawIndex();
+
   // ---- Monotonicity ----
   // Changes whenever some node's idle or free amount may have grown (an eviction); binds and
   // moves only shrink them. Facts of the form "this pod fits nowhere in these nodes" learnt while
@@ -241,6 +249,9 @@ class WorkingState {
 
   const Cluster& cluster_;
   NodeIndex* index_;
+  bool index_frozen_ = false;
+  std::vector<char> noted_;           // per node: changed while the index is frozen
+  std::vector<int> noted_nodes_;      // those nodes
   int r_;                             // |R|: queue amounts
   int rn_;                            // |R_n|: node amounts
   std::vector<double> used_;          // nodes × R_n

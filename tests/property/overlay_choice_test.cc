@@ -63,7 +63,7 @@ TEST(OverlayChoice, ChoosesAsAnIndexBroughtUpToDate) {
     WorkingState& state = session.state();
     generator::Rng rng(index * 104729 + 7);
     for (int round = 0; round < kRoundsPerCase; ++round) {
-      session.index().Freeze();
+      state.FreezeIndex();
       const WorkingState::Mark mark = state.Checkpoint();
       session.placer().SetOverlay(&mark);
       Mutate(session, rng);
@@ -76,7 +76,7 @@ TEST(OverlayChoice, ChoosesAsAnIndexBroughtUpToDate) {
       std::vector<NodeChoice> overlay;
       for (int pod : pods) overlay.push_back(session.placer().Choose(pod));
       session.placer().SetOverlay(nullptr);
-      session.index().Thaw();
+      state.ThawIndex();
       for (size_t k = 0; k < pods.size(); ++k) {
         const NodeChoice fresh = session.placer().Choose(pods[k]);
         ASSERT_EQ(Describe(overlay[k]), Describe(fresh))
@@ -106,7 +106,7 @@ TEST(OverlayChoice, KeepsTheStaleKeyRangeAcrossChanges) {
     Session session(shares);
     WorkingState& state = session.state();
     generator::Rng rng(index * 7919 + 3);
-    session.index().Freeze();
+    state.FreezeIndex();
     const WorkingState::Mark mark = state.Checkpoint();
     session.placer().SetOverlay(&mark);
     for (int round = 0; round < kRoundsPerCase; ++round) {
@@ -132,7 +132,7 @@ TEST(OverlayChoice, KeepsTheStaleKeyRangeAcrossChanges) {
     }
     session.placer().SetOverlay(nullptr);
     state.Rollback(mark);
-    session.index().Thaw();
+    state.ThawIndex();
   }
   EXPECT_GE(compared, kCases * 5);
 }

@@ -87,6 +87,40 @@ TEST(WorkingState, RollbackRestoresEveryValueExactly) {
   EXPECT_EQ(f.session.placer().Choose(f.state.pending_pod(job, 0)).node, 0);
 }
 
+// While the index is frozen a changed node is only noted; the thaw hands the index each noted
+// node's amounts, so a statement committed while frozen re-keys the index as if it had not been.
+TEST(WorkingState, ChangesWhileTheIndexIsFrozenReachItAtTheThaw) {
+  Fixture kept;
+  Fixture fresh;
+  const int job = kept.Group("job");
+  const int run = kept.Group("run");
+  const int cpu = kept.cluster.NodeSpaceOf(kept.cluster.resources().Find("cpu"));
+  const int node_class = kept.session.feasibility().node_class(1);
+  kept.state.FreezeIndex();
+  WorkingState::Mark mark = kept.state.Checkpoint();
+  kept.state.Evict(kept.cluster.group(run).first_pod);
+  kept.state.Bind(kept.state.pending_pod(job, 0), 0, true);
+  kept.state.Commit(mark);
+  // Frozen: the index still holds the amounts of before the statement.
+  const double before = fresh.session.index().LargestFree(node_class, cpu).free;
+  EXPECT_EQ(kept.session.index().LargestFree(node_class, cpu).free, before);
+  kept.state.ThawIndex();
+  // The same changes made with the index awake.
+  mark = fresh.state.Checkpoint();
+  fresh.state.Evict(fresh.cluster.group(run).first_pod);
+  fresh.state.Bind(fresh.state.pending_pod(job, 0), 0, true);
+  fresh.state.Commit(mark);
+  EXPECT_NE(fresh.session.index().LargestFree(node_class, cpu).free, before);
+  for (int r = 0; r < kept.cluster.num_node_resources(); ++r) {
+    EXPECT_EQ(kept.session.index().LargestFree(node_class, r).free,
+              fresh.session.index().LargestFree(node_class, r).free);
+    EXPECT_EQ(kept.session.index().LargestFree(node_class, r).node,
+              fresh.session.index().LargestFree(node_class, r).node);
+  }
+  EXPECT_EQ(kept.session.placer().Choose(kept.state.pending_pod(job, 0)).node,
+            fresh.session.placer().Choose(fresh.state.pending_pod(job, 0)).node);
+}
+
 TEST(WorkingState, StatementsNest) {
   Fixture f;
   const std::string before = Dump(f.cluster, f.state);
