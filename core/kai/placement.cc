@@ -542,19 +542,24 @@ Placer::TreeAnswer& Placer::RememberedAnswer(int pod, int group_index, bool now,
   if (answers_.empty()) answers_.resize(cluster_.num_pods());
   std::vector<TreeAnswer>& answers = answers_[pod];
   const uint64_t version = index_.version();
-  TreeAnswer fresh;
-  fresh.version = version;
-  fresh.min = min;
-  fresh.max = max;
-  fresh.now = now;
-  fresh.group = group_index;
+  // Only the members ranked so far are read: a reset answer keeps its arrays as they were.
+  const auto reset = [&](TreeAnswer& answer) {
+    answer.version = version;
+    answer.min = min;
+    answer.max = max;
+    answer.now = now;
+    answer.group = group_index;
+    answer.count = 0;
+    answer.exhausted = false;
+  };
   for (TreeAnswer& answer : answers) {
     if (answer.group == group_index && answer.now == now) {
-      if (answer.version != version || answer.min != min || answer.max != max) answer = fresh;
+      if (answer.version != version || answer.min != min || answer.max != max) reset(answer);
       return answer;
     }
   }
-  answers.push_back(fresh);
+  answers.emplace_back();
+  reset(answers.back());
   return answers.back();
 }
 
