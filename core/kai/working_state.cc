@@ -120,6 +120,10 @@ void WorkingState::TouchNode(int node) {
     }
     return;
   }
+  HandToIndex(node);
+}
+
+void WorkingState::HandToIndex(int node) {
   for (int k = 0; k < rn_; ++k) {
     free_scratch_[k] = idle(node, k);
     free_scratch_[rn_ + k] = free(node, k);
@@ -140,11 +144,7 @@ void WorkingState::ThawIndex() {
   index_->Thaw();
   for (int node : noted_nodes_) {
     noted_[node] = 0;
-    for (int k = 0; k < rn_; ++k) {
-      free_scratch_[k] = idle(node, k);
-      free_scratch_[rn_ + k] = free(node, k);
-    }
-    index_->Update(node, free_scratch_.data(), free_scratch_.data() + rn_);
+    HandToIndex(node);
   }
   noted_nodes_.clear();
 }

@@ -219,6 +219,8 @@ class WorkingState {
   void SetInt(int32_t& slot, int32_t value);
   void SetInt64(int64_t& slot, int64_t value);
   void TouchNode(int node);
+  // Gives the index `node`'s idle and free amounts (NodeIndex::Update).
+  void HandToIndex(int node);
   // Queue amounts of `pod` on `node`: its requests, with a memory pod's G at that node (§4.13.1).
   const double* QueueRequests(int pod, int node);
   // §4.13.2's operations, each with its effect on the node's G pool.
