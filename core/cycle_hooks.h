@@ -45,9 +45,9 @@ struct CycleHooks {
   // Called just before phase_done for the eviction actions ("consolidate", "reclaim",
   // "preempt") with the victim search's counters, named and in a fixed order: "candidates",
   // "placed", "failed", "tries", "tries_skipped_count", "tries_skipped_quota",
-  // "tries_skipped_repeat", "tries_cut_short", "victims_drawn", "victim_orders" (then, with GPU
-  // sharing, the device counters). For explaining a slow cycle; they
-  // never change an answer.
+  // "tries_skipped_repeat", "tries_cut_short", "tries_cut_rejected", "victims_drawn",
+  // "victim_orders" (then, with GPU sharing, the device counters). For explaining a slow cycle;
+  // they never change an answer.
   std::function<void(std::string_view phase,
                      const std::vector<std::pair<std::string_view, int64_t>>& counters)>
       phase_counters;

@@ -89,6 +89,10 @@ class ConsolidateAction final : public EvictionAction {
     }
     return true;
   }
+  // Any evicted unit is one too many, whatever else the try does.
+  bool RejectsEveryTryEvicting(const Solver& /*solver*/, const Attempt& evicted) const override {
+    return !evicted.victims.empty();
+  }
 
  private:
   Session& session_;

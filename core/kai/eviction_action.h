@@ -91,6 +91,14 @@ class EvictionAction {
   // (not moved), and returns false to reject the try. `solver` (solver.h) gives the allocations
   // at the start of the search. Default: accepts every try, reasons and messages as they are.
   virtual bool Validate(const Solver& /*solver*/, Attempt& /*attempt*/) const { return true; }
+  // Whether Validate rejects every try that evicts (does not move) at least the victim units of
+  // `evicted`, whatever else it evicts or moves: `evicted` holds them in the order of S with no
+  // unit moved, and a try's S keeps that order among more units. The search asks it part way
+  // through a try, once some victim groups have failed to be re-placed, and stops a try it says
+  // yes to (it moves no answer). It must hold for every such superset. Default: it never knows.
+  virtual bool RejectsEveryTryEvicting(const Solver& /*solver*/, const Attempt& /*evicted*/) const {
+    return false;
+  }
 };
 
 }  // namespace arbiter::kai

@@ -36,10 +36,12 @@ int FirstAbove(const std::vector<double>& a, Row b) {
 
 // One run of ValidateReclaim over a try. `rem` holds, per queue the run has read, its
 // allocations at the start of the search less the victim units judged so far; `involved`, per
-// queue a victim unit left, the resources that unit requested.
+// queue a victim unit left, the resources that unit requested. `explained`, when not null, is
+// `attempt` again, and receives each evicted unit's reason and message; null: the run only judges.
 class ReclaimValidation {
  public:
-  ReclaimValidation(const Session& session, const Solver& solver, Attempt& attempt)
+  ReclaimValidation(const Session& session, const Solver& solver, const Attempt& attempt,
+                    Attempt* explained)
       : session_(session),
         cluster_(session.cluster()),
         tree_(cluster_.tree()),
@@ -49,7 +51,8 @@ class ReclaimValidation {
         a_(attempt.unit_requests),
         start_(solver.start_allocated()),
         start_np_(solver.start_allocated_np()),
-        attempt_(attempt) {}
+        attempt_(attempt),
+        explained_(explained) {}
 
   // The strategies, for each evicted (not moved) victim unit: victim leaves in name order, each
   // one's units in draw order. Sets each unit's reason and message and takes it out of `rem` up
@@ -112,19 +115,20 @@ class ReclaimValidation {
     const bool quota =
         AllWithin(x_with, shares_.queues[x].deserved) && !AllWithin(rem_y, ay.deserved);
     if (!fair && !quota) return false;
+    if (explained_ == nullptr) return true;
     const std::string y_name = CappedName(tree_.queue(y).name);
     const std::string p_name = CappedName(cluster_.group_name(attempt_.preemptor));
     if (fair) {
       const int r = FirstAbove(rem_y, ay.allocatable_share);
-      attempt_.reasons[k] = EvictionReason::kFairShareReclaim;
-      attempt_.messages[k] =
+      explained_->reasons[k] = EvictionReason::kFairShareReclaim;
+      explained_->messages[k] =
           absl::StrCat("reclaimed for ", p_name, ": queue ", y_name, " holds ",
                        FormatQuantity(rem_y[r]), " ", CappedName(cluster_.resources().name(r)),
                        ", above its allocatable share ", FormatQuantity(ay.allocatable_share[r]));
     } else {
       const int r = FirstAbove(rem_y, ay.deserved);
-      attempt_.reasons[k] = EvictionReason::kQuotaReclaim;
-      attempt_.messages[k] =
+      explained_->reasons[k] = EvictionReason::kQuotaReclaim;
+      explained_->messages[k] =
           absl::StrCat("reclaimed for ", p_name, ": queue ", y_name, " holds ",
                        FormatQuantity(rem_y[r]), " ", CappedName(cluster_.resources().name(r)),
                        ", above its deserved ", FormatQuantity(ay.deserved[r]));
@@ -184,7 +188,8 @@ class ReclaimValidation {
   const std::vector<double>& a_;      // unitReq(P)
   const std::vector<double>& start_;  // queues × R at the start of the search
   const std::vector<double>& start_np_;
-  Attempt& attempt_;
+  const Attempt& attempt_;
+  Attempt* explained_;
   std::map<int, std::vector<double>> rem_;
   std::map<int, std::vector<bool>> involved_;
 };
@@ -192,8 +197,22 @@ class ReclaimValidation {
 }  // namespace
 
 bool ValidateReclaim(const Session& session, const Solver& solver, Attempt& attempt) {
-  ReclaimValidation validation(session, solver, attempt);
+  ReclaimValidation validation(session, solver, attempt, &attempt);
   return validation.JudgeVictims() && validation.CheckReclaimerPath();
+}
+
+bool ReclaimRejectsEveryTryEvicting(const Session& session, const Solver& solver,
+                                    const Attempt& evicted) {
+  // The strategies alone, which only get stricter as more units are evicted: a unit is judged on
+  // `rem` of its side, the start allocations less the units judged before it (victim leaves in
+  // name order, each leaf's units in the order of S). A try that evicts more units judges each of
+  // `evicted` after the same units and maybe more, each request non-negative, so its `rem` is at
+  // most this run's (a difference rounds monotonically); neither strategy holds for a smaller
+  // `rem` when it fails for a larger one, and the try fails at that unit or before it. The
+  // saturation guard is left out: fewer units left in a queue on the reclaimer's side can make
+  // it pass.
+  ReclaimValidation validation(session, solver, evicted, nullptr);
+  return !validation.JudgeVictims();
 }
 
 namespace {
@@ -239,6 +258,9 @@ class ReclaimAction final : public EvictionAction {
   void PrepareSharedOrder(int preemptor, VictimOrder& order) const override;
   bool Validate(const Solver& solver, Attempt& attempt) const override {
     return ValidateReclaim(session_, solver, attempt);
+  }
+  bool RejectsEveryTryEvicting(const Solver& solver, const Attempt& evicted) const override {
+    return ReclaimRejectsEveryTryEvicting(session_, solver, evicted);
   }
 
  private:

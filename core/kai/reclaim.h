@@ -17,4 +17,10 @@ void Reclaim(Session& session);
 // leave deserved.
 bool ValidateReclaim(const Session& session, const Solver& solver, Attempt& attempt);
 
+// Whether ValidateReclaim rejects every attempt that evicts at least the units of `evicted` (none
+// moved, in the order of S) and maybe more, in the same order: true when one of them fails both
+// strategies. Sets no reason or message.
+bool ReclaimRejectsEveryTryEvicting(const Session& session, const Solver& solver,
+                                    const Attempt& evicted);
+
 }  // namespace arbiter::kai

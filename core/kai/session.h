@@ -47,6 +47,8 @@ struct SearchCounters {
   int64_t tries_skipped_repeat = 0;  // tries skipped: the same victims already tried in the part
   int64_t tries_cut_short = 0;       // tries stopped once the victims re-placed before P left
                                      // the nodes too little room for the part (among `tries`)
+  int64_t tries_cut_rejected = 0;    // tries stopped once the victims that failed to be
+                                     // re-placed made the validator's rejection certain
   int64_t victims_drawn = 0;         // eviction units drawn from victim orders
   int64_t victim_orders = 0;         // victim orders built (shared or per preemptor)
 
@@ -59,6 +61,7 @@ struct SearchCounters {
             {"tries_skipped_quota", tries_skipped_quota},
             {"tries_skipped_repeat", tries_skipped_repeat},
             {"tries_cut_short", tries_cut_short},
+            {"tries_cut_rejected", tries_cut_rejected},
             {"victims_drawn", victims_drawn},
             {"victim_orders", victim_orders}};
   }

@@ -321,6 +321,12 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
   bool ok = true;
   std::vector<int>& moved_groups = try_scratch_.moved_groups;
   moved_groups.clear();
+  // The victim groups not re-placed so far: their units are evicted whatever follows, and once
+  // the action rejects every try that evicts them, the try stops (the reference and unbounded
+  // searches run it to its end).
+  const bool judge_early = !session_.reference_search() && !session_.unbounded_search();
+  std::vector<int>& unplaced_groups = try_scratch_.unplaced_groups;
+  unplaced_groups.clear();
   // With `room`: the room the victims re-placed before P took; once P is placed, nothing.
   const TryRoom* tracked = room;
   int taken = 0;
@@ -334,6 +340,14 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
     }
     if (action_.ReplacesVictims() && ReplaceVictimGroup(h, pods[j], requests[j], tracked, &taken)) {
       moved_groups.push_back(h);
+    } else if (judge_early) {
+      unplaced_groups.push_back(h);
+      if (RejectedWhateverFollows(group, unit, victims, unplaced_groups)) {
+        // The validator would reject the try, whatever the jobs left do.
+        ++session_.counters().tries_cut_rejected;
+        ok = false;
+        return false;
+      }
     }
     if (tracked != nullptr && tracked->room - taken < part) {
       // P comes later and cannot fit: re-placing only takes room.
@@ -443,6 +457,27 @@ bool Solver::ReplaceVictimGroup(int group, const std::vector<int>& pods,
     state.Rollback(inner);
   }
   return placed;
+}
+
+bool Solver::RejectedWhateverFollows(int group, const Unit& unit,
+                                     const std::vector<EvictionUnit>& victims,
+                                     const std::vector<int>& unplaced_groups) {
+  Attempt& evicted = try_scratch_.evicted;
+  evicted.preemptor = group;
+  evicted.unit_requests = unit.requests;
+  size_t count = 0;
+  for (const EvictionUnit& victim : victims) {
+    if (std::find(unplaced_groups.begin(), unplaced_groups.end(), victim.group) ==
+        unplaced_groups.end()) {
+      continue;
+    }
+    // The scratch's elements keep their pod arrays from one call to the next.
+    if (evicted.victims.size() <= count) evicted.victims.emplace_back();
+    evicted.victims[count++] = victim;
+  }
+  evicted.victims.resize(count);
+  evicted.moved.assign(count, false);
+  return action_.RejectsEveryTryEvicting(*this, evicted);
 }
 
 bool Solver::JudgeAttempt(int group, const Unit& unit, const std::vector<EvictionUnit>& victims,

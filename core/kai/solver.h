@@ -113,6 +113,12 @@ class Solver {
   bool ReplaceVictimGroup(int group, const std::vector<int>& pods,
                           const std::vector<double>& requests, const TryRoom* room = nullptr,
                           int* taken = nullptr);
+  // Part way through a try: whether the action's validator rejects every try that evicts the
+  // units of `victims` whose groups are in `unplaced_groups` (their re-placement failed, so they
+  // are evicted whatever the jobs left do), by EvictionAction::RejectsEveryTryEvicting.
+  bool RejectedWhateverFollows(int group, const Unit& unit,
+                               const std::vector<EvictionUnit>& victims,
+                               const std::vector<int>& unplaced_groups);
   // After P's job placed: fills `attempt`, then rejects the try when a group min-runtime
   // protects, evicted and not moved, is left below g active pods, else asks the action.
   bool JudgeAttempt(int group, const Unit& unit, const std::vector<EvictionUnit>& victims,
@@ -186,6 +192,8 @@ class Solver {
     std::vector<std::vector<double>> requests;
     std::vector<int> protected_groups;
     std::vector<int> moved_groups;
+    std::vector<int> unplaced_groups;  // victim groups whose re-placement failed
+    Attempt evicted;                   // their units, for RejectedWhateverFollows
   };
   TryScratch try_scratch_;
 };

@@ -4,7 +4,8 @@
 // picks a try's jobs incrementally (core/kai/solver.cc). The reference formulation
 // (CycleHooks::reference_search) re-keys the index, draws a fresh order for every part and makes
 // every pick of a try's order anew, and runs every try to its end (the search stops a try once
-// the victims re-placed before the preemptor leave too little room). The two must give the same
+// the victims re-placed before the preemptor leave too little room, and once the victims that
+// could not be re-placed make the validator's rejection certain). The two must give the same
 // answers, byte for byte: this test runs both over generated KAI requests and compares them.
 //
 // `make test` runs 400 cases; ARBITER_SEARCH_CASES=N runs N (docs/benchmarks.md gives the
@@ -55,43 +56,68 @@ Policy CasePolicy(uint64_t index, Policy policy) {
   return policy;
 }
 
-TEST(SearchDifferential, TheFrozenIndexSearchAnswersAsTheReferenceSearch) {
-  const int cases = Cases();
+// What one case's two searches did, for the checks over many cases.
+struct CaseTally {
   int evicting = 0;       // cases whose answer evicts or moves: the tries decided something
   int64_t cut_short = 0;  // tries the frozen search stopped early (the reference runs each whole)
+  int64_t cut_rejected = 0;  // ... and those it stopped once their rejection was certain
+};
+
+// Runs case `index` both ways and compares the answers (fatal failures on a difference).
+void CompareCase(int index, CaseTally* tally) {
+  const uint64_t seed = static_cast<uint64_t>(index);
+  const generator::GeneratorOptions options = PropertyCaseOptions(seed, GeneratorModel::kKai);
+  const generator::GeneratedRequest request = generator::Generate(options);
+  const Policy policy = CasePolicy(seed, request.policy);
+  CycleHooks reference_hooks;
+  reference_hooks.reference_search = true;
+  const absl::StatusOr<ScheduleResult> reference =
+      Schedule(request.snapshot, policy, reference_hooks);
+  CycleHooks hooks;
+  hooks.phase_counters =
+      [tally](std::string_view, const std::vector<std::pair<std::string_view, int64_t>>& counters) {
+        for (const auto& [name, value] : counters) {
+          if (name == "tries_cut_short") tally->cut_short += value;
+          if (name == "tries_cut_rejected") tally->cut_rejected += value;
+        }
+      };
+  const absl::StatusOr<ScheduleResult> frozen = Schedule(request.snapshot, policy, hooks);
+  const std::string what = DescribeCase(seed, options);
+  ASSERT_EQ(reference.ok(), frozen.ok()) << what;
+  if (!reference.ok()) {
+    EXPECT_EQ(reference.status(), frozen.status()) << what;
+    return;
+  }
+  const std::string diff = DiffResults(*reference, *frozen);
+  ASSERT_EQ(diff, "") << what;
+  if (!reference->evictions.empty()) ++tally->evicting;
+}
+
+TEST(SearchDifferential, TheFrozenIndexSearchAnswersAsTheReferenceSearch) {
+  const int cases = Cases();
+  CaseTally tally;
   for (int i = 0; i < cases; ++i) {
-    const uint64_t index = static_cast<uint64_t>(i);
-    const generator::GeneratorOptions options = PropertyCaseOptions(index, GeneratorModel::kKai);
-    const generator::GeneratedRequest request = generator::Generate(options);
-    const Policy policy = CasePolicy(index, request.policy);
-    CycleHooks reference_hooks;
-    reference_hooks.reference_search = true;
-    const absl::StatusOr<ScheduleResult> reference =
-        Schedule(request.snapshot, policy, reference_hooks);
-    CycleHooks hooks;
-    hooks.phase_counters = [&cut_short](
-                               std::string_view,
-                               const std::vector<std::pair<std::string_view, int64_t>>& counters) {
-      for (const auto& [name, value] : counters) {
-        if (name == "tries_cut_short") cut_short += value;
-      }
-    };
-    const absl::StatusOr<ScheduleResult> frozen = Schedule(request.snapshot, policy, hooks);
-    const std::string what = DescribeCase(index, options);
-    ASSERT_EQ(reference.ok(), frozen.ok()) << what;
-    if (!reference.ok()) {
-      EXPECT_EQ(reference.status(), frozen.status()) << what;
-      continue;
-    }
-    const std::string diff = DiffResults(*reference, *frozen);
-    ASSERT_EQ(diff, "") << what;
-    if (!reference->evictions.empty()) ++evicting;
+    ASSERT_NO_FATAL_FAILURE(CompareCase(i, &tally));
   }
   // The comparison means something only where the search ran tries that decided an answer.
-  EXPECT_GE(evicting, cases / 4) << "cases whose answer evicts: " << evicting << " of " << cases;
-  EXPECT_GT(cut_short, 0);
-  RecordProperty("evicting_cases", evicting);
-  RecordProperty("tries_cut_short", static_cast<int>(cut_short));
+  EXPECT_GE(tally.evicting, cases / 4)
+      << "cases whose answer evicts: " << tally.evicting << " of " << cases;
+  EXPECT_GT(tally.cut_short, 0);
+  EXPECT_GT(tally.cut_rejected, 0);
+  RecordProperty("evicting_cases", tally.evicting);
+  RecordProperty("tries_cut_short", static_cast<int>(tally.cut_short));
+  RecordProperty("tries_cut_rejected", static_cast<int>(tally.cut_rejected));
+}
+
+// Cases past the ones `make test` runs, kept because they once told a wrong shortcut apart:
+// 2253 has a reclaim try whose victims that failed to be re-placed fail the saturation guard
+// while the try's whole evicted set passes it (units left in a queue on the reclaimer's side
+// lower its saturation), so a try may be stopped early only on the strategies.
+TEST(SearchDifferential, KeptCasesAnswerAsTheReferenceSearch) {
+  CaseTally tally;
+  for (int index : {2253}) {
+    ASSERT_NO_FATAL_FAILURE(CompareCase(index, &tally));
+  }
 }
 
 }  // namespace
