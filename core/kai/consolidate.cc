@@ -90,8 +90,11 @@ class ConsolidateAction final : public EvictionAction {
     return true;
   }
   // Any evicted unit is one too many, whatever else the try does.
-  bool RejectsEveryTryEvicting(const Solver& /*solver*/, const Attempt& evicted) const override {
-    return !evicted.victims.empty();
+  bool RejectsEveryTryEvicting(const Solver& /*solver*/, int /*preemptor*/,
+                               const std::vector<double>& /*unit_requests*/,
+                               const std::vector<EvictionUnit>& /*victims*/,
+                               const std::vector<bool>& open) const override {
+    return std::find(open.begin(), open.end(), false) != open.end();
   }
 
  private:

@@ -91,12 +91,15 @@ class EvictionAction {
   // (not moved), and returns false to reject the try. `solver` (solver.h) gives the allocations
   // at the start of the search. Default: accepts every try, reasons and messages as they are.
   virtual bool Validate(const Solver& /*solver*/, Attempt& /*attempt*/) const { return true; }
-  // Whether Validate rejects every try that evicts (does not move) at least the victim units of
-  // `evicted`, whatever else it evicts or moves: `evicted` holds them in the order of S with no
-  // unit moved, and a try's S keeps that order among more units. The search asks it part way
-  // through a try, once some victim groups have failed to be re-placed, and stops a try it says
-  // yes to (it moves no answer). It must hold for every such superset. Default: it never knows.
-  virtual bool RejectsEveryTryEvicting(const Solver& /*solver*/, const Attempt& /*evicted*/) const {
+  // Whether Validate rejects every try of `preemptor` with victims `victims` (S, draw order) that
+  // evicts at least the units `open` does not mark, whatever it does with the units `open` marks
+  // (evicts or moves them). The search asks it part way through a try, once some victim groups
+  // failed to be re-placed (their units are evicted whatever follows), and stops a try it says
+  // yes to; it moves no answer. Default: it never knows.
+  virtual bool RejectsEveryTryEvicting(const Solver& /*solver*/, int /*preemptor*/,
+                                       const std::vector<double>& /*unit_requests*/,
+                                       const std::vector<EvictionUnit>& /*victims*/,
+                                       const std::vector<bool>& /*open*/) const {
     return false;
   }
 };

@@ -36,22 +36,28 @@ int FirstAbove(const std::vector<double>& a, Row b) {
 
 // One run of ValidateReclaim over a try. `rem` holds, per queue the run has read, its
 // allocations at the start of the search less the victim units judged so far; `involved`, per
-// queue a victim unit left, the resources that unit requested. `explained`, when not null, is
-// `attempt` again, and receives each evicted unit's reason and message; null: the run only judges.
+// queue a victim unit left, the resources that unit requested. The run judges the units of
+// `victims` (S, draw order) that `left_out` does not mark (the moved ones, for the validator).
+// `explained`, when not null, receives each judged unit's reason and message; null: the run only
+// judges.
 class ReclaimValidation {
  public:
-  ReclaimValidation(const Session& session, const Solver& solver, const Attempt& attempt,
+  ReclaimValidation(const Session& session, const Solver& solver, int preemptor,
+                    const std::vector<double>& unit_requests,
+                    const std::vector<EvictionUnit>& victims, const std::vector<bool>& left_out,
                     Attempt* explained)
       : session_(session),
         cluster_(session.cluster()),
         tree_(cluster_.tree()),
         shares_(session.shares()),
         r_count_(cluster_.num_resources()),
-        leaf_(cluster_.group(attempt.preemptor).queue),
-        a_(attempt.unit_requests),
+        preemptor_(preemptor),
+        leaf_(cluster_.group(preemptor).queue),
+        a_(unit_requests),
         start_(solver.start_allocated()),
         start_np_(solver.start_allocated_np()),
-        attempt_(attempt),
+        victims_(victims),
+        left_out_(left_out),
         explained_(explained) {}
 
   // The strategies, for each evicted (not moved) victim unit: victim leaves in name order, each
@@ -59,8 +65,8 @@ class ReclaimValidation {
   // its leaf's path; false as soon as a unit fails both strategies.
   bool JudgeVictims() {
     std::map<int, std::vector<size_t>> by_leaf;
-    for (size_t k = 0; k < attempt_.victims.size(); ++k) {
-      if (!attempt_.moved[k]) by_leaf[cluster_.group(attempt_.victims[k].group).queue].push_back(k);
+    for (size_t k = 0; k < victims_.size(); ++k) {
+      if (!left_out_[k]) by_leaf[cluster_.group(victims_[k].group).queue].push_back(k);
     }
     for (const auto& [victim_leaf, units] : by_leaf) {
       const int lca = tree_.LowestCommonAncestor(leaf_, victim_leaf);
@@ -68,7 +74,7 @@ class ReclaimValidation {
       const int y = tree_.ChildOnPath(lca, victim_leaf);
       for (size_t k : units) {
         if (!JudgeVictimUnit(x, y, k)) return false;
-        TakeOut(victim_leaf, attempt_.victims[k]);
+        TakeOut(victim_leaf, victims_[k]);
       }
     }
     return true;
@@ -79,7 +85,7 @@ class ReclaimValidation {
   bool CheckReclaimerPath() {
     double m = session_.policy().reclaimer_utilization_multiplier;
     if (m == 0) m = 1;
-    const bool non_preemptible = !cluster_.group(attempt_.preemptor).preemptible;
+    const bool non_preemptible = !cluster_.group(preemptor_).preemptible;
     for (int x = leaf_; x >= 0; x = tree_.parent(x)) {
       if (!SaturationGuardHolds(x, m)) return false;
       if (non_preemptible) {
@@ -117,7 +123,7 @@ class ReclaimValidation {
     if (!fair && !quota) return false;
     if (explained_ == nullptr) return true;
     const std::string y_name = CappedName(tree_.queue(y).name);
-    const std::string p_name = CappedName(cluster_.group_name(attempt_.preemptor));
+    const std::string p_name = CappedName(cluster_.group_name(preemptor_));
     if (fair) {
       const int r = FirstAbove(rem_y, ay.allocatable_share);
       explained_->reasons[k] = EvictionReason::kFairShareReclaim;
@@ -184,11 +190,13 @@ class ReclaimValidation {
   const QueueTree& tree_;
   const KaiFairShare& shares_;
   const int r_count_;
+  const int preemptor_;
   const int leaf_;                    // the reclaimer's leaf
   const std::vector<double>& a_;      // unitReq(P)
   const std::vector<double>& start_;  // queues × R at the start of the search
   const std::vector<double>& start_np_;
-  const Attempt& attempt_;
+  const std::vector<EvictionUnit>& victims_;
+  const std::vector<bool>& left_out_;
   Attempt* explained_;
   std::map<int, std::vector<double>> rem_;
   std::map<int, std::vector<bool>> involved_;
@@ -197,21 +205,24 @@ class ReclaimValidation {
 }  // namespace
 
 bool ValidateReclaim(const Session& session, const Solver& solver, Attempt& attempt) {
-  ReclaimValidation validation(session, solver, attempt, &attempt);
+  ReclaimValidation validation(session, solver, attempt.preemptor, attempt.unit_requests,
+                               attempt.victims, attempt.moved, &attempt);
   return validation.JudgeVictims() && validation.CheckReclaimerPath();
 }
 
-bool ReclaimRejectsEveryTryEvicting(const Session& session, const Solver& solver,
-                                    const Attempt& evicted) {
+bool ReclaimRejectsEveryTryEvicting(const Session& session, const Solver& solver, int preemptor,
+                                    const std::vector<double>& unit_requests,
+                                    const std::vector<EvictionUnit>& victims,
+                                    const std::vector<bool>& open) {
   // The strategies alone, which only get stricter as more units are evicted: a unit is judged on
   // `rem` of its side, the start allocations less the units judged before it (victim leaves in
-  // name order, each leaf's units in the order of S). A try that evicts more units judges each of
-  // `evicted` after the same units and maybe more, each request non-negative, so its `rem` is at
-  // most this run's (a difference rounds monotonically); neither strategy holds for a smaller
+  // name order, each leaf's units in the order of S). A try that evicts more units judges each
+  // evicted one here after the same units and maybe more, each request non-negative, so its `rem`
+  // is at most this run's (a difference rounds monotonically); neither strategy holds for a smaller
   // `rem` when it fails for a larger one, and the try fails at that unit or before it. The
   // saturation guard is left out: fewer units left in a queue on the reclaimer's side can make
   // it pass.
-  ReclaimValidation validation(session, solver, evicted, nullptr);
+  ReclaimValidation validation(session, solver, preemptor, unit_requests, victims, open, nullptr);
   return !validation.JudgeVictims();
 }
 
@@ -259,8 +270,12 @@ class ReclaimAction final : public EvictionAction {
   bool Validate(const Solver& solver, Attempt& attempt) const override {
     return ValidateReclaim(session_, solver, attempt);
   }
-  bool RejectsEveryTryEvicting(const Solver& solver, const Attempt& evicted) const override {
-    return ReclaimRejectsEveryTryEvicting(session_, solver, evicted);
+  bool RejectsEveryTryEvicting(const Solver& solver, int preemptor,
+                               const std::vector<double>& unit_requests,
+                               const std::vector<EvictionUnit>& victims,
+                               const std::vector<bool>& open) const override {
+    return ReclaimRejectsEveryTryEvicting(session_, solver, preemptor, unit_requests, victims,
+                                          open);
   }
 
  private:

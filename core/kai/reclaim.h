@@ -17,10 +17,12 @@ void Reclaim(Session& session);
 // leave deserved.
 bool ValidateReclaim(const Session& session, const Solver& solver, Attempt& attempt);
 
-// Whether ValidateReclaim rejects every attempt that evicts at least the units of `evicted` (none
-// moved, in the order of S) and maybe more, in the same order: true when one of them fails both
-// strategies. Sets no reason or message.
-bool ReclaimRejectsEveryTryEvicting(const Session& session, const Solver& solver,
-                                    const Attempt& evicted);
+// Whether ValidateReclaim rejects every attempt of `preemptor` with victims `victims` (S) that
+// evicts at least the units `open` does not mark (EvictionAction::RejectsEveryTryEvicting): true
+// when one of them fails both strategies. Sets no reason or message.
+bool ReclaimRejectsEveryTryEvicting(const Session& session, const Solver& solver, int preemptor,
+                                    const std::vector<double>& unit_requests,
+                                    const std::vector<EvictionUnit>& victims,
+                                    const std::vector<bool>& open);
 
 }  // namespace arbiter::kai

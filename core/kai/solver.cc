@@ -318,45 +318,43 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
   std::vector<std::vector<double>>& requests = try_scratch_.requests;
   GatherJobs(group, unit, part, victims, &groups, &pods, &requests);
 
-  bool ok = true;
   std::vector<int>& moved_groups = try_scratch_.moved_groups;
   moved_groups.clear();
-  // The victim groups not re-placed so far: their units are evicted whatever follows, and once
-  // the action rejects every try that evicts them, the try stops (the reference and unbounded
+  // The units of the victim groups not re-placed so far are evicted whatever follows; once the
+  // action rejects every try that evicts them, the try stops (the reference and unbounded
   // searches run it to its end).
   const bool judge_early = !session_.reference_search() && !session_.unbounded_search();
-  std::vector<int>& unplaced_groups = try_scratch_.unplaced_groups;
-  unplaced_groups.clear();
+  const bool replaces = action_.ReplacesVictims();
+  bool ok = !RejectedBeforeAnyJob(group, unit, victims, judge_early);
   // With `room`: the room the victims re-placed before P took; once P is placed, nothing.
   const TryRoom* tracked = room;
   int taken = 0;
   // Once P fails the try fails, whatever the jobs after it would do: they are not ordered.
-  OrderJobs(groups, requests, [&](int j) {
-    const int h = groups[j];
-    if (h == group) {
-      ok = PlacePreemptor(h, pods[j], requests[j], placed_out);
-      tracked = nullptr;
-      return ok;
-    }
-    if (action_.ReplacesVictims() && ReplaceVictimGroup(h, pods[j], requests[j], tracked, &taken)) {
-      moved_groups.push_back(h);
-    } else if (judge_early) {
-      unplaced_groups.push_back(h);
-      if (RejectedWhateverFollows(group, unit, victims, unplaced_groups)) {
+  if (ok) {
+    OrderJobs(groups, requests, [&](int j) {
+      const int h = groups[j];
+      if (h == group) {
+        ok = PlacePreemptor(h, pods[j], requests[j], placed_out);
+        tracked = nullptr;
+        return ok;
+      }
+      if (replaces && ReplaceVictimGroup(h, pods[j], requests[j], tracked, &taken)) {
+        moved_groups.push_back(h);
+      } else if (judge_early && replaces && RejectedWhateverFollows(group, unit, victims, h)) {
         // The validator would reject the try, whatever the jobs left do.
         ++session_.counters().tries_cut_rejected;
         ok = false;
         return false;
       }
-    }
-    if (tracked != nullptr && tracked->room - taken < part) {
-      // P comes later and cannot fit: re-placing only takes room.
-      ++session_.counters().tries_cut_short;
-      ok = false;
-      return false;
-    }
-    return true;
-  });
+      if (tracked != nullptr && tracked->room - taken < part) {
+        // P comes later and cannot fit: re-placing only takes room.
+        ++session_.counters().tries_cut_short;
+        ok = false;
+        return false;
+      }
+      return true;
+    });
+  }
   if (poll.cancelled()) ok = false;
   if (ok) ok = JudgeAttempt(group, unit, victims, protected_groups, moved_groups, attempt);
   if (ok && keep) {
@@ -459,25 +457,23 @@ bool Solver::ReplaceVictimGroup(int group, const std::vector<int>& pods,
   return placed;
 }
 
+bool Solver::RejectedBeforeAnyJob(int group, const Unit& unit,
+                                  const std::vector<EvictionUnit>& victims, bool judge_early) {
+  // Without re-placement every unit is evicted from the start.
+  const bool replaces = action_.ReplacesVictims();
+  try_scratch_.open.assign(victims.size(), replaces);
+  if (!judge_early || replaces || !RejectedWhateverFollows(group, unit, victims, -1)) return false;
+  ++session_.counters().tries_cut_rejected;
+  return true;
+}
+
 bool Solver::RejectedWhateverFollows(int group, const Unit& unit,
-                                     const std::vector<EvictionUnit>& victims,
-                                     const std::vector<int>& unplaced_groups) {
-  Attempt& evicted = try_scratch_.evicted;
-  evicted.preemptor = group;
-  evicted.unit_requests = unit.requests;
-  size_t count = 0;
-  for (const EvictionUnit& victim : victims) {
-    if (std::find(unplaced_groups.begin(), unplaced_groups.end(), victim.group) ==
-        unplaced_groups.end()) {
-      continue;
-    }
-    // The scratch's elements keep their pod arrays from one call to the next.
-    if (evicted.victims.size() <= count) evicted.victims.emplace_back();
-    evicted.victims[count++] = victim;
+                                     const std::vector<EvictionUnit>& victims, int failed) {
+  std::vector<bool>& open = try_scratch_.open;
+  for (size_t k = 0; k < victims.size(); ++k) {
+    if (victims[k].group == failed) open[k] = false;
   }
-  evicted.victims.resize(count);
-  evicted.moved.assign(count, false);
-  return action_.RejectsEveryTryEvicting(*this, evicted);
+  return action_.RejectsEveryTryEvicting(*this, group, unit.requests, victims, open);
 }
 
 bool Solver::JudgeAttempt(int group, const Unit& unit, const std::vector<EvictionUnit>& victims,

@@ -113,12 +113,17 @@ class Solver {
   bool ReplaceVictimGroup(int group, const std::vector<int>& pods,
                           const std::vector<double>& requests, const TryRoom* room = nullptr,
                           int* taken = nullptr);
-  // Part way through a try: whether the action's validator rejects every try that evicts the
-  // units of `victims` whose groups are in `unplaced_groups` (their re-placement failed, so they
-  // are evicted whatever the jobs left do), by EvictionAction::RejectsEveryTryEvicting.
+  // Part way through a try: marks the units of victim group `failed` (its re-placement failed;
+  // -1: none) as evicted whatever the jobs left do, in the scratch's `open`, and asks whether the
+  // action's validator rejects every try that evicts the units so marked
+  // (EvictionAction::RejectsEveryTryEvicting). O(|victims|) plus the action's test.
   bool RejectedWhateverFollows(int group, const Unit& unit,
-                               const std::vector<EvictionUnit>& victims,
-                               const std::vector<int>& unplaced_groups);
+                               const std::vector<EvictionUnit>& victims, int failed);
+  // At a try's start: sets the scratch's `open` (every unit open when the action re-places
+  // victims, none when it does not), and with `judge_early` and no re-placement asks
+  // RejectedWhateverFollows once for all of S, counting a rejection as a stopped try.
+  bool RejectedBeforeAnyJob(int group, const Unit& unit, const std::vector<EvictionUnit>& victims,
+                            bool judge_early);
   // After P's job placed: fills `attempt`, then rejects the try when a group min-runtime
   // protects, evicted and not moved, is left below g active pods, else asks the action.
   bool JudgeAttempt(int group, const Unit& unit, const std::vector<EvictionUnit>& victims,
@@ -192,8 +197,7 @@ class Solver {
     std::vector<std::vector<double>> requests;
     std::vector<int> protected_groups;
     std::vector<int> moved_groups;
-    std::vector<int> unplaced_groups;  // victim groups whose re-placement failed
-    Attempt evicted;                   // their units, for RejectedWhateverFollows
+    std::vector<bool> open;  // per unit of S: not yet known to be evicted (RejectedWhateverFollows)
   };
   TryScratch try_scratch_;
 };
