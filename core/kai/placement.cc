@@ -727,8 +727,11 @@ void Placer::SearchJoinable(SharingSearch& search) {
   // first pass); a fit now in the sharing band beats any fit once releasing pods are gone.
   const CapacityTree& tree = state_.joinable_tree();
   const double* requests = cluster_.node_requests(search.pod);
+  const ClusterPod& info = cluster_.pod(search.pod);
   device_request_.assign(requests, requests + cluster_.num_node_resources());
+  device_request_[cluster_.node_gpu()] = info.gpu_devices;  // d devices
   device_request_.push_back(SmallestShare(search.pod));
+  device_request_.push_back(static_cast<double>(info.gpu_memory));  // 0: a fraction pod
   for (bool now : {true, false}) {
     double bound_key = -kInfinity;
     int bound_node = -1;

@@ -116,9 +116,12 @@ class WorkingState {
     return joinable_nodes_;
   }
   // The same nodes in a capacity tree (same keys; every node a member, the others out of reach),
-  // over R_n plus one column: the largest share of one active device a pod could join, idle
-  // (idle_k / M_n) and once releasing pods are gone ((M_n - used_k) / M_n). G's column holds
-  // +inf: a sharing pod asks no G of the pool for a join.
+  // over R_n plus kJoinableColumns columns: the largest share of one active device a pod could
+  // join, idle (idle_k / M_n) and once releasing pods are gone ((M_n - used_k) / M_n), then the
+  // same in units where the devices' memory is known (-inf elsewhere), for memory pods. G's
+  // column counts the devices a pod could take: the active devices plus the pool's idle G (now)
+  // or its whole free GPUs (once releasing pods are gone). Read for BINPACK's device choice.
+  static constexpr int kJoinableColumns = 2;
   const CapacityTree& joinable_tree() const {
     ApplyJoinable();
     return joinable_tree_;

@@ -62,8 +62,8 @@ void WorkingState::LayOutDevices() {
   spread_ = index_ != nullptr && index_->spread();
   std::vector<int> members(nodes);
   for (int n = 0; n < nodes; ++n) members[n] = n;
-  joinable_tree_.Init(members, rn_ + 1);
-  tree_row_.assign(2 * static_cast<size_t>(rn_ + 1), 0.0);
+  joinable_tree_.Init(members, rn_ + kJoinableColumns);
+  tree_row_.assign(2 * static_cast<size_t>(rn_ + kJoinableColumns), 0.0);
   device_room_.assign(nodes, 0);
   joinable_key_.assign(nodes, 0.0);
   joinable_in_.assign(nodes, 0);
@@ -97,7 +97,8 @@ void WorkingState::ApplyJoinable() const {
 void WorkingState::ApplyJoinableNode(int node) const {
   constexpr double kInfinity = std::numeric_limits<double>::infinity();
   const int64_t room = device_room_[node];
-  const size_t width = 2 * static_cast<size_t>(rn_ + 1);
+  const size_t columns = static_cast<size_t>(rn_ + kJoinableColumns);
+  const size_t width = 2 * columns;
   double* applied = &joinable_rows_[static_cast<size_t>(node) * width];
   if (room <= 0) {
     // Out of reach: no request is met by -inf.
@@ -105,14 +106,17 @@ void WorkingState::ApplyJoinableNode(int node) const {
     joinable_in_[node] = 0;
     joinable_nodes_.erase({joinable_key_[node], node});
     std::fill(tree_row_.begin(), tree_row_.end(), -kInfinity);
-    joinable_tree_.Set(node, kInfinity, tree_row_.data(), tree_row_.data() + rn_ + 1);
+    joinable_tree_.Set(node, kInfinity, tree_row_.data(), tree_row_.data() + columns);
     return;
   }
   int64_t idle_room = 0;
+  int active = 0;
   const int64_t units = cluster_.node(node).device_units;
   for (int slot : node_devices_[node]) {
     const DeviceSlot& device = devices_[slot];
-    if (device.used > 0) idle_room = std::max(idle_room, units - device.used - device.releasing);
+    if (device.used <= 0) continue;
+    ++active;
+    idle_room = std::max(idle_room, units - device.used - device.releasing);
   }
   const int gpu = cluster_.node_gpu();
   const double allocatable = gpu < 0 ? 0 : cluster_.allocatable(node)[gpu];
@@ -124,13 +128,25 @@ void WorkingState::ApplyJoinableNode(int node) const {
     key = allocatable > 0 ? pool_free : kInfinity;
   }
   double* idle = tree_row_.data();
-  double* free = tree_row_.data() + rn_ + 1;
+  double* free = tree_row_.data() + columns;
   for (int k = 0; k < rn_; ++k) {
-    idle[k] = k == gpu ? kInfinity : this->idle(node, k);
-    free[k] = k == gpu ? kInfinity : this->free(node, k);
+    idle[k] = this->idle(node, k);
+    free[k] = this->free(node, k);
+  }
+  // G's column: the devices a pod could take, its active devices and the pool's whole GPUs
+  // (ChooseDevices: d <= |J| + w to fit, and the d - |J| new devices from the pool's idle GPUs
+  // to fit now, so d <= |J| + idle, |J| at most the active devices).
+  if (gpu >= 0) {
+    idle[gpu] = active + idle[gpu];
+    free[gpu] = active + std::max(0.0, std::floor(free[gpu]));
   }
   idle[rn_] = static_cast<double>(idle_room) / static_cast<double>(units);
   free[rn_] = static_cast<double>(room) / static_cast<double>(units);
+  // A memory pod's units are its memory on every node (§4.13.1): the same room in units, where
+  // the devices' memory is known (elsewhere no memory pod joins).
+  const bool memory_known = cluster_.node(node).node->gpu_device_memory > 0;
+  idle[rn_ + 1] = memory_known ? static_cast<double>(idle_room) : -kInfinity;
+  free[rn_ + 1] = memory_known ? static_cast<double>(room) : -kInfinity;
   // Compared bit for bit: the key's sign of zero orders it.
   const bool same_key =
       std::signbit(key) == std::signbit(joinable_key_[node]) && key == joinable_key_[node];

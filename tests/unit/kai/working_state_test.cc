@@ -1,5 +1,6 @@
 // The working state of a cycle (SEMANTICS.md §4.1) and its statements: rollback restores every
 // value exactly, statements nest, evictions move requests from used to releasing.
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -259,6 +260,53 @@ TEST(WorkingStateDevices, AnEvictionThatEmptiesADeviceDrainsIt) {
   EXPECT_TRUE(state.device_active(device));
   EXPECT_EQ(state.releasing(0, gpu), 0);
   state.Rollback(mark);
+}
+
+// The joinable tree's G column counts the devices a pod could take (§4.13.4's device choice): the
+// active devices, plus the pool's idle GPUs for a fit now, or its whole free GPUs once releasing
+// pods are gone. On n1 one device is active and the other GPU is held by a releasing whole-GPU
+// pod: a pod of two devices (one joined, one opened) fits there only once that pod has left (on
+// n2 a running whole-GPU pod leaves none), and a pod of one device joins now. The memory column
+// holds the device room in units where the devices' memory is known, and -inf on n2, whose memory
+// is not: no memory pod joins there.
+TEST(WorkingStateDevices, TheJoinableTreeCountsTheDevicesAPodCouldTake) {
+  Fixture f(SnapshotBuilder()
+                .Node("n1", {{"cpu", 10}, {"nvidia.com/gpu", 2}})
+                .DeviceMemory(40000)
+                .Node("n2", {{"cpu", 10}, {"nvidia.com/gpu", 2}})
+                .Queue("team")
+                .Group("run", "team")
+                .Pod({{"cpu", 1}}, "n1", PodPhase::kRunning)
+                .GpuMemory(10000)
+                .GpuGroups({"k"})
+                .Pod({{"cpu", 1}}, "n2", PodPhase::kRunning)
+                .GpuFraction(0.5)
+                .GpuGroups({"j"})
+                .Group("whole", "team")
+                .Pod({{"cpu", 1}, {"nvidia.com/gpu", 1}}, "n1", PodPhase::kReleasing)
+                .Pod({{"cpu", 1}, {"nvidia.com/gpu", 1}}, "n2", PodPhase::kRunning)
+                .Build());
+  const Cluster& cluster = f.cluster;
+  const CapacityTree& tree = f.state.joinable_tree();
+  const int rn = cluster.num_node_resources();
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  std::vector<double> request(static_cast<size_t>(rn + WorkingState::kJoinableColumns), 0.0);
+  request[cluster.node_cpu()] = 1;
+  request[rn] = 0.25;  // a quarter of a device
+  auto found = [&](bool now) {
+    const CapacityTree::Found first = tree.FindFirst(-kInf, -1, kInf, request.data(), now);
+    return first.slot < 0 ? std::string("none") : cluster.node_name(tree.member(first.slot));
+  };
+  request[cluster.node_gpu()] = 2;
+  EXPECT_EQ(found(/*now=*/true), "none");
+  EXPECT_EQ(found(/*now=*/false), "n1");
+  request[cluster.node_gpu()] = 1;
+  EXPECT_EQ(found(/*now=*/true), "n2");  // fewer free GPUs: first in binpack's order
+  // A memory pod of 30,000 of n1's 40,000 units: n1's device has 30,000 left, n2 is out.
+  request[rn + 1] = 30000;
+  EXPECT_EQ(found(/*now=*/true), "n1");
+  request[rn + 1] = 30001;
+  EXPECT_EQ(found(/*now=*/true), "none");
 }
 
 }  // namespace
