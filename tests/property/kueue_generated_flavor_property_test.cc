@@ -10,7 +10,6 @@
 // ARBITER_KUEUE_FLAVOR_CASES=N runs N cases per property instead of the defaults below (for
 // example 2000 for a long run, about 13 s on a loaded two-core machine; NoPingPong then reports
 // the unexplained reversals listed below and others like them).
-#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <set>
@@ -34,12 +33,7 @@ namespace {
 constexpr int kDefaultCases = 200;
 constexpr int kDefaultPingPongCases = 300;
 
-int CasesOr(int fallback) {
-  const char* env = std::getenv("ARBITER_KUEUE_FLAVOR_CASES");
-  if (env == nullptr || *env == '\0') return fallback;
-  const int cases = std::atoi(env);
-  return cases > 0 ? cases : fallback;
-}
+int CasesOr(int fallback) { return CasesFromEnvironment("ARBITER_KUEUE_FLAVOR_CASES", fallback); }
 
 const std::vector<PropertyRun>& Runs() {
   static const std::vector<PropertyRun>* runs = new std::vector<PropertyRun>(RunPropertyCases(

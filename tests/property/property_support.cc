@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <set>
@@ -159,6 +160,12 @@ std::vector<std::string> PathToRoot(const std::map<std::string, const Queue*>& q
 }
 
 }  // namespace
+
+int CasesFromEnvironment(const char* variable, int fallback) {
+  const char* env = std::getenv(variable);
+  const int cases = env == nullptr ? 0 : std::atoi(env);
+  return cases > 0 ? cases : fallback;
+}
 
 GeneratorOptions PropertyCaseOptions(uint64_t index, GeneratorModel model) {
   Rng rng(0x5eed0000ULL + index * 0x9e3779b97f4a7c15ULL);

@@ -11,7 +11,6 @@
 // `make test` runs 400 cases; ARBITER_SEARCH_CASES=N runs N (docs/benchmarks.md gives the
 // command for the long run, thousands of cases).
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -30,12 +29,7 @@ using generator::GeneratorModel;
 
 constexpr int kDefaultCases = 400;
 
-int Cases() {
-  const char* env = std::getenv("ARBITER_SEARCH_CASES");
-  if (env == nullptr || *env == '\0') return kDefaultCases;
-  const int cases = std::atoi(env);
-  return cases > 0 ? cases : kDefaultCases;
-}
+int Cases() { return CasesFromEnvironment("ARBITER_SEARCH_CASES", kDefaultCases); }
 
 // Every case runs the four actions; the policy varies as the eviction properties vary it, and
 // one case in four spreads instead of packing.
