@@ -40,13 +40,6 @@ void CapacityTree::Init(const std::vector<int>& members, int resources, Pair pai
   max_key_.assign(n, 0.0);
   min_slot_.assign(n, -1);
   max_slot_.assign(n, -1);
-  bits_.clear();
-  bits_or_.clear();
-}
-
-void CapacityTree::SetClassBits(const std::vector<uint64_t>& bits) {
-  bits_ = bits;
-  bits_or_ = bits;
 }
 
 double CapacityTree::Joint(const double* amounts) const {
@@ -75,12 +68,6 @@ bool CapacityTree::Pull(int t) {
   const int max_slot = right >= 0 ? max_slot_[right] : t;
   changed |= min_key != min_key_[t] || max_key != max_key_[t] || min_slot != min_slot_[t] ||
              max_slot != max_slot_[t];
-  if (!bits_.empty()) {
-    const uint64_t bits =
-        bits_[t] | (left >= 0 ? bits_or_[left] : 0) | (right >= 0 ? bits_or_[right] : 0);
-    changed |= bits != bits_or_[t];
-    bits_or_[t] = bits;
-  }
   min_key_[t] = min_key;
   max_key_[t] = max_key;
   min_slot_[t] = min_slot;
@@ -229,9 +216,7 @@ double CapacityTree::JointRequest(const double* requests) const {
   return Joint(requests);
 }
 
-bool CapacityTree::MayHold(int t, const double* requests, bool now, double joint,
-                           uint64_t classes) const {
-  if (!bits_.empty() && (bits_or_[t] & classes) == 0) return false;
+bool CapacityTree::MayHold(int t, const double* requests, bool now, double joint) const {
   const double* maxima = maxima_.data() + (t * width());
   const double* amounts = maxima + (now ? 0 : r_);
   for (int r = 0; r < r_; ++r) {
@@ -242,8 +227,7 @@ bool CapacityTree::MayHold(int t, const double* requests, bool now, double joint
   return joint <= maxima[2 * r_ + (now ? 0 : 1)];
 }
 
-bool CapacityTree::Holds(int t, const double* requests, bool now, uint64_t classes) const {
-  if (!bits_.empty() && (bits_[t] & classes) == 0) return false;
+bool CapacityTree::Holds(int t, const double* requests, bool now) const {
   const double* values = values_.data() + (t * width() + (now ? 0 : r_));
   for (int r = 0; r < r_; ++r) {
     if (requests[r] > 0 && !(requests[r] <= values[r])) return false;
@@ -252,16 +236,15 @@ bool CapacityTree::Holds(int t, const double* requests, bool now, uint64_t class
 }
 
 int CapacityTree::Find(int t, double bound_key, int bound_node, double max_key,
-                       const double* requests, bool now, uint64_t classes) const {
+                       const double* requests, bool now) const {
   const double joint = JointRequest(requests);
   // An in-order walk that skips subtrees that cannot hold the pod and those before the bound;
   // `pending` holds the nodes whose left subtree is being walked, nearest last.
   absl::InlinedVector<int, 64> pending;
   while (true) {
     while (t >= 0) {
-      if (!MayHold(t, requests, now, joint, classes))
-        break;                                 // nothing in t's subtree holds the pod
-      if (Before(t, bound_key, bound_node)) {  // t and its left subtree are before the bound
+      if (!MayHold(t, requests, now, joint)) break;  // nothing in t's subtree holds the pod
+      if (Before(t, bound_key, bound_node)) {        // t and its left subtree are before the bound
         t = right_[t];
         continue;
       }
@@ -273,15 +256,14 @@ int CapacityTree::Find(int t, double bound_key, int bound_node, double max_key,
     pending.pop_back();
     // t and everything after it (its right subtree, the pending nodes) are past the limit.
     if (keys_[t] > max_key) return -1;
-    if (Holds(t, requests, now, classes)) return t;
+    if (Holds(t, requests, now)) return t;
     t = right_[t];
   }
 }
 
 CapacityTree::Found CapacityTree::FindFirst(double bound_key, int bound_node, double max_key,
-                                            const double* requests, bool now,
-                                            uint64_t classes) const {
-  const int slot = Find(root_, bound_key, bound_node, max_key, requests, now, classes);
+                                            const double* requests, bool now) const {
+  const int slot = Find(root_, bound_key, bound_node, max_key, requests, now);
   return slot < 0 ? Found{} : Found{slot, keys_[slot]};
 }
 

@@ -32,12 +32,6 @@ class CapacityTree {
   void Init(const std::vector<int>& members, int resources) { Init(members, resources, Pair()); }
   void Init(const std::vector<int>& members, int resources, Pair pair);
 
-  // Optional class bits, one word per member (before the first Set): each subtree also keeps
-  // the OR of its members' words, and FindFirst passes over the members and subtrees whose words
-  // share no bit with the `classes` it is given. A member may carry several bits; a caller that
-  // folds more than 64 classes onto the bits only loses pruning, never a member.
-  void SetClassBits(const std::vector<uint64_t>& bits);
-
   bool empty() const { return root_ < 0; }
   int size() const { return static_cast<int>(members_.size()); }
   int member(int slot) const { return members_[slot]; }
@@ -52,11 +46,9 @@ class CapacityTree {
   };
   // The first member in (key, node) order that is at or after (bound_key, bound_node), has a key
   // <= max_key, and where req_r <= idle_r (now) or req_r <= free_r (otherwise) for every r with
-  // req_r > 0, and (with class bits) whose word shares a bit with `classes`. slot -1 when none.
-  // O(log n) when subtrees that cannot hold the pod are rare.
-  static constexpr uint64_t kAnyClass = ~uint64_t{0};
+  // req_r > 0. slot -1 when none. O(log n) when subtrees that cannot hold the pod are rare.
   Found FindFirst(double bound_key, int bound_node, double max_key, const double* requests,
-                  bool now, uint64_t classes = kAnyClass) const;
+                  bool now) const;
   // The treap priority of a slot: a fixed pseudo-random function of it (exposed for tests that
   // build the worst case, keys ordered like priorities).
   static uint32_t Priority(int slot);
@@ -84,8 +76,8 @@ class CapacityTree {
   // not ask for both.
   double JointRequest(const double* requests) const;
   // False when no member of t's subtree can hold the pod; `joint` is JointRequest(requests).
-  bool MayHold(int t, const double* requests, bool now, double joint, uint64_t classes) const;
-  bool Holds(int t, const double* requests, bool now, uint64_t classes) const;
+  bool MayHold(int t, const double* requests, bool now, double joint) const;
+  bool Holds(int t, const double* requests, bool now) const;
   // Recomputes t's subtree summaries from its children's; true when one of them changed.
   bool Pull(int t);
   void PullPath(const std::vector<int>& path);  // deepest node last in `path`
@@ -97,7 +89,7 @@ class CapacityTree {
   int Merge(int a, int b);
   int Erase(int t, int slot);
   int Find(int t, double bound_key, int bound_node, double max_key, const double* requests,
-           bool now, uint64_t classes) const;
+           bool now) const;
 
   // The values per slot: idle (R), free (R), then the pair's joint idle and free amounts.
   int width() const { return 2 * r_ + 2; }
@@ -115,9 +107,7 @@ class CapacityTree {
   std::vector<double> maxima_;   // slot × width(): subtree maxima of the same
   std::vector<double> min_key_;  // per slot: the subtree's smallest and largest keys
   std::vector<double> max_key_;
-  std::vector<uint64_t> bits_;     // per slot (SetClassBits; empty: none kept)
-  std::vector<uint64_t> bits_or_;  // per slot: the OR over its subtree
-  std::vector<int> min_slot_;      // per slot: the subtree's first and last members
+  std::vector<int> min_slot_;  // per slot: the subtree's first and last members
   std::vector<int> max_slot_;
   std::vector<int> split_path_;   // scratch of Split and Erase
   std::vector<int> merge_path_;   // scratch of Merge

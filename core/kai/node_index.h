@@ -37,8 +37,6 @@ class NodeIndex {
   NodeIndex(const Cluster& cluster, const Feasibility& feasibility, Placement placement);
 
   bool spread() const { return spread_; }
-  // The node's class (Feasibility's), -1 for a node of none.
-  int node_class(int node) const { return class_of_[node]; }
 
   // Sets the node's idle and free (idle + releasing) amounts, one per resource of R each. O(R);
   // the O(R · log n) re-keying happens once per changed node before the next read.

@@ -586,23 +586,6 @@ const std::vector<int8_t>& Placer::ClassVerdicts(int pod) {
   return verdicts;
 }
 
-uint64_t Placer::ClassBits(int pod) {
-  const int signature = feasibility_.pod_signature(pod);
-  if (class_bits_.size() < static_cast<size_t>(feasibility_.num_signatures())) {
-    class_bits_.resize(feasibility_.num_signatures(), 0);
-  }
-  uint64_t& bits = class_bits_[signature];
-  if (bits != 0) return bits;
-  const std::vector<int8_t>& verdicts = ClassVerdicts(pod);
-  for (size_t c = 0; c < verdicts.size(); ++c) {
-    if (verdicts[c] >= 0) bits |= uint64_t{1} << (c % 64);
-  }
-  // No class at all: a bit no node carries would do, but 0 reads as "not computed"; every node
-  // is then found and passed over by its verdict, as without bits.
-  if (bits == 0) bits = CapacityTree::kAnyClass;
-  return bits;
-}
-
 double Placer::SmallestShare(int pod) const {
   // The least share of one device the pod needs on any node: u / M_n over the nodes' distinct
   // device units (a memory pod: its memory over the largest known device memory).
@@ -749,13 +732,12 @@ void Placer::SearchJoinable(SharingSearch& search) {
   device_request_[cluster_.node_gpu()] = info.gpu_devices;  // d devices
   device_request_.push_back(SmallestShare(search.pod));
   device_request_.push_back(static_cast<double>(info.gpu_memory));  // 0: a fraction pod
-  const uint64_t classes = ClassBits(search.pod);
   for (bool now : {true, false}) {
     double bound_key = -kInfinity;
     int bound_node = -1;
     while (true) {
       const CapacityTree::Found found =
-          tree.FindFirst(bound_key, bound_node, kInfinity, device_request_.data(), now, classes);
+          tree.FindFirst(bound_key, bound_node, kInfinity, device_request_.data(), now);
       if (found.slot < 0) break;
       const int node = tree.member(found.slot);
       bound_key = found.key;

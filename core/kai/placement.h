@@ -125,9 +125,6 @@ class Placer {
   NodeChoice ChooseSharingByScan(int pod);
   // Per node class, for `pod`'s signature: -1 infeasible, 0 feasible, 1 feasible and preferred.
   const std::vector<int8_t>& ClassVerdicts(int pod);
-  // The bits of the classes `pod` may use (verdict >= 0), class c as bit c % 64: the joinable
-  // tree's filter (CapacityTree::SetClassBits). Kept per signature.
-  uint64_t ClassBits(int pod);
   // §4.13.4's score of a sharing pod on `node`.
   double SharingScore(int node, bool joinable, bool now, bool preferred, double min,
                       double max) const;
@@ -297,7 +294,6 @@ class Placer {
   std::vector<double> virtual_requests_;  // ChooseSharing: the pod as one asking whole GPUs
   std::vector<double> device_request_;    // ChooseSharing: the pod over joinable_tree's columns
   std::vector<std::vector<int8_t>> class_verdicts_;  // per signature
-  std::vector<uint64_t> class_bits_;                 // per signature, 0: not yet computed
   // LargestFreeShare's answers, by signature and GPU memory, with the node clock they hold at.
   struct KeptFreeShare {
     uint64_t clock = 0;

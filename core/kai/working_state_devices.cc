@@ -63,16 +63,6 @@ void WorkingState::LayOutDevices() {
   std::vector<int> members(nodes);
   for (int n = 0; n < nodes; ++n) members[n] = n;
   joinable_tree_.Init(members, rn_ + kJoinableColumns);
-  // Each node's class as a bit (classes past 64 share bits), so that a pod's search passes over
-  // the subtrees of nodes its classes exclude (Placer::SearchJoinable).
-  if (index_ != nullptr) {
-    std::vector<uint64_t> bits(nodes, CapacityTree::kAnyClass);
-    for (int n = 0; n < nodes; ++n) {
-      const int node_class = index_->node_class(n);
-      if (node_class >= 0) bits[n] = uint64_t{1} << (node_class % 64);
-    }
-    joinable_tree_.SetClassBits(bits);
-  }
   tree_row_.assign(2 * static_cast<size_t>(rn_ + kJoinableColumns), 0.0);
   device_room_.assign(nodes, 0);
   joinable_key_.assign(nodes, 0.0);

@@ -2,7 +2,6 @@
 #include "core/kai/capacity_tree.h"
 
 #include <algorithm>
-#include <cstdint>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -95,14 +94,11 @@ struct Member {
   bool present = false;
 };
 int FirstByScan(const std::vector<Member>& members, double bound_key, int bound_node,
-                double max_key, const std::vector<double>& requests, bool now,
-                const std::vector<uint64_t>* bits = nullptr,
-                uint64_t classes = CapacityTree::kAnyClass) {
+                double max_key, const std::vector<double>& requests, bool now) {
   int best = -1;
   for (int slot = 0; slot < static_cast<int>(members.size()); ++slot) {
     const Member& m = members[slot];
     if (!m.present || m.key > max_key) continue;
-    if (bits != nullptr && ((*bits)[slot] & classes) == 0) continue;
     if (m.key < bound_key || (m.key == bound_key && slot < bound_node)) continue;
     bool holds = true;
     for (size_t r = 0; r < requests.size(); ++r) {
@@ -181,53 +177,6 @@ TEST(CapacityTreeTest, JointPairAndInPlaceUpdatesFindWhatAScanFinds) {
     EXPECT_EQ(tree.MinSlot(), order.front());
     EXPECT_EQ(tree.MaxSlot(), order.back());
   }
-}
-
-// Class bits (the joinable tree's node classes): FindFirst passes over the members whose word
-// shares no bit with the classes asked, and over whole subtrees of them, after moves and in-place
-// updates alike; a member with every bit is found for any class. Checked against a scan.
-TEST(CapacityTreeTest, ClassBitsPassOverTheMembersOfOtherClasses) {
-  constexpr int kNodes = 400;
-  constexpr int kResources = 2;
-  std::mt19937 random(11);
-  std::vector<int> ids(kNodes);
-  std::iota(ids.begin(), ids.end(), 0);
-  CapacityTree tree;
-  tree.Init(ids, kResources);
-  std::vector<uint64_t> bits(kNodes);
-  for (int slot = 0; slot < kNodes; ++slot) {
-    // Runs of one class (whole subtrees of it), a few members of every class.
-    bits[slot] = slot % 97 == 0 ? CapacityTree::kAnyClass : uint64_t{1} << ((slot / 25) % 6);
-  }
-  tree.SetClassBits(bits);
-  std::vector<Member> members(kNodes);
-  auto change = [&](int slot) {
-    Member& m = members[slot];
-    m.key = std::uniform_int_distribution<int>(0, 12)(random);
-    m.idle = {static_cast<double>(std::uniform_int_distribution<int>(0, 8)(random)), m.key};
-    m.free = {m.idle[0] + std::uniform_int_distribution<int>(0, 2)(random), m.key};
-    m.present = true;
-    tree.Set(slot, m.key, m.idle.data(), m.free.data());
-  };
-  for (int slot = 0; slot < kNodes; ++slot) change(slot);
-  int filtered_out = 0;  // answers that differ from the search without classes
-  for (int step = 0; step < 4000; ++step) {
-    change(std::uniform_int_distribution<int>(0, kNodes - 1)(random));
-    const uint64_t classes = std::uniform_int_distribution<uint64_t>(1, 63)(random);
-    const std::vector<double> requests = {1.0 + step % 6, 0.0};
-    const bool now = step % 2 == 0;
-    const double bound_key = std::uniform_int_distribution<int>(0, 6)(random);
-    const int bound_node = std::uniform_int_distribution<int>(-1, kNodes)(random);
-    const int expected =
-        FirstByScan(members, bound_key, bound_node, 1e300, requests, now, &bits, classes);
-    const CapacityTree::Found found =
-        tree.FindFirst(bound_key, bound_node, 1e300, requests.data(), now, classes);
-    ASSERT_EQ(found.slot, expected) << "step " << step << ", classes " << classes;
-    const int any = FirstByScan(members, bound_key, bound_node, 1e300, requests, now);
-    EXPECT_EQ(tree.FindFirst(bound_key, bound_node, 1e300, requests.data(), now).slot, any);
-    if (any != expected) ++filtered_out;
-  }
-  EXPECT_GT(filtered_out, 1000);  // the classes decided many answers
 }
 
 }  // namespace
