@@ -1,5 +1,9 @@
 // The invariant checks of the property tests catch what they claim to: each is shown a small
 // hand-made violation (and its lawful counterpart), so that a passing property is not vacuous.
+#include <cstdlib>
+#include <utility>
+#include <vector>
+
 #include "clients/simulator/apply_decisions.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -154,6 +158,25 @@ TEST(InvariantChecks, DiffResultsTellsNegativeZeroFromZero) {
   EXPECT_NE(DiffResults(a, b), "");
   b.queues[0].fair_share["cpu"] = 0.0;
   EXPECT_EQ(DiffResults(a, b), "");
+}
+
+// A suite's case count from the environment: a whole positive decimal number is taken, anything
+// else (unset, empty, zero, negative, trailing junk, past int) leaves `make test`'s count.
+TEST(CasesFromEnvironmentTest, TakesOnlyAWholePositiveNumber) {
+  constexpr const char* kVariable = "ARBITER_CASES_FROM_ENVIRONMENT_TEST";
+  unsetenv(kVariable);
+  EXPECT_EQ(CasesFromEnvironment(kVariable, 300), 300);
+  const std::vector<std::pair<const char*, int>> cases = {
+      {"6000", 6000},      {"1", 1},
+      {"", 300},           {"0", 300},
+      {"-5", 300},         {"12abc", 300},
+      {"abc", 300},        {"2147483647", 2147483647},
+      {"2147483648", 300}, {"99999999999999999999", 300}};
+  for (const auto& [value, expected] : cases) {
+    setenv(kVariable, value, 1);
+    EXPECT_EQ(CasesFromEnvironment(kVariable, 300), expected) << "value \"" << value << "\"";
+  }
+  unsetenv(kVariable);
 }
 
 }  // namespace

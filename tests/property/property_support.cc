@@ -1,9 +1,11 @@
 #include "tests/property/property_support.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 #include <utility>
@@ -163,8 +165,15 @@ std::vector<std::string> PathToRoot(const std::map<std::string, const Queue*>& q
 
 int CasesFromEnvironment(const char* variable, int fallback) {
   const char* env = std::getenv(variable);
-  const int cases = env == nullptr ? 0 : std::atoi(env);
-  return cases > 0 ? cases : fallback;
+  if (env == nullptr || *env == '\0') return fallback;
+  // Whole decimal numbers only: strtol reports what atoi would leave undefined (overflow).
+  char* end = nullptr;
+  errno = 0;
+  const long cases = std::strtol(env, &end, 10);
+  if (errno != 0 || *end != '\0' || cases <= 0 || cases > std::numeric_limits<int>::max()) {
+    return fallback;
+  }
+  return static_cast<int>(cases);
 }
 
 GeneratorOptions PropertyCaseOptions(uint64_t index, GeneratorModel model) {

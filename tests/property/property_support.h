@@ -23,8 +23,9 @@ generator::GeneratorOptions PropertyCaseOptions(uint64_t index, generator::Gener
 // 1, 2 or 3 resource flavors per resource (index mod 3). Deterministic.
 generator::GeneratorOptions FlavoredPropertyCaseOptions(uint64_t index);
 
-// The number of cases a randomised suite runs: the positive integer in environment variable
-// `variable` (a longer run by hand, README "Two commands"), else `fallback` (`make test`'s).
+// The number of cases a randomised suite runs: environment variable `variable` when it holds a
+// whole decimal number from 1 to INT_MAX (a longer run by hand, README "Two commands"), else
+// `fallback` (`make test`'s).
 int CasesFromEnvironment(const char* variable, int fallback);
 
 // A description of the case for failure messages ("case 17: nodes=12 queues=7 ...").

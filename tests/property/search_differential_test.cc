@@ -8,8 +8,8 @@
 // could not be re-placed make the validator's rejection certain). The two must give the same
 // answers, byte for byte: this test runs both over generated KAI requests and compares them.
 //
-// `make test` runs 400 cases; ARBITER_SEARCH_CASES=N runs N (docs/benchmarks.md gives the
-// command for the long run, thousands of cases).
+// `make test` runs 400 cases; ARBITER_SEARCH_CASES=N runs N (the README gives the command for
+// the long run, thousands of cases).
 #include <cstdint>
 #include <string>
 #include <string_view>
