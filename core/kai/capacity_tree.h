@@ -32,6 +32,7 @@ class CapacityTree {
   void Init(const std::vector<int>& members, int resources) { Init(members, resources, Pair()); }
   void Init(const std::vector<int>& members, int resources, Pair pair);
 
+  const Pair& pair() const { return pair_; }
   bool empty() const { return root_ < 0; }
   int size() const { return static_cast<int>(members_.size()); }
   int member(int slot) const { return members_[slot]; }

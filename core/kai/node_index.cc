@@ -14,28 +14,26 @@ double AllocatableOf(const Cluster& cluster, int node, int k) {
   return k < 0 ? 0.0 : cluster.allocatable(node)[k];
 }
 
-// cpu and memory, each weighed by the inverse of its mean allocatable over `members`, so that the
-// joint amount compares the two as shares of a typical member. No pair when either is missing.
+// cpu and memory, each weighed as a share of a typical member, so that the joint amount
+// compares the two alike. No pair when either is missing.
 CapacityTree::Pair JointPair(const Cluster& cluster, const std::vector<int>& members, int cpu,
                              int memory) {
-  if (cpu < 0 || memory < 0 || members.empty()) return {};
-  double sum_cpu = 0;
-  double sum_memory = 0;
-  for (int node : members) {
-    sum_cpu += cluster.allocatable(node)[cpu];
-    sum_memory += cluster.allocatable(node)[memory];
-  }
-  const double weight_cpu = static_cast<double>(members.size()) / sum_cpu;
-  const double weight_memory = static_cast<double>(members.size()) / sum_memory;
-  // Sums that overflow give weight 0, which would keep a pair that rules nothing out.
-  if (!(weight_cpu > 0) || !(weight_memory > 0) || !std::isfinite(weight_cpu) ||
-      !std::isfinite(weight_memory)) {
-    return {};
-  }
+  const double weight_cpu = ShareWeight(cluster, members, cpu);
+  const double weight_memory = ShareWeight(cluster, members, memory);
+  if (weight_cpu == 0 || weight_memory == 0) return {};
   return CapacityTree::Pair{cpu, memory, weight_cpu, weight_memory};
 }
 
 }  // namespace
+
+double ShareWeight(const Cluster& cluster, const std::vector<int>& members, int k) {
+  if (k < 0 || members.empty()) return 0;
+  double sum = 0;
+  for (int node : members) sum += cluster.allocatable(node)[k];
+  const double weight = static_cast<double>(members.size()) / sum;
+  // A sum that overflows gives 0; one that is 0 gives infinity.
+  return weight > 0 && std::isfinite(weight) ? weight : 0;
+}
 
 NodeIndex::NodeIndex(const Cluster& cluster, const Feasibility& feasibility, Placement placement)
     : cluster_(cluster),

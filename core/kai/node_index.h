@@ -28,6 +28,11 @@
 
 namespace arbiter::kai {
 
+// The inverse of the mean allocatable amount of R_n's resource `k` over `members`: it weighs an
+// amount as a share of a typical member, for a CapacityTree::Pair. 0 when `k` is -1, `members`
+// is empty, or the weight comes out as 0 or not finite (a pair with it would rule nothing out).
+double ShareWeight(const Cluster& cluster, const std::vector<int>& members, int k);
+
 class NodeIndex {
  public:
   enum Bucket { kGpu = 0, kCpuNoGpu = 1, kCpuGpu = 2, kNumBuckets = 3 };

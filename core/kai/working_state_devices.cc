@@ -62,7 +62,14 @@ void WorkingState::LayOutDevices() {
   spread_ = index_ != nullptr && index_->spread();
   std::vector<int> members(nodes);
   for (int n = 0; n < nodes; ++n) members[n] = n;
-  joinable_tree_.Init(members, rn_ + kJoinableColumns);
+  // A pod that joins a device asks for cpu and a share of a device: pairing the two passes over
+  // subtrees whose members each lack one of them (some cpu, others a device with room). The
+  // share column is already a share, of one device.
+  const double weight_cpu = ShareWeight(cluster_, members, cluster_.node_cpu());
+  const CapacityTree::Pair pair =
+      weight_cpu == 0 ? CapacityTree::Pair{}
+                      : CapacityTree::Pair{cluster_.node_cpu(), rn_, weight_cpu, 1.0};
+  joinable_tree_.Init(members, rn_ + kJoinableColumns, pair);
   tree_row_.assign(2 * static_cast<size_t>(rn_ + kJoinableColumns), 0.0);
   device_room_.assign(nodes, 0);
   joinable_key_.assign(nodes, 0.0);

@@ -309,5 +309,43 @@ TEST(WorkingStateDevices, TheJoinableTreeCountsTheDevicesAPodCouldTake) {
   EXPECT_EQ(found(/*now=*/true), "none");
 }
 
+// A pod that joins a device asks for cpu and a share of one: the joinable tree pairs the two
+// columns, cpu as a share of the nodes' mean (here (10 + 30) / 2 = 20 cpus) and the device share
+// as it is, so that a subtree whose members each lack one of them is passed over.
+TEST(WorkingStateDevices, TheJoinableTreePairsCpuWithTheDeviceShare) {
+  Fixture f(SnapshotBuilder()
+                .Node("n1", {{"cpu", 10}, {"nvidia.com/gpu", 2}})
+                .Node("n2", {{"cpu", 30}, {"nvidia.com/gpu", 2}})
+                .Queue("team")
+                .Group("run", "team")
+                .Pod({{"cpu", 1}}, "n1", PodPhase::kRunning)
+                .GpuFraction(0.5)
+                .GpuGroups({"k"})
+                .Build());
+  const CapacityTree::Pair& pair = f.state.joinable_tree().pair();
+  EXPECT_EQ(pair.a, f.cluster.node_cpu());
+  EXPECT_EQ(pair.b, f.cluster.num_node_resources());  // the share column
+  EXPECT_DOUBLE_EQ(pair.weight_a, 1.0 / 20);
+  EXPECT_EQ(pair.weight_b, 1.0);
+}
+
+// The pairs' weight: the inverse of a resource's mean allocatable over the members, and 0 (no
+// pair) for a resource no node has, no members, or a mean of 0.
+TEST(WorkingStateDevices, ShareWeightIsTheInverseOfTheMeanAllocatable) {
+  Fixture f(SnapshotBuilder()
+                .Node("n1", {{"cpu", 10}, {"memory", 0}})
+                .Node("n2", {{"cpu", 30}, {"memory", 0}})
+                .Queue("team")
+                .Build());
+  const Cluster& cluster = f.cluster;
+  const int memory = cluster.NodeSpaceOf(cluster.resources().Find("memory"));
+  ASSERT_GE(memory, 0);
+  EXPECT_DOUBLE_EQ(ShareWeight(cluster, {0, 1}, cluster.node_cpu()), 1.0 / 20);
+  EXPECT_DOUBLE_EQ(ShareWeight(cluster, {1}, cluster.node_cpu()), 1.0 / 30);
+  EXPECT_EQ(ShareWeight(cluster, {}, cluster.node_cpu()), 0);
+  EXPECT_EQ(ShareWeight(cluster, {0, 1}, -1), 0);
+  EXPECT_EQ(ShareWeight(cluster, {0, 1}, memory), 0);
+}
+
 }  // namespace
 }  // namespace arbiter::kai
