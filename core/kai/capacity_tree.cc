@@ -235,35 +235,58 @@ bool CapacityTree::Holds(int t, const double* requests, bool now) const {
   return true;
 }
 
-int CapacityTree::Find(int t, double bound_key, int bound_node, double max_key,
-                       const double* requests, bool now) const {
-  const double joint = JointRequest(requests);
-  // An in-order walk that skips subtrees that cannot hold the pod and those before the bound;
-  // `pending` holds the nodes whose left subtree is being walked, nearest last.
-  absl::InlinedVector<int, 64> pending;
+int CapacityTree::Find(Walk* walk) const {
+  // An in-order walk that skips subtrees that cannot hold the pod and those before the bound.
+  // Everything after a member found is after the bound, so the walk goes on from there.
+  absl::InlinedVector<int, 64>& pending = walk->pending;
+  int t = walk->next;
   while (true) {
     while (t >= 0) {
-      if (!MayHold(t, requests, now, joint)) break;  // nothing in t's subtree holds the pod
-      if (Before(t, bound_key, bound_node)) {        // t and its left subtree are before the bound
+      if (!MayHold(t, walk->requests, walk->now, walk->joint)) break;  // nothing in t's subtree
+      if (Before(t, walk->bound_key, walk->bound_node)) {  // t and its left subtree are before
         t = right_[t];
         continue;
       }
       pending.push_back(t);
       t = left_[t];
     }
-    if (pending.empty()) return -1;
+    if (pending.empty()) break;
     t = pending.back();
     pending.pop_back();
     // t and everything after it (its right subtree, the pending nodes) are past the limit.
-    if (keys_[t] > max_key) return -1;
-    if (Holds(t, requests, now)) return t;
+    if (keys_[t] > walk->max_key) break;
+    if (Holds(t, walk->requests, walk->now)) {
+      walk->next = right_[t];
+      return t;
+    }
     t = right_[t];
   }
+  pending.clear();
+  walk->next = -1;
+  return -1;
 }
 
 CapacityTree::Found CapacityTree::FindFirst(double bound_key, int bound_node, double max_key,
                                             const double* requests, bool now) const {
-  const int slot = Find(root_, bound_key, bound_node, max_key, requests, now);
+  Walk walk;
+  return FindFirst(bound_key, bound_node, max_key, requests, now, &walk);
+}
+
+CapacityTree::Found CapacityTree::FindFirst(double bound_key, int bound_node, double max_key,
+                                            const double* requests, bool now, Walk* walk) const {
+  walk->bound_key = bound_key;
+  walk->bound_node = bound_node;
+  walk->max_key = max_key;
+  walk->requests = requests;
+  walk->now = now;
+  walk->joint = JointRequest(requests);
+  walk->next = root_;
+  walk->pending.clear();
+  return FindNext(walk);
+}
+
+CapacityTree::Found CapacityTree::FindNext(Walk* walk) const {
+  const int slot = Find(walk);
   return slot < 0 ? Found{} : Found{slot, keys_[slot]};
 }
 

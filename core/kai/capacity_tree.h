@@ -13,6 +13,8 @@
 #include <limits>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
+
 namespace arbiter::kai {
 
 class CapacityTree {
@@ -50,6 +52,24 @@ class CapacityTree {
   // req_r > 0. slot -1 when none. O(log n) when subtrees that cannot hold the pod are rare.
   Found FindFirst(double bound_key, int bound_node, double max_key, const double* requests,
                   bool now) const;
+  // The same search as a walk that goes on: FindNext(walk) returns what FindFirst would return
+  // for the bound just after the member last found, without walking down from the root again.
+  // The tree must not change while a walk is used, and `requests` must outlive it.
+  class Walk {
+   private:
+    friend class CapacityTree;
+    double bound_key = 0;
+    int bound_node = 0;
+    double max_key = 0;
+    const double* requests = nullptr;
+    bool now = false;
+    double joint = 0;
+    int next = -1;                         // the subtree to walk next
+    absl::InlinedVector<int, 64> pending;  // members whose left subtree is walked, nearest last
+  };
+  Found FindFirst(double bound_key, int bound_node, double max_key, const double* requests,
+                  bool now, Walk* walk) const;
+  Found FindNext(Walk* walk) const;
   // The treap priority of a slot: a fixed pseudo-random function of it (exposed for tests that
   // build the worst case, keys ordered like priorities).
   static uint32_t Priority(int slot);
@@ -89,8 +109,8 @@ class CapacityTree {
   void Split(int t, double key, int node, int* left, int* right);  // left: < (key, node)
   int Merge(int a, int b);
   int Erase(int t, int slot);
-  int Find(int t, double bound_key, int bound_node, double max_key, const double* requests,
-           bool now) const;
+  // Walks on from walk->next and the pending members to the next member that holds the pod.
+  int Find(Walk* walk) const;
 
   // The values per slot: idle (R), free (R), then the pair's joint idle and free amounts.
   int width() const { return 2 * r_ + 2; }

@@ -156,12 +156,13 @@ bool Placer::Excluded(int node) const {
 CapacityTree::Found Placer::FindAllowed(const CapacityTree& tree, double bound_key, int bound_node,
                                         double max_key, const double* requests, bool now,
                                         bool skip_stale) const {
-  CapacityTree::Found found = tree.FindFirst(bound_key, bound_node, max_key, requests, now);
-  // Node indices are integers: (key, node + 1) is the first position after an excluded node.
-  // A stale entry is passed over too: its node is weighed on its own (WeighStale).
+  CapacityTree::Walk walk;
+  CapacityTree::Found found = tree.FindFirst(bound_key, bound_node, max_key, requests, now, &walk);
+  // An excluded node is passed over, and so is a stale entry: its node is weighed on its own
+  // (WeighStale).
   while (found.slot >= 0 &&
          (Excluded(tree.member(found.slot)) || (skip_stale && Stale(tree.member(found.slot))))) {
-    found = tree.FindFirst(found.key, tree.member(found.slot) + 1, max_key, requests, now);
+    found = tree.FindNext(&walk);
   }
   return found;
 }
@@ -732,16 +733,12 @@ void Placer::SearchJoinable(SharingSearch& search) {
   device_request_[cluster_.node_gpu()] = info.gpu_devices;  // d devices
   device_request_.push_back(SmallestShare(search.pod));
   device_request_.push_back(static_cast<double>(info.gpu_memory));  // 0: a fraction pod
+  CapacityTree::Walk walk;
   for (bool now : {true, false}) {
-    double bound_key = -kInfinity;
-    int bound_node = -1;
-    while (true) {
-      const CapacityTree::Found found =
-          tree.FindFirst(bound_key, bound_node, kInfinity, device_request_.data(), now);
-      if (found.slot < 0) break;
+    CapacityTree::Found found =
+        tree.FindFirst(-kInfinity, -1, kInfinity, device_request_.data(), now, &walk);
+    while (found.slot >= 0) {
       const int node = tree.member(found.slot);
-      bound_key = found.key;
-      bound_node = node + 1;
       const double top_bands = 200 + (now ? 100 : 0) + 50;
       if (!WeighJoinable(search, node, top_bands)) break;
       // The nodes left with this key come after `node` and score at most what this key allows in
@@ -749,7 +746,10 @@ void Placer::SearchJoinable(SharingSearch& search) {
       // (a tie goes to the smaller node), and the search goes on at the next key.
       if (search.best.node >= 0 && search.best.node <= node &&
           top_bands + SharingPlacement(search, node) <= search.best_score) {
-        bound_node = std::numeric_limits<int>::max();
+        found = tree.FindFirst(found.key, std::numeric_limits<int>::max(), kInfinity,
+                               device_request_.data(), now, &walk);
+      } else {
+        found = tree.FindNext(&walk);
       }
     }
     if (search.best.node >= 0 && search.best.fits_now) break;

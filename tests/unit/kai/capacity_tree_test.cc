@@ -115,7 +115,7 @@ int FirstByScan(const std::vector<Member>& members, double bound_key, int bound_
 // and the quick path of Set updates a member where it stands while it keeps its place: neither
 // may change an answer. Random members with few distinct keys (so moves keep and lose their place
 // alike) and amounts where each member lacks cpu or memory (the two resources of the pair), checked
-// against a scan after every change.
+// against a scan after every change, and a walk's FindNext against the scan from the member after.
 TEST(CapacityTreeTest, JointPairAndInPlaceUpdatesFindWhatAScanFinds) {
   constexpr int kNodes = 300;
   constexpr int kResources = 3;  // 0 and 1 form the pair, 2 is scored
@@ -162,6 +162,19 @@ TEST(CapacityTreeTest, JointPairAndInPlaceUpdatesFindWhatAScanFinds) {
       if (expected >= 0) {
         EXPECT_EQ(found.key, members[expected].key);
       }
+      // A walk goes on where FindFirst from the position after each member found would start.
+      if (step % 40 != 0) continue;
+      CapacityTree::Walk walk;
+      CapacityTree::Found walked =
+          tree.FindFirst(bound_key, -1, max_key, requests.data(), now, &walk);
+      int scanned = expected;
+      while (scanned >= 0) {
+        ASSERT_EQ(walked.slot, scanned) << "step " << step << ", pair " << with_pair;
+        scanned = FirstByScan(members, members[scanned].key, scanned + 1, max_key, requests, now);
+        walked = tree.FindNext(&walk);
+      }
+      EXPECT_EQ(walked.slot, -1);
+      EXPECT_EQ(tree.FindNext(&walk).slot, -1);  // a walk at its end stays there
     }
     // The ends and the walk in (key, node) order follow the members after the updates.
     std::vector<int> order(kNodes);
