@@ -110,11 +110,9 @@ class WorkingState {
   // (nodes without allocatable GPUs last); spread, free GPUs over allocatable descending; then
   // by node. Up to date with every change, rollbacks included, whenever it is read: the nodes
   // touched since the last read are brought up to date then (a try touches a node many times).
+  // Kept only from its first read on (devices placed by BINPACK read the tree alone).
   using NodeOrder = std::set<std::pair<double, int>>;
-  const NodeOrder& joinable_nodes() const {
-    ApplyJoinable();
-    return joinable_nodes_;
-  }
+  const NodeOrder& joinable_nodes() const;
   // The same nodes in a capacity tree (same keys; every node a member, the others out of reach),
   // over R_n plus kJoinableColumns columns: the largest share of one active device a pod could
   // join, idle (idle_k / M_n) and once releasing pods are gone ((M_n - used_k) / M_n), then the
@@ -293,6 +291,7 @@ class WorkingState {
   mutable std::vector<char> joinable_dirty_;   // per node: touched since the last ApplyJoinable
   mutable std::vector<int> joinable_dirty_list_;
   mutable NodeOrder joinable_nodes_;
+  mutable bool joinable_order_kept_ = false;  // joinable_nodes_ read once, and kept since
   mutable CapacityTree joinable_tree_;
   mutable std::vector<double> tree_row_;   // idle, then free: R_n + 1 each
   bool spread_ = false;                    // the index's placement (joinable_nodes' order)

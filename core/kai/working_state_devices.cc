@@ -93,6 +93,17 @@ void WorkingState::UpdateDeviceSummary(int node) {
   }
 }
 
+const WorkingState::NodeOrder& WorkingState::joinable_nodes() const {
+  ApplyJoinable();
+  if (!joinable_order_kept_) {
+    joinable_order_kept_ = true;
+    for (int node = 0; node < static_cast<int>(joinable_in_.size()); ++node) {
+      if (joinable_in_[node] != 0) joinable_nodes_.insert({joinable_key_[node], node});
+    }
+  }
+  return joinable_nodes_;
+}
+
 void WorkingState::ApplyJoinable() const {
   for (int node : joinable_dirty_list_) {
     joinable_dirty_[node] = 0;
@@ -111,7 +122,7 @@ void WorkingState::ApplyJoinableNode(int node) const {
     // Out of reach: no request is met by -inf.
     if (joinable_in_[node] == 0) return;
     joinable_in_[node] = 0;
-    joinable_nodes_.erase({joinable_key_[node], node});
+    if (joinable_order_kept_) joinable_nodes_.erase({joinable_key_[node], node});
     std::fill(tree_row_.begin(), tree_row_.end(), -kInfinity);
     joinable_tree_.Set(node, kInfinity, tree_row_.data(), tree_row_.data() + columns);
     return;
@@ -158,10 +169,12 @@ void WorkingState::ApplyJoinableNode(int node) const {
   const bool same_key =
       std::signbit(key) == std::signbit(joinable_key_[node]) && key == joinable_key_[node];
   if (joinable_in_[node] != 0 && same_key && std::equal(idle, idle + width, applied)) return;
-  if (joinable_in_[node] != 0) joinable_nodes_.erase({joinable_key_[node], node});
+  if (joinable_order_kept_) {
+    if (joinable_in_[node] != 0) joinable_nodes_.erase({joinable_key_[node], node});
+    joinable_nodes_.insert({key, node});
+  }
   joinable_in_[node] = 1;
   joinable_key_[node] = key;
-  joinable_nodes_.insert({key, node});
   std::copy(idle, idle + width, applied);
   joinable_tree_.Set(node, key, idle, free);
 }
