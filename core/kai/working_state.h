@@ -285,15 +285,15 @@ class WorkingState {
   std::vector<int> device_nodes_;
   std::vector<int64_t> device_room_;  // per node
   // The joinable entries, a cache of the nodes' device state brought up to date when read.
-  mutable std::vector<double> joinable_key_;   // per node: its key in joinable_nodes_, when there
-  mutable std::vector<char> joinable_in_;      // per node: in joinable_nodes_ and reachable
-  mutable std::vector<double> joinable_rows_;  // nodes × 2(R_n + 1): its tree row, when there
+  mutable std::vector<double> joinable_key_;   // per node: its entries' key, when reachable
+  mutable std::vector<char> joinable_in_;      // per node: reachable (in joinable_nodes_ if kept)
+  mutable std::vector<double> joinable_rows_;  // nodes × 2(R_n + kJoinableColumns): its tree row
   mutable std::vector<char> joinable_dirty_;   // per node: touched since the last ApplyJoinable
   mutable std::vector<int> joinable_dirty_list_;
   mutable NodeOrder joinable_nodes_;
   mutable bool joinable_order_kept_ = false;  // joinable_nodes_ read once, and kept since
   mutable CapacityTree joinable_tree_;
-  mutable std::vector<double> tree_row_;   // idle, then free: R_n + 1 each
+  mutable std::vector<double> tree_row_;   // idle, then free: R_n + kJoinableColumns each
   bool spread_ = false;                    // the index's placement (joinable_nodes' order)
   std::vector<int32_t> pod_device_begin_;  // per pod: its first entry of pod_devices_
   std::vector<int32_t> pod_devices_;
