@@ -74,35 +74,6 @@ WorkingState::WorkingState(const Cluster& cluster, const KaiFairShare& shares, N
   }
 }
 
-bool WorkingState::FitsNow(int node, const double* node_requests) const {
-  for (int k = 0; k < rn_; ++k) {
-    if (node_requests[k] > 0 && !(node_requests[k] <= idle(node, k))) return false;
-  }
-  return true;
-}
-
-bool WorkingState::FitsPipelined(int node, const double* node_requests) const {
-  for (int k = 0; k < rn_; ++k) {
-    if (node_requests[k] > 0 && !(node_requests[k] <= free(node, k))) return false;
-  }
-  return true;
-}
-
-void WorkingState::SetDouble(double& slot, double value) {
-  if (open_statements_ > 0) double_journal_.emplace_back(&slot, slot);
-  slot = value;
-}
-
-void WorkingState::SetInt(int32_t& slot, int32_t value) {
-  if (open_statements_ > 0) int_journal_.emplace_back(&slot, slot);
-  slot = value;
-}
-
-void WorkingState::SetInt64(int64_t& slot, int64_t value) {
-  if (open_statements_ > 0) int64_journal_.emplace_back(&slot, slot);
-  slot = value;
-}
-
 void WorkingState::TouchNode(int node) {
   node_stamp_[node] = ++node_clock_;
   if (!device_room_.empty()) UpdateDeviceSummary(node);

@@ -68,9 +68,19 @@ class WorkingState {
   // idle + releasing: what the node has once its releasing pods are gone.
   double free(int node, int k) const { return idle(node, k) + releasing(node, k); }
   // req_k <= idle_k for every k with req_k > 0; `node_requests` over R_n.
-  bool FitsNow(int node, const double* node_requests) const;
+  bool FitsNow(int node, const double* node_requests) const {
+    for (int k = 0; k < rn_; ++k) {
+      if (node_requests[k] > 0 && !(node_requests[k] <= idle(node, k))) return false;
+    }
+    return true;
+  }
   // req_k <= idle_k + releasing_k for every k with req_k > 0; `node_requests` over R_n.
-  bool FitsPipelined(int node, const double* node_requests) const;
+  bool FitsPipelined(int node, const double* node_requests) const {
+    for (int k = 0; k < rn_; ++k) {
+      if (node_requests[k] > 0 && !(node_requests[k] <= free(node, k))) return false;
+    }
+    return true;
+  }
 
   // ---- Queues (subtree amounts) ----
   const double* allocated(int queue) const { return &allocated_[queue * r_]; }
@@ -216,9 +226,19 @@ class WorkingState {
   uint64_t journal_breaks() const { return journal_breaks_; }
 
  private:
-  void SetDouble(double& slot, double value);
-  void SetInt(int32_t& slot, int32_t value);
-  void SetInt64(int64_t& slot, int64_t value);
+  // Each journals the old value while a statement is open, then sets the new one.
+  void SetDouble(double& slot, double value) {
+    if (open_statements_ > 0) double_journal_.emplace_back(&slot, slot);
+    slot = value;
+  }
+  void SetInt(int32_t& slot, int32_t value) {
+    if (open_statements_ > 0) int_journal_.emplace_back(&slot, slot);
+    slot = value;
+  }
+  void SetInt64(int64_t& slot, int64_t value) {
+    if (open_statements_ > 0) int64_journal_.emplace_back(&slot, slot);
+    slot = value;
+  }
   void TouchNode(int node);
   // Gives the index `node`'s idle and free amounts (NodeIndex::Update).
   void HandToIndex(int node);
