@@ -46,8 +46,10 @@ struct CycleHooks {
   // "preempt") with the victim search's counters, named and in a fixed order: "candidates",
   // "placed", "failed", "tries", "tries_skipped_count", "tries_skipped_quota",
   // "tries_skipped_repeat", "tries_cut_short", "tries_cut_rejected", "victims_drawn",
-  // "victim_orders" (then, with GPU sharing, the device counters). For explaining a slow cycle;
-  // they never change an answer.
+  // "victim_orders", "explanations", "explanation_tries" (the searches run again without
+  // min-runtime for a failed unit's pending reason, and their tries, which `tries` leaves out),
+  // then, with GPU sharing, the device counters. For explaining a slow cycle; they never change
+  // an answer.
   std::function<void(std::string_view phase,
                      const std::vector<std::pair<std::string_view, int64_t>>& counters)>
       phase_counters;

@@ -45,10 +45,12 @@ class IgnoringMinRuntime final : public EvictionAction {
 // leaves min-runtime out finds victims for `unit`. Names the action's min-runtime field and when
 // the protection of those victims ends (the latest end among them: from then on they may be
 // taken). nullopt when no victim the action could take is protected, or when even without
-// min-runtime no set of victims lets the unit fit. Leaves the state as it was.
+// min-runtime no set of victims lets the unit fit. Leaves the state as it was. `searched`: whether
+// the search without min-runtime ran.
 std::optional<std::string> MinRuntimeOutcome(Session& session, const QueueChain& chain,
                                              const EvictionAction& action, int group,
-                                             const Unit& unit) {
+                                             const Unit& unit, bool* searched) {
+  *searched = false;
   if (!action.MayProtect()) return std::nullopt;
   const Cluster& cluster = session.cluster();
   bool any_protected = false;
@@ -61,6 +63,7 @@ std::optional<std::string> MinRuntimeOutcome(Session& session, const QueueChain&
   Solver solver(session, chain, without, /*shared_order=*/nullptr,
                 /*place_without_victims=*/session.allocate_ran());
   std::vector<EvictionUnit> chosen;
+  *searched = true;
   if (solver.Search(group, unit, &chosen) != Solver::Outcome::kPlaced) return std::nullopt;
   std::optional<Timestamp> until;
   for (const EvictionUnit& victim : chosen) {
@@ -142,10 +145,18 @@ void RunEvictionAction(Session& session, const EvictionAction& action) {
       continue;
     }
     ++counters.failed;
-    const SearchCounters search = counters;  // the counters describe the action's own search
+    // The counters describe the action's own search; the search that explains a failure by
+    // min-runtime is counted apart.
+    const SearchCounters search = counters;
+    bool searched = false;
     std::optional<std::string> protection =
-        MinRuntimeOutcome(session, order.chain(), action, group, unit);
+        MinRuntimeOutcome(session, order.chain(), action, group, unit, &searched);
+    const int64_t explanation_tries = counters.tries - search.tries;
     counters = search;
+    if (searched) {
+      ++counters.explanations;
+      counters.explanation_tries += explanation_tries;
+    }
     if (poll.cancelled()) break;
     session.reasons().RecordOutcome(group, action.name(),
                                     protection.value_or("no set of victims lets it fit"),

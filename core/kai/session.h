@@ -51,6 +51,9 @@ struct SearchCounters {
                                      // re-placed made the validator's rejection certain
   int64_t victims_drawn = 0;         // eviction units drawn from victim orders
   int64_t victim_orders = 0;         // victim orders built (shared or per preemptor)
+  int64_t explanations = 0;          // failed units searched again without min-runtime, to say
+                                     // whether min-runtime protection is what stopped them
+  int64_t explanation_tries = 0;     // the tries of those searches (not among `tries`)
 
   std::vector<std::pair<std::string_view, int64_t>> List() const {
     return {{"candidates", candidates},
@@ -63,7 +66,9 @@ struct SearchCounters {
             {"tries_cut_short", tries_cut_short},
             {"tries_cut_rejected", tries_cut_rejected},
             {"victims_drawn", victims_drawn},
-            {"victim_orders", victim_orders}};
+            {"victim_orders", victim_orders},
+            {"explanations", explanations},
+            {"explanation_tries", explanation_tries}};
   }
 };
 

@@ -735,7 +735,46 @@ TEST(SearchCounters, EachEvictionActionReportsWhatItsSearchDid) {
   EXPECT_EQ(reported["reclaim"]["victims_drawn"], 1);  // the whole gang is one eviction unit
   EXPECT_GE(reported["reclaim"]["tries"], 2);          // without victims, then with the gang
   EXPECT_EQ(reported["preempt"]["candidates"], 0);
-  EXPECT_EQ(reported["preempt"].size(), 11u);
+  EXPECT_EQ(reported["preempt"].size(), 13u);
+  EXPECT_EQ(reported["reclaim"]["explanations"], 0);  // nothing failed
+}
+
+// A unit that fails while min-runtime protects victims is searched again without min-runtime, to
+// say in its pending reason whether that protection stopped it. That search is counted apart:
+// its tries are in `explanation_tries`, not in `tries`.
+TEST(SearchCounters, TheSearchThatExplainsAFailureIsCountedApart) {
+  SnapshotBuilder builder;
+  builder.Now(1000)
+      .Node("n1", Gpu(8))
+      .Queue("team-a")
+      .Deserved(Gpu(4))
+      .Queue("team-b")
+      .Deserved(Gpu(4))
+      .ReclaimMinRuntime(600)
+      .Group("gang", "team-b")
+      .MinMember(4)
+      .RunningPods(4, Gpu(2), "n1")
+      .Started(900)
+      .Group("job", "team-a")
+      .Pods(1, Gpu(2));
+  const Snapshot s = builder.Build();
+  std::map<std::string, int64_t> reclaim;
+  CycleHooks hooks;
+  hooks.phase_counters = [&](std::string_view phase,
+                             const std::vector<std::pair<std::string_view, int64_t>>& counters) {
+    if (phase != "reclaim") return;
+    for (const auto& [name, value] : counters) reclaim[std::string(name)] = value;
+  };
+  absl::StatusOr<ScheduleResult> result = ::arbiter::testing::ScheduleKaiWithHooks(
+      s, PolicyWith({Action::kAllocate, Action::kReclaim}), hooks);
+  ASSERT_THAT(result, IsOk());
+  EXPECT_THAT(result->evictions, IsEmpty());
+  EXPECT_EQ(reclaim["failed"], 1);
+  // The protected gang is no victim: the action's own search tries the unit without victims and
+  // draws nothing; the explanation draws the gang and tries it.
+  EXPECT_EQ(reclaim["victims_drawn"], 0);
+  EXPECT_EQ(reclaim["explanations"], 1);
+  EXPECT_GE(reclaim["explanation_tries"], 1);
 }
 
 // ---- The attempts, in order (CycleHooks::attempt) ----
