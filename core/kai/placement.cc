@@ -216,8 +216,6 @@ void Placer::KeyRange(size_t slot, const std::vector<BandGroup>& groups, int res
   if (ranges_.size() < bands_.size()) ranges_.resize(bands_.size());
   KeyRangeOfEntries& range = ranges_[slot];
   if (!range.known || range.version != index_.version()) {
-    // A slot's bands never change, so its trees are listed once; the ends are found anew.
-    const bool listed = range.known;
     range.known = true;
     range.version = index_.version();
     range.min = kInfinity;
@@ -227,7 +225,6 @@ void Placer::KeyRange(size_t slot, const std::vector<BandGroup>& groups, int res
     for (const BandGroup& group : groups) {
       for (const BucketRef& ref : group.buckets) {
         const CapacityTree& tree = index_.tree(ref.node_class, ref.bucket);
-        if (!listed) range.trees.push_back(NodeIndex::TreeId(ref.node_class, ref.bucket));
         if (tree.empty()) continue;
         if (tree.MinKey() < range.min) {
           range.min = tree.MinKey();
@@ -239,7 +236,6 @@ void Placer::KeyRange(size_t slot, const std::vector<BandGroup>& groups, int res
         }
       }
     }
-    if (!listed) std::sort(range.trees.begin(), range.trees.end());
   }
   *min = std::min(*min, range.min);
   *max = std::max(*max, range.max);
@@ -251,16 +247,15 @@ void Placer::KeyRange(size_t slot, const std::vector<BandGroup>& groups, int res
     *min = kInfinity;
     *max = -kInfinity;
     CurrentEntriesRange(slot, groups, min, max);
-    FoldStaleKeys(slot, range, resource, min, max);
+    FoldStaleKeys(slot, resource, min, max);
     return;
   }
   // Both ends are current entries, so they are the current entries' ends too; the stale members
   // add their keys as they are.
-  FoldStaleKeys(slot, range, resource, min, max);
+  FoldStaleKeys(slot, resource, min, max);
 }
 
-void Placer::FoldStaleKeys(size_t slot, const KeyRangeOfEntries& range, int resource, double* min,
-                           double* max) {
+void Placer::FoldStaleKeys(size_t slot, int resource, double* min, double* max) {
   if (stale_keys_.size() < bands_.size()) stale_keys_.resize(bands_.size());
   StaleKeys& folded = stale_keys_[slot];
   if (folded.epoch != stale_epoch_ || folded.resource != resource) {
@@ -268,11 +263,12 @@ void Placer::FoldStaleKeys(size_t slot, const KeyRangeOfEntries& range, int reso
     folded.epoch = stale_epoch_;
     folded.resource = resource;
   }
-  const auto in_range = [&range, this](int node) {
+  // A node is in the range when one of its trees is one of the slot's (the group of each tree,
+  // from Bands).
+  const std::vector<int>& group_of = group_of_tree_[slot];
+  const auto in_range = [&group_of, this](int node) {
     for (int tree : index_.TreesOf(node)) {
-      if (tree >= 0 && std::binary_search(range.trees.begin(), range.trees.end(), tree)) {
-        return true;
-      }
+      if (tree >= 0 && group_of[tree] >= 0) return true;
     }
     return false;
   };

@@ -239,7 +239,6 @@ class Placer {
     double max = -std::numeric_limits<double>::infinity();
     int min_node = -1;
     int max_node = -1;
-    std::vector<int> trees;  // the slot's trees, ascending (as many as its bands' buckets)
   };
   std::vector<KeyRangeOfEntries> ranges_;
   // Per band slot, in the current overlay: CurrentEntriesRange's range, with a member holding
@@ -281,12 +280,11 @@ class Placer {
     }
   };
   std::vector<StaleKeys> stale_keys_;
-  // Folds the keys the stale members of `range`'s trees have now into [min, max], weighing again
+  // Folds the keys the stale members of the slot's trees have now into [min, max], weighing again
   // only the stale nodes stamped since the slot's last fold (WorkingState::node_stamp): an
   // unchanged node's key is the one already folded. A node holding an end whose key moved inward
   // makes it weigh every stale node again. Same result as weighing every stale node each time.
-  void FoldStaleKeys(size_t slot, const KeyRangeOfEntries& range, int resource, double* min,
-                     double* max);
+  void FoldStaleKeys(size_t slot, int resource, double* min, double* max);
   std::vector<int> stale_trees_;  // the trees with a stale member
   bool device_binpack_ = true;
   bool reference_ = false;
