@@ -743,21 +743,10 @@ TEST(SearchCounters, EachEvictionActionReportsWhatItsSearchDid) {
 // say in its pending reason whether that protection stopped it. That search is counted apart:
 // its tries are in `explanation_tries`, not in `tries`.
 TEST(SearchCounters, TheSearchThatExplainsAFailureIsCountedApart) {
-  SnapshotBuilder builder;
-  builder.Now(1000)
-      .Node("n1", Gpu(8))
-      .Queue("team-a")
-      .Deserved(Gpu(4))
-      .Queue("team-b")
-      .Deserved(Gpu(4))
-      .ReclaimMinRuntime(600)
-      .Group("gang", "team-b")
-      .MinMember(4)
-      .RunningPods(4, Gpu(2), "n1")
-      .Started(900)
-      .Group("job", "team-a")
-      .Pods(1, Gpu(2));
-  const Snapshot s = builder.Build();
+  const Snapshot s = ::arbiter::testing::ProtectedGangHoldsTheNode()
+                         .Group("job", "team-a")
+                         .Pods(1, Gpu(2))
+                         .Build();
   std::map<std::string, int64_t> reclaim;
   CycleHooks hooks;
   hooks.phase_counters = [&](std::string_view phase,

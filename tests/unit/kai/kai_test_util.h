@@ -163,6 +163,24 @@ inline SnapshotBuilder GangHoldsTheNode() {
   return b;
 }
 
+// GangHoldsTheNode at now = 1000 s, the gang started at 900 s and protected by team-b's reclaim
+// min-runtime of 600 s until 1500 s (§4.7).
+inline SnapshotBuilder ProtectedGangHoldsTheNode() {
+  SnapshotBuilder b;
+  b.Now(1000)
+      .Node("n1", Gpu(8))
+      .Queue("team-a")
+      .Deserved(Gpu(4))
+      .Queue("team-b")
+      .Deserved(Gpu(4))
+      .ReclaimMinRuntime(600)
+      .Group("gang", "team-b")
+      .MinMember(4)
+      .RunningPods(4, Gpu(2), "n1")
+      .Started(900);
+  return b;
+}
+
 // Two victims of `queue` on n1 (which the caller adds), one GPU each: "small" (priority 10, g = 1,
 // its one RUNNING pod started at `small_started`, two more PENDING: elastic by §0 with only its
 // gang running) and "wide" (priority 20, g = 1, started at 0).

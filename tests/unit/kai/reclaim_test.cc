@@ -25,6 +25,7 @@ using ::arbiter::testing::NonPreemptibleBorrower;
 using ::arbiter::testing::Pending;
 using ::arbiter::testing::PendingMessage;
 using ::arbiter::testing::PolicyWith;
+using ::arbiter::testing::ProtectedGangHoldsTheNode;
 using ::arbiter::testing::RunCycle;
 using ::arbiter::testing::SmallAndWideOnN1;
 using ::arbiter::testing::SnapshotBuilder;
@@ -270,21 +271,7 @@ TEST(Reclaim, GangVictimIsEvictedWhole) {
 
 // §4.7: protected by min-runtime, a non-elastic victim is not eligible.
 TEST(Reclaim, MinRuntimeProtectsAGang) {
-  Snapshot s = SnapshotBuilder()
-                   .Now(1000)
-                   .Node("n1", Gpu(8))
-                   .Queue("team-a")
-                   .Deserved(Gpu(4))
-                   .Queue("team-b")
-                   .Deserved(Gpu(4))
-                   .ReclaimMinRuntime(600)
-                   .Group("gang", "team-b")
-                   .MinMember(4)
-                   .RunningPods(4, Gpu(2), "n1")
-                   .Started(900)
-                   .Group("job", "team-a")
-                   .Pods(1, Gpu(2))
-                   .Build();
+  Snapshot s = ProtectedGangHoldsTheNode().Group("job", "team-a").Pods(1, Gpu(2)).Build();
   ScheduleResult protected_result = RunCycle(s, AllocateReclaim());
   EXPECT_THAT(protected_result.evictions, IsEmpty());
   // Issue 32: the reason says that min-runtime is what protects the victims, and until when.
@@ -402,21 +389,7 @@ TEST(Reclaim, MinRuntimeReasonNamesTheLatestEndAmongTheNeededVictims) {
 // When even without min-runtime no set of victims would let the unit fit, the reason does not
 // blame min-runtime.
 TEST(Reclaim, MinRuntimeIsNotNamedWhenNoVictimsWouldHelpAnyway) {
-  Snapshot s = SnapshotBuilder()
-                   .Now(1000)
-                   .Node("n1", Gpu(8))
-                   .Queue("team-a")
-                   .Deserved(Gpu(4))
-                   .Queue("team-b")
-                   .Deserved(Gpu(4))
-                   .ReclaimMinRuntime(600)
-                   .Group("gang", "team-b")
-                   .MinMember(4)
-                   .RunningPods(4, Gpu(2), "n1")
-                   .Started(900)
-                   .Group("job", "team-a")
-                   .Pods(1, Gpu(16))
-                   .Build();
+  Snapshot s = ProtectedGangHoldsTheNode().Group("job", "team-a").Pods(1, Gpu(16)).Build();
   ScheduleResult result = RunCycle(s, AllocateReclaim());
   EXPECT_THAT(PendingMessage(result, "job"), Not(HasSubstr("min_runtime")));
 }
