@@ -163,21 +163,11 @@ inline SnapshotBuilder GangHoldsTheNode() {
   return b;
 }
 
-// GangHoldsTheNode at now = 1000 s, the gang started at 900 s and protected by team-b's reclaim
-// min-runtime of 600 s until 1500 s (§4.7).
+// GangHoldsTheNode at now = 1000 s, the gang started at 900 s (its last pod's start, the
+// earliest among them) and protected by team-b's reclaim min-runtime of 600 s until 1500 s (§4.7).
 inline SnapshotBuilder ProtectedGangHoldsTheNode() {
-  SnapshotBuilder b;
-  b.Now(1000)
-      .Node("n1", Gpu(8))
-      .Queue("team-a")
-      .Deserved(Gpu(4))
-      .Queue("team-b")
-      .Deserved(Gpu(4))
-      .ReclaimMinRuntime(600)
-      .Group("gang", "team-b")
-      .MinMember(4)
-      .RunningPods(4, Gpu(2), "n1")
-      .Started(900);
+  SnapshotBuilder b = GangHoldsTheNode();
+  b.Now(1000).ReclaimMinRuntime(600).Started(900);  // team-b is the last queue, gang the last group
   return b;
 }
 
