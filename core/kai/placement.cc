@@ -184,13 +184,20 @@ void Placer::SetOverlay(const WorkingState::Mark* base) {
     stale_by_group_ = StaleTreesByGroup{};
     stale_epoch_ = 1;
   }
+  journal_start_ = base->nodes;
   journal_read_ = base->nodes;
+  breaks_read_ = state_.journal_breaks();
 }
 
 void Placer::RefreshStale() {
   const std::vector<int>& journal = state_.node_journal();
-  // Entries an inner rollback took away are not read again; their nodes stay stale.
-  journal_read_ = std::min(journal_read_, journal.size());
+  // An inner rollback since the last reading took entries away, and later changes may have
+  // journaled others in their place: the journal is read again from the overlay's start (a node
+  // already stale is passed over). The nodes of the entries taken away stay stale.
+  if (breaks_read_ != state_.journal_breaks()) {
+    breaks_read_ = state_.journal_breaks();
+    journal_read_ = std::min(journal_start_, journal.size());
+  }
   for (; journal_read_ < journal.size(); ++journal_read_) {
     const int node = journal[journal_read_];
     if (stale_stamp_[node] == stale_epoch_) continue;

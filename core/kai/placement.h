@@ -226,6 +226,8 @@ class Placer {
   std::vector<int> excluded_;       // nodes the current pod may not take (one_pod_per_node)
   const WorkingState::Mark* overlay_ = nullptr;
   size_t journal_read_ = 0;                       // overlay: node journal entries taken in so far
+  size_t journal_start_ = 0;                      // overlay: the journal's length at its mark
+  uint64_t breaks_read_ = 0;                      // WorkingState::journal_breaks() when read
   uint32_t stale_epoch_ = 0;                      // a node is stale when its stamp equals this
   std::vector<uint32_t> stale_stamp_;             // per node
   std::vector<std::vector<int>> stale_by_tree_;   // per tree: its stale members
