@@ -182,6 +182,7 @@ void Placer::SetOverlay(const WorkingState::Mark* base) {
     for (StaleKeys& folded : stale_keys_) folded = StaleKeys{};
     for (CurrentEntries& kept : current_entries_) kept = CurrentEntries{};
     stale_by_group_ = StaleTreesByGroup{};
+    stale_fits_.clear();
     stale_epoch_ = 1;
   }
   journal_start_ = base->nodes;
@@ -369,6 +370,91 @@ void Placer::CurrentEntriesRange(size_t slot, const std::vector<BandGroup>& grou
   *max = std::max(*max, kept.max);
 }
 
+bool Placer::InBandGroup(size_t slot, int group_index, int node) const {
+  const std::vector<int>& group_of = group_of_tree_[slot];
+  for (int tree : index_.TreesOf(node)) {
+    if (tree >= 0 && group_of[tree] == group_index) return true;
+  }
+  return false;
+}
+
+const Placer::StaleFits& Placer::ReadStaleFits(size_t slot, int group_index, const double* requests,
+                                               int resource, bool now) {
+  const std::vector<int>& journal = state_.node_journal();
+  const int rn = cluster_.num_node_resources();
+  const auto same_shape = [&](const StaleFits& kept) {
+    return kept.known && kept.slot == slot && kept.group == group_index && kept.now == now &&
+           kept.resource == resource && kept.epoch == stale_epoch_ &&
+           std::equal(kept.requests.begin(), kept.requests.end(), requests);
+  };
+  StaleFits* entry = nullptr;
+  for (StaleFits& kept : stale_fits_) {
+    if (same_shape(kept)) {
+      entry = &kept;
+      break;
+    }
+  }
+  if (entry == nullptr) {
+    if (stale_fits_.size() < kStaleFitsKept) {
+      entry = &stale_fits_.emplace_back();
+    } else {
+      entry = &*std::min_element(
+          stale_fits_.begin(), stale_fits_.end(),
+          [](const StaleFits& a, const StaleFits& b) { return a.used < b.used; });
+    }
+    entry->known = false;
+  }
+  StaleFits& fits = *entry;
+  fits.used = ++stale_fits_clock_;
+  if (seen_.empty()) seen_.assign(cluster_.num_nodes(), 0);
+  if (++seen_mark_ == 0) {  // the marks wrapped: start them again
+    std::fill(seen_.begin(), seen_.end(), 0);
+    seen_mark_ = 1;
+  }
+  const auto weigh = [&](int node) {
+    const bool takes = Fits(node, requests, now);
+    auto it = std::find_if(fits.fitting.begin(), fits.fitting.end(),
+                           [node](const std::pair<int, double>& e) { return e.first == node; });
+    if (takes && it != fits.fitting.end()) {
+      it->second = CurrentKey(node, resource);
+    } else if (takes) {
+      fits.fitting.emplace_back(node, CurrentKey(node, resource));
+    } else if (it != fits.fitting.end()) {
+      *it = fits.fitting.back();
+      fits.fitting.pop_back();
+    }
+  };
+  if (fits.known && fits.breaks == state_.journal_breaks() && fits.journal <= journal.size() &&
+      journal_read_ == journal.size()) {
+    // The same shape since the last reading, nothing rolled back: the nodes changed since.
+    for (size_t i = fits.journal; i < journal.size(); ++i) {
+      const int node = journal[i];
+      if (seen_[node] == seen_mark_) continue;
+      seen_[node] = seen_mark_;
+      if (Stale(node) && InBandGroup(slot, group_index, node)) weigh(node);
+    }
+  } else {
+    fits.known = true;
+    fits.slot = slot;
+    fits.group = group_index;
+    fits.now = now;
+    fits.resource = resource;
+    fits.epoch = stale_epoch_;
+    fits.requests.assign(requests, requests + rn);
+    fits.fitting.clear();
+    for (int tree_id : stale_by_group_.trees[group_index]) {
+      for (int node : stale_by_tree_[tree_id]) {
+        if (seen_[node] == seen_mark_) continue;
+        seen_[node] = seen_mark_;
+        if (Fits(node, requests, now)) fits.fitting.emplace_back(node, CurrentKey(node, resource));
+      }
+    }
+  }
+  fits.breaks = state_.journal_breaks();
+  fits.journal = journal.size();
+  return fits;
+}
+
 void Placer::WeighStaleOfGroup(size_t slot, int group_index, const double* requests, int resource,
                                bool now, double min, double max, Candidate* best,
                                double* best_key) {
@@ -386,20 +472,14 @@ void Placer::WeighStaleOfGroup(size_t slot, int group_index, const double* reque
     const int tree = stale_trees_[sorted.sorted];
     if (group_of[tree] >= 0) sorted.trees[group_of[tree]].push_back(tree);
   }
-  for (int tree_id : sorted.trees[group_index]) {
-    WeighStale(tree_id, requests, resource, now, min, max, best, best_key);
-  }
-}
-
-void Placer::WeighStale(int tree_id, const double* requests, int resource, bool now, double min,
-                        double max, Candidate* best, double* best_key) const {
-  if (overlay_ == nullptr) return;
-  for (int node : stale_by_tree_[tree_id]) {
-    if (Excluded(node) || !Fits(node, requests, now)) continue;
-    const double key = CurrentKey(node, resource);
+  const StaleFits& fits = ReadStaleFits(slot, group_index, requests, resource, now);
+  const bool spread = index_.spread();
+  const bool any_excluded = !excluded_.empty();
+  for (const auto& [node, key] : fits.fitting) {
+    if (any_excluded && Excluded(node)) continue;
     // The score each search gives a node found in its tree, from the same key.
     const double score =
-        index_.spread() ? -key : BinpackScore(key, cluster_.allocatable(node)[resource], min, max);
+        spread ? -key : BinpackScore(key, cluster_.allocatable(node)[resource], min, max);
     if (Better(score, node, best->score, best->node)) {
       *best = Candidate{node, score};
       *best_key = key;

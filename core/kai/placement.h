@@ -149,15 +149,44 @@ class Placer {
   // and found again only when a node holding an end has become stale since.
   void CurrentEntriesRange(size_t slot, const std::vector<BandGroup>& groups, double* min,
                            double* max);
-  // Overlay: weighs the stale members of tree `tree_id` that can take the pod, keeping the
-  // better of each and `best` (and the key of the best, for binpack).
-  void WeighStale(int tree_id, const double* requests, int resource, bool now, double min,
-                  double max, Candidate* best, double* best_key) const;
-  // WeighStale over the trees of band group `group_index` of band slot `slot` that have a stale
-  // member. The best of a set of candidates does not depend on the order they are weighed in
-  // (Better is a strict order on (score, node)).
+  // Overlay: weighs the stale members of the trees of band group `group_index` of band slot
+  // `slot` that can take the pod, keeping the better of each and `best` (and the key of the best,
+  // for binpack). The best of a set of candidates does not depend on the order they are weighed
+  // in (Better is a strict order on (score, node)). The members that can take the pod come from
+  // stale_fits_ (ReadStaleFits).
   void WeighStaleOfGroup(size_t slot, int group_index, const double* requests, int resource,
                          bool now, double min, double max, Candidate* best, double* best_key);
+  // Overlay: the stale members of one band group that can take one pod shape (its requests, the
+  // pass, the scoring resource), each with its key, kept from one choice to the next while the
+  // shape and the group stay the same. Whether a node takes a pod, and its key, change only when
+  // its amounts do, and every change journals the node: the nodes the journal names since the
+  // last reading are weighed again, and the others are not. A roll-back (journal_breaks) or
+  // another shape reads every stale member afresh.
+  struct StaleFits {
+    bool known = false;
+    size_t slot = 0;
+    int group = -1;
+    bool now = false;
+    int resource = -1;
+    uint64_t used = 0;                            // stale_fits_clock_ when last read
+    uint32_t epoch = 0;                           // stale_epoch_ when read
+    uint64_t breaks = 0;                          // WorkingState::journal_breaks() when read
+    size_t journal = 0;                           // the node journal's length when read
+    std::vector<double> requests;                 // the shape's requests over R_n
+    std::vector<std::pair<int, double>> fitting;  // (node, CurrentKey), no node twice
+  };
+  // The entry of stale_fits_ for the shape and group given, brought up to date (see StaleFits).
+  // A shape not kept takes the entry used least recently.
+  const StaleFits& ReadStaleFits(size_t slot, int group_index, const double* requests, int resource,
+                                 bool now);
+  // Whether `node` has an entry in one of the trees of band group `group_index` of `slot`.
+  bool InBandGroup(size_t slot, int group_index, int node) const;
+  // A choice reads the entries of both passes (now, pipelined) and of each band group it searches.
+  static constexpr size_t kStaleFitsKept = 8;
+  std::vector<StaleFits> stale_fits_;
+  uint64_t stale_fits_clock_ = 0;
+  std::vector<uint32_t> seen_;  // per node: seen_mark_ when already read by this reading
+  uint32_t seen_mark_ = 0;
   // Overlay: the trees with a stale member, sorted into the band groups of one band slot; kept
   // while the overlay lasts (its trees with a stale member are only ever added to).
   struct StaleTreesByGroup {

@@ -142,7 +142,10 @@ TEST(OverlayChoice, KeepsTheStaleKeyRangeAcrossChanges) {
 // same two pods are chosen for again and again through such changes: each choice must equal the
 // one a placer made for the moment gives (it reads every stale node afresh). Before the placer
 // read the journal again after a roll-back, a node journaled where a rolled-back entry had been
-// was not taken as stale, and its frozen entry was read instead of its amounts.
+// was not taken as stale, and its frozen entry was read instead of its amounts. The placer also
+// keeps, per pod shape and band group, the stale nodes that can take the shape, and weighs again
+// only the nodes the journal names since its last choice for that shape (Placer::StaleFits):
+// choosing for the same pods again reads exactly those.
 TEST(OverlayChoice, ChoosesAsAnIndexBroughtUpToDateAcrossRollBacks) {
   int compared = 0;
   for (uint64_t index = 0; index < kCases / 2; ++index) {
