@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace arbiter::kai {
@@ -382,14 +383,23 @@ const Placer::StaleFits& Placer::ReadStaleFits(size_t slot, int group_index, con
                                                int resource, bool now) {
   const std::vector<int>& journal = state_.node_journal();
   const int rn = cluster_.num_node_resources();
+  // The entries are told apart by a tag of the shape and group first, then compared whole.
+  uint64_t tag = (static_cast<uint64_t>(slot) * 0x9E3779B97F4A7C15ull) ^
+                 (static_cast<uint64_t>(group_index) << 40) ^
+                 (static_cast<uint64_t>(resource + 1) << 48) ^ (now ? 1ull << 63 : 0);
+  for (int k = 0; k < rn; ++k) {
+    uint64_t bits;
+    std::memcpy(&bits, &requests[k], sizeof bits);
+    tag = (tag ^ bits) * 0x100000001B3ull;
+  }
   const auto same_shape = [&](const StaleFits& kept) {
-    return kept.known && kept.slot == slot && kept.group == group_index && kept.now == now &&
-           kept.resource == resource && kept.epoch == stale_epoch_ &&
+    return kept.tag == tag && kept.known && kept.slot == slot && kept.group == group_index &&
+           kept.now == now && kept.resource == resource && kept.epoch == stale_epoch_ &&
            std::equal(kept.requests.begin(), kept.requests.end(), requests);
   };
   StaleFits* entry = nullptr;
   for (StaleFits& kept : stale_fits_) {
-    if (same_shape(kept)) {
+    if (kept.tag == tag && same_shape(kept)) {
       entry = &kept;
       break;
     }
@@ -435,6 +445,7 @@ const Placer::StaleFits& Placer::ReadStaleFits(size_t slot, int group_index, con
     }
   } else {
     fits.known = true;
+    fits.tag = tag;
     fits.slot = slot;
     fits.group = group_index;
     fits.now = now;

@@ -163,6 +163,7 @@ class Placer {
   // last reading are weighed again, and the others are not. A roll-back (journal_breaks) or
   // another shape reads every stale member afresh.
   struct StaleFits {
+    uint64_t tag = 0;  // the shape and group, hashed: compared before the rest
     bool known = false;
     size_t slot = 0;
     int group = -1;
