@@ -379,9 +379,8 @@ bool Placer::InBandGroup(size_t slot, int group_index, int node) const {
   return false;
 }
 
-const Placer::StaleFits& Placer::ReadStaleFits(size_t slot, int group_index, const double* requests,
-                                               int resource, bool now) {
-  const std::vector<int>& journal = state_.node_journal();
+Placer::StaleFits& Placer::StaleFitsEntry(size_t slot, int group_index, const double* requests,
+                                          int resource, bool now) {
   const int rn = cluster_.num_node_resources();
   // The entries are told apart by a tag of the shape and group first, then compared whole.
   uint64_t tag = (static_cast<uint64_t>(slot) * 0x9E3779B97F4A7C15ull) ^
@@ -392,14 +391,11 @@ const Placer::StaleFits& Placer::ReadStaleFits(size_t slot, int group_index, con
     std::memcpy(&bits, &requests[k], sizeof bits);
     tag = (tag ^ bits) * 0x100000001B3ull;
   }
-  const auto same_shape = [&](const StaleFits& kept) {
-    return kept.tag == tag && kept.known && kept.slot == slot && kept.group == group_index &&
-           kept.now == now && kept.resource == resource && kept.epoch == stale_epoch_ &&
-           std::equal(kept.requests.begin(), kept.requests.end(), requests);
-  };
   StaleFits* entry = nullptr;
   for (StaleFits& kept : stale_fits_) {
-    if (kept.tag == tag && same_shape(kept)) {
+    if (kept.tag == tag && kept.known && kept.slot == slot && kept.group == group_index &&
+        kept.now == now && kept.resource == resource && kept.epoch == stale_epoch_ &&
+        std::equal(kept.requests.begin(), kept.requests.end(), requests)) {
       entry = &kept;
       break;
     }
@@ -413,27 +409,27 @@ const Placer::StaleFits& Placer::ReadStaleFits(size_t slot, int group_index, con
           [](const StaleFits& a, const StaleFits& b) { return a.used < b.used; });
     }
     entry->known = false;
+    entry->tag = tag;
+    entry->slot = slot;
+    entry->group = group_index;
+    entry->now = now;
+    entry->resource = resource;
+    entry->epoch = stale_epoch_;
+    entry->requests.assign(requests, requests + rn);
   }
-  StaleFits& fits = *entry;
-  fits.used = ++stale_fits_clock_;
+  entry->used = ++stale_fits_clock_;
+  return *entry;
+}
+
+const Placer::StaleFits& Placer::ReadStaleFits(size_t slot, int group_index, const double* requests,
+                                               int resource, bool now) {
+  const std::vector<int>& journal = state_.node_journal();
+  StaleFits& fits = StaleFitsEntry(slot, group_index, requests, resource, now);
   if (seen_.empty()) seen_.assign(cluster_.num_nodes(), 0);
   if (++seen_mark_ == 0) {  // the marks wrapped: start them again
     std::fill(seen_.begin(), seen_.end(), 0);
     seen_mark_ = 1;
   }
-  const auto weigh = [&](int node) {
-    const bool takes = Fits(node, requests, now);
-    auto it = std::find_if(fits.fitting.begin(), fits.fitting.end(),
-                           [node](const std::pair<int, double>& e) { return e.first == node; });
-    if (takes && it != fits.fitting.end()) {
-      it->second = CurrentKey(node, resource);
-    } else if (takes) {
-      fits.fitting.emplace_back(node, CurrentKey(node, resource));
-    } else if (it != fits.fitting.end()) {
-      *it = fits.fitting.back();
-      fits.fitting.pop_back();
-    }
-  };
   if (fits.known && fits.breaks == state_.journal_breaks() && fits.journal <= journal.size() &&
       journal_read_ == journal.size()) {
     // The same shape since the last reading, nothing rolled back: the nodes changed since.
@@ -441,17 +437,21 @@ const Placer::StaleFits& Placer::ReadStaleFits(size_t slot, int group_index, con
       const int node = journal[i];
       if (seen_[node] == seen_mark_) continue;
       seen_[node] = seen_mark_;
-      if (Stale(node) && InBandGroup(slot, group_index, node)) weigh(node);
+      if (!Stale(node) || !InBandGroup(slot, group_index, node)) continue;
+      const bool takes = Fits(node, requests, now);
+      auto it = std::find_if(fits.fitting.begin(), fits.fitting.end(),
+                             [node](const std::pair<int, double>& e) { return e.first == node; });
+      if (takes && it != fits.fitting.end()) {
+        it->second = CurrentKey(node, resource);
+      } else if (takes) {
+        fits.fitting.emplace_back(node, CurrentKey(node, resource));
+      } else if (it != fits.fitting.end()) {
+        *it = fits.fitting.back();
+        fits.fitting.pop_back();
+      }
     }
   } else {
     fits.known = true;
-    fits.tag = tag;
-    fits.slot = slot;
-    fits.group = group_index;
-    fits.now = now;
-    fits.resource = resource;
-    fits.epoch = stale_epoch_;
-    fits.requests.assign(requests, requests + rn);
     fits.fitting.clear();
     for (int tree_id : stale_by_group_.trees[group_index]) {
       for (int node : stale_by_tree_[tree_id]) {

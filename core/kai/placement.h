@@ -176,8 +176,11 @@ class Placer {
     std::vector<double> requests;                 // the shape's requests over R_n
     std::vector<std::pair<int, double>> fitting;  // (node, CurrentKey), no node twice
   };
+  // The entry of stale_fits_ for the shape and group given, as it was last read (a new entry is
+  // not `known`): a shape not kept takes the entry used least recently.
+  StaleFits& StaleFitsEntry(size_t slot, int group_index, const double* requests, int resource,
+                            bool now);
   // The entry of stale_fits_ for the shape and group given, brought up to date (see StaleFits).
-  // A shape not kept takes the entry used least recently.
   const StaleFits& ReadStaleFits(size_t slot, int group_index, const double* requests, int resource,
                                  bool now);
   // Whether `node` has an entry in one of the trees of band group `group_index` of `slot`.
