@@ -3,6 +3,7 @@
 // to date. Checked over generated KAI requests: random evictions, moves, restores and bindings
 // in an open statement, then every pod that could be placed is chosen for both ways.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,52 @@ std::vector<int> PlaceablePods(const Session& session) {
 std::string Describe(const NodeChoice& choice) {
   return absl::StrCat(choice.node, choice.fits_now ? " now" : " pipelined");
 }
+
+// One generated KAI request's session with an overlay open over its frozen index for the whole
+// case, as a try holds one, and closed with it; and placers made for the moment beside it.
+class OverlaidCase {
+ public:
+  OverlaidCase(uint64_t index, bool spread)
+      : options_(PropertyCaseOptions(index, GeneratorModel::kKai)),
+        request_(generator::Generate(options_)),
+        validated_(Validated(&request_, spread)),
+        shares_(kai::ComputeKaiFairShare(validated_)),
+        session_(shares_) {
+    session_.state().FreezeIndex();
+    mark_ = session_.state().Checkpoint();
+    session_.placer().SetOverlay(&mark_);
+  }
+  OverlaidCase(const OverlaidCase&) = delete;
+  OverlaidCase& operator=(const OverlaidCase&) = delete;
+  ~OverlaidCase() {
+    session_.placer().SetOverlay(nullptr);
+    session_.state().Rollback(mark_);
+    session_.state().ThawIndex();
+  }
+
+  Session& session() { return session_; }
+  std::string Describe(uint64_t index) const { return DescribeCase(index, options_); }
+  // A placer made for the moment over the same overlay: it weighs every stale node afresh.
+  kai::Placer& Fresh() {
+    fresh_.emplace(session_.cluster(), session_.feasibility(), session_.index(), session_.state());
+    fresh_->SetOverlay(&mark_);
+    return *fresh_;
+  }
+
+ private:
+  static ValidatedSnapshot Validated(generator::GeneratedRequest* request, bool spread) {
+    if (spread) request->policy.placement = Placement::kSpread;
+    return MustValidate(request->snapshot, request->policy);
+  }
+
+  generator::GeneratorOptions options_;
+  generator::GeneratedRequest request_;
+  ValidatedSnapshot validated_;
+  kai::KaiFairShare shares_;
+  Session session_;
+  WorkingState::Mark mark_{};
+  std::optional<kai::Placer> fresh_;
+};
 
 TEST(OverlayChoice, ChoosesAsAnIndexBroughtUpToDate) {
   int compared = 0;
@@ -99,16 +146,10 @@ TEST(OverlayChoice, ChoosesAsAnIndexBroughtUpToDate) {
 TEST(OverlayChoice, KeepsTheStaleKeyRangeAcrossChanges) {
   int compared = 0;
   for (uint64_t index = 0; index < kCases / 2; ++index) {
-    const generator::GeneratorOptions options = PropertyCaseOptions(index, GeneratorModel::kKai);
-    generator::GeneratedRequest request = generator::Generate(options);
-    const ValidatedSnapshot validated = MustValidate(request.snapshot, request.policy);
-    const kai::KaiFairShare shares = kai::ComputeKaiFairShare(validated);
-    Session session(shares);
+    OverlaidCase overlaid(index, /*spread=*/false);
+    Session& session = overlaid.session();
     WorkingState& state = session.state();
     generator::Rng rng(index * 7919 + 3);
-    state.FreezeIndex();
-    const WorkingState::Mark mark = state.Checkpoint();
-    session.placer().SetOverlay(&mark);
     for (int round = 0; round < kRoundsPerCase; ++round) {
       if (rng.Below(3) == 0) {
         const WorkingState::Mark inner = state.Checkpoint();
@@ -117,22 +158,18 @@ TEST(OverlayChoice, KeepsTheStaleKeyRangeAcrossChanges) {
       } else {
         Mutate(session, rng);
       }
-      kai::Placer fresh(session.cluster(), session.feasibility(), session.index(), state);
-      fresh.SetOverlay(&mark);
+      kai::Placer& fresh = overlaid.Fresh();
       for (int pod : PlaceablePods(session)) {
         double kept_min, kept_max, fresh_min, fresh_max;
         session.placer().ScoreRange(pod, &kept_min, &kept_max);
         fresh.ScoreRange(pod, &fresh_min, &fresh_max);
-        ASSERT_EQ(kept_min, fresh_min) << DescribeCase(index, options) << " round " << round;
-        ASSERT_EQ(kept_max, fresh_max) << DescribeCase(index, options) << " round " << round;
+        ASSERT_EQ(kept_min, fresh_min) << overlaid.Describe(index) << " round " << round;
+        ASSERT_EQ(kept_max, fresh_max) << overlaid.Describe(index) << " round " << round;
         ASSERT_EQ(Describe(session.placer().Choose(pod)), Describe(fresh.Choose(pod)))
-            << DescribeCase(index, options) << " round " << round << " pod " << pod;
+            << overlaid.Describe(index) << " round " << round << " pod " << pod;
         ++compared;
       }
     }
-    session.placer().SetOverlay(nullptr);
-    state.Rollback(mark);
-    state.ThawIndex();
   }
   EXPECT_GE(compared, kCases * 5);
 }
@@ -149,28 +186,20 @@ TEST(OverlayChoice, KeepsTheStaleKeyRangeAcrossChanges) {
 TEST(OverlayChoice, ChoosesAsAnIndexBroughtUpToDateAcrossRollBacks) {
   int compared = 0;
   for (uint64_t index = 0; index < kCases / 2; ++index) {
-    const generator::GeneratorOptions options = PropertyCaseOptions(index, GeneratorModel::kKai);
-    generator::GeneratedRequest request = generator::Generate(options);
-    if (index % 3 == 1) request.policy.placement = Placement::kSpread;
-    const ValidatedSnapshot validated = MustValidate(request.snapshot, request.policy);
-    const kai::KaiFairShare shares = kai::ComputeKaiFairShare(validated);
-    Session session(shares);
+    OverlaidCase overlaid(index, /*spread=*/index % 3 == 1);
+    Session& session = overlaid.session();
     WorkingState& state = session.state();
     generator::Rng rng(index * 6271 + 11);
-    state.FreezeIndex();
-    const WorkingState::Mark mark = state.Checkpoint();
-    session.placer().SetOverlay(&mark);
     Mutate(session, rng);
     const std::vector<int> placeable = PlaceablePods(session);
-    if (placeable.empty()) {
-      session.placer().SetOverlay(nullptr);
-      state.Rollback(mark);
-      state.ThawIndex();
-      continue;
-    }
+    if (placeable.empty()) continue;
     // Two pods, chosen for in turn: the second choice of a pod reads only what changed.
     const int first = placeable[rng.Below(placeable.size())];
     const int second = placeable[rng.Below(placeable.size())];
+    const auto placeable_now = [&state](int pod) {
+      return state.pod_state(pod) == PodState::kEvicted ||
+             state.pod_state(pod) == PodState::kPending;
+    };
     for (int round = 0; round < 3 * kRoundsPerCase; ++round) {
       switch (rng.Below(4)) {
         case 0: {
@@ -179,10 +208,7 @@ TEST(OverlayChoice, ChoosesAsAnIndexBroughtUpToDateAcrossRollBacks) {
           const WorkingState::Mark inner = state.Checkpoint();
           MutateWorkingState(session, rng, 1 + static_cast<int>(rng.Below(3)));
           for (int pod : {first, second}) {
-            if (state.pod_state(pod) == PodState::kEvicted ||
-                state.pod_state(pod) == PodState::kPending) {
-              session.placer().Choose(pod);
-            }
+            if (placeable_now(pod)) session.placer().Choose(pod);
           }
           state.Rollback(inner);
           if (rng.Below(2) == 0) MutateWorkingState(session, rng, 3);
@@ -193,20 +219,14 @@ TEST(OverlayChoice, ChoosesAsAnIndexBroughtUpToDateAcrossRollBacks) {
         default:
           MutateWorkingState(session, rng, 1 + static_cast<int>(rng.Below(3)));
       }
-      kai::Placer fresh(session.cluster(), session.feasibility(), session.index(), state);
-      fresh.SetOverlay(&mark);
+      kai::Placer& fresh = overlaid.Fresh();
       for (int pod : {first, second, first}) {
-        if (state.pod_state(pod) != PodState::kEvicted &&
-            state.pod_state(pod) != PodState::kPending)
-          continue;
+        if (!placeable_now(pod)) continue;
         ASSERT_EQ(Describe(session.placer().Choose(pod)), Describe(fresh.Choose(pod)))
-            << DescribeCase(index, options) << " round " << round << " pod " << pod;
+            << overlaid.Describe(index) << " round " << round << " pod " << pod;
         ++compared;
       }
     }
-    session.placer().SetOverlay(nullptr);
-    state.Rollback(mark);
-    state.ThawIndex();
   }
   EXPECT_GE(compared, kCases * 5);
 }
