@@ -29,4 +29,39 @@ std::optional<QuotaBreach> CheckQuota(const Cluster& cluster, const KaiFairShare
                                       const WorkingState& state, int group,
                                       const double* unit_requests);
 
+// CheckQuota on allocations given per queue of G's path: `allocated(q)` and `allocated_np(q)`
+// return the rows of queue q (over R) to check against.
+template <typename Allocated, typename AllocatedNp>
+std::optional<QuotaBreach> CheckQuotaOn(const Cluster& cluster, const KaiFairShare& shares,
+                                        int group, const double* unit_requests,
+                                        const Allocated& allocated,
+                                        const AllocatedNp& allocated_np) {
+  const QueueTree& tree = cluster.tree();
+  const int r_count = cluster.num_resources();
+  const int leaf = cluster.group(group).queue;
+  for (int q = leaf; q >= 0; q = tree.parent(q)) {
+    const Row limit = shares.queues[q].limit;
+    const double* row = allocated(q);
+    for (int r = 0; r < r_count; ++r) {
+      if (!(unit_requests[r] > 0) || limit[r] == -1) continue;
+      if (!(row[r] + unit_requests[r] <= limit[r])) {
+        return QuotaBreach{QuotaBreach::kLimit, q, r, row[r], unit_requests[r], limit[r]};
+      }
+    }
+  }
+  if (cluster.group(group).preemptible) return std::nullopt;
+  for (int q = leaf; q >= 0; q = tree.parent(q)) {
+    const Row deserved = shares.queues[q].deserved;
+    const double* row = allocated_np(q);
+    for (int r = 0; r < r_count; ++r) {
+      if (!(unit_requests[r] > 0) || deserved[r] == -1) continue;
+      if (!(row[r] + unit_requests[r] <= deserved[r])) {
+        return QuotaBreach{
+            QuotaBreach::kNonPreemptible, q, r, row[r], unit_requests[r], deserved[r]};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace arbiter::kai

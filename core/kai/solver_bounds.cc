@@ -445,15 +445,50 @@ QuotaBound::QuotaBound(Session& session, int group, const Unit& unit, int part,
 }
 
 std::optional<QuotaBreach> QuotaBound::BreachAfter(const std::vector<EvictionUnit>& victims) const {
-  WorkingState& state = session_.state();
-  const WorkingState::Mark mark = state.Checkpoint();
-  for (const EvictionUnit& victim : victims) {
-    for (int p : victim.pods) state.Evict(p);
+  const Cluster& cluster = session_.cluster();
+  const WorkingState& state = session_.state();
+  const QueueTree& tree = cluster.tree();
+  const int r_count = cluster.num_resources();
+  // P's queues, leaf first, with their rows as they stand.
+  path_.clear();
+  for (int q = cluster.group(group_).queue; q >= 0; q = tree.parent(q)) path_.push_back(q);
+  rows_.resize(path_.size() * r_count);
+  rows_np_.resize(path_.size() * r_count);
+  for (size_t i = 0; i < path_.size(); ++i) {
+    std::copy_n(state.allocated(path_[i]), r_count, &rows_[i * r_count]);
+    std::copy_n(state.allocated_np(path_[i]), r_count, &rows_np_[i * r_count]);
   }
-  std::optional<QuotaBreach> breach =
-      CheckQuota(session_.cluster(), session_.shares(), state, group_, requests_.data());
-  state.Rollback(mark);
-  return breach;
+  // Each victim pod leaves every queue above it, one pod at a time in the victims' order: the
+  // sums WorkingState::Evict makes on these rows, in its order, without evicting anything.
+  for (const EvictionUnit& victim : victims) {
+    const ClusterGroup& info = cluster.group(victim.group);
+    on_path_.clear();
+    for (int q = info.queue; q >= 0; q = tree.parent(q)) {
+      const auto it = std::find(path_.begin(), path_.end(), q);
+      if (it != path_.end()) on_path_.push_back(static_cast<size_t>(it - path_.begin()));
+    }
+    for (int pod : victim.pods) {
+      const double* requests = cluster.requests(pod);
+      for (size_t i : on_path_) {
+        for (int r = 0; r < r_count; ++r) {
+          if (requests[r] == 0) continue;
+          double& slot = rows_[i * r_count + r];
+          slot = slot + -1.0 * requests[r];
+          if (!info.preemptible) {
+            double& np = rows_np_[i * r_count + r];
+            np = np + -1.0 * requests[r];
+          }
+        }
+      }
+    }
+  }
+  const auto row_of = [this, r_count](const std::vector<double>& rows, int q) {
+    const size_t i = static_cast<size_t>(std::find(path_.begin(), path_.end(), q) - path_.begin());
+    return &rows[i * r_count];
+  };
+  return CheckQuotaOn(
+      cluster, session_.shares(), group_, requests_.data(), [&](int q) { return row_of(rows_, q); },
+      [&](int q) { return row_of(rows_np_, q); });
 }
 
 bool QuotaBound::AnyVictimSetMayLift(const std::function<bool(int group)>& eligible) const {

@@ -159,15 +159,22 @@ class QuotaBound {
   // in a try sees those allocations plus whatever victims re-placed before P add back, so the try
   // cannot place the part then. O(pods of victims + depth · R).
   bool LiftedBy(const std::vector<EvictionUnit>& victims) const;
-
- private:
-  // The breach once `victims` are evicted, if any.
+  // The breach once `victims` are evicted, if any: CheckQuota on P's queues' allocations less
+  // the victims' requests, summed as evicting them would sum them, with nothing evicted.
+  // O(pods of victims · depth · R).
   std::optional<QuotaBreach> BreachAfter(const std::vector<EvictionUnit>& victims) const;
 
+ private:
   Session& session_;
   int group_;
   std::vector<double> requests_;  // the part's requests
   std::optional<QuotaBreach> breach_;
+  // BreachAfter's scratch: P's queues (leaf first), their allocated and allocatedNP rows, and the
+  // positions on that path of one victim's queues.
+  mutable std::vector<int> path_;
+  mutable std::vector<double> rows_;
+  mutable std::vector<double> rows_np_;
+  mutable std::vector<size_t> on_path_;
 };
 
 }  // namespace arbiter::kai

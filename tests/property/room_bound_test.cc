@@ -5,11 +5,13 @@
 // group, and the pending groups' units as parts.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <vector>
 
 #include "clients/generator/random.h"
 #include "core/kai/kai_fair_share.h"
+#include "core/kai/quota_check.h"
 #include "core/kai/session.h"
 #include "core/kai/solver_bounds.h"
 #include "core/kai/unit.h"
@@ -152,6 +154,68 @@ TEST(RoomBound, TheGroupWalkAndTheNodeWalkRuleOutTheSameParts) {
   // The comparison means something only when the count rules some parts out.
   EXPECT_GE(compared, kCases);
   EXPECT_GE(ruled_out, kCases / 4);
+}
+
+uint64_t Bits(double value) {
+  uint64_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+// QuotaBound::BreachAfter sums, on P's queues, what evicting the victims would take off their
+// allocations, without evicting them. Its breach must equal, field for field and bit for bit, the
+// one CheckQuota finds once the victims are evicted in a statement. Checked for every pending
+// unit and every prefix of the victims (one unit per RUNNING preemptible group, group order).
+TEST(QuotaBound, TheBreachAfterVictimsIsTheOneEvictingThemGives) {
+  int compared = 0;
+  int breaches = 0;
+  int lifted = 0;
+  for (uint64_t index = 0; index < kCases; ++index) {
+    KaiCase c(index);
+    Session& session = c.session;
+    const kai::Cluster& cluster = session.cluster();
+    WorkingState& state = session.state();
+    const std::vector<EvictionUnit> victims = Victims(session);
+    for (int g = 0; g < cluster.num_groups(); ++g) {
+      kai::Unit unit;
+      if (!kai::NextUnit(cluster, state, g, &unit) || unit.pods.empty()) continue;
+      const int part = static_cast<int>(unit.pods.size());
+      const kai::QuotaBound bound(session, g, unit, part, {});
+      const std::vector<double> requests = kai::SumRequests(cluster, unit.pods.data(), part);
+      bool breached_alone = false;  // a breach with no victim evicted
+      for (size_t k = 0; k <= victims.size(); ++k) {
+        const std::vector<EvictionUnit> prefix(victims.begin(), victims.begin() + k);
+        const WorkingState::Mark mark = state.Checkpoint();
+        for (const EvictionUnit& victim : prefix) {
+          for (int pod : victim.pods) state.Evict(pod);
+        }
+        const std::optional<kai::QuotaBreach> evicted =
+            kai::CheckQuota(cluster, session.shares(), state, g, requests.data());
+        state.Rollback(mark);
+        const std::optional<kai::QuotaBreach> summed = bound.BreachAfter(prefix);
+        ASSERT_EQ(evicted.has_value(), summed.has_value())
+            << "case " << index << " group " << g << " victims " << k;
+        ++compared;
+        if (k == 0) breached_alone = evicted.has_value();
+        if (!evicted.has_value()) {
+          if (breached_alone) ++lifted;
+          continue;
+        }
+        ++breaches;
+        EXPECT_EQ(evicted->kind, summed->kind);
+        EXPECT_EQ(evicted->queue, summed->queue);
+        EXPECT_EQ(evicted->resource, summed->resource);
+        EXPECT_EQ(Bits(evicted->allocated), Bits(summed->allocated))
+            << "case " << index << " group " << g << " victims " << k;
+        EXPECT_EQ(evicted->requested, summed->requested);
+        EXPECT_EQ(evicted->bound, summed->bound);
+      }
+    }
+  }
+  // The comparison means something only with breaches, some of them lifted by victims.
+  EXPECT_GE(compared, kCases * 10);
+  EXPECT_GE(breaches, kCases);
+  EXPECT_GE(lifted, kCases / 4) << "breaches lifted by victims: " << lifted;
 }
 
 }  // namespace
