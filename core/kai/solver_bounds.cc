@@ -459,17 +459,17 @@ std::optional<QuotaBreach> QuotaBound::BreachAfter(const std::vector<EvictionUni
     std::copy_n(state.allocated_np(path_[i]), r_count, &rows_np_[i * r_count]);
   }
   // Each victim pod leaves every queue above it, one pod at a time in the victims' order: the
-  // sums WorkingState::Evict makes on these rows, in its order, without evicting anything.
+  // sums WorkingState::Evict makes on these rows, in its order, without evicting anything. The
+  // victim's queues on P's path are the common ancestors: the path from the first one up.
   for (const EvictionUnit& victim : victims) {
     const ClusterGroup& info = cluster.group(victim.group);
-    on_path_.clear();
-    for (int q = info.queue; q >= 0; q = tree.parent(q)) {
-      const auto it = std::find(path_.begin(), path_.end(), q);
-      if (it != path_.end()) on_path_.push_back(static_cast<size_t>(it - path_.begin()));
+    size_t common = path_.size();
+    for (int q = info.queue; q >= 0 && common == path_.size(); q = tree.parent(q)) {
+      common = static_cast<size_t>(std::find(path_.begin(), path_.end(), q) - path_.begin());
     }
     for (int pod : victim.pods) {
       const double* requests = cluster.requests(pod);
-      for (size_t i : on_path_) {
+      for (size_t i = common; i < path_.size(); ++i) {
         for (int r = 0; r < r_count; ++r) {
           if (requests[r] == 0) continue;
           double& slot = rows_[i * r_count + r];

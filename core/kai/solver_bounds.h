@@ -157,7 +157,7 @@ class QuotaBound {
   bool MayLift(const std::vector<const EvictionUnit*>& fresh) const;
   // False when there is a breach and it stays once every unit of `victims` is evicted. P's check
   // in a try sees those allocations plus whatever victims re-placed before P add back, so the try
-  // cannot place the part then. O(pods of victims + depth · R).
+  // cannot place the part then. O(pods of victims · depth · R).
   bool LiftedBy(const std::vector<EvictionUnit>& victims) const;
   // The breach once `victims` are evicted, if any: CheckQuota on P's queues' allocations less
   // the victims' requests, summed as evicting them would sum them, with nothing evicted.
@@ -169,12 +169,10 @@ class QuotaBound {
   int group_;
   std::vector<double> requests_;  // the part's requests
   std::optional<QuotaBreach> breach_;
-  // BreachAfter's scratch: P's queues (leaf first), their allocated and allocatedNP rows, and the
-  // positions on that path of one victim's queues.
+  // BreachAfter's scratch: P's queues (leaf first) and their allocated and allocatedNP rows.
   mutable std::vector<int> path_;
   mutable std::vector<double> rows_;
   mutable std::vector<double> rows_np_;
-  mutable std::vector<size_t> on_path_;
 };
 
 }  // namespace arbiter::kai
