@@ -129,6 +129,7 @@ class Session {
   // part leaves them as it found them (every list empty, every mark false).
   struct DrawScratch {
     std::vector<std::vector<int>> on_node;
+    std::vector<std::vector<const EvictionUnit*>> units_on_node;
     std::vector<char> group_seen;
   };
   // The units of the search's draw sequence (solver.cc, DrawSequence): kept across searches, so

@@ -648,13 +648,20 @@ class Draws {
   // `max_groups` -1: no cap. The scratch's lists and marks are borrowed until the destructor.
   Draws(const Cluster& cluster, Session::DrawScratch& scratch,
         const std::vector<EvictionUnit>& chosen, int max_groups)
-      : on_node_(scratch.on_node), group_seen_(scratch.group_seen), max_groups_(max_groups) {
+      : on_node_(scratch.on_node),
+        units_on_node_(scratch.units_on_node),
+        group_seen_(scratch.group_seen),
+        max_groups_(max_groups) {
     on_node_.resize(cluster.num_nodes());
+    units_on_node_.resize(cluster.num_nodes());
     group_seen_.resize(cluster.num_groups(), 0);
     for (const EvictionUnit& unit : chosen) Count(unit.group);
   }
   ~Draws() {
-    for (int node : nodes_used_) on_node_[node].clear();
+    for (int node : nodes_used_) {
+      on_node_[node].clear();
+      units_on_node_[node].clear();
+    }
     for (int group : groups_) group_seen_[group] = 0;
   }
   Draws(const Draws&) = delete;
@@ -669,18 +676,15 @@ class Draws {
   }
   // Adds the drawn `unit` (an element of the search's sequence), whose pods are on `nodes`.
   void Add(const EvictionUnit& unit, const std::vector<int>& nodes) {
-    const int index = static_cast<int>(drawn_.size());
-    drawn_.push_back(&unit);
+    const int index = drawn_++;
     for (int node : nodes) {
       if (on_node_[node].empty()) nodes_used_.push_back(node);
       on_node_[node].push_back(index);
+      units_on_node_[node].push_back(&unit);
     }
   }
-  // Sets `fresh` to the drawn units with a pod on `node`, in draw order.
-  void On(int node, std::vector<const EvictionUnit*>* fresh) const {
-    fresh->clear();
-    for (int k : on_node_[node]) fresh->push_back(drawn_[k]);
-  }
+  // The drawn units with a pod on `node`, in draw order.
+  const std::vector<const EvictionUnit*>& On(int node) const { return units_on_node_[node]; }
   // The indices (draw order) of the drawn units with a pod on `node`.
   const std::vector<int>& IndicesOn(int node) const { return on_node_[node]; }
 
@@ -691,8 +695,9 @@ class Draws {
     groups_.push_back(group);
   }
 
-  std::vector<const EvictionUnit*> drawn_;
-  std::vector<std::vector<int>>& on_node_;  // per node: indices into drawn_, draw order
+  int drawn_ = 0;                           // units added
+  std::vector<std::vector<int>>& on_node_;  // per node: draw indices of its units, draw order
+  std::vector<std::vector<const EvictionUnit*>>& units_on_node_;  // per node: those units
   std::vector<char>& group_seen_;
   std::vector<int> nodes_used_;  // the nodes with a nonempty list
   std::vector<int> groups_;      // the groups marked seen
@@ -756,7 +761,7 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
                  action_.VictimsInOwnLeaf());
   if (poll.Tick(cluster.num_nodes() + cluster.num_pods())) return false;
   if (!room.AnyVictimSetMayHold()) return false;
-  const QuotaBound quota(session_, group, unit, part, *chosen);
+  QuotaBound quota(session_, group, unit, part, *chosen);
   if (!quota.AnyVictimSetMayLift(eligible)) return false;
 
   const std::vector<int> recorded = FirstPods(*chosen);
@@ -765,7 +770,6 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
   std::vector<const std::vector<int>*> tried;
   const EvictionUnit* drawn = nullptr;
   std::vector<int> nodes;
-  std::vector<const EvictionUnit*> fresh;
   for (size_t i = 0; sequence->At(i, &drawn); ++i) {
     if (std::binary_search(recorded.begin(), recorded.end(), drawn->pods.front())) {
       // In R: drawn in its turn, not yielded. Cancelled: stop.
@@ -786,7 +790,7 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
     }
     // try(R plus the drawn units with a pod on n), for each node n of the drawn unit's pods.
     for (int node : nodes) {
-      draws.On(node, &fresh);
+      const std::vector<const EvictionUnit*>& fresh = draws.On(node);
       // A try that goes on counts its room as it re-places victims (TryRoom); that count, taken
       // whole, is also the skip test (Room < part exactly when MayHold fails). The reference
       // search makes every try whole.
@@ -798,12 +802,11 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
         ++counters.tries_skipped_count;
         continue;
       }
-      if (!quota.MayLift(fresh)) {
-        ++counters.tries_skipped_quota;
-        continue;
-      }
-      const std::vector<EvictionUnit>& candidate = Candidate(*chosen, fresh);
-      if (!quota.LiftedBy(candidate)) {
+      // The quota bound keeps each node's rows (MayLiftOn); the reference search sums them
+      // afresh for every try, so the differential test compares the two.
+      if (session_.reference_search()
+              ? !quota.MayLift(fresh) || !quota.LiftedBy(Candidate(*chosen, fresh))
+              : !quota.MayLiftOn(node, fresh)) {
         ++counters.tries_skipped_quota;
         continue;
       }
@@ -811,6 +814,7 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
         ++counters.tries_skipped_repeat;
         continue;
       }
+      const std::vector<EvictionUnit>& candidate = Candidate(*chosen, fresh);
       const bool fits = Try(group, unit, part, candidate, false, attempt, nullptr,
                             try_room ? &*try_room : nullptr);
       if (poll.cancelled()) return false;

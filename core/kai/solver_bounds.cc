@@ -441,54 +441,93 @@ QuotaBound::QuotaBound(Session& session, int group, const Unit& unit, int part,
     : session_(session),
       group_(group),
       requests_(SumRequests(session.cluster(), unit.pods.data(), part)) {
-  if (!session.unbounded_search()) breach_ = BreachAfter(chosen);
+  if (session.unbounded_search()) return;
+  StartRows(&base_rows_, &base_rows_np_);
+  for (const EvictionUnit& victim : chosen) TakeOff(victim, &base_rows_, &base_rows_np_);
+  breach_ = BreachOn(base_rows_, base_rows_np_);
 }
 
-std::optional<QuotaBreach> QuotaBound::BreachAfter(const std::vector<EvictionUnit>& victims) const {
+void QuotaBound::StartRows(std::vector<double>* rows, std::vector<double>* rows_np) const {
   const Cluster& cluster = session_.cluster();
   const WorkingState& state = session_.state();
   const QueueTree& tree = cluster.tree();
   const int r_count = cluster.num_resources();
-  // P's queues, leaf first, with their rows as they stand.
   path_.clear();
   for (int q = cluster.group(group_).queue; q >= 0; q = tree.parent(q)) path_.push_back(q);
-  rows_.resize(path_.size() * r_count);
-  rows_np_.resize(path_.size() * r_count);
+  rows->resize(path_.size() * r_count);
+  rows_np->resize(path_.size() * r_count);
   for (size_t i = 0; i < path_.size(); ++i) {
-    std::copy_n(state.allocated(path_[i]), r_count, &rows_[i * r_count]);
-    std::copy_n(state.allocated_np(path_[i]), r_count, &rows_np_[i * r_count]);
+    std::copy_n(state.allocated(path_[i]), r_count, &(*rows)[i * r_count]);
+    std::copy_n(state.allocated_np(path_[i]), r_count, &(*rows_np)[i * r_count]);
   }
-  // Each victim pod leaves every queue above it, one pod at a time in the victims' order: the
-  // sums WorkingState::Evict makes on these rows, in its order, without evicting anything. The
-  // victim's queues on P's path are the common ancestors: the path from the first one up.
-  for (const EvictionUnit& victim : victims) {
-    const ClusterGroup& info = cluster.group(victim.group);
-    size_t common = path_.size();
-    for (int q = info.queue; q >= 0 && common == path_.size(); q = tree.parent(q)) {
-      common = static_cast<size_t>(std::find(path_.begin(), path_.end(), q) - path_.begin());
-    }
-    for (int pod : victim.pods) {
-      const double* requests = cluster.requests(pod);
-      for (size_t i = common; i < path_.size(); ++i) {
-        for (int r = 0; r < r_count; ++r) {
-          if (requests[r] == 0) continue;
-          double& slot = rows_[i * r_count + r];
-          slot = slot + -1.0 * requests[r];
-          if (!info.preemptible) {
-            double& np = rows_np_[i * r_count + r];
-            np = np + -1.0 * requests[r];
-          }
+}
+
+void QuotaBound::TakeOff(const EvictionUnit& victim, std::vector<double>* rows,
+                         std::vector<double>* rows_np) const {
+  const Cluster& cluster = session_.cluster();
+  const QueueTree& tree = cluster.tree();
+  const int r_count = cluster.num_resources();
+  // The victim's queues on P's path are the common ancestors: the path from the first one up.
+  const ClusterGroup& info = cluster.group(victim.group);
+  size_t common = path_.size();
+  for (int q = info.queue; q >= 0 && common == path_.size(); q = tree.parent(q)) {
+    common = static_cast<size_t>(std::find(path_.begin(), path_.end(), q) - path_.begin());
+  }
+  for (int pod : victim.pods) {
+    const double* requests = cluster.requests(pod);
+    for (size_t i = common; i < path_.size(); ++i) {
+      for (int r = 0; r < r_count; ++r) {
+        if (requests[r] == 0) continue;
+        double& slot = (*rows)[i * r_count + r];
+        slot = slot + -1.0 * requests[r];
+        if (!info.preemptible) {
+          double& np = (*rows_np)[i * r_count + r];
+          np = np + -1.0 * requests[r];
         }
       }
     }
   }
-  const auto row_of = [this, r_count](const std::vector<double>& rows, int q) {
+}
+
+std::optional<QuotaBreach> QuotaBound::BreachOn(const std::vector<double>& rows,
+                                                const std::vector<double>& rows_np) const {
+  const int r_count = session_.cluster().num_resources();
+  const auto row_of = [this, r_count](const std::vector<double>& of, int q) {
     const size_t i = static_cast<size_t>(std::find(path_.begin(), path_.end(), q) - path_.begin());
-    return &rows[i * r_count];
+    return &of[i * r_count];
   };
   return CheckQuotaOn(
-      cluster, session_.shares(), group_, requests_.data(), [&](int q) { return row_of(rows_, q); },
-      [&](int q) { return row_of(rows_np_, q); });
+      session_.cluster(), session_.shares(), group_, requests_.data(),
+      [&](int q) { return row_of(rows, q); }, [&](int q) { return row_of(rows_np, q); });
+}
+
+std::optional<QuotaBreach> QuotaBound::BreachAfter(const std::vector<EvictionUnit>& victims) const {
+  // Each victim pod leaves every queue above it, one pod at a time in the victims' order: the
+  // sums WorkingState::Evict makes on these rows, in its order, without evicting anything.
+  StartRows(&rows_, &rows_np_);
+  for (const EvictionUnit& victim : victims) TakeOff(victim, &rows_, &rows_np_);
+  return BreachOn(rows_, rows_np_);
+}
+
+bool QuotaBound::UnderBreach(const EvictionUnit& victim) const {
+  const Cluster& cluster = session_.cluster();
+  return cluster.tree().InSubtree(cluster.group(victim.group).queue, breach_->queue);
+}
+
+bool QuotaBound::MayLiftOn(int node, const std::vector<const EvictionUnit*>& fresh) {
+  if (!breach_.has_value()) return true;
+  auto [it, added] = node_rows_.try_emplace(node);
+  NodeRows& kept = it->second;
+  if (added) {
+    kept.rows = base_rows_;
+    kept.rows_np = base_rows_np_;
+  }
+  for (; kept.folded < fresh.size(); ++kept.folded) {
+    const EvictionUnit& victim = *fresh[kept.folded];
+    kept.under = kept.under || UnderBreach(victim);
+    TakeOff(victim, &kept.rows, &kept.rows_np);
+  }
+  return kept.under && !BreachOn(kept.rows, kept.rows_np).has_value();
 }
 
 bool QuotaBound::AnyVictimSetMayLift(const std::function<bool(int group)>& eligible) const {
@@ -507,9 +546,8 @@ bool QuotaBound::AnyVictimSetMayLift(const std::function<bool(int group)>& eligi
 
 bool QuotaBound::MayLift(const std::vector<const EvictionUnit*>& fresh) const {
   if (!breach_.has_value()) return true;
-  const Cluster& cluster = session_.cluster();
   for (const EvictionUnit* victim : fresh) {
-    if (cluster.tree().InSubtree(cluster.group(victim->group).queue, breach_->queue)) return true;
+    if (UnderBreach(*victim)) return true;
   }
   return false;
 }

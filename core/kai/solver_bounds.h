@@ -163,16 +163,46 @@ class QuotaBound {
   // the victims' requests, summed as evicting them would sum them, with nothing evicted.
   // O(pods of victims · depth · R).
   std::optional<QuotaBreach> BreachAfter(const std::vector<EvictionUnit>& victims) const;
+  // MayLift(fresh) and LiftedBy(R then `fresh`), answered from rows kept per node: `fresh` are
+  // the drawn victims with a pod on `node`, in draw order. Within a part, the `fresh` of a node
+  // only grows at its end, and evicting R then `fresh` subtracts the same pods in the same order
+  // as evicting R then a prefix of them and then the rest: so the node's rows, once R's, take off
+  // only the victims added since the last call. O(pods of the new victims · depth · R) plus the
+  // check of P's queues.
+  bool MayLiftOn(int node, const std::vector<const EvictionUnit*>& fresh);
 
  private:
+  // P's queues, leaf first, into path_; their allocated and allocatedNP rows as they stand into
+  // `rows` and `rows_np` (path_.size() × R each).
+  void StartRows(std::vector<double>* rows, std::vector<double>* rows_np) const;
+  // Takes `victim`'s pods off the rows of P's queues above them, one pod at a time in pod order,
+  // as WorkingState::Evict sums them.
+  void TakeOff(const EvictionUnit& victim, std::vector<double>* rows,
+               std::vector<double>* rows_np) const;
+  // CheckQuota of the part on P's queues with these rows.
+  std::optional<QuotaBreach> BreachOn(const std::vector<double>& rows,
+                                      const std::vector<double>& rows_np) const;
+  // Whether `victim` lies under the breached queue.
+  bool UnderBreach(const EvictionUnit& victim) const;
+
   Session& session_;
   int group_;
   std::vector<double> requests_;  // the part's requests
   std::optional<QuotaBreach> breach_;
-  // BreachAfter's scratch: P's queues (leaf first) and their allocated and allocatedNP rows.
+  // P's queues (leaf first), and BreachAfter's scratch rows.
   mutable std::vector<int> path_;
   mutable std::vector<double> rows_;
   mutable std::vector<double> rows_np_;
+  // MayLiftOn's rows for one node n: R's rows less n's fresh victims folded so far.
+  struct NodeRows {
+    size_t folded = 0;   // the first `folded` of n's fresh victims are taken off
+    bool under = false;  // one of them lies under the breached queue (MayLift)
+    std::vector<double> rows;
+    std::vector<double> rows_np;
+  };
+  std::vector<double> base_rows_;  // R's rows (with a breach)
+  std::vector<double> base_rows_np_;
+  std::unordered_map<int, NodeRows> node_rows_;  // by node n
 };
 
 }  // namespace arbiter::kai

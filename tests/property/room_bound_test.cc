@@ -218,5 +218,51 @@ TEST(QuotaBound, TheBreachAfterVictimsIsTheOneEvictingThemGives) {
   EXPECT_GE(lifted, kCases / 4) << "breaches lifted by victims: " << lifted;
 }
 
+// QuotaBound::MayLiftOn keeps, per node, R's rows less the node's fresh victims taken off so far.
+// Its answers must equal MayLift and LiftedBy, which sum the rows of R and the fresh victims
+// afresh. R is the first victim unit; the others are drawn in group order, and every node of each
+// draw is asked, as the search asks.
+TEST(QuotaBound, KeptRowsOfEachNodeAnswerAsRowsSummedAfresh) {
+  int compared = 0;
+  int ruled_out = 0;
+  int lifted = 0;
+  for (uint64_t index = 0; index < kCases; ++index) {
+    KaiCase c(index);
+    Session& session = c.session;
+    const kai::Cluster& cluster = session.cluster();
+    const WorkingState& state = session.state();
+    const std::vector<EvictionUnit> victims = Victims(session);
+    if (victims.empty()) continue;
+    const std::vector<EvictionUnit> chosen(victims.begin(), victims.begin() + 1);
+    for (int g = 0; g < cluster.num_groups(); ++g) {
+      kai::Unit unit;
+      if (!kai::NextUnit(cluster, state, g, &unit) || unit.pods.empty()) continue;
+      const int part = static_cast<int>(unit.pods.size());
+      kai::QuotaBound kept(session, g, unit, part, chosen);
+      const kai::QuotaBound afresh(session, g, unit, part, chosen);
+      std::vector<std::vector<const EvictionUnit*>> on_node(cluster.num_nodes());
+      for (size_t d = 1; d < victims.size(); ++d) {
+        for (int node : NodesOf(state, victims[d])) {
+          std::vector<const EvictionUnit*>& fresh = on_node[node];
+          fresh.push_back(&victims[d]);
+          std::vector<EvictionUnit> candidate = chosen;
+          for (const EvictionUnit* victim : fresh) candidate.push_back(*victim);
+          const bool summed = afresh.MayLift(fresh) && afresh.LiftedBy(candidate);
+          ASSERT_EQ(kept.MayLiftOn(node, fresh), summed)
+              << DescribeCase(index, c.options) << " group " << g << " draw " << d << " node "
+              << node;
+          ++compared;
+          if (!summed) ++ruled_out;
+          if (summed && !afresh.LiftedBy(chosen)) ++lifted;
+        }
+      }
+    }
+  }
+  // The comparison means something only when breaches rule tries out and some are lifted.
+  EXPECT_GE(compared, kCases * 10);
+  EXPECT_GE(ruled_out, kCases) << "tries ruled out: " << ruled_out;
+  EXPECT_GE(lifted, kCases / 4) << "breaches lifted by drawn victims: " << lifted;
+}
+
 }  // namespace
 }  // namespace arbiter::testing
