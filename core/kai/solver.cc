@@ -309,9 +309,7 @@ bool Solver::Try(int group, const Unit& unit, int part, const std::vector<Evicti
   if (overlay) state.FreezeIndex();
   const WorkingState::Mark mark = state.Checkpoint();
   if (overlay) session_.placer().SetOverlay(&mark);
-  for (const EvictionUnit& victim : victims) {
-    for (int pod : victim.pods) state.Evict(pod);
-  }
+  for (const EvictionUnit& victim : victims) state.EvictPods(victim.group, victim.pods);
   // The try's jobs, in the solver's scratch: the first groups.size() rows of pods and requests.
   std::vector<int>& groups = try_scratch_.groups;
   std::vector<std::vector<int>>& pods = try_scratch_.pods;

@@ -187,9 +187,46 @@ void WorkingState::MarkPipelined(int pod) {
 }
 
 void WorkingState::Evict(int pod) {
+  const int group = cluster_.pod(pod).group;
+  EvictFromNode(pod);
+  AddToQueues(group, cluster_.requests(pod), -1);
+  SetInt(running_[group], running_[group] - 1);
+  SetInt(evicted_[group], evicted_[group] + 1);
+}
+
+void WorkingState::EvictPods(int group, const std::vector<int>& pods) {
+  for (int pod : pods) EvictFromNode(pod);
+  // Each queue amount takes off the pods' requests one at a time in pod order, as Evict's calls
+  // would, and is journaled once.
+  const ClusterGroup& info = cluster_.group(group);
+  const QueueTree& tree = cluster_.tree();
+  for (int q = info.queue; q >= 0; q = tree.parent(q)) {
+    for (int r = 0; r < r_; ++r) {
+      double& slot = allocated_[q * r_ + r];
+      double& np_slot = allocated_np_[q * r_ + r];
+      double value = slot;
+      double np = np_slot;
+      bool changed = false;
+      for (int pod : pods) {
+        const double request = cluster_.requests(pod)[r];
+        if (request == 0) continue;
+        changed = true;
+        value = value + -1.0 * request;
+        np = np + -1.0 * request;
+      }
+      if (!changed) continue;
+      SetDouble(slot, value);
+      if (!info.preemptible) SetDouble(np_slot, np);
+    }
+  }
+  const int count = static_cast<int>(pods.size());
+  SetInt(running_[group], running_[group] - count);
+  SetInt(evicted_[group], evicted_[group] + count);
+}
+
+void WorkingState::EvictFromNode(int pod) {
   assert(pod_state(pod) == PodState::kRunning);
   ++capacity_epoch_;
-  const int group = cluster_.pod(pod).group;
   const int node = pod_node_[pod];
   const double* node_requests = cluster_.node_requests(pod);
   for (int k = 0; k < rn_; ++k) {
@@ -201,10 +238,7 @@ void WorkingState::Evict(int pod) {
   }
   TouchNode(node);
   if (cluster_.pod(pod).shares()) EvictDevices(pod);
-  AddToQueues(group, cluster_.requests(pod), -1);
   SetInt(pod_state_[pod], static_cast<int32_t>(PodState::kEvicted));
-  SetInt(running_[group], running_[group] - 1);
-  SetInt(evicted_[group], evicted_[group] + 1);
 }
 
 void WorkingState::Relocate(int pod, int node, const DeviceChoice* devices) {

@@ -169,6 +169,9 @@ class WorkingState {
   // Evicts a RUNNING pod: its requests move from used to releasing on its node; its queue and
   // ancestors stop counting it.
   void Evict(int pod);
+  // Evicts RUNNING `pods` of one group, in order: the state Evict(pod) for each would leave, with
+  // each queue amount journaled once (its sums are made in the same order, pod by pod).
+  void EvictPods(int group, const std::vector<int>& pods);
   // Re-places a pod evicted in this response on `node` (pipelined, claiming releasing capacity
   // first): the pod is "moved" (§4.8) and counts for its queue again.
   void Relocate(int pod, int node, const DeviceChoice* devices = nullptr);
@@ -265,6 +268,8 @@ class WorkingState {
   // hold those values is left as it is.
   void ApplyJoinableNode(int node) const;
   void AddToQueues(int group, const double* requests, double sign);
+  // Evict's change to `pod`'s node, devices and state, without its queues and group counts.
+  void EvictFromNode(int pod);
   void OccupyNode(int node, const double* node_requests, bool pipelined);
   size_t At(int node, int k) const {
     return static_cast<size_t>(node) * static_cast<size_t>(rn_) + static_cast<size_t>(k);

@@ -2,7 +2,8 @@
 // and extends them as victims are drawn (solver_bounds.h). Its answers must equal those of a
 // bound that sums the rows afresh: a new bound, given the same draws, asked once. Checked over
 // generated KAI requests, with every RUNNING preemptible group drawn in group order, one unit per
-// group, and the pending groups' units as parts.
+// group, and the pending groups' units as parts. The quota bound's kept rows and a try's
+// evictions of a unit at once are held to their from-scratch forms the same way.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -262,6 +263,95 @@ TEST(QuotaBound, KeptRowsOfEachNodeAnswerAsRowsSummedAfresh) {
   EXPECT_GE(compared, kCases * 10);
   EXPECT_GE(ruled_out, kCases) << "tries ruled out: " << ruled_out;
   EXPECT_GE(lifted, kCases / 4) << "breaches lifted by drawn victims: " << lifted;
+}
+
+// Everything of the working state a try's evictions change, as bits: every queue's allocations,
+// every group's RUNNING and evicted counts, every pod's state, every node's idle and releasing
+// amounts.
+std::vector<uint64_t> StateBits(const WorkingState& state) {
+  const kai::Cluster& cluster = state.cluster();
+  std::vector<uint64_t> bits;
+  for (int q = 0; q < cluster.tree().size(); ++q) {
+    for (int r = 0; r < cluster.num_resources(); ++r) {
+      bits.push_back(Bits(state.allocated(q)[r]));
+      bits.push_back(Bits(state.allocated_np(q)[r]));
+    }
+  }
+  for (int g = 0; g < cluster.num_groups(); ++g) {
+    bits.push_back(static_cast<uint64_t>(state.running(g)));
+    bits.push_back(static_cast<uint64_t>(state.evicted(g)));
+  }
+  for (int p = 0; p < cluster.num_pods(); ++p) {
+    bits.push_back(static_cast<uint64_t>(state.pod_state(p)));
+  }
+  for (int n = 0; n < cluster.num_nodes(); ++n) {
+    for (int k = 0; k < cluster.num_node_resources(); ++k) {
+      bits.push_back(Bits(state.idle(n, k)));
+      bits.push_back(Bits(state.releasing(n, k)));
+    }
+  }
+  return bits;
+}
+
+// The request of case `index` with every pod's cpu and memory scaled by 0.9: sums of such amounts
+// round, so the order in which they are taken off shows in their bits.
+generator::GeneratedRequest RoundingRequest(uint64_t index) {
+  generator::GeneratedRequest request =
+      generator::Generate(PropertyCaseOptions(index, GeneratorModel::kKai));
+  for (PodGroup& group : request.snapshot.pod_groups) {
+    for (Pod& pod : group.pods) {
+      for (auto& [name, amount] : pod.requests) {
+        if (name == "cpu" || name == "memory") amount *= 0.9;
+      }
+    }
+  }
+  return request;
+}
+
+// A KAI case over RoundingRequest. Neither copied nor moved: each member points into the ones
+// before it.
+struct RoundingCase {
+  explicit RoundingCase(uint64_t index)
+      : request(RoundingRequest(index)),
+        validated(MustValidate(request.snapshot, request.policy)),
+        shares(kai::ComputeKaiFairShare(validated)),
+        session(shares) {}
+  RoundingCase(const RoundingCase&) = delete;
+  RoundingCase& operator=(const RoundingCase&) = delete;
+
+  const generator::GeneratedRequest request;
+  const ValidatedSnapshot validated;
+  const kai::KaiFairShare shares;
+  Session session;
+};
+
+// A try evicts each victim unit's pods at once (WorkingState::EvictPods), journaling each queue
+// amount once. The state must be, bit for bit, the one evicting the pods one by one leaves, and
+// rolling back must give the state before. Checked for every prefix of the victim units, with
+// requests whose sums round.
+TEST(WorkingState, EvictingAUnitsPodsAtOnceLeavesTheStateEvictingEachLeaves) {
+  int compared = 0;
+  for (uint64_t index = 0; index < kCases; ++index) {
+    RoundingCase c(index);
+    WorkingState& state = c.session.state();
+    const std::vector<EvictionUnit> victims = Victims(c.session);
+    const std::vector<uint64_t> before = StateBits(state);
+    for (size_t k = 1; k <= victims.size(); ++k) {
+      WorkingState::Mark mark = state.Checkpoint();
+      for (size_t v = 0; v < k; ++v) {
+        for (int pod : victims[v].pods) state.Evict(pod);
+      }
+      const std::vector<uint64_t> one_by_one = StateBits(state);
+      state.Rollback(mark);
+      mark = state.Checkpoint();
+      for (size_t v = 0; v < k; ++v) state.EvictPods(victims[v].group, victims[v].pods);
+      ASSERT_EQ(StateBits(state), one_by_one) << "case " << index << " units " << k;
+      state.Rollback(mark);
+      ASSERT_EQ(StateBits(state), before) << "case " << index << " units " << k;
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, kCases);
 }
 
 }  // namespace
