@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdint>
+#include <iterator>
 #include <utility>
 
 namespace arbiter::kai {
@@ -145,16 +146,28 @@ void VictimOrder::RekeyJob(int group) {
   const WorkingState& state = session_.state();
   const ClusterGroup& info = cluster.group(group);
   JobSet& jobs = jobs_[info.queue];
-  // The set's node is taken out and put back re-keyed, so re-keying allocates nothing.
-  JobSet::node_type node;
-  if (job_listed_[group]) {
-    node = jobs.extract(job_it_[group]);
+  if (!eligible_[group] || !ComputeUnit(group)) {
+    if (job_listed_[group]) jobs.erase(job_it_[group]);
     job_listed_[group] = false;
+    return;
   }
-  if (!eligible_[group] || !ComputeUnit(group)) return;
   JobKey key = MakeJobKey(cluster, state, group);
   const int active = state.active(group) - drawn_pods_[group];
   key.elastic = active < info.gang ? 0 : active == info.gang ? 1 : 2;
+  // An entry still between its neighbours keeps its place; otherwise the set's node is taken
+  // out and put back re-keyed, so re-keying allocates nothing.
+  JobSet::node_type node;
+  if (job_listed_[group]) {
+    const JobSet::iterator it = job_it_[group];
+    const JobEntry entry{key};
+    if ((it == jobs.begin() || *std::prev(it) < entry) &&
+        (std::next(it) == jobs.end() || entry < *std::next(it))) {
+      it->key = key;
+      return;
+    }
+    node = jobs.extract(it);
+    job_listed_[group] = false;
+  }
   if (node.empty()) {
     job_it_[group] = jobs.insert(JobEntry{key}).first;
   } else {
@@ -192,15 +205,27 @@ void VictimOrder::Rekey(int queue) {
   }
   ChildSet& container = Container(queue);
   ChildSet::node_type node;
-  if (queue_listed_[queue]) {
-    node = container.extract(queue_it_[queue]);
+  if (best_[queue] < 0) {
+    if (queue_listed_[queue]) container.erase(queue_it_[queue]);
     queue_listed_[queue] = false;
+    return;
   }
-  if (best_[queue] < 0) return;
   const double* allocated = state.allocated(queue);
   for (int r = 0; r < r_; ++r) scratch_[r] = allocated[r] - drawn_[queue * r_ + r];
   const ChainKey key =
       chain_.Key(queue, allocated, unit_requests_[best_[queue]].data(), scratch_.data());
+  if (queue_listed_[queue]) {
+    // An entry still between its neighbours keeps its place: the key is set in place.
+    const ChildSet::iterator it = queue_it_[queue];
+    const ChildEntry entry{key, queue};
+    if ((it == container.begin() || *std::prev(it) < entry) &&
+        (std::next(it) == container.end() || entry < *std::next(it))) {
+      it->key = key;
+      return;
+    }
+    node = container.extract(it);
+    queue_listed_[queue] = false;
+  }
   if (node.empty()) {
     queue_it_[queue] = container.insert(ChildEntry{key, queue}).first;
   } else {
