@@ -141,6 +141,28 @@ bool VictimOrder::ComputeUnit(int group) {
   return true;
 }
 
+namespace {
+
+// Puts `entry` in `set`, in place of the entry at `it` when `listed`, and returns its position.
+// An entry still between its neighbours keeps its place, its key set in place (the keys are
+// mutable for this); otherwise the set's node is taken out and put back re-keyed, so re-keying
+// allocates nothing.
+template <typename Set>
+typename Set::iterator Place(Set& set, bool listed, typename Set::iterator it,
+                             const typename Set::value_type& entry) {
+  if (!listed) return set.insert(entry).first;
+  if ((it == set.begin() || *std::prev(it) < entry) &&
+      (std::next(it) == set.end() || entry < *std::next(it))) {
+    it->key = entry.key;
+    return it;
+  }
+  typename Set::node_type node = set.extract(it);
+  node.value() = entry;
+  return set.insert(std::move(node)).position;
+}
+
+}  // namespace
+
 void VictimOrder::RekeyJob(int group) {
   const Cluster& cluster = session_.cluster();
   const WorkingState& state = session_.state();
@@ -154,26 +176,7 @@ void VictimOrder::RekeyJob(int group) {
   JobKey key = MakeJobKey(cluster, state, group);
   const int active = state.active(group) - drawn_pods_[group];
   key.elastic = active < info.gang ? 0 : active == info.gang ? 1 : 2;
-  // An entry still between its neighbours keeps its place; otherwise the set's node is taken
-  // out and put back re-keyed, so re-keying allocates nothing.
-  JobSet::node_type node;
-  if (job_listed_[group]) {
-    const JobSet::iterator it = job_it_[group];
-    const JobEntry entry{key};
-    if ((it == jobs.begin() || *std::prev(it) < entry) &&
-        (std::next(it) == jobs.end() || entry < *std::next(it))) {
-      it->key = key;
-      return;
-    }
-    node = jobs.extract(it);
-    job_listed_[group] = false;
-  }
-  if (node.empty()) {
-    job_it_[group] = jobs.insert(JobEntry{key}).first;
-  } else {
-    node.value().key = key;
-    job_it_[group] = jobs.insert(std::move(node)).position;
-  }
+  job_it_[group] = Place(jobs, job_listed_[group], job_it_[group], JobEntry{key});
   job_listed_[group] = true;
 }
 
@@ -204,7 +207,6 @@ void VictimOrder::Rekey(int queue) {
     best_[queue] = child < 0 ? -1 : best_[child];
   }
   ChildSet& container = Container(queue);
-  ChildSet::node_type node;
   if (best_[queue] < 0) {
     if (queue_listed_[queue]) container.erase(queue_it_[queue]);
     queue_listed_[queue] = false;
@@ -214,24 +216,8 @@ void VictimOrder::Rekey(int queue) {
   for (int r = 0; r < r_; ++r) scratch_[r] = allocated[r] - drawn_[queue * r_ + r];
   const ChainKey key =
       chain_.Key(queue, allocated, unit_requests_[best_[queue]].data(), scratch_.data());
-  if (queue_listed_[queue]) {
-    // An entry still between its neighbours keeps its place: the key is set in place.
-    const ChildSet::iterator it = queue_it_[queue];
-    const ChildEntry entry{key, queue};
-    if ((it == container.begin() || *std::prev(it) < entry) &&
-        (std::next(it) == container.end() || entry < *std::next(it))) {
-      it->key = key;
-      return;
-    }
-    node = container.extract(it);
-    queue_listed_[queue] = false;
-  }
-  if (node.empty()) {
-    queue_it_[queue] = container.insert(ChildEntry{key, queue}).first;
-  } else {
-    node.value() = ChildEntry{key, queue};
-    queue_it_[queue] = container.insert(std::move(node)).position;
-  }
+  queue_it_[queue] =
+      Place(container, queue_listed_[queue], queue_it_[queue], ChildEntry{key, queue});
   queue_listed_[queue] = true;
 }
 

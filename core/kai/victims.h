@@ -74,12 +74,12 @@ class VictimOrder {
  private:
   // Leaf entries: begin() is the job that gives first (reversed job order).
   struct JobEntry {
-    mutable JobKey key;  // set in place while between its neighbours (RekeyJob)
+    mutable JobKey key;  // set in place while between its neighbours (Place, victims.cc)
     friend bool operator<(const JobEntry& a, const JobEntry& b) { return b.key < a.key; }
   };
   // Child entries: begin() is the child served last (descending chain key), ties by index. The
   // key is mutable so that a re-key that leaves the entry between its neighbours sets it in
-  // place (Rekey): the set's order is the same either way.
+  // place (Place, victims.cc): the set's order is the same either way.
   struct ChildEntry {
     mutable ChainKey key;
     int32_t queue;

@@ -4,6 +4,7 @@
 #define ARBITER_TESTS_PROPERTY_KAI_CASE_H_
 
 #include <cstdint>
+#include <functional>
 
 #include "clients/generator/generator.h"
 #include "core/kai/kai_fair_share.h"
@@ -17,12 +18,21 @@ namespace arbiter::testing {
 // Case `index` of PropertyCaseOptions (KAI). Neither copied nor moved: each member points into
 // the ones before it.
 struct KaiCase {
-  explicit KaiCase(uint64_t index)
+  explicit KaiCase(uint64_t index) : KaiCase(index, nullptr) {}
+  // The request generated for case `index`, changed by `adjust` (when given) before it is
+  // validated.
+  KaiCase(uint64_t index, const std::function<void(generator::GeneratedRequest*)>& adjust)
       : options(PropertyCaseOptions(index, generator::GeneratorModel::kKai)),
-        request(generator::Generate(options)),
+        request(Adjusted(generator::Generate(options), adjust)),
         validated(MustValidate(request.snapshot, request.policy)),
         shares(kai::ComputeKaiFairShare(validated)),
         session(shares) {}
+  static generator::GeneratedRequest Adjusted(
+      generator::GeneratedRequest request,
+      const std::function<void(generator::GeneratedRequest*)>& adjust) {
+    if (adjust) adjust(&request);
+    return request;
+  }
   KaiCase(const KaiCase&) = delete;
   KaiCase& operator=(const KaiCase&) = delete;
 

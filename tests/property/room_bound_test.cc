@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "clients/generator/random.h"
@@ -52,6 +53,18 @@ std::vector<EvictionUnit> Victims(const Session& session) {
   return units;
 }
 
+// Each group with a PENDING unit, with that unit, in group order.
+std::vector<std::pair<int, kai::Unit>> PendingUnits(const Session& session) {
+  std::vector<std::pair<int, kai::Unit>> units;
+  for (int g = 0; g < session.cluster().num_groups(); ++g) {
+    kai::Unit unit;
+    if (kai::NextUnit(session.cluster(), session.state(), g, &unit) && !unit.pods.empty()) {
+      units.emplace_back(g, std::move(unit));
+    }
+  }
+  return units;
+}
+
 std::vector<int> NodesOf(const WorkingState& state, const EvictionUnit& unit) {
   std::vector<int> nodes;
   for (int pod : unit.pods) nodes.push_back(state.pod_node(pod));
@@ -71,9 +84,9 @@ TEST(RoomBound, KeptRowsOfOtherNodesAnswerAsRowsSummedAfresh) {
     const std::vector<EvictionUnit> victims = Victims(session);
     const std::vector<EvictionUnit> none;
     auto eligible = [](int) { return true; };
-    for (int g = 0; g < cluster.num_groups(); ++g) {
-      kai::Unit unit;
-      if (!kai::NextUnit(cluster, state, g, &unit) || unit.pods.empty()) continue;
+    for (const auto& pending : PendingUnits(session)) {
+      const int g = pending.first;
+      const kai::Unit& unit = pending.second;
       const int part = static_cast<int>(unit.pods.size());
       RoomBound kept(session, unit, part, none, eligible, &session.room_scratch());
       std::vector<std::vector<int>> on_node(cluster.num_nodes());
@@ -117,9 +130,9 @@ TEST(RoomBound, TheGroupWalkAndTheNodeWalkRuleOutTheSameParts) {
     if (cluster.num_pods() == 0) continue;
     for (int round = 0; round < 3; ++round) {
       const std::vector<EvictionUnit> victims = Victims(session);
-      for (int g = 0; g < cluster.num_groups(); ++g) {
-        kai::Unit unit;
-        if (!kai::NextUnit(cluster, state, g, &unit) || unit.pods.empty()) continue;
+      for (const auto& pending : PendingUnits(session)) {
+        const int g = pending.first;
+        const kai::Unit& unit = pending.second;
         const int leaf = cluster.group(g).queue;
         const std::function<bool(int)> filters[] = {
             [](int) { return true; },
@@ -177,9 +190,9 @@ TEST(QuotaBound, TheBreachAfterVictimsIsTheOneEvictingThemGives) {
     const kai::Cluster& cluster = session.cluster();
     WorkingState& state = session.state();
     const std::vector<EvictionUnit> victims = Victims(session);
-    for (int g = 0; g < cluster.num_groups(); ++g) {
-      kai::Unit unit;
-      if (!kai::NextUnit(cluster, state, g, &unit) || unit.pods.empty()) continue;
+    for (const auto& pending : PendingUnits(session)) {
+      const int g = pending.first;
+      const kai::Unit& unit = pending.second;
       const int part = static_cast<int>(unit.pods.size());
       const kai::QuotaBound bound(session, g, unit, part, {});
       const std::vector<double> requests = kai::SumRequests(cluster, unit.pods.data(), part);
@@ -235,9 +248,9 @@ TEST(QuotaBound, KeptRowsOfEachNodeAnswerAsRowsSummedAfresh) {
     const std::vector<EvictionUnit> victims = Victims(session);
     if (victims.empty()) continue;
     const std::vector<EvictionUnit> chosen(victims.begin(), victims.begin() + 1);
-    for (int g = 0; g < cluster.num_groups(); ++g) {
-      kai::Unit unit;
-      if (!kai::NextUnit(cluster, state, g, &unit) || unit.pods.empty()) continue;
+    for (const auto& pending : PendingUnits(session)) {
+      const int g = pending.first;
+      const kai::Unit& unit = pending.second;
       const int part = static_cast<int>(unit.pods.size());
       kai::QuotaBound kept(session, g, unit, part, chosen);
       const kai::QuotaBound afresh(session, g, unit, part, chosen);
@@ -293,37 +306,17 @@ std::vector<uint64_t> StateBits(const WorkingState& state) {
   return bits;
 }
 
-// The request of case `index` with every pod's cpu and memory scaled by 0.9: sums of such amounts
-// round, so the order in which they are taken off shows in their bits.
-generator::GeneratedRequest RoundingRequest(uint64_t index) {
-  generator::GeneratedRequest request =
-      generator::Generate(PropertyCaseOptions(index, GeneratorModel::kKai));
-  for (PodGroup& group : request.snapshot.pod_groups) {
+// Scales every pod's cpu and memory by 0.9: sums of such amounts round, so the order in which
+// they are taken off shows in their bits.
+void ScaleRequests(generator::GeneratedRequest* request) {
+  for (PodGroup& group : request->snapshot.pod_groups) {
     for (Pod& pod : group.pods) {
       for (auto& [name, amount] : pod.requests) {
         if (name == "cpu" || name == "memory") amount *= 0.9;
       }
     }
   }
-  return request;
 }
-
-// A KAI case over RoundingRequest. Neither copied nor moved: each member points into the ones
-// before it.
-struct RoundingCase {
-  explicit RoundingCase(uint64_t index)
-      : request(RoundingRequest(index)),
-        validated(MustValidate(request.snapshot, request.policy)),
-        shares(kai::ComputeKaiFairShare(validated)),
-        session(shares) {}
-  RoundingCase(const RoundingCase&) = delete;
-  RoundingCase& operator=(const RoundingCase&) = delete;
-
-  const generator::GeneratedRequest request;
-  const ValidatedSnapshot validated;
-  const kai::KaiFairShare shares;
-  Session session;
-};
 
 // A try evicts each victim unit's pods at once (WorkingState::EvictPods), journaling each queue
 // amount once. The state must be, bit for bit, the one evicting the pods one by one leaves, and
@@ -332,7 +325,7 @@ struct RoundingCase {
 TEST(WorkingState, EvictingAUnitsPodsAtOnceLeavesTheStateEvictingEachLeaves) {
   int compared = 0;
   for (uint64_t index = 0; index < kCases; ++index) {
-    RoundingCase c(index);
+    KaiCase c(index, ScaleRequests);
     WorkingState& state = c.session.state();
     const std::vector<EvictionUnit> victims = Victims(c.session);
     const std::vector<uint64_t> before = StateBits(state);
