@@ -516,18 +516,20 @@ bool QuotaBound::UnderBreach(const EvictionUnit& victim) const {
 
 bool QuotaBound::MayLiftOn(int node, const std::vector<const EvictionUnit*>& fresh) {
   if (!breach_.has_value()) return true;
-  auto [it, added] = node_rows_.try_emplace(node);
-  NodeRows& kept = it->second;
-  if (added) {
+  NodeRows& kept = node_rows_[node];
+  // MayLift first: the rows are made only once a victim under the breached queue is drawn.
+  for (; kept.scanned < fresh.size() && !kept.under; ++kept.scanned) {
+    kept.under = UnderBreach(*fresh[kept.scanned]);
+  }
+  if (!kept.under) return false;
+  if (kept.rows.empty()) {
     kept.rows = base_rows_;
     kept.rows_np = base_rows_np_;
   }
   for (; kept.folded < fresh.size(); ++kept.folded) {
-    const EvictionUnit& victim = *fresh[kept.folded];
-    kept.under = kept.under || UnderBreach(victim);
-    TakeOff(victim, &kept.rows, &kept.rows_np);
+    TakeOff(*fresh[kept.folded], &kept.rows, &kept.rows_np);
   }
-  return kept.under && !BreachOn(kept.rows, kept.rows_np).has_value();
+  return !BreachOn(kept.rows, kept.rows_np).has_value();
 }
 
 bool QuotaBound::AnyVictimSetMayLift(const std::function<bool(int group)>& eligible) const {

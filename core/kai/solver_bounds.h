@@ -195,8 +195,9 @@ class QuotaBound {
   mutable std::vector<double> rows_np_;
   // MayLiftOn's rows for one node n: R's rows less n's fresh victims folded so far.
   struct NodeRows {
-    size_t folded = 0;   // the first `folded` of n's fresh victims are taken off
+    size_t scanned = 0;  // the first `scanned` of n's fresh victims were asked UnderBreach
     bool under = false;  // one of them lies under the breached queue (MayLift)
+    size_t folded = 0;   // the first `folded` are taken off the rows (made once `under`)
     std::vector<double> rows;
     std::vector<double> rows_np;
   };
