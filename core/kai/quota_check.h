@@ -39,29 +39,27 @@ std::optional<QuotaBreach> CheckQuotaOn(const Cluster& cluster, const KaiFairSha
   const QueueTree& tree = cluster.tree();
   const int r_count = cluster.num_resources();
   const int leaf = cluster.group(group).queue;
-  for (int q = leaf; q >= 0; q = tree.parent(q)) {
-    const Row limit = shares.queues[q].limit;
-    const double* row = allocated(q);
-    for (int r = 0; r < r_count; ++r) {
-      if (!(unit_requests[r] > 0) || limit[r] == -1) continue;
-      if (!(row[r] + unit_requests[r] <= limit[r])) {
-        return QuotaBreach{QuotaBreach::kLimit, q, r, row[r], unit_requests[r], limit[r]};
+  // The first queue, leaf up, and resource where `rows(q)` with the unit exceeds `bound(q)`
+  // (-1: no bound), as a breach of `kind`.
+  auto first_breach = [&](QuotaBreach::Kind kind, const auto& rows,
+                          const auto& bound) -> std::optional<QuotaBreach> {
+    for (int q = leaf; q >= 0; q = tree.parent(q)) {
+      const Row limit = bound(q);
+      const double* row = rows(q);
+      for (int r = 0; r < r_count; ++r) {
+        if (!(unit_requests[r] > 0) || limit[r] == -1) continue;
+        if (!(row[r] + unit_requests[r] <= limit[r])) {
+          return QuotaBreach{kind, q, r, row[r], unit_requests[r], limit[r]};
+        }
       }
     }
-  }
-  if (cluster.group(group).preemptible) return std::nullopt;
-  for (int q = leaf; q >= 0; q = tree.parent(q)) {
-    const Row deserved = shares.queues[q].deserved;
-    const double* row = allocated_np(q);
-    for (int r = 0; r < r_count; ++r) {
-      if (!(unit_requests[r] > 0) || deserved[r] == -1) continue;
-      if (!(row[r] + unit_requests[r] <= deserved[r])) {
-        return QuotaBreach{
-            QuotaBreach::kNonPreemptible, q, r, row[r], unit_requests[r], deserved[r]};
-      }
-    }
-  }
-  return std::nullopt;
+    return std::nullopt;
+  };
+  std::optional<QuotaBreach> breach = first_breach(
+      QuotaBreach::kLimit, allocated, [&shares](int q) { return shares.queues[q].limit; });
+  if (breach.has_value() || cluster.group(group).preemptible) return breach;
+  return first_breach(QuotaBreach::kNonPreemptible, allocated_np,
+                      [&shares](int q) { return shares.queues[q].deserved; });
 }
 
 }  // namespace arbiter::kai

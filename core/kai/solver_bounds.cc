@@ -441,6 +441,10 @@ QuotaBound::QuotaBound(Session& session, int group, const Unit& unit, int part,
     : session_(session),
       group_(group),
       requests_(SumRequests(session.cluster(), unit.pods.data(), part)) {
+  const QueueTree& tree = session.cluster().tree();
+  for (int q = session.cluster().group(group).queue; q >= 0; q = tree.parent(q)) {
+    path_.push_back(q);
+  }
   if (session.unbounded_search()) return;
   StartRows(&base_rows_, &base_rows_np_);
   for (const EvictionUnit& victim : chosen) TakeOff(victim, &base_rows_, &base_rows_np_);
@@ -448,12 +452,8 @@ QuotaBound::QuotaBound(Session& session, int group, const Unit& unit, int part,
 }
 
 void QuotaBound::StartRows(std::vector<double>* rows, std::vector<double>* rows_np) const {
-  const Cluster& cluster = session_.cluster();
   const WorkingState& state = session_.state();
-  const QueueTree& tree = cluster.tree();
-  const int r_count = cluster.num_resources();
-  path_.clear();
-  for (int q = cluster.group(group_).queue; q >= 0; q = tree.parent(q)) path_.push_back(q);
+  const int r_count = session_.cluster().num_resources();
   rows->resize(path_.size() * r_count);
   rows_np->resize(path_.size() * r_count);
   for (size_t i = 0; i < path_.size(); ++i) {

@@ -172,8 +172,8 @@ class QuotaBound {
   bool MayLiftOn(int node, const std::vector<const EvictionUnit*>& fresh);
 
  private:
-  // P's queues, leaf first, into path_; their allocated and allocatedNP rows as they stand into
-  // `rows` and `rows_np` (path_.size() × R each).
+  // The allocated and allocatedNP rows of P's queues (path_) as they stand, into `rows` and
+  // `rows_np` (path_.size() × R each).
   void StartRows(std::vector<double>* rows, std::vector<double>* rows_np) const;
   // Takes `victim`'s pods off the rows of P's queues above them, one pod at a time in pod order,
   // as WorkingState::Evict sums them.
@@ -189,8 +189,8 @@ class QuotaBound {
   int group_;
   std::vector<double> requests_;  // the part's requests
   std::optional<QuotaBreach> breach_;
-  // P's queues (leaf first), and BreachAfter's scratch rows.
-  mutable std::vector<int> path_;
+  std::vector<int> path_;  // P's queues, leaf first
+  // BreachAfter's scratch rows.
   mutable std::vector<double> rows_;
   mutable std::vector<double> rows_np_;
   // MayLiftOn's rows for one node n: R's rows less n's fresh victims folded so far.
