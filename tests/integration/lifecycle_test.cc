@@ -104,6 +104,11 @@ TEST(Lifecycle, SigtermDrainsThenExitsZero) {
   EXPECT_THAT(log, HasSubstr("msg=stopped"));
 }
 
+// A request whose call stays in flight long enough for the metrics poll to see it: M with all
+// four actions, about 100 ms a call (allocate only, a call takes a few milliseconds on a fast
+// machine, and three of them could come and go between two polls).
+std::string InFlightLongEnough() { return GeneratedScheduleBytes("M", /*allocate_only=*/false); }
+
 // SIGTERM with calls in flight (one running and at least one queued behind it on the single
 // worker): every call is answered in full, then the server exits 0.
 TEST(Lifecycle, SigtermLetsTheCallsInFlightFinishAndExitsZero) {
@@ -115,7 +120,7 @@ TEST(Lifecycle, SigtermLetsTheCallsInFlightFinishAndExitsZero) {
   const std::shared_ptr<grpc::Channel> channel = Connect(server.address());
   ASSERT_TRUE(WaitUntilServing(channel));
 
-  const std::string request = GeneratedScheduleBytes("M");
+  const std::string request = InFlightLongEnough();
   constexpr int kCalls = 3;
   std::vector<RawAnswer> answers(kCalls);
   std::vector<std::thread> callers;
@@ -175,7 +180,7 @@ TEST(Lifecycle, ShutdownWithoutGraceCancelsQueuedCalls) {
   options.workers = 1;
   std::unique_ptr<server::ArbiterServer> server = StartTestServer(options);
   const std::shared_ptr<grpc::Channel> channel = Connect(server->address());
-  const std::string request = GeneratedScheduleBytes("M");
+  const std::string request = InFlightLongEnough();
   constexpr int kCalls = 3;
   std::vector<RawAnswer> answers(kCalls);
   std::vector<std::thread> callers;
