@@ -45,6 +45,8 @@ struct SearchCounters {
   int64_t tries_skipped_count = 0;   // tries skipped: the nodes cannot hold the part (count bound)
   int64_t tries_skipped_quota = 0;   // tries skipped: a §4.4 breach no candidate lifts
   int64_t tries_skipped_repeat = 0;  // tries skipped: the same victims already tried in the part
+  int64_t tries_skipped_moves = 0;   // tries skipped: the nodes cannot hold the part together
+                                     // with the victims of R it must re-place (MustMovePods)
   int64_t tries_cut_short = 0;       // tries stopped once the victims re-placed before P left
                                      // the nodes too little room for the part (among `tries`)
   int64_t tries_cut_rejected = 0;    // tries stopped once the victims that failed to be
@@ -63,6 +65,7 @@ struct SearchCounters {
             {"tries_skipped_count", tries_skipped_count},
             {"tries_skipped_quota", tries_skipped_quota},
             {"tries_skipped_repeat", tries_skipped_repeat},
+            {"tries_skipped_moves", tries_skipped_moves},
             {"tries_cut_short", tries_cut_short},
             {"tries_cut_rejected", tries_cut_rejected},
             {"victims_drawn", victims_drawn},

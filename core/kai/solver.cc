@@ -738,6 +738,54 @@ bool RepeatsATry(const std::vector<int>& indices, std::vector<const std::vector<
 
 }  // namespace
 
+std::unique_ptr<RoomBound> Solver::MovesBound(int group, const Unit& unit, int part,
+                                              const std::vector<EvictionUnit>& chosen,
+                                              const std::function<bool(int)>& eligible,
+                                              const RoomBound& room) {
+  // The reference search runs without it, so the differential test compares the two.
+  if (!room.TracksTries() || session_.reference_search()) return nullptr;
+  const int must = MustMovePods(group, unit, chosen);
+  if (must == 0) return nullptr;
+  auto moves =
+      std::make_unique<RoomBound>(session_, unit, part, chosen, eligible, &session_.room_scratch(),
+                                  action_.VictimsInOwnLeaf(), must);
+  const Cluster& cluster = session_.cluster();
+  session_.poll().Tick(cluster.num_nodes() + cluster.num_pods());
+  return moves;
+}
+
+int Solver::MustMovePods(int group, const Unit& unit, const std::vector<EvictionUnit>& chosen) {
+  if (!action_.ReplacesVictims() || chosen.empty()) return 0;
+  const Cluster& cluster = session_.cluster();
+  const Feasibility& feasibility = session_.feasibility();
+  const int shape = unit.pods[0];
+  const double* shape_requests = cluster.requests(shape);
+  const int r_count = cluster.num_resources();
+  const auto shaped = [&](int pod) {
+    return !cluster.pod(pod).shares() &&
+           feasibility.pod_signature(pod) == feasibility.pod_signature(shape) &&
+           std::equal(shape_requests, shape_requests + r_count, cluster.requests(pod));
+  };
+  int must = 0;
+  std::vector<bool> open(chosen.size());
+  std::vector<int> judged;  // R's groups judged so far
+  for (const EvictionUnit& first : chosen) {
+    const int g = first.group;
+    if (std::find(judged.begin(), judged.end(), g) != judged.end()) continue;
+    judged.push_back(g);
+    int pods = 0;
+    for (size_t k = 0; k < chosen.size(); ++k) {
+      open[k] = chosen[k].group != g;
+      if (open[k]) continue;
+      for (int pod : chosen[k].pods) pods += shaped(pod) ? 1 : 0;
+    }
+    if (pods > 0 && action_.RejectsEveryTryEvicting(*this, group, unit.requests, chosen, open)) {
+      must += pods;
+    }
+  }
+  return must;
+}
+
 const std::vector<EvictionUnit>& Solver::Candidate(const std::vector<EvictionUnit>& chosen,
                                                    const std::vector<const EvictionUnit*>& fresh) {
   // The scratch's elements keep their pod arrays from one try to the next.
@@ -761,6 +809,8 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
   if (!room.AnyVictimSetMayHold()) return false;
   QuotaBound quota(session_, group, unit, part, *chosen);
   if (!quota.AnyVictimSetMayLift(eligible)) return false;
+  const std::unique_ptr<RoomBound> moves = MovesBound(group, unit, part, *chosen, eligible, room);
+  if (poll.cancelled() || (moves != nullptr && !moves->AnyVictimSetMayHold())) return false;
 
   const std::vector<int> recorded = FirstPods(*chosen);
   Draws draws(cluster, session_.draw_scratch(), *chosen, action_.max_victim_groups());
@@ -769,21 +819,20 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
   const EvictionUnit* drawn = nullptr;
   std::vector<int> nodes;
   for (size_t i = 0; sequence->At(i, &drawn); ++i) {
-    if (std::binary_search(recorded.begin(), recorded.end(), drawn->pods.front())) {
-      // In R: drawn in its turn, not yielded. Cancelled: stop.
-      if (poll.Tick(1 + static_cast<int64_t>(drawn->pods.size()))) return false;
-      continue;
-    }
+    // Cancelled: stop. A unit of R is drawn in its turn, not yielded.
+    if (poll.Tick(1 + static_cast<int64_t>(drawn->pods.size()))) return false;
+    if (std::binary_search(recorded.begin(), recorded.end(), drawn->pods.front())) continue;
     const EvictionUnit& next = *drawn;
     tried.clear();
-    if (poll.Tick(1 + static_cast<int64_t>(next.pods.size()))) return false;
     ++counters.victims_drawn;
     if (!draws.Admits(next.group)) return false;  // one victim group too many
     NodesOf(session_.state(), next, &nodes);
     draws.Add(next, nodes);
     room.AddDrawn(next, nodes);
-    if (!room.DrawnMayHold()) {
-      counters.tries_skipped_count += static_cast<int64_t>(nodes.size());
+    if (moves != nullptr) moves->AddDrawn(next, nodes);
+    if (!room.DrawnMayHold() || (moves != nullptr && !moves->DrawnMayHold())) {
+      (room.DrawnMayHold() ? counters.tries_skipped_moves : counters.tries_skipped_count) +=
+          static_cast<int64_t>(nodes.size());
       continue;
     }
     // try(R plus the drawn units with a pod on n), for each node n of the drawn unit's pods.
@@ -806,6 +855,10 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
               ? !quota.MayLift(fresh) || !quota.LiftedBy(Candidate(*chosen, fresh))
               : !quota.MayLiftOn(node, fresh)) {
         ++counters.tries_skipped_quota;
+        continue;
+      }
+      if (moves != nullptr && !moves->MayHold(node, draws.IndicesOn(node), fresh)) {
+        ++counters.tries_skipped_moves;
         continue;
       }
       if (RepeatsATry(draws.IndicesOn(node), &tried)) {

@@ -91,8 +91,8 @@ int PodsThatFit(const double* node_requests, bool off_nodes, const double* free,
 RoomBound::RoomBound(Session& session, const Unit& unit, int part,
                      const std::vector<EvictionUnit>& chosen,
                      const std::function<bool(int group)>& eligible, RoomScratch* scratch,
-                     bool one_leaf)
-    : session_(session), scratch_(*scratch), part_(part) {
+                     bool one_leaf, int extra)
+    : session_(session), scratch_(*scratch), part_(part + extra) {
   const Cluster& cluster = session_.cluster();
   const WorkingState& state = session_.state();
   Feasibility& feasibility = session_.feasibility();
@@ -126,7 +126,7 @@ RoomBound::RoomBound(Session& session, const Unit& unit, int part,
   // sharing part's device nodes) differ.
   std::vector<double> profile_requests(requests, requests + r_count);
   if (sharing_) profile_requests[cluster.gpu()] = sharing_requests_[cluster.node_gpu()];
-  const KeptRoom::Profile profile{feasibility.pod_signature(pod), part,
+  const KeptRoom::Profile profile{feasibility.pod_signature(pod), part_,
                                   std::move(profile_requests)};
   const KeptRoom::Counts& counts = kept.CountsFor(
       state, profile, [this](int node, const double* free) { return PodsOn(node, free); });

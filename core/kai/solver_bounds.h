@@ -39,10 +39,12 @@ class RoomBound {
   // by `eligible`) is evicted too. `session` and `scratch` outlive the bound.
   // O(nodes · R_n + pods).
   // `one_leaf`: every eligible victim lies in the preemptor's leaf (PREEMPT); it decides only
-  // how the count with every victim walks.
+  // how the count with every victim walks. `extra`: pods of the part's shape that every try able
+  // to place the part must place as well (Solver::MustMovePods); the bound then counts room for
+  // the part and those together, and every comparison below is with that sum.
   RoomBound(Session& session, const Unit& unit, int part, const std::vector<EvictionUnit>& chosen,
             const std::function<bool(int group)>& eligible, RoomScratch* scratch,
-            bool one_leaf = false);
+            bool one_leaf = false, int extra = 0);
 
   // False when evicting every eligible victim could not make the room: no try can place the part.
   bool AnyVictimSetMayHold() const { return !counted_ || with_all_victims_ >= part_; }
@@ -100,7 +102,7 @@ class RoomBound {
 
   Session& session_;
   RoomScratch& scratch_;
-  int part_;
+  int part_;                              // the pods to hold: the part's, plus `extra`
   bool counted_ = false;                  // the part's pods are identical and request something
   bool sharing_ = false;                  // they share GPUs: G counts GPUs of device room
   std::vector<double> sharing_requests_;  // a sharing part's pod over R_n, G its least share
