@@ -36,6 +36,13 @@ class IgnoringMinRuntime final : public EvictionAction {
   bool Validate(const Solver& solver, Attempt& attempt) const override {
     return action_.Validate(solver, attempt);
   }
+  // The same validator, so the same certainty: the search stops and skips the tries it rejects.
+  bool RejectsEveryTryEvicting(const Solver& solver, int preemptor,
+                               const std::vector<double>& unit_requests,
+                               const std::vector<EvictionUnit>& victims,
+                               const std::vector<bool>& open) const override {
+    return action_.RejectsEveryTryEvicting(solver, preemptor, unit_requests, victims, open);
+  }
 
  private:
   const EvictionAction& action_;
