@@ -44,8 +44,10 @@ class KeptRoom {
     int signature = -1;
     int part = 0;
     std::vector<double> requests;
+    std::vector<char> classes;  // the node classes counted, when not every feasible one (empty)
     bool operator==(const Profile& other) const {
-      return signature == other.signature && part == other.part && requests == other.requests;
+      return signature == other.signature && part == other.part && requests == other.requests &&
+             classes == other.classes;
     }
   };
   struct Counts {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <cmath>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -728,6 +729,19 @@ std::vector<int> FirstPods(const std::vector<EvictionUnit>& chosen) {
 // draw t, whose last one is draw t itself, so its victims differ from those of every try after an
 // earlier draw. The drawn units of a part are disjoint and each nonempty, so two tries take the
 // same pods in the same order exactly when they take the same drawn units (R is common to both).
+// Whether every bound of `bounds` says it may hold, by `test`.
+bool AllMayHold(const std::vector<MovesBound>& bounds, bool (MovesBound::*test)() const) {
+  return std::all_of(bounds.begin(), bounds.end(),
+                     [test](const MovesBound& bound) { return (bound.*test)(); });
+}
+
+// Whether every bound of `bounds` says the try on `node` may hold (MovesBound::MayHold).
+bool AllMayHoldOn(std::vector<MovesBound>& bounds, int node, const std::vector<int>& indices,
+                  const std::vector<const EvictionUnit*>& fresh) {
+  return std::all_of(bounds.begin(), bounds.end(),
+                     [&](MovesBound& bound) { return bound.MayHold(node, indices, fresh); });
+}
+
 bool RepeatsATry(const std::vector<int>& indices, std::vector<const std::vector<int>*>* tried) {
   for (const std::vector<int>* other : *tried) {
     if (*other == indices) return true;
@@ -738,52 +752,98 @@ bool RepeatsATry(const std::vector<int>& indices, std::vector<const std::vector<
 
 }  // namespace
 
-std::unique_ptr<RoomBound> Solver::MovesBound(int group, const Unit& unit, int part,
-                                              const std::vector<EvictionUnit>& chosen,
-                                              const std::function<bool(int)>& eligible,
-                                              const RoomBound& room) {
-  // The reference search runs without it, so the differential test compares the two.
-  if (!room.TracksTries() || session_.reference_search()) return nullptr;
-  const int must = MustMovePods(group, unit, chosen);
-  if (must == 0) return nullptr;
-  auto moves =
-      std::make_unique<RoomBound>(session_, unit, part, chosen, eligible, &session_.room_scratch(),
-                                  action_.VictimsInOwnLeaf(), must);
+std::vector<MovesBound> Solver::MovesBounds(int group, const Unit& unit, int part,
+                                            const std::vector<EvictionUnit>& chosen,
+                                            const std::function<bool(int)>& eligible,
+                                            const RoomBound& room) {
+  std::vector<MovesBound> bounds;
+  // The reference search runs without them, so the differential test compares the two.
+  if (!room.TracksTries() || session_.reference_search()) return bounds;
   const Cluster& cluster = session_.cluster();
-  session_.poll().Tick(cluster.num_nodes() + cluster.num_pods());
-  return moves;
+  Feasibility& feasibility = session_.feasibility();
+  const int shape = unit.pods[0];
+  const double* shape_requests = cluster.node_requests(shape);
+  const int rn_count = cluster.num_node_resources();
+  std::vector<char> shape_classes(feasibility.num_classes(), 0);
+  for (const Feasibility::FeasibleClass& feasible :
+       feasibility.FeasibleClasses(feasibility.pod_signature(shape))) {
+    shape_classes[feasible.node_class] = 1;
+  }
+  const int64_t count_work = cluster.num_nodes() + cluster.num_pods();
+  for (const std::vector<int>& pods : MustMovePods(group, unit, chosen)) {
+    // The victims' places each of the part's pods takes: every resource they ask, the part's pod
+    // asks at least `places` times as much. A victim asking nothing of the nodes takes no place;
+    // past 1,024 places per pod the count says less than it could, never more.
+    const double* requests = cluster.node_requests(pods[0]);
+    double places = std::numeric_limits<double>::infinity();
+    for (int k = 0; k < rn_count; ++k) {
+      if (requests[k] > 0) places = std::min(places, std::floor(shape_requests[k] / requests[k]));
+    }
+    if (!(places >= 1) || std::isinf(places)) continue;
+    places = std::min(places, 1024.0);
+    // The node classes where the part's pod may go and the victims may not.
+    std::vector<char> outside = shape_classes;
+    for (const Feasibility::FeasibleClass& feasible :
+         feasibility.FeasibleClasses(feasibility.pod_signature(pods[0]))) {
+      outside[feasible.node_class] = 0;
+    }
+    const int count = static_cast<int>(pods.size());
+    Unit victims;
+    victims.pods = pods;
+    auto victims_room = std::make_unique<RoomBound>(
+        session_, victims, count, chosen, eligible, &session_.room_scratch(),
+        action_.VictimsInOwnLeaf(), static_cast<int>(places) * part);
+    session_.poll().Tick(count_work);
+    std::unique_ptr<RoomBound> elsewhere;
+    if (std::find(outside.begin(), outside.end(), 1) != outside.end()) {
+      elsewhere = std::make_unique<RoomBound>(session_, unit, part, chosen, eligible,
+                                              &session_.room_scratch(), action_.VictimsInOwnLeaf(),
+                                              0, &outside);
+      session_.poll().Tick(count_work);
+    }
+    if (!victims_room->counted() || (elsewhere != nullptr && !elsewhere->counted())) continue;
+    bounds.emplace_back(std::move(victims_room), std::move(elsewhere), count,
+                        static_cast<int>(places), part);
+  }
+  return bounds;
 }
 
-int Solver::MustMovePods(int group, const Unit& unit, const std::vector<EvictionUnit>& chosen) {
-  if (!action_.ReplacesVictims() || chosen.empty()) return 0;
+std::vector<std::vector<int>> Solver::MustMovePods(int group, const Unit& unit,
+                                                   const std::vector<EvictionUnit>& chosen) {
+  std::vector<std::vector<int>> shapes;
+  if (!action_.ReplacesVictims() || chosen.empty()) return shapes;
   const Cluster& cluster = session_.cluster();
   const Feasibility& feasibility = session_.feasibility();
-  const int shape = unit.pods[0];
-  const double* shape_requests = cluster.requests(shape);
   const int r_count = cluster.num_resources();
-  const auto shaped = [&](int pod) {
-    return !cluster.pod(pod).shares() &&
-           feasibility.pod_signature(pod) == feasibility.pod_signature(shape) &&
-           std::equal(shape_requests, shape_requests + r_count, cluster.requests(pod));
+  const auto same_shape = [&](int a, int b) {
+    return feasibility.pod_signature(a) == feasibility.pod_signature(b) &&
+           std::equal(cluster.requests(a), cluster.requests(a) + r_count, cluster.requests(b));
   };
-  int must = 0;
   std::vector<bool> open(chosen.size());
   std::vector<int> judged;  // R's groups judged so far
   for (const EvictionUnit& first : chosen) {
     const int g = first.group;
     if (std::find(judged.begin(), judged.end(), g) != judged.end()) continue;
     judged.push_back(g);
-    int pods = 0;
+    for (size_t k = 0; k < chosen.size(); ++k) open[k] = chosen[k].group != g;
+    if (!action_.RejectsEveryTryEvicting(*this, group, unit.requests, chosen, open)) continue;
     for (size_t k = 0; k < chosen.size(); ++k) {
-      open[k] = chosen[k].group != g;
       if (open[k]) continue;
-      for (int pod : chosen[k].pods) pods += shaped(pod) ? 1 : 0;
-    }
-    if (pods > 0 && action_.RejectsEveryTryEvicting(*this, group, unit.requests, chosen, open)) {
-      must += pods;
+      for (int pod : chosen[k].pods) {
+        const ClusterPod& info = cluster.pod(pod);
+        if (info.shares() || info.requests_off_nodes) continue;
+        auto it = std::find_if(shapes.begin(), shapes.end(), [&](const std::vector<int>& list) {
+          return same_shape(list[0], pod);
+        });
+        if (it == shapes.end()) {
+          shapes.emplace_back(1, pod);
+        } else {
+          it->push_back(pod);
+        }
+      }
     }
   }
-  return must;
+  return shapes;
 }
 
 const std::vector<EvictionUnit>& Solver::Candidate(const std::vector<EvictionUnit>& chosen,
@@ -809,8 +869,8 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
   if (!room.AnyVictimSetMayHold()) return false;
   QuotaBound quota(session_, group, unit, part, *chosen);
   if (!quota.AnyVictimSetMayLift(eligible)) return false;
-  const std::unique_ptr<RoomBound> moves = MovesBound(group, unit, part, *chosen, eligible, room);
-  if (poll.cancelled() || (moves != nullptr && !moves->AnyVictimSetMayHold())) return false;
+  std::vector<MovesBound> moves = MovesBounds(group, unit, part, *chosen, eligible, room);
+  if (poll.cancelled() || !AllMayHold(moves, &MovesBound::AnyVictimSetMayHold)) return false;
 
   const std::vector<int> recorded = FirstPods(*chosen);
   Draws draws(cluster, session_.draw_scratch(), *chosen, action_.max_victim_groups());
@@ -829,8 +889,8 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
     NodesOf(session_.state(), next, &nodes);
     draws.Add(next, nodes);
     room.AddDrawn(next, nodes);
-    if (moves != nullptr) moves->AddDrawn(next, nodes);
-    if (!room.DrawnMayHold() || (moves != nullptr && !moves->DrawnMayHold())) {
+    for (MovesBound& bound : moves) bound.AddDrawn(next, nodes);
+    if (!room.DrawnMayHold() || !AllMayHold(moves, &MovesBound::DrawnMayHold)) {
       (room.DrawnMayHold() ? counters.tries_skipped_moves : counters.tries_skipped_count) +=
           static_cast<int64_t>(nodes.size());
       continue;
@@ -857,7 +917,7 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
         ++counters.tries_skipped_quota;
         continue;
       }
-      if (moves != nullptr && !moves->MayHold(node, draws.IndicesOn(node), fresh)) {
+      if (!AllMayHoldOn(moves, node, draws.IndicesOn(node), fresh)) {
         ++counters.tries_skipped_moves;
         continue;
       }

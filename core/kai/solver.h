@@ -141,19 +141,21 @@ class Solver {
   // drawn set fits or the call is cancelled. Tries the bounds rule out are skipped.
   bool FindVictimsForPart(int group, const Unit& unit, int part, DrawSequence* sequence,
                           std::vector<EvictionUnit>* chosen, Attempt* attempt);
-  // The pods of R, shaped as the part's (same signature and requests), of the groups that every
-  // try able to place the part must re-place: the action rejects every try that evicts one of
-  // them (RejectsEveryTryEvicting, judged with R alone evicted; a try of the part evicts R and
-  // more, which only makes it stricter). Such a try places the part and those pods together, so
-  // the nodes must hold them all. 0 when the action does not re-place victims.
-  int MustMovePods(int group, const Unit& unit, const std::vector<EvictionUnit>& chosen);
-  // The room bound of the part together with those pods (RoomBound's `extra`), or null when
-  // there are none or `room` does not count tries. Ticks the poll for its count (the caller
-  // checks it).
-  std::unique_ptr<RoomBound> MovesBound(int group, const Unit& unit, int part,
-                                        const std::vector<EvictionUnit>& chosen,
-                                        const std::function<bool(int)>& eligible,
-                                        const RoomBound& room);
+  // The pods of R of the groups that every try able to place the part must re-place: the action
+  // rejects every try that evicts one of them (RejectsEveryTryEvicting, judged with R alone
+  // evicted; a try of the part evicts R and more, which only makes it stricter). Pods that share
+  // GPUs or ask a resource no node has are left out. Grouped by shape (signature and requests),
+  // each list in R's order. None when the action does not re-place victims.
+  std::vector<std::vector<int>> MustMovePods(int group, const Unit& unit,
+                                             const std::vector<EvictionUnit>& chosen);
+  // A try that places the part re-places those pods too: for each shape of them that the part's
+  // pod asks at least once over in every resource they ask, a MovesBound (solver_bounds.h) over
+  // the nodes where they may go. None when `room` does not count tries. Ticks the poll for each
+  // room it counts (the caller checks it).
+  std::vector<MovesBound> MovesBounds(int group, const Unit& unit, int part,
+                                      const std::vector<EvictionUnit>& chosen,
+                                      const std::function<bool(int)>& eligible,
+                                      const RoomBound& room);
   // A try's victim set: R (`chosen`), then the drawn units `fresh`, in the solver's scratch.
   const std::vector<EvictionUnit>& Candidate(const std::vector<EvictionUnit>& chosen,
                                              const std::vector<const EvictionUnit*>& fresh);

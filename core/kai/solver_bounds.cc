@@ -91,7 +91,7 @@ int PodsThatFit(const double* node_requests, bool off_nodes, const double* free,
 RoomBound::RoomBound(Session& session, const Unit& unit, int part,
                      const std::vector<EvictionUnit>& chosen,
                      const std::function<bool(int group)>& eligible, RoomScratch* scratch,
-                     bool one_leaf, int extra)
+                     bool one_leaf, int extra, const std::vector<char>* only_classes)
     : session_(session), scratch_(*scratch), part_(part + extra) {
   const Cluster& cluster = session_.cluster();
   const WorkingState& state = session_.state();
@@ -106,7 +106,7 @@ RoomBound::RoomBound(Session& session, const Unit& unit, int part,
   off_nodes_ = cluster.pod(pod).requests_off_nodes;
   feasible_class_.assign(feasibility.num_classes(), false);
   for (const auto& c : feasibility.FeasibleClasses(feasibility.pod_signature(pod))) {
-    feasible_class_[c.node_class] = true;
+    feasible_class_[c.node_class] = only_classes == nullptr || (*only_classes)[c.node_class] != 0;
   }
   // Free per node once R is evicted: the kept rows of the state (KeptRoom), plus R's pods.
   KeptRoom& kept = session_.kept_room();
@@ -127,7 +127,8 @@ RoomBound::RoomBound(Session& session, const Unit& unit, int part,
   std::vector<double> profile_requests(requests, requests + r_count);
   if (sharing_) profile_requests[cluster.gpu()] = sharing_requests_[cluster.node_gpu()];
   const KeptRoom::Profile profile{feasibility.pod_signature(pod), part_,
-                                  std::move(profile_requests)};
+                                  std::move(profile_requests),
+                                  only_classes != nullptr ? *only_classes : std::vector<char>{}};
   const KeptRoom::Counts& counts = kept.CountsFor(
       state, profile, [this](int node, const double* free) { return PodsOn(node, free); });
   base_count_ = counts.count;

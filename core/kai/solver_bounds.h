@@ -5,6 +5,7 @@
 // that would fail. Under CycleHooks::unbounded_search both rule nothing out.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -40,11 +41,20 @@ class RoomBound {
   // O(nodes · R_n + pods).
   // `one_leaf`: every eligible victim lies in the preemptor's leaf (PREEMPT); it decides only
   // how the count with every victim walks. `extra`: pods of the part's shape that every try able
-  // to place the part must place as well (Solver::MustMovePods); the bound then counts room for
-  // the part and those together, and every comparison below is with that sum.
+  // to place the part must place as well (Solver::MovesBounds); the bound then counts room for
+  // the part and those together, and every comparison below is with that sum. `only_classes`
+  // (per node class), when given: only nodes of those classes count.
   RoomBound(Session& session, const Unit& unit, int part, const std::vector<EvictionUnit>& chosen,
             const std::function<bool(int group)>& eligible, RoomScratch* scratch,
-            bool one_leaf = false, int extra = 0);
+            bool one_leaf = false, int extra = 0, const std::vector<char>* only_classes = nullptr);
+
+  // The pods that fit once every eligible victim is evicted too, or any count of at least the
+  // pods to hold once that many do; 0 when the part is not counted.
+  int WithAllVictims() const { return counted_ ? with_all_victims_ : 0; }
+  // The count DrawnMayHold compares: the pods that fit once R and every drawn victim are evicted,
+  // each node's count capped at the pods to hold; 0 when the part is not counted.
+  int WithDrawn() const { return counted_ ? drawn_total_ : 0; }
+  bool counted() const { return counted_; }
 
   // False when evicting every eligible victim could not make the room: no try can place the part.
   bool AnyVictimSetMayHold() const { return !counted_ || with_all_victims_ >= part_; }
@@ -140,6 +150,53 @@ class RoomBound {
   std::vector<int> row_node_;                      // per row: its node
   std::vector<int> row_count_;                     // per row: PodsOn of it, as counted last
   mutable std::vector<double> now_row_;            // PodsNow's row (R_n)
+};
+
+// A try that places the part must also re-place some victims of R (Solver::MustMovePods). For
+// victims of one shape, asked `places` times over by the part's pod in every resource they ask:
+// each pod of the part placed on a node where the victims may go takes `places` of their places
+// there. With `v` victims, `p` pods in the part and at most `a` pods of the part fitting on the
+// nodes where only the part may go, the nodes where the victims may go must hold
+// v + places · max(0, p − a) of them. Each count is the room bounds' (an upper bound on the try's),
+// and each test below compares the two counts as the room bounds' own tests do.
+class MovesBound {
+ public:
+  // `victims`: the room for the victims, counting up to v + places · p; `elsewhere`: the room
+  // for the part on the nodes where only it may go, counting up to p, or null when there are
+  // none. Both counted (RoomBound::counted).
+  MovesBound(std::unique_ptr<RoomBound> victims, std::unique_ptr<RoomBound> elsewhere, int count,
+             int places, int part)
+      : victims_(std::move(victims)),
+        elsewhere_(std::move(elsewhere)),
+        count_(count),
+        places_(places),
+        part_(part) {}
+
+  bool AnyVictimSetMayHold() const {
+    return victims_->WithAllVictims() >=
+           Need(elsewhere_ != nullptr ? elsewhere_->WithAllVictims() : 0);
+  }
+  void AddDrawn(const EvictionUnit& victim, const std::vector<int>& nodes) {
+    victims_->AddDrawn(victim, nodes);
+    if (elsewhere_ != nullptr) elsewhere_->AddDrawn(victim, nodes);
+  }
+  bool DrawnMayHold() const {
+    return victims_->WithDrawn() >= Need(elsewhere_ != nullptr ? elsewhere_->WithDrawn() : 0);
+  }
+  bool MayHold(int node, const std::vector<int>& indices,
+               const std::vector<const EvictionUnit*>& fresh) {
+    const int elsewhere = elsewhere_ != nullptr ? elsewhere_->Room(node, indices, fresh) : 0;
+    return victims_->Room(node, indices, fresh) >= Need(elsewhere);
+  }
+
+ private:
+  int Need(int elsewhere) const { return count_ + places_ * std::max(0, part_ - elsewhere); }
+
+  std::unique_ptr<RoomBound> victims_;
+  std::unique_ptr<RoomBound> elsewhere_;
+  int count_;
+  int places_;
+  int part_;
 };
 
 // Evictions lower a queue's allocation only inside its subtree, and never its non-preemptible

@@ -108,12 +108,14 @@ TEST(SearchDifferential, TheFrozenIndexSearchAnswersAsTheReferenceSearch) {
 }
 
 // A try is skipped when the nodes cannot hold its part together with the pods of R's groups it
-// must re-place, those whose eviction the validator rejects (Solver::MustMovePods). These cases
-// skip many such tries, and must answer as the reference search, which makes every try. 3795
-// tells a count of one pod too many apart, 207 a count of every group of R.
+// must re-place, those whose eviction the validator rejects (Solver::MovesBounds: each pod of the
+// part takes some of their places where they may go, and the rest of the part may go elsewhere).
+// These cases skip many such tries, and must answer as the reference search, which makes every
+// try. Each tells a wrong count apart: 3795 one victim too many, 207 every group of R whatever
+// the validator says, 30 one place too many per pod of the part, 3045 no room elsewhere.
 TEST(SearchDifferential, TriesSkippedForTheVictimsTheyMustReplaceWouldFail) {
   CaseTally tally;
-  for (int index : {207, 1375, 2439, 3795, 4170}) {
+  for (int index : {30, 207, 1375, 2439, 3045, 3795, 4170}) {
     ASSERT_NO_FATAL_FAILURE(CompareCase(index, &tally));
   }
   EXPECT_GE(tally.skipped_moves, 200);
