@@ -87,7 +87,7 @@ TEST(KeptRoom, EqualsAFreshCountAfterRandomCommitsAndRollbacks) {
       const int pod = static_cast<int>(rng.Below(static_cast<uint64_t>(cluster.num_pods())));
       const double* requests = cluster.requests(pod);
       profiles.push_back(KeptRoom::Profile{
-          p, 1 + p % 3, std::vector<double>(requests, requests + cluster.num_resources())});
+          p, 1 + p % 3, std::vector<double>(requests, requests + cluster.num_resources()), {}});
     }
     for (int round = 0; round < kRoundsPerCase; ++round) {
       const KeptRoom::Profile& profile = profiles[rng.Below(profiles.size())];
