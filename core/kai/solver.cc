@@ -721,14 +721,6 @@ std::vector<int> FirstPods(const std::vector<EvictionUnit>& chosen) {
   return first;
 }
 
-// Whether the try that takes R and the drawn units `indices` repeats one already made after the
-// current draw (`tried`, cleared at each draw); if not, it is added. A gang's draw tries each of
-// its nodes, and the drawn units on two of them may be the same: the state does not change between
-// the tries of a part, so the same victims in the same order fail again. Only the tries of the
-// same draw can repeat one another: a try after draw t takes R and the drawn units on a node of
-// draw t, whose last one is draw t itself, so its victims differ from those of every try after an
-// earlier draw. The drawn units of a part are disjoint and each nonempty, so two tries take the
-// same pods in the same order exactly when they take the same drawn units (R is common to both).
 // Whether every bound of `bounds` says it may hold, by `test`.
 bool AllMayHold(const std::vector<MovesBound>& bounds, bool (MovesBound::*test)() const) {
   return std::all_of(bounds.begin(), bounds.end(),
@@ -742,6 +734,14 @@ bool AllMayHoldOn(std::vector<MovesBound>& bounds, int node, const std::vector<i
                      [&](MovesBound& bound) { return bound.MayHold(node, indices, fresh); });
 }
 
+// Whether the try that takes R and the drawn units `indices` repeats one already made after the
+// current draw (`tried`, cleared at each draw); if not, it is added. A gang's draw tries each of
+// its nodes, and the drawn units on two of them may be the same: the state does not change between
+// the tries of a part, so the same victims in the same order fail again. Only the tries of the
+// same draw can repeat one another: a try after draw t takes R and the drawn units on a node of
+// draw t, whose last one is draw t itself, so its victims differ from those of every try after an
+// earlier draw. The drawn units of a part are disjoint and each nonempty, so two tries take the
+// same pods in the same order exactly when they take the same drawn units (R is common to both).
 bool RepeatsATry(const std::vector<int>& indices, std::vector<const std::vector<int>*>* tried) {
   for (const std::vector<int>* other : *tried) {
     if (*other == indices) return true;
@@ -825,6 +825,8 @@ std::vector<std::vector<int>> Solver::MustMovePods(int group, const Unit& unit,
     const int g = first.group;
     if (std::find(judged.begin(), judged.end(), g) != judged.end()) continue;
     judged.push_back(g);
+    // Each judgement reads R once. Cancelled: no bound (the caller checks the poll).
+    if (session_.poll().Tick(1 + static_cast<int64_t>(chosen.size()))) return {};
     for (size_t k = 0; k < chosen.size(); ++k) open[k] = chosen[k].group != g;
     if (!action_.RejectsEveryTryEvicting(*this, group, unit.requests, chosen, open)) continue;
     for (size_t k = 0; k < chosen.size(); ++k) {

@@ -145,7 +145,8 @@ class Solver {
   // rejects every try that evicts one of them (RejectsEveryTryEvicting, judged with R alone
   // evicted; a try of the part evicts R and more, which only makes it stricter). Pods that share
   // GPUs or ask a resource no node has are left out. Grouped by shape (signature and requests),
-  // each list in R's order. None when the action does not re-place victims.
+  // each list in R's order. None when the action does not re-place victims, or when the call is
+  // cancelled (it ticks the poll once per group judged).
   std::vector<std::vector<int>> MustMovePods(int group, const Unit& unit,
                                              const std::vector<EvictionUnit>& chosen);
   // A try that places the part re-places those pods too: for each shape of them that the part's

@@ -40,10 +40,10 @@ class RoomBound {
   // by `eligible`) is evicted too. `session` and `scratch` outlive the bound.
   // O(nodes · R_n + pods).
   // `one_leaf`: every eligible victim lies in the preemptor's leaf (PREEMPT); it decides only
-  // how the count with every victim walks. `extra`: pods of the part's shape that every try able
-  // to place the part must place as well (Solver::MovesBounds); the bound then counts room for
-  // the part and those together, and every comparison below is with that sum. `only_classes`
-  // (per node class), when given: only nodes of those classes count.
+  // how the count with every victim walks. `extra`: more pods of the same shape's room that every
+  // try able to place the part must take as well (Solver::MovesBounds); the bound then counts
+  // room for the part and those together, and every comparison below is with that sum.
+  // `only_classes` (per node class), when given: only nodes of those classes count.
   RoomBound(Session& session, const Unit& unit, int part, const std::vector<EvictionUnit>& chosen,
             const std::function<bool(int group)>& eligible, RoomScratch* scratch,
             bool one_leaf = false, int extra = 0, const std::vector<char>* only_classes = nullptr);
