@@ -100,6 +100,17 @@ double DeviceRoom(const WorkingState& state, int node) {
   return room;
 }
 
+double ProvableDeviceRoom(const WorkingState& state, int node) {
+  const int64_t units = state.cluster().node(node).device_units;
+  double room = 0;
+  for (int slot : state.node_devices(node)) {
+    if (!state.device_active(slot)) continue;
+    const int64_t free = state.device_idle(slot) + state.device_releasing(slot);
+    if (free > 0) room += static_cast<double>(free) / static_cast<double>(units);
+  }
+  return room;
+}
+
 double SkipTestGpu(const Cluster& cluster, int pod, const std::vector<int>& nodes) {
   const ClusterPod& info = cluster.pod(pod);
   double least = -1;

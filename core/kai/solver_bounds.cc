@@ -186,14 +186,19 @@ bool RoomBound::Countable(const Unit& unit, int part) {
 
 std::vector<int> RoomBound::AddDeviceRoom() {
   // The nodes with devices add their devices' free shares to G, with slack against rounding (a
-  // bound may only count too much room).
+  // bound may only count too much room). An over-committed node's debts count as 0 (§4.13.6): a
+  // device above M_n (ProvableDeviceRoom) and a pool with more devices than GPUs. The pool's
+  // debt is lifted from the row, which already holds R's room on top of it: evicting a pod
+  // raises the pool and each device term, taken at 0 or more, by at most what AddVictimRoom adds.
   std::vector<int> device_nodes;
   if (!sharing_) return device_nodes;
   const Cluster& cluster = session_.cluster();
   const WorkingState& state = session_.state();
   const int rn_count = cluster.num_node_resources();
+  const int gpu = cluster.node_gpu();
   for (int node : state.device_nodes()) {
-    base_free_[node * rn_count + cluster.node_gpu()] += DeviceRoom(state, node) + 1e-6;
+    const double debt = std::max(0.0, -state.free(node, gpu));
+    base_free_[node * rn_count + gpu] += debt + ProvableDeviceRoom(state, node) + 1e-6;
     device_nodes.push_back(node);
   }
   return device_nodes;
