@@ -100,14 +100,17 @@ double DeviceRoom(const WorkingState& state, int node) {
   return room;
 }
 
-double ProvableDeviceRoom(const WorkingState& state, int node) {
+double ProvableDeviceRoom(const WorkingState& state, int node, bool* any_active) {
   const int64_t units = state.cluster().node(node).device_units;
   double room = 0;
+  bool active = false;
   for (int slot : state.node_devices(node)) {
     if (!state.device_active(slot)) continue;
+    active = true;
     const int64_t free = state.device_idle(slot) + state.device_releasing(slot);
     if (free > 0) room += static_cast<double>(free) / static_cast<double>(units);
   }
+  if (any_active != nullptr) *any_active = active;
   return room;
 }
 

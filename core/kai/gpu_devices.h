@@ -36,8 +36,9 @@ double DeviceRoom(const WorkingState& state, int node);
 // The device term that a bound on the pods able to fit may count (§4.8's skips, solver_bounds.h):
 // the same sum with each device's term taken as 0 when negative, in slot order. A device above
 // M_n in an over-committed snapshot (§4.13.6) holds nothing, and its debt frees nothing on the
-// other devices, so it may not lower the count. O(devices of the node), no allocation.
-double ProvableDeviceRoom(const WorkingState& state, int node);
+// other devices, so it may not lower the count. `any_active`, when given, is set to whether the
+// node has an active device. O(devices of the node), no allocation.
+double ProvableDeviceRoom(const WorkingState& state, int node, bool* any_active = nullptr);
 
 // The pod's G count in the skip tests (§4.13.5): d · min over `nodes` of u(p, n) / M_n, or
 // amt(p) when `nodes` is empty.

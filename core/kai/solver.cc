@@ -758,7 +758,7 @@ std::vector<MovesBound> Solver::MovesBounds(int group, const Unit& unit, int par
                                             const RoomBound& room) {
   std::vector<MovesBound> bounds;
   // The reference search runs without them, so the differential test compares the two.
-  if (!room.TracksTries() || session_.reference_search()) return bounds;
+  if (!room.TracksTries() || room.sharing() || session_.reference_search()) return bounds;
   const Cluster& cluster = session_.cluster();
   Feasibility& feasibility = session_.feasibility();
   const int shape = unit.pods[0];

@@ -151,8 +151,8 @@ class Solver {
                                              const std::vector<EvictionUnit>& chosen);
   // A try that places the part re-places those pods too: for each shape of them that the part's
   // pod asks at least once over in every resource they ask, a MovesBound (solver_bounds.h) over
-  // the nodes where they may go. None when `room` does not count tries. Ticks the poll for each
-  // room it counts (the caller checks it).
+  // the nodes where they may go. None when `room` does not count tries or its part shares GPUs.
+  // Ticks the poll for each room it counts (the caller checks it).
   std::vector<MovesBound> MovesBounds(int group, const Unit& unit, int part,
                                       const std::vector<EvictionUnit>& chosen,
                                       const std::function<bool(int)>& eligible,

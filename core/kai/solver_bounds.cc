@@ -369,6 +369,16 @@ int RoomBound::PodsNow(int node) const {
   const int rn_count = session_.cluster().num_node_resources();
   now_row_.resize(static_cast<size_t>(rn_count));
   for (int k = 0; k < rn_count; ++k) now_row_[k] = state.free(node, k);
+  if (sharing_) {
+    // The slack, a tenth of the base rows', goes only with an active device: no device is
+    // active at the try's start on a node the base rows gave none, and a device opened by a
+    // re-placement rolled back is inactive again, so the count moves only with what is kept.
+    const int gpu = session_.cluster().node_gpu();
+    bool active = false;
+    const double devices = ProvableDeviceRoom(state, node, &active);
+    now_row_[gpu] = std::max(0.0, now_row_[gpu]);
+    if (active) now_row_[gpu] += devices + 1e-7;
+  }
   return PodsOn(node, now_row_.data());
 }
 

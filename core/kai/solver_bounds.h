@@ -75,8 +75,10 @@ class RoomBound {
                const std::vector<const EvictionUnit*>& fresh);
 
   // Whether the bound counts the room of a try as it goes (Room, PodsNow): a part of identical
-  // pods that do not share GPUs.
-  bool TracksTries() const { return counted_ && !sharing_; }
+  // pods, sharing GPUs or not.
+  bool TracksTries() const { return counted_; }
+  // Whether the part's pods share GPUs: G counts GPUs of device room (§4.13.5).
+  bool sharing() const { return sharing_; }
   // With TracksTries: Σ over nodes of the part's pods that fit, each node's count capped at the
   // part, once R and `fresh` are evicted (arguments as for MayHold): at least the same sum on the
   // state of the try on `node` before anything is re-placed, and below the part exactly when
@@ -84,7 +86,10 @@ class RoomBound {
   int Room(int node, const std::vector<int>& indices,
            const std::vector<const EvictionUnit*>& fresh);
   // With TracksTries: the part's pods that fit on `node` in the state as it is now, capped at
-  // the part (0 where the pod may not go). O(R_n).
+  // the part (0 where the pod may not go). For a part that shares, G is the pool's free GPUs plus
+  // its active devices' free shares, each at 0 or more (ProvableDeviceRoom), with less slack than
+  // the base rows take: at most the row Room counts for the node at the try's start, and at least
+  // the room the pods could use. O(R_n + the node's devices).
   int PodsNow(int node) const;
 
  private:
