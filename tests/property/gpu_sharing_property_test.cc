@@ -4,7 +4,8 @@
 // device), draining devices count as releasing, and the largest free device share the pending
 // messages name is the one every node weighed afresh gives; the answer, applied device by device,
 // never over-commits a device or a node; the fast placement agrees with the reference scan; and the
-// answer does not depend on input order.
+// answer does not depend on input order; and the search's bounds change no answer, over-committed
+// clusters included.
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -324,12 +325,55 @@ TEST(GpuSharingProperty, FastPlacementAgreesWithTheReferenceScan) {
   }
 }
 
-// Answers case `index` with the search's bounds and with every try made and run to its end
-// (CycleHooks::unbounded_search), expects the same answer, and adds the bounded search's skipped
-// and stopped tries to `skipped` and `cut_short`.
-void ExpectBoundsChangeNoAnswer(int index, int64_t* skipped, int64_t* cut_short) {
+// The snapshot as an over-committed cluster reports it (§4.13.6, "not errors"): on every node
+// with a device, a non-preemptible group of the device's queue holds a RUNNING pod that takes
+// the device above M_n, and on every other such node one more that holds a device of its own,
+// beyond the node's GPUs when they are all taken. Each group and pod named "debt-<i>".
+Snapshot OverCommitted(Snapshot snapshot) {
+  std::map<std::string, std::pair<std::string, std::string>> devices;  // node: queue, key
+  for (const PodGroup& group : snapshot.pod_groups) {
+    for (const Pod& pod : group.pods) {
+      if (pod.phase == PodPhase::kRunning && Shares(pod) && !pod.gpu_groups.empty()) {
+        devices.try_emplace(pod.node_name, group.queue, pod.gpu_groups.front());
+      }
+    }
+  }
+  int i = 0;
+  for (const auto& [node, device] : devices) {
+    PodGroup debt;
+    debt.name = absl::StrCat("debt-", i);
+    debt.queue = device.first;
+    debt.priority = 100;
+    debt.preemptibility = Preemptibility::kNonPreemptible;
+    Pod over;
+    over.name = debt.name;
+    over.node_name = node;
+    over.phase = PodPhase::kRunning;
+    over.gpu_fraction = 0.9;
+    over.gpu_groups = {device.second};
+    debt.pods.push_back(over);
+    if (i % 2 == 0) {
+      Pod pool = over;
+      pool.name = absl::StrCat(debt.name, "-pool");
+      pool.gpu_fraction = 0.5;
+      pool.gpu_groups = {absl::StrCat("debt-", i)};
+      debt.pods.push_back(pool);
+    }
+    snapshot.pod_groups.push_back(std::move(debt));
+    ++i;
+  }
+  return snapshot;
+}
+
+// Answers case `index` (over-committed by OverCommitted when `over_committed`) with the search's
+// bounds and with every try made and run to its end (CycleHooks::unbounded_search), expects the
+// same answer, and adds the bounded search's skipped and stopped tries to `skipped` and
+// `cut_short`.
+void ExpectBoundsChangeNoAnswer(int index, bool over_committed, int64_t* skipped,
+                                int64_t* cut_short) {
   const GeneratorOptions options = SharingCase(index);
   generator::GeneratedRequest request = generator::Generate(options);
+  if (over_committed) request.snapshot = OverCommitted(std::move(request.snapshot));
   const Policy policy = CasePolicy(index, request.policy);
   CycleHooks bounded;
   bounded.phase_counters = [skipped, cut_short](
@@ -344,8 +388,10 @@ void ExpectBoundsChangeNoAnswer(int index, int64_t* skipped, int64_t* cut_short)
   unbounded.unbounded_search = true;
   absl::StatusOr<ScheduleResult> fast = Schedule(request.snapshot, policy, bounded);
   absl::StatusOr<ScheduleResult> every_try = Schedule(request.snapshot, policy, unbounded);
-  ASSERT_TRUE(fast.ok() && every_try.ok()) << DescribeCase(index, options);
-  EXPECT_EQ(DiffResults(*fast, *every_try), "") << DescribeCase(index, options);
+  ASSERT_TRUE(fast.ok() && every_try.ok())
+      << DescribeCase(index, options) << (fast.ok() ? every_try.status() : fast.status());
+  EXPECT_EQ(DiffResults(*fast, *every_try), "")
+      << DescribeCase(index, options) << (over_committed ? " over-committed" : "");
 }
 
 // The room bound counts a device's GPU for the pool only once every unit on it is evicted, the
@@ -357,7 +403,7 @@ TEST(GpuSharingProperty, SearchBoundsSkipOnlyTriesThatFail) {
   int64_t skipped = 0;
   int64_t cut_short = 0;
   for (int index = 1; index < kCases; index += 2) {
-    ExpectBoundsChangeNoAnswer(index, &skipped, &cut_short);
+    ExpectBoundsChangeNoAnswer(index, /*over_committed=*/false, &skipped, &cut_short);
   }
   // The comparison means something only when the bounds skip tries and stop some.
   EXPECT_GT(skipped, 0);
@@ -372,8 +418,21 @@ TEST(GpuSharingProperty, TriesOfASharingPartStopOnlyOnceTheDevicesHaveNoRoomLeft
   int64_t skipped = 0;
   int64_t cut_short = 0;
   for (int index : {317, 4093, 4489, 8331, 8631, 8693, 13923}) {
-    ExpectBoundsChangeNoAnswer(index, &skipped, &cut_short);
+    ExpectBoundsChangeNoAnswer(index, /*over_committed=*/false, &skipped, &cut_short);
   }
+  EXPECT_GT(cut_short, 0);
+}
+
+// The same on over-committed clusters (OverCommitted): a device above M_n and a pool with more
+// devices than GPUs are debts that free nothing elsewhere, so the bounds count them as 0
+// (ProvableDeviceRoom) and still skip and stop only tries that would fail.
+TEST(GpuSharingProperty, SearchBoundsSkipOnlyTriesThatFailOnAnOverCommittedCluster) {
+  int64_t skipped = 0;
+  int64_t cut_short = 0;
+  for (int index = 1; index < kCases; index += 2) {
+    ExpectBoundsChangeNoAnswer(index, /*over_committed=*/true, &skipped, &cut_short);
+  }
+  EXPECT_GT(skipped, 0);
   EXPECT_GT(cut_short, 0);
 }
 
