@@ -47,6 +47,8 @@ struct SearchCounters {
   int64_t tries_skipped_repeat = 0;  // tries skipped: the same victims already tried in the part
   int64_t tries_skipped_moves = 0;   // tries skipped: the nodes cannot hold the part together
                                      // with the victims of R it must re-place (MustMovePods)
+  int64_t tries_skipped_ranked = 0;  // tries skipped: the same, for victims of R ranked before P
+                                     // that fit wherever the part fits (OrderedMoves)
   int64_t tries_cut_short = 0;       // tries stopped once the victims re-placed before P left
                                      // the nodes too little room for the part (among `tries`)
   int64_t tries_cut_rejected = 0;    // tries stopped once the victims that failed to be
@@ -66,6 +68,7 @@ struct SearchCounters {
             {"tries_skipped_quota", tries_skipped_quota},
             {"tries_skipped_repeat", tries_skipped_repeat},
             {"tries_skipped_moves", tries_skipped_moves},
+            {"tries_skipped_ranked", tries_skipped_ranked},
             {"tries_cut_short", tries_cut_short},
             {"tries_cut_rejected", tries_cut_rejected},
             {"victims_drawn", victims_drawn},

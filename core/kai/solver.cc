@@ -6,6 +6,7 @@
 #include <cmath>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -759,53 +760,193 @@ std::vector<MovesBound> Solver::MovesBounds(int group, const Unit& unit, int par
   std::vector<MovesBound> bounds;
   // The reference search runs without them, so the differential test compares the two.
   if (!room.TracksTries() || room.sharing() || session_.reference_search()) return bounds;
+  for (const std::vector<int>& pods : MustMovePods(group, unit, chosen)) {
+    std::optional<MovesBound> bound = MovesBoundFor(unit, part, chosen, eligible, pods);
+    if (bound.has_value() && !bound->HoldsWithR()) bounds.push_back(std::move(*bound));
+  }
+  return bounds;
+}
+
+std::optional<MovesBound> Solver::MovesBoundFor(const Unit& unit, int part,
+                                                const std::vector<EvictionUnit>& chosen,
+                                                const std::function<bool(int)>& eligible,
+                                                const std::vector<int>& pods) {
   const Cluster& cluster = session_.cluster();
   Feasibility& feasibility = session_.feasibility();
   const int shape = unit.pods[0];
   const double* shape_requests = cluster.node_requests(shape);
   const int rn_count = cluster.num_node_resources();
-  std::vector<char> shape_classes(feasibility.num_classes(), 0);
+  const int64_t count_work = cluster.num_nodes() + cluster.num_pods();
+  // The victims' places each of the part's pods takes: every resource they ask, the part's pod
+  // asks at least `places` times as much. A victim asking nothing of the nodes takes no place;
+  // past 1,024 places per pod the count says less than it could, never more.
+  const double* requests = cluster.node_requests(pods[0]);
+  double places = std::numeric_limits<double>::infinity();
+  for (int k = 0; k < rn_count; ++k) {
+    if (requests[k] > 0) places = std::min(places, std::floor(shape_requests[k] / requests[k]));
+  }
+  if (!(places >= 1) || std::isinf(places)) return std::nullopt;
+  places = std::min(places, 1024.0);
+  // The node classes where the part's pod may go and the victims may not.
+  std::vector<char> outside(feasibility.num_classes(), 0);
   for (const Feasibility::FeasibleClass& feasible :
        feasibility.FeasibleClasses(feasibility.pod_signature(shape))) {
-    shape_classes[feasible.node_class] = 1;
+    outside[feasible.node_class] = 1;
   }
-  const int64_t count_work = cluster.num_nodes() + cluster.num_pods();
-  for (const std::vector<int>& pods : MustMovePods(group, unit, chosen)) {
-    // The victims' places each of the part's pods takes: every resource they ask, the part's pod
-    // asks at least `places` times as much. A victim asking nothing of the nodes takes no place;
-    // past 1,024 places per pod the count says less than it could, never more.
-    const double* requests = cluster.node_requests(pods[0]);
-    double places = std::numeric_limits<double>::infinity();
-    for (int k = 0; k < rn_count; ++k) {
-      if (requests[k] > 0) places = std::min(places, std::floor(shape_requests[k] / requests[k]));
-    }
-    if (!(places >= 1) || std::isinf(places)) continue;
-    places = std::min(places, 1024.0);
-    // The node classes where the part's pod may go and the victims may not.
-    std::vector<char> outside = shape_classes;
-    for (const Feasibility::FeasibleClass& feasible :
-         feasibility.FeasibleClasses(feasibility.pod_signature(pods[0]))) {
-      outside[feasible.node_class] = 0;
-    }
-    const int count = static_cast<int>(pods.size());
-    Unit victims;
-    victims.pods = pods;
-    auto victims_room = std::make_unique<RoomBound>(
-        session_, victims, count, chosen, eligible, &session_.room_scratch(),
-        action_.VictimsInOwnLeaf(), static_cast<int>(places) * part);
+  for (const Feasibility::FeasibleClass& feasible :
+       feasibility.FeasibleClasses(feasibility.pod_signature(pods[0]))) {
+    outside[feasible.node_class] = 0;
+  }
+  const int count = static_cast<int>(pods.size());
+  Unit victims;
+  victims.pods = pods;
+  auto victims_room = std::make_unique<RoomBound>(
+      session_, victims, count, chosen, eligible, &session_.room_scratch(),
+      action_.VictimsInOwnLeaf(), static_cast<int>(places) * part);
+  session_.poll().Tick(count_work);
+  std::unique_ptr<RoomBound> elsewhere;
+  if (std::find(outside.begin(), outside.end(), 1) != outside.end()) {
+    elsewhere = std::make_unique<RoomBound>(session_, unit, part, chosen, eligible,
+                                            &session_.room_scratch(), action_.VictimsInOwnLeaf(), 0,
+                                            &outside);
     session_.poll().Tick(count_work);
-    std::unique_ptr<RoomBound> elsewhere;
-    if (std::find(outside.begin(), outside.end(), 1) != outside.end()) {
-      elsewhere = std::make_unique<RoomBound>(session_, unit, part, chosen, eligible,
-                                              &session_.room_scratch(), action_.VictimsInOwnLeaf(),
-                                              0, &outside);
-      session_.poll().Tick(count_work);
-    }
-    if (!victims_room->counted() || (elsewhere != nullptr && !elsewhere->counted())) continue;
-    bounds.emplace_back(std::move(victims_room), std::move(elsewhere), count,
-                        static_cast<int>(places), part);
   }
-  return bounds;
+  if (!victims_room->counted() || (elsewhere != nullptr && !elsewhere->counted())) {
+    return std::nullopt;
+  }
+  return MovesBound(std::move(victims_room), std::move(elsewhere), count, static_cast<int>(places),
+                    part);
+}
+
+std::vector<Solver::OrderedMove> Solver::OrderedMoves(int group, const Unit& unit, int part,
+                                                      const std::vector<EvictionUnit>& chosen,
+                                                      const std::function<bool(int)>& eligible,
+                                                      const RoomBound& room) {
+  std::vector<OrderedMove> moves;
+  if (!action_.ReplacesVictims() || !room.TracksTries() || room.sharing() ||
+      session_.reference_search()) {
+    return moves;
+  }
+  const Cluster& cluster = session_.cluster();
+  const Feasibility& feasibility = session_.feasibility();
+  const int r_count = cluster.num_resources();
+  // The groups ranked first, by shape: their sides and their pods of R.
+  std::vector<std::pair<std::vector<OrderedSide>, std::vector<int>>> shapes;
+  std::vector<int> seen;
+  for (const EvictionUnit& victim : chosen) {
+    const int h = victim.group;
+    if (std::find(seen.begin(), seen.end(), h) != seen.end()) continue;
+    seen.push_back(h);
+    OrderedSide side{h, {}, {}, std::vector<double>(r_count), std::vector<double>(r_count)};
+    if (!FitsWhereThePartFits(unit, part, h) || !SidesOf(group, h, &side.x, &side.y)) continue;
+    // With nothing drawn the ranges are at their narrowest: a side not ranked first now never is.
+    QueueRangesFor(unit, part, chosen, &side.x, &side.y);
+    if (!RanksFirstWithin(chain_, session_.shares(), side.y, side.x)) continue;
+    std::vector<int> pods;
+    for (const EvictionUnit& of_h : chosen) {
+      if (of_h.group == h) pods.insert(pods.end(), of_h.pods.begin(), of_h.pods.end());
+    }
+    auto it = std::find_if(shapes.begin(), shapes.end(), [&](const auto& entry) {
+      const int other = entry.second[0];
+      return feasibility.pod_signature(other) == feasibility.pod_signature(pods[0]) &&
+             std::equal(cluster.requests(other), cluster.requests(other) + r_count,
+                        cluster.requests(pods[0]));
+    });
+    if (it == shapes.end()) it = shapes.emplace(shapes.end());
+    it->first.push_back(std::move(side));
+    it->second.insert(it->second.end(), pods.begin(), pods.end());
+  }
+  for (auto& [sides, pods] : shapes) {
+    std::sort(pods.begin(), pods.end());
+    std::optional<MovesBound> bound = MovesBoundFor(unit, part, chosen, eligible, pods);
+    if (bound.has_value() && !bound->HoldsWithR()) {
+      moves.push_back(OrderedMove{std::move(sides), std::move(*bound)});
+    }
+  }
+  return moves;
+}
+
+void Solver::TakeOffUnder(const std::vector<const EvictionUnit*>& units, int queue,
+                          std::vector<double>* sum) const {
+  const Cluster& cluster = session_.cluster();
+  const QueueTree& tree = cluster.tree();
+  const int r_count = cluster.num_resources();
+  for (const EvictionUnit* unit : units) {
+    int q = cluster.group(unit->group).queue;
+    while (q >= 0 && q != queue) q = tree.parent(q);
+    if (q < 0) continue;
+    for (int pod : unit->pods) {
+      const double* requests = cluster.requests(pod);
+      for (int r = 0; r < r_count; ++r) (*sum)[r] += requests[r];
+    }
+  }
+}
+
+bool Solver::RanksFirstLess(OrderedSide& side, const std::vector<double>& x_taken,
+                            const std::vector<double>& y_taken) const {
+  const size_t r_count = x_taken.size();
+  for (size_t r = 0; r < r_count; ++r) {
+    side.x.allocated_low[r] = side.x.allocated_high[r] - x_taken[r];
+    side.y.allocated_low[r] = side.y.allocated_high[r] - y_taken[r];
+  }
+  return RanksFirstWithin(chain_, session_.shares(), side.y, side.x);
+}
+
+void Solver::AddDrawnToOrdered(std::vector<OrderedMove>& moves, const EvictionUnit& drawn,
+                               const std::vector<int>& nodes) const {
+  const std::vector<const EvictionUnit*> one{&drawn};
+  for (OrderedMove& move : moves) {
+    move.bound.AddDrawn(drawn, nodes);
+    for (OrderedSide& side : move.sides) {
+      TakeOffUnder(one, side.x.queue, &side.x_drawn);
+      TakeOffUnder(one, side.y.queue, &side.y_drawn);
+    }
+  }
+}
+
+int64_t* Solver::DrawRuledOut(const RoomBound& room, const std::vector<MovesBound>& moves,
+                              std::vector<OrderedMove>& ordered, SearchCounters& counters) const {
+  if (!room.DrawnMayHold()) return &counters.tries_skipped_count;
+  if (!AllMayHold(moves, &MovesBound::DrawnMayHold)) return &counters.tries_skipped_moves;
+  if (OrderedRuleOutDraw(ordered)) return &counters.tries_skipped_ranked;
+  return nullptr;
+}
+
+int64_t* Solver::TryRuledOut(std::vector<MovesBound>& moves, std::vector<OrderedMove>& ordered,
+                             int node, const std::vector<int>& indices,
+                             const std::vector<const EvictionUnit*>& fresh) {
+  SearchCounters& counters = session_.counters();
+  if (!AllMayHoldOn(moves, node, indices, fresh)) return &counters.tries_skipped_moves;
+  if (OrderedRuleOutTry(ordered, node, indices, fresh)) return &counters.tries_skipped_ranked;
+  return nullptr;
+}
+
+bool Solver::OrderedRuleOutDraw(std::vector<OrderedMove>& moves) const {
+  return std::any_of(moves.begin(), moves.end(), [&](OrderedMove& move) {
+    return !move.bound.DrawnMayHold() &&
+           std::all_of(move.sides.begin(), move.sides.end(), [&](OrderedSide& side) {
+             return RanksFirstLess(side, side.x_drawn, side.y_drawn);
+           });
+  });
+}
+
+bool Solver::OrderedRuleOutTry(std::vector<OrderedMove>& moves, int node,
+                               const std::vector<int>& indices,
+                               const std::vector<const EvictionUnit*>& fresh) {
+  std::vector<double>& x_taken = ordered_scratch_[0];
+  std::vector<double>& y_taken = ordered_scratch_[1];
+  for (OrderedMove& move : moves) {
+    if (move.bound.MayHold(node, indices, fresh)) continue;
+    const bool first = std::all_of(move.sides.begin(), move.sides.end(), [&](OrderedSide& side) {
+      x_taken.assign(side.x_drawn.size(), 0.0);
+      y_taken.assign(side.y_drawn.size(), 0.0);
+      TakeOffUnder(fresh, side.x.queue, &x_taken);
+      TakeOffUnder(fresh, side.y.queue, &y_taken);
+      return RanksFirstLess(side, x_taken, y_taken);
+    });
+    if (first) return true;
+  }
+  return false;
 }
 
 std::vector<std::vector<int>> Solver::MustMovePods(int group, const Unit& unit,
@@ -848,6 +989,129 @@ std::vector<std::vector<int>> Solver::MustMovePods(int group, const Unit& unit,
   return shapes;
 }
 
+void Solver::QueueRangesFor(const Unit& unit, int part, const std::vector<EvictionUnit>& chosen,
+                            QueueRange* x, QueueRange* y) const {
+  const Cluster& cluster = session_.cluster();
+  const WorkingState& state = session_.state();
+  const QueueTree& tree = cluster.tree();
+  const int r_count = cluster.num_resources();
+  for (QueueRange* range : {x, y}) {
+    const double* allocated = state.allocated(range->queue);
+    range->allocated_high.assign(allocated, allocated + r_count);
+    range->unit_low.assign(r_count, 0.0);
+    range->unit_high.assign(r_count, 0.0);
+  }
+  SumRequestsInto(cluster, unit.pods.data(), part, &x->unit_low);
+  x->unit_high = x->unit_low;
+  // R's pods come off the allocations above them; on y's side each group's pods of R sum to the
+  // unit its job may carry.
+  std::vector<std::pair<int, std::vector<double>>> units;  // R's groups under y: their sums
+  for (const EvictionUnit& victim : chosen) {
+    const int leaf = cluster.group(victim.group).queue;
+    bool under_y = false;
+    for (int q = leaf; q >= 0; q = tree.parent(q)) {
+      for (QueueRange* range : {x, y}) {
+        if (q != range->queue) continue;
+        for (int pod : victim.pods) {
+          const double* requests = cluster.requests(pod);
+          for (int r = 0; r < r_count; ++r) range->allocated_high[r] -= requests[r];
+        }
+        under_y = under_y || range == y;
+      }
+    }
+    if (!under_y) continue;
+    auto it = std::find_if(units.begin(), units.end(),
+                           [&](const auto& entry) { return entry.first == victim.group; });
+    if (it == units.end())
+      it = units.emplace(units.end(), victim.group, std::vector<double>(r_count));
+    for (int pod : victim.pods) {
+      const double* requests = cluster.requests(pod);
+      for (int r = 0; r < r_count; ++r) it->second[r] += requests[r];
+    }
+  }
+  for (const auto& [g, sum] : units) {
+    for (int r = 0; r < r_count; ++r) y->unit_high[r] = std::max(y->unit_high[r], sum[r]);
+  }
+  x->allocated_low = x->allocated_high;
+  y->allocated_low = y->allocated_high;
+}
+
+bool Solver::FitsWhereThePartFits(const Unit& unit, int part, int h) {
+  const Cluster& cluster = session_.cluster();
+  const WorkingState& state = session_.state();
+  Feasibility& feasibility = session_.feasibility();
+  const ClusterGroup& info = cluster.group(h);
+  if (info.group->one_pod_per_node) return false;
+  // h's RUNNING pods: any of them may be in its job. One shape, none sharing, each on the nodes.
+  const int r_count = cluster.num_resources();
+  int first = -1;
+  int count = 0;
+  for (int p = info.first_pod; p < info.first_pod + info.pod_count; ++p) {
+    if (state.pod_state(p) != PodState::kRunning) continue;
+    const ClusterPod& pod = cluster.pod(p);
+    if (pod.shares() || pod.requests_off_nodes) return false;
+    if (first < 0) {
+      first = p;
+    } else if (feasibility.pod_signature(p) != feasibility.pod_signature(first) ||
+               !std::equal(cluster.requests(p), cluster.requests(p) + r_count,
+                           cluster.requests(first))) {
+      return false;
+    }
+    ++count;
+  }
+  if (first < 0) return false;
+  // The part's pod asks each resource of h's pod at least k times over.
+  const int shape = unit.pods[0];
+  const double* victim = cluster.node_requests(first);
+  const double* preemptor = cluster.node_requests(shape);
+  double places = std::numeric_limits<double>::infinity();
+  for (int k = 0; k < cluster.num_node_resources(); ++k) {
+    if (victim[k] > 0) places = std::min(places, std::floor(preemptor[k] / victim[k]));
+  }
+  if (!(places >= 1) || std::isinf(places) || count > places * part) return false;
+  // h's pods may go wherever the part's pod may.
+  std::vector<char> victim_classes(feasibility.num_classes(), 0);
+  for (const Feasibility::FeasibleClass& c :
+       feasibility.FeasibleClasses(feasibility.pod_signature(first))) {
+    victim_classes[c.node_class] = 1;
+  }
+  for (const Feasibility::FeasibleClass& c :
+       feasibility.FeasibleClasses(feasibility.pod_signature(shape))) {
+    if (victim_classes[c.node_class] == 0) return false;
+  }
+  // No limit refuses h: at its turn each of its queues has lost h's pods and at most got back
+  // what it lost. A memory pod re-placed may count more of G than it gave back, so G's limits
+  // are trusted only without sharing pods.
+  const QueueTree& tree = cluster.tree();
+  const double* requests = cluster.requests(first);
+  for (int q = info.queue; q >= 0; q = tree.parent(q)) {
+    const Row limit = session_.shares().queues[q].limit;
+    for (int r = 0; r < r_count; ++r) {
+      if (!(requests[r] > 0) || limit[r] == -1) continue;
+      if (r == cluster.gpu() && cluster.any_sharing()) return false;
+      const double start = start_allocated_[static_cast<size_t>(q) * r_count + r];
+      if (!(start + 1e-9 * (1 + std::fabs(limit[r])) <= limit[r])) return false;
+    }
+  }
+  return true;
+}
+
+bool Solver::SidesOf(int group, int h, QueueRange* x, QueueRange* y) const {
+  const QueueTree& tree = session_.cluster().tree();
+  std::vector<int> p_path;
+  std::vector<int> h_path;
+  tree.PathToRoot(session_.cluster().group(group).queue, &p_path);
+  tree.PathToRoot(session_.cluster().group(h).queue, &h_path);
+  std::reverse(p_path.begin(), p_path.end());
+  std::reverse(h_path.begin(), h_path.end());
+  size_t d = 0;
+  while (d < p_path.size() && d < h_path.size() && p_path[d] == h_path[d]) ++d;
+  if (d == p_path.size() || d == h_path.size()) return false;  // one leaf: jobs by job order
+  x->queue = p_path[d];
+  y->queue = h_path[d];
+  return true;
+}
+
 const std::vector<EvictionUnit>& Solver::Candidate(const std::vector<EvictionUnit>& chosen,
                                                    const std::vector<const EvictionUnit*>& fresh) {
   // The scratch's elements keep their pod arrays from one try to the next.
@@ -872,6 +1136,7 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
   QuotaBound quota(session_, group, unit, part, *chosen);
   if (!quota.AnyVictimSetMayLift(eligible)) return false;
   std::vector<MovesBound> moves = MovesBounds(group, unit, part, *chosen, eligible, room);
+  std::vector<OrderedMove> ordered = OrderedMoves(group, unit, part, *chosen, eligible, room);
   if (poll.cancelled() || !AllMayHold(moves, &MovesBound::AnyVictimSetMayHold)) return false;
 
   const std::vector<int> recorded = FirstPods(*chosen);
@@ -892,17 +1157,16 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
     draws.Add(next, nodes);
     room.AddDrawn(next, nodes);
     for (MovesBound& bound : moves) bound.AddDrawn(next, nodes);
-    if (!room.DrawnMayHold() || !AllMayHold(moves, &MovesBound::DrawnMayHold)) {
-      (room.DrawnMayHold() ? counters.tries_skipped_moves : counters.tries_skipped_count) +=
-          static_cast<int64_t>(nodes.size());
+    AddDrawnToOrdered(ordered, next, nodes);
+    if (int64_t* skipped = DrawRuledOut(room, moves, ordered, counters)) {
+      *skipped += static_cast<int64_t>(nodes.size());
       continue;
     }
     // try(R plus the drawn units with a pod on n), for each node n of the drawn unit's pods.
     for (int node : nodes) {
       const std::vector<const EvictionUnit*>& fresh = draws.On(node);
-      // A try that goes on counts its room as it re-places victims (TryRoom); that count, taken
-      // whole, is also the skip test (Room < part exactly when MayHold fails). The reference
-      // search makes every try whole.
+      // A try counts its room as it re-places victims (TryRoom); that count, taken whole, is the
+      // skip test too (Room < part exactly when MayHold fails). The reference makes every try.
       std::optional<TryRoom> try_room;
       if (room.TracksTries() && !session_.reference_search()) {
         try_room = TryRoom{&room, room.Room(node, draws.IndicesOn(node), fresh)};
@@ -919,8 +1183,8 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
         ++counters.tries_skipped_quota;
         continue;
       }
-      if (!AllMayHoldOn(moves, node, draws.IndicesOn(node), fresh)) {
-        ++counters.tries_skipped_moves;
+      if (int64_t* skipped = TryRuledOut(moves, ordered, node, draws.IndicesOn(node), fresh)) {
+        ++*skipped;
         continue;
       }
       if (RepeatsATry(draws.IndicesOn(node), &tried)) {

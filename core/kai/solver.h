@@ -149,6 +149,81 @@ class Solver {
   // cancelled (it ticks the poll once per group judged).
   std::vector<std::vector<int>> MustMovePods(int group, const Unit& unit,
                                              const std::vector<EvictionUnit>& chosen);
+  // R's groups that every try of `part` able to place it re-places before P, in the tries where
+  // §4.3 ranks their side first. Such a try visits its jobs in that order, so it visits h before
+  // P; and h fits wherever the part fits (FitsWhereThePartFits). Were h not placed at its turn,
+  // the nodes that hold the part after it, with no more room then, could have held all of h's
+  // pods, which take nodes greedily. So the try places h's pods of R and the part together, and a
+  // MovesBound over h's pods of R rules out the tries where they cannot be held together, once
+  // RanksFirstWithin finds h's side first on every state that try (or every try of a draw) may
+  // see. A side not ranked first with nothing drawn never is later, so only the groups ranked
+  // first then get a bound. None for a part that shares, or in the reference search.
+  // One group h of them: where its path and P's part.
+  struct OrderedSide {
+    int group;
+    QueueRange x;                 // P's side; allocated_high: R evicted
+    QueueRange y;                 // h's side, the same
+    std::vector<double> x_drawn;  // Σ of the requests of the drawn units under x
+    std::vector<double> y_drawn;  // and under y
+  };
+  // The groups of one shape, with a bound over all their pods of R: it rules out a try only
+  // when every one of them is ranked first in it.
+  struct OrderedMove {
+    std::vector<OrderedSide> sides;
+    MovesBound bound;
+  };
+  std::vector<OrderedMove> OrderedMoves(int group, const Unit& unit, int part,
+                                        const std::vector<EvictionUnit>& chosen,
+                                        const std::function<bool(int)>& eligible,
+                                        const RoomBound& room);
+  // Whether R's group `h` fits, at its turn in a try, wherever the part fits later in it: its
+  // RUNNING pods (any of them may be in its job) are of one shape, none shares or asks a resource
+  // no node has, the part's pod asks at least k times each resource they ask, they number at most
+  // k · part, they may go on every node the part's pod may go, h does not keep one pod per node,
+  // and no limit on h's queues can refuse them (each allocation starts below its limit, and at
+  // h's turn has lost h's pods and got back at most what it lost; a memory pod re-placed may
+  // count more of G than it gave back, so G's limits are trusted only without sharing pods).
+  bool FitsWhereThePartFits(const Unit& unit, int part, int h);
+  // The two queues where the paths of P (`group`) and `h` part, as `x` (P's) and `y` (h's);
+  // false when they share a leaf.
+  bool SidesOf(int group, int h, QueueRange* x, QueueRange* y) const;
+  // The ranges of `x` and `y` with nothing drawn: the allocations once R is evicted (both rows);
+  // P's unit is the part's; a job on h's side carries at most the largest of R's groups' pods of
+  // R there (a job drawn later brings down the side's allocation by its whole unit).
+  void QueueRangesFor(const Unit& unit, int part, const std::vector<EvictionUnit>& chosen,
+                      QueueRange* x, QueueRange* y) const;
+  // Adds to `sum` the requests of the pods of `units` whose group lies under `queue`.
+  void TakeOffUnder(const std::vector<const EvictionUnit*>& units, int queue,
+                    std::vector<double>* sum) const;
+  // RanksFirstWithin for `side` with its low rows the high rows less `x_taken` and `y_taken`.
+  bool RanksFirstLess(OrderedSide& side, const std::vector<double>& x_taken,
+                      const std::vector<double>& y_taken) const;
+  // Per draw: each bound counts the drawn unit, and each side its requests.
+  void AddDrawnToOrdered(std::vector<OrderedMove>& moves, const EvictionUnit& drawn,
+                         const std::vector<int>& nodes) const;
+  // The counter of the first bound that rules out every try after the current draw: the room
+  // (tries_skipped_count), the victims R must re-place (tries_skipped_moves), then `ordered`
+  // (tries_skipped_ranked); null when none does.
+  int64_t* DrawRuledOut(const RoomBound& room, const std::vector<MovesBound>& moves,
+                        std::vector<OrderedMove>& ordered, SearchCounters& counters) const;
+  // The counter of the first of `moves` (tries_skipped_moves) and `ordered`
+  // (tries_skipped_ranked) that rules out the try on `node` (arguments as RoomBound::MayHold);
+  // null when neither does.
+  int64_t* TryRuledOut(std::vector<MovesBound>& moves, std::vector<OrderedMove>& ordered, int node,
+                       const std::vector<int>& indices,
+                       const std::vector<const EvictionUnit*>& fresh);
+  // Whether one of `moves` rules out every try after the current draw: its bound finds no room
+  // with every drawn unit evicted, and its side ranks first even with them all evicted.
+  bool OrderedRuleOutDraw(std::vector<OrderedMove>& moves) const;
+  // Whether one of `moves` rules out the try on `node` (arguments as RoomBound::MayHold).
+  bool OrderedRuleOutTry(std::vector<OrderedMove>& moves, int node, const std::vector<int>& indices,
+                         const std::vector<const EvictionUnit*>& fresh);
+  // One MovesBound for `pods` (of R, one shape): none when the part's pod does not ask each
+  // resource they ask at least once over, or a room is not counted. Ticks the poll per room.
+  std::optional<MovesBound> MovesBoundFor(const Unit& unit, int part,
+                                          const std::vector<EvictionUnit>& chosen,
+                                          const std::function<bool(int)>& eligible,
+                                          const std::vector<int>& pods);
   // A try that places the part re-places those pods too: for each shape of them that the part's
   // pod asks at least once over in every resource they ask, a MovesBound (solver_bounds.h) over
   // the nodes where they may go. None when `room` does not count tries or its part shares GPUs.
@@ -197,6 +272,7 @@ class Solver {
   std::vector<double> start_allocated_np_;
   std::vector<int> touched_;
   std::vector<int> restored_;
+  std::vector<double> ordered_scratch_[2];  // OrderedRuleOutTry's rows
   // The victim set of a try (FindVictimsForPart): its elements keep their pod arrays from one try
   // to the next.
   std::vector<EvictionUnit> candidate_;

@@ -452,6 +452,90 @@ void RoomBound::Fold(int node, const std::vector<int>& indices,
   }
 }
 
+namespace {
+
+// A margin for comparing an amount with a bound: rounding in a try's sums stays far below it.
+double Margin(double bound) { return 1e-9 * (1 + std::fabs(bound)); }
+
+// What one rule of §4.3 may say of a queue within its range: certainly good (not over, starved,
+// not penalised), certainly bad, or either.
+struct Verdict {
+  bool good = false;
+  bool bad = false;
+};
+
+// 0: `y` wins the rule on every state of the ranges; 1: tied on every state; -1: anything else.
+int Compare(const Verdict& y, const Verdict& x) {
+  if (y.good && x.bad) return 0;
+  if ((y.good && x.good) || (y.bad && x.bad)) return 1;
+  return -1;
+}
+
+// Rule 1: over means fair share < allocated in every resource.
+Verdict NotOver(const QueueAmounts& amounts, const QueueRange& range, int r_count) {
+  Verdict verdict{false, true};
+  for (int r = 0; r < r_count; ++r) {
+    const double fs = amounts.fair_share[r];
+    if (range.allocated_high[r] <= fs - Margin(fs)) verdict.good = true;
+    if (!(fs + Margin(fs) < range.allocated_low[r])) verdict.bad = false;
+  }
+  return verdict;
+}
+
+// Rule 2: starved means allocated + unit <= deserved in every resource (-1: no bound).
+Verdict Starved(const QueueAmounts& amounts, const QueueRange& range, int r_count) {
+  Verdict verdict{true, false};
+  for (int r = 0; r < r_count; ++r) {
+    const double deserved = amounts.deserved[r];
+    if (deserved == -1) continue;
+    if (!(range.allocated_high[r] + range.unit_high[r] + Margin(deserved) <= deserved)) {
+      verdict.good = false;
+    }
+    if (range.allocated_low[r] + range.unit_low[r] > deserved + Margin(deserved)) {
+      verdict.bad = true;
+    }
+  }
+  return verdict;
+}
+
+// Rule 4: penalised means allocatableShare == 0 and allocated + unit > 0 in some resource. A
+// queue with no such resource is certainly not penalised; one whose low sum there is above the
+// margin certainly is.
+Verdict NotPenalised(const QueueAmounts& amounts, const QueueRange& range, int r_count) {
+  Verdict verdict{true, false};
+  for (int r = 0; r < r_count; ++r) {
+    if (amounts.allocatable_share[r] != 0) continue;
+    verdict.good = false;
+    if (range.allocated_low[r] + range.unit_low[r] > Margin(0)) verdict.bad = true;
+  }
+  return verdict;
+}
+
+}  // namespace
+
+bool RanksFirstWithin(const QueueChain& chain, const KaiFairShare& shares, const QueueRange& y,
+                      const QueueRange& x) {
+  const int r_count = static_cast<int>(y.allocated_low.size());
+  const QueueAmounts& ya = shares.queues[y.queue];
+  const QueueAmounts& xa = shares.queues[x.queue];
+  for (const auto& verdict : {NotOver, Starved}) {
+    const int said = Compare(verdict(ya, y, r_count), verdict(xa, x, r_count));
+    if (said != 1) return said == 0;
+  }
+  const int32_t y_priority = shares.tree().queue(y.queue).priority;
+  const int32_t x_priority = shares.tree().queue(x.queue).priority;
+  if (y_priority != x_priority) return y_priority > x_priority;  // rule 3
+  const int penalised = Compare(NotPenalised(ya, y, r_count), NotPenalised(xa, x, r_count));
+  if (penalised != 1) return penalised == 0;
+  // Rule 5 grows with the allocation and the unit: y's share at its highest against x's at its
+  // lowest.
+  const double y_share =
+      chain.Key(y.queue, y.allocated_high.data(), y.unit_high.data()).share_with_unit;
+  const double x_share =
+      chain.Key(x.queue, x.allocated_low.data(), x.unit_low.data()).share_with_unit;
+  return y_share + Margin(y_share) < x_share - Margin(x_share);
+}
+
 QuotaBound::QuotaBound(Session& session, int group, const Unit& unit, int part,
                        const std::vector<EvictionUnit>& chosen)
     : session_(session),

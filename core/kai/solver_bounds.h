@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/kai/queue_order.h"
 #include "core/kai/quota_check.h"
 #include "core/kai/session.h"
 #include "core/kai/unit.h"
@@ -51,6 +52,9 @@ class RoomBound {
   // The pods that fit once every eligible victim is evicted too, or any count of at least the
   // pods to hold once that many do; 0 when the part is not counted.
   int WithAllVictims() const { return counted_ ? with_all_victims_ : 0; }
+  // The pods that fit once R alone is evicted, each node's count capped at the pods to hold (the
+  // base: every other count of the bound is at least this one); 0 when the part is not counted.
+  int WithR() const { return counted_ ? base_total_ : 0; }
   // The count DrawnMayHold compares: the pods that fit once R and every drawn victim are evicted,
   // each node's count capped at the pods to hold; 0 when the part is not counted.
   int WithDrawn() const { return counted_ ? drawn_total_ : 0; }
@@ -188,6 +192,11 @@ class MovesBound {
   bool DrawnMayHold() const {
     return victims_->WithDrawn() >= Need(elsewhere_ != nullptr ? elsewhere_->WithDrawn() : 0);
   }
+  // Whether R alone evicted already makes the room: every count only grows from there, so the
+  // bound then never rules a try out, and need not be kept.
+  bool HoldsWithR() const {
+    return victims_->WithR() >= Need(elsewhere_ != nullptr ? elsewhere_->WithR() : 0);
+  }
   bool MayHold(int node, const std::vector<int>& indices,
                const std::vector<const EvictionUnit*>& fresh) {
     const int elsewhere = elsewhere_ != nullptr ? elsewhere_->Room(node, indices, fresh) : 0;
@@ -203,6 +212,25 @@ class MovesBound {
   int places_;
   int part_;
 };
+
+// A queue's subtree allocation, and the unit of the job it carries, as the tries of one part may
+// see them when §4.3 orders their jobs: each between its low and its high row (R values each).
+struct QueueRange {
+  int queue = -1;
+  std::vector<double> allocated_low;
+  std::vector<double> allocated_high;
+  std::vector<double> unit_low;
+  std::vector<double> unit_high;
+};
+
+// Whether §4.3 ranks `y` before `x` (siblings: two children of one queue, or two top-level
+// queues) on every allocation and unit within their ranges: rules 1 to 5 in turn, each tied on
+// every such state or won by `y` on every such state. False as soon as a rule may go either way
+// or goes to `x`. Rules 1 to 4 read each resource against a margin, and rule 5 compares the
+// largest share `y` may have with the smallest `x` may have, also with a margin, so that an
+// allocation rounded otherwise in a try is still within the range. O(R).
+bool RanksFirstWithin(const QueueChain& chain, const KaiFairShare& shares, const QueueRange& y,
+                      const QueueRange& x);
 
 // Evictions lower a queue's allocation only inside its subtree, and never its non-preemptible
 // allocation. So while P's part breaches a §4.4 limit once R is evicted, only a victim set with a
