@@ -837,6 +837,11 @@ std::vector<Solver::OrderedMove> Solver::OrderedMoves(int group, const Unit& uni
     const int h = victim.group;
     if (std::find(seen.begin(), seen.end(), h) != seen.end()) continue;
     seen.push_back(h);
+    // Each group reads R and its own pods. Cancelled: no bound (the caller checks the poll).
+    if (session_.poll().Tick(1 + static_cast<int64_t>(chosen.size()) +
+                             cluster.group(h).pod_count)) {
+      return {};
+    }
     OrderedSide side{h, {}, {}, std::vector<double>(r_count), std::vector<double>(r_count)};
     if (!FitsWhereThePartFits(unit, part, h) || !SidesOf(group, h, &side.x, &side.y)) continue;
     // With nothing drawn the ranges are at their narrowest: a side not ranked first now never is.

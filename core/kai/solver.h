@@ -157,7 +157,8 @@ class Solver {
   // MovesBound over h's pods of R rules out the tries where they cannot be held together, once
   // RanksFirstWithin finds h's side first on every state that try (or every try of a draw) may
   // see. A side not ranked first with nothing drawn never is later, so only the groups ranked
-  // first then get a bound. None for a part that shares, or in the reference search.
+  // first then get a bound. None for a part that shares, or in the reference search, or when
+  // the call is cancelled (it ticks the poll once per group of R, and per room it counts).
   // One group h of them: where its path and P's part.
   struct OrderedSide {
     int group;
