@@ -722,6 +722,25 @@ std::vector<int> FirstPods(const std::vector<EvictionUnit>& chosen) {
   return first;
 }
 
+// Whether pods a and b have one shape: the same signature and the same requests.
+bool SameShape(const Cluster& cluster, const Feasibility& feasibility, int a, int b) {
+  return feasibility.pod_signature(a) == feasibility.pod_signature(b) &&
+         std::equal(cluster.requests(a), cluster.requests(a) + cluster.num_resources(),
+                    cluster.requests(b));
+}
+
+// How many times over pod `big` asks each node resource pod `small` asks: the least, over the
+// resources `small` asks, of floor(big / small). Infinite when `small` asks nothing of the nodes.
+double PlacesPerPod(const Cluster& cluster, int big, int small) {
+  const double* large = cluster.node_requests(big);
+  const double* requests = cluster.node_requests(small);
+  double places = std::numeric_limits<double>::infinity();
+  for (int k = 0; k < cluster.num_node_resources(); ++k) {
+    if (requests[k] > 0) places = std::min(places, std::floor(large[k] / requests[k]));
+  }
+  return places;
+}
+
 // Whether every bound of `bounds` says it may hold, by `test`.
 bool AllMayHold(const std::vector<MovesBound>& bounds, bool (MovesBound::*test)() const) {
   return std::all_of(bounds.begin(), bounds.end(),
@@ -774,17 +793,11 @@ std::optional<MovesBound> Solver::MovesBoundFor(const Unit& unit, int part,
   const Cluster& cluster = session_.cluster();
   Feasibility& feasibility = session_.feasibility();
   const int shape = unit.pods[0];
-  const double* shape_requests = cluster.node_requests(shape);
-  const int rn_count = cluster.num_node_resources();
   const int64_t count_work = cluster.num_nodes() + cluster.num_pods();
   // The victims' places each of the part's pods takes: every resource they ask, the part's pod
   // asks at least `places` times as much. A victim asking nothing of the nodes takes no place;
   // past 1,024 places per pod the count says less than it could, never more.
-  const double* requests = cluster.node_requests(pods[0]);
-  double places = std::numeric_limits<double>::infinity();
-  for (int k = 0; k < rn_count; ++k) {
-    if (requests[k] > 0) places = std::min(places, std::floor(shape_requests[k] / requests[k]));
-  }
+  double places = PlacesPerPod(cluster, shape, pods[0]);
   if (!(places >= 1) || std::isinf(places)) return std::nullopt;
   places = std::min(places, 1024.0);
   // The node classes where the part's pod may go and the victims may not.
@@ -852,10 +865,7 @@ std::vector<Solver::OrderedMove> Solver::OrderedMoves(int group, const Unit& uni
       if (of_h.group == h) pods.insert(pods.end(), of_h.pods.begin(), of_h.pods.end());
     }
     auto it = std::find_if(shapes.begin(), shapes.end(), [&](const auto& entry) {
-      const int other = entry.second[0];
-      return feasibility.pod_signature(other) == feasibility.pod_signature(pods[0]) &&
-             std::equal(cluster.requests(other), cluster.requests(other) + r_count,
-                        cluster.requests(pods[0]));
+      return SameShape(cluster, feasibility, entry.second[0], pods[0]);
     });
     if (it == shapes.end()) it = shapes.emplace(shapes.end());
     it->first.push_back(std::move(side));
@@ -960,11 +970,6 @@ std::vector<std::vector<int>> Solver::MustMovePods(int group, const Unit& unit,
   if (!action_.ReplacesVictims() || chosen.empty()) return shapes;
   const Cluster& cluster = session_.cluster();
   const Feasibility& feasibility = session_.feasibility();
-  const int r_count = cluster.num_resources();
-  const auto same_shape = [&](int a, int b) {
-    return feasibility.pod_signature(a) == feasibility.pod_signature(b) &&
-           std::equal(cluster.requests(a), cluster.requests(a) + r_count, cluster.requests(b));
-  };
   std::vector<bool> open(chosen.size());
   std::vector<int> judged;  // R's groups judged so far
   for (const EvictionUnit& first : chosen) {
@@ -981,7 +986,7 @@ std::vector<std::vector<int>> Solver::MustMovePods(int group, const Unit& unit,
         const ClusterPod& info = cluster.pod(pod);
         if (info.shares() || info.requests_off_nodes) continue;
         auto it = std::find_if(shapes.begin(), shapes.end(), [&](const std::vector<int>& list) {
-          return same_shape(list[0], pod);
+          return SameShape(cluster, feasibility, list[0], pod);
         });
         if (it == shapes.end()) {
           shapes.emplace_back(1, pod);
@@ -1057,9 +1062,7 @@ bool Solver::FitsWhereThePartFits(const Unit& unit, int part, int h) {
     if (pod.shares() || pod.requests_off_nodes) return false;
     if (first < 0) {
       first = p;
-    } else if (feasibility.pod_signature(p) != feasibility.pod_signature(first) ||
-               !std::equal(cluster.requests(p), cluster.requests(p) + r_count,
-                           cluster.requests(first))) {
+    } else if (!SameShape(cluster, feasibility, p, first)) {
       return false;
     }
     ++count;
@@ -1067,12 +1070,7 @@ bool Solver::FitsWhereThePartFits(const Unit& unit, int part, int h) {
   if (first < 0) return false;
   // The part's pod asks each resource of h's pod at least k times over.
   const int shape = unit.pods[0];
-  const double* victim = cluster.node_requests(first);
-  const double* preemptor = cluster.node_requests(shape);
-  double places = std::numeric_limits<double>::infinity();
-  for (int k = 0; k < cluster.num_node_resources(); ++k) {
-    if (victim[k] > 0) places = std::min(places, std::floor(preemptor[k] / victim[k]));
-  }
+  const double places = PlacesPerPod(cluster, shape, first);
   if (!(places >= 1) || std::isinf(places) || count > places * part) return false;
   // h's pods may go wherever the part's pod may.
   std::vector<char> victim_classes(feasibility.num_classes(), 0);
@@ -1141,8 +1139,8 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
   QuotaBound quota(session_, group, unit, part, *chosen);
   if (!quota.AnyVictimSetMayLift(eligible)) return false;
   std::vector<MovesBound> moves = MovesBounds(group, unit, part, *chosen, eligible, room);
-  std::vector<OrderedMove> ordered = OrderedMoves(group, unit, part, *chosen, eligible, room);
   if (poll.cancelled() || !AllMayHold(moves, &MovesBound::AnyVictimSetMayHold)) return false;
+  std::vector<OrderedMove> ordered = OrderedMoves(group, unit, part, *chosen, eligible, room);
 
   const std::vector<int> recorded = FirstPods(*chosen);
   Draws draws(cluster, session_.draw_scratch(), *chosen, action_.max_victim_groups());
