@@ -143,6 +143,8 @@ RoomBound::RoomBound(Session& session, const Unit& unit, int part,
   }
   CountWithAllVictims(eligible, chosen_pods, one_leaf);
   drawn_free_ = base_free_;
+  other_slot_.assign(cluster.num_nodes(), -1);
+  single_fresh_.assign(cluster.num_nodes(), 0);
   drawn_units_ = base_units_;
   drawn_count_ = base_count_;
   drawn_total_ = base_total_;
@@ -389,19 +391,29 @@ int RoomBound::Room(int node, const std::vector<int>& indices,
 
 int RoomBound::Total(int node, const std::vector<int>& indices,
                      const std::vector<const EvictionUnit*>& fresh, bool whole) {
-  const int rn_count = session_.cluster().num_node_resources();
   // On `node` itself, every drawn victim with a pod there is in `fresh`: its room is the base
-  // plus everything drawn there, kept up to date by AddDrawn. (An infeasible node counts 0 pods,
-  // in the base too.)
-  int total = base_total_ - base_count_[node] + PodsOn(node, &drawn_free_[node * rn_count]);
+  // plus everything drawn there, counted by AddDrawn as it keeps that row. (An infeasible node
+  // counts 0 pods, in the base too.)
+  int total = base_total_ - base_count_[node] + drawn_count_[node];
   // Gains are never negative: once the count reaches the part, the other nodes cannot undo it.
   if (!whole && total >= part_) return total;
   // The other nodes of `fresh` (victims with pods on several nodes) gain only those victims'
   // pods there: each such node's room is the base plus those pods, summed in a row per node (in
   // draw order, then pod order), kept for `node` and extended as its fresh victims grow.
-  auto [it, added] = other_rows_.try_emplace(node);
-  OtherRows& rows = it->second;
-  if (added) rows.units = base_units_;
+  // Until one of them has a pod on another node, no other node gains: the rows are made then.
+  int& slot = other_slot_[node];
+  if (slot < 0) {
+    int& single = single_fresh_[node];
+    while (static_cast<size_t>(single) < fresh.size() && drawn_on_one_node_[indices[single]] != 0) {
+      ++single;
+    }
+    if (static_cast<size_t>(single) == fresh.size()) return total;
+    slot = static_cast<int>(other_rows_.size());
+    other_rows_.emplace_back();
+    other_rows_.back().folded = static_cast<size_t>(single);
+    other_rows_.back().units = base_units_;
+  }
+  OtherRows& rows = other_rows_[slot];
   Fold(node, indices, fresh, &rows);
   return total + rows.gain;
 }

@@ -154,11 +154,14 @@ class RoomBound {
   // Folds n's fresh victims from rows.folded on into its rows and brings rows.gain up to date.
   void Fold(int node, const std::vector<int>& indices,
             const std::vector<const EvictionUnit*>& fresh, OtherRows* rows);
-  std::unordered_map<int, OtherRows> other_rows_;  // by node n
-  std::vector<double> row_free_;                   // rows × R_n
-  std::vector<int> row_node_;                      // per row: its node
-  std::vector<int> row_count_;                     // per row: PodsOn of it, as counted last
-  mutable std::vector<double> now_row_;            // PodsNow's row (R_n)
+  std::vector<OtherRows> other_rows_;    // made for a node n once a fresh victim of n spans nodes
+  std::vector<int> other_slot_;          // per node n: its OtherRows in other_rows_, or -1
+  std::vector<int> single_fresh_;        // per node n without rows: its first fresh victims all
+                                         // lie on n alone, this many of them
+  std::vector<double> row_free_;         // rows × R_n
+  std::vector<int> row_node_;            // per row: its node
+  std::vector<int> row_count_;           // per row: PodsOn of it, as counted last
+  mutable std::vector<double> now_row_;  // PodsNow's row (R_n)
 };
 
 // A try that places the part must also re-place some victims of R (Solver::MustMovePods). For

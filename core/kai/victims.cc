@@ -124,14 +124,24 @@ bool VictimOrder::ComputeUnit(int group) {
   unit.group = group;
   unit.pods.clear();
   const int active = state.active(group) - drawn_pods_[group];
-  for (int p = info.first_pod; p < info.first_pod + info.pod_count; ++p) {
-    if (state.pod_state(p) == PodState::kRunning && !pod_drawn_[p]) unit.pods.push_back(p);
+  const auto takes = [&](int p) {
+    return state.pod_state(p) == PodState::kRunning && !pod_drawn_[p];
+  };
+  if (active > info.gang) {
+    // Elastic shrink: the last RUNNING pod in pod order, found from the end, so that drawing a
+    // large elastic group pod by pod does not walk its pods at every draw.
+    for (int p = info.first_pod + info.pod_count - 1; p >= info.first_pod; --p) {
+      if (takes(p)) {
+        unit.pods.push_back(p);
+        break;
+      }
+    }
+  } else {
+    for (int p = info.first_pod; p < info.first_pod + info.pod_count; ++p) {
+      if (takes(p)) unit.pods.push_back(p);
+    }
   }
   if (unit.pods.empty()) return false;
-  if (active > info.gang) {
-    const int last = unit.pods.back();  // elastic shrink: the last RUNNING pod in pod order
-    unit.pods.assign(1, last);
-  }
   std::vector<double>& requests = unit_requests_[group];
   requests.assign(r_, 0.0);
   for (int pod : unit.pods) {
