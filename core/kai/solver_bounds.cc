@@ -142,7 +142,7 @@ RoomBound::RoomBound(Session& session, const Unit& unit, int part,
     base_count_[n] = count;
   }
   CountWithAllVictims(eligible, chosen_pods, one_leaf);
-  drawn_free_ = base_free_;
+  drawn_slot_.assign(cluster.num_nodes(), -1);
   other_slot_.assign(cluster.num_nodes(), -1);
   single_fresh_.assign(cluster.num_nodes(), 0);
   drawn_units_ = base_units_;
@@ -345,18 +345,26 @@ int RoomBound::PodsOn(int node, const double* free) const {
 void RoomBound::AddDrawn(const EvictionUnit& victim, const std::vector<int>& nodes) {
   if (!counted_) return;
   drawn_on_one_node_.push_back(nodes.size() == 1 ? 1 : 0);
-  const Cluster& cluster = session_.cluster();
   const WorkingState& state = session_.state();
-  const int rn_count = cluster.num_node_resources();
   for (int pod : victim.pods) {
-    AddVictimRoom(state, pod, sharing_, &drawn_units_,
-                  &drawn_free_[state.pod_node(pod) * rn_count]);
+    AddVictimRoom(state, pod, sharing_, &drawn_units_, DrawnRow(state.pod_node(pod)));
   }
   for (int node : nodes) {
-    const int count = PodsOn(node, &drawn_free_[node * rn_count]);
+    const int count = PodsOn(node, DrawnRow(node));
     drawn_total_ += count - drawn_count_[node];
     drawn_count_[node] = count;
   }
+}
+
+double* RoomBound::DrawnRow(int node) {
+  const size_t rn_count = static_cast<size_t>(session_.cluster().num_node_resources());
+  int& slot = drawn_slot_[node];
+  if (slot < 0) {
+    slot = static_cast<int>(drawn_rows_.size() / std::max<size_t>(rn_count, 1));
+    const double* base = base_free_.data() + static_cast<size_t>(node) * rn_count;
+    drawn_rows_.insert(drawn_rows_.end(), base, base + rn_count);
+  }
+  return drawn_rows_.data() + static_cast<size_t>(slot) * rn_count;
 }
 
 bool RoomBound::MayHold(int node, const std::vector<int>& indices,

@@ -118,6 +118,8 @@ class RoomBound {
   // How many of the part's pods fit in `free` (R_n values) on `node`: 0 where the pod may not go
   // (MayGo), else by PodsThatFit, capped at the part.
   int PodsOn(int node, const double* free) const;
+  // `node`'s row of free room once R and every drawn victim are evicted, made on first use.
+  double* DrawnRow(int node);
 
   Session& session_;
   RoomScratch& scratch_;
@@ -134,9 +136,12 @@ class RoomBound {
   int base_total_ = 0;
   int with_all_victims_ = 0;  // pods that fit once every eligible victim is evicted, or at least
                               // the part when that many do
-  std::vector<double> drawn_free_;  // nodes × R_n: free once R and every drawn victim are evicted
-  DrawnUnits drawn_units_;          // per device: the units of R and the drawn victims on it
-  std::vector<int> drawn_count_;    // per node: pods that fit in drawn_free_
+  // Free once R and every drawn victim are evicted: the base row, copied into drawn_rows_ at the
+  // node's first drawn victim (so a part that draws on few nodes copies few rows).
+  std::vector<int> drawn_slot_;  // per node: its row in drawn_rows_ (R_n values), or -1
+  std::vector<double> drawn_rows_;
+  DrawnUnits drawn_units_;        // per device: the units of R and the drawn victims on it
+  std::vector<int> drawn_count_;  // per node: pods that fit in its drawn row
   int drawn_total_ = 0;
   std::vector<char> drawn_on_one_node_;  // per draw index: all of its pods are on one node
 

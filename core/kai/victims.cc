@@ -123,6 +123,8 @@ bool VictimOrder::ComputeUnit(int group) {
   EvictionUnit& unit = units_[group];
   unit.group = group;
   unit.pods.clear();
+  // Every RUNNING pod drawn (a whole gang once its unit is drawn): no unit, and no pod to read.
+  if (RemainingRunning(group) <= 0) return false;
   const int active = state.active(group) - drawn_pods_[group];
   const auto takes = [&](int p) {
     return state.pod_state(p) == PodState::kRunning && !pod_drawn_[p];
