@@ -45,10 +45,12 @@ struct CycleHooks {
   // Called just before phase_done for the eviction actions ("consolidate", "reclaim",
   // "preempt") with the victim search's counters, named and in a fixed order: "candidates",
   // "placed", "failed", "tries", "tries_skipped_count", "tries_skipped_quota",
-  // "tries_skipped_repeat", "tries_cut_short", "tries_cut_rejected", "victims_drawn",
-  // "victim_orders", "explanations", "explanation_tries" (the searches run again without
-  // min-runtime for a failed unit's pending reason, and their tries, which `tries` leaves out),
-  // then, with GPU sharing, the device counters. For explaining a slow cycle; they never change
+  // "tries_skipped_repeat", "tries_skipped_moves", "tries_skipped_ranked", "tries_cut_short",
+  // "tries_cut_rejected", "victims_drawn", "victim_orders", "explanations", "explanation_tries"
+  // (the searches run again without min-runtime for a failed unit's pending reason, and their
+  // tries, which `tries` leaves out), "explanation_tries_replayed" (the tries those searches did
+  // not make because the failed search made them and they fail alike), then, with GPU sharing,
+  // the device counters. For explaining a slow cycle; they never change
   // an answer.
   std::function<void(std::string_view phase,
                      const std::vector<std::pair<std::string_view, int64_t>>& counters)>

@@ -53,10 +53,11 @@ class IgnoringMinRuntime final : public EvictionAction {
 // the protection of those victims ends (the latest end among them: from then on they may be
 // taken). nullopt when no victim the action could take is protected, or when even without
 // min-runtime no set of victims lets the unit fit. Leaves the state as it was. `searched`: whether
-// the search without min-runtime ran.
+// the search without min-runtime ran. `failed`: what the failed search did (Solver::Record).
 std::optional<std::string> MinRuntimeOutcome(Session& session, const QueueChain& chain,
                                              const EvictionAction& action, int group,
-                                             const Unit& unit, bool* searched) {
+                                             const Unit& unit, const Solver::Record& failed,
+                                             bool* searched) {
   *searched = false;
   if (!action.MayProtect()) return std::nullopt;
   const Cluster& cluster = session.cluster();
@@ -69,6 +70,8 @@ std::optional<std::string> MinRuntimeOutcome(Session& session, const QueueChain&
   IgnoringMinRuntime without(action);
   Solver solver(session, chain, without, /*shared_order=*/nullptr,
                 /*place_without_victims=*/session.allocate_ran());
+  // The failed search's tries that this one would make again, with the same verdict, are not.
+  solver.Replay(&failed);
   std::vector<EvictionUnit> chosen;
   *searched = true;
   if (solver.Search(group, unit, &chosen) != Solver::Outcome::kPlaced) return std::nullopt;
@@ -107,6 +110,7 @@ void RunEvictionAction(Session& session, const EvictionAction& action) {
   }
   order.AddAll(groups);
   std::vector<int> victims;
+  Solver::Record record;                // what a search that may need explaining did
   std::unique_ptr<VictimOrder> shared;  // built lazily, refreshed when the state changes
   CancelPoll& poll = session.poll();
   SearchCounters& counters = session.counters();
@@ -136,6 +140,7 @@ void RunEvictionAction(Session& session, const EvictionAction& action) {
     Solver solver(session, order.chain(), action, shared.get(),
                   /*place_without_victims=*/session.allocate_ran());
     victims.clear();
+    if (action.MayProtect()) solver.KeepRecord(&record);
     const Solver::Outcome outcome = solver.Solve(group, unit, &victims);
     if (poll.cancelled()) break;  // a failure may only mean "stopped": record nothing
     if (outcome == Solver::Outcome::kPlaced) {
@@ -157,12 +162,15 @@ void RunEvictionAction(Session& session, const EvictionAction& action) {
     const SearchCounters search = counters;
     bool searched = false;
     std::optional<std::string> protection =
-        MinRuntimeOutcome(session, order.chain(), action, group, unit, &searched);
+        MinRuntimeOutcome(session, order.chain(), action, group, unit, record, &searched);
     const int64_t explanation_tries = counters.tries - search.tries;
+    const int64_t replayed =
+        counters.explanation_tries_replayed - search.explanation_tries_replayed;
     counters = search;
     if (searched) {
       ++counters.explanations;
       counters.explanation_tries += explanation_tries;
+      counters.explanation_tries_replayed += replayed;
     }
     if (poll.cancelled()) break;
     session.reasons().RecordOutcome(group, action.name(),

@@ -58,6 +58,8 @@ struct SearchCounters {
   int64_t explanations = 0;          // failed units searched again without min-runtime, to say
                                      // whether min-runtime protection is what stopped them
   int64_t explanation_tries = 0;     // the tries of those searches (not among `tries`)
+  int64_t explanation_tries_replayed = 0;  // tries of those searches not made: the failed search
+                                           // made them and they fail alike (Solver::Record)
 
   std::vector<std::pair<std::string_view, int64_t>> List() const {
     return {{"candidates", candidates},
@@ -74,7 +76,8 @@ struct SearchCounters {
             {"victims_drawn", victims_drawn},
             {"victim_orders", victim_orders},
             {"explanations", explanations},
-            {"explanation_tries", explanation_tries}};
+            {"explanation_tries", explanation_tries},
+            {"explanation_tries_replayed", explanation_tries_replayed}};
   }
 };
 

@@ -579,15 +579,19 @@ class FreshVictimOrder {
 // search ends.
 class DrawSequence {
  public:
+  // `recorded`: the units a recorded search of the same group drew into the session's sequence
+  // rows (Solver::Record); each is compared with the unit drawn in its place (agreed).
   DrawSequence(Session& session, const QueueChain& chain, const EvictionAction& action,
-               VictimOrder* shared, int group, std::function<bool(int)> eligible)
+               VictimOrder* shared, int group, std::function<bool(int)> eligible,
+               size_t recorded = 0)
       : session_(session),
         chain_(chain),
         action_(action),
         shared_(shared),
         group_(group),
         eligible_(std::move(eligible)),
-        units_(session.sequence_units()) {
+        units_(session.sequence_units()),
+        recorded_(recorded) {
     assert(!units_.in_use);  // one sequence at a time: searches do not nest
     units_.in_use = true;
   }
@@ -613,16 +617,25 @@ class DrawSequence {
     while (i >= drawn_) {
       if (exhausted_) return false;
       if (drawn_ == units.size()) units.emplace_back();
-      // Copied into an element kept from an earlier search, which has room for its pods.
-      if (!(*order_)->Next(&units[drawn_])) {
+      // Copied into an element kept from an earlier search, which has room for its pods; the
+      // recorded search's unit there is read first.
+      EvictionUnit& slot = units[drawn_];
+      const bool compare = agreed_ == drawn_ && drawn_ < recorded_;
+      if (compare) prior_ = slot;
+      if (!(*order_)->Next(&slot)) {
         exhausted_ = true;
         return false;
       }
+      if (compare && slot.group == prior_.group && slot.pods == prior_.pods) agreed_ = drawn_ + 1;
       ++drawn_;
     }
     *unit = &units[i];
     return true;
   }
+  // The units drawn so far.
+  size_t drawn() const { return drawn_; }
+  // The first units, this many, are those the recorded search drew, in its order.
+  size_t agreed() const { return agreed_; }
 
  private:
   Session& session_;
@@ -635,6 +648,9 @@ class DrawSequence {
   Session::SequenceUnits& units_;  // the first drawn_ are this sequence's
   size_t drawn_ = 0;
   bool exhausted_ = false;
+  size_t recorded_;
+  size_t agreed_ = 0;
+  EvictionUnit prior_;  // the recorded unit in the row being drawn
 };
 
 namespace {
@@ -723,6 +739,14 @@ std::vector<int> FirstPods(const std::vector<EvictionUnit>& chosen) {
 }
 
 // Whether pods a and b have one shape: the same signature and the same requests.
+// Whether two lists of eviction units are the same units in the same order.
+bool SameUnits(const std::vector<EvictionUnit>& a, const std::vector<EvictionUnit>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const EvictionUnit& x, const EvictionUnit& y) {
+                      return x.group == y.group && x.pods == y.pods;
+                    });
+}
+
 bool SameShape(const Cluster& cluster, const Feasibility& feasibility, int a, int b) {
   return feasibility.pod_signature(a) == feasibility.pod_signature(b) &&
          std::equal(cluster.requests(a), cluster.requests(a) + cluster.num_resources(),
@@ -919,8 +943,10 @@ void Solver::AddDrawnToOrdered(std::vector<OrderedMove>& moves, const EvictionUn
   }
 }
 
-int64_t* Solver::DrawRuledOut(const RoomBound& room, const std::vector<MovesBound>& moves,
-                              std::vector<OrderedMove>& ordered, SearchCounters& counters) const {
+int64_t* Solver::DrawRuledOut(int group, DrawSequence& sequence, const RoomBound& room,
+                              const std::vector<MovesBound>& moves,
+                              std::vector<OrderedMove>& ordered, SearchCounters& counters) {
+  if (ReplayedFailure(group, walked_to_, sequence)) return &counters.explanation_tries_replayed;
   if (!room.DrawnMayHold()) return &counters.tries_skipped_count;
   if (!AllMayHold(moves, &MovesBound::DrawnMayHold)) return &counters.tries_skipped_moves;
   if (OrderedRuleOutDraw(ordered)) return &counters.tries_skipped_ranked;
@@ -1148,7 +1174,7 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
   std::vector<const std::vector<int>*> tried;
   const EvictionUnit* drawn = nullptr;
   std::vector<int> nodes;
-  for (size_t i = 0; sequence->At(i, &drawn); ++i) {
+  for (walked_to_ = 0; sequence->At(walked_to_, &drawn); ++walked_to_) {
     // Cancelled: stop. A unit of R is drawn in its turn, not yielded.
     if (poll.Tick(1 + static_cast<int64_t>(drawn->pods.size()))) return false;
     if (std::binary_search(recorded.begin(), recorded.end(), drawn->pods.front())) continue;
@@ -1161,7 +1187,7 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
     room.AddDrawn(next, nodes);
     for (MovesBound& bound : moves) bound.AddDrawn(next, nodes);
     AddDrawnToOrdered(ordered, next, nodes);
-    if (int64_t* skipped = DrawRuledOut(room, moves, ordered, counters)) {
+    if (int64_t* skipped = DrawRuledOut(group, *sequence, room, moves, ordered, counters)) {
       *skipped += static_cast<int64_t>(nodes.size());
       continue;
     }
@@ -1243,6 +1269,44 @@ bool Solver::Protects(int preemptor, int victim) const {
   return verdicts.protects[victim] == 2;
 }
 
+const Solver::Record::Part* Solver::RecordedPart(int group, int part,
+                                                 const std::vector<EvictionUnit>& chosen,
+                                                 size_t* cursor) {
+  // The recorded parts come in part order, as this search's do.
+  const std::vector<Record::Part>& parts = replay_->parts;
+  while (*cursor < parts.size() && parts[*cursor].part < part) ++*cursor;
+  if (*cursor == parts.size()) return nullptr;
+  const Record::Part& recorded = parts[*cursor];
+  if (recorded.part != part || !SameUnits(recorded.before, chosen)) return nullptr;
+  for (const EvictionUnit& victim : chosen) {
+    if (replay_->action->IsProtected(group, victim.group)) return nullptr;
+  }
+  return &recorded;
+}
+
+bool Solver::ReplayedFailure(int group, size_t index, DrawSequence& sequence) {
+  if (replay_part_ == nullptr || index >= replay_part_->failed_below) return false;
+  return AgreesUpTo(group, index, sequence);
+}
+
+bool Solver::AgreesUpTo(int group, size_t index, DrawSequence& sequence) {
+  // UnprotectedUpTo draws the sequence up to `index` first, so `agreed` has seen it.
+  return UnprotectedUpTo(group, index + 1, sequence) && index < sequence.agreed();
+}
+
+bool Solver::UnprotectedUpTo(int group, size_t count, DrawSequence& sequence) {
+  // Each unit is asked once per search; those of the recorded sequence are drawn already.
+  const EvictionUnit* unit = nullptr;
+  while (!protected_seen_ && unprotected_ < count && sequence.At(unprotected_, &unit)) {
+    if (replay_->action->IsProtected(group, unit->group)) {
+      protected_seen_ = true;
+    } else {
+      ++unprotected_;
+    }
+  }
+  return count <= unprotected_;
+}
+
 Solver::Outcome Solver::Search(int group, const Unit& unit, std::vector<EvictionUnit>* chosen_out) {
   StartVerdicts();
   RecordStartAllocations();
@@ -1260,19 +1324,45 @@ Solver::Outcome Solver::Search(int group, const Unit& unit, std::vector<Eviction
   // One sequence for every part; the reference search (CycleHooks::reference_search) draws a
   // fresh one for each part instead, as §4.8's text reads.
   std::unique_ptr<DrawSequence> sequence;
+  const bool reference = session_.reference_search();
+  if (record_ != nullptr) *record_ = Record{&action_, 0, {}};
+  const Record* replay = reference ? nullptr : replay_;
+  size_t cursor = 0;  // in replay's parts
+  unprotected_ = 0;
+  protected_seen_ = false;
   for (int part = first_part; part <= size; ++part) {
     const bool fits = Try(group, unit, part, chosen, false, &attempt);
     if (poll.cancelled()) return Outcome::kFailed;
     if (fits) continue;
-    if (sequence == nullptr || session_.reference_search()) {
+    if (sequence == nullptr || reference) {
       sequence.reset();  // resets the shared order before the next one draws from it
-      sequence =
-          std::make_unique<DrawSequence>(session_, chain_, action_, shared_order_, group,
-                                         [this, group](int g) { return MayEvict(group, g); });
+      sequence = std::make_unique<DrawSequence>(
+          session_, chain_, action_, shared_order_, group,
+          [this, group](int g) { return MayEvict(group, g); },
+          replay != nullptr ? replay->drawn : 0);
     }
-    if (!FindVictimsForPart(group, unit, part, sequence.get(), &chosen, &attempt)) {
-      return Outcome::kFailed;
+    // Replaying: a recorded part whose successful try is provably this part's first is taken as
+    // it is; otherwise its failed tries are skipped (ReplayedFailure).
+    replay_part_ = replay != nullptr ? RecordedPart(group, part, chosen, &cursor) : nullptr;
+    if (replay_part_ != nullptr && replay_part_->found &&
+        AgreesUpTo(group, replay_part_->failed_below, *sequence)) {
+      chosen = replay_part_->after;
+      continue;
     }
+    Record::Part kept{part,
+                      record_ != nullptr && !reference ? chosen : std::vector<EvictionUnit>{},
+                      0,
+                      false,
+                      {}};
+    const bool found = FindVictimsForPart(group, unit, part, sequence.get(), &chosen, &attempt);
+    if (record_ != nullptr && !reference && !poll.cancelled()) {
+      kept.failed_below = walked_to_;
+      kept.found = found;
+      if (found) kept.after = chosen;
+      record_->parts.push_back(std::move(kept));
+      record_->drawn = sequence->drawn();
+    }
+    if (!found) return Outcome::kFailed;
   }
   if (chosen.empty() && !place_without_victims_) return Outcome::kNeedsNoVictims;
   return Outcome::kPlaced;

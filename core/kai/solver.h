@@ -75,6 +75,30 @@ class Solver {
   // so in no eviction note), in the order of its victims.
   const std::vector<int>& restored() const { return restored_; }
 
+  // What a search did, part by part, so that a second search of the same unit on the same state
+  // need not make again the tries the two share. RunEvictionAction keeps one for a search that
+  // may fail and replays it in the search without min-runtime that explains the failure
+  // (MinRuntimeOutcome): the two draw the same victims until a unit only the second may take,
+  // and their tries get the same verdicts while no victim in them is protected.
+  struct Record {
+    const EvictionAction* action = nullptr;  // whose min-runtime judged the recorded tries
+    size_t drawn = 0;  // the units its sequence drew; the session's sequence rows still hold them
+    struct Part {
+      int part = 0;
+      std::vector<EvictionUnit> before;  // R as the part began
+      size_t failed_below = 0;           // every try at a sequence index below this one failed
+      bool found = false;                // the tries at failed_below placed it, R then `after`
+      std::vector<EvictionUnit> after;
+    };
+    std::vector<Part> parts;  // the parts that drew victims, in order
+  };
+  // Before Search: keep what it does in `record` (null: nothing kept), or repeat `record`, kept
+  // by a search of the same group and unit on this same state under `record->action`, which
+  // must be this solver's action with min-runtime left out (null: nothing to repeat). Neither
+  // applies to the reference search. Both must outlive the search.
+  void KeepRecord(Record* record) { record_ = record; }
+  void Replay(const Record* record) { replay_ = record; }
+
   // Allocations of every queue at the start of the current Solve (queues × R), for validators.
   const std::vector<double>& start_allocated() const { return start_allocated_; }
   const std::vector<double>& start_allocated_np() const { return start_allocated_np_; }
@@ -202,11 +226,28 @@ class Solver {
   // Per draw: each bound counts the drawn unit, and each side its requests.
   void AddDrawnToOrdered(std::vector<OrderedMove>& moves, const EvictionUnit& drawn,
                          const std::vector<int>& nodes) const;
-  // The counter of the first bound that rules out every try after the current draw: the room
-  // (tries_skipped_count), the victims R must re-place (tries_skipped_moves), then `ordered`
-  // (tries_skipped_ranked); null when none does.
-  int64_t* DrawRuledOut(const RoomBound& room, const std::vector<MovesBound>& moves,
-                        std::vector<OrderedMove>& ordered, SearchCounters& counters) const;
+  // The counter of the first reason that rules out every try after the current draw (the
+  // sequence's unit walked_to_, drawn for `group`): the replayed search made them and saw them
+  // fail (explanation_tries_replayed, ReplayedFailure), the room (tries_skipped_count), the
+  // victims R must re-place (tries_skipped_moves), then `ordered` (tries_skipped_ranked); null
+  // when none does.
+  int64_t* DrawRuledOut(int group, DrawSequence& sequence, const RoomBound& room,
+                        const std::vector<MovesBound>& moves, std::vector<OrderedMove>& ordered,
+                        SearchCounters& counters);
+  // Replay: the recorded part the current part repeats (same part, same R, none of R
+  // protected), or null; `cursor` walks the recorded parts, in part order, across calls.
+  const Record::Part* RecordedPart(int group, int part, const std::vector<EvictionUnit>& chosen,
+                                   size_t* cursor);
+  // Replay: whether every try after the sequence's unit `index` is one the recorded search made
+  // and saw fail: the part is replay_part_, the sequence agrees with the record up to `index`,
+  // and none of its units up to there is protected from `group`.
+  bool ReplayedFailure(int group, size_t index, DrawSequence& sequence);
+  // Replay: whether the sequence's units up to `index` are the recorded ones, none of them
+  // protected from `group`: a try after that unit is then one the recorded search made, with the
+  // same verdict.
+  bool AgreesUpTo(int group, size_t index, DrawSequence& sequence);
+  // Replay: whether the first `count` units of the sequence are none of them protected.
+  bool UnprotectedUpTo(int group, size_t count, DrawSequence& sequence);
   // The counter of the first of `moves` (tries_skipped_moves) and `ordered`
   // (tries_skipped_ranked) that rules out the try on `node` (arguments as RoomBound::MayHold);
   // null when neither does.
@@ -293,6 +334,12 @@ class Solver {
     std::vector<bool> open;  // per unit of S: not yet known to be evicted (RejectedWhateverFollows)
   };
   TryScratch try_scratch_;
+  Record* record_ = nullptr;
+  const Record* replay_ = nullptr;
+  const Record::Part* replay_part_ = nullptr;  // the recorded part the current part repeats
+  size_t unprotected_ = 0;       // the sequence's first units known not protected, this many
+  bool protected_seen_ = false;  // and the next one is
+  size_t walked_to_ = 0;         // FindVictimsForPart: the sequence index where it stopped
 };
 
 }  // namespace arbiter::kai

@@ -313,6 +313,34 @@ TEST(Reclaim, MinRuntimeElasticWithOnlyItsGangRunningIsAVictimThatMustKeepIt) {
   EXPECT_THAT(Bindings(result), ElementsAre("job-0@n1+"));
 }
 
+// The reason's search without min-runtime repeats the failed search's victims and does not make
+// again the tries it shares with it (Solver::Record), except those with a protected victim, whose
+// verdicts differ without min-runtime. Here every try evicts the protected elastic group: the
+// failed search rejects the one that takes it below g, and the search without min-runtime must
+// make that try again to find that min-runtime is what stops the job.
+TEST(Reclaim, MinRuntimeReasonRetriesWhatAProtectedElasticVictimFailed) {
+  Snapshot s = SnapshotBuilder()
+                   .Now(1000)
+                   .Node("n1", Gpu(2))
+                   .Queue("team-a")
+                   .Deserved(Gpu(2))
+                   .Queue("team-b")
+                   .Deserved(Gpu(0))
+                   .ReclaimMinRuntime(600)
+                   .Group("elastic", "team-b")
+                   .MinMember(1)
+                   .RunningPods(2, Gpu(1), "n1")
+                   .Started(900)
+                   .Group("job", "team-a")
+                   .Pods(1, Gpu(2))
+                   .Build();
+  const ScheduleResult result = RunCycle(s, AllocateReclaim());
+  EXPECT_THAT(result.evictions, IsEmpty());
+  EXPECT_THAT(PendingMessage(result, "job"),
+              HasSubstr("reclaim: the victims that would let it fit are protected by "
+                        "reclaim_min_runtime until 1970-01-01T00:25:00Z"));
+}
+
 // §4.7: reclaim min-runtime is read at the child of the two leaves' lowest common ancestor on the
 // victim's side, so one victim may be protected from one reclaimer and not from another in the
 // same cycle. "small" (elastic, its one RUNNING pod started at 900) and "wide" (g = 1, started at
