@@ -38,6 +38,20 @@ using Decisions = std::vector<std::string>;
 
 Policy AllocateReclaim() { return PolicyWith({Action::kAllocate, Action::kReclaim}); }
 
+// One node of `gpus` GPUs at t = 1000 s: team-a deserves them all and team-b none, and team-b's
+// groups are protected from reclaim for 600 s after they start.
+SnapshotBuilder TeamBProtectedFor600s(double gpus) {
+  SnapshotBuilder b;
+  b.Now(1000)
+      .Node("n1", Gpu(gpus))
+      .Queue("team-a")
+      .Deserved(Gpu(gpus))
+      .Queue("team-b")
+      .Deserved(Gpu(0))
+      .ReclaimMinRuntime(600);
+  return b;
+}
+
 // Two teams with equal deserved GPUs on one 8-GPU node; team-b borrowed all of it with an
 // elastic group of four 2-GPU pods.
 SnapshotBuilder Borrowed() {
@@ -319,14 +333,7 @@ TEST(Reclaim, MinRuntimeElasticWithOnlyItsGangRunningIsAVictimThatMustKeepIt) {
 // failed search rejects the one that takes it below g, and the search without min-runtime must
 // make that try again to find that min-runtime is what stops the job.
 TEST(Reclaim, MinRuntimeReasonRetriesWhatAProtectedElasticVictimFailed) {
-  Snapshot s = SnapshotBuilder()
-                   .Now(1000)
-                   .Node("n1", Gpu(2))
-                   .Queue("team-a")
-                   .Deserved(Gpu(2))
-                   .Queue("team-b")
-                   .Deserved(Gpu(0))
-                   .ReclaimMinRuntime(600)
+  Snapshot s = TeamBProtectedFor600s(2)
                    .Group("elastic", "team-b")
                    .MinMember(1)
                    .RunningPods(2, Gpu(1), "n1")
@@ -388,14 +395,7 @@ TEST(Reclaim, MinRuntimeProtectionIsJudgedForEachReclaimer) {
 // The min-runtime reason names the latest end among the victims the unit needs: two gangs that
 // started at 800 and 900 must both go for the 8-GPU job, so it waits until the later one's end.
 TEST(Reclaim, MinRuntimeReasonNamesTheLatestEndAmongTheNeededVictims) {
-  Snapshot s = SnapshotBuilder()
-                   .Now(1000)
-                   .Node("n1", Gpu(8))
-                   .Queue("team-a")
-                   .Deserved(Gpu(8))
-                   .Queue("team-b")
-                   .Deserved(Gpu(0))
-                   .ReclaimMinRuntime(600)
+  Snapshot s = TeamBProtectedFor600s(8)
                    .Group("early", "team-b")
                    .MinMember(2)
                    .RunningPods(2, Gpu(2), "n1")
