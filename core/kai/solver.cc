@@ -1349,17 +1349,13 @@ Solver::Outcome Solver::Search(int group, const Unit& unit, std::vector<Eviction
       chosen = replay_part_->after;
       continue;
     }
-    Record::Part kept{part,
-                      record_ != nullptr && !reference ? chosen : std::vector<EvictionUnit>{},
-                      0,
-                      false,
-                      {}};
+    const bool keep = record_ != nullptr && !reference;
+    std::vector<EvictionUnit> before = keep ? chosen : std::vector<EvictionUnit>{};
+    walked_to_ = 0;  // a part given up before its first draw made no try
     const bool found = FindVictimsForPart(group, unit, part, sequence.get(), &chosen, &attempt);
-    if (record_ != nullptr && !reference && !poll.cancelled()) {
-      kept.failed_below = walked_to_;
-      kept.found = found;
-      if (found) kept.after = chosen;
-      record_->parts.push_back(std::move(kept));
+    if (keep && !poll.cancelled()) {
+      record_->parts.push_back(Record::Part{part, std::move(before), walked_to_, found,
+                                            found ? chosen : std::vector<EvictionUnit>{}});
       record_->drawn = sequence->drawn();
     }
     if (!found) return Outcome::kFailed;
