@@ -738,7 +738,6 @@ std::vector<int> FirstPods(const std::vector<EvictionUnit>& chosen) {
   return first;
 }
 
-// Whether pods a and b have one shape: the same signature and the same requests.
 // Whether two lists of eviction units are the same units in the same order.
 bool SameUnits(const std::vector<EvictionUnit>& a, const std::vector<EvictionUnit>& b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(),
@@ -747,6 +746,7 @@ bool SameUnits(const std::vector<EvictionUnit>& a, const std::vector<EvictionUni
                     });
 }
 
+// Whether pods a and b have one shape: the same signature and the same requests.
 bool SameShape(const Cluster& cluster, const Feasibility& feasibility, int a, int b) {
   return feasibility.pod_signature(a) == feasibility.pod_signature(b) &&
          std::equal(cluster.requests(a), cluster.requests(a) + cluster.num_resources(),
