@@ -1295,9 +1295,12 @@ bool Solver::AgreesUpTo(int group, size_t index, DrawSequence& sequence) {
 }
 
 bool Solver::UnprotectedUpTo(int group, size_t count, DrawSequence& sequence) {
-  // Each unit is asked once per search; those of the recorded sequence are drawn already.
+  // Each unit is drawn and asked once per search. Cancelled: false, and the caller's walk stops
+  // at its own poll.
   const EvictionUnit* unit = nullptr;
+  CancelPoll& poll = session_.poll();
   while (!protected_seen_ && unprotected_ < count && sequence.At(unprotected_, &unit)) {
+    if (poll.Tick(1 + static_cast<int64_t>(unit->pods.size()))) return false;
     if (replay_->action->IsProtected(group, unit->group)) {
       protected_seen_ = true;
     } else {
