@@ -11,4 +11,9 @@ struct EvictionUnit {
   std::vector<int> pods;  // RUNNING pods, pod order
 };
 
+// Whether `a` and `b` are the same unit: the same group and the same pods.
+inline bool SameUnit(const EvictionUnit& a, const EvictionUnit& b) {
+  return a.group == b.group && a.pods == b.pods;
+}
+
 }  // namespace arbiter::kai

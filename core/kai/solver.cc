@@ -626,7 +626,7 @@ class DrawSequence {
         exhausted_ = true;
         return false;
       }
-      if (compare && slot.group == prior_.group && slot.pods == prior_.pods) agreed_ = drawn_ + 1;
+      if (compare && SameUnit(slot, prior_)) agreed_ = drawn_ + 1;
       ++drawn_;
     }
     *unit = &units[i];
@@ -740,10 +740,7 @@ std::vector<int> FirstPods(const std::vector<EvictionUnit>& chosen) {
 
 // Whether two lists of eviction units are the same units in the same order.
 bool SameUnits(const std::vector<EvictionUnit>& a, const std::vector<EvictionUnit>& b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                    [](const EvictionUnit& x, const EvictionUnit& y) {
-                      return x.group == y.group && x.pods == y.pods;
-                    });
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), SameUnit);
 }
 
 // Whether pods a and b have one shape: the same signature and the same requests.
