@@ -800,17 +800,66 @@ std::vector<MovesBound> Solver::MovesBounds(int group, const Unit& unit, int par
   std::vector<MovesBound> bounds;
   // The reference search runs without them, so the differential test compares the two.
   if (!room.TracksTries() || room.sharing() || session_.reference_search()) return bounds;
-  for (const std::vector<int>& pods : MustMovePods(group, unit, chosen)) {
-    std::optional<MovesBound> bound = MovesBoundFor(unit, part, chosen, eligible, pods);
+  const std::vector<std::vector<int>> shapes = MustMovePods(group, unit, chosen);
+  // A try re-places all of them, and the part, on the same nodes: the base's count with the
+  // other shapes joined needs more of the same room than the base's alone, so it replaces it.
+  int others = 0;
+  const int base = BaseOfShapes(unit, shapes, &others);
+  for (size_t s = 0; s < shapes.size(); ++s) {
+    std::optional<MovesBound> bound = MovesBoundFor(unit, part, chosen, eligible, shapes[s],
+                                                    static_cast<int>(s) == base ? others : 0);
     if (bound.has_value() && !bound->HoldsWithR()) bounds.push_back(std::move(*bound));
   }
   return bounds;
 }
 
+int Solver::BaseOfShapes(const Unit& unit, const std::vector<std::vector<int>>& shapes,
+                         int* others_out) {
+  const Cluster& cluster = session_.cluster();
+  Feasibility& feasibility = session_.feasibility();
+  std::vector<char> base_classes(feasibility.num_classes());
+  int best = -1;
+  int best_joined = 0;
+  for (size_t b = 0; b < shapes.size(); ++b) {
+    const int base = shapes[b][0];
+    const double part_places = PlacesPerPod(cluster, unit.pods[0], base);
+    if (!(part_places >= 1) || std::isinf(part_places)) continue;
+    std::fill(base_classes.begin(), base_classes.end(), 0);
+    for (const Feasibility::FeasibleClass& feasible :
+         feasibility.FeasibleClasses(feasibility.pod_signature(base))) {
+      base_classes[feasible.node_class] = 1;
+    }
+    int joined = 0;
+    int64_t others = 0;
+    for (size_t s = 0; s < shapes.size(); ++s) {
+      const double places = s == b ? 0 : PlacesPerPod(cluster, shapes[s][0], base);
+      if (!(places >= 1) || std::isinf(places)) continue;
+      const std::vector<Feasibility::FeasibleClass>& where =
+          feasibility.FeasibleClasses(feasibility.pod_signature(shapes[s][0]));
+      if (!std::all_of(where.begin(), where.end(), [&](const Feasibility::FeasibleClass& c) {
+            return base_classes[c.node_class] != 0;
+          })) {
+        continue;
+      }
+      ++joined;
+      // Past 1,024 places per pod, and a million in all, the count says less than it could,
+      // never more.
+      others +=
+          static_cast<int64_t>(std::min(places, 1024.0)) * static_cast<int64_t>(shapes[s].size());
+    }
+    if (joined > best_joined) {
+      best = static_cast<int>(b);
+      best_joined = joined;
+      *others_out = static_cast<int>(std::min<int64_t>(others, 1 << 20));
+    }
+  }
+  return best;
+}
+
 std::optional<MovesBound> Solver::MovesBoundFor(const Unit& unit, int part,
                                                 const std::vector<EvictionUnit>& chosen,
                                                 const std::function<bool(int)>& eligible,
-                                                const std::vector<int>& pods) {
+                                                const std::vector<int>& pods, int others) {
   const Cluster& cluster = session_.cluster();
   Feasibility& feasibility = session_.feasibility();
   const int shape = unit.pods[0];
@@ -836,7 +885,7 @@ std::optional<MovesBound> Solver::MovesBoundFor(const Unit& unit, int part,
   victims.pods = pods;
   auto victims_room = std::make_unique<RoomBound>(
       session_, victims, count, chosen, eligible, &session_.room_scratch(),
-      action_.VictimsInOwnLeaf(), static_cast<int>(places) * part);
+      action_.VictimsInOwnLeaf(), others + static_cast<int>(places) * part);
   session_.poll().Tick(count_work);
   std::unique_ptr<RoomBound> elsewhere;
   if (std::find(outside.begin(), outside.end(), 1) != outside.end()) {
@@ -848,8 +897,8 @@ std::optional<MovesBound> Solver::MovesBoundFor(const Unit& unit, int part,
   if (!victims_room->counted() || (elsewhere != nullptr && !elsewhere->counted())) {
     return std::nullopt;
   }
-  return MovesBound(std::move(victims_room), std::move(elsewhere), count, static_cast<int>(places),
-                    part);
+  return MovesBound(std::move(victims_room), std::move(elsewhere), count + others,
+                    static_cast<int>(places), part);
 }
 
 std::vector<Solver::OrderedMove> Solver::OrderedMoves(int group, const Unit& unit, int part,
