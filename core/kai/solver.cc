@@ -801,59 +801,42 @@ std::vector<MovesBound> Solver::MovesBounds(int group, const Unit& unit, int par
   // The reference search runs without them, so the differential test compares the two.
   if (!room.TracksTries() || room.sharing() || session_.reference_search()) return bounds;
   const std::vector<std::vector<int>> shapes = MustMovePods(group, unit, chosen);
-  // A try re-places all of them, and the part, on the same nodes: the base's count with the
-  // other shapes joined needs more of the same room than the base's alone, so it replaces it.
-  int others = 0;
-  const int base = BaseOfShapes(unit, shapes, &others);
+  // A try re-places all of them, and the part, on the same nodes: each shape's count, with the
+  // shapes it can join counted in its places, needs more of the same room than its own alone.
   for (size_t s = 0; s < shapes.size(); ++s) {
     std::optional<MovesBound> bound = MovesBoundFor(unit, part, chosen, eligible, shapes[s],
-                                                    static_cast<int>(s) == base ? others : 0);
+                                                    JoinedPlaces(shapes, static_cast<int>(s)));
     if (bound.has_value() && !bound->HoldsWithR()) bounds.push_back(std::move(*bound));
   }
   return bounds;
 }
 
-int Solver::BaseOfShapes(const Unit& unit, const std::vector<std::vector<int>>& shapes,
-                         int* others_out) {
+int Solver::JoinedPlaces(const std::vector<std::vector<int>>& shapes, int base) {
   const Cluster& cluster = session_.cluster();
   Feasibility& feasibility = session_.feasibility();
-  std::vector<char> base_classes(feasibility.num_classes());
-  int best = -1;
-  int best_joined = 0;
-  for (size_t b = 0; b < shapes.size(); ++b) {
-    const int base = shapes[b][0];
-    const double part_places = PlacesPerPod(cluster, unit.pods[0], base);
-    if (!(part_places >= 1) || std::isinf(part_places)) continue;
-    std::fill(base_classes.begin(), base_classes.end(), 0);
-    for (const Feasibility::FeasibleClass& feasible :
-         feasibility.FeasibleClasses(feasibility.pod_signature(base))) {
-      base_classes[feasible.node_class] = 1;
-    }
-    int joined = 0;
-    int64_t others = 0;
-    for (size_t s = 0; s < shapes.size(); ++s) {
-      const double places = s == b ? 0 : PlacesPerPod(cluster, shapes[s][0], base);
-      if (!(places >= 1) || std::isinf(places)) continue;
-      const std::vector<Feasibility::FeasibleClass>& where =
-          feasibility.FeasibleClasses(feasibility.pod_signature(shapes[s][0]));
-      if (!std::all_of(where.begin(), where.end(), [&](const Feasibility::FeasibleClass& c) {
-            return base_classes[c.node_class] != 0;
-          })) {
-        continue;
-      }
-      ++joined;
-      // Past 1,024 places per pod, and a million in all, the count says less than it could,
-      // never more.
-      others +=
-          static_cast<int64_t>(std::min(places, 1024.0)) * static_cast<int64_t>(shapes[s].size());
-    }
-    if (joined > best_joined) {
-      best = static_cast<int>(b);
-      best_joined = joined;
-      *others_out = static_cast<int>(std::min<int64_t>(others, 1 << 20));
-    }
+  std::vector<char> base_classes(feasibility.num_classes(), 0);
+  for (const Feasibility::FeasibleClass& feasible :
+       feasibility.FeasibleClasses(feasibility.pod_signature(shapes[base][0]))) {
+    base_classes[feasible.node_class] = 1;
   }
-  return best;
+  int64_t others = 0;
+  for (size_t s = 0; s < shapes.size(); ++s) {
+    if (static_cast<int>(s) == base) continue;
+    const double places = PlacesPerPod(cluster, shapes[s][0], shapes[base][0]);
+    if (!(places >= 1) || std::isinf(places)) continue;
+    const std::vector<Feasibility::FeasibleClass>& where =
+        feasibility.FeasibleClasses(feasibility.pod_signature(shapes[s][0]));
+    if (!std::all_of(where.begin(), where.end(), [&](const Feasibility::FeasibleClass& c) {
+          return base_classes[c.node_class] != 0;
+        })) {
+      continue;
+    }
+    // Past 1,024 places per pod, and a million in all, the count says less than it could, never
+    // more.
+    others +=
+        static_cast<int64_t>(std::min(places, 1024.0)) * static_cast<int64_t>(shapes[s].size());
+  }
+  return static_cast<int>(std::min<int64_t>(others, 1 << 20));
 }
 
 std::optional<MovesBound> Solver::MovesBoundFor(const Unit& unit, int part,

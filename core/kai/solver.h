@@ -268,16 +268,15 @@ class Solver {
                                           const std::vector<EvictionUnit>& chosen,
                                           const std::function<bool(int)>& eligible,
                                           const std::vector<int>& pods, int others = 0);
-  // The shapes of MustMovePods counted together in the places of one of them, the base: a pod
-  // of another shape that asks at least k times each resource the base's pod asks takes k of
-  // the base's places on whichever node it goes, as the part's pod does (MovesBound), when it
-  // may go only where the base's pod may. Returns the index of the base that joins the most
-  // other shapes (the first on ties), with `others` the places their pods take; -1 when none
-  // joins another or the part's pod does not ask each resource of the base's at least once over.
-  int BaseOfShapes(const Unit& unit, const std::vector<std::vector<int>>& shapes, int* others);
+  // The places of shape `base` of MustMovePods that the pods of its other shapes take: a pod
+  // that asks at least k times each resource the base's pod asks takes k of the base's places
+  // on whichever node it goes, as the part's pod does (MovesBound), when it may go only where the
+  // base's pod may. The shapes that do not are left out. O(shapes · classes).
+  int JoinedPlaces(const std::vector<std::vector<int>>& shapes, int base);
   // A try that places the part re-places those pods too: for each shape of them that the part's
   // pod asks at least once over in every resource they ask, a MovesBound (solver_bounds.h) over
-  // the nodes where they may go. None when `room` does not count tries or its part shares GPUs.
+  // the nodes where they may go, with the pods of the other shapes it can join counted in its
+  // places (JoinedPlaces). None when `room` does not count tries or its part shares GPUs.
   // Ticks the poll for each room it counts (the caller checks it).
   std::vector<MovesBound> MovesBounds(int group, const Unit& unit, int part,
                                       const std::vector<EvictionUnit>& chosen,
