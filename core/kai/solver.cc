@@ -936,17 +936,19 @@ std::vector<Solver::OrderedMove> Solver::OrderedMoves(int group, const Unit& uni
 
 void Solver::TakeOffUnder(const std::vector<const EvictionUnit*>& units, int queue,
                           std::vector<double>* sum) const {
+  for (const EvictionUnit* unit : units) TakeOffUnder(*unit, queue, sum);
+}
+
+void Solver::TakeOffUnder(const EvictionUnit& unit, int queue, std::vector<double>* sum) const {
   const Cluster& cluster = session_.cluster();
   const QueueTree& tree = cluster.tree();
   const int r_count = cluster.num_resources();
-  for (const EvictionUnit* unit : units) {
-    int q = cluster.group(unit->group).queue;
-    while (q >= 0 && q != queue) q = tree.parent(q);
-    if (q < 0) continue;
-    for (int pod : unit->pods) {
-      const double* requests = cluster.requests(pod);
-      for (int r = 0; r < r_count; ++r) (*sum)[r] += requests[r];
-    }
+  int q = cluster.group(unit.group).queue;
+  while (q >= 0 && q != queue) q = tree.parent(q);
+  if (q < 0) return;
+  for (int pod : unit.pods) {
+    const double* requests = cluster.requests(pod);
+    for (int r = 0; r < r_count; ++r) (*sum)[r] += requests[r];
   }
 }
 
@@ -962,12 +964,11 @@ bool Solver::RanksFirstLess(OrderedSide& side, const std::vector<double>& x_take
 
 void Solver::AddDrawnToOrdered(std::vector<OrderedMove>& moves, const EvictionUnit& drawn,
                                const std::vector<int>& nodes) const {
-  const std::vector<const EvictionUnit*> one{&drawn};
   for (OrderedMove& move : moves) {
     move.bound.AddDrawn(drawn, nodes);
     for (OrderedSide& side : move.sides) {
-      TakeOffUnder(one, side.x.queue, &side.x_drawn);
-      TakeOffUnder(one, side.y.queue, &side.y_drawn);
+      TakeOffUnder(drawn, side.x.queue, &side.x_drawn);
+      TakeOffUnder(drawn, side.y.queue, &side.y_drawn);
     }
   }
 }

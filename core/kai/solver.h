@@ -220,6 +220,8 @@ class Solver {
   // Adds to `sum` the requests of the pods of `units` whose group lies under `queue`.
   void TakeOffUnder(const std::vector<const EvictionUnit*>& units, int queue,
                     std::vector<double>* sum) const;
+  // The same for one unit.
+  void TakeOffUnder(const EvictionUnit& unit, int queue, std::vector<double>* sum) const;
   // RanksFirstWithin for `side` with its low rows the high rows less `x_taken` and `y_taken`.
   bool RanksFirstLess(OrderedSide& side, const std::vector<double>& x_taken,
                       const std::vector<double>& y_taken) const;
