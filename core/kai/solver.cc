@@ -804,6 +804,12 @@ std::vector<MovesBound> Solver::MovesBounds(int group, const Unit& unit, int par
   // A try re-places all of them, and the part, on the same nodes: each shape's count, with the
   // shapes it can join counted in its places, needs more of the same room than its own alone.
   for (size_t s = 0; s < shapes.size(); ++s) {
+    // Joining reads every other shape and its classes. Cancelled: no more bounds (the caller
+    // checks the poll).
+    if (session_.poll().Tick(static_cast<int64_t>(shapes.size()) +
+                             session_.feasibility().num_classes())) {
+      break;
+    }
     std::optional<MovesBound> bound = MovesBoundFor(unit, part, chosen, eligible, shapes[s],
                                                     JoinedPlaces(shapes, static_cast<int>(s)));
     if (bound.has_value() && !bound->HoldsWithR()) bounds.push_back(std::move(*bound));
