@@ -265,7 +265,7 @@ class Solver {
   // One MovesBound for `pods` (of R, one shape): none when the part's pod does not ask each
   // resource they ask at least once over, or a room is not counted. Ticks the poll per room.
   // `others`: the places of that shape that more pods every such try re-places take as well
-  // (BaseOfShapes), counted on top of `pods`.
+  // (JoinedPlaces), counted on top of `pods`.
   std::optional<MovesBound> MovesBoundFor(const Unit& unit, int part,
                                           const std::vector<EvictionUnit>& chosen,
                                           const std::function<bool(int)>& eligible,
