@@ -79,6 +79,16 @@ VictimOrder::VictimOrder(Session& session, const QueueChain& chain,
   job_it_.resize(groups);
   children_.resize(tree.size());
   best_.assign(tree.size(), -1);
+  best_child_.assign(tree.size(), -1);
+  depth_.resize(tree.size());
+  stream_of_.assign(tree.size(), -1);
+  streams_.resize(tree.size());
+  top_drawn_.assign(tree.size(), false);
+  for (int q : tree.top_down()) {
+    depth_[q] = tree.entry(q).depth;
+    if (depth_[q] == 1) stream_of_[q] = q;
+    if (depth_[q] > 1) stream_of_[q] = stream_of_[tree.parent(q)];
+  }
   queue_listed_.assign(tree.size(), false);
   queue_it_.resize(tree.size());
   scratch_.assign(r_, 0.0);
@@ -209,41 +219,150 @@ int VictimOrder::LastServed(const ChildSet& set) const {
   return best;
 }
 
+const double* VictimOrder::BestRequests(int queue) const {
+  if (depth_[queue] == 1) return &streams_[queue].requests[streams_[queue].read * r_];
+  if (depth_[queue] == 0 && best_child_[queue] >= 0) return BestRequests(best_child_[queue]);
+  return unit_requests_[best_[queue]].data();
+}
+
 void VictimOrder::Rekey(int queue) {
   const QueueTree& tree = session_.cluster().tree();
   const WorkingState& state = session_.state();
+  int best = -1;
+  int child = -1;
   if (tree.is_leaf(queue)) {
-    best_[queue] = jobs_[queue].empty() ? -1 : jobs_[queue].begin()->key.group;
+    best = jobs_[queue].empty() ? -1 : jobs_[queue].begin()->key.group;
   } else {
-    const int child = LastServed(children_[queue]);
-    best_[queue] = child < 0 ? -1 : best_[child];
+    child = LastServed(children_[queue]);
+    best = child < 0 ? -1 : best_[child];
   }
+  const double* allocated = state.allocated(queue);
+  if (depth_[queue] == 1) {
+    // The subtree's next unit is the stream's new head.
+    Stream& stream = streams_[queue];
+    if (stream.headed) {
+      stream.groups.pop_back();
+      stream.pod_end.pop_back();
+      stream.pods.resize(stream.pod_end.empty() ? 0 : stream.pod_end.back());
+      stream.requests.resize(stream.requests.size() - r_);
+      stream.keys.pop_back();
+      stream.headed = false;
+    }
+    stream.ended = best < 0;
+    if (best >= 0) {
+      for (int r = 0; r < r_; ++r) scratch_[r] = allocated[r] - drawn_[queue * r_ + r];
+      const std::vector<double>& requests = unit_requests_[best];
+      stream.keys.push_back(chain_.Key(queue, allocated, requests.data(), scratch_.data()));
+      stream.groups.push_back(best);
+      stream.pods.insert(stream.pods.end(), units_[best].pods.begin(), units_[best].pods.end());
+      stream.pod_end.push_back(static_cast<int32_t>(stream.pods.size()));
+      stream.requests.insert(stream.requests.end(), requests.begin(), requests.end());
+      stream.headed = true;
+    }
+    ShowRead(queue);
+    return;
+  }
+  best_[queue] = best;
+  if (depth_[queue] == 0) best_child_[queue] = child;
   ChildSet& container = Container(queue);
-  if (best_[queue] < 0) {
+  if (best < 0) {
     if (queue_listed_[queue]) container.erase(queue_it_[queue]);
     queue_listed_[queue] = false;
     return;
   }
-  const double* allocated = state.allocated(queue);
   for (int r = 0; r < r_; ++r) scratch_[r] = allocated[r] - drawn_[queue * r_ + r];
-  const ChainKey key =
-      chain_.Key(queue, allocated, unit_requests_[best_[queue]].data(), scratch_.data());
+  const ChainKey key = chain_.Key(queue, allocated, BestRequests(queue), scratch_.data());
   queue_it_[queue] =
       Place(container, queue_listed_[queue], queue_it_[queue], ChildEntry{key, queue});
   queue_listed_[queue] = true;
 }
 
-void VictimOrder::CountDrawn(const EvictionUnit& unit) {
+void VictimOrder::ShowRead(int stream_queue) {
+  Stream& stream = streams_[stream_queue];
+  ChildSet& container = Container(stream_queue);
+  if (stream.read < stream.size()) {
+    best_[stream_queue] = stream.groups[stream.read];
+    queue_it_[stream_queue] = Place(container, queue_listed_[stream_queue], queue_it_[stream_queue],
+                                    ChildEntry{stream.keys[stream.read], stream_queue});
+    queue_listed_[stream_queue] = true;
+    return;
+  }
+  best_[stream_queue] = -1;
+  if (queue_listed_[stream_queue]) container.erase(queue_it_[stream_queue]);
+  queue_listed_[stream_queue] = false;
+}
+
+void VictimOrder::CountDrawn(int group, const int32_t* pods, size_t count, int top) {
   const Cluster& cluster = session_.cluster();
   const QueueTree& tree = cluster.tree();
-  for (int pod : unit.pods) {
+  for (size_t i = 0; i < count; ++i) {
+    const int pod = pods[i];
     pod_drawn_[pod] = true;
-    ++drawn_pods_[unit.group];
+    ++drawn_pods_[group];
     const double* requests = cluster.requests(pod);
-    for (int q = cluster.group(unit.group).queue; q >= 0; q = tree.parent(q)) {
+    for (int q = cluster.group(group).queue;; q = tree.parent(q)) {
       for (int r = 0; r < r_; ++r) drawn_[q * r_ + r] += requests[r];
+      if (q == top) break;
     }
   }
+}
+
+void VictimOrder::DrawHead(int stream_queue) {
+  const Cluster& cluster = session_.cluster();
+  const QueueTree& tree = cluster.tree();
+  Stream& stream = streams_[stream_queue];
+  const int group = stream.groups.back();
+  stream.headed = false;  // the head becomes a drawn entry
+  stream.touched.push_back(group);
+  const std::vector<int>& pods = units_[group].pods;
+  CountDrawn(group, pods.data(), pods.size(), stream_queue);
+  RekeyJob(group);
+  for (int q = cluster.group(group).queue; q != stream_queue; q = tree.parent(q)) Rekey(q);
+  Rekey(stream_queue);
+}
+
+void VictimOrder::Drop(int stream_queue, std::vector<int>* groups) {
+  const Cluster& cluster = session_.cluster();
+  const QueueTree& tree = cluster.tree();
+  Stream& stream = streams_[stream_queue];
+  for (int group : stream.touched) {
+    const ClusterGroup& info = cluster.group(group);
+    for (int p = info.first_pod; p < info.first_pod + info.pod_count; ++p) pod_drawn_[p] = false;
+    drawn_pods_[group] = 0;
+    for (int q = info.queue;; q = tree.parent(q)) {
+      std::fill(&drawn_[q * r_], &drawn_[q * r_] + r_, 0.0);
+      if (q == stream_queue) break;
+    }
+    groups->push_back(group);
+  }
+  stream.touched.clear();
+  stream.groups.clear();
+  stream.pod_end.clear();
+  stream.pods.clear();
+  stream.requests.clear();
+  stream.keys.clear();
+  stream.headed = false;
+  stream.ended = false;
+  stream.read = 0;
+}
+
+void VictimOrder::Activate(int stream_queue) {
+  Stream& stream = streams_[stream_queue];
+  if (stream.active) return;
+  stream.active = true;
+  active_streams_.push_back(stream_queue);
+}
+
+void VictimOrder::PrepareExclusion(int leaf) {
+  const int stream_queue = stream_of_[leaf];
+  if (stream_queue < 0) return;
+  Stream& stream = streams_[stream_queue];
+  Activate(stream_queue);
+  stream.dirty = true;
+  if (stream.touched.empty()) return;  // at the subtree's first unit already
+  std::vector<int> groups;
+  Drop(stream_queue, &groups);
+  RekeyGroupsAndQueues(groups, {stream_queue});
 }
 
 void VictimOrder::MarkRecorded(const std::vector<EvictionUnit>& units) {
@@ -272,12 +391,37 @@ bool VictimOrder::Next(EvictionUnit* unit) {
   while (true) {
     const int root = LastServed(roots_);
     if (root < 0) return false;
-    const int group = best_[root];
-    *unit = units_[group];
-    touched_.push_back(group);
-    CountDrawn(*unit);
-    RekeyJob(group);
-    for (int q = cluster.group(group).queue; q >= 0; q = tree.parent(q)) Rekey(q);
+    if (tree.is_leaf(root)) {
+      const int group = best_[root];
+      *unit = units_[group];
+      touched_.push_back(group);
+      CountDrawn(group, unit->pods.data(), unit->pods.size(), root);
+      RekeyJob(group);
+    } else {
+      const int stream_queue = best_child_[root];
+      Stream& stream = streams_[stream_queue];
+      Activate(stream_queue);
+      const size_t i = stream.read;
+      unit->group = stream.groups[i];
+      unit->pods.assign(stream.pods.begin() + (i == 0 ? 0 : stream.pod_end[i - 1]),
+                        stream.pods.begin() + stream.pod_end[i]);
+      ++stream.read;
+      if (i == stream.live()) {
+        DrawHead(stream_queue);  // past what the stream kept: drawn in the subtree
+      } else {
+        ShowRead(stream_queue);
+      }
+      // The top-level queue's rule-5 row, pod by pod as a draw in its subtree adds it.
+      if (!top_drawn_[root]) {
+        top_drawn_[root] = true;
+        tops_drawn_.push_back(root);
+      }
+      for (int pod : unit->pods) {
+        const double* requests = cluster.requests(pod);
+        for (int r = 0; r < r_; ++r) drawn_[root * r_ + r] += requests[r];
+      }
+    }
+    Rekey(root);
     if (!Recorded(*unit)) return true;
     // A recorded unit is passed over: its draw is work the caller's poll does not see. Cancelled:
     // stop drawing; the caller sees the poll and stops too.
@@ -287,6 +431,7 @@ bool VictimOrder::Next(EvictionUnit* unit) {
 
 void VictimOrder::ExcludeLeaf(int leaf) {
   const QueueTree& tree = session_.cluster().tree();
+  PrepareExclusion(leaf);
   std::vector<int> groups;
   for (const JobEntry& entry : jobs_[leaf]) groups.push_back(entry.key.group);
   session_.poll().Tick(1 + static_cast<int64_t>(groups.size()));
@@ -301,10 +446,12 @@ void VictimOrder::ExcludeLeaf(int leaf) {
 void VictimOrder::ExcludeGroup(int group) {
   if (!eligible_[group]) return;
   const QueueTree& tree = session_.cluster().tree();
+  const int leaf = session_.cluster().group(group).queue;
+  PrepareExclusion(leaf);
   eligible_[group] = false;
   excluded_.push_back(group);
   RekeyJob(group);
-  for (int q = session_.cluster().group(group).queue; q >= 0; q = tree.parent(q)) Rekey(q);
+  for (int q = leaf; q >= 0; q = tree.parent(q)) Rekey(q);
 }
 
 void VictimOrder::Reset() {
@@ -313,16 +460,23 @@ void VictimOrder::Reset() {
   // Cancelled: stop; the order is not used again (the action stops too).
   CancelPoll& poll = session_.poll();
   std::vector<int>& groups = reset_groups_;
+  std::vector<int>& queues = reset_queues_;
   groups.assign(touched_.begin(), touched_.end());
+  queues.clear();
+  // The draws of top-level leaves, undone.
   for (int group : touched_) {
     const ClusterGroup& info = cluster.group(group);
     for (int p = info.first_pod; p < info.first_pod + info.pod_count; ++p) pod_drawn_[p] = false;
     drawn_pods_[group] = 0;
-    for (int q = info.queue; q >= 0; q = tree.parent(q)) {
-      std::fill(&drawn_[q * r_], &drawn_[q * r_] + r_, 0.0);
-    }
+    std::fill(&drawn_[info.queue * r_], &drawn_[info.queue * r_] + r_, 0.0);
   }
   touched_.clear();
+  for (int queue : tops_drawn_) {
+    std::fill(&drawn_[queue * r_], &drawn_[queue * r_] + r_, 0.0);
+    top_drawn_[queue] = false;
+    queues.push_back(queue);
+  }
+  tops_drawn_.clear();
   for (int pod : recorded_pods_) pod_recorded_[pod] = false;
   recorded_pods_.clear();
   for (int group : excluded_) {
@@ -330,38 +484,69 @@ void VictimOrder::Reset() {
     groups.push_back(group);
   }
   excluded_.clear();
-  if (poll.Tick(1 + static_cast<int64_t>(groups.size()))) return;
+  // The streams read from are rewound; those drawn with an exclusion are dropped.
+  for (int stream_queue : active_streams_) {
+    Stream& stream = streams_[stream_queue];
+    stream.active = false;
+    if (stream.dirty) {
+      stream.dirty = false;
+      Drop(stream_queue, &groups);
+      queues.push_back(stream_queue);
+      continue;
+    }
+    stream.read = 0;
+    ShowRead(stream_queue);
+    queues.push_back(tree.parent(stream_queue));
+  }
+  active_streams_.clear();
+  if (poll.Tick(1 + static_cast<int64_t>(groups.size() + queues.size()))) return;
   // Each group and each queue above them is re-keyed once, however often it was drawn from: the
   // keys are those of the undrawn state either way.
-  RekeyGroupsAndQueues(groups);
+  RekeyGroupsAndQueues(groups, queues);
 }
 
 void VictimOrder::Refresh(const std::vector<int>& groups) {
-  for (int group : groups) eligible_[group] = Eligible(group);
-  RekeyGroupsAndQueues(groups);
+  const Cluster& cluster = session_.cluster();
+  std::vector<int> all(groups.begin(), groups.end());
+  std::vector<int> queues;
+  for (int group : groups) {
+    eligible_[group] = Eligible(group);
+    const int stream_queue = stream_of_[cluster.group(group).queue];
+    if (stream_queue < 0) continue;
+    Stream& stream = streams_[stream_queue];
+    if (stream.size() == 0 && !stream.ended) continue;  // dropped already
+    Drop(stream_queue, &all);
+    queues.push_back(stream_queue);
+  }
+  RekeyGroupsAndQueues(all, queues);
 }
 
-void VictimOrder::RekeyGroupsAndQueues(const std::vector<int>& groups) {
+void VictimOrder::RekeyGroupsAndQueues(const std::vector<int>& groups,
+                                       const std::vector<int>& queues) {
   const Cluster& cluster = session_.cluster();
   const QueueTree& tree = cluster.tree();
   group_marked_.resize(cluster.num_groups(), 0);
   queue_marked_.resize(tree.size(), 0);
-  size_t queues = 0;
+  size_t marked = 0;
+  const auto mark_path = [&](int from) {
+    for (int q = from; q >= 0; q = tree.parent(q)) {
+      if (queue_marked_[q]) break;  // so are the queues above it
+      queue_marked_[q] = 1;
+      const size_t depth = static_cast<size_t>(depth_[q]);
+      if (queues_by_depth_.size() <= depth) queues_by_depth_.resize(depth + 1);
+      queues_by_depth_[depth].push_back(q);
+      ++marked;
+    }
+  };
   for (int group : groups) {
     if (group_marked_[group]) continue;
     group_marked_[group] = 1;
     RekeyJob(group);
-    for (int q = cluster.group(group).queue; q >= 0; q = tree.parent(q)) {
-      if (queue_marked_[q]) break;  // so are the queues above it
-      queue_marked_[q] = 1;
-      const size_t depth = static_cast<size_t>(tree.entry(q).depth);
-      if (queues_by_depth_.size() <= depth) queues_by_depth_.resize(depth + 1);
-      queues_by_depth_[depth].push_back(q);
-      ++queues;
-    }
+    mark_path(cluster.group(group).queue);
   }
+  for (int queue : queues) mark_path(queue);
   for (int group : groups) group_marked_[group] = 0;
-  session_.poll().Tick(1 + static_cast<int64_t>(queues));
+  session_.poll().Tick(1 + static_cast<int64_t>(marked));
   // Deepest first: a queue's key reads the best of its children.
   for (auto level = queues_by_depth_.rbegin(); level != queues_by_depth_.rend(); ++level) {
     for (int queue : *level) {

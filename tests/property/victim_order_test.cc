@@ -5,7 +5,9 @@
 // with rule 5 on the allocation less what was drawn from the subtree; among equal keys the one
 // the tie-break serves last), down to a leaf, whose job served last gives its eviction unit.
 // Checked over generated KAI requests, drawing until no victim is left, then again after Reset.
+#include <algorithm>
 #include <cstdint>
+#include <set>
 #include <vector>
 
 #include "core/kai/queue_order.h"
@@ -14,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "tests/property/kai_case.h"
 #include "tests/property/property_support.h"
+#include "tests/property/state_mutation.h"
 
 namespace arbiter::testing {
 namespace {
@@ -158,6 +161,92 @@ TEST(VictimOrder, DrawsAsAFreshPickOverTheTreeAtEveryStep) {
     }
   }
   EXPECT_GE(draws, kCases * 20);
+}
+
+// The groups whose pods `state` holds in another state or on another node than `pod_states` and
+// `pod_nodes` record (taken before a change).
+std::vector<int> ChangedGroups(const kai::Cluster& cluster, const WorkingState& state,
+                               const std::vector<PodState>& pod_states,
+                               const std::vector<int>& pod_nodes) {
+  std::vector<int> groups;
+  for (int p = 0; p < cluster.num_pods(); ++p) {
+    if (state.pod_state(p) != pod_states[p] || state.pod_node(p) != pod_nodes[p]) {
+      groups.push_back(cluster.pod(p).group);
+    }
+  }
+  std::sort(groups.begin(), groups.end());
+  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+  return groups;
+}
+
+// The shared order of RECLAIM keeps, per second-level queue, the units its subtree gives (its
+// stream) across preemptors: Reset rewinds the streams, an exclusion drops the stream it falls
+// in until Reset, and Refresh drops the streams above a changed group. Whatever was kept, each
+// preemptor's draws must be those of an order built afresh for it, with its exclusions as the
+// filter, on the state as it stands. Checked over rounds that draw part of the order or all of
+// it, exclude a leaf and some groups or nothing, and change the state between rounds.
+TEST(VictimOrder, StreamsKeptAcrossPreemptorsDrawAsAFreshOrder) {
+  int64_t draws = 0;
+  int64_t refreshed = 0;
+  for (uint64_t index = 0; index < kCases; ++index) {
+    KaiCase c(index);
+    const kai::Cluster& cluster = c.session.cluster();
+    WorkingState& state = c.session.state();
+    const kai::QueueChain chain(c.shares);
+    generator::Rng rng(index * 7919 + 17);
+    kai::VictimOrder shared(c.session, chain, [](int) { return true; }, {});
+    std::vector<int> leaves;
+    for (int q = 0; q < cluster.tree().size(); ++q) {
+      if (cluster.tree().is_leaf(q)) leaves.push_back(q);
+    }
+    for (int round = 0; round < 12; ++round) {
+      // What this round's preemptor takes out: a leaf and a few groups, or nothing.
+      int leaf = -1;
+      std::set<int> groups_out;
+      if (rng.Below(3) != 0) {
+        leaf = leaves[rng.Below(leaves.size())];
+        for (int k = static_cast<int>(rng.Below(3)); k > 0 && cluster.num_groups() > 0; --k) {
+          groups_out.insert(static_cast<int>(rng.Below(cluster.num_groups())));
+        }
+      }
+      const auto kept = [&](int g) {
+        return cluster.group(g).queue != leaf && groups_out.count(g) == 0;
+      };
+      kai::VictimOrder fresh(c.session, chain, kept, {});
+      if (leaf >= 0) shared.ExcludeLeaf(leaf);
+      for (int g : groups_out) shared.ExcludeGroup(g);
+      const int limit = rng.Below(3) == 0 ? 1 << 30 : static_cast<int>(rng.Below(40));
+      EvictionUnit from_shared;
+      EvictionUnit from_fresh;
+      for (int step = 0; step < limit; ++step) {
+        const bool more = shared.Next(&from_shared);
+        ASSERT_EQ(more, fresh.Next(&from_fresh))
+            << DescribeCase(index, c.options) << " round " << round << " draw " << step;
+        if (!more) break;
+        ASSERT_EQ(from_shared.group, from_fresh.group)
+            << DescribeCase(index, c.options) << " round " << round << " draw " << step;
+        ASSERT_EQ(from_shared.pods, from_fresh.pods)
+            << DescribeCase(index, c.options) << " round " << round << " draw " << step;
+        ++draws;
+      }
+      shared.Reset();
+      if (rng.Below(2) == 0) {
+        // A committed change, as a placed preemptor makes, passed to Refresh.
+        std::vector<PodState> pod_states(cluster.num_pods());
+        std::vector<int> pod_nodes(cluster.num_pods());
+        for (int p = 0; p < cluster.num_pods(); ++p) {
+          pod_states[p] = state.pod_state(p);
+          pod_nodes[p] = state.pod_node(p);
+        }
+        MutateWorkingState(c.session, rng, 4);
+        const std::vector<int> changed = ChangedGroups(cluster, state, pod_states, pod_nodes);
+        shared.Refresh(changed);
+        refreshed += static_cast<int64_t>(changed.size());
+      }
+    }
+  }
+  EXPECT_GE(draws, kCases * 50);
+  EXPECT_GE(refreshed, kCases);
 }
 
 }  // namespace
