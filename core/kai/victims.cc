@@ -74,23 +74,20 @@ VictimOrder::VictimOrder(Session& session, const QueueChain& chain,
   units_.resize(groups);
   unit_requests_.resize(groups);
   eligible_.assign(groups, false);
+  leaf_out_.assign(tree.size(), false);
+  leaf_groups_.resize(tree.size());
   jobs_.resize(tree.size());
   job_listed_.assign(groups, false);
   job_it_.resize(groups);
   children_.resize(tree.size());
-  best_.assign(tree.size(), -1);
-  best_child_.assign(tree.size(), -1);
-  depth_.resize(tree.size());
-  stream_of_.assign(tree.size(), -1);
   streams_.resize(tree.size());
-  top_drawn_.assign(tree.size(), false);
-  for (int q : tree.top_down()) {
-    depth_[q] = tree.entry(q).depth;
-    if (depth_[q] == 1) stream_of_[q] = q;
-    if (depth_[q] > 1) stream_of_[q] = stream_of_[tree.parent(q)];
-  }
+  taken_.assign(tree.size(), 0);
+  advanced_.resize(tree.size());
   queue_listed_.assign(tree.size(), false);
   queue_it_.resize(tree.size());
+  queue_marked_.assign(tree.size(), 0);
+  depth_.resize(tree.size());
+  for (int q = 0; q < tree.size(); ++q) depth_[q] = tree.entry(q).depth;
   scratch_.assign(r_, 0.0);
   MarkRecorded(recorded);
   // Cancelled: the order is left with what was built so far (an order of fewer victims, or none);
@@ -99,6 +96,7 @@ VictimOrder::VictimOrder(Session& session, const QueueChain& chain,
   for (int g = 0; g < groups; ++g) {
     if (poll.Tick()) break;
     const ClusterGroup& info = cluster.group(g);
+    leaf_groups_[info.queue].push_back(g);
     if (!Eligible(g)) continue;
     eligible_[g] = true;
     if (!ComputeUnit(g)) continue;
@@ -108,10 +106,12 @@ VictimOrder::VictimOrder(Session& session, const QueueChain& chain,
     job_it_[g] = jobs_[info.queue].insert(JobEntry{key}).first;
     job_listed_[g] = true;
   }
+  // Deepest first: a parent's first entry is its children's.
   const std::vector<int>& top_down = tree.top_down();
   for (auto it = top_down.rbegin(); it != top_down.rend(); ++it) {
     if (poll.Tick()) break;
-    Rekey(*it);
+    Ensure(*it, 0);
+    Show(*it);
   }
 }
 
@@ -190,7 +190,7 @@ void VictimOrder::RekeyJob(int group) {
   const WorkingState& state = session_.state();
   const ClusterGroup& info = cluster.group(group);
   JobSet& jobs = jobs_[info.queue];
-  if (!eligible_[group] || !ComputeUnit(group)) {
+  if (!eligible_[group] || leaf_out_[info.queue] || !ComputeUnit(group)) {
     if (job_listed_[group]) jobs.erase(job_it_[group]);
     job_listed_[group] = false;
     return;
@@ -219,150 +219,145 @@ int VictimOrder::LastServed(const ChildSet& set) const {
   return best;
 }
 
-const double* VictimOrder::BestRequests(int queue) const {
-  if (depth_[queue] == 1) return &streams_[queue].requests[streams_[queue].read * r_];
-  if (depth_[queue] == 0 && best_child_[queue] >= 0) return BestRequests(best_child_[queue]);
-  return unit_requests_[best_[queue]].data();
-}
-
-void VictimOrder::Rekey(int queue) {
-  const QueueTree& tree = session_.cluster().tree();
-  const WorkingState& state = session_.state();
-  int best = -1;
-  int child = -1;
-  if (tree.is_leaf(queue)) {
-    best = jobs_[queue].empty() ? -1 : jobs_[queue].begin()->key.group;
-  } else {
-    child = LastServed(children_[queue]);
-    best = child < 0 ? -1 : best_[child];
-  }
-  const double* allocated = state.allocated(queue);
-  if (depth_[queue] == 1) {
-    // The subtree's next unit is the stream's new head.
-    Stream& stream = streams_[queue];
-    if (stream.headed) {
-      stream.groups.pop_back();
-      stream.pod_end.pop_back();
-      stream.pods.resize(stream.pod_end.empty() ? 0 : stream.pod_end.back());
-      stream.requests.resize(stream.requests.size() - r_);
-      stream.keys.pop_back();
-      stream.headed = false;
-    }
-    stream.ended = best < 0;
-    if (best >= 0) {
-      for (int r = 0; r < r_; ++r) scratch_[r] = allocated[r] - drawn_[queue * r_ + r];
-      const std::vector<double>& requests = unit_requests_[best];
-      stream.keys.push_back(chain_.Key(queue, allocated, requests.data(), scratch_.data()));
-      stream.groups.push_back(best);
-      stream.pods.insert(stream.pods.end(), units_[best].pods.begin(), units_[best].pods.end());
-      stream.pod_end.push_back(static_cast<int32_t>(stream.pods.size()));
-      stream.requests.insert(stream.requests.end(), requests.begin(), requests.end());
-      stream.headed = true;
-    }
-    ShowRead(queue);
-    return;
-  }
-  best_[queue] = best;
-  if (depth_[queue] == 0) best_child_[queue] = child;
-  ChildSet& container = Container(queue);
-  if (best < 0) {
-    if (queue_listed_[queue]) container.erase(queue_it_[queue]);
-    queue_listed_[queue] = false;
-    return;
-  }
-  for (int r = 0; r < r_; ++r) scratch_[r] = allocated[r] - drawn_[queue * r_ + r];
-  const ChainKey key = chain_.Key(queue, allocated, BestRequests(queue), scratch_.data());
-  queue_it_[queue] =
-      Place(container, queue_listed_[queue], queue_it_[queue], ChildEntry{key, queue});
-  queue_listed_[queue] = true;
-}
-
-void VictimOrder::ShowRead(int stream_queue) {
-  Stream& stream = streams_[stream_queue];
-  ChildSet& container = Container(stream_queue);
-  if (stream.read < stream.size()) {
-    best_[stream_queue] = stream.groups[stream.read];
-    queue_it_[stream_queue] = Place(container, queue_listed_[stream_queue], queue_it_[stream_queue],
-                                    ChildEntry{stream.keys[stream.read], stream_queue});
-    queue_listed_[stream_queue] = true;
-    return;
-  }
-  best_[stream_queue] = -1;
-  if (queue_listed_[stream_queue]) container.erase(queue_it_[stream_queue]);
-  queue_listed_[stream_queue] = false;
-}
-
-void VictimOrder::CountDrawn(int group, const int32_t* pods, size_t count, int top) {
+void VictimOrder::CountDrawn(const EvictionUnit& unit, int leaf) {
   const Cluster& cluster = session_.cluster();
-  const QueueTree& tree = cluster.tree();
-  for (size_t i = 0; i < count; ++i) {
-    const int pod = pods[i];
+  for (int pod : unit.pods) {
     pod_drawn_[pod] = true;
-    ++drawn_pods_[group];
+    ++drawn_pods_[unit.group];
     const double* requests = cluster.requests(pod);
-    for (int q = cluster.group(group).queue;; q = tree.parent(q)) {
-      for (int r = 0; r < r_; ++r) drawn_[q * r_ + r] += requests[r];
-      if (q == top) break;
-    }
+    for (int r = 0; r < r_; ++r) drawn_[leaf * r_ + r] += requests[r];
   }
 }
 
-void VictimOrder::DrawHead(int stream_queue) {
+void VictimOrder::Extend(int queue) {
   const Cluster& cluster = session_.cluster();
   const QueueTree& tree = cluster.tree();
-  Stream& stream = streams_[stream_queue];
-  const int group = stream.groups.back();
-  stream.headed = false;  // the head becomes a drawn entry
-  stream.touched.push_back(group);
-  const std::vector<int>& pods = units_[group].pods;
-  CountDrawn(group, pods.data(), pods.size(), stream_queue);
-  RekeyJob(group);
-  for (int q = cluster.group(group).queue; q != stream_queue; q = tree.parent(q)) Rekey(q);
-  Rekey(stream_queue);
-}
-
-void VictimOrder::Drop(int stream_queue, std::vector<int>* groups) {
-  const Cluster& cluster = session_.cluster();
-  const QueueTree& tree = cluster.tree();
-  Stream& stream = streams_[stream_queue];
-  for (int group : stream.touched) {
-    const ClusterGroup& info = cluster.group(group);
-    for (int p = info.first_pod; p < info.first_pod + info.pod_count; ++p) pod_drawn_[p] = false;
-    drawn_pods_[group] = 0;
-    for (int q = info.queue;; q = tree.parent(q)) {
-      std::fill(&drawn_[q * r_], &drawn_[q * r_] + r_, 0.0);
-      if (q == stream_queue) break;
+  const WorkingState& state = session_.state();
+  Stream& stream = streams_[queue];
+  const double* allocated = state.allocated(queue);
+  for (int r = 0; r < r_; ++r) scratch_[r] = allocated[r] - drawn_[queue * r_ + r];
+  if (tree.is_leaf(queue)) {
+    // The job served last gives its unit, drawn at once: the leaf's rows follow its entries.
+    if (jobs_[queue].empty()) {
+      stream.ended = true;
+      return;
     }
-    groups->push_back(group);
+    const int group = jobs_[queue].begin()->key.group;
+    const EvictionUnit& unit = units_[group];
+    const std::vector<double>& requests = unit_requests_[group];
+    stream.keys.push_back(chain_.Key(queue, allocated, requests.data(), scratch_.data()));
+    stream.groups.push_back(group);
+    stream.pods.insert(stream.pods.end(), unit.pods.begin(), unit.pods.end());
+    stream.pod_end.push_back(static_cast<int32_t>(stream.pods.size()));
+    stream.requests.insert(stream.requests.end(), requests.begin(), requests.end());
+    CountDrawn(unit, queue);
+    RekeyJob(group);
+    return;
   }
-  stream.touched.clear();
-  stream.groups.clear();
-  stream.pod_end.clear();
-  stream.pods.clear();
-  stream.requests.clear();
-  stream.keys.clear();
-  stream.headed = false;
-  stream.ended = false;
-  stream.read = 0;
+  const int child = LastServed(children_[queue]);
+  if (child < 0) {
+    stream.ended = true;
+    return;
+  }
+  Stream& from = streams_[child];
+  const size_t i = taken_[child];
+  const double* requests = &from.requests[i * r_];
+  stream.keys.push_back(chain_.Key(queue, allocated, requests, scratch_.data()));
+  stream.groups.push_back(from.groups[i]);
+  const int32_t pod_begin = i == 0 ? 0 : from.pod_end[i - 1];
+  stream.pods.insert(stream.pods.end(), from.pods.begin() + pod_begin,
+                     from.pods.begin() + from.pod_end[i]);
+  stream.pod_end.push_back(static_cast<int32_t>(stream.pods.size()));
+  stream.requests.insert(stream.requests.end(), requests, requests + r_);
+  // The rule-5 row, pod by pod as the leaf's is.
+  for (int32_t k = pod_begin; k < from.pod_end[i]; ++k) {
+    const double* pod_requests = cluster.requests(from.pods[k]);
+    for (int r = 0; r < r_; ++r) drawn_[queue * r_ + r] += pod_requests[r];
+  }
+  if (taken_[child]++ == 0) advanced_[queue].push_back(child);
+  Ensure(child, taken_[child]);
+  Show(child);
 }
 
-void VictimOrder::Activate(int stream_queue) {
-  Stream& stream = streams_[stream_queue];
-  if (stream.active) return;
-  stream.active = true;
-  active_streams_.push_back(stream_queue);
+void VictimOrder::Ensure(int queue, size_t index) {
+  Stream& stream = streams_[queue];
+  while (stream.size() <= index && !stream.ended) Extend(queue);
 }
 
-void VictimOrder::PrepareExclusion(int leaf) {
-  const int stream_queue = stream_of_[leaf];
-  if (stream_queue < 0) return;
-  Stream& stream = streams_[stream_queue];
-  Activate(stream_queue);
-  stream.dirty = true;
-  if (stream.touched.empty()) return;  // at the subtree's first unit already
-  std::vector<int> groups;
-  Drop(stream_queue, &groups);
-  RekeyGroupsAndQueues(groups, {stream_queue});
+void VictimOrder::Show(int queue) {
+  const Stream& stream = streams_[queue];
+  ChildSet& container = Container(queue);
+  const size_t i = taken_[queue];
+  if (i < stream.size()) {
+    queue_it_[queue] =
+        Place(container, queue_listed_[queue], queue_it_[queue], ChildEntry{stream.keys[i], queue});
+    queue_listed_[queue] = true;
+    return;
+  }
+  if (queue_listed_[queue]) container.erase(queue_it_[queue]);
+  queue_listed_[queue] = false;
+}
+
+void VictimOrder::DropPaths(const std::vector<int>& leaves) {
+  const Cluster& cluster = session_.cluster();
+  const QueueTree& tree = cluster.tree();
+  size_t marked = 0;
+  for (int leaf : leaves) {
+    for (int q = leaf; q >= 0; q = tree.parent(q)) {
+      if (queue_marked_[q]) break;  // so are the queues above it
+      queue_marked_[q] = 1;
+      const size_t depth = static_cast<size_t>(depth_[q]);
+      if (queues_by_depth_.size() <= depth) queues_by_depth_.resize(depth + 1);
+      queues_by_depth_[depth].push_back(q);
+      ++marked;
+    }
+  }
+  session_.poll().Tick(1 + static_cast<int64_t>(marked));
+  // Deepest first: a parent merges again from its children's first entries.
+  for (auto level = queues_by_depth_.rbegin(); level != queues_by_depth_.rend(); ++level) {
+    for (int queue : *level) {
+      queue_marked_[queue] = 0;
+      Stream& stream = streams_[queue];
+      stream.groups.clear();
+      stream.pod_end.clear();
+      stream.pods.clear();
+      stream.requests.clear();
+      stream.keys.clear();
+      stream.ended = false;
+      std::fill(&drawn_[queue * r_], &drawn_[queue * r_] + r_, 0.0);
+      if (tree.is_leaf(queue)) {
+        const std::vector<int>& groups = leaf_groups_[queue];
+        session_.poll().Tick(static_cast<int64_t>(groups.size()));
+        for (int group : groups) {
+          const ClusterGroup& info = cluster.group(group);
+          if (drawn_pods_[group] > 0) {
+            for (int p = info.first_pod; p < info.first_pod + info.pod_count; ++p) {
+              pod_drawn_[p] = false;
+            }
+            drawn_pods_[group] = 0;
+          }
+          RekeyJob(group);
+        }
+      } else {
+        // The children taken from, and the dropped ones (on the path), show their first entry.
+        for (int child : advanced_[queue]) taken_[child] = 0;
+        for (int child : advanced_[queue]) Show(child);
+        advanced_[queue].clear();
+      }
+      // Its parent is dropped too (or it is a top-level queue): taken from the start again.
+      taken_[queue] = 0;
+      Ensure(queue, 0);
+      Show(queue);
+    }
+    level->clear();
+  }
+}
+
+void VictimOrder::MarkDirty(int leaf) {
+  for (int dirty : dirty_leaves_) {
+    if (dirty == leaf) return;
+  }
+  dirty_leaves_.push_back(leaf);
 }
 
 void VictimOrder::MarkRecorded(const std::vector<EvictionUnit>& units) {
@@ -385,43 +380,18 @@ bool VictimOrder::Recorded(const EvictionUnit& unit) const {
 }
 
 bool VictimOrder::Next(EvictionUnit* unit) {
-  const Cluster& cluster = session_.cluster();
-  const QueueTree& tree = cluster.tree();
   // Each pass draws one unit; a recorded one is drawn and passed over, at most |R| passes.
   while (true) {
-    const int root = LastServed(roots_);
-    if (root < 0) return false;
-    if (tree.is_leaf(root)) {
-      const int group = best_[root];
-      *unit = units_[group];
-      touched_.push_back(group);
-      CountDrawn(group, unit->pods.data(), unit->pods.size(), root);
-      RekeyJob(group);
-    } else {
-      const int stream_queue = best_child_[root];
-      Stream& stream = streams_[stream_queue];
-      Activate(stream_queue);
-      const size_t i = stream.read;
-      unit->group = stream.groups[i];
-      unit->pods.assign(stream.pods.begin() + (i == 0 ? 0 : stream.pod_end[i - 1]),
-                        stream.pods.begin() + stream.pod_end[i]);
-      ++stream.read;
-      if (i == stream.live()) {
-        DrawHead(stream_queue);  // past what the stream kept: drawn in the subtree
-      } else {
-        ShowRead(stream_queue);
-      }
-      // The top-level queue's rule-5 row, pod by pod as a draw in its subtree adds it.
-      if (!top_drawn_[root]) {
-        top_drawn_[root] = true;
-        tops_drawn_.push_back(root);
-      }
-      for (int pod : unit->pods) {
-        const double* requests = cluster.requests(pod);
-        for (int r = 0; r < r_; ++r) drawn_[root * r_ + r] += requests[r];
-      }
-    }
-    Rekey(root);
+    const int top = LastServed(roots_);
+    if (top < 0) return false;
+    const Stream& stream = streams_[top];
+    const size_t i = taken_[top];
+    unit->group = stream.groups[i];
+    unit->pods.assign(stream.pods.begin() + (i == 0 ? 0 : stream.pod_end[i - 1]),
+                      stream.pods.begin() + stream.pod_end[i]);
+    if (taken_[top]++ == 0) tops_read_.push_back(top);
+    Ensure(top, taken_[top]);
+    Show(top);
     if (!Recorded(*unit)) return true;
     // A recorded unit is passed over: its draw is work the caller's poll does not see. Cancelled:
     // stop drawing; the caller sees the poll and stops too.
@@ -430,131 +400,53 @@ bool VictimOrder::Next(EvictionUnit* unit) {
 }
 
 void VictimOrder::ExcludeLeaf(int leaf) {
-  const QueueTree& tree = session_.cluster().tree();
-  PrepareExclusion(leaf);
-  std::vector<int> groups;
-  for (const JobEntry& entry : jobs_[leaf]) groups.push_back(entry.key.group);
-  session_.poll().Tick(1 + static_cast<int64_t>(groups.size()));
-  for (int group : groups) {
-    eligible_[group] = false;
-    excluded_.push_back(group);
-    RekeyJob(group);
-  }
-  for (int q = leaf; q >= 0; q = tree.parent(q)) Rekey(q);
+  if (leaf_out_[leaf]) return;
+  leaf_out_[leaf] = true;
+  leaves_out_.push_back(leaf);
+  MarkDirty(leaf);
+  DropPaths({leaf});
 }
 
 void VictimOrder::ExcludeGroup(int group) {
   if (!eligible_[group]) return;
-  const QueueTree& tree = session_.cluster().tree();
   const int leaf = session_.cluster().group(group).queue;
-  PrepareExclusion(leaf);
   eligible_[group] = false;
   excluded_.push_back(group);
-  RekeyJob(group);
-  for (int q = leaf; q >= 0; q = tree.parent(q)) Rekey(q);
+  MarkDirty(leaf);
+  DropPaths({leaf});
 }
 
 void VictimOrder::Reset() {
-  const Cluster& cluster = session_.cluster();
-  const QueueTree& tree = cluster.tree();
   // Cancelled: stop; the order is not used again (the action stops too).
   CancelPoll& poll = session_.poll();
-  std::vector<int>& groups = reset_groups_;
-  std::vector<int>& queues = reset_queues_;
-  groups.assign(touched_.begin(), touched_.end());
-  queues.clear();
-  // The draws of top-level leaves, undone.
-  for (int group : touched_) {
-    const ClusterGroup& info = cluster.group(group);
-    for (int p = info.first_pod; p < info.first_pod + info.pod_count; ++p) pod_drawn_[p] = false;
-    drawn_pods_[group] = 0;
-    std::fill(&drawn_[info.queue * r_], &drawn_[info.queue * r_] + r_, 0.0);
-  }
-  touched_.clear();
-  for (int queue : tops_drawn_) {
-    std::fill(&drawn_[queue * r_], &drawn_[queue * r_] + r_, 0.0);
-    top_drawn_[queue] = false;
-    queues.push_back(queue);
-  }
-  tops_drawn_.clear();
   for (int pod : recorded_pods_) pod_recorded_[pod] = false;
   recorded_pods_.clear();
-  for (int group : excluded_) {
-    eligible_[group] = true;
-    groups.push_back(group);
+  // The top-level queues show their first entry again; their streams are kept.
+  for (int top : tops_read_) {
+    taken_[top] = 0;
+    Show(top);
   }
+  if (poll.Tick(1 + static_cast<int64_t>(tops_read_.size()))) return;
+  tops_read_.clear();
+  if (dirty_leaves_.empty()) return;
+  for (int group : excluded_) eligible_[group] = true;
   excluded_.clear();
-  // The streams read from are rewound; those drawn with an exclusion are dropped.
-  for (int stream_queue : active_streams_) {
-    Stream& stream = streams_[stream_queue];
-    stream.active = false;
-    if (stream.dirty) {
-      stream.dirty = false;
-      Drop(stream_queue, &groups);
-      queues.push_back(stream_queue);
-      continue;
-    }
-    stream.read = 0;
-    ShowRead(stream_queue);
-    queues.push_back(tree.parent(stream_queue));
-  }
-  active_streams_.clear();
-  if (poll.Tick(1 + static_cast<int64_t>(groups.size() + queues.size()))) return;
-  // Each group and each queue above them is re-keyed once, however often it was drawn from: the
-  // keys are those of the undrawn state either way.
-  RekeyGroupsAndQueues(groups, queues);
+  for (int leaf : leaves_out_) leaf_out_[leaf] = false;
+  leaves_out_.clear();
+  // The streams an exclusion dropped were merged without it: dropped again.
+  std::vector<int> leaves;
+  leaves.swap(dirty_leaves_);
+  DropPaths(leaves);
 }
 
 void VictimOrder::Refresh(const std::vector<int>& groups) {
   const Cluster& cluster = session_.cluster();
-  std::vector<int> all(groups.begin(), groups.end());
-  std::vector<int> queues;
+  std::vector<int> leaves;
   for (int group : groups) {
     eligible_[group] = Eligible(group);
-    const int stream_queue = stream_of_[cluster.group(group).queue];
-    if (stream_queue < 0) continue;
-    Stream& stream = streams_[stream_queue];
-    if (stream.size() == 0 && !stream.ended) continue;  // dropped already
-    Drop(stream_queue, &all);
-    queues.push_back(stream_queue);
+    leaves.push_back(cluster.group(group).queue);
   }
-  RekeyGroupsAndQueues(all, queues);
-}
-
-void VictimOrder::RekeyGroupsAndQueues(const std::vector<int>& groups,
-                                       const std::vector<int>& queues) {
-  const Cluster& cluster = session_.cluster();
-  const QueueTree& tree = cluster.tree();
-  group_marked_.resize(cluster.num_groups(), 0);
-  queue_marked_.resize(tree.size(), 0);
-  size_t marked = 0;
-  const auto mark_path = [&](int from) {
-    for (int q = from; q >= 0; q = tree.parent(q)) {
-      if (queue_marked_[q]) break;  // so are the queues above it
-      queue_marked_[q] = 1;
-      const size_t depth = static_cast<size_t>(depth_[q]);
-      if (queues_by_depth_.size() <= depth) queues_by_depth_.resize(depth + 1);
-      queues_by_depth_[depth].push_back(q);
-      ++marked;
-    }
-  };
-  for (int group : groups) {
-    if (group_marked_[group]) continue;
-    group_marked_[group] = 1;
-    RekeyJob(group);
-    mark_path(cluster.group(group).queue);
-  }
-  for (int queue : queues) mark_path(queue);
-  for (int group : groups) group_marked_[group] = 0;
-  session_.poll().Tick(1 + static_cast<int64_t>(marked));
-  // Deepest first: a queue's key reads the best of its children.
-  for (auto level = queues_by_depth_.rbegin(); level != queues_by_depth_.rend(); ++level) {
-    for (int queue : *level) {
-      queue_marked_[queue] = 0;
-      Rekey(queue);
-    }
-    level->clear();
-  }
+  DropPaths(leaves);
 }
 
 }  // namespace arbiter::kai

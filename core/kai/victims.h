@@ -46,13 +46,13 @@ std::optional<Duration> ReclaimMinRuntime(const Session& session, int reclaimer_
 //
 // Streams. The units a queue's subtree gives, in their order, and the queue's chain key before
 // each, depend on that subtree alone: a queue's key reads its own allocation, what was drawn from
-// its subtree and its subtree's next unit. So for each second-level queue (a child of a top-level
-// queue) the order keeps that sequence as drawn so far, its stream, and the subtree's own rows
-// stay where the stream ends. A draw reads the next entry of the chosen second-level queue's
-// stream, and draws in its subtree only past the stream's end; only the top-level queues are
-// re-keyed at every draw. Reset rewinds the streams instead of undoing their draws, so that the
-// next preemptor's draws read them again. A stream is dropped, and its subtree's draws undone,
-// when the state changes under it (Refresh) or when an exclusion falls in it (and again at Reset).
+// its subtree and its subtree's next unit. So every queue keeps that sequence as far as it was
+// merged, its stream: a leaf's is drawn from its jobs, and a parent's is merged from its
+// children's streams, each child listed in its parent at the entry the parent takes next. A draw
+// reads the next entry of the top-level queue served last, and merges past a stream's end only
+// there. Reset rewinds the top-level queues; the streams stay for the next preemptor. A change of
+// the state (Refresh) or an exclusion drops the streams on its leaf's path only (an exclusion's
+// again at Reset); the streams below them are merged again from where they are.
 class VictimOrder {
  public:
   VictimOrder(Session& session, const QueueChain& chain, std::function<bool(int group)> eligible,
@@ -67,17 +67,16 @@ class VictimOrder {
   void ExcludeGroup(int group);
   // Undoes every draw, exclusion and recorded mark, back to the order as constructed. Only for
   // an order constructed with nothing recorded, on a state that has not changed since (but for
-  // changes passed to Refresh). O(changes · depth · log n), the draws kept in streams aside.
-  // Construction and Reset stop early, leaving an order that must not be used again, once the
-  // session's poll reports the call cancelled.
+  // changes passed to Refresh). O(top-level queues read + exclusions · (leaf's groups + depth) ·
+  // log n); the streams are kept. Construction and Reset stop early, leaving an order that must
+  // not be used again, once the session's poll reports the call cancelled.
   void Reset();
   // Brings an order with nothing drawn or excluded (as constructed, or after Reset) up to date
   // with a committed change of the state that touched only `groups` (pods bound, evicted, moved
-  // or restored): their eligibility, eviction units and keys, then the keys of the queues above
-  // them, deepest first, and the streams above them dropped. The order is then the one a fresh
-  // construction would give: a job's key depends only on its group, a queue's only on its
-  // allocation and its subtree. O(|groups| · depth · log n) plus the draws the dropped streams
-  // kept.
+  // or restored): their eligibility, and the streams on their leaves' paths dropped. The order is
+  // then the one a fresh construction would give: a job's key depends only on its group, a
+  // queue's only on its allocation and its subtree, and the streams kept are of subtrees the
+  // change did not touch. O(|groups| · (leaf's groups + depth · log n)).
   void Refresh(const std::vector<int>& groups);
   // Marks the pods of `units` recorded, as if the order had been constructed with them as
   // `recorded`; Reset undoes it. O(pods).
@@ -102,61 +101,47 @@ class VictimOrder {
   };
   using JobSet = std::set<JobEntry>;
   using ChildSet = std::set<ChildEntry>;
-  // A second-level queue's stream. Its subtree's rows (jobs, keys, drawn pods and requests) are
-  // at the live position: the units drawn so far. Entry i is the i-th unit the subtree gives
-  // and the queue's key before it; the entry at the live position is the subtree's next unit
-  // (the head) unless the subtree has none left (`ended`). `read`: the entries the current
-  // preemptor's draws have taken.
+  // A queue's stream: entry i is the i-th unit its subtree gives and the queue's key before it.
+  // A leaf's rows (its jobs, drawn pods and requests) stand after its last entry: every entry of
+  // a leaf is drawn. A parent's rule-5 row holds the requests of its entries.
   struct Stream {
     std::vector<int32_t> groups;
     std::vector<int32_t> pod_end;  // entry i's pods: pods[pod_end[i - 1] .. pod_end[i])
     std::vector<int32_t> pods;
     std::vector<double> requests;  // entries × R: each entry's unit
     std::vector<ChainKey> keys;
-    bool headed = false;  // the last entry is the head
-    bool ended = false;   // no head: the subtree has no unit left at the live position
-    bool dirty = false;   // drawn with an exclusion in it: dropped at Reset
-    bool active = false;  // listed in active_streams_ (read from, or dirty)
-    size_t read = 0;
-    std::vector<int> touched;  // groups drawn at the live position's draws, with repeats
+    bool ended = false;  // the subtree gives nothing past the last entry
     size_t size() const { return groups.size(); }
-    size_t live() const { return headed ? groups.size() - 1 : groups.size(); }
   };
 
   int RemainingRunning(int group) const;
   // True when every pod of `unit` is recorded (a unit is recorded whole or not at all: R is made
   // of units of this same sequence).
   bool Recorded(const EvictionUnit& unit) const;
-  // Counts `pods` (of `group`) as drawn in the subtree's rows: they leave their group's next
-  // units and their requests leave the allocation (rule 5) of every queue above them, up to and
-  // including `top` (the stream's queue, or a top-level leaf). Keys are not updated.
-  void CountDrawn(int group, const int32_t* pods, size_t count, int top);
+  // Counts `unit`'s pods as drawn in `leaf`'s rows: they leave their group's next units and
+  // their requests leave the leaf's allocation (rule 5). Keys are not updated.
+  void CountDrawn(const EvictionUnit& unit, int leaf);
   // Fills units_[group] (its next eviction unit) and unit_requests_[group]; false when none.
   bool ComputeUnit(int group);
   void RekeyJob(int group);
-  // Re-keys `queue` from its subtree's rows. A second-level queue's key goes into its stream as
-  // the head (replacing it) and the entry its preemptor's draws read is listed in its parent; a
-  // top-level queue is re-keyed with what its children's streams give next.
-  void Rekey(int queue);
-  // Re-keys each of `groups` (repeats allowed) once, then each queue above them and above
-  // `queues` once, deepest first. Leaves `groups` as it was.
-  void RekeyGroupsAndQueues(const std::vector<int>& groups, const std::vector<int>& queues = {});
   int LastServed(const ChildSet& set) const;
   ChildSet& Container(int queue);
-  // The requests of the unit `queue` gives next (queue listed).
-  const double* BestRequests(int queue) const;
-  // Lists a second-level queue in its parent with the entry its preemptor's draws read next.
-  void ShowRead(int stream);
-  // Draws the head of `stream` in its subtree, then re-keys up to the stream's queue, which
-  // takes the next head.
-  void DrawHead(int stream);
-  // Undoes the subtree draws `stream` kept and drops its entries; adds the groups they drew to
-  // `groups`. The stream's queue must then be re-keyed (it has no head).
-  void Drop(int stream, std::vector<int>* groups);
-  // Drops the stream above `leaf` (if any) when it has drawn, re-keying back to the subtree's
-  // first unit, and marks it dirty.
-  void PrepareExclusion(int leaf);
-  void Activate(int stream);
+  // Appends the next entry to `queue`'s stream: a leaf draws its next job's unit; a parent takes
+  // the next entry of the child served last, which then shows its next one. Sets `ended` when
+  // there is none.
+  void Extend(int queue);
+  // Extends `queue`'s stream until it has entry `index` or ends.
+  void Ensure(int queue, size_t index);
+  // Lists `queue` in its parent (or among the top-level queues) with the entry taken next, or
+  // takes it out when its stream has none.
+  void Show(int queue);
+  // Drops the streams on the paths of `leaves` to the top (each once, deepest first) and merges
+  // each again to its first entry: a leaf's draws are undone and its jobs re-keyed on the state
+  // as it stands (eligibility included), and a parent takes its children from their first
+  // entries. The top-level queues dropped show their first entry.
+  void DropPaths(const std::vector<int>& leaves);
+  // Takes `leaf`'s path out until Reset, when DropPaths runs again on it.
+  void MarkDirty(int leaf);
 
   // The generic rules of eligibility (§4.7) and the action's filter.
   bool Eligible(int group) const;
@@ -169,36 +154,33 @@ class VictimOrder {
   std::vector<char> pod_drawn_;
   std::vector<char> pod_recorded_;   // R: drawn in their turn, never yielded
   std::vector<int> recorded_pods_;   // the pods marked in pod_recorded_, for Reset
-  std::vector<double> drawn_;        // per queue × R: requests drawn from the subtree
+  std::vector<double> drawn_;        // per queue × R: requests of its stream's entries
   std::vector<EvictionUnit> units_;  // per group
   std::vector<std::vector<double>> unit_requests_;  // per group
   std::vector<char> eligible_;
+  std::vector<char> leaf_out_;  // per leaf: taken out by ExcludeLeaf
+  std::vector<std::vector<int>> leaf_groups_;
   std::vector<JobSet> jobs_;  // per leaf
   std::vector<char> job_listed_;
   std::vector<JobSet::iterator> job_it_;  // per group
   std::vector<ChildSet> children_;        // per non-leaf
   ChildSet roots_;
-  // Per queue: the group its subtree gives next (a second-level queue: at its stream's read
-  // entry), and for a top-level queue with children the child it comes from.
-  std::vector<int> best_;
-  std::vector<int> best_child_;
-  std::vector<int> stream_of_;  // per queue below the top level: its second-level ancestor
-  std::vector<int> depth_;
-  std::vector<Stream> streams_;  // per queue; used for the second-level ones
-  std::vector<int> active_streams_;
+  std::vector<Stream> streams_;  // per queue
+  // Per queue: the entries of its stream its parent took (a top-level queue: this preemptor's
+  // draws).
+  std::vector<size_t> taken_;
+  std::vector<std::vector<int>> advanced_;  // per queue: the children with entries taken
+  std::vector<int> tops_read_;              // top-level queues with entries taken
   std::vector<char> queue_listed_;
   std::vector<ChildSet::iterator> queue_it_;
   std::vector<double> scratch_;
-  std::vector<int> touched_;     // groups of top-level leaves drawn from since construction
-  std::vector<int> tops_drawn_;  // top-level queues drawn from (their drawn_ rows)
-  std::vector<char> top_drawn_;
-  std::vector<int> excluded_;  // groups taken out by ExcludeLeaf and ExcludeGroup
-  // Scratch of RekeyGroupsAndQueues: marks (all 0 between calls) and the queues by depth.
-  std::vector<char> group_marked_;
+  std::vector<int> excluded_;      // groups taken out by ExcludeLeaf and ExcludeGroup
+  std::vector<int> leaves_out_;    // leaves taken out by ExcludeLeaf
+  std::vector<int> dirty_leaves_;  // leaves whose paths an exclusion dropped
+  // Scratch of DropPaths: marks (all 0 between calls) and the queues by depth.
   std::vector<char> queue_marked_;
   std::vector<std::vector<int>> queues_by_depth_;
-  std::vector<int> reset_groups_;
-  std::vector<int> reset_queues_;
+  std::vector<int> depth_;
 };
 
 }  // namespace arbiter::kai
