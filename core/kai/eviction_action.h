@@ -86,6 +86,11 @@ class EvictionAction {
   // With a shared order: takes out of it the victims `preemptor` may not take (the solver takes
   // out the preemptor itself). Undone by the order's Reset.
   virtual void PrepareSharedOrder(int /*preemptor*/, VictimOrder& /*order*/) const {}
+  // The same for MayEvictIgnoringMinRuntime: takes out of a shared order the victims `preemptor`
+  // could not take even if no min-runtime protected them. Default: PrepareSharedOrder.
+  virtual void PrepareSharedOrderIgnoringMinRuntime(int preemptor, VictimOrder& order) const {
+    PrepareSharedOrder(preemptor, order);
+  }
 
   // The action's validator on a try: sets the reason and message of each victim unit evicted
   // (not moved), and returns false to reject the try. `solver` (solver.h) gives the allocations

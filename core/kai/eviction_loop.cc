@@ -20,7 +20,8 @@ namespace arbiter::kai {
 namespace {
 
 // `action` with min-runtime left out: every victim it could take if no min-runtime protected
-// them, in a fresh order per preemptor. Only searched, never committed (MinRuntimeOutcome).
+// them, in a fresh order per preemptor (the action's shared order when it shares one). Only
+// searched, never committed (MinRuntimeOutcome).
 class IgnoringMinRuntime final : public EvictionAction {
  public:
   explicit IgnoringMinRuntime(const EvictionAction& action) : action_(action) {}
@@ -32,6 +33,12 @@ class IgnoringMinRuntime final : public EvictionAction {
   int max_victim_groups() const override { return action_.max_victim_groups(); }
   bool MayEvict(int preemptor, int victim) const override {
     return action_.MayEvictIgnoringMinRuntime(preemptor, victim);
+  }
+  // The action's shared order serves this search too, with only what min-runtime does not
+  // decide taken out.
+  bool SharesVictimOrder() const override { return action_.SharesVictimOrder(); }
+  void PrepareSharedOrder(int preemptor, VictimOrder& order) const override {
+    action_.PrepareSharedOrderIgnoringMinRuntime(preemptor, order);
   }
   bool Validate(const Solver& solver, Attempt& attempt) const override {
     return action_.Validate(solver, attempt);
@@ -54,10 +61,11 @@ class IgnoringMinRuntime final : public EvictionAction {
 // taken). nullopt when no victim the action could take is protected, or when even without
 // min-runtime no set of victims lets the unit fit. Leaves the state as it was. `searched`: whether
 // the search without min-runtime ran. `failed`: what the failed search did (Solver::Record).
+// `shared`: the action's shared victim order when it has one (null: none), used and reset.
 std::optional<std::string> MinRuntimeOutcome(Session& session, const QueueChain& chain,
                                              const EvictionAction& action, int group,
                                              const Unit& unit, const Solver::Record& failed,
-                                             bool* searched) {
+                                             VictimOrder* shared, bool* searched) {
   *searched = false;
   if (!action.MayProtect()) return std::nullopt;
   const Cluster& cluster = session.cluster();
@@ -68,7 +76,7 @@ std::optional<std::string> MinRuntimeOutcome(Session& session, const QueueChain&
   }
   if (!any_protected) return std::nullopt;
   IgnoringMinRuntime without(action);
-  Solver solver(session, chain, without, /*shared_order=*/nullptr,
+  Solver solver(session, chain, without, without.SharesVictimOrder() ? shared : nullptr,
                 /*place_without_victims=*/session.allocate_ran());
   // The failed search's tries that this one would make again, with the same verdict, are not.
   solver.Replay(&failed);
@@ -161,8 +169,8 @@ void RunEvictionAction(Session& session, const EvictionAction& action) {
     // min-runtime is counted apart.
     const SearchCounters search = counters;
     bool searched = false;
-    std::optional<std::string> protection =
-        MinRuntimeOutcome(session, order.chain(), action, group, unit, record, &searched);
+    std::optional<std::string> protection = MinRuntimeOutcome(
+        session, order.chain(), action, group, unit, record, shared.get(), &searched);
     const int64_t explanation_tries = counters.tries - search.tries;
     const int64_t replayed =
         counters.explanation_tries_replayed - search.explanation_tries_replayed;

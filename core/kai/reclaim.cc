@@ -267,6 +267,10 @@ class ReclaimAction final : public EvictionAction {
   // protected from it.
   bool SharesVictimOrder() const override { return true; }
   void PrepareSharedOrder(int preemptor, VictimOrder& order) const override;
+  // Without min-runtime a victim's eligibility depends on the reclaimer only through its leaf.
+  void PrepareSharedOrderIgnoringMinRuntime(int preemptor, VictimOrder& order) const override {
+    order.ExcludeLeaf(cluster_.group(preemptor).queue);
+  }
   bool Validate(const Solver& solver, Attempt& attempt) const override {
     return ValidateReclaim(session_, solver, attempt);
   }
