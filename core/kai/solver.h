@@ -228,14 +228,12 @@ class Solver {
   // Per draw: each bound counts the drawn unit, and each side its requests.
   void AddDrawnToOrdered(std::vector<OrderedMove>& moves, const EvictionUnit& drawn,
                          const std::vector<int>& nodes) const;
-  // The counter of the first reason that rules out every try after the current draw (the
-  // sequence's unit walked_to_, drawn for `group`): the replayed search made them and saw them
-  // fail (explanation_tries_replayed, ReplayedFailure), the room (tries_skipped_count), the
-  // victims R must re-place (tries_skipped_moves), then `ordered` (tries_skipped_ranked); null
-  // when none does.
-  int64_t* DrawRuledOut(int group, DrawSequence& sequence, const RoomBound& room,
-                        const std::vector<MovesBound>& moves, std::vector<OrderedMove>& ordered,
-                        SearchCounters& counters);
+  // The counter of the first bound that rules out every try after the current draw: the room
+  // (tries_skipped_count), the victims R must re-place (tries_skipped_moves), then `ordered`
+  // (tries_skipped_ranked); null when none does. (A draw whose tries the replayed search made
+  // and saw fail, ReplayedFailure, is passed over before: FindVictimsForPart.)
+  int64_t* DrawRuledOut(const RoomBound& room, const std::vector<MovesBound>& moves,
+                        std::vector<OrderedMove>& ordered, SearchCounters& counters);
   // Replay: the recorded part the current part repeats (same part, same R, none of R
   // protected), or null; `cursor` walks the recorded parts, in part order, across calls.
   const Record::Part* RecordedPart(int group, int part, const std::vector<EvictionUnit>& chosen,
