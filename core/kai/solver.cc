@@ -1250,7 +1250,7 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
       // skip test too (Room < part exactly when MayHold fails). The reference makes every try.
       std::optional<TryRoom> try_room;
       if (room.TracksTries() && !session_.reference_search()) {
-        try_room = TryRoom{&room, room.Room(node, draws.IndicesOn(node), fresh)};
+        try_room = TryRoom{&room, room.RoomOrBelow(node, draws.IndicesOn(node), fresh)};
       }
       if (try_room ? try_room->room < part : !room.MayHold(node, draws.IndicesOn(node), fresh)) {
         ++counters.tries_skipped_count;

@@ -371,7 +371,7 @@ bool RoomBound::MayHold(int node, const std::vector<int>& indices,
                         const std::vector<const EvictionUnit*>& fresh) {
   if (!counted_) return true;
   if (base_total_ >= part_) return true;  // the count does not rule it out
-  return Total(node, indices, fresh, /*whole=*/false) >= part_;
+  return Total(node, indices, fresh, /*whole=*/false, /*bound_first=*/true) >= part_;
 }
 
 int RoomBound::PodsNow(int node) const {
@@ -394,11 +394,16 @@ int RoomBound::PodsNow(int node) const {
 
 int RoomBound::Room(int node, const std::vector<int>& indices,
                     const std::vector<const EvictionUnit*>& fresh) {
-  return Total(node, indices, fresh, /*whole=*/true);
+  return Total(node, indices, fresh, /*whole=*/true, /*bound_first=*/false);
+}
+
+int RoomBound::RoomOrBelow(int node, const std::vector<int>& indices,
+                           const std::vector<const EvictionUnit*>& fresh) {
+  return Total(node, indices, fresh, /*whole=*/true, /*bound_first=*/true);
 }
 
 int RoomBound::Total(int node, const std::vector<int>& indices,
-                     const std::vector<const EvictionUnit*>& fresh, bool whole) {
+                     const std::vector<const EvictionUnit*>& fresh, bool whole, bool bound_first) {
   // On `node` itself, every drawn victim with a pod there is in `fresh`: its room is the base
   // plus everything drawn there, counted by AddDrawn as it keeps that row. (An infeasible node
   // counts 0 pods, in the base too.)
@@ -422,8 +427,39 @@ int RoomBound::Total(int node, const std::vector<int>& indices,
     other_rows_.back().units = base_units_;
   }
   OtherRows& rows = other_rows_[slot];
+  if (bound_first) {
+    // A bound by the drawn rows: every drawn victim is evicted there, n's fresh ones among them,
+    // so each other node's count there is at least its count with n's fresh victims (sums of
+    // more non-negative terms, in the same order, round no lower). Below the part, so is the
+    // count; the rows are folded only when it is not.
+    See(node, indices, fresh, &rows);
+    int bound = total;
+    for (int other : rows.nodes) bound += drawn_count_[other] - base_count_[other];
+    if (bound < part_) return bound;
+  }
   Fold(node, indices, fresh, &rows);
   return total + rows.gain;
+}
+
+void RoomBound::See(int node, const std::vector<int>& indices,
+                    const std::vector<const EvictionUnit*>& fresh, OtherRows* rows) {
+  const WorkingState& state = session_.state();
+  size_t first = rows->seen;
+  while (first < fresh.size() && drawn_on_one_node_[indices[first]] != 0) ++first;
+  rows->seen = fresh.size();
+  if (first == fresh.size()) return;
+  PrepareScratch();
+  const uint64_t stamp = ++scratch_.current;
+  for (int other : rows->nodes) scratch_.stamp[other] = stamp;
+  for (size_t i = first; i < fresh.size(); ++i) {
+    if (drawn_on_one_node_[indices[i]] != 0) continue;
+    for (int p : fresh[i]->pods) {
+      const int other = state.pod_node(p);
+      if (other == node || scratch_.stamp[other] == stamp) continue;
+      scratch_.stamp[other] = stamp;
+      rows->nodes.push_back(other);
+    }
+  }
 }
 
 void RoomBound::Fold(int node, const std::vector<int>& indices,

@@ -89,6 +89,11 @@ class RoomBound {
   // MayHold is false (it is never below the base's count).
   int Room(int node, const std::vector<int>& indices,
            const std::vector<const EvictionUnit*>& fresh);
+  // Room when it is at least the part; otherwise some count below the part and at least Room,
+  // often found without folding the other nodes' rows (a bound by the drawn rows). For a caller
+  // that only compares the count with the part, or uses it only when it is not below.
+  int RoomOrBelow(int node, const std::vector<int>& indices,
+                  const std::vector<const EvictionUnit*>& fresh);
   // With TracksTries: the part's pods that fit on `node` in the state as it is now, capped at
   // the part (0 where the pod may not go). For a part that shares, G is the pool's free GPUs plus
   // its active devices' free shares, each at 0 or more (ProvableDeviceRoom), with less slack than
@@ -150,15 +155,22 @@ class RoomBound {
   struct OtherRows {
     size_t folded = 0;  // the first `folded` of n's fresh victims are in the rows
     int gain = 0;
-    std::vector<int> rows;  // its rows (indices), one per other node
-    DrawnUnits units;       // per device: the units of R and of n's folded victims on it
+    std::vector<int> rows;   // its rows (indices), one per other node
+    DrawnUnits units;        // per device: the units of R and of n's folded victims on it
+    size_t seen = 0;         // the first `seen` of n's fresh victims have their nodes in `nodes`
+    std::vector<int> nodes;  // the other nodes of those victims, each once
   };
   // The count of Room on `node`; unless `whole`, it may stop as soon as it reaches the part.
+  // With `bound_first`, a count below the part may be any count below the part and at least the
+  // count (RoomOrBelow).
   int Total(int node, const std::vector<int>& indices,
-            const std::vector<const EvictionUnit*>& fresh, bool whole);
+            const std::vector<const EvictionUnit*>& fresh, bool whole, bool bound_first);
   // Folds n's fresh victims from rows.folded on into its rows and brings rows.gain up to date.
   void Fold(int node, const std::vector<int>& indices,
             const std::vector<const EvictionUnit*>& fresh, OtherRows* rows);
+  // Adds to rows.nodes the other nodes of n's fresh victims from rows.seen on.
+  void See(int node, const std::vector<int>& indices, const std::vector<const EvictionUnit*>& fresh,
+           OtherRows* rows);
   std::vector<OtherRows> other_rows_;    // made for a node n once a fresh victim of n spans nodes
   std::vector<int> other_slot_;          // per node n: its OtherRows in other_rows_, or -1
   std::vector<int> single_fresh_;        // per node n without rows: its first fresh victims all

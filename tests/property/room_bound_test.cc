@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -113,6 +114,63 @@ TEST(RoomBound, KeptRowsOfOtherNodesAnswerAsRowsSummedAfresh) {
   // The comparison means something only when the rows decide some answers.
   EXPECT_GE(compared, kCases);
   EXPECT_GE(ruled_out, kCases / 4);
+}
+
+// RoomOrBelow may answer a count below the part from the drawn rows alone, without folding the
+// other nodes' rows; the search compares it with the part and uses it only when it is not below.
+// So it must be Room exactly when Room reaches the part, and below the part, yet not below Room,
+// when Room is. Room is asked of a bound given the same draws once (its rows summed afresh).
+TEST(RoomBound, RoomOrBelowIsRoomAtThePartAndBoundsItBelow) {
+  int64_t below = 0;
+  int64_t at_part = 0;
+  int64_t bounded = 0;  // below the part, answered above Room: the drawn rows decided
+  for (uint64_t index = 0; index < kCases; ++index) {
+    KaiCase c(index);
+    Session& session = c.session;
+    const kai::Cluster& cluster = session.cluster();
+    const WorkingState& state = session.state();
+    const std::vector<EvictionUnit> victims = Victims(session);
+    const std::vector<EvictionUnit> none;
+    auto eligible = [](int) { return true; };
+    for (const auto& pending : PendingUnits(session)) {
+      const int g = pending.first;
+      const kai::Unit& unit = pending.second;
+      const int part = static_cast<int>(unit.pods.size());
+      RoomBound kept(session, unit, part, none, eligible, &session.room_scratch());
+      if (!kept.TracksTries()) continue;
+      std::vector<std::vector<int>> on_node(cluster.num_nodes());
+      for (size_t d = 0; d < victims.size(); ++d) {
+        const std::vector<int> nodes = NodesOf(state, victims[d]);
+        kept.AddDrawn(victims[d], nodes);
+        for (int node : nodes) on_node[node].push_back(static_cast<int>(d));
+        for (int node : nodes) {
+          std::vector<const EvictionUnit*> fresh;
+          for (int k : on_node[node]) fresh.push_back(&victims[k]);
+          const int answer = kept.RoomOrBelow(node, on_node[node], fresh);
+          RoomBound once(session, unit, part, none, eligible, &session.room_scratch());
+          for (size_t e = 0; e <= d; ++e) once.AddDrawn(victims[e], NodesOf(state, victims[e]));
+          const int room = once.Room(node, on_node[node], fresh);
+          const auto where = [&] {
+            return DescribeCase(index, c.options) + " group " + std::to_string(g) + " draw " +
+                   std::to_string(d) + " node " + std::to_string(node);
+          };
+          if (room >= part) {
+            ASSERT_EQ(answer, room) << where();
+            ++at_part;
+          } else {
+            ASSERT_LT(answer, part) << where();
+            ASSERT_GE(answer, room) << where();
+            ++below;
+            if (answer > room) ++bounded;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GE(below, kCases / 4);
+  EXPECT_GE(at_part, kCases / 4);
+  // 485 in these cases: the drawn rows decide some of the counts below the part.
+  EXPECT_GE(bounded, 100);
 }
 
 // The count with every victim evicted walks the groups (a preemptor whose victims lie in its own
