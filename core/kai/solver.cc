@@ -979,6 +979,29 @@ void Solver::AddDrawnToOrdered(std::vector<OrderedMove>& moves, const EvictionUn
   }
 }
 
+int64_t* Solver::CountDraw(int group, DrawSequence& sequence, const EvictionUnit& next,
+                           const std::vector<int>& nodes, DrawBounds* bounds) {
+  SearchCounters& counters = session_.counters();
+  // While the replayed search rules out every try, no bound is read: the bounds count the units
+  // drawn meanwhile, in draw order, at the first draw whose tries they may judge.
+  if (ReplayedFailure(group, walked_to_, sequence)) {
+    bounds->uncounted.push_back(&next);
+    return &counters.explanation_tries_replayed;
+  }
+  const auto count = [&](const EvictionUnit& unit, const std::vector<int>& on) {
+    bounds->room.AddDrawn(unit, on);
+    for (MovesBound& bound : bounds->moves) bound.AddDrawn(unit, on);
+    AddDrawnToOrdered(bounds->ordered, unit, on);
+  };
+  for (const EvictionUnit* earlier : bounds->uncounted) {
+    NodesOf(session_.state(), *earlier, &bounds->nodes);
+    count(*earlier, bounds->nodes);
+  }
+  bounds->uncounted.clear();
+  count(next, nodes);
+  return DrawRuledOut(bounds->room, bounds->moves, bounds->ordered, counters);
+}
+
 int64_t* Solver::DrawRuledOut(const RoomBound& room, const std::vector<MovesBound>& moves,
                               std::vector<OrderedMove>& ordered, SearchCounters& counters) {
   if (!room.DrawnMayHold()) return &counters.tries_skipped_count;
@@ -1208,10 +1231,7 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
   std::vector<const std::vector<int>*> tried;
   const EvictionUnit* drawn = nullptr;
   std::vector<int> nodes;
-  // The units drawn while the replay ruled out their tries, not yet counted by the bounds (the
-  // sequence's units keep their addresses), and the nodes of one of them.
-  std::vector<const EvictionUnit*> uncounted;
-  std::vector<int> earlier_nodes;
+  DrawBounds bounds{room, moves, ordered, {}, {}};
   for (walked_to_ = 0; sequence->At(walked_to_, &drawn); ++walked_to_) {
     // Cancelled: stop. A unit of R is drawn in its turn, not yielded.
     if (poll.Tick(1 + static_cast<int64_t>(drawn->pods.size()))) return false;
@@ -1222,24 +1242,7 @@ bool Solver::FindVictimsForPart(int group, const Unit& unit, int part, DrawSeque
     if (!draws.Admits(next.group)) return false;  // one victim group too many
     NodesOf(session_.state(), next, &nodes);
     draws.Add(next, nodes);
-    // While the replayed search rules out every try, no bound is read: the bounds count the
-    // units drawn meanwhile, in draw order, at the first draw whose tries they may judge.
-    if (ReplayedFailure(group, walked_to_, *sequence)) {
-      counters.explanation_tries_replayed += static_cast<int64_t>(nodes.size());
-      uncounted.push_back(&next);
-      continue;
-    }
-    for (const EvictionUnit* earlier : uncounted) {
-      NodesOf(session_.state(), *earlier, &earlier_nodes);
-      room.AddDrawn(*earlier, earlier_nodes);
-      for (MovesBound& bound : moves) bound.AddDrawn(*earlier, earlier_nodes);
-      AddDrawnToOrdered(ordered, *earlier, earlier_nodes);
-    }
-    uncounted.clear();
-    room.AddDrawn(next, nodes);
-    for (MovesBound& bound : moves) bound.AddDrawn(next, nodes);
-    AddDrawnToOrdered(ordered, next, nodes);
-    if (int64_t* skipped = DrawRuledOut(room, moves, ordered, counters)) {
+    if (int64_t* skipped = CountDraw(group, *sequence, next, nodes, &bounds)) {
       *skipped += static_cast<int64_t>(nodes.size());
       continue;
     }

@@ -228,10 +228,25 @@ class Solver {
   // Per draw: each bound counts the drawn unit, and each side its requests.
   void AddDrawnToOrdered(std::vector<OrderedMove>& moves, const EvictionUnit& drawn,
                          const std::vector<int>& nodes) const;
+  // The bounds a part's draws feed, and the units drawn while the replay ruled out their tries,
+  // not yet counted by them (the sequence's units keep their addresses).
+  struct DrawBounds {
+    RoomBound& room;
+    std::vector<MovesBound>& moves;
+    std::vector<OrderedMove>& ordered;
+    std::vector<const EvictionUnit*> uncounted;
+    std::vector<int> nodes;  // scratch: the nodes of one of them
+  };
+  // After the sequence's unit walked_to_ (`next`, on `nodes`) is drawn for `group`: the counter
+  // of the first reason that rules out every try after it, the replayed search having made them
+  // and seen them fail (explanation_tries_replayed, ReplayedFailure; the bounds count the unit
+  // later) or a bound (DrawRuledOut, once the bounds have counted every unit drawn so far); null
+  // when none does.
+  int64_t* CountDraw(int group, DrawSequence& sequence, const EvictionUnit& next,
+                     const std::vector<int>& nodes, DrawBounds* bounds);
   // The counter of the first bound that rules out every try after the current draw: the room
   // (tries_skipped_count), the victims R must re-place (tries_skipped_moves), then `ordered`
-  // (tries_skipped_ranked); null when none does. (A draw whose tries the replayed search made
-  // and saw fail, ReplayedFailure, is passed over before: FindVictimsForPart.)
+  // (tries_skipped_ranked); null when none does.
   int64_t* DrawRuledOut(const RoomBound& room, const std::vector<MovesBound>& moves,
                         std::vector<OrderedMove>& ordered, SearchCounters& counters);
   // Replay: the recorded part the current part repeats (same part, same R, none of R
