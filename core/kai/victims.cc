@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstddef>
 #include <cstdint>
 #include <iterator>
 #include <utility>
@@ -54,6 +55,36 @@ std::optional<Duration> ReclaimMinRuntime(const Session& session, int reclaimer_
     if (tree.queue(q).reclaim_min_runtime.has_value()) return tree.queue(q).reclaim_min_runtime;
   }
   return std::nullopt;
+}
+
+void VictimOrder::Stream::Append(int32_t group, const int32_t* first, const int32_t* last,
+                                 const ChainKey& key) {
+  groups.push_back(group);
+  pod_begin.push_back(static_cast<int32_t>(pods.size()));
+  pods.insert(pods.end(), first, last);
+  keys.push_back(key);
+}
+
+void VictimOrder::Stream::LetGo(size_t until) {
+  const size_t count = until - base;
+  if (count == 0) return;
+  const int32_t pods_gone =
+      count < pod_begin.size() ? pod_begin[count] : static_cast<int32_t>(pods.size());
+  pods.erase(pods.begin(), pods.begin() + pods_gone);
+  pod_begin.erase(pod_begin.begin(), pod_begin.begin() + static_cast<std::ptrdiff_t>(count));
+  for (int32_t& begin : pod_begin) begin -= pods_gone;
+  groups.erase(groups.begin(), groups.begin() + static_cast<std::ptrdiff_t>(count));
+  keys.erase(keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(count));
+  base = until;
+}
+
+void VictimOrder::Stream::Clear() {
+  groups.clear();
+  pod_begin.clear();
+  pods.clear();
+  keys.clear();
+  base = 0;
+  ended = false;
 }
 
 VictimOrder::VictimOrder(Session& session, const QueueChain& chain,
@@ -233,50 +264,61 @@ void VictimOrder::Extend(int queue) {
   const Cluster& cluster = session_.cluster();
   const QueueTree& tree = cluster.tree();
   const WorkingState& state = session_.state();
-  Stream& stream = streams_[queue];
-  const double* allocated = state.allocated(queue);
-  for (int r = 0; r < r_; ++r) scratch_[r] = allocated[r] - drawn_[queue * r_ + r];
-  if (tree.is_leaf(queue)) {
-    // The job served last gives its unit, drawn at once: the leaf's rows follow its entries.
-    if (jobs_[queue].empty()) {
-      stream.ended = true;
-      return;
+  // Each level takes the next entry of its child served last, and that child then needs its
+  // next entry too, unless it has one or has ended: a chain down the tree, walked without
+  // recursion (the tree may be any depth), then each child shown in its parent, deepest first.
+  std::vector<int>& chain = extend_chain_;
+  chain.clear();
+  for (int q = queue;;) {
+    Stream& stream = streams_[q];
+    const double* allocated = state.allocated(q);
+    for (int r = 0; r < r_; ++r) scratch_[r] = allocated[r] - drawn_[q * r_ + r];
+    if (tree.is_leaf(q)) {
+      // The job served last gives its unit, drawn at once: the leaf's rows follow its entries.
+      if (jobs_[q].empty()) {
+        stream.ended = true;
+        break;
+      }
+      const int group = jobs_[q].begin()->key.group;
+      const EvictionUnit& unit = units_[group];
+      const std::vector<double>& requests = unit_requests_[group];
+      stream.Append(group, unit.pods.data(), unit.pods.data() + unit.pods.size(),
+                    chain_.Key(q, allocated, requests.data(), scratch_.data()));
+      CountDrawn(unit, q);
+      RekeyJob(group);
+      break;
     }
-    const int group = jobs_[queue].begin()->key.group;
-    const EvictionUnit& unit = units_[group];
-    const std::vector<double>& requests = unit_requests_[group];
-    stream.keys.push_back(chain_.Key(queue, allocated, requests.data(), scratch_.data()));
-    stream.groups.push_back(group);
-    stream.pods.insert(stream.pods.end(), unit.pods.begin(), unit.pods.end());
-    stream.pod_end.push_back(static_cast<int32_t>(stream.pods.size()));
-    stream.requests.insert(stream.requests.end(), requests.begin(), requests.end());
-    CountDrawn(unit, queue);
-    RekeyJob(group);
-    return;
+    const int child = LastServed(children_[q]);
+    if (child < 0) {
+      stream.ended = true;
+      break;
+    }
+    Stream& from = streams_[child];
+    const size_t i = taken_[child];
+    const int32_t* first = from.first_pod(i);
+    const int32_t* last = from.last_pod(i);
+    // The entry's requests, summed pod by pod as the leaf summed its unit's (ComputeUnit), and
+    // the rule-5 row, pod by pod as the leaf's is.
+    std::vector<double>& requests = entry_requests_;
+    requests.assign(r_, 0.0);
+    for (const int32_t* pod = first; pod != last; ++pod) {
+      const double* pod_requests = cluster.requests(*pod);
+      for (int r = 0; r < r_; ++r) requests[r] += pod_requests[r];
+    }
+    stream.Append(from.group(i), first, last,
+                  chain_.Key(q, allocated, requests.data(), scratch_.data()));
+    for (const int32_t* pod = first; pod != last; ++pod) {
+      const double* pod_requests = cluster.requests(*pod);
+      for (int r = 0; r < r_; ++r) drawn_[q * r_ + r] += pod_requests[r];
+    }
+    if (taken_[child]++ == 0) advanced_[q].push_back(child);
+    if (depth_[child] > kKeptDepth) from.LetGo(taken_[child]);
+    chain.push_back(child);
+    // The child had its entry before this one was taken: at most one more is needed.
+    if (from.size() > taken_[child] || from.ended) break;
+    q = child;
   }
-  const int child = LastServed(children_[queue]);
-  if (child < 0) {
-    stream.ended = true;
-    return;
-  }
-  Stream& from = streams_[child];
-  const size_t i = taken_[child];
-  const double* requests = &from.requests[i * r_];
-  stream.keys.push_back(chain_.Key(queue, allocated, requests, scratch_.data()));
-  stream.groups.push_back(from.groups[i]);
-  const int32_t pod_begin = i == 0 ? 0 : from.pod_end[i - 1];
-  stream.pods.insert(stream.pods.end(), from.pods.begin() + pod_begin,
-                     from.pods.begin() + from.pod_end[i]);
-  stream.pod_end.push_back(static_cast<int32_t>(stream.pods.size()));
-  stream.requests.insert(stream.requests.end(), requests, requests + r_);
-  // The rule-5 row, pod by pod as the leaf's is.
-  for (int32_t k = pod_begin; k < from.pod_end[i]; ++k) {
-    const double* pod_requests = cluster.requests(from.pods[k]);
-    for (int r = 0; r < r_; ++r) drawn_[queue * r_ + r] += pod_requests[r];
-  }
-  if (taken_[child]++ == 0) advanced_[queue].push_back(child);
-  Ensure(child, taken_[child]);
-  Show(child);
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) Show(*it);
 }
 
 void VictimOrder::Ensure(int queue, size_t index) {
@@ -290,7 +332,7 @@ void VictimOrder::Show(int queue) {
   const size_t i = taken_[queue];
   if (i < stream.size()) {
     queue_it_[queue] =
-        Place(container, queue_listed_[queue], queue_it_[queue], ChildEntry{stream.keys[i], queue});
+        Place(container, queue_listed_[queue], queue_it_[queue], ChildEntry{stream.key(i), queue});
     queue_listed_[queue] = true;
     return;
   }
@@ -312,18 +354,34 @@ void VictimOrder::DropPaths(const std::vector<int>& leaves) {
       ++marked;
     }
   }
+  // A dropped queue takes its children from their first entries again: a child below kKeptDepth
+  // that let go of some is dropped too, and so on down.
+  std::vector<int>& below = drop_below_;
+  below.clear();
+  for (const std::vector<int>& level : queues_by_depth_) {
+    for (int queue : level) {
+      if (depth_[queue] >= kKeptDepth) below.push_back(queue);
+    }
+  }
+  while (!below.empty()) {
+    const int queue = below.back();
+    below.pop_back();
+    for (int child : tree.children(queue)) {
+      if (queue_marked_[child] || streams_[child].base == 0) continue;
+      queue_marked_[child] = 1;
+      const size_t depth = static_cast<size_t>(depth_[child]);
+      if (queues_by_depth_.size() <= depth) queues_by_depth_.resize(depth + 1);
+      queues_by_depth_[depth].push_back(child);
+      ++marked;
+      below.push_back(child);
+    }
+  }
   session_.poll().Tick(1 + static_cast<int64_t>(marked));
   // Deepest first: a parent merges again from its children's first entries.
   for (auto level = queues_by_depth_.rbegin(); level != queues_by_depth_.rend(); ++level) {
     for (int queue : *level) {
       queue_marked_[queue] = 0;
-      Stream& stream = streams_[queue];
-      stream.groups.clear();
-      stream.pod_end.clear();
-      stream.pods.clear();
-      stream.requests.clear();
-      stream.keys.clear();
-      stream.ended = false;
+      streams_[queue].Clear();
       std::fill(&drawn_[queue * r_], &drawn_[queue * r_] + r_, 0.0);
       if (tree.is_leaf(queue)) {
         const std::vector<int>& groups = leaf_groups_[queue];
@@ -386,9 +444,8 @@ bool VictimOrder::Next(EvictionUnit* unit) {
     if (top < 0) return false;
     const Stream& stream = streams_[top];
     const size_t i = taken_[top];
-    unit->group = stream.groups[i];
-    unit->pods.assign(stream.pods.begin() + (i == 0 ? 0 : stream.pod_end[i - 1]),
-                      stream.pods.begin() + stream.pod_end[i]);
+    unit->group = stream.group(i);
+    unit->pods.assign(stream.first_pod(i), stream.last_pod(i));
     if (taken_[top]++ == 0) tops_read_.push_back(top);
     Ensure(top, taken_[top]);
     Show(top);

@@ -102,17 +102,32 @@ class VictimOrder {
   using JobSet = std::set<JobEntry>;
   using ChildSet = std::set<ChildEntry>;
   // A queue's stream: entry i is the i-th unit its subtree gives and the queue's key before it.
-  // A leaf's rows (its jobs, drawn pods and requests) stand after its last entry: every entry of
-  // a leaf is drawn. A parent's rule-5 row holds the requests of its entries.
+  // A leaf's rows (its jobs and drawn pods) stand after its last entry: every entry of a leaf is
+  // drawn. A parent's rule-5 row holds the requests of its entries. Below kKeptDepth a stream
+  // lets go of the entries its parent took (`base`), so that what the order holds does not grow
+  // with the depth of the tree: such a stream is dropped with its parent.
   struct Stream {
-    std::vector<int32_t> groups;
-    std::vector<int32_t> pod_end;  // entry i's pods: pods[pod_end[i - 1] .. pod_end[i])
+    std::vector<int32_t> groups;     // entries base.. on
+    std::vector<int32_t> pod_begin;  // per stored entry: where its pods start in `pods`
     std::vector<int32_t> pods;
-    std::vector<double> requests;  // entries × R: each entry's unit
     std::vector<ChainKey> keys;
+    size_t base = 0;
     bool ended = false;  // the subtree gives nothing past the last entry
-    size_t size() const { return groups.size(); }
+    size_t size() const { return base + groups.size(); }
+    int32_t group(size_t i) const { return groups[i - base]; }
+    const ChainKey& key(size_t i) const { return keys[i - base]; }
+    const int32_t* first_pod(size_t i) const { return pods.data() + pod_begin[i - base]; }
+    const int32_t* last_pod(size_t i) const {
+      return i + 1 - base < pod_begin.size() ? pods.data() + pod_begin[i + 1 - base]
+                                             : pods.data() + pods.size();
+    }
+    void Append(int32_t group, const int32_t* first, const int32_t* last, const ChainKey& key);
+    // Lets go of the entries before `until`.
+    void LetGo(size_t until);
+    void Clear();
   };
+  // Streams of queues up to this depth keep every entry (the top level must, for Reset).
+  static constexpr int kKeptDepth = 2;
 
   int RemainingRunning(int group) const;
   // True when every pod of `unit` is recorded (a unit is recorded whole or not at all: R is made
@@ -127,8 +142,8 @@ class VictimOrder {
   int LastServed(const ChildSet& set) const;
   ChildSet& Container(int queue);
   // Appends the next entry to `queue`'s stream: a leaf draws its next job's unit; a parent takes
-  // the next entry of the child served last, which then shows its next one. Sets `ended` when
-  // there is none.
+  // the next entry of the child served last, which then shows its next one (extended in turn
+  // when it has none yet). Sets `ended` when there is none. O(depth · log n), no recursion.
   void Extend(int queue);
   // Extends `queue`'s stream until it has entry `index` or ends.
   void Ensure(int queue, size_t index);
@@ -181,6 +196,9 @@ class VictimOrder {
   std::vector<char> queue_marked_;
   std::vector<std::vector<int>> queues_by_depth_;
   std::vector<int> depth_;
+  std::vector<int> extend_chain_;       // Extend's scratch
+  std::vector<double> entry_requests_;  // Extend's scratch: an entry's requests
+  std::vector<int> drop_below_;         // DropPaths' scratch
 };
 
 }  // namespace arbiter::kai

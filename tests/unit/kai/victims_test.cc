@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/kai/kai_fair_share.h"
 #include "core/kai/queue_order.h"
@@ -14,6 +15,7 @@
 #include "core/validation.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/support/small_stack.h"
 #include "tests/support/snapshot_builder.h"
 #include "tests/support/status_matchers.h"
 #include "tests/unit/kai/kai_test_util.h"
@@ -45,6 +47,29 @@ std::vector<std::string> Draws(const Snapshot& snapshot,
     draws.push_back(absl::StrJoin(pods, "+"));
   }
   return draws;
+}
+
+// The victim order keeps a stream per queue, each merged from its children's: a draw may have
+// to merge down the whole path to a leaf. The depth of the tree is the caller's to choose, so
+// that walk must not recurse once per level (a chain of 200,000 queues, on a 1 MiB stack).
+TEST(VictimOrder, DrawsDownAChainOf200000QueuesOnASmallStack) {
+  ::arbiter::testing::RunOnSmallStack([] {
+    constexpr int kDepth = 200000;
+    SnapshotBuilder builder;
+    for (int i = 0; i < kDepth; ++i) {
+      builder.Queue(absl::StrFormat("level-%06d", i),
+                    i == 0 ? "" : absl::StrFormat("level-%06d", i - 1));
+    }
+    const std::string leaf = absl::StrFormat("level-%06d", kDepth - 1);
+    const Snapshot s = builder.Node("n1", {{"cpu", 4}})
+                           .Group("a", leaf)
+                           .RunningPods(2, {{"cpu", 1}}, "n1")
+                           .Group("b", leaf)
+                           .RunningPods(1, {{"cpu", 1}}, "n1")
+                           .Build();
+    // a (g = 1) runs more than g pods and gives one first; then b, at g, before a at g.
+    EXPECT_THAT(Draws(s), ElementsAre("a-1", "b-0", "a-0"));
+  });
 }
 
 TEST(VictimOrder, QueueServedLastGivesFirst) {
