@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "clients/generator/random.h"
 #include "core/kai/kai_fair_share.h"
 #include "core/kai/quota_check.h"
@@ -74,9 +75,24 @@ std::vector<int> NodesOf(const WorkingState& state, const EvictionUnit& unit) {
   return nodes;
 }
 
-TEST(RoomBound, KeptRowsOfOtherNodesAnswerAsRowsSummedAfresh) {
-  int compared = 0;
-  int ruled_out = 0;
+// One try's count to check: a bound kept across the draws of one part (`kept`), and a bound
+// given the same draws once (`once`, its rows summed from the start), both for the try on `node`
+// after the draw of `fresh`'s last unit (`indices`: the draw indices of `fresh`).
+struct TryCount {
+  std::string where;
+  RoomBound& kept;
+  RoomBound& once;
+  int part;
+  int node;
+  const std::vector<int>& indices;
+  const std::vector<const EvictionUnit*>& fresh;
+};
+
+// Over generated KAI requests, each pending group's unit as the part, with every RUNNING
+// preemptible group drawn in group order (one unit each): calls `check` for the try on each node
+// of each drawn unit. Parts whose bound does not track tries are left out when `tracking`. Stops
+// at the first fatal failure.
+void ForEachTryCount(bool tracking, const std::function<void(const TryCount&)>& check) {
   for (uint64_t index = 0; index < kCases; ++index) {
     KaiCase c(index);
     Session& session = c.session;
@@ -90,6 +106,7 @@ TEST(RoomBound, KeptRowsOfOtherNodesAnswerAsRowsSummedAfresh) {
       const kai::Unit& unit = pending.second;
       const int part = static_cast<int>(unit.pods.size());
       RoomBound kept(session, unit, part, none, eligible, &session.room_scratch());
+      if (tracking && !kept.TracksTries()) continue;
       std::vector<std::vector<int>> on_node(cluster.num_nodes());
       for (size_t d = 0; d < victims.size(); ++d) {
         const std::vector<int> nodes = NodesOf(state, victims[d]);
@@ -98,19 +115,27 @@ TEST(RoomBound, KeptRowsOfOtherNodesAnswerAsRowsSummedAfresh) {
         for (int node : nodes) {
           std::vector<const EvictionUnit*> fresh;
           for (int k : on_node[node]) fresh.push_back(&victims[k]);
-          const bool answer = kept.MayHold(node, on_node[node], fresh);
-          // A bound given the same draws, asked once: its rows are summed from the start.
           RoomBound once(session, unit, part, none, eligible, &session.room_scratch());
           for (size_t e = 0; e <= d; ++e) once.AddDrawn(victims[e], NodesOf(state, victims[e]));
-          ASSERT_EQ(answer, once.MayHold(node, on_node[node], fresh))
-              << DescribeCase(index, c.options) << " group " << g << " draw " << d << " node "
-              << node;
-          ++compared;
-          if (!answer) ++ruled_out;
+          const std::string where = absl::StrCat(DescribeCase(index, c.options), " group ", g,
+                                                 " draw ", d, " node ", node);
+          check(TryCount{where, kept, once, part, node, on_node[node], fresh});
+          if (::testing::Test::HasFatalFailure()) return;
         }
       }
     }
   }
+}
+
+TEST(RoomBound, KeptRowsOfOtherNodesAnswerAsRowsSummedAfresh) {
+  int compared = 0;
+  int ruled_out = 0;
+  ForEachTryCount(/*tracking=*/false, [&](const TryCount& t) {
+    const bool answer = t.kept.MayHold(t.node, t.indices, t.fresh);
+    ASSERT_EQ(answer, t.once.MayHold(t.node, t.indices, t.fresh)) << t.where;
+    ++compared;
+    if (!answer) ++ruled_out;
+  });
   // The comparison means something only when the rows decide some answers.
   EXPECT_GE(compared, kCases);
   EXPECT_GE(ruled_out, kCases / 4);
@@ -124,49 +149,19 @@ TEST(RoomBound, RoomOrBelowIsRoomAtThePartAndBoundsItBelow) {
   int64_t below = 0;
   int64_t at_part = 0;
   int64_t bounded = 0;  // below the part, answered above Room: the drawn rows decided
-  for (uint64_t index = 0; index < kCases; ++index) {
-    KaiCase c(index);
-    Session& session = c.session;
-    const kai::Cluster& cluster = session.cluster();
-    const WorkingState& state = session.state();
-    const std::vector<EvictionUnit> victims = Victims(session);
-    const std::vector<EvictionUnit> none;
-    auto eligible = [](int) { return true; };
-    for (const auto& pending : PendingUnits(session)) {
-      const int g = pending.first;
-      const kai::Unit& unit = pending.second;
-      const int part = static_cast<int>(unit.pods.size());
-      RoomBound kept(session, unit, part, none, eligible, &session.room_scratch());
-      if (!kept.TracksTries()) continue;
-      std::vector<std::vector<int>> on_node(cluster.num_nodes());
-      for (size_t d = 0; d < victims.size(); ++d) {
-        const std::vector<int> nodes = NodesOf(state, victims[d]);
-        kept.AddDrawn(victims[d], nodes);
-        for (int node : nodes) on_node[node].push_back(static_cast<int>(d));
-        for (int node : nodes) {
-          std::vector<const EvictionUnit*> fresh;
-          for (int k : on_node[node]) fresh.push_back(&victims[k]);
-          const int answer = kept.RoomOrBelow(node, on_node[node], fresh);
-          RoomBound once(session, unit, part, none, eligible, &session.room_scratch());
-          for (size_t e = 0; e <= d; ++e) once.AddDrawn(victims[e], NodesOf(state, victims[e]));
-          const int room = once.Room(node, on_node[node], fresh);
-          const auto where = [&] {
-            return DescribeCase(index, c.options) + " group " + std::to_string(g) + " draw " +
-                   std::to_string(d) + " node " + std::to_string(node);
-          };
-          if (room >= part) {
-            ASSERT_EQ(answer, room) << where();
-            ++at_part;
-          } else {
-            ASSERT_LT(answer, part) << where();
-            ASSERT_GE(answer, room) << where();
-            ++below;
-            if (answer > room) ++bounded;
-          }
-        }
-      }
+  ForEachTryCount(/*tracking=*/true, [&](const TryCount& t) {
+    const int answer = t.kept.RoomOrBelow(t.node, t.indices, t.fresh);
+    const int room = t.once.Room(t.node, t.indices, t.fresh);
+    if (room >= t.part) {
+      ASSERT_EQ(answer, room) << t.where;
+      ++at_part;
+      return;
     }
-  }
+    ASSERT_LT(answer, t.part) << t.where;
+    ASSERT_GE(answer, room) << t.where;
+    ++below;
+    if (answer > room) ++bounded;
+  });
   EXPECT_GE(below, kCases / 4);
   EXPECT_GE(at_part, kCases / 4);
   // 485 in these cases: the drawn rows decide some of the counts below the part.
