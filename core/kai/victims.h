@@ -41,8 +41,9 @@ std::optional<Duration> ReclaimMinRuntime(const Session& session, int reclaimer_
 // skips the units of `recorded` (R, §4.8: the victims recorded by earlier parts). Each call to
 // Next draws the next eviction unit. A recorded unit is drawn in its turn and counts as drawn from
 // then on, but Next does not yield it; before its turn it counts as not drawn.
-// Kept incrementally like QueueOrder, in reverse: a draw re-keys only the drawn group's leaf and
-// its ancestors, O(depth · (log n + ties)); construction is O(groups + queues).
+// Kept incrementally like QueueOrder, in reverse: a draw merges at most one entry into each
+// stream on one path (below), O(depth · (log n + ties)), and usually reads a kept entry at the
+// top level only; construction is O(groups + queues).
 //
 // Streams. The units a queue's subtree gives, in their order, and the queue's chain key before
 // each, depend on that subtree alone: a queue's key reads its own allocation, what was drawn from
@@ -52,7 +53,9 @@ std::optional<Duration> ReclaimMinRuntime(const Session& session, int reclaimer_
 // reads the next entry of the top-level queue served last, and merges past a stream's end only
 // there. Reset rewinds the top-level queues; the streams stay for the next preemptor. A change of
 // the state (Refresh) or an exclusion drops the streams on its leaf's path only (an exclusion's
-// again at Reset); the streams below them are merged again from where they are.
+// again at Reset); the streams below them are merged again from where they are. Below the second
+// level a stream lets go of what its parent took (Stream), so the order holds at most three
+// entries per unit drawn, whatever the depth.
 class VictimOrder {
  public:
   VictimOrder(Session& session, const QueueChain& chain, std::function<bool(int group)> eligible,
