@@ -107,6 +107,8 @@ VictimOrder::VictimOrder(Session& session, const QueueChain& chain,
   eligible_.assign(groups, false);
   leaf_out_.assign(tree.size(), false);
   leaf_groups_.resize(tree.size());
+  leaf_drawn_.resize(tree.size());
+  leaf_dirty_.assign(tree.size(), false);
   jobs_.resize(tree.size());
   job_listed_.assign(groups, false);
   job_it_.resize(groups);
@@ -284,6 +286,7 @@ void VictimOrder::Extend(int queue) {
       const std::vector<double>& requests = unit_requests_[group];
       stream.Append(group, unit.pods.data(), unit.pods.data() + unit.pods.size(),
                     chain_.Key(q, allocated, requests.data(), scratch_.data()));
+      if (drawn_pods_[group] == 0) leaf_drawn_[q].push_back(group);
       CountDrawn(unit, q);
       RekeyJob(group);
       break;
@@ -340,7 +343,10 @@ void VictimOrder::Show(int queue) {
   queue_listed_[queue] = false;
 }
 
-void VictimOrder::DropPaths(const std::vector<int>& leaves) {
+void VictimOrder::DropPaths(const std::vector<int>& leaves, const std::vector<int>& groups) {
+  // Their listing first (a drawn one is listed again once its draws are undone, below).
+  session_.poll().Tick(1 + static_cast<int64_t>(groups.size()));
+  for (int group : groups) RekeyJob(group);
   const Cluster& cluster = session_.cluster();
   const QueueTree& tree = cluster.tree();
   size_t marked = 0;
@@ -384,18 +390,18 @@ void VictimOrder::DropPaths(const std::vector<int>& leaves) {
       streams_[queue].Clear();
       std::fill(&drawn_[queue * r_], &drawn_[queue * r_] + r_, 0.0);
       if (tree.is_leaf(queue)) {
-        const std::vector<int>& groups = leaf_groups_[queue];
-        session_.poll().Tick(static_cast<int64_t>(groups.size()));
-        for (int group : groups) {
+        // Only the groups its stream drew changed since it was merged (and `groups`, above).
+        std::vector<int>& drawn = leaf_drawn_[queue];
+        session_.poll().Tick(static_cast<int64_t>(drawn.size()));
+        for (int group : drawn) {
           const ClusterGroup& info = cluster.group(group);
-          if (drawn_pods_[group] > 0) {
-            for (int p = info.first_pod; p < info.first_pod + info.pod_count; ++p) {
-              pod_drawn_[p] = false;
-            }
-            drawn_pods_[group] = 0;
+          for (int p = info.first_pod; p < info.first_pod + info.pod_count; ++p) {
+            pod_drawn_[p] = false;
           }
+          drawn_pods_[group] = 0;
           RekeyJob(group);
         }
+        drawn.clear();
       } else {
         // The children taken from, and the dropped ones (on the path), show their first entry.
         for (int child : advanced_[queue]) taken_[child] = 0;
@@ -412,9 +418,8 @@ void VictimOrder::DropPaths(const std::vector<int>& leaves) {
 }
 
 void VictimOrder::MarkDirty(int leaf) {
-  for (int dirty : dirty_leaves_) {
-    if (dirty == leaf) return;
-  }
+  if (leaf_dirty_[leaf]) return;
+  leaf_dirty_[leaf] = true;
   dirty_leaves_.push_back(leaf);
 }
 
@@ -461,7 +466,7 @@ void VictimOrder::ExcludeLeaf(int leaf) {
   leaf_out_[leaf] = true;
   leaves_out_.push_back(leaf);
   MarkDirty(leaf);
-  DropPaths({leaf});
+  DropPaths({leaf}, leaf_groups_[leaf]);
 }
 
 void VictimOrder::ExcludeGroup(int group) {
@@ -470,7 +475,7 @@ void VictimOrder::ExcludeGroup(int group) {
   eligible_[group] = false;
   excluded_.push_back(group);
   MarkDirty(leaf);
-  DropPaths({leaf});
+  DropPaths({leaf}, {group});
 }
 
 void VictimOrder::Reset() {
@@ -486,14 +491,19 @@ void VictimOrder::Reset() {
   if (poll.Tick(1 + static_cast<int64_t>(tops_read_.size()))) return;
   tops_read_.clear();
   if (dirty_leaves_.empty()) return;
-  for (int group : excluded_) eligible_[group] = true;
-  excluded_.clear();
-  for (int leaf : leaves_out_) leaf_out_[leaf] = false;
+  std::vector<int> groups;
+  groups.swap(excluded_);
+  for (int group : groups) eligible_[group] = true;
+  for (int leaf : leaves_out_) {
+    leaf_out_[leaf] = false;
+    groups.insert(groups.end(), leaf_groups_[leaf].begin(), leaf_groups_[leaf].end());
+  }
   leaves_out_.clear();
   // The streams an exclusion dropped were merged without it: dropped again.
   std::vector<int> leaves;
   leaves.swap(dirty_leaves_);
-  DropPaths(leaves);
+  for (int leaf : leaves) leaf_dirty_[leaf] = false;
+  DropPaths(leaves, groups);
 }
 
 void VictimOrder::Refresh(const std::vector<int>& groups) {
@@ -503,7 +513,7 @@ void VictimOrder::Refresh(const std::vector<int>& groups) {
     eligible_[group] = Eligible(group);
     leaves.push_back(cluster.group(group).queue);
   }
-  DropPaths(leaves);
+  DropPaths(leaves, groups);
 }
 
 }  // namespace arbiter::kai

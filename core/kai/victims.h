@@ -154,10 +154,13 @@ class VictimOrder {
   // takes it out when its stream has none.
   void Show(int queue);
   // Drops the streams on the paths of `leaves` to the top (each once, deepest first) and merges
-  // each again to its first entry: a leaf's draws are undone and its jobs re-keyed on the state
+  // each again to its first entry: a leaf's draws are undone and their groups re-keyed on the state
   // as it stands (eligibility included), and a parent takes its children from their first
   // entries. The top-level queues dropped show their first entry.
-  void DropPaths(const std::vector<int>& leaves);
+  // `groups`: the groups whose eligibility changed (re-keyed; the drawn ones are undone first).
+  // O(groups + drawn groups of the leaves + path · log n), never a whole leaf's groups unless
+  // listed.
+  void DropPaths(const std::vector<int>& leaves, const std::vector<int>& groups);
   // Takes `leaf`'s path out until Reset, when DropPaths runs again on it.
   void MarkDirty(int leaf);
 
@@ -178,7 +181,9 @@ class VictimOrder {
   std::vector<char> eligible_;
   std::vector<char> leaf_out_;  // per leaf: taken out by ExcludeLeaf
   std::vector<std::vector<int>> leaf_groups_;
-  std::vector<JobSet> jobs_;  // per leaf
+  std::vector<std::vector<int>> leaf_drawn_;  // per leaf: the groups its stream drew from
+  std::vector<char> leaf_dirty_;              // per leaf: in dirty_leaves_
+  std::vector<JobSet> jobs_;                  // per leaf
   std::vector<char> job_listed_;
   std::vector<JobSet::iterator> job_it_;  // per group
   std::vector<ChildSet> children_;        // per non-leaf
