@@ -7,9 +7,7 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
-#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -81,22 +79,6 @@ std::string GeneratedScheduleBytes(const std::string& size, bool allocate_only) 
     request.mutable_policy()->add_actions(v1::ACTION_ALLOCATE);
   }
   return edge::SerializeDeterministic(request);
-}
-
-TempDir::TempDir() {
-  const char* base = std::getenv("TMPDIR");
-  std::string pattern =
-      absl::StrCat(base != nullptr && *base != '\0' ? base : "/tmp", "/arbiter-test-XXXXXX");
-  if (mkdtemp(pattern.data()) == nullptr) {
-    std::cerr << "cannot make a temporary directory from " << pattern << "\n";
-    std::abort();
-  }
-  path_ = pattern;
-}
-
-TempDir::~TempDir() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
 }
 
 std::string SourcePath(const std::string& relative) {

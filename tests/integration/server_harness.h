@@ -15,6 +15,7 @@
 #include "google/protobuf/message.h"
 #include "grpcpp/grpcpp.h"
 #include "server/arbiter_server.h"
+#include "tests/support/temp_dir.h"
 
 namespace arbiter::testing {
 
@@ -30,21 +31,6 @@ void ReadSourceMessage(const std::string& relative, google::protobuf::Message* m
 // issue-3 cycle), which keeps its cost independent of the eviction actions. Aborts on an unknown
 // size.
 std::string GeneratedScheduleBytes(const std::string& size, bool allocate_only = true);
-
-// A fresh empty directory under $TMPDIR (or /tmp), removed by the destructor.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  // `name` inside the directory.
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 // A channel without gRPC's 4 MB message limits.
 std::shared_ptr<grpc::Channel> Connect(const std::string& address);

@@ -12,6 +12,7 @@
 #include "clients/simulator/sim_config.h"
 #include "clients/simulator/sim_output.h"
 #include "gtest/gtest.h"
+#include "tests/support/temp_dir.h"
 
 namespace arbiter::simulator {
 namespace {
@@ -300,9 +301,8 @@ TEST(Plots, ChartsAreWrittenAsValidPngAndSvg) {
   const SimConfig config = Parse(kRandom);
   absl::StatusOr<SimResult> result = Simulate(config, InProcess());
   ASSERT_TRUE(result.ok());
-  char dir_template[] = "/tmp/arbiter-plots-XXXXXX";
-  ASSERT_NE(mkdtemp(dir_template), nullptr);
-  const std::string dir = dir_template;
+  const testing::TempDir scratch;
+  const std::string& dir = scratch.path();
   ASSERT_TRUE(WritePlots(*result, "test", dir).ok());
   for (const char* chart : {"allocation", "resource_hours", "jobs"}) {
     std::ifstream png(dir + "/" + chart + ".png", std::ios::binary);
@@ -358,9 +358,8 @@ TEST(Flavors, AdmissionsAreChargedToTheirFlavorsAndATaintKeepsOthersAway) {
 TEST(Plots, WithGpuSharingAGpuSharingChartIsDrawn) {
   absl::StatusOr<SimResult> result = Simulate(Parse(kSharing), InProcess());
   ASSERT_TRUE(result.ok()) << result.status();
-  char dir_template[] = "/tmp/arbiter-plots-XXXXXX";
-  ASSERT_NE(mkdtemp(dir_template), nullptr);
-  const std::string dir = dir_template;
+  const testing::TempDir scratch;
+  const std::string& dir = scratch.path();
   ASSERT_TRUE(WritePlots(*result, "test", dir).ok());
   std::ifstream png(dir + "/gpu_sharing.png", std::ios::binary);
   std::string head(8, '\0');
@@ -405,9 +404,8 @@ TEST(Flavors, OutputsGainTheFlavorColumnsAfterTheExistingOnes) {
 TEST(Plots, WithFlavorsAFlavorsChartIsDrawn) {
   absl::StatusOr<SimResult> result = Simulate(Parse(kFlavors), InProcess());
   ASSERT_TRUE(result.ok());
-  char dir_template[] = "/tmp/arbiter-plots-XXXXXX";
-  ASSERT_NE(mkdtemp(dir_template), nullptr);
-  const std::string dir = dir_template;
+  const testing::TempDir scratch;
+  const std::string& dir = scratch.path();
   ASSERT_TRUE(WritePlots(*result, "flavors", dir).ok());
   std::ifstream png(dir + "/flavors.png", std::ios::binary);
   std::string head(8, '\0');
