@@ -11,8 +11,8 @@ namespace arbiter::testing {
 
 TempDir::TempDir() {
   const char* base = std::getenv("TMPDIR");
-  std::string pattern = std::string(base != nullptr && *base != '\0' ? base : "/tmp") +
-                        "/arbiter-test-XXXXXX";
+  std::string pattern =
+      std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/arbiter-test-XXXXXX";
   if (mkdtemp(pattern.data()) == nullptr) {
     std::cerr << "cannot make a temporary directory from " << pattern << "\n";
     std::abort();
