@@ -817,7 +817,8 @@ std::vector<MovesBound> Solver::MovesBounds(int group, const Unit& unit, int par
   return bounds;
 }
 
-int Solver::JoinedPlaces(const std::vector<std::vector<int>>& shapes, int base) {
+int Solver::JoinedPlaces(const std::vector<std::vector<int>>& shapes, int base,
+                         std::vector<int>* joined) {
   const Cluster& cluster = session_.cluster();
   Feasibility& feasibility = session_.feasibility();
   std::vector<char> base_classes(feasibility.num_classes(), 0);
@@ -837,6 +838,7 @@ int Solver::JoinedPlaces(const std::vector<std::vector<int>>& shapes, int base) 
         })) {
       continue;
     }
+    if (joined != nullptr) joined->push_back(static_cast<int>(s));
     // Past 1,024 places per pod, and a million in all, the count says less than it could, never
     // more.
     others +=
@@ -930,12 +932,28 @@ std::vector<Solver::OrderedMove> Solver::OrderedMoves(int group, const Unit& uni
     it->first.push_back(std::move(side));
     it->second.insert(it->second.end(), pods.begin(), pods.end());
   }
+  std::vector<std::vector<int>> lists;
   for (auto& [sides, pods] : shapes) {
     std::sort(pods.begin(), pods.end());
-    std::optional<MovesBound> bound = MovesBoundFor(unit, part, chosen, eligible, pods);
-    if (bound.has_value() && !bound->HoldsWithR()) {
-      moves.push_back(OrderedMove{std::move(sides), std::move(*bound)});
+    lists.push_back(pods);
+  }
+  // Every group of a shape and of the shapes it joins is placed in a try that places the part,
+  // so each shape's count takes the others' pods in its places (JoinedPlaces), as MovesBounds
+  // does; the bound then rules a try out only when all of them rank first in it.
+  std::vector<int> joined;
+  for (size_t s = 0; s < shapes.size(); ++s) {
+    // Joining reads every other shape and its classes. Cancelled: no bound (the caller checks
+    // the poll).
+    if (session_.poll().Tick(static_cast<int64_t>(shapes.size()) + feasibility.num_classes())) {
+      return {};
     }
+    joined.clear();
+    const int others = JoinedPlaces(lists, static_cast<int>(s), &joined);
+    std::optional<MovesBound> bound = MovesBoundFor(unit, part, chosen, eligible, lists[s], others);
+    if (!bound.has_value() || bound->HoldsWithR()) continue;
+    std::vector<OrderedSide> sides = shapes[s].first;
+    for (int j : joined) sides.insert(sides.end(), shapes[j].first.begin(), shapes[j].first.end());
+    moves.push_back(OrderedMove{std::move(sides), std::move(*bound)});
   }
   return moves;
 }

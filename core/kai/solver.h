@@ -178,7 +178,8 @@ class Solver {
   // P; and h fits wherever the part fits (FitsWhereThePartFits). Were h not placed at its turn,
   // the nodes that hold the part after it, with no more room then, could have held all of h's
   // pods, which take nodes greedily. So the try places h's pods of R and the part together, and a
-  // MovesBound over h's pods of R rules out the tries where they cannot be held together, once
+  // MovesBound over h's pods of R, with the pods of the groups of other shapes it joins
+  // (JoinedPlaces), rules out the tries where they cannot be held together, once
   // RanksFirstWithin finds h's side first on every state that try (or every try of a draw) may
   // see. A side not ranked first with nothing drawn never is later, so only the groups ranked
   // first then get a bound. None for a part that shares, or in the reference search, or when
@@ -191,8 +192,8 @@ class Solver {
     std::vector<double> x_drawn;  // Σ of the requests of the drawn units under x
     std::vector<double> y_drawn;  // and under y
   };
-  // The groups of one shape, with a bound over all their pods of R: it rules out a try only
-  // when every one of them is ranked first in it.
+  // The groups of one shape and of the shapes it joins (JoinedPlaces), with a bound over all
+  // their pods of R: it rules out a try only when every one of them is ranked first in it.
   struct OrderedMove {
     std::vector<OrderedSide> sides;
     MovesBound bound;
@@ -287,7 +288,9 @@ class Solver {
   // that asks at least k times each resource the base's pod asks takes k of the base's places
   // on whichever node it goes, as the part's pod does (MovesBound), when it may go only where the
   // base's pod may. The shapes that do not are left out. O(shapes · classes).
-  int JoinedPlaces(const std::vector<std::vector<int>>& shapes, int base);
+  // `joined`, when given, receives the indices of the shapes it counts.
+  int JoinedPlaces(const std::vector<std::vector<int>>& shapes, int base,
+                   std::vector<int>* joined = nullptr);
   // A try that places the part re-places those pods too: for each shape of them that the part's
   // pod asks at least once over in every resource they ask, a MovesBound (solver_bounds.h) over
   // the nodes where they may go, with the pods of the other shapes it can join counted in its
