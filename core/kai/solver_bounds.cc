@@ -520,10 +520,11 @@ struct Verdict {
   bool bad = false;
 };
 
-// 0: `y` wins the rule on every state of the ranges; 1: tied on every state; -1: anything else.
+// 0: `y` wins the rule on every state of the ranges; 1: `y` wins it or ties on every state, and
+// ties on some (the later rules decide those); -1: `x` may win it.
 int Compare(const Verdict& y, const Verdict& x) {
   if (y.good && x.bad) return 0;
-  if ((y.good && x.good) || (y.bad && x.bad)) return 1;
+  if (y.good || x.bad) return 1;
   return -1;
 }
 

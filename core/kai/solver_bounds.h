@@ -244,11 +244,13 @@ struct QueueRange {
 };
 
 // Whether §4.3 ranks `y` before `x` (siblings: two children of one queue, or two top-level
-// queues) on every allocation and unit within their ranges: rules 1 to 5 in turn, each tied on
-// every such state or won by `y` on every such state. False as soon as a rule may go either way
-// or goes to `x`. Rules 1 to 4 read each resource against a margin, and rule 5 compares the
-// largest share `y` may have with the smallest `x` may have, also with a margin, so that an
-// allocation rounded otherwise in a try is still within the range. O(R).
+// queues) on every allocation and unit within their ranges: rules 1 to 5 in turn. A rule won by
+// `y` on every such state decides; one that `y` wins on some states and ties on the others
+// leaves those to the later rules, which are then asked over every state of the ranges (more
+// than those, so no less strict). False as soon as a rule may go to `x`. Rules 1 to 4 read each
+// resource against a margin, and rule 5 compares the largest share `y` may have with the smallest
+// `x` may have, also with a margin, so that an allocation rounded otherwise in a try is still
+// within the range. O(R).
 bool RanksFirstWithin(const QueueChain& chain, const KaiFairShare& shares, const QueueRange& y,
                       const QueueRange& x);
 
