@@ -129,8 +129,7 @@ TEST(RanksFirstWithin, EveryStateOfTheRangesItAcceptsRanksYFirst) {
           tied = tied || tie;
           won = won || !tie;
           ASSERT_TRUE(y_key < x_key) << DescribeCase(index, c.options) << " queues " << y.queue
-                                     << " before " << x.queue << ", range " << k << " sample "
-                                     << s;
+                                     << " before " << x.queue << ", range " << k << " sample " << s;
         }
         if (won && tied) ++mixed;
       }
