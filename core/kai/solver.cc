@@ -932,10 +932,11 @@ std::vector<Solver::OrderedMove> Solver::OrderedMoves(int group, const Unit& uni
     it->first.push_back(std::move(side));
     it->second.insert(it->second.end(), pods.begin(), pods.end());
   }
+  // Each shape's pods, sorted, in shape order (JoinedPlaces reads them so).
   std::vector<std::vector<int>> lists;
   for (auto& [sides, pods] : shapes) {
     std::sort(pods.begin(), pods.end());
-    lists.push_back(pods);
+    lists.push_back(std::move(pods));
   }
   // Every group of a shape and of the shapes it joins is placed in a try that places the part,
   // so each shape's count takes the others' pods in its places (JoinedPlaces), as MovesBounds
