@@ -1,8 +1,6 @@
 // The built `arbiter` binary: output, exit codes (0 ok, 2 invalid input, 1 other) and the
 // "CODE: message" form of failures, in-process and through a real server.
-#include <unistd.h>
 
-#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -45,20 +43,7 @@ class CliTest : public ::testing::Test {
     server_ = nullptr;
   }
 
-  void SetUp() override {
-    char pattern[] = "/tmp/arbiter-cli-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    for (const std::string& file : files_) std::remove(file.c_str());
-    rmdir(dir_.c_str());
-  }
-
-  std::string TempPath(const std::string& name) {
-    files_.push_back(dir_ + "/" + name);
-    return files_.back();
-  }
+  std::string TempPath(const std::string& name) const { return dir_.File(name); }
   std::string WriteTemp(const std::string& name, const std::string& content) {
     const std::string path = TempPath(name);
     std::ofstream(path, std::ios::binary) << content;
@@ -67,8 +52,7 @@ class CliTest : public ::testing::Test {
   static std::string Address() { return server_->address(); }
 
   static server::ArbiterServer* server_;
-  std::string dir_;
-  std::vector<std::string> files_;
+  const TempDir dir_;
 };
 
 server::ArbiterServer* CliTest::server_ = nullptr;

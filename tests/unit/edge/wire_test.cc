@@ -2,9 +2,6 @@
 // whatever order their map entries were inserted in, and JSON lists map keys in bytewise order.
 #include "edge/wire.h"
 
-#include <unistd.h>
-
-#include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -12,6 +9,7 @@
 #include "edge/proto_convert.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "tests/support/temp_dir.h"
 
 namespace arbiter::edge {
 namespace {
@@ -125,22 +123,9 @@ TEST(Wire, FormatFollowsTheExtension) {
 
 class WireFiles : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/arbiter-wire-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    for (const std::string& file : created_) std::remove(file.c_str());
-    rmdir(dir_.c_str());
-  }
-  std::string Path(const std::string& name) {
-    created_.push_back(dir_ + "/" + name);
-    return created_.back();
-  }
+  std::string Path(const std::string& name) const { return dir_.File(name); }
 
-  std::string dir_;
-  std::vector<std::string> created_;
+  const arbiter::testing::TempDir dir_;
 };
 
 TEST_F(WireFiles, JsonAndBinaryFilesReadBackEqual) {
