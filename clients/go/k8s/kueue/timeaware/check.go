@@ -53,6 +53,12 @@ type CheckConfig struct {
 	// passed and only then evicts and requeues the workload, so a delay only keeps the quota
 	// from the ClusterQueue that deserves it.
 	RetryAfter time.Duration
+	// HandoverGrace is how long a Retry may wait for its rival. Kueue does not always give the
+	// quota a Retry frees to the rival: it may reserve it again for the same workload, over and
+	// over, while the rival's workload is never tried. Once a workload has been sent back for the
+	// same rival's same waiting workload for this long, and that workload still waits, the check
+	// is Ready, so that the quota is not left idle. 0 means the default, 30s; negative never.
+	HandoverGrace time.Duration
 	// CallTimeout bounds every call to arbiter; default 10s.
 	CallTimeout time.Duration
 	// Strategies are Kueue's fair-sharing preemption strategies, for the fit test.
@@ -75,12 +81,16 @@ func (c CheckConfig) withDefaults() CheckConfig {
 	if c.CallTimeout <= 0 {
 		c.CallTimeout = 10 * time.Second
 	}
+	if c.HandoverGrace == 0 {
+		c.HandoverGrace = 30 * time.Second
+	}
 	return c
 }
 
 // checkMetrics are the controller's Prometheus metrics.
 type checkMetrics struct {
 	decisions *prometheus.CounterVec
+	unclaimed prometheus.Counter
 	errors    prometheus.Counter
 	passes    prometheus.Histogram
 	saves     *prometheus.CounterVec
@@ -91,6 +101,9 @@ func newCheckMetrics(reg prometheus.Registerer) *checkMetrics {
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "arbiter_kueue_check_decisions_total", Help: "Time-aware check decisions written, by state (Ready, Retry).",
 		}, []string{"state"}),
+		unclaimed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "arbiter_kueue_check_unclaimed_handovers_total", Help: "Ready decisions made because the rival a workload was sent back for had not taken the quota within the handover grace.",
+		}),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "arbiter_kueue_check_errors_total", Help: "Decisions not made because a call to arbiter or Kubernetes failed (retried on the next pass).",
 		}),
@@ -103,7 +116,7 @@ func newCheckMetrics(reg prometheus.Registerer) *checkMetrics {
 		}, []string{"result"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.decisions, m.errors, m.passes, m.saves)
+		reg.MustRegister(m.decisions, m.unclaimed, m.errors, m.passes, m.saves)
 	}
 	return m
 }
@@ -126,13 +139,22 @@ type Checker struct {
 
 	ledger   *usage.Ledger
 	lastSave time.Time
+	// handovers are the workloads sent back, by key, with the rival they were sent back for.
+	handovers map[string]handover
+}
+
+// handover is a run of Retry answers for one workload, each for the same rival workload.
+type handover struct {
+	rival, head string
+	since       time.Time
+	retries     int
 }
 
 // NewChecker makes a controller; Run starts it. reg may be nil.
 func NewChecker(cfg CheckConfig, kc kueueclient.Interface, kube kubernetes.Interface, arb kueuemodel.Arbiter, store *usage.ConfigMapStore, log *slog.Logger, reg prometheus.Registerer) *Checker {
 	c := &Checker{
 		cfg: cfg.withDefaults(), kueue: kc, arb: arb, store: store, log: log, metrics: newCheckMetrics(reg),
-		now: time.Now, changed: make(chan struct{}, 1),
+		now: time.Now, changed: make(chan struct{}, 1), handovers: map[string]handover{},
 	}
 	c.factory = externalversions.NewSharedInformerFactory(kc, 0)
 	c.kubeFactory = informers.NewSharedInformerFactory(kube, 0)
@@ -317,6 +339,7 @@ func (c *Checker) Pass(ctx context.Context) error {
 				errs = append(errs, fmt.Errorf("decide %s: %w", key, err))
 				continue
 			}
+			d = c.handOver(key, d, now)
 		}
 		written, err := c.write(ctx, w, check, d, now)
 		if err != nil {
@@ -330,10 +353,55 @@ func (c *Checker) Pass(ctx context.Context) error {
 		c.metrics.decisions.WithLabelValues(string(d.State)).Inc()
 		c.log.Info("decided", "workload", key, "check", check, "state", d.State, "message", d.Message)
 	}
+	c.forgetGone(s)
 	if now.Sub(c.lastSave) >= c.cfg.SaveInterval {
 		errs = append(errs, c.save(ctx))
 	}
 	return errors.Join(errs...)
+}
+
+// handOver keeps track of the Retry answers given for the workload key, and turns a Retry into
+// Ready once the run of Retries for the same rival workload has lasted the handover grace: that
+// workload still waits, so Kueue is not giving it the quota, and a further Retry would only leave
+// the quota idle. A run ends when the rival or its first waiting workload changes, when the
+// check answers Ready on its own, or when the workload is gone.
+func (c *Checker) handOver(key string, d Decision, now time.Time) Decision {
+	if d.State != kueue.CheckStateRetry {
+		delete(c.handovers, key)
+		return d
+	}
+	h, ok := c.handovers[key]
+	if !ok || h.rival != d.Rival || h.head != d.RivalHead {
+		c.handovers[key] = handover{rival: d.Rival, head: d.RivalHead, since: now, retries: 1}
+		return d
+	}
+	waited := now.Sub(h.since)
+	if c.cfg.HandoverGrace < 0 || waited < c.cfg.HandoverGrace {
+		h.retries++
+		c.handovers[key] = h
+		return d
+	}
+	// The run is kept: asked again while the same rival workload waits, the answer stays Ready.
+	c.metrics.unclaimed.Inc()
+	return Decision{State: kueue.CheckStateReady, Message: fmt.Sprintf(
+		"ClusterQueue %s has not taken the quota: this workload was sent back %d times in %s for %s, which still waits, so it runs rather than leave the quota idle (%s)",
+		d.Rival, h.retries, waited.Round(time.Second), d.RivalHead, d.Message)}
+}
+
+// forgetGone drops the runs of Retries of workloads that no longer exist.
+func (c *Checker) forgetGone(s *kueuemodel.State) {
+	if len(c.handovers) == 0 {
+		return
+	}
+	live := make(map[string]bool, len(s.Workloads))
+	for i := range s.Workloads {
+		live[kueuemodel.WorkloadKey(&s.Workloads[i])] = true
+	}
+	for key := range c.handovers {
+		if !live[key] {
+			delete(c.handovers, key)
+		}
+	}
 }
 
 func (c *Checker) decide(ctx context.Context, m *kueuemodel.Model, key string) (Decision, *arbiterv1.ScheduleRequest, error) {

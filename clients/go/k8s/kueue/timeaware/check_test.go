@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +34,8 @@ type checkerFixture struct {
 	store *usage.ConfigMapStore
 	done  chan error
 	stop  context.CancelFunc
+	// clock is how far the checker's clock has moved past its start, in nanoseconds.
+	clock *atomic.Int64
 }
 
 func startChecker(t *testing.T, s *kueuemodel.State, ledger *usage.Ledger) *checkerFixture {
@@ -63,9 +66,10 @@ func startChecker(t *testing.T, s *kueuemodel.State, ledger *usage.Ledger) *chec
 	reg := prometheus.NewRegistry()
 	c := NewChecker(CheckConfig{KValue: 1, Period: 20 * time.Millisecond, RetryAfter: 1500 * time.Millisecond},
 		kc, kube, kueuetest.ArbiterClient(t), store, slog.New(slog.NewTextHandler(io.Discard, nil)), reg)
-	c.now = func() time.Time { return kueuetest.T0.Add(2*time.Hour + time.Minute) }
+	clock := &atomic.Int64{}
+	c.now = func() time.Time { return kueuetest.T0.Add(2*time.Hour + time.Minute + time.Duration(clock.Load())) }
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &checkerFixture{c: c, kc: kc, store: store, done: make(chan error, 1), stop: cancel}
+	f := &checkerFixture{c: c, kc: kc, store: store, done: make(chan error, 1), stop: cancel, clock: clock}
 	go func() { f.done <- c.Run(ctx) }()
 	t.Cleanup(cancel)
 	return f
@@ -137,5 +141,81 @@ func TestCheckerLetsEverythingThroughWhatArbiterCannotModel(t *testing.T) {
 	st := f.decided(t, "a", "job-1")
 	if st.State != kueue.CheckStateReady || !strings.Contains(st.Message, "passed through") || !strings.Contains(st.Message, "cycle") {
 		t.Errorf("check %+v, want Ready, passed through with the reason", st)
+	}
+}
+
+// reserveAgain is Kueue reserving the quota of namespace/name again after a Retry: its check is
+// Pending once more.
+func (f *checkerFixture) reserveAgain(t *testing.T, namespace, name string) {
+	t.Helper()
+	ctx := context.Background()
+	w, err := f.kc.KueueV1beta2().Workloads(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Status.AdmissionChecks[0].State = kueue.CheckStatePending
+	if _, err := f.kc.KueueV1beta2().Workloads(namespace).UpdateStatus(ctx, w, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCheckerLetsAWorkloadRunWhenItsRivalDoesNotTakeTheQuota: team-b deserves the quota more, but
+// Kueue keeps reserving it for a/job-1 again. Within the handover grace each reservation is sent
+// back; once the grace has passed with b/job-0 still waiting, the check is Ready, so that the
+// quota is not left idle.
+func TestCheckerLetsAWorkloadRunWhenItsRivalDoesNotTakeTheQuota(t *testing.T) {
+	f := startChecker(t, storyOne("a/job-1"), ledgerAfter(1, 0))
+	if st := f.decided(t, "a", "job-1"); st.State != kueue.CheckStateRetry {
+		t.Fatalf("first reservation: check %+v, want Retry", st)
+	}
+	f.clock.Add(int64(10 * time.Second))
+	f.reserveAgain(t, "a", "job-1")
+	if st := f.decided(t, "a", "job-1"); st.State != kueue.CheckStateRetry {
+		t.Fatalf("reserved again 10s later: check %+v, want Retry within the grace", st)
+	}
+	f.clock.Add(int64(25 * time.Second))
+	f.reserveAgain(t, "a", "job-1")
+	st := f.decided(t, "a", "job-1")
+	if st.State != kueue.CheckStateReady || !strings.Contains(st.Message, "team-b has not taken the quota") || !strings.Contains(st.Message, "b/job-0") {
+		t.Fatalf("reserved again 35s after the first Retry: check %+v, want Ready naming team-b and b/job-0", st)
+	}
+	if n := testutil.ToFloat64(f.c.metrics.unclaimed); n < 1 {
+		t.Errorf("%g unclaimed handovers counted, want at least 1", n)
+	}
+}
+
+// TestHandOverStartsAgainWhenTheRivalOrItsWorkloadChanges: the grace counts one run of Retries
+// for the same rival workload; a new rival, a new first workload of the rival, or a Ready of the
+// check's own ends the run.
+func TestHandOverStartsAgainWhenTheRivalOrItsWorkloadChanges(t *testing.T) {
+	c := &Checker{cfg: CheckConfig{HandoverGrace: time.Minute}.withDefaults(), handovers: map[string]handover{}, metrics: newCheckMetrics(nil)}
+	t0 := kueuetest.T0
+	retry := func(rival, head string) Decision {
+		return Decision{State: kueue.CheckStateRetry, Rival: rival, RivalHead: head, Message: "m"}
+	}
+	steps := []struct {
+		at   time.Duration
+		d    Decision
+		want kueue.CheckState
+	}{
+		{0, retry("team-b", "b/job-0"), kueue.CheckStateRetry},
+		{50 * time.Second, retry("team-b", "b/job-0"), kueue.CheckStateRetry},
+		{70 * time.Second, retry("team-b", "b/job-1"), kueue.CheckStateRetry},              // b/job-0 ran: a new run
+		{140 * time.Second, retry("team-c", "c/job-0"), kueue.CheckStateRetry},             // another rival: a new run
+		{150 * time.Second, Decision{State: kueue.CheckStateReady}, kueue.CheckStateReady}, // Ready on its own
+		{215 * time.Second, retry("team-c", "c/job-0"), kueue.CheckStateRetry},             // a new run again
+		{275 * time.Second, retry("team-c", "c/job-0"), kueue.CheckStateReady},             // a minute of it
+		{276 * time.Second, retry("team-c", "c/job-0"), kueue.CheckStateReady},             // and it stays Ready
+	}
+	for i, s := range steps {
+		if got := c.handOver("a/job-1", s.d, t0.Add(s.at)); got.State != s.want {
+			t.Errorf("step %d at %s: %s, want %s", i, s.at, got.State, s.want)
+		}
+	}
+	never := &Checker{cfg: CheckConfig{HandoverGrace: -1}.withDefaults(), handovers: map[string]handover{}, metrics: newCheckMetrics(nil)}
+	for _, at := range []time.Duration{0, time.Hour, 24 * time.Hour} {
+		if got := never.handOver("a/job-1", retry("team-b", "b/job-0"), t0.Add(at)); got.State != kueue.CheckStateRetry {
+			t.Errorf("grace disabled, at %s: %s, want Retry", at, got.State)
+		}
 	}
 }

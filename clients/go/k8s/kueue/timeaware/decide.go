@@ -21,6 +21,9 @@ type Decision struct {
 	Message string
 	// Rival is the ClusterQueue that deserves the quota more (Retry only).
 	Rival string
+	// RivalHead is the rival's first pending workload, the one the quota is given back for
+	// (Retry only).
+	RivalHead string
 }
 
 // shares are one division of a tree: each queue's fair share and allocation.
@@ -117,7 +120,7 @@ func Decide(ctx context.Context, arb kueuemodel.Arbiter, m *kueuemodel.Model, le
 		if !fits {
 			continue
 		}
-		return Decision{State: kueue.CheckStateRetry, Rival: y, Message: fmt.Sprintf(
+		return Decision{State: kueue.CheckStateRetry, Rival: y, RivalHead: kueuemodel.WorkloadKey(h.Obj), Message: fmt.Sprintf(
 			"ClusterQueue %s deserves the quota more over time (k=%g): holding this workload %s would be at %s of its time-aware share %s, while %s holding %s would be at %s of %s",
 			y, k, x, percent(satX), kueuemodel.Describe(timeAware[x].GetFairShare()), y, kueuemodel.WorkloadKey(h.Obj), percent(satY), kueuemodel.Describe(timeAware[y].GetFairShare()))}, req, nil
 	}
