@@ -720,12 +720,22 @@ class Draws {
   int max_groups_;
 };
 
-// The nodes of `unit`'s pods, ascending, each once.
+// The nodes of `unit`'s pods, ascending, each once. A unit's pods are few and on fewer nodes,
+// so each goes into place in the short list (a large unit is sorted instead).
 void NodesOf(const WorkingState& state, const EvictionUnit& unit, std::vector<int>* nodes) {
   nodes->clear();
-  for (int pod : unit.pods) nodes->push_back(state.pod_node(pod));
-  std::sort(nodes->begin(), nodes->end());
-  nodes->erase(std::unique(nodes->begin(), nodes->end()), nodes->end());
+  constexpr size_t kInsertUpTo = 16;
+  if (unit.pods.size() > kInsertUpTo) {
+    for (int pod : unit.pods) nodes->push_back(state.pod_node(pod));
+    std::sort(nodes->begin(), nodes->end());
+    nodes->erase(std::unique(nodes->begin(), nodes->end()), nodes->end());
+    return;
+  }
+  for (int pod : unit.pods) {
+    const int node = state.pod_node(pod);
+    auto at = std::lower_bound(nodes->begin(), nodes->end(), node);
+    if (at == nodes->end() || *at != node) nodes->insert(at, node);
+  }
 }
 
 // R's units are drawn in their turn but not yielded. R is made of units of the part's own

@@ -108,6 +108,10 @@ RoomBound::RoomBound(Session& session, const Unit& unit, int part,
   for (const auto& c : feasibility.FeasibleClasses(feasibility.pod_signature(pod))) {
     feasible_class_[c.node_class] = only_classes == nullptr || (*only_classes)[c.node_class] != 0;
   }
+  may_go_.resize(static_cast<size_t>(cluster.num_nodes()));
+  for (int n = 0; n < cluster.num_nodes(); ++n) {
+    may_go_[n] = !cluster.node(n).node->unschedulable && feasible_class_[feasibility.node_class(n)];
+  }
   // Free per node once R is evicted: the kept rows of the state (KeptRoom), plus R's pods.
   KeptRoom& kept = session_.kept_room();
   base_free_ = kept.Free(state);
@@ -330,10 +334,7 @@ void RoomBound::PrepareScratch() {
   scratch_.current = 0;
 }
 
-bool RoomBound::MayGo(int node) const {
-  return !session_.cluster().node(node).node->unschedulable &&
-         feasible_class_[session_.feasibility().node_class(node)];
-}
+bool RoomBound::MayGo(int node) const { return may_go_[node] != 0; }
 
 int RoomBound::PodsOn(int node, const double* free) const {
   const Cluster& cluster = session_.cluster();
@@ -345,11 +346,20 @@ int RoomBound::PodsOn(int node, const double* free) const {
 void RoomBound::AddDrawn(const EvictionUnit& victim, const std::vector<int>& nodes) {
   if (!counted_) return;
   drawn_on_one_node_.push_back(nodes.size() == 1 ? 1 : 0);
+  // A node where the part's pod may not go counts no pod whatever it frees: its row is not kept.
   const WorkingState& state = session_.state();
-  for (int pod : victim.pods) {
-    AddVictimRoom(state, pod, sharing_, &drawn_units_, DrawnRow(state.pod_node(pod)));
+  if (nodes.size() == 1) {  // one row for every pod
+    if (!MayGo(nodes.front())) return;
+    double* row = DrawnRow(nodes.front());
+    for (int pod : victim.pods) AddVictimRoom(state, pod, sharing_, &drawn_units_, row);
+  } else {
+    for (int pod : victim.pods) {
+      const int node = state.pod_node(pod);
+      if (MayGo(node)) AddVictimRoom(state, pod, sharing_, &drawn_units_, DrawnRow(node));
+    }
   }
   for (int node : nodes) {
+    if (!MayGo(node)) continue;
     const int count = PodsOn(node, DrawnRow(node));
     drawn_total_ += count - drawn_count_[node];
     drawn_count_[node] = count;
@@ -455,7 +465,8 @@ void RoomBound::See(int node, const std::vector<int>& indices,
     if (drawn_on_one_node_[indices[i]] != 0) continue;
     for (int p : fresh[i]->pods) {
       const int other = state.pod_node(p);
-      if (other == node || scratch_.stamp[other] == stamp) continue;
+      // A node where the part's pod may not go gains no pod: it is left out.
+      if (other == node || scratch_.stamp[other] == stamp || !MayGo(other)) continue;
       scratch_.stamp[other] = stamp;
       rows->nodes.push_back(other);
     }
@@ -485,7 +496,7 @@ void RoomBound::Fold(int node, const std::vector<int>& indices,
     if (drawn_on_one_node_[indices[i]] != 0) continue;
     for (int p : fresh[i]->pods) {
       const int other = state.pod_node(p);
-      if (other == node) continue;
+      if (other == node || !MayGo(other)) continue;  // no pod goes there: no row
       if (scratch_.stamp[other] != stamp) {
         scratch_.stamp[other] = stamp;
         scratch_.slot[other] = static_cast<int>(row_node_.size());
