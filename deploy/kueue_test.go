@@ -107,7 +107,7 @@ func TestKueueDeployment(t *testing.T) {
 				"--period=1s",
 				"--usage-save-interval=30s",
 				"--retry-after=0s",
-				"--handover-grace=30s",
+				"--handover-grace=60s",
 				"--http-addr=:8080",
 				"--log-level=info",
 			} {

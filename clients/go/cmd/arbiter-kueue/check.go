@@ -43,7 +43,7 @@ func parseCheck(args []string, stderr io.Writer) (*checkOptions, error) {
 	fs.DurationVar(&cfg.SaveInterval, "usage-save-interval", 30*time.Second, "how often the usage is written to its ConfigMap")
 	fs.DurationVar(&cfg.RetryAfter, "retry-after", 0,
 		"requeueAfterSeconds set with Retry; Kueue keeps the quota reserved that long before it evicts the workload, so 0 (the default) hands the quota over soonest")
-	fs.DurationVar(&cfg.HandoverGrace, "handover-grace", 30*time.Second,
+	fs.DurationVar(&cfg.HandoverGrace, "handover-grace", time.Minute,
 		"once a workload has been sent back this long for a rival workload that still waits (Kueue keeps reserving the quota for the same workload), it is Ready, so that the quota is not left idle; negative = never")
 	fs.StringVar(&o.namespace, "namespace", cmdutil.EnvOr("POD_NAMESPACE", "arbiter-system"), "namespace of the usage ConfigMap")
 	fs.StringVar(&o.configMap, "usage-configmap", "arbiter-kueue-usage", "ConfigMap persisting the ClusterQueues' decayed usage")

@@ -57,7 +57,7 @@ type CheckConfig struct {
 	// quota a Retry frees to the rival: it may reserve it again for the same workload, over and
 	// over, while the rival's workload is never tried. Once a workload has been sent back for the
 	// same rival's same waiting workload for this long, and that workload still waits, the check
-	// is Ready, so that the quota is not left idle. 0 means the default, 30s; negative never.
+	// is Ready, so that the quota is not left idle. 0 means the default, 1m; negative never.
 	HandoverGrace time.Duration
 	// CallTimeout bounds every call to arbiter; default 10s.
 	CallTimeout time.Duration
@@ -82,7 +82,7 @@ func (c CheckConfig) withDefaults() CheckConfig {
 		c.CallTimeout = 10 * time.Second
 	}
 	if c.HandoverGrace == 0 {
-		c.HandoverGrace = 30 * time.Second
+		c.HandoverGrace = time.Minute
 	}
 	return c
 }

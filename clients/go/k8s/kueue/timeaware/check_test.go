@@ -173,11 +173,11 @@ func TestCheckerLetsAWorkloadRunWhenItsRivalDoesNotTakeTheQuota(t *testing.T) {
 	if st := f.decided(t, "a", "job-1"); st.State != kueue.CheckStateRetry {
 		t.Fatalf("reserved again 10s later: check %+v, want Retry within the grace", st)
 	}
-	f.clock.Add(int64(25 * time.Second))
+	f.clock.Add(int64(55 * time.Second))
 	f.reserveAgain(t, "a", "job-1")
 	st := f.decided(t, "a", "job-1")
 	if st.State != kueue.CheckStateReady || !strings.Contains(st.Message, "team-b has not taken the quota") || !strings.Contains(st.Message, "b/job-0") {
-		t.Fatalf("reserved again 35s after the first Retry: check %+v, want Ready naming team-b and b/job-0", st)
+		t.Fatalf("reserved again 65s after the first Retry: check %+v, want Ready naming team-b and b/job-0", st)
 	}
 	if n := testutil.ToFloat64(f.c.metrics.unclaimed); n < 1 {
 		t.Errorf("%g unclaimed handovers counted, want at least 1", n)
