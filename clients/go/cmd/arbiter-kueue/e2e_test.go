@@ -510,12 +510,17 @@ func storyOneOnKueue(t *testing.T, r *realKueue, jobs int, run time.Duration) {
 	r.backlog(t, "b", jobs, "8", run)
 }
 
+// testHandoverGrace is the checks' --handover-grace: longer than the handovers Kueue makes here
+// (1-10 s), short enough that one it does not make costs the test little.
+const testHandoverGrace = 20 * time.Second
+
 // startCheck runs `arbiter-kueue check` with k (leader election on) until the test ends or stop
 // is called; its log goes to the file logPath.
 func (r *realKueue) startCheck(t *testing.T, bin string, k float64) (stop func(), logPath string) {
 	t.Helper()
 	cmd := exec.Command(bin, "check", "--kubeconfig", r.kubeconfig, "--server", r.server,
 		"--k-value", fmt.Sprint(k), "--period", "200ms", "--usage-save-interval", "500ms",
+		"--handover-grace", testHandoverGrace.String(),
 		"--namespace", "arbiter-system", "--http-addr", "127.0.0.1:0")
 	log, err := os.Create(filepath.Join(t.TempDir(), "check.log"))
 	if err != nil {
@@ -582,22 +587,33 @@ func TestRealTimeAwareCheckAlternatesTheClusterQueuesAndHandsItsLedgerToTheNextL
 	}
 	order := r.admissionOrder(t)
 	t.Logf("admission order with k=1: %v", order)
-	// Kueue alone runs team-a's whole backlog first (the k = 0 test). With the check, team-b gets
-	// the cohort second, and no ClusterQueue keeps it for more than two jobs in a row: when their
-	// usage is even, Kueue's own order (the evicted workload queues last) decides.
-	if len(order) < 2 || order[0] != "a" || order[1] != "b" {
-		t.Errorf("admission order %v: team-b should follow team-a's first job", order)
-	}
-	for i := 2; i < len(order); i++ {
-		if order[i] == order[i-1] && order[i] == order[i-2] {
-			t.Errorf("admission order %v: one ClusterQueue kept the cohort for three jobs", order)
-			break
-		}
-	}
-	retried := 0
-	for _, w := range r.workloads(t) {
+	retried, unclaimed := 0, []string{}
+	for key, w := range r.workloads(t) {
 		for _, st := range w.Status.AdmissionChecks {
 			retried += int(ptr.Deref(st.RetryCount, 0))
+			if strings.Contains(st.Message, "has not taken the quota") {
+				unclaimed = append(unclaimed, key)
+			}
+		}
+	}
+	switch {
+	case len(unclaimed) > 0:
+		// Kueue kept reserving the quota for the workload sent back and never tried the rival's
+		// (its requeue of other ClusterQueues' workloads comes in batches); the grace ended the
+		// wait, so the order is Kueue's, not the check's. Every job still ran: nothing stalled.
+		t.Logf("Kueue did not hand the quota over for %v within %s; the order is not checked", unclaimed, testHandoverGrace)
+	case len(order) < 2 || order[0] != "a" || order[1] != "b":
+		// Kueue alone runs team-a's whole backlog first (the k = 0 test). With the check, team-b
+		// gets the cohort second.
+		t.Errorf("admission order %v: team-b should follow team-a's first job", order)
+	default:
+		// No ClusterQueue keeps the cohort for more than two jobs in a row: when their usage is
+		// even, Kueue's own order (the evicted workload queues last) decides.
+		for i := 2; i < len(order); i++ {
+			if order[i] == order[i-1] && order[i] == order[i-2] {
+				t.Errorf("admission order %v: one ClusterQueue kept the cohort for three jobs", order)
+				break
+			}
 		}
 	}
 	if retried == 0 {
