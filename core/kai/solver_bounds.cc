@@ -104,13 +104,13 @@ RoomBound::RoomBound(Session& session, const Unit& unit, int part,
   counted_ = true;
   pod_ = pod;
   off_nodes_ = cluster.pod(pod).requests_off_nodes;
-  feasible_class_.assign(feasibility.num_classes(), false);
+  std::vector<char> feasible_class(feasibility.num_classes(), false);
   for (const auto& c : feasibility.FeasibleClasses(feasibility.pod_signature(pod))) {
-    feasible_class_[c.node_class] = only_classes == nullptr || (*only_classes)[c.node_class] != 0;
+    feasible_class[c.node_class] = only_classes == nullptr || (*only_classes)[c.node_class] != 0;
   }
   may_go_.resize(static_cast<size_t>(cluster.num_nodes()));
   for (int n = 0; n < cluster.num_nodes(); ++n) {
-    may_go_[n] = !cluster.node(n).node->unschedulable && feasible_class_[feasibility.node_class(n)];
+    may_go_[n] = !cluster.node(n).node->unschedulable && feasible_class[feasibility.node_class(n)];
   }
   // Free per node once R is evicted: the kept rows of the state (KeptRoom), plus R's pods.
   KeptRoom& kept = session_.kept_room();

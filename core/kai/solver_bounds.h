@@ -134,8 +134,7 @@ class RoomBound {
   std::vector<double> sharing_requests_;  // a sharing part's pod over R_n, G its least share
   int pod_ = -1;                          // the part's (identical) pod
   bool off_nodes_ = false;                // it requests a resource outside R_n: fits nowhere
-  std::vector<char> feasible_class_;      // per node class
-  std::vector<char> may_go_;              // per node: MayGo
+  std::vector<char> may_go_;              // per node: schedulable and of a class the pod fits
   std::vector<double> base_free_;         // nodes × R_n: free once R is evicted
   DrawnUnits base_units_;                 // per device: R's units on it
   std::vector<int> base_count_;           // per node: pods that fit in base_free_
