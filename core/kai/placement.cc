@@ -812,12 +812,71 @@ bool Placer::WeighJoinable(SharingSearch& search, int node, double top_bands) {
 }
 
 void Placer::SearchJoinable(SharingSearch& search) {
+  // Overlay: the joinable entries are those of the freeze (WorkingState::FreezeIndex), so a stale
+  // node's may be out of date. Each stale node is weighed on its own, with the best bands it
+  // could reach, and passed over in the order and the tree: a node is taken by its score, not by
+  // when it is weighed, and a best found sooner only passes over more nodes.
+  const double top_bands = device_binpack_ ? 200 + 100 + 50 : 100 + 50;
+  // A node without a device the pod could join (J empty) is not weighed here; most stale nodes
+  // have no room on an active device at all.
+  const auto weigh_stale = [&](int node) {
+    const int64_t room = state_.device_room(node);
+    if (room > 0 && room >= cluster_.DeviceUnits(search.pod, node)) {
+      WeighJoinable(search, node, top_bands);
+    }
+  };
   if (!device_binpack_) {
+    if (overlay_ != nullptr) {
+      for (int node : stale_list_) weigh_stale(node);
+    }
     for (const auto& entry : state_.joinable_nodes()) {
+      if (Stale(entry.second)) continue;
       if (!WeighJoinable(search, entry.second, 100 + 50)) break;
     }
     return;
   }
+  if (overlay_ == nullptr) {
+    WalkJoinable(search);
+    return;
+  }
+  // A try re-places the same victims again and again from the same starting state: the tree's
+  // best for the pod is kept, and only the nodes stale now or when it was found are weighed.
+  if (joinable_answers_.empty()) joinable_answers_.resize(cluster_.num_pods());
+  JoinableAnswer& answer = joinable_answers_[search.pod];
+  const bool kept = answer.known && answer.generation == state_.base_generation() &&
+                    answer.min == search.min && answer.max == search.max &&
+                    answer.excluded == excluded_ &&
+                    (answer.best.node < 0 || !Stale(answer.best.node));
+  if (!kept) {
+    SharingSearch tree;
+    tree.pod = search.pod;
+    tree.min = search.min;
+    tree.max = search.max;
+    WalkJoinable(tree);
+    answer.known = true;
+    answer.generation = state_.base_generation();
+    answer.min = search.min;
+    answer.max = search.max;
+    answer.excluded = excluded_;
+    answer.unranked = stale_list_;  // weighed below, as stale
+    answer.best = tree.best;
+    answer.score = tree.best_score;
+  }
+  if (answer.best.node >= 0 &&
+      Better(answer.score, answer.best.node, search.best_score, search.best.node)) {
+    search.best_score = answer.score;
+    search.best.node = answer.best.node;
+    search.best.fits_now = answer.best.fits_now;
+  }
+  for (int node : stale_list_) weigh_stale(node);
+  if (kept) {
+    for (int node : answer.unranked) {
+      if (!Stale(node)) weigh_stale(node);
+    }
+  }
+}
+
+void Placer::WalkJoinable(SharingSearch& search) {
   // The tree finds, in placement order, the nodes where the pod may join a device (now in the
   // first pass); a fit now in the sharing band beats any fit once releasing pods are gone.
   const CapacityTree& tree = state_.joinable_tree();
@@ -833,6 +892,10 @@ void Placer::SearchJoinable(SharingSearch& search) {
         tree.FindFirst(-kInfinity, -1, kInfinity, device_request_.data(), now, &walk);
     while (found.slot >= 0) {
       const int node = tree.member(found.slot);
+      if (Stale(node)) {  // weighed on its own; its key is the freeze's
+        found = tree.FindNext(&walk);
+        continue;
+      }
       const double top_bands = 200 + (now ? 100 : 0) + 50;
       if (!WeighJoinable(search, node, top_bands)) break;
       // The nodes left with this key come after `node` and score at most what this key allows in

@@ -119,6 +119,24 @@ class Placer {
   // The placement score (0-9 band) of `node` for the search's pod.
   double SharingPlacement(const SharingSearch& search, int node) const;
   void SearchJoinable(SharingSearch& search);
+  // BINPACK: the tree's nodes in placement order, weighed until no later one can score more
+  // (stale nodes passed over).
+  void WalkJoinable(SharingSearch& search);
+  // Overlay, BINPACK: the best node of the joinable tree for a pod, stale nodes passed over, kept
+  // while the try's starting state (WorkingState::base_generation), the score range and the
+  // pod's excluded nodes stay the same. Each node that was stale when it was found is weighed on
+  // its own at every use; while `best` is not stale, it is the best of the others.
+  struct JoinableAnswer {
+    bool known = false;
+    uint64_t generation = 0;
+    double min = 0;
+    double max = 0;
+    std::vector<int> excluded;
+    std::vector<int> unranked;  // the stale nodes when found
+    NodeChoice best;
+    double score = 0;
+  };
+  std::vector<JoinableAnswer> joinable_answers_;  // per pod, sized at first use
   // Step 2: the best node for the pod as one asking d whole GPUs, through the trees.
   void SearchWholeGpus(SharingSearch& search, const std::vector<BandGroup>& groups);
   // §4.13.4 as written: every feasible node weighed on its own. O(feasible nodes · devices).

@@ -82,6 +82,7 @@ void WorkingState::TouchNode(int node) {
     node_journal_.push_back(node);
   } else {
     ++journal_breaks_;
+    if (!retouching_) ++base_generation_;
   }
   if (index_ == nullptr) return;
   if (index_frozen_) {
@@ -103,6 +104,11 @@ void WorkingState::HandToIndex(int node) {
 }
 
 void WorkingState::FreezeIndex() {
+  frozen_depth_ = open_statements_;
+  if (!device_room_.empty()) {
+    ApplyJoinable();
+    joinable_frozen_ = true;
+  }
   if (index_ == nullptr) return;
   index_->Freeze();
   index_frozen_ = true;
@@ -110,6 +116,8 @@ void WorkingState::FreezeIndex() {
 }
 
 void WorkingState::ThawIndex() {
+  frozen_depth_ = -1;
+  joinable_frozen_ = false;  // the nodes changed since the freeze are brought up to date when read
   if (index_ == nullptr) return;
   index_frozen_ = false;
   index_->Thaw();
@@ -306,16 +314,24 @@ void WorkingState::Rollback(const Mark& mark) {
   int64_journal_.resize(mark.int64s);
   // Re-key the touched nodes from their restored values, without journaling the re-keying.
   ++journal_breaks_;
+  // The frozen try's own statement is at depth frozen_depth_ + 1: rolling it back restores the
+  // state it started from; an outer one changes that state.
+  if (frozen_depth_ < 0 || open_statements_ <= frozen_depth_) ++base_generation_;
   --open_statements_;
   const int saved = open_statements_;
   open_statements_ = 0;
+  retouching_ = true;
   for (size_t i = mark.nodes; i < node_journal_.size(); ++i) TouchNode(node_journal_[i]);
+  retouching_ = false;
   open_statements_ = saved;
   node_journal_.resize(mark.nodes);
 }
 
 void WorkingState::Commit(const Mark& mark) {
   (void)mark;
+  // Committing the frozen try's statement, or an outer one, changes the state the next try
+  // starts from; a statement inside the try changes only the try.
+  if (frozen_depth_ < 0 || open_statements_ <= frozen_depth_ + 1) ++base_generation_;
   --open_statements_;
   if (open_statements_ == 0) {
     ++journal_breaks_;

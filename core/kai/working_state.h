@@ -118,9 +118,10 @@ class WorkingState {
   int64_t device_room(int node) const { return device_room_.empty() ? 0 : device_room_[node]; }
   // The nodes with device_room > 0, best placement score first: binpack, free GPUs ascending
   // (nodes without allocatable GPUs last); spread, free GPUs over allocatable descending; then
-  // by node. Up to date with every change, rollbacks included, whenever it is read: the nodes
-  // touched since the last read are brought up to date then (a try touches a node many times).
-  // Kept only from its first read on (devices placed by BINPACK read the tree alone).
+  // by node. Up to date with every change, rollbacks included, whenever it is read outside a
+  // freeze (FreezeIndex): the nodes touched since the last read are brought up to date then (a
+  // try touches a node many times). Kept only from its first read on (devices placed by BINPACK
+  // read the tree alone).
   using NodeOrder = std::set<std::pair<double, int>>;
   const NodeOrder& joinable_nodes() const;
   // The same nodes in a capacity tree (same keys; every node a member, the others out of reach),
@@ -131,7 +132,7 @@ class WorkingState {
   // or its whole free GPUs (once releasing pods are gone). Read for BINPACK's device choice.
   static constexpr int kJoinableColumns = 2;
   const CapacityTree& joinable_tree() const {
-    ApplyJoinable();
+    if (!joinable_frozen_) ApplyJoinable();
     return joinable_tree_;
   }
   int64_t device_used(int slot) const { return devices_[slot].used; }
@@ -185,8 +186,18 @@ class WorkingState {
   // and ThawIndex hands each noted node's amounts to the index once (NodeIndex::Update), instead
   // of at every change: a try changes its nodes many times and rolls them back. The index reads
   // no update while frozen, so what it answers is the same.
+  // The joinable entries (joinable_tree, joinable_nodes) freeze too: brought up to date at the
+  // freeze, then left as they are until ThawIndex. A node changed since, which the placer's
+  // overlay holds stale, may have entries out of date there: the reader weighs it on its own.
   void FreezeIndex();
   void ThawIndex();
+
+  // ---- The state a try starts from ----
+  // Changes whenever the state outside the frozen try's statement may have changed: a change
+  // outside any statement, and any statement ended, except those inside the frozen try and the
+  // try's own rollback (which restores that state exactly). Equal generations: every node not
+  // changed since the try's mark is as it was (what a reader remembers of such nodes holds).
+  uint64_t base_generation() const { return base_generation_; }
 
   // ---- Monotonicity ----
   // Changes whenever some node's idle or free amount may have grown (an eviction); binds and
@@ -278,6 +289,9 @@ class WorkingState {
   const Cluster& cluster_;
   NodeIndex* index_;
   bool index_frozen_ = false;
+  int frozen_depth_ = -1;    // FreezeIndex: the statements open then; -1: not frozen
+  bool retouching_ = false;  // Rollback re-touches the nodes it restored
+  uint64_t base_generation_ = 0;
   std::vector<char> noted_;           // per node: changed while the index is frozen
   std::vector<int> noted_nodes_;      // those nodes
   int r_;                             // |R|: queue amounts
@@ -317,6 +331,7 @@ class WorkingState {
   mutable std::vector<int> joinable_dirty_list_;
   mutable NodeOrder joinable_nodes_;
   mutable bool joinable_order_kept_ = false;  // joinable_nodes_ read once, and kept since
+  bool joinable_frozen_ = false;              // FreezeIndex: the entries as at the freeze
   mutable CapacityTree joinable_tree_;
   mutable std::vector<double> tree_row_;   // idle, then free: R_n + kJoinableColumns each
   bool spread_ = false;                    // the index's placement (joinable_nodes' order)

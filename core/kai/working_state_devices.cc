@@ -94,7 +94,7 @@ void WorkingState::UpdateDeviceSummary(int node) {
 }
 
 const WorkingState::NodeOrder& WorkingState::joinable_nodes() const {
-  ApplyJoinable();
+  if (!joinable_frozen_) ApplyJoinable();
   if (!joinable_order_kept_) {
     joinable_order_kept_ = true;
     for (int node = 0; node < static_cast<int>(joinable_in_.size()); ++node) {

@@ -10,6 +10,7 @@
 //
 // `make test` runs 400 cases; ARBITER_SEARCH_CASES=N runs N (the README gives the command for
 // the long run, thousands of cases).
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -59,6 +60,14 @@ struct CaseTally {
   int64_t skipped_moves = 0;   // tries it skipped for the victims of R they must re-place
   int64_t skipped_ranked = 0;  // ... and for the victims of R ranked before the preemptor
   int64_t replayed = 0;        // explanation tries not made: the failed search made them
+  int64_t devices_joined = 0;  // devices the eviction actions' placements joined (sharing cases)
+};
+
+// What a case's snapshot is made of.
+enum class Variant {
+  kPlain,
+  kObstructed,  // Obstructed's snapshot
+  kSharing,     // 20% to 100% of the pods share GPUs (§4.13), devices packed or spread
 };
 
 // The snapshot with what Solver::FitsWhereThePartFits checks of a victim put in its way, at
@@ -103,29 +112,37 @@ Snapshot Obstructed(Snapshot snapshot, uint64_t seed) {
   return snapshot;
 }
 
-// Runs case `index` both ways and compares the answers (fatal failures on a difference); with
-// `obstructed`, on the snapshot Obstructed gives.
-void CompareCase(int index, CaseTally* tally, bool obstructed = false) {
+// Runs case `index` both ways and compares the answers (fatal failures on a difference), on the
+// snapshot `variant` gives.
+void CompareCase(int index, CaseTally* tally, Variant variant = Variant::kPlain) {
   const uint64_t seed = static_cast<uint64_t>(index);
-  const generator::GeneratorOptions options = PropertyCaseOptions(seed, GeneratorModel::kKai);
+  generator::GeneratorOptions options = PropertyCaseOptions(seed, GeneratorModel::kKai);
+  if (variant == Variant::kSharing) options.gpu_sharing = 20 + static_cast<double>(seed % 5) * 20;
   generator::GeneratedRequest request = generator::Generate(options);
-  if (obstructed) request.snapshot = Obstructed(std::move(request.snapshot), seed);
-  const Policy policy = CasePolicy(seed, request.policy);
+  if (variant == Variant::kObstructed) {
+    request.snapshot = Obstructed(std::move(request.snapshot), seed);
+  }
+  Policy policy = CasePolicy(seed, request.policy);
+  if (variant == Variant::kSharing && seed % 3 == 0) {
+    policy.gpu_device_placement = seed % 2 == 0 ? Placement::kSpread : Placement::kBinpack;
+  }
   CycleHooks reference_hooks;
   reference_hooks.reference_search = true;
   const absl::StatusOr<ScheduleResult> reference =
       Schedule(request.snapshot, policy, reference_hooks);
   CycleHooks hooks;
-  hooks.phase_counters =
-      [tally](std::string_view, const std::vector<std::pair<std::string_view, int64_t>>& counters) {
-        for (const auto& [name, value] : counters) {
-          if (name == "tries_cut_short") tally->cut_short += value;
-          if (name == "tries_cut_rejected") tally->cut_rejected += value;
-          if (name == "tries_skipped_moves") tally->skipped_moves += value;
-          if (name == "tries_skipped_ranked") tally->skipped_ranked += value;
-          if (name == "explanation_tries_replayed") tally->replayed += value;
-        }
-      };
+  hooks.phase_counters = [tally](
+                             std::string_view phase,
+                             const std::vector<std::pair<std::string_view, int64_t>>& counters) {
+    for (const auto& [name, value] : counters) {
+      if (name == "devices_joined" && phase != "allocate") tally->devices_joined += value;
+      if (name == "tries_cut_short") tally->cut_short += value;
+      if (name == "tries_cut_rejected") tally->cut_rejected += value;
+      if (name == "tries_skipped_moves") tally->skipped_moves += value;
+      if (name == "tries_skipped_ranked") tally->skipped_ranked += value;
+      if (name == "explanation_tries_replayed") tally->replayed += value;
+    }
+  };
   const absl::StatusOr<ScheduleResult> frozen = Schedule(request.snapshot, policy, hooks);
   const std::string what = DescribeCase(seed, options);
   ASSERT_EQ(reference.ok(), frozen.ok()) << what;
@@ -157,6 +174,22 @@ TEST(SearchDifferential, TheFrozenIndexSearchAnswersAsTheReferenceSearch) {
   RecordProperty("tries_skipped_ranked", static_cast<int>(tally.skipped_ranked));
 }
 
+// Pods that share GPUs (§4.13): the frozen search reads the joinable devices as they were at the
+// try's start and weighs the nodes the try changed on their own (Placer::SearchJoinable); the
+// reference scans every node's devices as they are. A quarter as many cases as the plain ones.
+TEST(SearchDifferential, SharingCasesAnswerAsTheReferenceSearch) {
+  const int cases = std::max(1, Cases() / 4);
+  CaseTally tally;
+  for (int i = 0; i < cases; ++i) {
+    ASSERT_NO_FATAL_FAILURE(CompareCase(i, &tally, Variant::kSharing));
+  }
+  EXPECT_GE(tally.evicting, cases / 4)
+      << "cases whose answer evicts: " << tally.evicting << " of " << cases;
+  EXPECT_GT(tally.devices_joined, 0);
+  RecordProperty("evicting_cases", tally.evicting);
+  RecordProperty("devices_joined", static_cast<int>(tally.devices_joined));
+}
+
 // A try is skipped when the nodes cannot hold its part together with the pods of R's groups it
 // must re-place, those whose eviction the validator rejects (Solver::MovesBounds: each pod of the
 // part takes some of their places where they may go, and the rest of the part may go elsewhere).
@@ -185,7 +218,7 @@ TEST(SearchDifferential, TriesSkippedForEveryShapeTheyMustReplaceTogetherWouldFa
     ASSERT_NO_FATAL_FAILURE(CompareCase(index, &tally));
   }
   for (int index : {202, 1753}) {
-    ASSERT_NO_FATAL_FAILURE(CompareCase(index, &tally, /*obstructed=*/true));
+    ASSERT_NO_FATAL_FAILURE(CompareCase(index, &tally, Variant::kObstructed));
   }
   // 569 with every shape's count joined, 439 with only the count that joins the most, and fewer
   // with each shape alone.
@@ -201,7 +234,7 @@ TEST(SearchDifferential, ObstructedVictimsAnswerAsTheReferenceSearch) {
   const int cases = Cases();
   CaseTally tally;
   for (int i = 0; i < cases; ++i) {
-    ASSERT_NO_FATAL_FAILURE(CompareCase(i, &tally, /*obstructed=*/true));
+    ASSERT_NO_FATAL_FAILURE(CompareCase(i, &tally, Variant::kObstructed));
   }
   EXPECT_GE(tally.evicting, cases / 4)
       << "cases whose answer evicts: " << tally.evicting << " of " << cases;

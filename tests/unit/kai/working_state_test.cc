@@ -1,5 +1,6 @@
 // The working state of a cycle (SEMANTICS.md §4.1) and its statements: rollback restores every
 // value exactly, statements nest, evictions move requests from used to releasing.
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <utility>
@@ -120,6 +121,43 @@ TEST(WorkingState, ChangesWhileTheIndexIsFrozenReachItAtTheThaw) {
   }
   EXPECT_EQ(kept.session.placer().Choose(kept.state.pending_pod(job, 0)).node,
             fresh.session.placer().Choose(fresh.state.pending_pod(job, 0)).node);
+}
+
+// The generation of the state a try starts from (what the placer's remembered answers are kept
+// by): a try rolled back restores it, as do statements inside the try; committing the try, a
+// change outside any statement, and a statement ended outside a frozen try change it.
+TEST(WorkingState, TheBaseGenerationMovesOnlyWhenTheStateATryStartsFromChanges) {
+  Fixture f;
+  const int job = f.Group("job");
+  const int run = f.Group("run");
+  uint64_t generation = f.state.base_generation();
+  f.state.FreezeIndex();
+  WorkingState::Mark mark = f.state.Checkpoint();
+  f.state.Evict(f.cluster.group(run).first_pod);
+  WorkingState::Mark inner = f.state.Checkpoint();
+  f.state.Bind(f.state.pending_pod(job, 0), 0, true);
+  f.state.Commit(inner);
+  inner = f.state.Checkpoint();
+  f.state.Bind(f.state.pending_pod(job, 0), 1, true);
+  f.state.Rollback(inner);
+  EXPECT_EQ(f.state.base_generation(), generation);
+  f.state.Rollback(mark);
+  f.state.ThawIndex();
+  EXPECT_EQ(f.state.base_generation(), generation) << "a try rolled back";
+  f.state.FreezeIndex();
+  mark = f.state.Checkpoint();
+  f.state.Bind(f.state.pending_pod(job, 0), 0, true);
+  f.state.Commit(mark);
+  f.state.ThawIndex();
+  EXPECT_NE(f.state.base_generation(), generation) << "a try committed";
+  generation = f.state.base_generation();
+  f.state.Bind(f.state.pending_pod(job, 0), 1, false);
+  EXPECT_NE(f.state.base_generation(), generation) << "a change outside any statement";
+  generation = f.state.base_generation();
+  mark = f.state.Checkpoint();
+  f.state.Bind(f.state.pending_pod(job, 0), 0, false);
+  f.state.Rollback(mark);
+  EXPECT_NE(f.state.base_generation(), generation) << "a statement ended outside a frozen try";
 }
 
 TEST(WorkingState, StatementsNest) {
@@ -345,6 +383,67 @@ TEST(WorkingStateDevices, ShareWeightIsTheInverseOfTheMeanAllocatable) {
   EXPECT_EQ(ShareWeight(cluster, {}, cluster.node_cpu()), 0);
   EXPECT_EQ(ShareWeight(cluster, {0, 1}, -1), 0);
   EXPECT_EQ(ShareWeight(cluster, {0, 1}, memory), 0);
+}
+
+// In a frozen try the joinable devices are read as at the freeze: the placer weighs the nodes the
+// try changed on its own, and keeps the tree's best for a pod from one try to the next (from the
+// same starting state), weighing the nodes that were stale when it found it. n1's device k has
+// room for half a GPU, so p joins it outside any try. Try A evicts r1: k drains, no node has a
+// joinable device, and p takes a new device on n2, the fullest node with a GPU free. Try B evicts
+// a cpu pod on n4 only: the answer kept from try A (no joinable node but n1, which was stale then)
+// still holds, and n1, not stale now, is weighed again: p joins k, where a pod asking a whole GPU
+// would go to n2. n3 (no GPU free) and n4 (four free) keep binpack's range the same.
+TEST(WorkingStateDevices, AFrozenTryWeighsTheNodesItChangedAndThoseStaleWhenItsAnswerWasKept) {
+  Fixture f(SnapshotBuilder()
+                .Node("n1", {{"cpu", 10}, {"nvidia.com/gpu", 3}})
+                .Node("n2", {{"cpu", 10}, {"nvidia.com/gpu", 2}})
+                .Node("n3", {{"cpu", 10}, {"nvidia.com/gpu", 2}})
+                .Node("n4", {{"cpu", 10}, {"nvidia.com/gpu", 4}})
+                .Queue("team")
+                .Group("a-run", "team")
+                .Pod({{"cpu", 1}}, "n1", PodPhase::kRunning)
+                .GpuFraction(0.5)
+                .GpuGroups({"k"})
+                .Group("b-run", "team")
+                .Pod({{"cpu", 1}}, "n2", PodPhase::kRunning)
+                .GpuFraction(0.75)
+                .GpuGroups({"j"})
+                .Group("c-whole", "team")
+                .RunningPods(2, {{"cpu", 1}, {"nvidia.com/gpu", 1}}, "n3")
+                .Group("d-cpu", "team")
+                .RunningPods(1, {{"cpu", 1}}, "n4")
+                .Group("e-job", "team")
+                .Pod({{"cpu", 1}})
+                .GpuFraction(0.5)
+                .Build());
+  const Cluster& cluster = f.cluster;
+  WorkingState& state = f.state;
+  Placer& placer = f.session.placer();
+  const int pod = state.pending_pod(f.Group("e-job"), 0);
+  const int n1 = 0;
+  const int k = state.node_devices(n1)[0];
+  const auto choose = [&](int evicted) {
+    state.FreezeIndex();
+    const WorkingState::Mark mark = state.Checkpoint();
+    placer.SetOverlay(&mark);
+    state.Evict(evicted);
+    const NodeChoice choice = placer.Choose(pod);
+    state.Rollback(mark);
+    placer.SetOverlay(nullptr);
+    state.ThawIndex();
+    return choice;
+  };
+  const NodeChoice outside = placer.Choose(pod);
+  EXPECT_EQ(outside.node, n1);
+  EXPECT_EQ(outside.devices.devices, std::vector<int>{k});
+  const uint64_t generation = state.base_generation();
+  const NodeChoice a = choose(cluster.group(f.Group("a-run")).first_pod);
+  EXPECT_EQ(a.node, 1);
+  EXPECT_EQ(a.devices.devices, std::vector<int>{kNewDevice});
+  const NodeChoice b = choose(cluster.group(f.Group("d-cpu")).first_pod);
+  EXPECT_EQ(b.node, n1);
+  EXPECT_EQ(b.devices.devices, std::vector<int>{k});
+  EXPECT_EQ(state.base_generation(), generation);
 }
 
 }  // namespace
