@@ -18,6 +18,7 @@ WorkingState::WorkingState(const Cluster& cluster, const KaiFairShare& shares, N
   claimed_.assign(static_cast<size_t>(nodes) * rn_, 0.0);
   free_scratch_.assign(2 * static_cast<size_t>(rn_), 0.0);
   node_stamp_.assign(nodes, 0);
+  retouch_stamp_.assign(nodes, 0);
   const int queues = cluster.tree().size();
   allocated_.assign(static_cast<size_t>(queues) * r_, 0.0);
   allocated_np_.assign(static_cast<size_t>(queues) * r_, 0.0);
@@ -320,8 +321,18 @@ void WorkingState::Rollback(const Mark& mark) {
   --open_statements_;
   const int saved = open_statements_;
   open_statements_ = 0;
+  // A node journaled many times is re-touched once: its amounts are restored by then.
   retouching_ = true;
-  for (size_t i = mark.nodes; i < node_journal_.size(); ++i) TouchNode(node_journal_[i]);
+  if (++retouch_epoch_ == 0) {  // the stamps wrapped: start them again
+    std::fill(retouch_stamp_.begin(), retouch_stamp_.end(), 0);
+    retouch_epoch_ = 1;
+  }
+  for (size_t i = mark.nodes; i < node_journal_.size(); ++i) {
+    const int node = node_journal_[i];
+    if (retouch_stamp_[node] == retouch_epoch_) continue;
+    retouch_stamp_[node] = retouch_epoch_;
+    TouchNode(node);
+  }
   retouching_ = false;
   open_statements_ = saved;
   node_journal_.resize(mark.nodes);

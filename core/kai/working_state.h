@@ -115,7 +115,11 @@ class WorkingState {
   const std::vector<int>& device_nodes() const { return device_nodes_; }
   // The most units a pod could join on one active device of `node` once its releasing pods are
   // gone: max over its active devices of M_n - used_k (0 without an active device).
-  int64_t device_room(int node) const { return device_room_.empty() ? 0 : device_room_[node]; }
+  int64_t device_room(int node) const {
+    if (device_room_.empty()) return 0;
+    if (room_dirty_[node] != 0) SumUpDeviceRoom(node);
+    return device_room_[node];
+  }
   // The nodes with device_room > 0, best placement score first: binpack, free GPUs ascending
   // (nodes without allocatable GPUs last); spread, free GPUs over allocatable descending; then
   // by node. Up to date with every change, rollbacks included, whenever it is read outside a
@@ -268,9 +272,11 @@ class WorkingState {
   // would on eviction (active -> draining) or restore (draining -> active).
   void PoolEvictOne(int node);
   void PoolRestoreOne(int node);
-  // device_room for `node`, from its devices; its joinable entries are marked to be brought up
-  // to date when next read.
+  // `node`'s devices may have changed: its device_room is summed up again, and its joinable
+  // entries brought up to date, when next read.
   void UpdateDeviceSummary(int node);
+  // device_room for `node`, from its devices.
+  void SumUpDeviceRoom(int node) const;
   // Brings the joinable entries of the nodes touched since the last call up to date: the order
   // and the tree are a function of the nodes' current state, so when they are updated does not
   // change what they hold.
@@ -289,8 +295,10 @@ class WorkingState {
   const Cluster& cluster_;
   NodeIndex* index_;
   bool index_frozen_ = false;
-  int frozen_depth_ = -1;    // FreezeIndex: the statements open then; -1: not frozen
-  bool retouching_ = false;  // Rollback re-touches the nodes it restored
+  int frozen_depth_ = -1;                // FreezeIndex: the statements open then; -1: not frozen
+  bool retouching_ = false;              // Rollback re-touches the nodes it restored
+  uint32_t retouch_epoch_ = 0;           // Rollback: a node is re-touched once per rollback
+  std::vector<uint32_t> retouch_stamp_;  // per node: the epoch it was last re-touched in
   uint64_t base_generation_ = 0;
   std::vector<char> noted_;           // per node: changed while the index is frozen
   std::vector<int> noted_nodes_;      // those nodes
@@ -322,7 +330,8 @@ class WorkingState {
   std::deque<DeviceSlot> devices_;              // a deque: the journal holds pointers into it
   std::vector<std::vector<int>> node_devices_;  // per node: its slots (grows, never shrinks)
   std::vector<int> device_nodes_;
-  std::vector<int64_t> device_room_;  // per node
+  mutable std::vector<int64_t> device_room_;  // per node, while not room_dirty_
+  mutable std::vector<char> room_dirty_;      // per node: changed since device_room_ was summed
   // The joinable entries, a cache of the nodes' device state brought up to date when read.
   mutable std::vector<double> joinable_key_;   // per node: its entries' key, when reachable
   mutable std::vector<char> joinable_in_;      // per node: reachable (in joinable_nodes_ if kept)

@@ -72,6 +72,7 @@ void WorkingState::LayOutDevices() {
   joinable_tree_.Init(members, rn_ + kJoinableColumns, pair);
   tree_row_.assign(2 * static_cast<size_t>(rn_ + kJoinableColumns), 0.0);
   device_room_.assign(nodes, 0);
+  room_dirty_.assign(nodes, 0);
   joinable_key_.assign(nodes, 0.0);
   joinable_in_.assign(nodes, 0);
   joinable_rows_.assign(static_cast<size_t>(nodes) * tree_row_.size(), 0.0);
@@ -79,7 +80,7 @@ void WorkingState::LayOutDevices() {
   for (int n : device_nodes_) UpdateDeviceSummary(n);
 }
 
-void WorkingState::UpdateDeviceSummary(int node) {
+void WorkingState::SumUpDeviceRoom(int node) const {
   int64_t room = 0;
   const int64_t units = cluster_.node(node).device_units;
   for (int slot : node_devices_[node]) {
@@ -87,6 +88,12 @@ void WorkingState::UpdateDeviceSummary(int node) {
     if (device.used > 0) room = std::max(room, units - device.used);
   }
   device_room_[node] = room;
+  room_dirty_[node] = 0;
+}
+
+void WorkingState::UpdateDeviceSummary(int node) {
+  // A node without a device slot keeps its room of 0 (a slot is laid out before it is used).
+  if (!node_devices_[node].empty()) room_dirty_[node] = 1;
   if (joinable_dirty_[node] == 0) {
     joinable_dirty_[node] = 1;
     joinable_dirty_list_.push_back(node);
@@ -114,7 +121,7 @@ void WorkingState::ApplyJoinable() const {
 
 void WorkingState::ApplyJoinableNode(int node) const {
   constexpr double kInfinity = std::numeric_limits<double>::infinity();
-  const int64_t room = device_room_[node];
+  const int64_t room = device_room(node);
   const size_t columns = static_cast<size_t>(rn_ + kJoinableColumns);
   const size_t width = 2 * columns;
   double* applied = &joinable_rows_[static_cast<size_t>(node) * width];
